@@ -1,0 +1,64 @@
+"""The `memctl` command: thin Typer groups over the library.
+
+Each command parses its options, makes one library call and renders the
+result. Library errors become one line on stderr and a documented exit code.
+"""
+
+from __future__ import annotations
+
+import typer
+import typer.core
+
+from .. import errors, output
+
+
+class _Group(typer.core.TyperGroup):
+    """Turns library errors into `memctl: error: ... (hint: ...)` and an exit code."""
+
+    def invoke(self, ctx):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except errors.MemctlError as exc:
+            output.error(exc.one_line())
+            raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:
+            raise typer.Exit(errors.OK) from None
+
+
+EPILOG = "Exit codes: " + ", ".join(f"{code} {text}" for code, text in errors.EXIT_CODES.items()) + "."
+
+app = typer.Typer(
+    cls=_Group,
+    name="memctl",
+    help="Durable memory for AI agents, kept in plain files in a git repository.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        output.emit_text(f"memctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    root: str = typer.Option(None, "--root", help="Store directory (default: MEMCTL_ROOT, else the nearest parent with memctl.toml).", metavar="DIR"),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    ctx.obj = {"root": root}
+
+
+from . import facts as _facts  # noqa: E402,F401  (registers the commands)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,219 @@
+"""Fact commands: init, remember, show, list, forget, index, doctor, log."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import facts, fact as fact_mod, output, store as store_mod
+from ..errors import BadInput, FAILED
+from . import app
+from .common import JsonOpt, NoCommitOpt, store_from
+
+
+def _read_stdin(label: str) -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{label} from stdin is not valid UTF-8") from None
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create the store.")] = Path("."),
+    no_git: Annotated[bool, typer.Option("--no-git", help="Do not run `git init` or commit.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Create a store: memctl.toml, memory/MEMORY.md, ledgers/, state/, git. Safe to re-run."""
+    created = store_mod.init_store(directory, git=not no_git)
+    root = str(directory.resolve())
+    if json:
+        output.emit_json({"root": root, "created": created})
+    else:
+        output.info(f"initialised {root}: " + ", ".join(created) if created else f"{root} is already a store; nothing changed")
+
+
+@app.command()
+def remember(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Fact name: 1-80 ASCII letters, digits, - or _.")],
+    description: Annotated[Optional[str], typer.Option("--description", "-d", help="One line; what MEMORY.md shows.")] = None,
+    type_: Annotated[Optional[str], typer.Option("--type", "-t", help="user | feedback | project | reference | procedure.")] = None,
+    why: Annotated[Optional[str], typer.Option("--why", help="The **Why:** line of the body.")] = None,
+    how: Annotated[Optional[str], typer.Option("--how", help="The **How to apply:** line of the body.")] = None,
+    body: Annotated[Optional[str], typer.Option("--body", help="Free text of the body; '-' reads stdin.")] = None,
+    importance: Annotated[Optional[float], typer.Option("--importance", help="0-1 (default by type).")] = None,
+    confidence: Annotated[Optional[float], typer.Option("--confidence", help="0-1: stated 1.0, inferred 0.7, observed 0.5.")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag; repeat for more.")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Where it came from: session, URL, episode id.")] = None,
+    expires: Annotated[Optional[str], typer.Option("--expires", help="Date after which the fact is stale (YYYY-MM-DD).")] = None,
+    supersedes: Annotated[Optional[list[str]], typer.Option("--supersedes", help="Archive this fact, replaced by NAME; repeatable.")] = None,
+    pin: Annotated[bool, typer.Option("--pin", help="Pin the fact (always in context).")] = False,
+    update: Annotated[bool, typer.Option("--update", help="Change an existing fact; fields not given are kept.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Write even if a live fact has the same description.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse near matches too, not only exact ones.")] = False,
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Write one fact file and its MEMORY.md line, and commit them."""
+    if body == "-":
+        body = _read_stdin("--body")
+    spec = facts.FactInput(
+        name=name, description=description, type=type_, body=body, why=why, how=how,
+        importance=importance, confidence=confidence, tags=tuple(tag) if tag else None,
+        source=source, expires=expires, supersedes=tuple(supersedes or ()), pinned=True if pin else None,
+    )
+    store = store_from(ctx)
+    change = facts.remember(store, spec, update=update, force=force, strict=strict, commit_changes=not no_commit)
+    for hit in change.similar:
+        output.warn(
+            f"similar fact: {store.rel(hit.fact.path)} (overlap {hit.score:.2f}, {hit.shared} shared keywords)",
+            hint="--update or --supersedes it if this is the same fact",
+        )
+    path = store.rel(change.fact.path)
+    if json:
+        output.emit_json({
+            "action": change.action, "name": change.fact.name, "path": path, "commit": change.commit,
+            "similar": [{"path": store.rel(h.fact.path), "score": h.score, "shared": h.shared, "exact": h.exact} for h in change.similar],
+            "superseded": [store.rel(f.path) for f in change.archived],
+        })
+    else:
+        output.emit_text(path)
+        if change.action == "unchanged":
+            output.info(f"{path} unchanged")
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Fact name or file stem (archived facts too).")],
+    json: JsonOpt = False,
+) -> None:
+    """Print one fact file."""
+    store = store_from(ctx)
+    found = facts.find(store, name)
+    if found.archived:
+        replaced = found.meta("superseded_by")
+        why = f"superseded by {replaced}" if replaced else f"forgotten: {found.meta('archived_reason') or 'no reason recorded'}"
+        output.info(f"{store.rel(found.path)} is archived ({why})")
+    if json:
+        data = found.to_dict()
+        data["path"] = store.rel(found.path)
+        output.emit_json(data)
+    else:
+        output.emit_text(found.path.read_text(encoding="utf-8"))
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    type_: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this type.")] = None,
+    tag: Annotated[Optional[str], typer.Option("--tag", help="Only facts with this tag.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Include archived and superseded facts.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """List facts: name, type, description, path."""
+    store = store_from(ctx)
+    found = facts.list_facts(store, fact_type=type_, tag=tag, include_archived=all_)
+    rows = [
+        {
+            "name": f.name or f.stem, "type": f.type, "description": f.description,
+            "path": store.rel(f.path), "status": "archived" if f.archived else "live",
+            "importance": f.meta("importance"), "tags": f.tags,
+        }
+        for f in found
+    ]
+    if json:
+        output.emit_json(rows)
+    else:
+        columns = ["name", "type", "description", "path"] + (["status"] if all_ else [])
+        output.emit_table(rows, columns)
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Fact name or file stem.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten (kept in the archived file).")] = "",
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Move a fact to memory/archive/ with the reason, and drop it from MEMORY.md."""
+    store = store_from(ctx)
+    change = facts.forget(store, name, reason, commit_changes=not no_commit)
+    path = store.rel(change.fact.path)
+    if json:
+        output.emit_json({"action": change.action, "name": change.fact.name, "path": path, "commit": change.commit})
+    else:
+        output.emit_text(path)
+
+
+@app.command()
+def index(
+    ctx: typer.Context,
+    check: Annotated[bool, typer.Option("--check", help="Only report drift; exit 1 when there is any.")] = False,
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Regenerate the block between the markers in MEMORY.md (text outside is kept)."""
+    store = store_from(ctx)
+    if check:
+        drift = facts.index_drift(store)
+        rel = store.rel(store.index_path)
+        if json:
+            output.emit_json({"ok": not drift, "drift": [d.__dict__ for d in drift]})
+        else:
+            output.emit_lines(f"{rel}:{d.lineno}: {d.message}" if d.lineno else f"{rel}: {d.message}" for d in drift)
+        if drift:
+            raise typer.Exit(FAILED)
+        return
+    changed, sha = facts.reindex(store, commit_changes=not no_commit)
+    if json:
+        output.emit_json({"changed": changed, "commit": sha})
+    else:
+        output.info("MEMORY.md regenerated" if changed else "MEMORY.md is up to date")
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Report every problem in the store as file:line; exit 0 when clean."""
+    from .. import doctor as doctor_mod
+
+    store = store_from(ctx)
+    problems = doctor_mod.run(store)
+    failing = [p for p in problems if p.severity == "error" or strict]
+    if json:
+        output.emit_json({"ok": not failing, "problems": [p.__dict__ for p in problems]})
+    else:
+        output.emit_lines(f"{p.path}{':' + str(p.line) if p.line else ''}: {p.severity}: {p.message}" for p in problems)
+        if not problems:
+            output.info("store is clean")
+    if failing:
+        raise typer.Exit(FAILED)
+
+
+@app.command()
+def log(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Fact name or file stem.")],
+    json: JsonOpt = False,
+) -> None:
+    """The git history of one fact: date, commit message, lines changed."""
+    store = store_from(ctx)
+    entries = facts.history(store, name)
+    rows = [
+        {"date": e.date, "commit": e.commit[:10], "message": e.message, "changed": f"+{e.added} -{e.removed}", "path": e.path}
+        for e in entries
+    ]
+    if json:
+        output.emit_json([{**e.__dict__} for e in entries])
+    else:
+        output.emit_table(rows, ["date", "commit", "message", "changed"])

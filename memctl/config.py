@@ -1,0 +1,144 @@
+"""memctl.toml: every key has a default, so an empty file is a valid store.
+
+Reading uses tomllib. memctl only ever *adds* tables to the file (a ledger
+declaration), appending text so that the user's comments and layout stay.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+
+FACT_TYPES = ("user", "feedback", "project", "reference", "procedure")
+
+DEFAULT_IMPORTANCE = {
+    "user": 0.7,
+    "feedback": 0.8,
+    "project": 0.6,
+    "reference": 0.5,
+    "procedure": 0.7,
+}
+# A user's own statement is 1.0; what an agent inferred is 0.7 (FORMATS.md).
+DEFAULT_CONFIDENCE = {"user": 1.0, "feedback": 1.0}
+FALLBACK_IMPORTANCE = 0.5
+FALLBACK_CONFIDENCE = 0.7
+
+DEFAULT_TOML = """\
+# memctl store configuration. Every key has a default; see docs/FORMAT.md.
+
+[git]
+commit = true                      # commit every change (MEMCTL_NO_COMMIT=1 or --no-commit to skip)
+author_name = "memctl"
+author_email = "memctl@localhost"
+
+[facts]
+max_index_lines = 200              # Claude Code loads only the first 200 lines of MEMORY.md
+max_index_bytes = 25000            # ... and at most 25 KB
+"""
+
+
+@dataclass(frozen=True)
+class LedgerDecl:
+    name: str
+    file: str
+    columns: tuple[str, ...]
+    header: bool = True
+    unique: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    commit: bool = True
+    author_name: str = "memctl"
+    author_email: str = "memctl@localhost"
+    max_index_lines: int = 200
+    max_index_bytes: int = 25_000
+    default_importance: dict[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_IMPORTANCE)
+    )
+    default_confidence: dict[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_CONFIDENCE)
+    )
+    ledgers: dict[str, LedgerDecl] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def importance_for(self, fact_type: str | None) -> float:
+        return self.default_importance.get(fact_type or "", FALLBACK_IMPORTANCE)
+
+    def confidence_for(self, fact_type: str | None) -> float:
+        return self.default_confidence.get(fact_type or "", FALLBACK_CONFIDENCE)
+
+
+def load(path: Path) -> Config:
+    """Read memctl.toml (a missing file means all defaults)."""
+    if not path.exists():
+        return Config()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: invalid TOML: {exc}", hint="fix the file by hand") from None
+    return from_dict(raw, source=path)
+
+
+def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config:
+    git = raw.get("git", {})
+    facts = raw.get("facts", {})
+    importance = dict(DEFAULT_IMPORTANCE)
+    importance.update(facts.get("default_importance", {}))
+    confidence = dict(DEFAULT_CONFIDENCE)
+    confidence.update(facts.get("default_confidence", {}))
+    ledgers = {}
+    for name, decl in raw.get("ledgers", {}).items():
+        columns = decl.get("columns")
+        if not isinstance(columns, list) or not columns:
+            raise BadInput(f"{source}: [ledgers.{name}] needs a non-empty 'columns' list")
+        ledgers[name] = LedgerDecl(
+            name=name,
+            file=decl.get("file", f"{name}.tsv"),
+            columns=tuple(str(c) for c in columns),
+            header=bool(decl.get("header", True)),
+            unique=decl.get("unique"),
+        )
+    return Config(
+        commit=bool(git.get("commit", True)),
+        author_name=str(git.get("author_name", "memctl")),
+        author_email=str(git.get("author_email", "memctl@localhost")),
+        max_index_lines=int(facts.get("max_index_lines", 200)),
+        max_index_bytes=int(facts.get("max_index_bytes", 25_000)),
+        default_importance=importance,
+        default_confidence=confidence,
+        ledgers=ledgers,
+        raw=raw,
+    )
+
+
+def toml_value(value: Any) -> str:
+    """Render a simple value (str, bool, number, list of those) as TOML."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        # JSON string escapes are valid TOML basic-string escapes.
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot render {type(value).__name__} as TOML")
+
+
+def toml_table(header: str, values: dict[str, Any]) -> str:
+    lines = [f"[{header}]"]
+    lines += [f"{key} = {toml_value(val)}" for key, val in values.items() if val is not None]
+    return "\n".join(lines) + "\n"
+
+
+def toml_key(name: str) -> str:
+    """A bare key when allowed, else a quoted one."""
+    if name and all(c.isascii() and (c.isalnum() or c in "-_") for c in name):
+        return name
+    return toml_value(name)

@@ -1,0 +1,12 @@
+"""`memctl doctor`: every layer's checks in one place."""
+
+from __future__ import annotations
+
+from . import facts
+from .facts import Problem
+from .store import Store
+
+
+def run(store: Store) -> list[Problem]:
+    problems = facts.check(store)
+    return problems

@@ -1,0 +1,237 @@
+"""One fact file: parse and render, byte-stable.
+
+A fact is YAML frontmatter between two `---` lines and a markdown body. YAML is
+loaded with a safe loader that also leaves timestamps as strings, so that a
+parse followed by a render gives back the same bytes. Unknown keys are kept
+in their order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import BadInput
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+MAX_DESCRIPTION = 1000  # hard limit; 150 is the recommendation
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+def _without_timestamps(resolvers: dict) -> dict:
+    return {
+        key: [(tag, regexp) for tag, regexp in entries if tag != _TIMESTAMP]
+        for key, entries in resolvers.items()
+    }
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    """Safe YAML; dates and times stay strings so they re-render unchanged."""
+
+
+class _Dumper(_BASE_DUMPER):  # type: ignore[misc, valid-type]
+    """Block mappings, flow lists (`tags: [a, b]`), no quoting of timestamps."""
+
+
+_Loader.yaml_implicit_resolvers = _without_timestamps(_BASE_LOADER.yaml_implicit_resolvers)
+_Dumper.yaml_implicit_resolvers = _without_timestamps(_BASE_DUMPER.yaml_implicit_resolvers)
+_Dumper.add_representer(
+    list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True)
+)
+_Dumper.add_representer(
+    tuple, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", list(v), flow_style=True)
+)
+_Dumper.add_representer(
+    dict, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=False)
+)
+
+
+class FactParseError(Exception):
+    """A fact file that cannot be read; `line` is 1-based (0 when unknown)."""
+
+    def __init__(self, message: str, line: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Fact:
+    stem: str
+    front: dict[str, Any]
+    body: str = ""
+    archived: bool = False
+    path: Path | None = field(default=None, compare=False)
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        """A metadata value: `metadata.<key>`, else a top-level `<key>` (Claude Code layout)."""
+        metadata = self.front.get("metadata")
+        if isinstance(metadata, dict) and key in metadata:
+            return metadata[key]
+        return self.front.get(key, default)
+
+    @property
+    def name(self) -> str:
+        value = self.front.get("name")
+        return str(value) if value is not None else ""
+
+    @property
+    def description(self) -> str:
+        value = self.front.get("description")
+        return str(value) if value is not None else ""
+
+    @property
+    def type(self) -> str:
+        value = self.meta("type")
+        return str(value) if value is not None else ""
+
+    @property
+    def tags(self) -> list[str]:
+        value = self.meta("tags") or []
+        if isinstance(value, str):
+            return [value]
+        return [str(t) for t in value] if isinstance(value, list) else []
+
+    @property
+    def supersedes(self) -> list[str]:
+        value = self.meta("supersedes") or []
+        if isinstance(value, str):
+            return [value]
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.stem}.md"
+
+    def with_meta(self, **changes: Any) -> "Fact":
+        """A copy with metadata keys set (None removes); a key already at top level stays there."""
+        front = dict(self.front)
+        metadata = dict(front.get("metadata") or {}) if isinstance(front.get("metadata"), dict) else {}
+        for key, value in changes.items():
+            target = front if (key in front and key not in metadata and key != "metadata") else metadata
+            if value is None:
+                target.pop(key, None)
+            else:
+                target[key] = value
+        if metadata or "metadata" in front:
+            front["metadata"] = metadata
+        return replace(self, front=front)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "stem": self.stem,
+            "path": str(self.path) if self.path else self.file_name,
+            "description": self.description,
+            "type": self.type,
+            "archived": self.archived,
+            "metadata": {k: v for k, v in (self.front.get("metadata") or {}).items()}
+            if isinstance(self.front.get("metadata"), dict)
+            else {},
+            "body": self.body,
+        }
+
+
+def validate_name(name: str) -> str:
+    if not NAME_RE.match(name or ""):
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        raise BadInput(
+            f"invalid fact name {shown!r}",
+            hint="use 1-80 ASCII letters, digits, '-' or '_'",
+        )
+    return name
+
+
+def validate_description(text: str) -> str:
+    if not text or not text.strip():
+        raise BadInput("description is empty", hint="pass --description TEXT")
+    if any(c in text for c in "\n\r\x00"):
+        raise BadInput("description must be one line", hint="put details in --body, --why or --how")
+    if len(text) > MAX_DESCRIPTION:
+        raise BadInput(f"description is {len(text)} characters", hint="keep it under 150; put details in --body")
+    return text
+
+
+def split(text: str) -> tuple[str, str, int]:
+    """(frontmatter text, body, line number where the frontmatter starts)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        raise FactParseError("no YAML frontmatter (the file must start with a '---' line)", 1)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r") in ("---", "..."):
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), 2
+    raise FactParseError("frontmatter is not closed by a '---' line", 1)
+
+
+def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None) -> Fact:
+    fm, body, first_line = split(text)
+    try:
+        front = yaml.load(fm, Loader=_Loader) if fm.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = first_line + mark.line if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FactParseError(f"invalid YAML frontmatter: {problem}", line) from None
+    if not isinstance(front, dict):
+        raise FactParseError("frontmatter is not a mapping of keys to values", first_line)
+    return Fact(stem=stem, front=front, body=body, archived=archived, path=path)
+
+
+def load(path: Path, *, archived: bool = False) -> Fact:
+    data = path.read_bytes()
+    if b"\x00" in data:
+        raise FactParseError("binary file (contains NUL bytes)", 0)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise FactParseError("not valid UTF-8", line) from None
+    return parse(text, path.stem, archived=archived, path=path)
+
+
+def render(fact: Fact) -> str:
+    front = yaml.dump(
+        fact.front, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1_000_000
+    )
+    return f"---\n{front}---\n{fact.body}"
+
+
+def compose_body(body: str | None, why: str | None, how: str | None) -> str:
+    """The body of a new fact: free text, then **Why:** and **How to apply:** lines."""
+    parts = [body.rstrip("\n")] if body else []
+    if why:
+        parts.append(f"**Why:** {why.strip()}")
+    if how:
+        parts.append(f"**How to apply:** {how.strip()}")
+    return "\n".join(parts) + "\n" if parts else ""
+
+
+_WHY_RE = re.compile(r"^\*\*Why:\*\*.*?(?=^\*\*How to apply:\*\*|\Z)", re.M | re.S)
+_HOW_RE = re.compile(r"^\*\*How to apply:\*\*.*?(?=^\*\*Why:\*\*|\Z)", re.M | re.S)
+
+
+def update_body(current: str, body: str | None, why: str | None, how: str | None) -> str:
+    """Replace only the parts given: free text, the Why line, the How-to-apply line."""
+    if body is not None:
+        kept_why = _WHY_RE.search(current)
+        kept_how = _HOW_RE.search(current)
+        new = body.rstrip("\n")
+        extra = [m.group(0).rstrip("\n") for m in (kept_why, kept_how) if m]
+        current = "\n".join([p for p in [new, *extra] if p]) + "\n"
+    for value, regex, label in ((why, _WHY_RE, "**Why:**"), (how, _HOW_RE, "**How to apply:**")):
+        if value is None:
+            continue
+        line = f"{label} {value.strip()}\n"
+        if regex.search(current):
+            current = regex.sub(lambda _m: line, current, count=1)
+        else:
+            current = (current if current.endswith("\n") or not current else current + "\n") + line
+    return current

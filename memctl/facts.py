@@ -1,0 +1,458 @@
+"""Fact operations: remember, update, supersede, forget, list, index, doctor checks.
+
+Every change happens under the store lock: read the facts, decide, write the
+fact file(s) atomically, regenerate MEMORY.md, commit exactly those paths.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import clock, fact as fact_mod, gitstore, index as index_mod, output, textnorm
+from .errors import BadInput, NotFound, Refused
+from .fsutil import atomic_move, atomic_write
+from .store import Store, commit
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    code: str
+    message: str
+    severity: str = "error"  # or "warning"
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class FactInput:
+    """What `remember` was given; None means "not given" (matters for --update)."""
+
+    name: str
+    description: str | None = None
+    type: str | None = None
+    body: str | None = None
+    why: str | None = None
+    how: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    tags: tuple[str, ...] | None = None
+    source: str | None = None
+    expires: str | None = None
+    supersedes: tuple[str, ...] = ()
+    pinned: bool | None = None
+
+
+@dataclass(frozen=True)
+class Similar:
+    fact: fact_mod.Fact
+    score: float
+    shared: int
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Change:
+    action: str  # created | updated | unchanged | forgotten
+    fact: fact_mod.Fact
+    similar: tuple[Similar, ...] = ()
+    archived: tuple[fact_mod.Fact, ...] = ()
+    commit: str | None = None
+
+
+@dataclass(frozen=True)
+class Scan:
+    facts: list[fact_mod.Fact]
+    problems: list[Problem] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- reading
+
+def _fact_files(directory: Path, store: Store) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(
+        p for p in directory.iterdir()
+        if p.suffix == ".md" and p.name != "MEMORY.md" and not p.name.startswith(".") and p.is_file()
+    )
+
+
+def scan(store: Store, *, archived: bool = False) -> Scan:
+    """Parse every live fact (and archived ones when asked); unreadable files become problems."""
+    facts: list[fact_mod.Fact] = []
+    problems: list[Problem] = []
+    dirs = [(store.memory_dir, False)] + ([(store.archive_dir, True)] if archived else [])
+    for directory, is_archived in dirs:
+        for path in _fact_files(directory, store):
+            try:
+                facts.append(fact_mod.load(path, archived=is_archived))
+            except fact_mod.FactParseError as exc:
+                problems.append(Problem(store.rel(path), exc.line, "unreadable", exc.message))
+            except OSError as exc:
+                problems.append(Problem(store.rel(path), 0, "unreadable", exc.strerror or str(exc)))
+    return Scan(facts, problems)
+
+
+def warn_problems(scan_result: Scan) -> None:
+    for problem in scan_result.problems:
+        output.warn(f"skipped {problem}", hint="run `memctl doctor`")
+
+
+def live_facts(store: Store, *, quiet: bool = False) -> list[fact_mod.Fact]:
+    result = scan(store)
+    if not quiet:
+        warn_problems(result)
+    return result.facts
+
+
+def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
+    for fact in facts:
+        if fact.stem == key:
+            return fact
+    for fact in facts:
+        if fact.name == key:
+            return fact
+    return None
+
+
+def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
+    """A fact by file stem or by name; live facts first, then the archive (newest first)."""
+    if not key or "/" in key or "\x00" in key or key in (".", ".."):
+        raise BadInput(f"invalid fact name {key!r}", hint="give a fact name or file stem, not a path")
+    live = scan(store)
+    found = _match(live.facts, key)
+    if found is None and archived:
+        old = scan_archive(store)
+        found = _match(sorted(old, key=lambda f: f.stem, reverse=True), key)
+    if found is None:
+        raise NotFound(f"no fact named {key!r}", hint="`memctl list --all` shows every fact")
+    return found
+
+
+def scan_archive(store: Store) -> list[fact_mod.Fact]:
+    result = []
+    for path in _fact_files(store.archive_dir, store):
+        try:
+            result.append(fact_mod.load(path, archived=True))
+        except (fact_mod.FactParseError, OSError):
+            continue
+    return result
+
+
+def list_facts(
+    store: Store, *, fact_type: str | None = None, tag: str | None = None, include_archived: bool = False
+) -> list[fact_mod.Fact]:
+    result = scan(store, archived=include_archived)
+    warn_problems(result)
+    facts = result.facts
+    if fact_type:
+        facts = [f for f in facts if f.type == fact_type]
+    if tag:
+        facts = [f for f in facts if tag in f.tags]
+    return sorted(facts, key=lambda f: (f.archived, f.type, f.stem))
+
+
+def similar(description: str, facts: list[fact_mod.Fact]) -> list[Similar]:
+    """Facts whose description is the same after normalising, or overlaps by keywords."""
+    norm = textnorm.normalize(description)
+    words = textnorm.keywords(description)
+    hits = []
+    for other in facts:
+        if textnorm.normalize(other.description) == norm:
+            hits.append(Similar(other, 1.0, len(words), True))
+            continue
+        theirs = textnorm.keywords(other.description)
+        shared = len(words & theirs)
+        score = textnorm.jaccard(words, theirs)
+        if score >= 0.6 and shared >= 3:
+            hits.append(Similar(other, round(score, 3), shared, False))
+    return sorted(hits, key=lambda s: -s.score)
+
+
+# ---------------------------------------------------------------- writing
+
+def _unit(value: float | None, label: str) -> float | None:
+    if value is None:
+        return None
+    if not 0.0 <= value <= 1.0:
+        raise BadInput(f"{label} must be between 0 and 1, got {value}")
+    return float(value)
+
+
+def _check_input(spec: FactInput) -> None:
+    fact_mod.validate_name(spec.name)
+    if spec.description is not None:
+        fact_mod.validate_description(spec.description)
+    if spec.type is not None and not fact_mod.NAME_RE.match(spec.type):
+        raise BadInput(f"invalid type {spec.type!r}", hint="user, feedback, project, reference or procedure")
+    _unit(spec.importance, "importance")
+    _unit(spec.confidence, "confidence")
+    for tag in spec.tags or ():
+        if not tag.strip() or any(c in tag for c in "\n\r\t,"):
+            raise BadInput(f"invalid tag {tag!r}", hint="tags are one word or phrase without commas or newlines")
+    if spec.expires is not None:
+        try:
+            clock.parse_date(spec.expires)
+        except ValueError:
+            raise BadInput(f"invalid --expires date {spec.expires!r}", hint="use YYYY-MM-DD") from None
+    for text, label in ((spec.source, "source"),):
+        if text is not None and any(c in text for c in "\n\r"):
+            raise BadInput(f"{label} must be one line")
+
+
+def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:
+    fact_type = spec.type or "project"
+    metadata: dict[str, Any] = {
+        "type": fact_type,
+        "importance": spec.importance if spec.importance is not None else store.config.importance_for(fact_type),
+        "confidence": spec.confidence if spec.confidence is not None else store.config.confidence_for(fact_type),
+        "created": now,
+        "updated": now,
+    }
+    optional = {
+        "source": spec.source,
+        "tags": list(spec.tags) if spec.tags else None,
+        "pinned": True if spec.pinned else None,
+        "expires": spec.expires,
+        "supersedes": list(spec.supersedes) if spec.supersedes else None,
+    }
+    metadata.update({k: v for k, v in optional.items() if v is not None})
+    front = {"name": spec.name, "description": spec.description, "metadata": metadata}
+    body = fact_mod.compose_body(spec.body, spec.why, spec.how)
+    return fact_mod.Fact(stem=spec.name, front=front, body=body, path=store.memory_dir / f"{spec.name}.md")
+
+
+def _updated_fact(current: fact_mod.Fact, spec: FactInput) -> fact_mod.Fact:
+    changed = current
+    if spec.description is not None:
+        front = dict(changed.front)
+        front["description"] = spec.description
+        changed = fact_mod.Fact(current.stem, front, changed.body, current.archived, current.path)
+    meta = {
+        "type": spec.type,
+        "importance": spec.importance,
+        "confidence": spec.confidence,
+        "source": spec.source,
+        "tags": list(spec.tags) if spec.tags is not None else None,
+        "expires": spec.expires,
+    }
+    if spec.pinned is not None:
+        meta["pinned"] = True if spec.pinned else None
+    if spec.supersedes:
+        meta["supersedes"] = sorted(set(current.supersedes) | set(spec.supersedes))
+    given = {k: v for k, v in meta.items() if v is not None or k == "pinned"}
+    if given:
+        changed = changed.with_meta(**given)
+    if spec.body is not None or spec.why is not None or spec.how is not None:
+        body = fact_mod.update_body(changed.body, spec.body, spec.why, spec.how)
+        changed = fact_mod.Fact(current.stem, changed.front, body, current.archived, current.path)
+    return changed
+
+
+def _archive_path(store: Store, fact: fact_mod.Fact) -> Path:
+    target = store.archive_dir / fact.file_name
+    if target.exists():
+        target = store.archive_dir / f"{fact.stem}.{clock.now().strftime('%Y%m%dT%H%M%S')}.md"
+    return target
+
+
+def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.Fact, list[Path]]:
+    """Record why, then move the file to memory/archive/ (never delete)."""
+    assert fact.path is not None
+    marked = fact.with_meta(**meta)
+    atomic_write(fact.path, fact_mod.render(marked))
+    target = _archive_path(store, fact)
+    atomic_move(fact.path, target)
+    moved = fact_mod.Fact(target.stem, marked.front, marked.body, True, target)
+    return moved, [fact.path, target]
+
+
+def _write_index(store: Store, facts: list[fact_mod.Fact]) -> Path:
+    path = store.index_path
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    new = index_mod.regenerate(current, facts)
+    if new != current:
+        atomic_write(path, new)
+    return path
+
+
+def remember(
+    store: Store,
+    spec: FactInput,
+    *,
+    update: bool = False,
+    force: bool = False,
+    strict: bool = False,
+    commit_changes: bool = True,
+) -> Change:
+    _check_input(spec)
+    if not update and spec.description is None:
+        raise BadInput("--description is required for a new fact", hint="memctl remember NAME --description TEXT")
+    with store.lock():
+        facts = live_facts(store)
+        existing = _match(facts, spec.name)
+        if existing is not None and not update:
+            raise Refused(
+                f"fact {spec.name!r} already exists: {store.rel(existing.path)}",
+                hint="use --update to change it, or pick another name",
+            )
+        if existing is None and update:
+            raise NotFound(f"no live fact named {spec.name!r} to update", hint="drop --update to create it")
+        if (store.memory_dir / f"{spec.name}.md").exists() and existing is None:
+            raise Refused(
+                f"{store.rel(store.memory_dir / (spec.name + '.md'))} exists but cannot be read",
+                hint="run `memctl doctor` and fix the file",
+            )
+        old_facts = []
+        for old_key in spec.supersedes:
+            old = _match(facts, old_key)
+            if old is None:
+                raise NotFound(f"--supersedes {old_key!r}: no live fact by that name", hint="`memctl list` shows live facts")
+            if existing is not None and old.stem == existing.stem or old_key == spec.name:
+                raise BadInput("a fact cannot supersede itself")
+            old_facts.append(old)
+        skip = {f.stem for f in old_facts} | ({existing.stem} if existing else set())
+        hits: list[Similar] = []
+        if spec.description is not None:
+            hits = similar(spec.description, [f for f in facts if f.stem not in skip])
+            exact = [h for h in hits if h.exact]
+            if exact and not force:
+                raise Refused(
+                    f"the same description is already in {store.rel(exact[0].fact.path)}",
+                    hint="use --update on that fact, --supersedes it, or --force",
+                )
+            near = [h for h in hits if not h.exact]
+            if near and strict and not force:
+                raise Refused(
+                    f"a similar fact exists: {store.rel(near[0].fact.path)} (overlap {near[0].score:.2f})",
+                    hint="check it; --update or --supersedes it, or drop --strict",
+                )
+        now = clock.stamp()
+        if existing is None:
+            new = _new_fact(store, spec, now)
+            action = "created"
+        else:
+            new = _updated_fact(existing, spec)
+            if fact_mod.render(new) == fact_mod.render(existing) and not old_facts:
+                return Change("unchanged", existing, tuple(hits))
+            new = new.with_meta(updated=now)
+            action = "updated"
+        assert new.path is not None
+        atomic_write(new.path, fact_mod.render(new))
+        touched = [new.path]
+        archived = []
+        for old in old_facts:
+            moved, paths = _archive(store, old, superseded_by=spec.name, valid_to=now)
+            archived.append(moved)
+            touched += paths
+        live = [f for f in facts if f.stem not in skip] + [new]
+        touched.append(_write_index(store, live))
+        verb = "remember" if action == "created" else "update"
+        message = f"memory: {verb} {spec.name}"
+        if old_facts:
+            message += " (supersedes " + ", ".join(f.name or f.stem for f in old_facts) + ")"
+        sha = commit(store, touched, message, enabled=commit_changes)
+        return Change(action, new, tuple(hits), tuple(archived), sha)
+
+
+def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) -> Change:
+    if not reason or not reason.strip() or any(c in reason for c in "\n\r"):
+        raise BadInput("--reason must be one non-empty line", hint="say why this fact is forgotten")
+    with store.lock():
+        facts = live_facts(store)
+        target = _match(facts, key)
+        if target is None:
+            find(store, key)  # raises BadInput / NotFound with the right message
+            raise Refused(f"fact {key!r} is already archived", hint="`memctl show` it to see why")
+        moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
+        touched.append(_write_index(store, [f for f in facts if f.stem != target.stem]))
+        sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)
+        return Change("forgotten", moved, commit=sha)
+
+
+def reindex(store: Store, *, commit_changes: bool = True) -> tuple[bool, str | None]:
+    """Regenerate the index block; (changed, commit id)."""
+    with store.lock():
+        facts = live_facts(store)
+        before = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else None
+        path = _write_index(store, facts)
+        after = path.read_text(encoding="utf-8")
+        if after == before:
+            return False, None
+        return True, commit(store, [path], "memory: regenerate index", enabled=commit_changes)
+
+
+def index_drift(store: Store) -> list[index_mod.Drift]:
+    facts = live_facts(store)
+    text = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else ""
+    return index_mod.drift(text, facts)
+
+
+def history(store: Store, key: str) -> list[gitstore.LogEntry]:
+    found = find(store, key)
+    assert found.path is not None
+    return gitstore.log(store.root, found.path)
+
+
+# ---------------------------------------------------------------- doctor
+
+def check(store: Store) -> list[Problem]:
+    """Every problem in the fact layer, with file:line where there is one."""
+    result = scan(store, archived=True)
+    problems = list(result.problems)
+    live = [f for f in result.facts if not f.archived]
+    names: dict[str, list[fact_mod.Fact]] = {}
+    known = {f.stem for f in result.facts} | {f.name for f in result.facts}
+    for item in result.facts:
+        rel = store.rel(item.path) if item.path else item.file_name
+        if not item.name:
+            problems.append(Problem(rel, 2, "missing-name", "frontmatter has no 'name'"))
+        elif not fact_mod.NAME_RE.match(item.name):
+            problems.append(Problem(rel, 2, "bad-name", f"name {item.name!r} is not a slug", "warning"))
+        if not item.description:
+            problems.append(Problem(rel, 2, "missing-description", "frontmatter has no 'description'"))
+        if not item.archived and item.name:
+            names.setdefault(item.name, []).append(item)
+        for old in item.supersedes:
+            if old not in known:
+                problems.append(Problem(rel, 0, "dangling-supersedes", f"supersedes {old!r}, which does not exist"))
+    for name, same in names.items():
+        if len(same) > 1:
+            files = ", ".join(store.rel(f.path) for f in same if f.path)
+            for item in same:
+                problems.append(Problem(store.rel(item.path), 2, "duplicate-name", f"name {name!r} is used by {files}"))
+    rel_index = store.rel(store.index_path)
+    if not store.index_path.exists():
+        problems.append(Problem(rel_index, 0, "no-index", "MEMORY.md is missing (run `memctl index`)"))
+    else:
+        raw = store.index_path.read_bytes()
+        text = raw.decode("utf-8", errors="replace")
+        for drift in index_mod.drift(text, live):
+            problems.append(Problem(rel_index, drift.lineno, f"index-{drift.kind}", drift.message + " (run `memctl index`)"))
+        lines = text.count("\n")
+        limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
+        if lines > limit_lines:
+            problems.append(Problem(rel_index, limit_lines + 1, "index-too-long", f"{lines} lines; Claude Code loads only the first {limit_lines}", "warning"))
+        if len(raw) > limit_bytes:
+            problems.append(Problem(rel_index, 0, "index-too-big", f"{len(raw)} bytes; Claude Code loads only the first {limit_bytes}", "warning"))
+    problems += _git_problems(store)
+    return problems
+
+
+def _git_problems(store: Store) -> list[Problem]:
+    if gitstore.git_executable() is None:
+        return [Problem(".", 0, "no-git", "git is not installed or not on PATH; changes are not versioned", "warning")]
+    if gitstore.toplevel(store.root) is None:
+        return [Problem(".", 0, "not-a-repo", "the store is not a git repository; changes are not versioned (git init)", "warning")]
+    dirty = gitstore.dirty_paths(store.root, [store.memory_dir])
+    return [
+        Problem(path, 0, "uncommitted", "has uncommitted changes", "warning")
+        for path in dirty
+        if not os.path.basename(path).startswith(".")
+    ]

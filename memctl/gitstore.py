@@ -1,0 +1,185 @@
+"""The only module that talks to git.
+
+GitPython is imported lazily (it costs start-up time), the author comes from
+memctl.toml so that launchd/cron jobs do not depend on ~/.gitconfig, and a
+commit stages and records only the paths the caller touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import GitError
+
+# Where git usually lives when a scheduled job runs with a minimal PATH.
+_FALLBACK_GITS = ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git")
+_LOCK_RETRY_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class Author:
+    name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    commit: str
+    date: str
+    message: str
+    added: int
+    removed: int
+    path: str
+
+
+def git_executable() -> str | None:
+    found = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or shutil.which("git")
+    if found:
+        return found
+    for candidate in _FALLBACK_GITS:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _git_module():
+    exe = git_executable()
+    if exe is None:
+        raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+    os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = exe
+    import git  # noqa: PLC0415  (lazy: keeps `memctl --help` fast)
+
+    return git
+
+
+def _repo(path: Path):
+    git = _git_module()
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+
+
+def toplevel(path: Path) -> Path | None:
+    """The work tree holding `path`, or None (no repository, or no git)."""
+    if git_executable() is None:
+        return None
+    repo = _repo(path)
+    return Path(repo.working_tree_dir) if repo is not None and repo.working_tree_dir else None
+
+
+def init(path: Path) -> None:
+    git = _git_module()
+    git.Repo.init(path)
+
+
+def _env(author: Author) -> dict[str, str]:
+    return {
+        "GIT_AUTHOR_NAME": author.name,
+        "GIT_AUTHOR_EMAIL": author.email,
+        "GIT_COMMITTER_NAME": author.name,
+        "GIT_COMMITTER_EMAIL": author.email,
+    }
+
+
+def _run(repo, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run a git command, retrying while another process holds git's index lock."""
+    git = _git_module()
+    deadline = time.monotonic() + _LOCK_RETRY_SECONDS
+    delay = 0.02
+    while True:
+        try:
+            return repo.git.execute(["git", *args], env=env or None)
+        except git.GitCommandError as exc:
+            stderr = str(exc.stderr or "")
+            if "index.lock" in stderr and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+                continue
+            detail = stderr.strip().splitlines()[-1] if stderr.strip() else str(exc)
+            raise GitError(f"git {args[0]} failed: {detail}") from None
+
+
+def commit(root: Path, paths: list[Path], message: str, author: Author) -> str | None:
+    """Stage and commit exactly `paths`; return the new commit id, or None if nothing changed."""
+    repo = _repo(root)
+    if repo is None:
+        raise GitError(f"{root} is not a git repository")
+    top = Path(repo.working_tree_dir)
+    rel = sorted({os.path.relpath(Path(p).resolve() if Path(p).exists() else Path(p), top) for p in paths})
+    tracked = set(_run(repo, "ls-files", "-z", "--", *rel).split("\0")) if rel else set()
+    keep = [p for p in rel if (top / p).exists() or p in tracked]
+    if not keep:
+        return None
+    _run(repo, "add", "-A", "--", *keep)
+    staged = _run(repo, "diff", "--cached", "--name-only", "-z", "--", *keep)
+    if not staged.strip("\0"):
+        return None
+    _run(repo, "commit", "-q", "--no-verify", "-m", message, "--", *keep, env=_env(author))
+    return _run(repo, "rev-parse", "HEAD")
+
+
+def log(root: Path, path: Path) -> list[LogEntry]:
+    """The history of one file, following renames (an archived fact keeps its past)."""
+    repo = _repo(root)
+    if repo is None:
+        raise GitError(f"{root} is not a git repository")
+    top = Path(repo.working_tree_dir)
+    rel = os.path.relpath(path, top)
+    sep = "\x1f"
+    out = _run(
+        repo, "log", "--follow", "--numstat", f"--format=\x1e%H{sep}%aI{sep}%s", "--", rel
+    )
+    entries = []
+    for chunk in out.split("\x1e"):
+        if not chunk.strip():
+            continue
+        head, _, rest = chunk.partition("\n")
+        sha, date, message = head.split(sep, 2)
+        added = removed = 0
+        changed_path = rel
+        for line in rest.strip().splitlines():
+            parts = line.split("\t")
+            if len(parts) == 3:
+                added += int(parts[0]) if parts[0].isdigit() else 0
+                removed += int(parts[1]) if parts[1].isdigit() else 0
+                changed_path = parts[2]
+        entries.append(LogEntry(sha, date, message, added, removed, changed_path))
+    return entries
+
+
+def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
+    """Every committed version of `path`, oldest first: (commit, subject, bytes)."""
+    repo = _repo(root)
+    if repo is None:
+        raise GitError(f"{root} is not a git repository")
+    top = Path(repo.working_tree_dir)
+    rel = os.path.relpath(path, top)
+    sep = "\x1f"
+    out = _run(repo, "log", "--reverse", f"--format=%H{sep}%s", "--", rel)
+    result = []
+    for line in out.splitlines():
+        sha, _, subject = line.partition(sep)
+        try:
+            blob = repo.commit(sha).tree / rel
+        except KeyError:
+            result.append((sha, subject, b""))
+            continue
+        result.append((sha, subject, blob.data_stream.read()))
+    return result
+
+
+def dirty_paths(root: Path, under: list[Path]) -> list[str]:
+    """Paths under `under` with uncommitted changes (untracked included)."""
+    repo = _repo(root)
+    if repo is None:
+        return []
+    top = Path(repo.working_tree_dir)
+    rel = [os.path.relpath(p, top) for p in under]
+    out = _run(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
+    return [entry[3:] for entry in out.split("\0") if len(entry) > 3]

@@ -1,0 +1,168 @@
+"""Finding the store, its paths, its lock, and committing what a command touched."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from . import config as config_mod
+from . import gitstore, output
+from .errors import GitError, NotFound
+from .fsutil import atomic_write, file_lock
+
+CONFIG_FILE = "memctl.toml"
+INDEX_FILE = "MEMORY.md"
+GITIGNORE = ".memctl/\nlogs/\n"
+GITATTRIBUTES = "ledgers/*.tsv merge=union\n"
+
+
+@dataclass(frozen=True)
+class Store:
+    root: Path
+    memory_dir: Path  # where fact files and MEMORY.md live
+    layout: str  # "memctl" (memory/ under the root) or "claude" (facts at the top)
+    config: config_mod.Config
+
+    @property
+    def index_path(self) -> Path:
+        return self.memory_dir / INDEX_FILE
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.memory_dir / "archive"
+
+    @property
+    def ledgers_dir(self) -> Path:
+        return self.root / "ledgers"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / ".memctl"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    def rel(self, path: Path) -> str:
+        """A path relative to the store root, for messages and JSON."""
+        try:
+            return str(Path(path).relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        with file_lock(self.cache_dir / "lock"):
+            yield
+
+
+def open_store(root: Path) -> Store:
+    root = root.resolve()
+    if (root / CONFIG_FILE).exists() or (root / "memory").is_dir():
+        cfg = config_mod.load(root / CONFIG_FILE)
+        return Store(root=root, memory_dir=root / "memory", layout="memctl", config=cfg)
+    if (root / INDEX_FILE).exists():
+        return Store(root=root, memory_dir=root, layout="claude", config=config_mod.Config())
+    raise NotFound(f"{root} is not a memctl store", hint="run `memctl init` there")
+
+
+def find_root(explicit: str | os.PathLike | None = None) -> Path:
+    """--root > MEMCTL_ROOT > nearest ancestor holding memctl.toml (or a bare MEMORY.md)."""
+    given = explicit or os.environ.get("MEMCTL_ROOT")
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_dir():
+            raise NotFound(f"store directory does not exist: {path}", hint="check --root / MEMCTL_ROOT, or run `memctl init DIR`")
+        return path.resolve()
+    here = Path.cwd().resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / CONFIG_FILE).exists():
+            return candidate
+    for candidate in (here, *here.parents):
+        if (candidate / INDEX_FILE).exists():
+            return candidate
+    raise NotFound("no memctl store here or in any parent directory", hint="run `memctl init`, or pass --root DIR")
+
+
+def load_store(explicit: str | os.PathLike | None = None) -> Store:
+    return open_store(find_root(explicit))
+
+
+def init_store(root: Path, *, git: bool = True) -> list[str]:
+    """Create the store's files and folders; return what was created (empty when nothing was)."""
+    root = root.expanduser()
+    created: list[str] = []
+    if not root.exists():
+        root.mkdir(parents=True)
+        created.append(str(root))
+    root = root.resolve()
+    files = {
+        CONFIG_FILE: config_mod.DEFAULT_TOML,
+        "memory/" + INDEX_FILE: "# Memory index\n\n<!-- memctl:index:begin -->\n<!-- memctl:index:end -->\n",
+        ".gitignore": GITIGNORE,
+        ".gitattributes": GITATTRIBUTES,
+    }
+    touched: list[Path] = []
+    for folder in ("memory/archive", "ledgers", "state", "launchd"):
+        path = root / folder
+        if not path.is_dir():
+            path.mkdir(parents=True)
+            created.append(folder + "/")
+        if not any(path.iterdir()):
+            # git does not track empty folders; a .gitkeep keeps them in a clone.
+            (path / ".gitkeep").touch()
+            touched.append(path / ".gitkeep")
+    for rel, text in files.items():
+        path = root / rel
+        if not path.exists():
+            atomic_write(path, text)
+            created.append(rel)
+            touched.append(path)
+        elif rel in (".gitignore", ".gitattributes"):
+            # Add our lines to an existing file without disturbing it.
+            current = path.read_text(encoding="utf-8")
+            missing = [line for line in text.splitlines() if line not in current.splitlines()]
+            if missing:
+                sep = "" if current.endswith("\n") or not current else "\n"
+                atomic_write(path, current + sep + "\n".join(missing) + "\n")
+                created.append(rel + " (updated)")
+                touched.append(path)
+    if git and gitstore.git_executable() is not None and gitstore.toplevel(root) is None:
+        gitstore.init(root)
+        created.append(".git/")
+    if touched:
+        commit(open_store(root), touched, "memctl: init store", enabled=git)
+    return created
+
+
+def commit_enabled(store: Store, flag: bool | None = None) -> bool:
+    if flag is False:
+        return False
+    if os.environ.get("MEMCTL_NO_COMMIT", "") not in ("", "0", "false"):
+        return False
+    return store.config.commit
+
+
+def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = True) -> str | None:
+    """Commit the touched paths, or warn once and carry on when that is impossible."""
+    if not enabled or not commit_enabled(store):
+        return None
+    if gitstore.git_executable() is None:
+        output.warn("git not found on PATH; change written but not committed", hint="install git or set MEMCTL_NO_COMMIT=1")
+        return None
+    if gitstore.toplevel(store.root) is None:
+        output.warn(f"{store.root} is not a git repository; change written but not committed", hint="git init, or set MEMCTL_NO_COMMIT=1")
+        return None
+    author = gitstore.Author(store.config.author_name, store.config.author_email)
+    try:
+        return gitstore.commit(store.root, paths, message, author)
+    except GitError as exc:
+        output.warn(f"change written but not committed: {exc.message}", hint="run `git status` in the store")
+        return None
