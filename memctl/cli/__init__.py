@@ -57,7 +57,8 @@ def _root(
     ctx.obj = {"root": root}
 
 
-from . import facts as _facts  # noqa: E402,F401  (registers the commands)
+# Each module registers its commands on `app` when imported.
+from . import facts, ledger, vectors  # noqa: E402,F401
 
 
 def main() -> None:

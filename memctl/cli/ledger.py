@@ -1,0 +1,1 @@
+"""Ledger and episode commands (issue 3). Registers itself on the root app."""

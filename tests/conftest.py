@@ -1,0 +1,69 @@
+"""Shared fixtures: real stores in temp dirs with real git, the CLI in-process and as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memctl.cli import app
+from memctl.store import init_store, open_store
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch, tmp_path_factory):
+    """Tests never depend on the developer's environment or ~/.gitconfig."""
+    for key in ("MEMCTL_ROOT", "MEMCTL_NO_COMMIT", "MEMCTL_AGENT", "MEMCTL_NOW", "MEMCTL_FORCE_TTY"):
+        monkeypatch.delenv(key, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    """An initialised store (with a git repository) in a temp dir."""
+    path = tmp_path / "store"
+    init_store(path)
+    return path
+
+
+@pytest.fixture
+def store(root):
+    return open_store(root)
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def cli(root: Path | None, *args: str, input: str | bytes | None = None, env: dict | None = None) -> Result:
+    """Run the CLI in-process (CliRunner): stdout and stderr kept apart."""
+    runner = CliRunner()
+    argv = (["--root", str(root)] if root is not None else []) + list(args)
+    result = runner.invoke(app, argv, input=input, env=env, catch_exceptions=False)
+    return Result(result.exit_code, result.stdout, result.stderr)
+
+
+def memctl(root: Path | None, *args: str, input: str | bytes | None = None, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run `python -m memctl` as a real subprocess (for concurrency and start-up tests)."""
+    argv = [sys.executable, "-m", "memctl"] + (["--root", str(root)] if root is not None else []) + list(args)
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(argv, input=input, capture_output=True, env=full_env, timeout=timeout,
+                          text=not isinstance(input, bytes))
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
