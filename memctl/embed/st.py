@@ -1,0 +1,59 @@
+"""The sentence-transformers embedder: any model from local files, never the network.
+
+`choose()` has already found the model on disk (a path, or a snapshot in the
+Hugging Face cache), so loading sets HF_HUB_OFFLINE and loads that folder:
+a missing model is reported before torch is even imported, instead of a
+70-second hang on download retries.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+BATCH = 64
+
+
+class SentenceTransformerEmbedder:
+    backend = "sentence-transformers"
+
+    def __init__(self, model: str, path: Path, *, query_prefix: str = "", passage_prefix: str = ""):
+        self.model = model
+        self.path = Path(path)
+        self.prefixes = {"query": query_prefix, "passage": passage_prefix}
+        self._model: Any = None
+
+    @property
+    def fingerprint(self) -> str:
+        return f"prefix={self.prefixes['query']!r}/{self.prefixes['passage']!r}/normalized"
+
+    def load(self) -> Any:
+        if self._model is None:
+            # Offline for good: the folder is local, so nothing may reach for the hub.
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        return self._model
+
+    def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
+        import numpy as np
+
+        prefix = self.prefixes.get(kind, "")
+        model = self.load()
+        vectors = model.encode(
+            [prefix + t for t in texts],
+            batch_size=BATCH,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)

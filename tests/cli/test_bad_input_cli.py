@@ -1,0 +1,109 @@
+"""Bad input: a one-line error with a hint, a documented exit code, and no change on disk."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import cli, git
+
+
+def _snapshot(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts and ".memctl" not in p.parts}
+
+
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["remember", "../evil", "--description", "x"], 2),
+        (["remember", "a/b", "--description", "x"], 2),
+        (["remember", "", "--description", "x"], 2),
+        (["remember", "n" * 10_000, "--description", "x"], 2),
+        (["remember", "ok", "--description", "line one\nline two"], 2),
+        (["remember", "ok", "--description", "   "], 2),
+        (["remember", "ok", "--description", "x", "--importance", "1.5"], 2),
+        (["remember", "ok", "--description", "x", "--expires", "next tuesday"], 2),
+        (["remember", "ok", "--description", "x", "--supersedes", "missing"], 3),
+        (["remember", "ok"], 2),
+        (["remember", "ok", "--update", "--description", "x"], 3),
+        (["show", "../evil"], 2),
+        (["show", "missing"], 3),
+        (["forget", "missing", "--reason", "x"], 3),
+        (["forget", "missing"], 2),
+        (["log", "missing"], 3),
+        (["remember", "ok", "--description", "x", "--importance", "high"], 2),
+        (["remember", "ok", "--descriptio", "x"], 2),
+        (["list", "--bogus"], 2),
+    ],
+)
+def test_bad_input_changes_nothing(root, args, code):
+    before = _snapshot(root)
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, *args)
+    assert r.exit_code == code, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("memctl: error: ")
+    assert "(hint: " in r.stderr
+    assert _snapshot(root) == before
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_root_pointing_at_missing_directory(tmp_path):
+    r = cli(tmp_path / "nope", "list")
+    assert r.exit_code == 3
+    assert r.stderr.count("\n") == 1 and "does not exist" in r.stderr and "hint" in r.stderr
+    assert not (tmp_path / "nope").exists()
+
+
+def test_no_store_found(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = cli(None, "list")
+    assert r.exit_code == 3 and "memctl init" in r.stderr
+
+
+BROKEN = {
+    "broken-yaml.md": "---\nname: broken\ndescription: [unclosed\n---\nbody\n",
+    "python-tag.md": "---\nname: evil\ndescription: !!python/object/apply:os.system ['touch /tmp/pwned']\n---\n",
+    "no-frontmatter.md": "just text\n",
+}
+
+
+def test_broken_files_are_skipped_and_named_by_doctor(root):
+    cli(root, "remember", "good", "--description", "a good fact")
+    for name, text in BROKEN.items():
+        (root / "memory" / name).write_text(text, encoding="utf-8")
+    (root / "memory" / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR")
+    r = cli(root, "list")
+    assert r.exit_code == 0
+    assert r.stdout.startswith("good\t")
+    for name in (*BROKEN, "binary.md"):
+        assert f"skipped memory/{name}" in r.stderr
+    assert cli(root, "remember", "other", "--description", "still works").exit_code == 0
+    r = cli(root, "doctor", "--json")
+    assert r.exit_code == 1
+    import json
+
+    problems = {p["path"]: p for p in json.loads(r.stdout)["problems"] if p["code"] == "unreadable"}
+    assert problems["memory/broken-yaml.md"]["line"] == 4
+    assert problems["memory/python-tag.md"]["line"] == 3
+    assert "python/object" in problems["memory/python-tag.md"]["message"]
+    assert problems["memory/no-frontmatter.md"]["line"] == 1
+    assert "binary" in problems["memory/binary.md"]["message"]
+    text = cli(root, "doctor").stdout
+    assert "memory/python-tag.md:3: error: invalid YAML frontmatter" in text
+
+
+def test_doctor_reports_drift_duplicates_and_dangling(root):
+    cli(root, "remember", "a", "--description", "fact a")
+    (root / "memory" / "a-copy.md").write_text("---\nname: a\ndescription: copy of a\n---\n", encoding="utf-8")
+    (root / "memory" / "c.md").write_text("---\nname: c\ndescription: c\nmetadata:\n  supersedes: [ghost]\n---\n", encoding="utf-8")
+    (root / "memory" / "nodesc.md").write_text("---\nname: nodesc\n---\n", encoding="utf-8")
+    r = cli(root, "doctor")
+    assert r.exit_code == 1
+    out = r.stdout
+    assert "memory/a-copy.md:2: error: name 'a' is used by memory/a-copy.md, memory/a.md" in out
+    assert "supersedes 'ghost', which does not exist" in out
+    assert "memory/nodesc.md:2: error: frontmatter has no 'description'" in out
+    assert "c.md is not listed in MEMORY.md" in out
+    r = cli(root, "index", "--check")
+    assert r.exit_code == 1 and "c.md is not listed" in r.stdout

@@ -1,0 +1,191 @@
+"""The issue-2 scenario through the CLI, on a real git store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import cli, git
+
+
+def _index_lines(root):
+    text = (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.startswith("- [")]
+
+
+def _commits(root):
+    return git(root, "log", "--format=%s").splitlines()
+
+
+def test_scenario(root):
+    r = cli(root, "remember", "user-role", "--description", "ユーザーはAI経営の実験を1年続けている", "--type", "user")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == "memory/user-role.md\n"
+    r = cli(root, "remember", "proj-launchd", "--description", "朝のレポートはlaunchdで毎朝9時に生成する", "--tag", "cron")
+    assert r.exit_code == 0, r.stderr
+    r = cli(
+        root, "remember", "feedback-zenn-rate-limit", "--type", "feedback",
+        "--description", "Zenn posts: at most one per day",
+        "--why", "Publishing twice a day hit the rate limit.",
+        "--how", "Guard publishing jobs with a lock file.",
+    )
+    assert r.exit_code == 0, r.stderr
+
+    assert _index_lines(root) == [
+        "- [user-role.md](user-role.md) - ユーザーはAI経営の実験を1年続けている",
+        "- [feedback-zenn-rate-limit.md](feedback-zenn-rate-limit.md) - Zenn posts: at most one per day",
+        "- [proj-launchd.md](proj-launchd.md) - 朝のレポートはlaunchdで毎朝9時に生成する",
+    ]
+    assert _commits(root)[:3] == [
+        "memory: remember feedback-zenn-rate-limit",
+        "memory: remember proj-launchd",
+        "memory: remember user-role",
+    ]
+    body = (root / "memory" / "feedback-zenn-rate-limit.md").read_text(encoding="utf-8")
+    assert "**Why:** Publishing twice a day hit the rate limit.\n**How to apply:** Guard publishing jobs with a lock file.\n" in body
+
+    # grep finds each fact by its Japanese text
+    for needle, path in (("AI経営の実験", "memory/user-role.md"), ("毎朝9時", "memory/proj-launchd.md")):
+        found = subprocess.run(["grep", "-rl", needle, "memory"], cwd=root, capture_output=True, text=True).stdout.split()
+        assert path in found
+
+    # the same NAME again: refused, nothing changes
+    head = git(root, "rev-parse", "HEAD")
+    before = (root / "memory" / "user-role.md").read_bytes()
+    r = cli(root, "remember", "user-role", "--description", "something else")
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "already exists" in r.stderr and "--update" in r.stderr
+    assert (root / "memory" / "user-role.md").read_bytes() == before
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
+
+    # --update changes only what was given
+    r = cli(root, "remember", "feedback-zenn-rate-limit", "--update", "--importance", "0.95",
+            env={"MEMCTL_NOW": "2030-01-02T03:04:05+09:00"})
+    assert r.exit_code == 0, r.stderr
+    diff = git(root, "diff", "HEAD~1", "--", "memory/feedback-zenn-rate-limit.md")
+    changed = [l for l in diff.splitlines() if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+    assert sorted(l.split(":")[0].strip() for l in changed) == ["+  importance", "+  updated", "-  importance", "-  updated"]
+    assert "+  updated: 2030-01-02T03:04:05+09:00" in diff
+    assert _commits(root)[0] == "memory: update feedback-zenn-rate-limit"
+
+    # forget archives
+    r = cli(root, "forget", "proj-launchd", "--reason", "moved to cron")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == "memory/archive/proj-launchd.md\n"
+    assert not (root / "memory" / "proj-launchd.md").exists()
+    archived = (root / "memory" / "archive" / "proj-launchd.md").read_text(encoding="utf-8")
+    assert "archived_reason: moved to cron" in archived
+    assert len(_index_lines(root)) == 2
+    assert _commits(root)[0] == "memory: forget proj-launchd"
+
+    assert cli(root, "index", "--check").exit_code == 0
+    r = cli(root, "doctor")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_resave_unchanged_is_byte_identical(root):
+    cli(root, "remember", "a-fact", "--description", "日本語の説明", "--why", "なぜ", "--tag", "x")
+    before = (root / "memory" / "a-fact.md").read_bytes()
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, "remember", "a-fact", "--update", "--description", "日本語の説明", "--tag", "x", "--why", "なぜ")
+    assert r.exit_code == 0
+    assert "unchanged" in r.stderr
+    assert (root / "memory" / "a-fact.md").read_bytes() == before
+    assert git(root, "diff") == "" and git(root, "rev-parse", "HEAD") == head
+
+
+def test_supersede_then_show_old(root):
+    cli(root, "remember", "old-rule", "--description", "Deploy on Fridays is fine")
+    r = cli(root, "remember", "new-rule", "--description", "No deploys after Thursday noon", "--supersedes", "old-rule")
+    assert r.exit_code == 0, r.stderr
+    assert not (root / "memory" / "old-rule.md").exists()
+    r = cli(root, "show", "old-rule")
+    assert r.exit_code == 0
+    assert "superseded_by: new-rule" in r.stdout and "valid_to:" in r.stdout
+    assert "superseded by new-rule" in r.stderr
+    r = cli(root, "show", "old-rule", "--json")
+    assert json.loads(r.stdout)["archived"] is True
+    assert [l for l in _index_lines(root)] == ["- [new-rule.md](new-rule.md) - No deploys after Thursday noon"]
+    assert _commits(root)[0] == "memory: remember new-rule (supersedes old-rule)"
+    assert cli(root, "doctor").exit_code == 0
+
+
+def test_duplicate_description_refused_unless_force(root):
+    cli(root, "remember", "a", "--description", "Zenn投稿は1日1件まで")
+    r = cli(root, "remember", "b", "--description", "  ｚｅｎｎ投稿は1日1件まで ")
+    assert r.exit_code == 1 and "memory/a.md" in r.stderr
+    assert not (root / "memory" / "b.md").exists()
+    assert cli(root, "remember", "b", "--description", "  ｚｅｎｎ投稿は1日1件まで ", "--force").exit_code == 0
+
+
+def test_near_match_warns_and_strict_refuses(root):
+    cli(root, "remember", "a", "--description", "The deploy pipeline runs on launchd every morning")
+    r = cli(root, "remember", "b", "--description", "The deploy pipeline runs on launchd each morning")
+    assert r.exit_code == 0
+    assert "similar fact: memory/a.md" in r.stderr
+    r = cli(root, "remember", "c", "--strict", "--description", "deploy pipeline runs on launchd every single morning")
+    assert r.exit_code == 1 and "memory/a.md" in r.stderr
+    assert not (root / "memory" / "c.md").exists()
+
+
+def test_near_match_japanese_bigrams(root):
+    cli(root, "remember", "a", "--description", "MCPサーバーのテストとデバッグの方法")
+    r = cli(root, "remember", "b", "--strict", "--description", "MCPサーバーのテストとデバッグ方法")
+    assert r.exit_code == 1 and "memory/a.md" in r.stderr
+
+
+def test_list_show_json_and_filters(root):
+    cli(root, "remember", "u1", "--description", "ユーザー設定", "--type", "user", "--tag", "prefs")
+    cli(root, "remember", "p1", "--description", "Project note")
+    rows = json.loads(cli(root, "list", "--json").stdout)
+    assert [(r["name"], r["type"]) for r in rows] == [("p1", "project"), ("u1", "user")]
+    assert cli(root, "list", "--type", "user").stdout == "u1\tuser\tユーザー設定\tmemory/u1.md\n"
+    assert cli(root, "list", "--tag", "prefs").stdout.startswith("u1\t")
+    data = json.loads(cli(root, "show", "u1", "--json").stdout)
+    assert data["description"] == "ユーザー設定" and data["metadata"]["tags"] == ["prefs"]
+
+
+def test_log_shows_history(root):
+    cli(root, "remember", "a", "--description", "first")
+    cli(root, "remember", "a", "--update", "--description", "second")
+    cli(root, "forget", "a", "--reason", "done")
+    rows = json.loads(cli(root, "log", "a", "--json").stdout)
+    assert [r["message"] for r in rows] == ["memory: forget a", "memory: update a", "memory: remember a"]
+
+
+def test_no_commit_flag_and_env(root):
+    head = git(root, "rev-parse", "HEAD")
+    assert cli(root, "remember", "a", "--description", "x", "--no-commit").exit_code == 0
+    assert cli(root, "remember", "b", "--description", "y", env={"MEMCTL_NO_COMMIT": "1"}).exit_code == 0
+    assert git(root, "rev-parse", "HEAD") == head
+    assert (root / "memory" / "b.md").exists()
+
+
+def test_init_twice_changes_nothing(tmp_path):
+    target = tmp_path / "s"
+    assert cli(None, "init", str(target)).exit_code == 0
+    for rel in ("memctl.toml", "memory/MEMORY.md", ".gitignore", ".gitattributes"):
+        assert (target / rel).is_file()
+    for rel in ("memory/archive", "ledgers", "state", "launchd", ".git"):
+        assert (target / rel).is_dir()
+    assert ".memctl/" in (target / ".gitignore").read_text() and "logs/" in (target / ".gitignore").read_text()
+    assert "ledgers/*.tsv merge=union" in (target / ".gitattributes").read_text()
+    snapshot = {p: p.read_bytes() for p in target.rglob("*") if p.is_file() and ".git/" not in str(p)}
+    head = git(target, "rev-parse", "HEAD")
+    r = cli(None, "init", str(target))
+    assert r.exit_code == 0 and "nothing changed" in r.stderr
+    assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file() and ".git/" not in str(p)} == snapshot
+    assert git(target, "rev-parse", "HEAD") == head
+
+
+def test_store_without_git_warns_once(tmp_path):
+    target = tmp_path / "s"
+    cli(None, "init", "--no-git", str(target))
+    r = cli(target, "remember", "a", "--description", "x")
+    assert r.exit_code == 0
+    assert r.stderr.count("not a git repository") == 1 and r.stderr.count("\n") == 1
+    r = cli(target, "doctor")
+    assert r.exit_code == 0 and "not a git repository" in r.stdout
