@@ -63,8 +63,8 @@ class Store:
             yield
 
 
-def open_store(root: Path) -> Store:
-    root = root.resolve()
+def open_store(root: str | os.PathLike) -> Store:
+    root = Path(root).resolve()
     if (root / CONFIG_FILE).exists() or (root / "memory").is_dir():
         cfg = config_mod.load(root / CONFIG_FILE)
         return Store(root=root, memory_dir=root / "memory", layout="memctl", config=cfg)

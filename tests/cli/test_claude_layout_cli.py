@@ -1,0 +1,88 @@
+"""memctl works unchanged on a Claude Code auto-memory directory and on seed-style files."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import cli
+
+CLAUDE_INDEX = """# Memory
+
+Notes for this project.
+
+- [User role](user_role.md) — The user is a data scientist
+- [Testing feedback](feedback_testing.md) — Integration tests must hit a real database
+
+Trailing prose stays.
+"""
+
+
+def _claude_dir(tmp_path):
+    d = tmp_path / "projects" / "-home-me-app" / "memory"
+    d.mkdir(parents=True)
+    (d / "MEMORY.md").write_text(CLAUDE_INDEX, encoding="utf-8")
+    (d / "user_role.md").write_text(
+        "---\nname: user_role\ndescription: The user is a data scientist\ntype: user\n---\nFocus on observability.\n", encoding="utf-8")
+    (d / "feedback_testing.md").write_text(
+        "---\nname: feedback_testing\ndescription: Integration tests must hit a real database\ntype: feedback\n---\n"
+        "Don't mock the database.\n**Why:** a mocked test hid a broken migration.\n**How to apply:** use the docker db.\n", encoding="utf-8")
+    return d
+
+
+def test_reads_claude_code_directory_as_is(tmp_path):
+    d = _claude_dir(tmp_path)
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+    rows = json.loads(cli(d, "list", "--json").stdout)
+    assert [(r["name"], r["type"]) for r in rows] == [("feedback_testing", "feedback"), ("user_role", "user")]
+    assert "Focus on observability." in cli(d, "show", "user_role").stdout
+    assert cli(d, "index", "--check").exit_code == 0
+    r = cli(d, "doctor")
+    assert r.exit_code == 0, r.stdout
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
+
+
+def test_remember_into_claude_code_directory_keeps_hand_text(tmp_path):
+    d = _claude_dir(tmp_path)
+    r = cli(d, "remember", "project_deadline", "--type", "project", "--description", "リリースは12月5日")
+    assert r.exit_code == 0, r.stderr
+    assert (d / "project_deadline.md").exists()
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.startswith("# Memory\n\nNotes for this project.\n\n<!-- memctl:index:begin -->\n")
+    assert text.endswith("<!-- memctl:index:end -->\n\nTrailing prose stays.\n")
+    assert "- [project_deadline.md](project_deadline.md) - リリースは12月5日" in text
+    assert text.count("user_role.md") == 2  # one link, listed once
+    assert cli(d, "index", "--check").exit_code == 0
+    # the original facts are untouched
+    assert (d / "user_role.md").read_text(encoding="utf-8").endswith("type: user\n---\nFocus on observability.\n")
+
+
+def test_seed_style_file_found_by_name_and_stem(root):
+    seed = (root / "memory" / "feedback_zenn_rate_limit.md")
+    seed.write_text(
+        "---\nname: feedback-zenn-rate-limit\ndescription: Zenn投稿は1日1件まで。書籍CTAを全記事に含める\nmetadata:\n  type: feedback\n---\nbody\n",
+        encoding="utf-8")
+    assert cli(root, "index").exit_code == 0
+    assert "- [feedback_zenn_rate_limit.md](feedback_zenn_rate_limit.md) - Zenn投稿は1日1件まで" in (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    for key in ("feedback-zenn-rate-limit", "feedback_zenn_rate_limit"):
+        r = cli(root, "show", key, "--json")
+        assert r.exit_code == 0 and json.loads(r.stdout)["path"] == "memory/feedback_zenn_rate_limit.md"
+    # NAME matches an existing fact by its name: refused, not a second file
+    r = cli(root, "remember", "feedback-zenn-rate-limit", "--description", "x")
+    assert r.exit_code == 1 and "feedback_zenn_rate_limit.md" in r.stderr
+    r = cli(root, "remember", "feedback-zenn-rate-limit", "--update", "--importance", "0.9")
+    assert r.exit_code == 0 and r.stdout == "memory/feedback_zenn_rate_limit.md\n"
+    r = cli(root, "forget", "feedback-zenn-rate-limit", "--reason", "policy changed")
+    assert r.stdout == "memory/archive/feedback_zenn_rate_limit.md\n"
+    assert cli(root, "doctor").exit_code == 0
+
+
+def test_rich_table_aligns_full_width_text(root, monkeypatch):
+    from rich.cells import cell_len
+
+    cli(root, "remember", "ja", "--description", "日本語の説明文はここにあります")
+    cli(root, "remember", "en", "--description", "An English description")
+    r = cli(root, "list", env={"MEMCTL_FORCE_TTY": "1", "COLUMNS": "160"})
+    lines = [l for l in r.stdout.splitlines() if l.strip()]
+    widths = {cell_len(l) for l in lines}
+    assert len(widths) == 1, lines
+    assert any("日本語の説明文はここにあります" in l for l in lines)

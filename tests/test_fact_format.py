@@ -1,0 +1,81 @@
+"""The fact format: byte-stable parse/render, safe YAML, Japanese round-trips."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memctl import fact as fact_mod
+
+SEED = """---
+name: feedback-zenn-rate-limit
+description: Zenn投稿は1日1件まで。書籍CTAを全記事に含める
+metadata:
+  type: feedback
+  importance: 0.8
+  confidence: 1.0
+  created: 2026-09-14T22:00:22+09:00
+  updated: 2026-09-14T22:00:22+09:00
+  tags: [zenn, publishing]
+---
+Zennは1日に複数コンテンツを公開するとデプロイが失敗する。
+**Why:** 記事+書籍を同日公開してレートリミットに複数回引っかかった。
+**How to apply:** 公開系ジョブはロックファイルで1日1件に制限する。
+"""
+
+
+def test_seed_round_trips_byte_for_byte():
+    fact = fact_mod.parse(SEED, "feedback_zenn_rate_limit")
+    assert fact.name == "feedback-zenn-rate-limit"
+    assert fact.type == "feedback"
+    assert fact.meta("created") == "2026-09-14T22:00:22+09:00"  # a string, not a datetime
+    assert fact.tags == ["zenn", "publishing"]
+    assert fact_mod.render(fact) == SEED
+
+
+def test_unknown_keys_are_kept_in_order():
+    text = "---\nname: a\nzeta: 1\ndescription: d\ncustom:\n  nested: [1, 2]\nmetadata:\n  type: user\n  my_key: keep me\n---\nbody\n"
+    fact = fact_mod.parse(text, "a")
+    assert fact_mod.render(fact) == text
+    changed = fact.with_meta(importance=0.3)
+    assert fact_mod.render(changed).index("my_key") < fact_mod.render(changed).index("importance")
+
+
+def test_claude_code_top_level_type():
+    text = "---\nname: user_role\ndescription: The user is a data scientist\ntype: user\n---\nBody.\n"
+    fact = fact_mod.parse(text, "user_role")
+    assert fact.type == "user"
+    updated = fact.with_meta(type="feedback")
+    assert "\ntype: feedback\n" in fact_mod.render(updated)  # stays at the top level
+    assert "metadata" not in updated.front
+
+
+def test_unsafe_yaml_tags_are_refused():
+    with pytest.raises(fact_mod.FactParseError) as err:
+        fact_mod.parse("---\nname: x\ndescription: !!python/object/apply:os.system ['id']\n---\n", "x")
+    assert err.value.line == 3
+
+
+safe_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    description=safe_text.filter(lambda s: s.strip() and "\n" not in s and "\r" not in s),
+    tags=st.lists(safe_text, max_size=4),
+    body=safe_text,
+    importance=st.floats(0, 1),
+)
+def test_render_parse_render_is_stable(description, tags, body, importance):
+    fact = fact_mod.Fact(
+        stem="x",
+        front={"name": "x", "description": description, "metadata": {"type": "user", "importance": importance, "tags": tags}},
+        body=body,
+    )
+    text = fact_mod.render(fact)
+    again = fact_mod.parse(text, "x")
+    assert again.description == description
+    assert again.tags == tags
+    assert again.meta("importance") == importance
+    assert again.body == body
+    assert fact_mod.render(again) == text
