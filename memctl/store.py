@@ -137,6 +137,8 @@ def init_store(root: Path, *, git: bool = True) -> list[str]:
     if git and gitstore.git_executable() is not None and gitstore.toplevel(root) is None:
         gitstore.init(root)
         created.append(".git/")
+        # A new repository adopts whatever the store already holds.
+        touched += [root / p for p in (CONFIG_FILE, "memory", "ledgers", "state", "launchd", ".gitignore", ".gitattributes")]
     if touched:
         commit(open_store(root), touched, "memctl: init store", enabled=git)
     return created

@@ -24,7 +24,7 @@ def _read_stdin(label: str) -> str:
 
 @app.command()
 def init(
-    directory: Annotated[Path, typer.Argument(help="Where to create the store.")] = Path("."),
+    directory: Annotated[Path, typer.Argument(help="Where to create the store.", metavar="[DIR]")] = Path("."),
     no_git: Annotated[bool, typer.Option("--no-git", help="Do not run `git init` or commit.")] = False,
     json: JsonOpt = False,
 ) -> None:
@@ -40,7 +40,7 @@ def init(
 @app.command()
 def remember(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name: 1-80 ASCII letters, digits, - or _.")],
+    name: Annotated[str, typer.Argument(help="Fact name: 1-80 ASCII letters, digits, - or _.", metavar="NAME")],
     description: Annotated[Optional[str], typer.Option("--description", "-d", help="One line; what MEMORY.md shows.")] = None,
     type_: Annotated[Optional[str], typer.Option("--type", "-t", help="user | feedback | project | reference | procedure.")] = None,
     why: Annotated[Optional[str], typer.Option("--why", help="The **Why:** line of the body.")] = None,
@@ -90,7 +90,7 @@ def remember(
 @app.command()
 def show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name or file stem (archived facts too).")],
+    name: Annotated[str, typer.Argument(help="Fact name or file stem (archived facts too).", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
     """Print one fact file."""
@@ -137,7 +137,7 @@ def list_(
 @app.command()
 def forget(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name or file stem.")],
+    name: Annotated[str, typer.Argument(help="Fact name or file stem.", metavar="NAME")],
     reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten (kept in the archived file).")] = "",
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
@@ -203,7 +203,7 @@ def doctor(
 @app.command()
 def log(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name or file stem.")],
+    name: Annotated[str, typer.Argument(help="Fact name or file stem.", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
     """The git history of one fact: date, commit message, lines changed."""

@@ -1,0 +1,39 @@
+"""The CLI reference (docs/CLI.md), generated from the commands' own --help."""
+
+from __future__ import annotations
+
+import os
+
+
+def _commands(command, path):
+    yield path, command
+    sub = getattr(command, "commands", None)
+    if sub:
+        for name in sorted(sub):
+            if not sub[name].hidden:
+                yield from _commands(sub[name], [*path, name])
+
+
+def render() -> str:
+    import typer.main
+    from typer.testing import CliRunner
+
+    from . import app
+
+    root = typer.main.get_command(app)
+    runner = CliRunner()
+    env = {"COLUMNS": "100", "TERM": "dumb", "MEMCTL_FORCE_TTY": "0"}
+    parts = [
+        "# memctl CLI reference\n",
+        "Generated from `--help` by `python scripts/gen_cli_docs.py`; `tests/test_cli_reference.py` fails when it drifts.\n",
+    ]
+    for path, _command in _commands(root, []):
+        result = runner.invoke(app, [*path, "--help"], env=env, terminal_width=100)
+        title = " ".join(["memctl", *path])
+        parts.append(f"## `{title}`\n\n```\n{result.stdout.rstrip()}\n```\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("COLUMNS", "100")
+    print(render(), end="")

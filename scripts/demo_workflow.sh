@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The demo itself: a copy of the example store in a temp dir, then the commands
+# an agent, a cron job and a person would run. Usage: demo_workflow.sh [MEMCTL]
+set -euo pipefail
+memctl=${1:-memctl}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/memctl-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export MEMCTL_ROOT="$work/store" MEMCTL_AGENT=demo-agent HF_HUB_OFFLINE=1
+
+if [ -t 2 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain" >&2; }
+run() { step "memctl $*"; "$memctl" "$@"; }
+expect_fail() { step "memctl $*   # expected to be refused"; if "$memctl" "$@"; then echo "demo: expected a refusal" >&2; exit 1; else echo "(exit $?)" >&2; fi; }
+
+mkdir -p "$work/store"
+cp -R "$repo/memory" "$repo/ledgers" "$repo/state" "$repo/memctl.toml" "$work/store/"
+run init "$work/store"
+git -C "$work/store" log --oneline | cat
+
+run list
+run show feedback_zenn_rate_limit
+run remember feedback-title-length --type feedback \
+  --description "記事タイトルは32文字以内にする" \
+  --why "長いタイトルはSNSで切れてクリック率が落ちた" \
+  --how "公開前に文字数を数える" --tag publishing
+expect_fail remember feedback-title-length --description "同じ名前はもう一度書けない"
+expect_fail remember title-rule --description "記事タイトルは３２文字以内にする"
+run remember project-morning-report-v2 --type project \
+  --description "The morning report runs from launchd at 08:30 and commits state/STATE.md" \
+  --supersedes project-morning-report
+run show project-morning-report
+run forget reference-jsts --reason "moved to docs/EMBEDDINGS.md"
+run index --check
+step "sed -n '/memctl:index:begin/,/memctl:index:end/p' memory/MEMORY.md"
+sed -n '/memctl:index:begin/,/memctl:index:end/p' "$work/store/memory/MEMORY.md"
+step "grep -rl 'タイトル' memory/"
+grep -rl 'タイトル' "$work/store/memory/"
+run log feedback-title-length
+run list --json --type feedback
+
+if "$memctl" ledger --help >/dev/null 2>&1; then
+  run ledger rows article-themes
+  run ledger append article-themes date=2026-11-29 platform=zenn slug=memctl-intro "theme=memctlで作るエージェントの記憶"
+  expect_fail ledger append article-themes date=2026-11-29 platform=note slug=dup "theme=MCPサーバーのテストとデバッグ — stdioトランスポートの挙動を追う方法"
+  run ledger stats article-themes --by platform
+  run ledger verify article-themes
+  run episode add "Chose plain TSV ledgers over SQLite for events" --type decision --outcome "grep and git merge keep working"
+  run episode recall "ledger decision"
+fi
+if "$memctl" near-dup --help >/dev/null 2>&1; then
+  step "memctl near-dup 'MCPサーバーのデバッグ手法' --ledger article-themes --column theme"
+  "$memctl" near-dup "MCPサーバーのデバッグ手法" --ledger article-themes --column theme || echo "(exit $?: near-duplicate found)" >&2
+fi
+
+run doctor
+step "git log --oneline"
+git -C "$work/store" log --oneline | cat
+echo >&2
+echo "demo: done (the store was a throwaway copy in $work)" >&2
