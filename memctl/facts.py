@@ -15,7 +15,7 @@ from . import clock, fact as fact_mod, gitstore, index as index_mod, output, tex
 from .errors import BadInput, NotFound, Refused
 from .fsutil import atomic_move, atomic_write
 from .parsecache import FactCache
-from .store import Store, commit
+from .store import Store, commit, commit_enabled
 
 
 @dataclass(frozen=True)
@@ -274,6 +274,22 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     return moved, [fact.path, target]
 
 
+def _refuse_uncommitted(store: Store, paths: list[Path], enabled: bool) -> None:
+    """Hand edits not yet committed would be swept into memctl's commit: refuse instead."""
+    if not enabled or not commit_enabled(store) or gitstore.git_executable() is None:
+        return
+    top = gitstore.toplevel(store.root)
+    if top is None:
+        return
+    dirty = {top / p for p in gitstore.dirty_paths(store.root, paths)}
+    for path in paths:
+        if path.resolve() in {d.resolve() for d in dirty}:
+            raise Refused(
+                f"{store.rel(path)} has uncommitted changes",
+                hint="commit or discard them first (git -C <store> status), or use --no-commit",
+            )
+
+
 def _write_index(store: Store, facts: list[fact_mod.Fact]) -> Path:
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -334,6 +350,7 @@ def remember(
                     f"a similar fact exists: {store.rel(near[0].fact.path)} (overlap {near[0].score:.2f})",
                     hint="check it; --update or --supersedes it, or drop --strict",
                 )
+        _refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)
         now = clock.stamp()
         if existing is None:
             new = _new_fact(store, spec, now)
@@ -371,6 +388,7 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) 
         if target is None:
             find(store, key)  # raises BadInput / NotFound with the right message
             raise Refused(f"fact {key!r} is already archived", hint="`memctl show` it to see why")
+        _refuse_uncommitted(store, [target.path], commit_changes)
         moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
         touched.append(_write_index(store, [f for f in facts if f.stem != target.stem]))
         sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)

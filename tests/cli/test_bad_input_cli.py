@@ -107,3 +107,22 @@ def test_doctor_reports_drift_duplicates_and_dangling(root):
     assert "c.md is not listed in MEMORY.md" in out
     r = cli(root, "index", "--check")
     assert r.exit_code == 1 and "c.md is not listed" in r.stdout
+
+
+def test_hand_edits_not_yet_committed_are_not_swept_into_a_commit(root):
+    cli(root, "remember", "a", "--description", "fact a")
+    path = root / "memory" / "a.md"
+    path.write_text(path.read_text(encoding="utf-8") + "hand edit in progress\n", encoding="utf-8")
+    before = _snapshot(root)
+    head = git(root, "rev-parse", "HEAD")
+    for args in (["remember", "a", "--update", "--importance", "0.1"], ["forget", "a", "--reason", "x"],
+                 ["remember", "b", "--description", "new b", "--supersedes", "a"]):
+        r = cli(root, *args)
+        assert r.exit_code == 1, r.stderr
+        assert "memory/a.md has uncommitted changes" in r.stderr and "hint" in r.stderr
+        assert _snapshot(root) == before and git(root, "rev-parse", "HEAD") == head
+    # unrelated dirty files do not block other facts
+    assert cli(root, "remember", "c", "--description", "fact c").exit_code == 0
+    assert git(root, "status", "--porcelain") == " M memory/a.md\n"
+    # --no-commit is the explicit way through
+    assert cli(root, "remember", "a", "--update", "--importance", "0.1", "--no-commit").exit_code == 0
