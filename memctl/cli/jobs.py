@@ -1,0 +1,1 @@
+"""jobs commands. Registers itself on the root app."""

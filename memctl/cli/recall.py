@@ -1,0 +1,1 @@
+"""recall commands. Registers itself on the root app."""

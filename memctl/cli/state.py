@@ -1,0 +1,1 @@
+"""state commands. Registers itself on the root app."""
