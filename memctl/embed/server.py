@@ -1,0 +1,276 @@
+"""The resident embedder: a model kept loaded behind a Unix socket in `.memctl/`.
+
+`memctl embed-server` calls `serve()`; commands call `ask()` and fall back to
+loading the model in-process when nothing answers (no server, a killed one
+whose socket is stale, another configuration). The socket is mode 0600 and
+the server also checks its peer's uid, so only the store's owner is served.
+One server per store: it holds an flock on `.memctl/embed-server.lock` for as
+long as it lives (the kernel drops it if the server is killed).
+
+Wire format, both ways: a 4-byte big-endian length, a JSON object, and then
+``obj["_blob"]`` raw bytes (float32 vectors for ``embed``). One request per
+connection. Requests carry the client's configuration key; a server started
+under another configuration answers ``mismatch`` and the client goes its own way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import signal
+import socket
+import struct
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from ..errors import BadInput, MemctlError, NotFound, Refused
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ..store import Store
+
+SOCKET = "embed.sock"
+LOCK = "embed-server.lock"
+CONNECT_TIMEOUT = 1.0
+MAX_FRAME = 1 << 30
+
+Handler = Callable[[dict[str, Any]], "tuple[dict[str, Any], bytes]"]
+
+
+def socket_path(store: "Store") -> Path:
+    return store.cache_dir / SOCKET
+
+
+@contextlib.contextmanager
+def _short(path: Path) -> Iterator[str]:
+    """A path short enough for sun_path (108 bytes): via /proc/self/fd when needed (Linux)."""
+    text = str(path)
+    if len(text.encode()) < 100 or not Path("/proc/self/fd").is_dir():
+        yield text
+        return
+    fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_PATH", 0))
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- framing
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def send(sock: socket.socket, obj: dict[str, Any], blob: bytes = b"") -> None:
+    body = json.dumps({**obj, "_blob": len(blob)}, ensure_ascii=False).encode("utf-8")
+    sock.sendall(struct.pack(">I", len(body)) + body)
+    if blob:
+        sock.sendall(blob)
+
+
+def receive(sock: socket.socket) -> tuple[dict[str, Any], bytes]:
+    (size,) = struct.unpack(">I", _recv_exact(sock, 4))
+    if size > MAX_FRAME:
+        raise ConnectionError("frame too large")
+    obj = json.loads(_recv_exact(sock, size).decode("utf-8"))
+    if not isinstance(obj, dict):
+        raise ConnectionError("bad frame")
+    blob_size = int(obj.pop("_blob", 0) or 0)
+    if blob_size > MAX_FRAME:
+        raise ConnectionError("blob too large")
+    return obj, _recv_exact(sock, blob_size) if blob_size else b""
+
+
+# ---------------------------------------------------------------- client
+
+
+def _timeout() -> float:
+    try:
+        return float(os.environ.get("MEMCTL_SERVER_TIMEOUT", "300"))
+    except ValueError:
+        return 300.0
+
+
+_ERRORS = {"BadInput": BadInput, "NotFound": NotFound, "Refused": Refused}
+
+
+def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: bytes = b"", *, key: str | None = None) -> tuple[dict[str, Any], bytes] | None:
+    """Send one request; None when no server for this store and configuration answers.
+
+    A library error raised by the server (an unknown column, say) is raised
+    here as the same error.
+    """
+    path = socket_path(store)
+    if not path.exists():
+        return None
+    if key is None:
+        from . import settings_for
+
+        key = settings_for(store).key()
+    try:
+        with _short(path) as address, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(CONNECT_TIMEOUT)
+            sock.connect(address)
+            sock.settimeout(_timeout())
+            send(sock, {"op": op, "key": key, **(payload or {})}, blob)
+            reply, data = receive(sock)
+    except (OSError, ConnectionError, ValueError, struct.error):
+        return None  # no server, a stale socket, or one that died mid-answer
+    if reply.get("status") == "error":
+        raise _ERRORS.get(reply.get("error_class", ""), MemctlError)(str(reply.get("message")), reply.get("hint"))
+    if reply.get("status") != "ok":
+        return None  # "mismatch": started under another configuration
+    return reply, data
+
+
+def hello(store: "Store") -> dict[str, Any] | None:
+    answer = ask(store, "hello")
+    return answer[0] if answer else None
+
+
+def stop(store: "Store") -> dict[str, Any] | None:
+    """Ask the running server to stop; its hello, or None when none was running."""
+    answer = ask(store, "stop", key="*")
+    return answer[0] if answer else None
+
+
+class RemoteEmbedder:
+    """An Embedder that forwards to the resident server (same backend, model, fingerprint)."""
+
+    def __init__(self, store: "Store", info: dict[str, Any]):
+        self.store = store
+        self.backend = str(info["backend"])
+        self.model = str(info["model"])
+        self._fingerprint = str(info["fingerprint"])
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
+        import numpy as np
+
+        answer = ask(self.store, "embed", {"texts": list(texts), "kind": kind})
+        if answer is None:
+            raise MemctlError("the embed server stopped answering", hint="run the command again (it will load the model itself)")
+        reply, data = answer
+        return np.frombuffer(data, dtype=np.float32).reshape(int(reply["n"]), int(reply["dim"])).copy()
+
+
+def remote(store: "Store") -> RemoteEmbedder | None:
+    info = hello(store)
+    return RemoteEmbedder(store, info) if info else None
+
+
+# ---------------------------------------------------------------- server
+
+
+def _peer_uid(conn: socket.socket) -> int | None:
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+@contextlib.contextmanager
+def _single(store: "Store") -> Iterator[None]:
+    store.cache_dir.mkdir(parents=True, exist_ok=True)
+    lock = store.cache_dir / LOCK
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise Refused(f"an embed server is already running for this store (pid {pid})", hint="memctl embed-server --stop") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Handler], *, ready: Callable[[Path], None] | None = None) -> None:
+    """Answer requests until asked to stop (or SIGTERM/SIGINT). Blocks."""
+    path = socket_path(store)
+    with _single(store):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a dead server's socket: we hold the lock, so nobody else uses it
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_mask = os.umask(0o177)
+        try:
+            with _short(path) as address:
+                sock.bind(address)
+        finally:
+            os.umask(old_mask)
+        os.chmod(path, 0o600)
+        sock.listen(16)
+        stopping = False
+
+        def _stop(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            if ready:
+                ready(path)
+            while not stopping:
+                conn, _ = sock.accept()
+                with conn:
+                    stopping = _answer(conn, key, info, handlers)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+            sock.close()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _answer(conn: socket.socket, key: str, info: dict[str, Any], handlers: dict[str, Handler]) -> bool:
+    """Serve one connection; True when the server should stop."""
+    conn.settimeout(10.0)
+    try:
+        uid = _peer_uid(conn)
+        if uid is not None and uid not in (os.getuid(), 0):
+            return False
+        request, blob = receive(conn)
+        op = request.get("op")
+        if op == "stop":
+            send(conn, {"status": "ok", **info})
+            return True
+        if request.get("key") != key:
+            send(conn, {"status": "mismatch", **info})
+            return False
+        if op == "hello":
+            send(conn, {"status": "ok", **info})
+            return False
+        handler = handlers.get(str(op))
+        if handler is None:
+            send(conn, {"status": "error", "error_class": "BadInput", "message": f"unknown request {op!r}"})
+            return False
+        conn.settimeout(None)
+        try:
+            reply, data = handler(request)
+        except MemctlError as exc:
+            send(conn, {"status": "error", "error_class": type(exc).__name__, "message": exc.message, "hint": exc.hint})
+            return False
+        send(conn, {"status": "ok", **reply}, data)
+    except (OSError, ConnectionError, ValueError, struct.error):
+        pass  # a client that went away or sent garbage: keep serving the others
+    return False

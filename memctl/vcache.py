@@ -1,0 +1,372 @@
+"""The embedding cache: the only module that reads or writes .npy files.
+
+One folder per (source, backend, model, kind) under ``.memctl/vectors/``:
+
+    vectors.npy     float32, (rows, dim), L2-normalised, row i <-> manifest row i
+    manifest.json   backend, model, fingerprint, kind, dim, and each row's id
+                    and content hash (blake2b-64 of the UTF-8 text)
+
+`sync` makes the cache match a list of (id, text) items: a text whose content
+hash is already cached reuses its vector, so after an append exactly the new
+rows are embedded and an edit re-embeds exactly the edited row; rows that
+disappeared are dropped. A cache for another backend, model, fingerprint or
+dimension, and a corrupt or truncated one, is rebuilt with a notice on stderr,
+never used. Saving is atomic (temp file, fsync, rename; the manifest records the
+inode and size of the vectors file it belongs to, so a crash between the two
+renames reads as a mismatch, not as wrong vectors). Reading memory-maps.
+
+The text files stay the source of truth: deleting `.memctl/` loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from . import clock, output
+from .fsutil import atomic_write, file_lock
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .embed import Embedder
+    from .store import Store
+
+FORMAT = 1
+SUBDIR = "vectors"
+HASH_CHARS = 16  # blake2b with an 8-byte digest, hex
+BATCH = 256
+PROGRESS_OVER = 300  # show progress when embedding more texts than this
+
+
+def content_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=HASH_CHARS // 2).hexdigest()
+
+
+@dataclass
+class Vectors:
+    """A cache brought up to date: row i of `matrix` embeds the text of `ids[i]`."""
+
+    source: str
+    ids: list[str]
+    hashes: list[str]
+    matrix: "np.ndarray"
+    dim: int
+    embedded: int  # texts embedded by this sync
+    rebuilt: str | None  # why the cache was rebuilt, if it was
+    folder: Path
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cache folder as `cache status` shows it."""
+
+    source: str
+    backend: str
+    model: str
+    kind: str
+    dim: int
+    rows: int
+    embedded_last: int
+    embedded_total: int
+    updated: str
+    bytes: int
+    folder: str
+    problem: str | None = None
+
+
+def _slug(text: str, limit: int = 48) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:limit] or "x"
+
+
+def root_dir(store: "Store") -> Path:
+    return store.cache_dir / SUBDIR
+
+
+def folder_for(store: "Store", source: str, embedder: "Embedder", kind: str) -> Path:
+    ident = "\0".join((source, embedder.backend, embedder.model, kind))
+    tag = hashlib.blake2b(ident.encode("utf-8"), digest_size=4).hexdigest()
+    name = f"{_slug(embedder.backend)}--{_slug(Path(embedder.model).name or embedder.model)}--{kind}-{tag}"
+    return root_dir(store) / _slug(source.replace(":", "-")) / name
+
+
+# ---------------------------------------------------------------- reading
+
+
+class _Invalid(Exception):
+    """Why the cache on disk cannot be used."""
+
+
+def _read_manifest(folder: Path) -> dict[str, Any] | None:
+    path = folder / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise _Invalid("manifest.json is truncated or corrupt") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise _Invalid("manifest.json has an unknown format")
+    ids, hashes = data.get("ids"), data.get("hashes")
+    if not isinstance(ids, list) or not isinstance(hashes, str) or len(hashes) != HASH_CHARS * len(ids):
+        raise _Invalid("manifest.json is truncated (rows and hashes disagree)")
+    if data.get("count") != len(ids):
+        raise _Invalid("manifest.json is truncated (row count disagrees)")
+    return data
+
+
+def _check_identity(meta: dict[str, Any], embedder: "Embedder", kind: str) -> None:
+    theirs = (meta.get("backend"), meta.get("model"), meta.get("fingerprint"), meta.get("kind"))
+    ours = (embedder.backend, embedder.model, embedder.fingerprint, kind)
+    if theirs != ours:
+        raise _Invalid(f"cache was built by {theirs[0]} ({theirs[1]}, {theirs[2]}, {theirs[3]}), not by the embedder in use")
+
+
+def _open_vectors(folder: Path, meta: dict[str, Any]) -> "np.ndarray":
+    import numpy as np
+
+    path = folder / "vectors.npy"
+    try:
+        st = path.stat()
+    except OSError:
+        raise _Invalid("vectors.npy is missing") from None
+    want = meta.get("npy", {})
+    if (st.st_ino, st.st_size, st.st_mtime_ns) != (want.get("inode"), want.get("size"), want.get("mtime_ns")):
+        raise _Invalid("vectors.npy does not belong to manifest.json (interrupted save or replaced file)")
+    try:
+        matrix = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        raise _Invalid("vectors.npy is corrupt") from None
+    if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape != (meta["count"], meta.get("dim")):
+        raise _Invalid(f"vectors.npy has shape {matrix.shape} {matrix.dtype}, manifest says ({meta['count']}, {meta.get('dim')}) float32")
+    if len(matrix):
+        # A cheap sample, not a checksum: a checksum of 100k rows costs more than the query.
+        sample = np.asarray(matrix[np.unique(np.linspace(0, len(matrix) - 1, num=min(len(matrix), 8)).astype(int))])
+        with np.errstate(all="ignore"):
+            norms = np.linalg.norm(sample.astype(np.float64), axis=1)
+        if not np.all(np.isfinite(norms)) or not np.all((np.abs(norms - 1.0) < 1e-2) | (norms == 0)):
+            raise _Invalid("vectors.npy is corrupt (rows are not unit vectors)")
+    return matrix
+
+
+def load(store: "Store", source: str, embedder: "Embedder", kind: str = "query") -> Vectors | None:
+    """The cache as it is on disk, or None when it is missing or unusable (no rebuild)."""
+    folder = folder_for(store, source, embedder, kind)
+    try:
+        meta = _read_manifest(folder)
+        if meta is None:
+            return None
+        _check_identity(meta, embedder, kind)
+        matrix = _open_vectors(folder, meta)
+    except _Invalid:
+        return None
+    return Vectors(source, meta["ids"], _split(meta["hashes"]), matrix, int(meta["dim"]), 0, None, folder)
+
+
+def _split(hashes: str) -> list[str]:
+    return [hashes[i : i + HASH_CHARS] for i in range(0, len(hashes), HASH_CHARS)]
+
+
+# ---------------------------------------------------------------- updating
+
+
+def sync(
+    store: "Store",
+    source: str,
+    items: Sequence[tuple[str, str]],
+    embedder: "Embedder",
+    *,
+    kind: str = "query",
+    rebuild: bool = False,
+    quiet: bool = False,
+) -> Vectors:
+    """Bring the cache for `source` up to date with `items` (id, text) and return it."""
+    import numpy as np
+
+    folder = folder_for(store, source, embedder, kind)
+    ids = [str(i) for i, _ in items]
+    texts = [t for _, t in items]
+    hashes = [content_hash(t) for t in texts]
+    joined = "".join(hashes)
+    with file_lock(folder.parent / f".{folder.name}.lock"):
+        old, reason = _usable(folder, embedder, kind, rebuild)
+        if reason and not quiet and reason != "rebuild requested":
+            output.warn(f"vector cache {store.rel(folder)}: {reason}; rebuilding it")
+        if old is not None and old[0]["ids"] == ids and old[0]["hashes"] == joined:
+            meta, matrix = old
+            return Vectors(source, ids, hashes, matrix, int(meta["dim"]), 0, None, folder)
+        if old is not None and not old[0]["count"]:
+            old = None  # an empty cache has nothing to reuse (and no dimension yet)
+        reuse: dict[str, int] = {}
+        if old is not None:
+            for row, digest in enumerate(_split(old[0]["hashes"])):
+                reuse.setdefault(digest, row)
+        todo: dict[str, str] = {}
+        for digest, text in zip(hashes, texts):
+            if digest not in reuse and digest not in todo:
+                todo[digest] = text
+        fresh = embed_texts(embedder, list(todo.values()), kind, quiet=quiet)
+        dim = fresh.shape[1] if len(todo) else (int(old[0]["dim"]) if old is not None else 0)
+        if old is not None and len(todo) and dim != int(old[0]["dim"]):
+            # Same fingerprint, another dimension: the model changed under the same name.
+            if not quiet:
+                output.warn(f"vector cache {store.rel(folder)}: dimension changed; rebuilding it")
+            reuse, old = {}, None
+            todo = dict(zip(hashes, texts))
+            fresh = embed_texts(embedder, list(todo.values()), kind, quiet=quiet)
+            dim = fresh.shape[1]
+        matrix = np.empty((len(items), dim), dtype=np.float32)
+        fresh_row = {digest: i for i, digest in enumerate(todo)}
+        from_old = [(r, reuse[d]) for r, d in enumerate(hashes) if d in reuse]
+        if from_old:
+            dst, src = zip(*from_old)
+            matrix[list(dst)] = old[1][list(src)]
+        from_new = [(r, fresh_row[d]) for r, d in enumerate(hashes) if d not in reuse]
+        if from_new:
+            dst, src = zip(*from_new)
+            matrix[list(dst)] = fresh[list(src)]
+        previous_total = int(old[0].get("embedded_total", 0)) if old is not None else 0
+        meta = {
+            "format": FORMAT,
+            "source": source,
+            "backend": embedder.backend,
+            "model": embedder.model,
+            "fingerprint": embedder.fingerprint,
+            "kind": kind,
+            "dim": int(dim),
+            "count": len(ids),
+            "updated": clock.stamp(),
+            "embedded_last": len(todo),
+            "embedded_total": previous_total + len(todo),
+            "rebuilt": reason,
+            "ids": ids,
+            "hashes": joined,
+        }
+        _save(folder, matrix, meta)
+    return Vectors(source, ids, hashes, matrix, int(dim), len(todo), reason, folder)
+
+
+def _usable(folder: Path, embedder: "Embedder", kind: str, rebuild: bool) -> tuple[tuple[dict, "np.ndarray"] | None, str | None]:
+    """The old (manifest, vectors) when they can be reused, else (None, why not)."""
+    if rebuild:
+        return None, "rebuild requested"
+    try:
+        meta = _read_manifest(folder)
+        if meta is None:
+            return None, None
+        _check_identity(meta, embedder, kind)
+        return (meta, _open_vectors(folder, meta)), None
+    except _Invalid as exc:
+        return None, str(exc)
+
+
+def embed_texts(embedder: "Embedder", texts: list[str], kind: str = "query", *, quiet: bool = False) -> "np.ndarray":
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    parts = []
+    with _progress(len(texts), embedder, quiet=quiet) as advance:
+        for start in range(0, len(texts), BATCH):
+            chunk = texts[start : start + BATCH]
+            parts.append(np.asarray(embedder.embed(chunk, kind), dtype=np.float32))
+            advance(len(chunk))
+    out = np.concatenate(parts).astype(np.float32, copy=False)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.divide(out, norms, out=out, where=norms > 0)
+    return out
+
+
+@contextlib.contextmanager
+def _progress(total: int, embedder: "Embedder", *, quiet: bool) -> Iterator[Callable[[int], None]]:
+    if quiet or total <= PROGRESS_OVER:
+        yield lambda n: None
+        return
+    from .embed import label
+
+    output.info(f"embedding {total} texts with {label(embedder)}")
+    if not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("embedding", total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _save(folder: Path, matrix: "np.ndarray", meta: dict[str, Any]) -> None:
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
+    atomic_write(folder / "vectors.npy", buffer.getbuffer())
+    st = (folder / "vectors.npy").stat()
+    # Vectors first, then the manifest naming their inode: an interrupted save
+    # leaves a pair that does not match, which reads as "rebuild", never as wrong rows.
+    meta["npy"] = {"inode": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    atomic_write(folder / "manifest.json", json.dumps(meta, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+# ---------------------------------------------------------------- status and clearing
+
+
+def entries(store: "Store") -> list[Entry]:
+    base = root_dir(store)
+    found: list[Entry] = []
+    if not base.is_dir():
+        return found
+    for manifest in sorted(base.glob("*/*/manifest.json")):
+        folder = manifest.parent
+        size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+        try:
+            meta = _read_manifest(folder) or {}
+            problem = None
+            try:
+                _open_vectors(folder, meta)
+            except _Invalid as exc:
+                problem = str(exc)
+        except _Invalid as exc:
+            meta, problem = {}, str(exc)
+        found.append(
+            Entry(
+                source=str(meta.get("source", folder.parent.name)),
+                backend=str(meta.get("backend", "?")),
+                model=str(meta.get("model", "?")),
+                kind=str(meta.get("kind", "?")),
+                dim=int(meta.get("dim", 0) or 0),
+                rows=int(meta.get("count", 0) or 0),
+                embedded_last=int(meta.get("embedded_last", 0) or 0),
+                embedded_total=int(meta.get("embedded_total", 0) or 0),
+                updated=str(meta.get("updated", "")),
+                bytes=size,
+                folder=store.rel(folder),
+                problem=problem,
+            )
+        )
+    return found
+
+
+def clear(store: "Store", source: str | None = None) -> list[str]:
+    """Delete cache folders (all, or one source's); return what was removed."""
+    base = root_dir(store)
+    if not base.is_dir():
+        return []
+    targets = [base / _slug(source.replace(":", "-"))] if source else sorted(p for p in base.iterdir() if p.is_dir())
+    removed = []
+    for target in targets:
+        if target.is_dir():
+            shutil.rmtree(target)
+            removed.append(store.rel(target))
+    return removed
