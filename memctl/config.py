@@ -142,3 +142,52 @@ def toml_key(name: str) -> str:
     if name and all(c.isascii() and (c.isalnum() or c in "-_") for c in name):
         return name
     return toml_value(name)
+
+
+THRESHOLDS_TABLE = "embedding.thresholds"
+
+
+def save_threshold(path: Path, model: str, value: float) -> str:
+    """Set `model = value` in memctl.toml's [embedding.thresholds], keeping the rest of the text.
+
+    Replaces the key's line when the table has it, adds a line at the end of the
+    table when it exists, or appends the table. Returns the line written.
+    """
+    from .fsutil import atomic_write
+
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    key = toml_key(model)
+    line = f"{key} = {toml_value(round(float(value), 4))}"
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.strip().replace(" ", "") == f"[{THRESHOLDS_TABLE}]"), None)
+    if start is None:
+        sep = "" if not text or text.endswith("\n") else "\n"
+        new_text = text + sep + ("\n" if text.strip() else "") + f"[{THRESHOLDS_TABLE}]\n{line}\n"
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        for i in range(start + 1, end):
+            stripped = lines[i].split("#", 1)[0].strip()
+            if "=" in stripped and _same_key(stripped.split("=", 1)[0].strip(), model):
+                lines[i] = line
+                break
+        else:
+            insert = end
+            while insert > start + 1 and not lines[insert - 1].strip():
+                insert -= 1
+            lines.insert(insert, line)
+        new_text = "\n".join(lines) + "\n"
+    try:
+        tomllib.loads(new_text)  # never write a file memctl could not read back
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: cannot add {line!r} to [{THRESHOLDS_TABLE}] ({exc})", hint="add it by hand") from None
+    atomic_write(path, new_text)
+    return line
+
+
+def _same_key(written: str, model: str) -> bool:
+    if written == model:
+        return True
+    try:
+        return tomllib.loads(f"{written} = 0\n") == {model: 0}
+    except tomllib.TOMLDecodeError:
+        return False

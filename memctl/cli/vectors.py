@@ -1,1 +1,250 @@
-"""near-dup and cache commands (issue 5). Registers itself on the root app."""
+"""near-dup, cache and embed-server commands (issue 5). Registers itself on the root app.
+
+`memctl near-dup TEXT` and `memctl near-dup scan|calibrate ...` share one
+group: a first word that is not a subcommand is the TEXT of `near-dup check`
+(write `near-dup check scan`, or `near-dup [OPTIONS] -- scan`, to check the word "scan").
+near-dup's exit codes are its own: 0 new, 1 near-duplicate, 2 error.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+import typer.core
+
+from .. import neardup, output
+from ..errors import BadInput, MemctlError
+from . import app
+from .common import JsonOpt, store_from
+
+NEW, DUPLICATE, ERROR = 0, 1, 2
+
+
+class _DefaultCheck(typer.core.TyperGroup):
+    """A group whose unknown first word is the TEXT of its `check` command."""
+
+    def parse_args(self, ctx, args):  # type: ignore[override]
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+near_dup_app = typer.Typer(
+    cls=_DefaultCheck,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Find near-duplicates by meaning: `near-dup TEXT --ledger NAME --column COL` (or --facts).\n\n"
+    "Exit codes: 0 new, 1 near-duplicate, 2 error.",
+)
+cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The embedding cache under .memctl/: status, rebuild, clear.")
+app.add_typer(near_dup_app, name="near-dup")
+app.add_typer(cache_app, name="cache")
+
+LedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Compare with this ledger's column.", metavar="NAME")]
+ColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
+FactsOpt = Annotated[bool, typer.Option("--facts", help="Compare with the live facts' descriptions.")]
+ThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", help="Near-duplicate at or above this score (default: the model's, from memctl.toml).")]
+
+
+def _exit_2_on_error(func: Callable[..., Any]) -> Callable[..., Any]:
+    """near-dup's contract: any error exits 2 (not the store-wide codes)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MemctlError as exc:
+            output.error(exc.one_line())
+            raise typer.Exit(ERROR) from None
+
+    return wrapper
+
+
+def _notes(notes: list[str]) -> None:
+    for note in notes:
+        output.info(note)
+
+
+def _verdict_line(report: neardup.Report, check: neardup.Check) -> str:
+    word = "near-duplicate" if check.duplicate else "new"
+    sign = ">=" if check.duplicate else "<"
+    return (
+        f"{word}: best {check.best:.3f} {sign} {report.threshold:g} "
+        f"({report.embedder}, threshold {report.threshold_origin}, {report.rows} rows, "
+        f"{report.embedded} embedded, {report.via})"
+    )
+
+
+@near_dup_app.command("check")
+@_exit_2_on_error
+def check_cmd(
+    ctx: typer.Context,
+    text: Annotated[Optional[str], typer.Argument(help="The text to check.", show_default=False)] = None,
+    ledger: LedgerOpt = None,
+    column: ColumnOpt = None,
+    facts: FactsOpt = False,
+    top: Annotated[int, typer.Option("--top", help="How many hits to show.")] = neardup.DEFAULT_TOP,
+    threshold: ThresholdOpt = None,
+    stdin: Annotated[bool, typer.Option("--stdin", help="Check each line of stdin; one result per line.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Compare TEXT with a ledger column or the facts: top hits with score, overlap, place."""
+    if stdin == (text is not None):
+        raise BadInput("give TEXT or --stdin (one text per line), not both" if stdin else "nothing to check", hint="memctl near-dup TEXT --ledger NAME --column COL")
+    texts = [line for line in sys.stdin.read().splitlines() if line.strip()] if stdin else [text or ""]
+    store = store_from(ctx)
+    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts)
+    report = neardup.check(store, texts, source, top=top, threshold=threshold)
+    _notes(report.notes)
+    if stdin:
+        if json:
+            output.emit_ndjson({**c.to_dict(), "embedder": report.embedder} for c in report.checks)
+        else:
+            output.emit_table(
+                [{
+                    "verdict": "near-duplicate" if c.duplicate else "new", "best": f"{c.best:.4f}",
+                    "where": c.hits[0].where if c.hits else "", "hit": c.hits[0].text if c.hits else "", "text": c.text,
+                } for c in report.checks],
+                ["verdict", "best", "where", "hit", "text"],
+            )
+        output.info(f"{sum(c.duplicate for c in report.checks)} of {len(report.checks)} near-duplicate ({report.embedder}, threshold {report.threshold:g})")
+    else:
+        found = report.checks[0]
+        if json:
+            data = report.to_dict()
+            del data["checks"]
+            output.emit_json({**found.to_dict(), **data})
+        else:
+            output.emit_table([{"score": f"{h.score:.3f}", "overlap": f"{h.overlap:.2f}", "where": h.where, "text": h.text} for h in found.hits], ["score", "overlap", "where", "text"])
+            output.info(_verdict_line(report, found))
+    if report.duplicate:
+        raise typer.Exit(DUPLICATE)
+
+
+@near_dup_app.command("scan")
+@_exit_2_on_error
+def scan_cmd(
+    ctx: typer.Context,
+    ledger: LedgerOpt = None,
+    column: ColumnOpt = None,
+    facts: FactsOpt = False,
+    threshold: ThresholdOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Every pair of rows already there at or above the threshold (like `uniq -d`); exit 1 if any."""
+    store = store_from(ctx)
+    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts)
+    report = neardup.scan(store, source, threshold=threshold)
+    _notes(report.notes)
+    if json:
+        output.emit_json(report.to_dict())
+    else:
+        output.emit_table(
+            [{"score": f"{p.score:.3f}", "overlap": f"{p.overlap:.2f}", "a": p.a.where, "b": p.b.where, "text_a": p.a.text, "text_b": p.b.text} for p in report.pairs],
+            ["score", "overlap", "a", "b", "text_a", "text_b"],
+        )
+        output.info(f"{len(report.pairs)} pairs at or above {report.threshold:g} among {report.rows} rows ({report.embedder}, threshold {report.threshold_origin})")
+    if report.pairs:
+        raise typer.Exit(DUPLICATE)
+
+
+@near_dup_app.command("calibrate")
+@_exit_2_on_error
+def calibrate_cmd(
+    ctx: typer.Context,
+    pairs: Annotated[Path, typer.Argument(help="TSV: text_a<TAB>text_b<TAB>label (1 duplicate, 0 not).", metavar="PAIRS.tsv")],
+    save: Annotated[bool, typer.Option("--save", help="Store the recommended threshold in memctl.toml for this model.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Precision, recall and F1 across thresholds; recommends the best F1 with precision >= 0.9."""
+    store = store_from(ctx)
+    result = neardup.calibrate(store, neardup.read_pairs(pairs))
+    _notes(result.notes)
+    saved = neardup.save_threshold(store, result) if save else None
+    if json:
+        output.emit_json({**result.to_dict(), "saved": saved})
+    else:
+        best = result.recommended
+        shown = [p for p in result.points if round(p.threshold * 100) % 5 == 0 or p == best]
+        output.emit_table(
+            [{"threshold": f"{p.threshold:.2f}", "precision": f"{p.precision:.3f}", "recall": f"{p.recall:.3f}", "f1": f"{p.f1:.3f}", "mark": "recommended" if p == best else ""} for p in shown],
+            ["threshold", "precision", "recall", "f1", "mark"],
+        )
+        if best:
+            output.info(f"recommended threshold for {result.embedder}: {best.threshold:.2f} (precision {best.precision:.3f}, recall {best.recall:.3f}, F1 {best.f1:.3f}; {result.pairs} pairs)")
+        if saved:
+            output.info(f"saved in memctl.toml: [embedding.thresholds] {saved}")
+
+
+@cache_app.command("status")
+def cache_status(ctx: typer.Context, json: JsonOpt = False) -> None:
+    """Which embedder and model are in use, and each cache: rows, dimension, last update."""
+    store = store_from(ctx)
+    status = neardup.cache_status(store)
+    if json:
+        output.emit_json(status)
+        return
+    using = status["embedder"]
+    output.emit_text(f"embedder\t{using.get('label', using['backend'])}\tconfigured: {using.get('configured', using['backend'])}\tvia: {using.get('via', 'in-process')}")
+    _notes(using.get("notes", []))
+    output.emit_table(
+        [{**c, "embedder": f"{c['backend']} ({c['model']})", "size": f"{c['bytes'] / 1e6:.1f} MB", "problem": c["problem"] or ""} for c in status["caches"]],
+        ["source", "embedder", "kind", "rows", "dim", "embedded_last", "updated", "size", "problem"],
+    )
+
+
+@cache_app.command("rebuild")
+def cache_rebuild(ctx: typer.Context, ledger: LedgerOpt = None, column: ColumnOpt = None, facts: FactsOpt = False, json: JsonOpt = False) -> None:
+    """Re-embed a source (or every cached source) from scratch with the embedder in use."""
+    store = store_from(ctx)
+    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None
+    done = neardup.rebuild(store, source)
+    if json:
+        output.emit_json(done)
+    else:
+        output.emit_lines(f"{d['source']}\t{d['rows']} rows\t{d['embedder']}" for d in done)
+        if not done:
+            output.info("no caches to rebuild")
+
+
+@cache_app.command("clear")
+def cache_clear(ctx: typer.Context, ledger: LedgerOpt = None, column: ColumnOpt = None, facts: FactsOpt = False, json: JsonOpt = False) -> None:
+    """Delete the cache (all of it, or one source's). Nothing is lost: it is rebuilt on demand."""
+    store = store_from(ctx)
+    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None
+    removed = neardup.clear_cache(store, source)
+    if json:
+        output.emit_json({"removed": removed})
+    else:
+        output.emit_lines(removed)
+        if not removed:
+            output.info("nothing to clear")
+
+
+@app.command("embed-server")
+def embed_server(
+    ctx: typer.Context,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the running server.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Keep the embedding model loaded behind a Unix socket in .memctl/ (foreground; Ctrl-C stops)."""
+    store = store_from(ctx)
+    if stop:
+        info = neardup.stop_server(store)
+        if json:
+            output.emit_json({"stopped": info is not None, "server": info})
+        else:
+            output.info(f"stopped the embed server (pid {info.get('pid')})" if info else "no embed server is running")
+        return
+
+    def ready(info: dict[str, Any]) -> None:
+        if json:
+            output.emit_json({"ready": True, **info})
+        else:
+            output.info(f"embed server ready on {info['socket']} with {info['label']} (pid {info['pid']})")
+
+    neardup.run_server(store, ready=ready)

