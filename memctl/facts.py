@@ -307,6 +307,7 @@ def remember(
     force: bool = False,
     strict: bool = False,
     commit_changes: bool = True,
+    verb: str | None = None,
 ) -> Change:
     _check_input(spec)
     if not update and spec.description is None:
@@ -371,12 +372,19 @@ def remember(
             touched += paths
         live = [f for f in facts if f.stem not in skip] + [new]
         touched.append(_write_index(store, live))
-        verb = "remember" if action == "created" else "update"
+        verb = verb or ("remember" if action == "created" else "update")
         message = f"memory: {verb} {spec.name}"
         if old_facts:
             message += " (supersedes " + ", ".join(f.name or f.stem for f in old_facts) + ")"
         sha = commit(store, touched, message, enabled=commit_changes)
         return Change(action, new, tuple(hits), tuple(archived), sha)
+
+
+def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = True) -> Change:
+    """Pin (always in the context bundle) or unpin a live fact."""
+    found = find(store, key, archived=False)
+    spec = FactInput(name=found.name if fact_mod.NAME_RE.match(found.name) else found.stem, pinned=pinned)
+    return remember(store, spec, update=True, commit_changes=commit_changes, verb="pin" if pinned else "unpin")
 
 
 def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) -> Change:

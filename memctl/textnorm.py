@@ -64,3 +64,14 @@ def jaccard(a: set[str], b: set[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
+
+
+def estimate_tokens(text: str) -> int:
+    """An honest upper-leaning token estimate: ~1 per kana/kanji, ~1 per 4 other characters.
+
+    BPE tokenisers spend about one token per Japanese character but pack about four
+    characters of English into one; counting len/4 for Japanese would undercount 4x.
+    """
+    cjk = len(_CJK_RE.findall(text))
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4
