@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import clock, fact as fact_mod, gitstore, index as index_mod, output, textnorm
 from .errors import BadInput, NotFound, Refused
@@ -56,6 +56,11 @@ class Similar:
     score: float
     shared: int
     exact: bool
+    method: str = "keywords"  # or the embedder that found it, e.g. "e5-small-q4"
+
+
+# (description, stems to leave out) -> similar live facts found by embeddings
+VectorCheck = Callable[[str, set[str]], list[Similar]]
 
 
 @dataclass(frozen=True)
@@ -308,8 +313,18 @@ def remember(
     strict: bool = False,
     commit_changes: bool = True,
     verb: str | None = None,
+    vector_check: VectorCheck | None = None,
 ) -> Change:
+    """Write a new fact, or change one with update=True; see docs/FORMAT.md for the rules.
+
+    `vector_check`, when given, adds near matches found by an embedder to the
+    keyword ones (reported, refused only with strict). It runs before the lock
+    is taken: loading a model must not hold up other writers.
+    """
     _check_input(spec)
+    vector_hits: list[Similar] = []
+    if vector_check is not None and spec.description is not None:
+        vector_hits = vector_check(spec.description, {spec.name} | set(spec.supersedes))
     if not update and spec.description is None:
         raise BadInput("--description is required for a new fact", hint="memctl remember NAME --description TEXT")
     with store.lock():
@@ -345,6 +360,8 @@ def remember(
                     f"the same description is already in {store.rel(exact[0].fact.path)}",
                     hint="use --update on that fact, --supersedes it, or --force",
                 )
+            seen = {h.fact.stem for h in hits}
+            hits += [h for h in vector_hits if h.fact.stem not in skip and h.fact.stem not in seen and h.fact.name not in skip]
             near = [h for h in hits if not h.exact]
             if near and strict and not force:
                 raise Refused(

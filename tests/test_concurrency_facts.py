@@ -22,6 +22,8 @@ for i in range(25):
 
 
 def test_eight_processes_remember_concurrently(root):
+    config = root / "memctl.toml"  # this test is about locking, not embeddings:
+    config.write_text(config.read_text(encoding="utf-8").replace("[facts]\n", '[facts]\nvector_check = "never"\n', 1), encoding="utf-8")
     procs = [
         subprocess.Popen([sys.executable, "-c", DRIVER, str(root), str(w)], stderr=subprocess.PIPE, text=True)
         for w in range(8)
@@ -40,7 +42,7 @@ def test_eight_processes_remember_concurrently(root):
     remembered = [s for s in subjects if s.startswith("memory: remember ")]
     assert len(remembered) == 200
     assert len(set(remembered)) == 200
-    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "status", "--porcelain", "--", "memory") == ""
 
 
 def test_concurrent_cli_processes_with_index_lock_held_briefly(root):

