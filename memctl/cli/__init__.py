@@ -80,7 +80,7 @@ def _root(
 
 
 # Each module registers its commands on `app` when imported.
-from . import facts, jobs, ledger, recall, state, vectors  # noqa: E402,F401
+from . import consolidate, facts, jobs, ledger, lifecycle, recall, state, vectors  # noqa: E402,F401
 
 
 def main() -> None:

@@ -172,13 +172,24 @@ def list_(
 @app.command()
 def forget(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name or file stem.", metavar="NAME")],
+    name: Annotated[Optional[str], typer.Argument(help="Fact name or file stem.", metavar="[NAME]")] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten (kept in the archived file).")] = "",
+    policies: Annotated[bool, typer.Option("--policies", help="Apply the [[forget.policy]] rules of memctl.toml instead of one NAME.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --policies: print the plan, change nothing.")] = False,
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Move a fact to memory/archive/ with the reason, and drop it from MEMORY.md."""
+    """Move a fact to memory/archive/ with the reason, or forget by policy (--policies)."""
     store = store_from(ctx)
+    if policies:
+        if name:
+            raise BadInput("give either NAME or --policies, not both")
+        from .lifecycle import forget_by_policies
+
+        forget_by_policies(store, dry_run=dry_run, commit_changes=not no_commit, json=json)
+        return
+    if not name:
+        raise BadInput("give the NAME of the fact to forget", hint="memctl forget NAME --reason TEXT, or --policies")
     change = facts.forget(store, name, reason, commit_changes=not no_commit)
     path = store.rel(change.fact.path)
     if json:

@@ -1,0 +1,1 @@
+"""consolidate commands (issue 8). Registers itself on the root app."""

@@ -1,0 +1,1 @@
+"""lifecycle commands (issue 8). Registers itself on the root app."""
