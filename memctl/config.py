@@ -144,6 +144,30 @@ def toml_key(name: str) -> str:
     return toml_value(name)
 
 
+def add_ledger_decl(path: Path, decl: LedgerDecl) -> None:
+    """Append a `[ledgers.<name>]` table to memctl.toml; the text already there is kept byte for byte."""
+    from .errors import Refused  # noqa: PLC0415
+    from .fsutil import atomic_write  # noqa: PLC0415
+
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if decl.name in load(path).ledgers:
+        raise Refused(f"ledger {decl.name!r} is already declared in {path.name}")
+    table = toml_table(f"ledgers.{toml_key(decl.name)}", {
+        "file": decl.file,
+        "columns": list(decl.columns),
+        "header": None if decl.header else False,
+        "unique": decl.unique,
+    })
+    sep = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+    new_text = text + sep + table
+    try:
+        tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        # e.g. the file already has `ledgers = {...}` inline: a table cannot be added to it.
+        raise BadInput(f"cannot add [ledgers.{decl.name}] to {path.name}: {exc}", hint="declare the ledger by hand") from None
+    atomic_write(path, new_text)
+
+
 THRESHOLDS_TABLE = "embedding.thresholds"
 
 

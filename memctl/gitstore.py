@@ -183,3 +183,58 @@ def dirty_paths(root: Path, under: list[Path]) -> list[str]:
     rel = [os.path.relpath(p, top) for p in under]
     out = _run(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
     return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    commit: str
+    subject: str
+    data: bytes  # the file in this commit (b"" when it was deleted)
+    parents: tuple[str, ...]
+    parent_data: tuple[bytes, ...]  # the file in each parent, same order
+
+
+def _blob(repo, rev: str, rel: str) -> bytes:
+    try:
+        return (repo.commit(rev).tree / rel).data_stream.read()
+    except (KeyError, ValueError):
+        return b""
+
+
+def file_at(root: Path, path: Path, rev: str = "HEAD") -> bytes:
+    """The bytes of `path` at `rev` (b"" when it does not exist there)."""
+    repo = _repo(root)
+    if repo is None:
+        raise GitError(f"{root} is not a git repository")
+    if not repo.head.is_valid():
+        return b""
+    return _blob(repo, rev, os.path.relpath(path, repo.working_tree_dir))
+
+
+def file_history(root: Path, path: Path) -> list[FileVersion]:
+    """Every commit that changed `path`, merges included, parents before children.
+
+    With each commit come its real parents and the file as it was in each, so
+    a caller can compare a version with exactly what it was made from.
+    """
+    repo = _repo(root)
+    if repo is None:
+        raise GitError(f"{root} is not a git repository")
+    if not repo.head.is_valid():
+        return []
+    rel = os.path.relpath(path, repo.working_tree_dir)
+    sep = "\x1f"
+    out = _run(repo, "log", "--full-history", "--topo-order", "--reverse", f"--format=%H{sep}%P{sep}%s", "--", rel)
+    cache: dict[str, bytes] = {}
+
+    def data_at(rev: str) -> bytes:
+        if rev not in cache:
+            cache[rev] = _blob(repo, rev, rel)
+        return cache[rev]
+
+    history = []
+    for line in out.splitlines():
+        sha, parents, subject = line.split(sep, 2)
+        parent_ids = tuple(parents.split())
+        history.append(FileVersion(sha, subject, data_at(sha), parent_ids, tuple(data_at(p) for p in parent_ids)))
+    return history

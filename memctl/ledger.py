@@ -1,0 +1,503 @@
+"""Ledgers: append-only TSV files that grep, cut, sort and uniq keep working on.
+
+The format (FORMATS.md, Ledgers): one record per physical line, a TAB between
+fields, LF at the end; inside a field `\\`, TAB, LF and CR are written `\\\\`,
+`\\t`, `\\n` and `\\r`, and nothing else is escaped. The first line names the
+columns, unless the ledger is a headerless legacy file whose columns are
+declared in memctl.toml.
+
+This module owns that format: escaping, parsing, finding a ledger, creating
+one, appending whole lines with one write under the store lock, and reading
+rows back (`read_rows` is what other layers call). The unique check works on
+the file's bytes, never a dict per row: it has to stay near `grep -F` speed.
+Whole-file analyses (dups, stats, check, verify, adopt) are in ledger_ops.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from . import clock
+from . import config as config_mod
+from .config import LedgerDecl
+from .errors import BadInput, NotFound, Refused
+from .fsutil import append_bytes, atomic_write
+from .store import Store, commit
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+# A ledger line is a record, not a document: long text belongs in a fact file.
+MAX_FIELD_BYTES = 64 * 1024
+# The column `rows --since` filters on: the first of these a ledger has.
+TIME_COLUMNS = ("ts", "date", "time", "timestamp")
+
+_ESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+_UNESCAPE_RE = re.compile(r"\\([\\tnr])")
+# A backslash that does not start a valid escape: at the start of a run of
+# backslashes, skip pairs (`\\`), then one more backslash not followed by t/n/r/\.
+BAD_ESCAPE_RE = re.compile(rb"(?<!\\)(?:\\\\)*\\(?![\\tnr])")
+_BAD_ESCAPE_TEXT_RE = re.compile(BAD_ESCAPE_RE.pattern.decode())
+
+
+# ---------------------------------------------------------------- the format
+
+def escape(value: str) -> str:
+    """A value as it is written inside a field."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def unescape(field: str) -> str:
+    """The value a field holds; an invalid escape is kept as written (`check` reports it)."""
+    if "\\" not in field:
+        return field
+    return _UNESCAPE_RE.sub(lambda m: _ESCAPES[m.group(1)], field)
+
+
+def format_record(values: Sequence[str]) -> str:
+    """One line (without its LF) for values in column order."""
+    return "\t".join(escape(v) for v in values)
+
+
+def parse_record(line: str, columns: Sequence[str]) -> dict[str, str]:
+    """The values of one line (without its LF); missing fields read as ""."""
+    fields = line.split("\t")
+    if len(fields) < len(columns):
+        fields += [""] * (len(columns) - len(fields))
+    return {c: unescape(f) for c, f in zip(columns, fields)}
+
+
+def _bad_escape(field: str) -> str | None:
+    """The first invalid escape in a field, as written, or None."""
+    match = _BAD_ESCAPE_TEXT_RE.search(field)
+    if match is None:
+        return None
+    after = field[match.end() : match.end() + 1]
+    return "\\" + after if after else "\\ at the end of the field"
+
+
+# ---------------------------------------------------------------- ledgers
+
+@dataclass(frozen=True)
+class Ledger:
+    """A ledger resolved to its file: declared in memctl.toml, or found in ledgers/ with a header."""
+
+    name: str
+    path: Path
+    columns: tuple[str, ...]
+    header: bool = True
+    unique: str | None = None
+    declared: bool = True
+
+    @property
+    def header_line(self) -> str:
+        return "\t".join(self.columns)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    lineno: int  # 1-based physical line in the file (the header is line 1)
+    values: dict[str, str]  # unescaped, one per declared column
+
+
+@dataclass(frozen=True)
+class Appended:
+    ledger: str
+    path: Path
+    count: int
+    commit: str | None
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name or ""):
+        raise BadInput(
+            f"invalid ledger name {name!r}",
+            hint="1-80 ASCII letters, digits, - or _ (no /, no ..)",
+        )
+    return name
+
+
+def check_columns(columns: Iterable[str], unique: str | None = None) -> tuple[str, ...]:
+    cols = tuple(c.strip() for c in columns)
+    if not cols:
+        raise BadInput("a ledger needs at least one column")
+    for col in cols:
+        if not COLUMN_RE.match(col):
+            raise BadInput(f"invalid column name {col!r}", hint="a letter or _, then letters, digits, - or _")
+    seen = {c for c in cols if cols.count(c) > 1}
+    if seen:
+        raise BadInput(f"column {sorted(seen)[0]!r} is named twice")
+    if unique is not None and unique not in cols:
+        raise BadInput(f"unique column {unique!r} is not one of the columns ({', '.join(cols)})")
+    return cols
+
+
+def resolve(store: Store, decl: LedgerDecl) -> Ledger:
+    path = Path(os.path.normpath(store.ledgers_dir / decl.file))
+    if not path.is_relative_to(store.root):
+        raise BadInput(f"memctl.toml: ledger {decl.name!r} points outside the store ({decl.file})")
+    return Ledger(decl.name, path, decl.columns, decl.header, decl.unique, declared=True)
+
+
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.readline(64 * 1024).rstrip(b"\n")
+
+
+def _from_header(name: str, path: Path) -> Ledger | None:
+    """An undeclared ledgers/<name>.tsv whose first line is a valid header."""
+    try:
+        columns = _first_line(path).decode("utf-8").split("\t")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not all(COLUMN_RE.match(c) for c in columns) or len(set(columns)) != len(columns):
+        return None
+    return Ledger(name, path, tuple(columns), header=True, unique=None, declared=False)
+
+
+def declarations(store: Store) -> dict[str, LedgerDecl]:
+    # Re-read memctl.toml: another command (or process) may have declared a
+    # ledger since this Store was loaded.
+    return config_mod.load(store.config_path).ledgers if store.config_path.exists() else {}
+
+
+def open_ledger(store: Store, name: str) -> Ledger:
+    """The ledger called `name`: declared in memctl.toml, else ledgers/<name>.tsv with a header."""
+    check_name(name)
+    decl = store.config.ledgers.get(name) or declarations(store).get(name)
+    if decl is not None:
+        return resolve(store, decl)
+    path = store.ledgers_dir / f"{name}.tsv"
+    if path.is_file():
+        found = _from_header(name, path)
+        if found is None:
+            raise NotFound(
+                f"{store.rel(path)} has no header line and is not declared",
+                hint=f"memctl ledger adopt {store.rel(path)} --columns a,b,c",
+            )
+        return found
+    raise NotFound(f"no ledger named {name!r}", hint=f"memctl ledger create {name} --columns a,b,c")
+
+
+def list_ledgers(store: Store) -> list[Ledger]:
+    """Declared ledgers, then undeclared ledgers/*.tsv that have a header line."""
+    found = {name: resolve(store, decl) for name, decl in declarations(store).items()}
+    paths = {ledger.path for ledger in found.values()}
+    if store.ledgers_dir.is_dir():
+        for path in sorted(store.ledgers_dir.glob("*.tsv")):
+            if path in paths or path.stem in found or not NAME_RE.match(path.stem):
+                continue
+            ledger = _from_header(path.stem, path)
+            if ledger is not None:
+                found[path.stem] = ledger
+    return [found[name] for name in sorted(found)]
+
+
+def create(store: Store, name: str, columns: Iterable[str], *, unique: str | None = None,
+           commit_changes: bool = True) -> Ledger:
+    """A new ledgers/<name>.tsv holding only its header, declared in memctl.toml."""
+    check_name(name)
+    cols = check_columns(columns, unique)
+    decl = LedgerDecl(name=name, file=f"{name}.tsv", columns=cols, header=True, unique=unique)
+    path = store.ledgers_dir / decl.file
+    with store.lock():
+        if name in declarations(store):
+            raise Refused(f"ledger {name!r} is already declared in memctl.toml")
+        if path.exists():
+            raise Refused(f"{store.rel(path)} already exists", hint=f"memctl ledger adopt {store.rel(path)} --columns ...")
+        atomic_write(path, (format_record(cols) + "\n").encode("utf-8"))
+        config_mod.add_ledger_decl(store.config_path, decl)
+        commit(store, [path, store.config_path], f"ledger: create {name}", enabled=commit_changes)
+    return resolve(store, decl)
+
+
+# ---------------------------------------------------------------- input
+
+def parse_assignments(items: Iterable[str]) -> list[tuple[str, str]]:
+    """`col=value` words as (column, value) pairs; the value is taken as is (not escaped)."""
+    pairs = []
+    for item in items:
+        column, sep, value = item.partition("=")
+        if not sep or not column:
+            raise BadInput(f"expected column=value, got {item!r}")
+        pairs.append((column, value))
+    return pairs
+
+
+def record_from_assignments(items: Iterable[str]) -> dict[str, str]:
+    record: dict[str, str] = {}
+    for column, value in parse_assignments(items):
+        if column in record:
+            raise BadInput(f"column {column!r} is given twice")
+        record[column] = value
+    return record
+
+
+def _decode_input(data: bytes, source: str) -> list[str]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BadInput(f"{source}:{line}: not valid UTF-8; nothing was appended") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise BadInput(f"no records on {source}")
+    return lines
+
+
+def parse_tsv(data: bytes, columns: Sequence[str], source: str = "stdin") -> list[dict[str, str]]:
+    """Records written as ledger lines: fields in column order, escaped as in the file, no header."""
+    records = []
+    for lineno, line in enumerate(_decode_input(data, source), 1):
+        if "\r" in line:
+            raise BadInput(f"{source}:{lineno}: raw CR in a record", hint="write CR as \\r; no CRLF line ends")
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            raise BadInput(
+                f"{source}:{lineno}: {len(fields)} fields, expected {len(columns)} ({', '.join(columns)})",
+                hint="one record per line, fields separated by TAB in declared column order",
+            )
+        for field in fields:
+            bad = _bad_escape(field)
+            if bad:
+                raise BadInput(f"{source}:{lineno}: invalid escape {bad!r}", hint="only \\\\ \\t \\n \\r are escapes")
+        records.append(dict(zip(columns, map(unescape, fields))))
+    return records
+
+
+def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
+    """Records as one JSON object a line: {"column": "value", ...}."""
+    records = []
+    for lineno, line in enumerate(_decode_input(data, source), 1):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{source}:{lineno}: invalid JSON: {exc.msg}") from None
+        if not isinstance(obj, dict):
+            raise BadInput(f"{source}:{lineno}: expected a JSON object")
+        record = {}
+        for key, value in obj.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise BadInput(f"{source}:{lineno}: column {key!r} must be a string or a number")
+            record[key] = value if isinstance(value, str) else json.dumps(value)
+        records.append(record)
+    return records
+
+
+def encode_records(ledger: Ledger, records: Sequence[Mapping[str, Any]]) -> list[list[bytes]]:
+    """Validate every record, then return each one's escaped fields as UTF-8 bytes.
+
+    Raises BadInput on the first problem, before anything is written.
+    """
+    if not records:
+        raise BadInput("no records to append")
+    columns = ledger.columns
+    hint = f"columns of {ledger.name}: {', '.join(columns)}"
+    encoded = []
+    for number, record in enumerate(records, 1):
+        where = f"record {number}: " if len(records) > 1 else ""
+        for key in record:
+            if key not in columns:
+                raise BadInput(f"{where}unknown column {key!r} in ledger {ledger.name!r}", hint=hint)
+        fields = []
+        for column in columns:
+            if column not in record:
+                raise BadInput(f"{where}missing column {column!r} for ledger {ledger.name!r}", hint=hint + " (give col= for an empty value)")
+            value = record[column]
+            if not isinstance(value, str):
+                raise BadInput(f"{where}column {column!r}: the value must be text, not {type(value).__name__}")
+            if "\0" in value:
+                raise BadInput(f"{where}column {column!r}: the value contains a NUL character")
+            try:
+                raw = escape(value).encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadInput(f"{where}column {column!r}: the value is not valid UTF-8") from None
+            if len(raw) > MAX_FIELD_BYTES:
+                raise BadInput(
+                    f"{where}column {column!r}: the value is {len(raw)} bytes; the limit is {MAX_FIELD_BYTES}",
+                    hint="keep long text in a fact file and put its name in the ledger",
+                )
+            fields.append(raw)
+        encoded.append(fields)
+    return encoded
+
+
+# ---------------------------------------------------------------- append
+
+def _body_start(data: bytes, header: bool) -> int:
+    """Where the records begin: after the header line when there is one."""
+    if not header:
+        return 0
+    end = data.find(b"\n")
+    return len(data) if end == -1 else end + 1
+
+
+def _find_field(data: bytes, start: int, needle: bytes, column: int) -> int:
+    """Offset of the first line at or after `start` whose field `column` is `needle`, or -1.
+
+    `needle` is an escaped field, so it holds no raw TAB or LF: a hit bounded by
+    TAB/LF (or the ends of the data) is a whole field, and the TABs before it on
+    its line give its column. This is `grep -F` speed, without parsing rows.
+    """
+    if not needle:
+        return _find_empty_field(data, start, column)
+    size, width = len(data), len(needle)
+    pos = data.find(needle, start)
+    while pos != -1:
+        end = pos + width
+        if (pos == 0 or data[pos - 1] in (9, 10)) and (end == size or data[end] in (9, 10)):
+            line_start = data.rfind(b"\n", 0, pos) + 1
+            if data.count(b"\t", line_start, pos) == column:
+                return line_start
+        pos = data.find(needle, pos + 1)
+    return -1
+
+
+def _find_empty_field(data: bytes, start: int, column: int) -> int:
+    offset = start
+    for line in data[start:].split(b"\n")[: -1 if data.endswith(b"\n") else None]:
+        fields = line.split(b"\t")
+        if column < len(fields) and fields[column] == b"":
+            return offset
+        offset += len(line) + 1
+    return -1
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _refuse_duplicates(store: Store, ledger: Ledger, data: bytes, records: list[list[bytes]], column: str) -> None:
+    index = ledger.columns.index(column)
+    start = _body_start(data, ledger.header)
+    seen: set[bytes] = set()
+    for fields in records:
+        needle = fields[index]
+        shown = _short(needle.decode("utf-8"))
+        if needle in seen:
+            raise Refused(f"{ledger.name}: {column} \"{shown}\" is given twice in the input; nothing was appended")
+        seen.add(needle)
+        hit = _find_field(data, start, needle, index)
+        if hit != -1:
+            line = data.count(b"\n", 0, hit) + 1
+            raise Refused(
+                f"{ledger.name}: {column} \"{shown}\" already exists ({store.rel(ledger.path)}:{line}); nothing was appended",
+                hint=f"{column} is unique in this ledger",
+            )
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() == 0:
+            return b""
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
+
+
+def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, unique: str | None = None,
+           commit_changes: bool = True) -> Appended:
+    """Append records with one write under the store lock, then one commit.
+
+    Every record is validated first; `unique` (or the ledger's declared unique
+    column) refuses a record whose value is already in that column, compared
+    as an exact string. Either all records are appended or none.
+    """
+    ledger = open_ledger(store, name)
+    records = list(records)
+    encoded = encode_records(ledger, records)
+    column = unique or ledger.unique
+    if column is not None and column not in ledger.columns:
+        raise BadInput(f"unique column {column!r} is not a column of {ledger.name} ({', '.join(ledger.columns)})")
+    payload = b"".join(b"\t".join(fields) + b"\n" for fields in encoded)
+    with store.lock():
+        exists = ledger.path.exists()
+        if column is not None:
+            data = ledger.path.read_bytes() if exists else b""
+            _refuse_duplicates(store, ledger, data, encoded, column)
+            last = data[-1:]
+        else:
+            last = _last_byte(ledger.path) if exists else b""
+        if last and last != b"\n":
+            # A legacy file whose last line has no LF: end it, so the old bytes stay a prefix.
+            payload = b"\n" + payload
+        elif not last and ledger.header:
+            payload = (ledger.header_line + "\n").encode("utf-8") + payload
+        ledger.path.parent.mkdir(parents=True, exist_ok=True)
+        append_bytes(ledger.path, payload)
+        message = f"ledger: append {ledger.name} (+{len(encoded)})"
+        sha = commit(store, [ledger.path], message, enabled=commit_changes)
+    return Appended(ledger.name, ledger.path, len(encoded), sha)
+
+
+# ---------------------------------------------------------------- reading
+
+def iter_rows(ledger: Ledger) -> Iterator[Row]:
+    """Stream a ledger's records (the header skipped); invalid UTF-8 reads as U+FFFD."""
+    if not ledger.path.exists():
+        return
+    columns = ledger.columns
+    with open(ledger.path, "rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            if lineno == 1 and ledger.header:
+                continue
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            yield Row(lineno, parse_record(raw.decode("utf-8", "replace"), columns))
+
+
+def read_rows(store: Store, name: str) -> Iterator[Row]:
+    """Every record of ledger `name`, in file order, values unescaped."""
+    return iter_rows(open_ledger(store, name))
+
+
+def time_column(ledger: Ledger) -> str | None:
+    return next((c for c in TIME_COLUMNS if c in ledger.columns), None)
+
+
+def _as_time(value: str) -> datetime | None:
+    try:
+        return clock.parse_date(value)
+    except ValueError:
+        return None
+
+
+def select_rows(store: Store, name: str, *, where: Sequence[tuple[str, str]] = (),
+                since: str | datetime | None = None, tail: int | None = None) -> tuple[Ledger, list[Row]]:
+    """Records whose columns equal every `where` value, at or after `since`, the last `tail` of them."""
+    ledger = open_ledger(store, name)
+    for column, _ in where:
+        if column not in ledger.columns:
+            raise BadInput(f"unknown column {column!r} in ledger {ledger.name!r}", hint=f"columns: {', '.join(ledger.columns)}")
+    if tail is not None and tail < 0:
+        raise BadInput("--tail must be 0 or more")
+    when = None
+    tcol = None
+    if since is not None:
+        tcol = time_column(ledger)
+        if tcol is None:
+            raise BadInput(f"ledger {ledger.name!r} has no time column for --since", hint=f"one of: {', '.join(TIME_COLUMNS)}")
+        try:
+            when = since if isinstance(since, datetime) else clock.parse_date(since)
+        except ValueError:
+            raise BadInput(f"--since {since!r} is not an ISO date or timestamp") from None
+    kept: deque[Row] | list[Row] = deque(maxlen=tail) if tail is not None else []
+    for row in iter_rows(ledger):
+        if any(row.values[c] != v for c, v in where):
+            continue
+        if when is not None:
+            stamp = _as_time(row.values[tcol])  # type: ignore[index]
+            if stamp is None or stamp < when:
+                continue
+        kept.append(row)
+    return ledger, list(kept)

@@ -1,0 +1,329 @@
+"""Whole-ledger operations: counting values, checking the bytes, verifying the history.
+
+`dups` and `stats` are `cut -fN | sort | uniq -d` / `uniq -c`; `check` reads a
+ledger line by line for field counts, escapes and UTF-8; `verify` proves from
+git that the file was only ever appended to. `adopt` lives here because
+declaring an existing file is a check and a dups count, then a declaration.
+The format itself, appending and reading rows are in ledger.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
+from pathlib import Path
+from typing import Iterable
+
+from . import config as config_mod
+from .config import LedgerDecl
+from .errors import BadInput, NotFound, Refused
+from .ledger import (
+    BAD_ESCAPE_RE,
+    Ledger,
+    check_columns,
+    check_name,
+    declarations,
+    format_record,
+    list_ledgers,
+    open_ledger,
+    unescape,
+)
+from .store import Store, commit
+
+# `check` on a file that is wrong everywhere should not print a million lines.
+MAX_PROBLEMS = 100
+
+
+@dataclass(frozen=True)
+class ValueCount:
+    field: str  # as written in the file (escaped): what `cut -f` prints
+    count: int
+
+    @property
+    def value(self) -> str:
+        return unescape(self.field)
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "count": self.count}
+
+
+@dataclass(frozen=True)
+class Adopted:
+    ledger: Ledger
+    rows: int
+    duplicates: int  # values of the unique column that already repeat
+    commit: str | None
+
+
+@dataclass(frozen=True)
+class Verification:
+    ledger: str
+    path: str
+    commits: int  # commits that touched the file and were checked
+    ok: bool
+    commit: str | None = None  # the first commit that rewrote history; None with ok, or the working file
+    subject: str | None = None
+    line: int | None = None  # first line of the earlier version that was changed or lost
+    message: str = ""
+
+
+def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, unique: str | None = None,
+          name: str | None = None, commit_changes: bool = True) -> Adopted:
+    """Declare the columns of an existing (usually headerless) file; its bytes are not touched.
+
+    A relative `file` is taken from the store root. The file must lie inside the
+    store; its name (without .tsv) is the ledger's name unless `name` is given.
+    """
+    path = Path(file)
+    path = Path(os.path.normpath(path if path.is_absolute() else store.root / path))
+    if not path.is_file():
+        raise NotFound(f"no such file: {file}")
+    if not path.is_relative_to(store.root):
+        raise BadInput(f"{file} is outside the store ({store.root})", hint="copy it into ledgers/ first")
+    name = check_name(name or path.stem)
+    cols = check_columns(columns, unique)
+    data = path.read_bytes()
+    header = data.split(b"\n", 1)[0] == format_record(cols).encode("utf-8")
+    ledger = Ledger(name, path, cols, header, unique, declared=True)
+    errors = [p for p in _scan(data, store.rel(path), ledger) if p.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise Refused(f"{first}{more}", hint="check --columns; nothing was declared")
+    duplicates = sum(1 for c in _column_counts(data, ledger, unique).values() if c > 1) if unique else 0
+    decl = LedgerDecl(name=name, file=os.path.relpath(path, store.ledgers_dir), columns=cols,
+                      header=header, unique=unique)
+    with store.lock():
+        if name in declarations(store):
+            raise Refused(f"ledger {name!r} is already declared in memctl.toml")
+        config_mod.add_ledger_decl(store.config_path, decl)
+        sha = commit(store, [store.config_path, path], f"ledger: adopt {name}", enabled=commit_changes)
+    rows = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1) - (1 if header else 0)
+    return Adopted(ledger, rows, duplicates, sha)
+
+
+def _lines(data: bytes, header: bool) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the LF that ends the last record
+    if header and lines:
+        del lines[0]
+    return lines
+
+
+def _column_counts(data: bytes, ledger: Ledger, column: str) -> Counter[bytes]:
+    """How often each field of `column` occurs: `cut -fN | sort | uniq -c` without the sort."""
+    index = ledger.columns.index(column)
+    lines = _lines(data, ledger.header)
+    try:
+        # map() over C methods keeps the per-line work out of the interpreter loop.
+        if index == 0:
+            return Counter(map(itemgetter(0), map(bytes.partition, lines, repeat(b"\t"))))
+        return Counter(map(itemgetter(index), map(bytes.split, lines, repeat(b"\t"), repeat(index + 1))))
+    except IndexError:
+        # Some line is short of fields (`check` reports it): its field reads as "".
+        counts: Counter[bytes] = Counter()
+        for line in lines:
+            fields = line.split(b"\t", index + 1)
+            counts[fields[index] if index < len(fields) else b""] += 1
+        return counts
+
+
+def _counts(store: Store, name: str, column: str) -> list[ValueCount]:
+    ledger = open_ledger(store, name)
+    if column not in ledger.columns:
+        raise BadInput(f"unknown column {column!r} in ledger {ledger.name!r}", hint=f"columns: {', '.join(ledger.columns)}")
+    data = ledger.path.read_bytes() if ledger.path.exists() else b""
+    counts = _column_counts(data, ledger, column)
+    # Byte order, which is `sort` in the C and C.UTF-8 locales.
+    return [ValueCount(field.decode("utf-8", "replace"), n) for field, n in sorted(counts.items())]
+
+
+def stats(store: Store, name: str, column: str) -> list[ValueCount]:
+    """Each value of `column` with its count, in byte order (`cut -fN | LC_ALL=C sort | uniq -c`)."""
+    return _counts(store, name, column)
+
+
+def dups(store: Store, name: str, column: str) -> list[ValueCount]:
+    """Values of `column` that occur more than once (`cut -fN | LC_ALL=C sort | uniq -d`)."""
+    return [vc for vc in _counts(store, name, column) if vc.count > 1]
+
+
+def count_rows(ledger: Ledger) -> int:
+    if not ledger.path.exists():
+        return 0
+    data = ledger.path.read_bytes()
+    return len(_lines(data, ledger.header))
+
+
+# ---------------------------------------------------------------- check
+
+
+def _problem(path: str, line: int, code: str, message: str, severity: str = "error"):
+    # facts.Problem is what doctor collects; imported here, not at the top,
+    # because facts pulls in YAML and the fact layer, which `append` never needs.
+    from .facts import Problem  # noqa: PLC0415
+
+    return Problem(path, line, code, message, severity)
+
+
+def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
+    """Every problem in a ledger's bytes, by line: fields, escapes, UTF-8, CR, NUL, the header."""
+    problems = []
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    elif data:
+        problems.append(_problem(rel, len(lines), "no-final-newline", "the last line has no LF", "warning"))
+    expected = len(ledger.columns)
+    first = 0
+    if ledger.header:
+        first = 1
+        header = lines[0] if lines else b""
+        if header != ledger.header_line.encode("utf-8"):
+            shown = header.decode("utf-8", "replace").replace("\t", ",")
+            problems.append(_problem(rel, 1, "bad-header", f"header is {shown!r}, declared columns are {','.join(ledger.columns)!r}"))
+    counts = list(map(bytes.count, lines, repeat(b"\t")))
+    if set(counts[first:]) - {expected - 1}:
+        for number in range(first, len(lines)):
+            if counts[number] != expected - 1:
+                problems.append(_problem(rel, number + 1, "field-count", f"{counts[number] + 1} fields, expected {expected}"))
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        for number, line in enumerate(lines, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(_problem(rel, number, "bad-utf8", f"invalid UTF-8 at byte {exc.start + 1} of the line"))
+    if b"\\" in data:
+        for match in BAD_ESCAPE_RE.finditer(data):
+            number = data.count(b"\n", 0, match.start()) + 1
+            nxt = data[match.end() : match.end() + 1]
+            what = "a backslash at the end of a field" if nxt in (b"", b"\n", b"\t") else f"invalid escape '\\{nxt.decode('utf-8', 'replace')}'"
+            problems.append(_problem(rel, number, "bad-escape", what + " (only \\\\ \\t \\n \\r)"))
+    for byte, code, what in ((b"\r", "raw-cr", "a raw CR (write it as \\r; CRLF line ends?)"), (b"\0", "nul", "a NUL byte")):
+        if byte in data:
+            for number, line in enumerate(lines, 1):
+                if byte in line:
+                    problems.append(_problem(rel, number, code, what))
+    problems.sort(key=lambda p: p.line)
+    if len(problems) > MAX_PROBLEMS:
+        extra = len(problems) - MAX_PROBLEMS
+        problems = problems[:MAX_PROBLEMS] + [_problem(rel, 0, "more-problems", f"... and {extra} more problems")]
+    return problems
+
+
+def check_ledger(store: Store, ledger: Ledger) -> list:
+    rel = store.rel(ledger.path)
+    if not ledger.path.exists():
+        return [_problem(rel, 0, "missing-file", f"ledger {ledger.name!r} is declared but its file does not exist", "warning")]
+    return _scan(ledger.path.read_bytes(), rel, ledger)
+
+
+def check(store: Store, name: str) -> list:
+    """Problems of one ledger as facts.Problem (path, line, code, message, severity)."""
+    return check_ledger(store, open_ledger(store, name))
+
+
+def check_all(store: Store) -> list:
+    """`check` on every ledger, and a warning for each .tsv in ledgers/ memctl cannot read."""
+    problems = []
+    ledgers = list_ledgers(store)
+    known = {ledger.path for ledger in ledgers}
+    for ledger in ledgers:
+        problems.extend(check_ledger(store, ledger))
+    if store.ledgers_dir.is_dir():
+        for path in sorted(store.ledgers_dir.glob("*.tsv")):
+            if path not in known:
+                rel = store.rel(path)
+                problems.append(_problem(rel, 1, "undeclared-ledger", "no header line and not declared in memctl.toml "
+                                         f"(memctl ledger adopt {rel} --columns ...)", "warning"))
+    return problems
+
+
+# ---------------------------------------------------------------- verify
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix, comparing in blocks (a ledger can be megabytes long)."""
+    limit = min(len(a), len(b))
+    same = 0
+    step = 65536
+    while same < limit:
+        end = min(same + step, limit)
+        if a[same:end] == b[same:end]:
+            same = end
+        elif step > 1:
+            step //= 16
+        else:
+            break
+    return same
+
+
+def _first_difference(old: bytes, new: bytes) -> int:
+    """The 1-based line of `old` where `new` stops being an extension of it."""
+    return _line_of(old, _common_prefix(old, new))
+
+
+def _lost_line(parent: bytes, merged: bytes) -> int | None:
+    """For the other parent of a merge: the first of its lines the merge lost, or None.
+
+    `merge=union` puts the other side's new lines after ours, so that parent's
+    version is not a prefix; its lines past the shared prefix must all still be
+    in the merged version, in order.
+    """
+    shared = parent.rfind(b"\n", 0, _common_prefix(parent, merged)) + 1
+    theirs = parent[shared:].split(b"\n")
+    ours = iter(merged[shared:].split(b"\n"))
+    for number, line in enumerate(theirs):
+        if line not in ours:  # consumes `ours` up to the match: an in-order subsequence test
+            return _line_of(parent, shared) + number
+    return None
+
+
+def verify(store: Store, name: str) -> Verification:
+    """Prove the ledger was only appended to, commit by commit, up to the working file.
+
+    Each commit's version must extend its first parent's version byte for
+    byte; a merge must also keep every line of its other parents (union merge).
+    The working file must extend the last committed version.
+    """
+    from . import gitstore  # noqa: PLC0415  (git only when verifying)
+
+    ledger = open_ledger(store, name)
+    rel = store.rel(ledger.path)
+    history = gitstore.file_history(store.root, ledger.path)
+    for version in history:
+        for position, parent in enumerate(version.parents):
+            before = version.parent_data[position]
+            if position == 0:
+                if version.data.startswith(before):
+                    continue
+                line = _first_difference(before, version.data)
+            else:
+                lost = _lost_line(before, version.data)
+                if lost is None:
+                    continue
+                line = lost
+            return Verification(
+                ledger.name, rel, len(history), False, version.commit, version.subject, line,
+                f"commit {version.commit[:10]} ({version.subject}) rewrote or removed line {line} "
+                f"as committed in {parent[:10]}",
+            )
+    if history:
+        last = gitstore.file_at(store.root, ledger.path, "HEAD")
+        working = ledger.path.read_bytes() if ledger.path.exists() else b""
+        if not working.startswith(last):
+            line = _first_difference(last, working)
+            return Verification(
+                ledger.name, rel, len(history), False, None, None, line,
+                f"the working file rewrote or removed line {line} of the committed version (HEAD)",
+            )
+    return Verification(ledger.name, rel, len(history), True, message=f"{rel}: {len(history)} commits, append-only")
