@@ -1,0 +1,265 @@
+"""Episodes: what an agent decided, got wrong, got right or was told, one ledger line each.
+
+Built on ledgers (`ledgers/episodes.tsv`, columns in FORMATS.md), created and
+declared on first use. Recall ranks episodes by
+
+    score = relevance × 0.4 + importance × 0.35 + freshness × 0.25
+
+where relevance is keyword matching (words, and bigrams over kana/kanji runs)
+and freshness = max(0, 1 − 0.01 × age in days). Ranking is a pure function of
+the episodes, the query and the time, so it is tested without I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Sequence
+
+from . import clock, ledger, textnorm
+from .errors import BadInput, NotFound, Refused
+from .store import Store
+
+LEDGER = "episodes"
+COLUMNS = ("id", "ts", "agent", "type", "description", "outcome", "importance", "tags", "refs")
+TYPES = ("decision", "error", "success", "feedback", "conflict")
+DEFAULT_IMPORTANCE = {"decision": 0.7, "error": 0.8, "success": 0.5, "feedback": 0.9, "conflict": 0.85}
+FALLBACK_IMPORTANCE = 0.5  # a type outside TYPES (FORMATS.md lets the list grow)
+W_RELEVANCE, W_IMPORTANCE, W_FRESHNESS = 0.4, 0.35, 0.25
+FRESHNESS_DECAY_PER_DAY = 0.01
+TYPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_ID_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Episode:
+    id: str
+    ts: str
+    agent: str
+    type: str
+    description: str
+    outcome: str = ""
+    importance: float = FALLBACK_IMPORTANCE
+    tags: tuple[str, ...] = ()
+    refs: tuple[str, ...] = ()
+    lineno: int = 0  # line in episodes.tsv (0 before it is written)
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id, "ts": self.ts, "agent": self.agent, "type": self.type,
+            "description": self.description, "outcome": self.outcome, "importance": self.importance,
+            "tags": list(self.tags), "refs": list(self.refs), "line": self.lineno,
+        }
+
+
+@dataclass(frozen=True)
+class Scored:
+    episode: Episode
+    score: float
+    relevance: float
+    freshness: float
+
+    def to_dict(self) -> dict:
+        return {**self.episode.to_dict(), "score": round(self.score, 4),
+                "relevance": round(self.relevance, 4), "freshness": round(self.freshness, 4)}
+
+
+# ---------------------------------------------------------------- records
+
+def _split_list(text: str) -> tuple[str, ...]:
+    return tuple(item for item in (part.strip() for part in text.split(",")) if item)
+
+
+def _check_items(label: str, items: Iterable[str]) -> tuple[str, ...]:
+    cleaned = []
+    for item in items:
+        item = item.strip()
+        if "," in item:
+            raise BadInput(f"{label} {item!r} contains a comma", hint=f"the {label}s column is comma-separated; give one per --{label}")
+        if item and item not in cleaned:
+            cleaned.append(item)
+    return tuple(cleaned)
+
+
+def default_importance(episode_type: str) -> float:
+    return DEFAULT_IMPORTANCE.get(episode_type, FALLBACK_IMPORTANCE)
+
+
+def from_row(row: ledger.Row) -> Episode:
+    values = row.values
+    try:
+        importance = min(1.0, max(0.0, float(values["importance"])))
+    except ValueError:
+        importance = default_importance(values["type"])
+    return Episode(
+        id=values["id"], ts=values["ts"], agent=values["agent"], type=values["type"],
+        description=values["description"], outcome=values["outcome"], importance=importance,
+        tags=_split_list(values["tags"]), refs=_split_list(values["refs"]), lineno=row.lineno,
+    )
+
+
+def to_record(episode: Episode) -> dict[str, str]:
+    return {
+        "id": episode.id, "ts": episode.ts, "agent": episode.agent, "type": episode.type,
+        "description": episode.description, "outcome": episode.outcome,
+        "importance": format(round(episode.importance, 4), "g"),
+        "tags": ",".join(episode.tags), "refs": ",".join(episode.refs),
+    }
+
+
+def _random_hex() -> str:
+    # os.urandom, not secrets: secrets loads OpenSSL, a few ms on every start.
+    return os.urandom(2).hex()
+
+
+def new_id(when: datetime) -> str:
+    """`ep-<UTC yyyymmddHHMMSS>-<4 hex>`: sorts by time, unique with 16 random bits a second."""
+    return f"ep-{when.astimezone(timezone.utc):%Y%m%d%H%M%S}-{_random_hex()}"
+
+
+# ---------------------------------------------------------------- the ledger
+
+def ensure_ledger(store: Store, *, commit_changes: bool = True) -> ledger.Ledger:
+    """The episodes ledger, created and declared in memctl.toml the first time."""
+    try:
+        return ledger.open_ledger(store, LEDGER)
+    except NotFound:
+        pass
+    try:
+        ledger.create(store, LEDGER, COLUMNS, unique="id", commit_changes=commit_changes)
+    except Refused:
+        pass  # another process created it between our look and our lock
+    return ledger.open_ledger(store, LEDGER)
+
+
+def add(store: Store, description: str, episode_type: str, *, agent: str | None = None, outcome: str = "",
+        importance: float | None = None, tags: Sequence[str] = (), refs: Sequence[str] = (),
+        commit_changes: bool = True) -> Episode:
+    """Append one episode; `id` and `ts` are generated, importance defaults by type."""
+    description = description.strip()
+    if not description:
+        raise BadInput("an episode needs a description")
+    if not TYPE_RE.match(episode_type or ""):
+        raise BadInput(f"invalid episode type {episode_type!r}", hint=" | ".join(TYPES))
+    if importance is None:
+        importance = default_importance(episode_type)
+    if not 0.0 <= importance <= 1.0:
+        raise BadInput(f"importance {importance} is not between 0 and 1")
+    when = clock.now()
+    episode = Episode(
+        id=new_id(when), ts=when.isoformat(timespec="seconds"),
+        agent=os.environ.get("MEMCTL_AGENT", "") if agent is None else agent,
+        type=episode_type, description=description, outcome=outcome, importance=importance,
+        tags=_check_items("tag", tags), refs=_check_items("ref", refs),
+    )
+    ensure_ledger(store, commit_changes=commit_changes)
+    for attempt in range(_ID_ATTEMPTS):
+        try:
+            ledger.append(store, LEDGER, [to_record(episode)], unique="id", commit_changes=commit_changes)
+            return episode
+        except Refused:
+            # Same second, same 16 random bits: draw again.
+            if attempt == _ID_ATTEMPTS - 1:
+                raise
+            episode = Episode(**{**episode.__dict__, "id": new_id(when)})
+    raise AssertionError("unreachable")
+
+
+def _since(since: str | datetime | None) -> datetime | None:
+    if since is None or isinstance(since, datetime):
+        return since
+    try:
+        return clock.parse_date(since)
+    except ValueError:
+        raise BadInput(f"--since {since!r} is not an ISO date or timestamp") from None
+
+
+def _when(episode: Episode) -> datetime | None:
+    try:
+        return clock.parse_date(episode.ts)
+    except ValueError:
+        return None
+
+
+def list_episodes(store: Store, *, agent: str | None = None, episode_type: str | None = None,
+                  since: str | datetime | None = None) -> list[Episode]:
+    """Episodes in the order they were written, filtered by agent, type and time."""
+    after = _since(since)
+    try:
+        rows = ledger.read_rows(store, LEDGER)
+    except NotFound:
+        return []
+    found = []
+    for row in rows:
+        episode = from_row(row)
+        if agent is not None and episode.agent != agent:
+            continue
+        if episode_type is not None and episode.type != episode_type:
+            continue
+        if after is not None:
+            when = _when(episode)
+            if when is None or when < after:
+                continue
+        found.append(episode)
+    return found
+
+
+# ---------------------------------------------------------------- recall
+
+def freshness(episode: Episode, now: datetime) -> float:
+    when = _when(episode)
+    if when is None:
+        return 0.0
+    age_days = (now - when).total_seconds() / 86400
+    return min(1.0, max(0.0, 1.0 - FRESHNESS_DECAY_PER_DAY * age_days))
+
+
+def _text(episode: Episode) -> str:
+    return " ".join((episode.description, episode.outcome, *episode.tags))
+
+
+def relevance_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """Share of the query's keywords each text holds, weighted by BM25 idf: 0 (none) to 1 (all).
+
+    Rare keywords count for more than common ones; Japanese is matched on
+    kana/kanji bigrams (textnorm.tokens), so no word segmenter is needed.
+    """
+    wanted = textnorm.keywords(query)
+    if not wanted:
+        return [0.0] * len(texts)
+    docs = [textnorm.keywords(text) & wanted for text in texts]
+    total = len(docs)
+    idf = {}
+    for term in wanted:
+        df = sum(1 for doc in docs if term in doc)
+        idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+    whole = sum(idf.values())
+    return [sum(idf[t] for t in doc) / whole for doc in docs]
+
+
+def rank(episodes: Sequence[Episode], query: str, now: datetime, k: int = 10) -> list[Scored]:
+    """The k best episodes that match the query at all, best first (newer first on ties)."""
+    relevance = relevance_scores(query, [_text(e) for e in episodes])
+    scored = []
+    for episode, rel in zip(episodes, relevance):
+        if rel <= 0:
+            continue
+        fresh = freshness(episode, now)
+        score = W_RELEVANCE * rel + W_IMPORTANCE * episode.importance + W_FRESHNESS * fresh
+        scored.append(Scored(episode, score, rel, fresh))
+    scored.sort(key=lambda s: (-s.score, -s.episode.lineno))
+    return scored[:k]
+
+
+def recall(store: Store, query: str, *, agent: str | None = None, episode_type: str | None = None,
+           since: str | datetime | None = None, k: int = 10) -> list[Scored]:
+    """Episodes relevant to `query`, ranked by relevance, importance and freshness."""
+    if k < 1:
+        raise BadInput("--k must be 1 or more")
+    if not textnorm.keywords(query):
+        raise BadInput(f"query {query!r} has no keywords to match", hint="use content words, not only stopwords")
+    episodes = list_episodes(store, agent=agent, episode_type=episode_type, since=since)
+    return rank(episodes, query, clock.now(), k)

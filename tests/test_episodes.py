@@ -1,0 +1,146 @@
+"""memctl.episodes: the episodes ledger, add/list, and the recall score."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memctl import config as config_mod
+from memctl import episodes, ledger
+from memctl.episodes import Episode
+from memctl.errors import BadInput
+from memctl.store import open_store
+
+from conftest import git
+
+NOW = "2026-09-14T22:00:22+09:00"
+
+
+def test_add_creates_and_declares_the_ledger(root, store, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    monkeypatch.setenv("MEMCTL_AGENT", "writer")
+    episode = episodes.add(store, "  Zennに記事と書籍を同日公開した ", "error", outcome="rate limit", tags=["zenn", "publish"], refs=["feedback-zenn-rate-limit"])
+    assert re.fullmatch(r"ep-20260914130022-[0-9a-f]{4}", episode.id)
+    assert (episode.ts, episode.agent, episode.type, episode.importance) == (NOW, "writer", "error", 0.8)
+    assert episode.description == "Zennに記事と書籍を同日公開した"
+    path = root / "ledgers" / "episodes.tsv"
+    assert path.read_text().splitlines() == [
+        "id\tts\tagent\ttype\tdescription\toutcome\timportance\ttags\trefs",
+        f"{episode.id}\t{NOW}\twriter\terror\tZennに記事と書籍を同日公開した\trate limit\t0.8\tzenn,publish\tfeedback-zenn-rate-limit",
+    ]
+    decl = config_mod.load(root / "memctl.toml").ledgers["episodes"]
+    assert (decl.columns, decl.unique) == (episodes.COLUMNS, "id")
+    assert git(root, "log", "-2", "--format=%s").splitlines() == ["ledger: append episodes (+1)", "ledger: create episodes"]
+    assert episodes.list_episodes(open_store(root)) == [
+        Episode(episode.id, NOW, "writer", "error", "Zennに記事と書籍を同日公開した", "rate limit", 0.8,
+                ("zenn", "publish"), ("feedback-zenn-rate-limit",), lineno=2)
+    ]
+
+
+@pytest.mark.parametrize("kind,expected", [("decision", 0.7), ("error", 0.8), ("success", 0.5), ("feedback", 0.9), ("conflict", 0.85), ("insight", 0.5)])
+def test_default_importance_by_type(store, kind, expected):
+    assert episodes.add(store, "something happened", kind, commit_changes=False).importance == expected
+
+
+def test_add_rejects_bad_input_and_writes_nothing(root, store):
+    for kwargs in ({"description": " ", "episode_type": "error"},
+                   {"description": "x", "episode_type": "Bad Type"},
+                   {"description": "x", "episode_type": "error", "importance": 1.5},
+                   {"description": "x", "episode_type": "error", "tags": ["a,b"]}):
+        with pytest.raises(BadInput):
+            episodes.add(store, commit_changes=False, **kwargs)
+    assert not (root / "ledgers" / "episodes.tsv").exists()
+
+
+def test_multiline_and_tabbed_text_round_trips(store):
+    text = "line one\nline\ttwo \\ done"
+    added = episodes.add(store, text, "decision", outcome="ok\r\n", agent="", commit_changes=False)
+    [back] = episodes.list_episodes(store)
+    assert (back.description, back.outcome, back.id) == (text, "ok\r\n", added.id)
+
+
+def test_list_filters(store, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", "2026-09-10T10:00:00+09:00")
+    episodes.add(store, "old decision", "decision", agent="a", commit_changes=False)
+    monkeypatch.setenv("MEMCTL_NOW", "2026-09-14T10:00:00+09:00")
+    episodes.add(store, "new error", "error", agent="b", commit_changes=False)
+    episodes.add(store, "new decision", "decision", agent="a", commit_changes=False)
+    describe = lambda found: [e.description for e in found]  # noqa: E731
+    assert describe(episodes.list_episodes(store)) == ["old decision", "new error", "new decision"]
+    assert describe(episodes.list_episodes(store, agent="a")) == ["old decision", "new decision"]
+    assert describe(episodes.list_episodes(store, episode_type="error")) == ["new error"]
+    assert describe(episodes.list_episodes(store, since="2026-09-12")) == ["new error", "new decision"]
+    assert describe(episodes.list_episodes(store, agent="a", since="2026-09-14T09:59:59+09:00")) == ["new decision"]
+    with pytest.raises(BadInput):
+        episodes.list_episodes(store, since="last week")
+
+
+def test_list_without_a_ledger_is_empty(store):
+    assert episodes.list_episodes(store) == []
+    assert not (store.ledgers_dir / "episodes.tsv").exists()
+
+
+# ---------------------------------------------------------------- the score
+
+def _episode(n: int, description: str, importance: float, age_days: float, now: datetime) -> Episode:
+    ts = (now - timedelta(days=age_days)).isoformat(timespec="seconds")
+    return Episode(f"ep-{n}", ts, "a", "decision", description, "", importance, lineno=n)
+
+
+def test_rank_uses_the_documented_formula():
+    now = datetime(2026, 9, 14, 12, 0, tzinfo=timezone.utc)
+    found = [
+        _episode(1, "MCPサーバーのテストとデバッグ", 0.7, 10, now),
+        _episode(2, "zenn rate limit", 0.9, 0, now),
+        _episode(3, "テストを書く", 0.5, 200, now),
+    ]
+    ranked = episodes.rank(found, "テストのデバッグ", now)
+    # Query bigrams: テス スト トの のデ デバ バッ ッグ. df: テス 2, スト 2, デバ/バッ/ッグ 1, トの/のデ 0; N = 3.
+    idf = {df: math.log(1 + (3 - df + 0.5) / (df + 0.5)) for df in (0, 1, 2)}
+    whole = 2 * idf[2] + 3 * idf[1] + 2 * idf[0]
+    rel1, rel3 = (2 * idf[2] + 3 * idf[1]) / whole, 2 * idf[2] / whole
+    assert [s.episode.id for s in ranked] == ["ep-1", "ep-3"]  # ep-2 shares no keyword
+    assert ranked[0].relevance == pytest.approx(rel1)
+    assert ranked[0].freshness == pytest.approx(0.9)
+    assert ranked[0].score == pytest.approx(0.4 * rel1 + 0.35 * 0.7 + 0.25 * 0.9)
+    assert ranked[1].freshness == 0.0
+    assert ranked[1].score == pytest.approx(0.4 * rel3 + 0.35 * 0.5)
+
+
+def test_rank_importance_and_freshness_break_equal_relevance():
+    now = datetime(2026, 9, 14, tzinfo=timezone.utc)
+    found = [
+        _episode(1, "deploy failed", 0.5, 0, now),
+        _episode(2, "deploy failed", 0.9, 0, now),
+        _episode(3, "deploy failed", 0.9, 30, now),
+        _episode(4, "deploy failed", 0.9, 0, now),
+    ]
+    ranked = episodes.rank(found, "deploy", now, k=3)
+    assert [s.episode.id for s in ranked] == ["ep-4", "ep-2", "ep-3"]  # ties: the newer line first
+
+
+def test_recall_reads_the_ledger(store, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    episodes.add(store, "Zennの投稿が失敗した", "error", commit_changes=False)
+    episodes.add(store, "noteの記事を公開した", "success", commit_changes=False)
+    episodes.add(store, "Zenn rate limit hit again", "feedback", agent="other", commit_changes=False)
+    found = episodes.recall(store, "zenn 投稿")
+    assert [s.episode.description for s in found] == ["Zennの投稿が失敗した", "Zenn rate limit hit again"]
+    assert [s.episode.description for s in episodes.recall(store, "zenn", agent="other")] == ["Zenn rate limit hit again"]
+    with pytest.raises(BadInput):
+        episodes.recall(store, "the of and")
+    with pytest.raises(BadInput):
+        episodes.recall(store, "zenn", k=0)
+
+
+def test_a_colliding_id_is_drawn_again(store, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    drawn = iter(["aaaa", "aaaa", "bbbb"])
+    monkeypatch.setattr(episodes, "_random_hex", lambda: next(drawn))
+    first = episodes.add(store, "one", "decision", commit_changes=False)
+    second = episodes.add(store, "two", "decision", commit_changes=False)
+    assert (first.id, second.id) == ("ep-20260914130022-aaaa", "ep-20260914130022-bbbb")
+    assert [r.values["id"] for r in ledger.read_rows(store, "episodes")] == [first.id, second.id]
