@@ -1,1 +1,269 @@
-"""Ledger and episode commands (issue 3). Registers itself on the root app."""
+"""Ledger and episode commands. Registers the `ledger` and `episode` groups on the root app."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import episodes, ledger, ledger_ops, output
+from ..errors import FAILED, BadInput
+from . import app
+from .common import JsonOpt, NoCommitOpt, store_from
+
+ledger_app = typer.Typer(
+    help="Append-only TSV ledgers: one record a line, greppable, countable with cut | sort | uniq.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+episode_app = typer.Typer(
+    help="Episodes: decisions, errors, successes, feedback and conflicts in ledgers/episodes.tsv.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(ledger_app, name="ledger")
+app.add_typer(episode_app, name="episode")
+
+NameArg = Annotated[str, typer.Argument(help="Ledger name (ledgers/NAME.tsv): ASCII letters, digits, - or _.")]
+ColumnsOpt = Annotated[str, typer.Option("--columns", help="Column names, comma-separated, in file order.")]
+UniqueOpt = Annotated[Optional[str], typer.Option("--unique", help="Refuse a record whose value in this column already exists (exact string).", metavar="COL")]
+SinceOpt = Annotated[Optional[str], typer.Option("--since", help="Only records at or after this ISO date or timestamp.", metavar="DATE")]
+
+
+def _columns(text: str) -> list[str]:
+    return [c for c in text.split(",")]
+
+
+@ledger_app.command("create")
+def create(ctx: typer.Context, name: NameArg, columns: ColumnsOpt, unique: UniqueOpt = None,
+           no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
+    """Create ledgers/NAME.tsv with a header line and declare it in memctl.toml."""
+    store = store_from(ctx)
+    made = ledger.create(store, name, _columns(columns), unique=unique, commit_changes=not no_commit)
+    if json:
+        output.emit_json({"ledger": made.name, "path": store.rel(made.path), "columns": list(made.columns), "unique": made.unique})
+    else:
+        output.emit_text(store.rel(made.path))
+
+
+@ledger_app.command("adopt")
+def adopt(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="An existing TSV file inside the store (often headerless).")],
+    columns: ColumnsOpt,
+    unique: UniqueOpt = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="Ledger name (default: the file name without .tsv).")] = None,
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Declare the columns of an existing file in memctl.toml; the file's bytes are not touched."""
+    store = store_from(ctx)
+    done = ledger_ops.adopt(store, file.absolute(), _columns(columns), unique=unique, name=name, commit_changes=not no_commit)
+    rel = store.rel(done.ledger.path)
+    if done.duplicates:
+        output.warn(f"{rel}: {done.duplicates} values of {unique} already repeat", hint=f"memctl ledger dups {done.ledger.name} {unique}")
+    if done.ledger.path.parent != store.ledgers_dir:
+        output.warn(f"{rel} is outside ledgers/, so the merge=union attribute does not cover it", hint="git mv it into ledgers/ and adopt it there")
+    if json:
+        output.emit_json({"ledger": done.ledger.name, "path": rel, "columns": list(done.ledger.columns),
+                          "header": done.ledger.header, "unique": unique, "rows": done.rows,
+                          "duplicates": done.duplicates, "commit": done.commit})
+    else:
+        output.emit_text(rel)
+
+
+@ledger_app.command("list")
+def list_(ctx: typer.Context, json: JsonOpt = False) -> None:
+    """List ledgers: name, file, record count, columns."""
+    store = store_from(ctx)
+    rows = [
+        {"name": item.name, "path": store.rel(item.path), "rows": ledger_ops.count_rows(item),
+         "columns": list(item.columns), "unique": item.unique, "declared": item.declared}
+        for item in ledger.list_ledgers(store)
+    ]
+    if json:
+        output.emit_json(rows)
+    else:
+        output.emit_table(rows, ["name", "path", "rows", "columns"])
+
+
+@ledger_app.command("append")
+def append(
+    ctx: typer.Context,
+    name: NameArg,
+    values: Annotated[Optional[list[str]], typer.Argument(
+        help="col=value for every column (value taken literally), or - to read records from stdin: "
+             "one TSV line per record, fields in declared column order, escaped as in the ledger "
+             "(\\\\ \\t \\n \\r), no header; with --json, one JSON object per line.",
+        metavar="COL=VALUE... | -")] = None,
+    unique: UniqueOpt = None,
+    no_commit: NoCommitOpt = False,
+    json: Annotated[bool, typer.Option("--json", help="Read NDJSON from stdin (with -) and print the result as JSON.")] = False,
+) -> None:
+    """Append records with one write and one commit; nothing is written if any record is bad."""
+    values = values or []
+    store = store_from(ctx)
+    if values == ["-"]:
+        data = sys.stdin.buffer.read()
+        records = ledger.parse_ndjson(data) if json else ledger.parse_tsv(data, ledger.open_ledger(store, name).columns)
+    elif "-" in values:
+        raise BadInput("- (read stdin) cannot be mixed with col=value arguments")
+    elif values:
+        records = [ledger.record_from_assignments(values)]
+    else:
+        raise BadInput("nothing to append", hint="give col=value for each column, or - to read records from stdin")
+    done = ledger.append(store, name, records, unique=unique, commit_changes=not no_commit)
+    rel = store.rel(done.path)
+    if json:
+        output.emit_json({"ledger": done.ledger, "path": rel, "appended": done.count, "commit": done.commit})
+    else:
+        output.info(f"{rel}: +{done.count}")
+
+
+@ledger_app.command("rows")
+def rows(
+    ctx: typer.Context,
+    name: NameArg,
+    where: Annotated[Optional[list[str]], typer.Option("--where", help="col=value, exact match on the unescaped value; repeat to AND.", metavar="COL=VALUE")] = None,
+    since: SinceOpt = None,
+    tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N matching records.", metavar="N")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print a JSON array of objects with unescaped values.")] = False,
+) -> None:
+    """Print records (TSV, escaped as in the file, when piped; a table on a terminal)."""
+    store = store_from(ctx)
+    found, selected = ledger.select_rows(store, name, where=ledger.parse_assignments(where or []), since=since, tail=tail)
+    if json:
+        output.emit_json([row.values for row in selected])
+    else:
+        output.emit_table([row.values for row in selected], found.columns)
+
+
+@ledger_app.command("dups")
+def dups(
+    ctx: typer.Context,
+    name: NameArg,
+    column: Annotated[str, typer.Argument(help="The column to look for repeated values in.")],
+    json: JsonOpt = False,
+) -> None:
+    """Values that occur more than once in COLUMN, as `cut -fN | LC_ALL=C sort | uniq -d` prints them."""
+    store = store_from(ctx)
+    found = ledger_ops.dups(store, name, column)
+    if json:
+        output.emit_json([vc.to_dict() for vc in found])
+    else:
+        output.emit_lines(vc.field for vc in found)
+
+
+@ledger_app.command("stats")
+def stats(
+    ctx: typer.Context,
+    name: NameArg,
+    by: Annotated[str, typer.Option("--by", help="The column to count values of.", metavar="COL")],
+    json: JsonOpt = False,
+) -> None:
+    """Count the records per value of a column, as `cut -fN | LC_ALL=C sort | uniq -c` prints them."""
+    store = store_from(ctx)
+    found = ledger_ops.stats(store, name, by)
+    if json:
+        output.emit_json([vc.to_dict() for vc in found])
+    else:
+        # uniq -c's own layout: the count right-aligned in 7 columns, a space, the field.
+        output.emit_lines(f"{vc.count:7d} {vc.field}" for vc in found)
+
+
+@ledger_app.command("check")
+def check(
+    ctx: typer.Context,
+    name: Annotated[Optional[str], typer.Argument(help="Ledger name (default: every ledger).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Check field counts, escapes and UTF-8 line by line; report file:line; exit 1 on errors."""
+    store = store_from(ctx)
+    problems = ledger_ops.check(store, name) if name else ledger_ops.check_all(store)
+    errors = [p for p in problems if p.severity == "error"]
+    if json:
+        output.emit_json({"ok": not errors, "problems": [p.__dict__ for p in problems]})
+    else:
+        output.emit_lines(f"{p.path}{':' + str(p.line) if p.line else ''}: {p.severity}: {p.message}" for p in problems)
+        if not problems:
+            output.info(f"ledger {name} is clean" if name else "every ledger is clean")
+    if errors:
+        raise typer.Exit(FAILED)
+
+
+@ledger_app.command("verify")
+def verify(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
+    """Prove from git history that the ledger was only appended to; exit 1 naming the first commit that was not."""
+    store = store_from(ctx)
+    result = ledger_ops.verify(store, name)
+    if json:
+        output.emit_json(result.__dict__)
+    else:
+        output.emit_text(result.message)
+    if not result.ok:
+        raise typer.Exit(FAILED)
+
+
+# ---------------------------------------------------------------- episodes
+
+TypeFilter = Annotated[Optional[str], typer.Option("--type", "-t", help="Only this type.")]
+AgentFilter = Annotated[Optional[str], typer.Option("--agent", help="Only this agent's episodes.")]
+
+
+@episode_app.command("add")
+def episode_add(
+    ctx: typer.Context,
+    description: Annotated[str, typer.Argument(help="What happened, in one line.")],
+    type_: Annotated[str, typer.Option("--type", "-t", help="decision | error | success | feedback | conflict.")],
+    agent: Annotated[Optional[str], typer.Option("--agent", help="Who (default: MEMCTL_AGENT).")] = None,
+    outcome: Annotated[str, typer.Option("--outcome", help="How it turned out.")] = "",
+    importance: Annotated[Optional[float], typer.Option("--importance", help="0-1 (default by type: decision 0.7, error 0.8, success 0.5, feedback 0.9, conflict 0.85).")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag; repeat for more.")] = None,
+    ref: Annotated[Optional[list[str]], typer.Option("--ref", help="A fact name or episode id; repeat for more.")] = None,
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Record an episode; prints its id."""
+    store = store_from(ctx)
+    episode = episodes.add(store, description, type_, agent=agent, outcome=outcome, importance=importance,
+                           tags=tag or (), refs=ref or (), commit_changes=not no_commit)
+    if json:
+        output.emit_json(episode.to_dict())
+    else:
+        output.emit_text(episode.id)
+
+
+@episode_app.command("list")
+def episode_list(ctx: typer.Context, agent: AgentFilter = None, type_: TypeFilter = None,
+                 since: SinceOpt = None, json: JsonOpt = False) -> None:
+    """List episodes, oldest first."""
+    store = store_from(ctx)
+    found = episodes.list_episodes(store, agent=agent, episode_type=type_, since=since)
+    if json:
+        output.emit_json([e.to_dict() for e in found])
+    else:
+        output.emit_table([e.to_dict() for e in found], ["id", "ts", "agent", "type", "importance", "description"])
+
+
+@episode_app.command("recall")
+def episode_recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for (Japanese or English).")],
+    agent: AgentFilter = None,
+    type_: TypeFilter = None,
+    since: SinceOpt = None,
+    k: Annotated[int, typer.Option("--k", help="How many episodes at most.")] = 10,
+    json: JsonOpt = False,
+) -> None:
+    """Episodes ranked by relevance x 0.4 + importance x 0.35 + freshness x 0.25."""
+    store = store_from(ctx)
+    found = episodes.recall(store, query, agent=agent, episode_type=type_, since=since, k=k)
+    rows = [s.to_dict() for s in found]
+    if json:
+        output.emit_json(rows)
+    else:
+        for row in rows:
+            row["score"] = f"{row['score']:.3f}"
+        output.emit_table(rows, ["score", "id", "ts", "type", "description", "outcome"])

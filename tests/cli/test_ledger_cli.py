@@ -1,0 +1,268 @@
+"""`memctl ledger ...` and `memctl episode ...`: exact stdout, stderr and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import cli, git, memctl
+
+SEED = (
+    "2026-09-14\tzenn\tmcp-stdio-20260914220022-32061\tMCPサーバーのテストとデバッグ — stdioトランスポートの挙動を追う方法\n"
+    "2026-09-14\tnote\tai-1-10-20260914220152-18248\tAI経営を1年やって捨てたルール10個 — 増やすより減らす運用改善の記録\n"
+).encode("utf-8")
+THEME = "MCPサーバーのテストとデバッグ — stdioトランスポートの挙動を追う方法"
+
+
+def pipeline(command: str, cwd: Path) -> str:
+    """A coreutils pipeline as a shell runs it (C collation: byte order, as memctl sorts)."""
+    env = dict(os.environ, LC_ALL="C")
+    return subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def one_line_error(result, code: int) -> str:
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert result.stderr.startswith("memctl: error: ") and result.stderr.count("\n") == 1, result.stderr
+    return result.stderr
+
+
+@pytest.fixture
+def seeded(root) -> Path:
+    path = root / "ledgers" / "article-theme-ledger.tsv"
+    path.write_bytes(SEED)
+    result = cli(root, "ledger", "adopt", str(path), "--columns", "date,platform,slug,theme", "--unique", "theme")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "ledgers/article-theme-ledger.tsv\n", "")
+    return path
+
+
+# ---------------------------------------------------------------- the seed ledger
+
+def test_seed_ledger_works_as_it_is(root, seeded):
+    assert seeded.read_bytes() == SEED
+    refused = cli(root, "ledger", "append", "article-theme-ledger", "date=2026-09-15", "platform=zenn", "slug=again", f"theme={THEME}")
+    assert one_line_error(refused, 1) == (
+        f'memctl: error: article-theme-ledger: theme "{THEME}" already exists (ledgers/article-theme-ledger.tsv:1); '
+        "nothing was appended (hint: theme is unique in this ledger)\n"
+    )
+    assert seeded.read_bytes() == SEED
+
+    dups = cli(root, "ledger", "dups", "article-theme-ledger", "theme")
+    assert (dups.exit_code, dups.stdout) == (0, pipeline("cut -f4 ledgers/article-theme-ledger.tsv | sort | uniq -d", root))
+    stats = cli(root, "ledger", "stats", "article-theme-ledger", "--by", "platform")
+    assert stats.stdout == pipeline("cut -f2 ledgers/article-theme-ledger.tsv | sort | uniq -c", root) == "      1 note\n      1 zenn\n"
+
+    added = cli(root, "ledger", "append", "article-theme-ledger", "date=2026-09-15", "platform=zenn", "slug=s2", "theme=新テーマ / [draft] *")
+    assert (added.exit_code, added.stdout, added.stderr) == (0, "", "memctl: ledgers/article-theme-ledger.tsv: +1\n")
+    assert seeded.read_bytes() == SEED + "2026-09-15\tzenn\ts2\t新テーマ / [draft] *\n".encode()
+    assert git(root, "log", "-1", "--format=%s").strip() == "ledger: append article-theme-ledger (+1)"
+    stats = cli(root, "ledger", "stats", "article-theme-ledger", "--by", "platform")
+    assert stats.stdout == pipeline("cut -f2 ledgers/article-theme-ledger.tsv | sort | uniq -c", root) == "      1 note\n      2 zenn\n"
+    assert cli(root, "ledger", "verify", "article-theme-ledger").stdout == "ledgers/article-theme-ledger.tsv: 2 commits, append-only\n"
+
+
+def test_dups_and_stats_equal_the_pipelines_on_tricky_values(root):
+    cli(root, "ledger", "create", "t", "--columns", "n,v")
+    values = ["b", "tab\there", "b", "tab\there", "漢字", "漢字", "漢字", "back\\slash", "back\\slash", "Z", "", "", "a b"]
+    lines = "".join(f"{i}\t{v.replace(chr(92), chr(92) * 2).replace(chr(9), chr(92) + 't')}\n" for i, v in enumerate(values))
+    assert cli(root, "ledger", "append", "t", "-", input=lines.encode()).exit_code == 0
+    body = "tail -n +2 ledgers/t.tsv"
+    assert cli(root, "ledger", "dups", "t", "v").stdout == pipeline(f"{body} | cut -f2 | sort | uniq -d", root)
+    assert cli(root, "ledger", "stats", "t", "--by", "v").stdout == pipeline(f"{body} | cut -f2 | sort | uniq -c", root)
+    assert json.loads(cli(root, "ledger", "dups", "t", "v", "--json").stdout) == [
+        {"value": "", "count": 2}, {"value": "b", "count": 2}, {"value": "back\\slash", "count": 2},
+        {"value": "tab\there", "count": 2}, {"value": "漢字", "count": 3},
+    ]
+
+
+# ---------------------------------------------------------------- round trip
+
+values = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
+    st.text(alphabet="\t\n\r\\tnr xあ漢"),
+    st.sampled_from(["\\t", "\\\\t", "\\", "a\\", "\t", "\n", "\r\n", "\\n\n"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=values)
+def test_round_trip_through_append_and_rows_json(root, value):
+    path = root / "ledgers" / "rt.tsv"
+    if not path.exists():
+        assert cli(root, "ledger", "create", "rt", "--columns", "n,v", "--no-commit").exit_code == 0
+    count = len(path.read_bytes().split(b"\n")) - 1  # records + header so far
+    result = cli(root, "ledger", "append", "rt", f"n={count}", f"v={value}", "--no-commit")
+    assert result.exit_code == 0, result.stderr
+    ndjson = json.dumps({"n": f"{count}b", "v": value}).encode() + b"\n"
+    assert cli(root, "ledger", "append", "rt", "-", "--json", "--no-commit", input=ndjson).exit_code == 0
+    rows = json.loads(cli(root, "ledger", "rows", "rt", "--json", "--tail", "2").stdout)
+    assert rows == [{"n": str(count), "v": value}, {"n": f"{count}b", "v": value}]
+    wc = subprocess.run(["wc", "-l", str(path)], capture_output=True, text=True, check=True).stdout.split()[0]
+    assert int(wc) == count + 2
+
+
+def test_stdin_tsv_is_one_write_and_one_commit(root):
+    cli(root, "ledger", "create", "t", "--columns", "a,b")
+    result = cli(root, "ledger", "append", "t", "-", "--json", input=b"x\t1\n")
+    assert result.exit_code == 2  # --json means NDJSON on stdin
+    result = cli(root, "ledger", "append", "t", "-", input=b"x\t1\ny\\ty\t2\nz\t\\\\3\n")
+    assert (result.exit_code, result.stderr) == (0, "memctl: ledgers/t.tsv: +3\n")
+    assert git(root, "log", "-1", "--format=%s").strip() == "ledger: append t (+3)"
+    rows = json.loads(cli(root, "ledger", "rows", "t", "--json").stdout)
+    assert rows == [{"a": "x", "b": "1"}, {"a": "y\ty", "b": "2"}, {"a": "z", "b": "\\3"}]
+    assert cli(root, "ledger", "rows", "t").stdout == "x\t1\ny\\ty\t2\nz\t\\\\3\n"
+    assert cli(root, "ledger", "rows", "t", "--where", "b=2").stdout == "y\\ty\t2\n"
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("args,stdin,code,message", [
+    (["ledger", "append", "a/b", "x=1"], None, 2, "invalid ledger name 'a/b'"),
+    (["ledger", "append", "..", "x=1"], None, 2, "invalid ledger name '..'"),
+    (["ledger", "create", "../t", "--columns", "a"], None, 2, "invalid ledger name '../t'"),
+    (["ledger", "append", "t", "a=1", "b=2", "c=3"], None, 2, "unknown column 'c' in ledger 't'"),
+    (["ledger", "append", "t", "a=1"], None, 2, "missing column 'b' for ledger 't'"),
+    (["ledger", "append", "t", "a=1", "b"], None, 2, "expected column=value, got 'b'"),
+    (["ledger", "append", "t", "a=1", "a=2", "b=3"], None, 2, "column 'a' is given twice"),
+    (["ledger", "append", "t", "-"], b"ok\t1\nbad\t\xff\xfe\n", 2, "stdin:2: not valid UTF-8; nothing was appended"),
+    (["ledger", "append", "t", "-"], b"ok\t1\ntoo\tmany\tfields\n", 2, "stdin:2: 3 fields, expected 2 (a, b)"),
+    (["ledger", "append", "t", "-"], b"x\t" + b"y" * (1024 * 1024) + b"\n", 2, "column 'b': the value is 1048576 bytes; the limit is 65536"),
+    (["ledger", "append", "t", "-", "--json"], b'{"a": "1", "b": "' + b"y" * (1024 * 1024) + b'"}\n', 2, "column 'b': the value is 1048576 bytes"),
+    (["ledger", "append", "t", "a=1", "b=" + "y" * (1024 * 1024)], None, 2, "column 'b': the value is 1048576 bytes"),
+    (["ledger", "append", "t", "-"], b"", 2, "no records on stdin"),
+    (["ledger", "append", "t"], None, 2, "nothing to append"),
+    (["ledger", "append", "t", "a=dup", "b=2"], None, 1, 't: a "dup" already exists'),
+    (["ledger", "append", "nope", "a=1"], None, 3, "no ledger named 'nope'"),
+    (["ledger", "rows", "t", "--where", "c=1"], None, 2, "unknown column 'c' in ledger 't'"),
+    (["ledger", "stats", "t", "--by", "c"], None, 2, "unknown column 'c' in ledger 't'"),
+])
+def test_bad_input_is_one_line_an_exit_code_and_nothing_written(root, args, stdin, code, message):
+    cli(root, "ledger", "create", "t", "--columns", "a,b", "--unique", "a")
+    cli(root, "ledger", "append", "t", "a=dup", "b=1")
+    path = root / "ledgers" / "t.tsv"
+    before = path.read_bytes()
+    head = git(root, "rev-parse", "HEAD")
+    result = cli(root, *args, input=stdin)
+    assert message in one_line_error(result, code)
+    assert path.read_bytes() == before
+    assert git(root, "rev-parse", "HEAD") == head
+    assert sorted(p.name for p in (root / "ledgers").iterdir()) == [".gitkeep", "t.tsv"]
+
+
+def test_bad_input_through_a_real_process(root):
+    cli(root, "ledger", "create", "t", "--columns", "a,b")
+    before = (root / "ledgers" / "t.tsv").read_bytes()
+    for args, stdin, code in ((["ledger", "append", "t", "-"], b"\xff\t1\n", 2), (["ledger", "append", "a/../t", "a=1"], None, 2),
+                              (["ledger", "append", "t", "a=1", "z=2"], None, 2), (["ledger", "dups", "missing", "a"], None, 3)):
+        proc = memctl(root, *args, input=stdin if stdin is not None else b"")
+        assert proc.returncode == code
+        assert proc.stdout == b"" and proc.stderr.count(b"\n") == 1 and proc.stderr.startswith(b"memctl: error: ")
+    assert (root / "ledgers" / "t.tsv").read_bytes() == before
+
+
+# ---------------------------------------------------------------- check and verify
+
+def test_check_prints_file_line_and_exits_1(root):
+    cli(root, "ledger", "create", "t", "--columns", "a,b")
+    clean = cli(root, "ledger", "check", "t")
+    assert (clean.exit_code, clean.stdout, clean.stderr) == (0, "", "memctl: ledger t is clean\n")
+    with open(root / "ledgers" / "t.tsv", "ab") as handle:
+        handle.write(b"one\n\xff\tx\nok\tok\nbad\t\\q\n")
+    result = cli(root, "ledger", "check", "t")
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "ledgers/t.tsv:2: error: 1 fields, expected 2\n"
+        "ledgers/t.tsv:3: error: invalid UTF-8 at byte 1 of the line\n"
+        "ledgers/t.tsv:5: error: invalid escape '\\q' (only \\\\ \\t \\n \\r)\n"
+    )
+    report = json.loads(cli(root, "ledger", "check", "--json").stdout)
+    assert report["ok"] is False and [p["line"] for p in report["problems"]] == [2, 3, 5]
+    doctor = cli(root, "doctor")
+    assert doctor.exit_code == 1 and "ledgers/t.tsv:2: error: 1 fields, expected 2" in doctor.stdout
+
+
+def test_verify_names_the_commit_that_edited_a_line(root):
+    cli(root, "ledger", "create", "t", "--columns", "a")
+    for value in ("one", "two", "three"):
+        cli(root, "ledger", "append", "t", f"a={value}")
+    ok = cli(root, "ledger", "verify", "t")
+    assert (ok.exit_code, ok.stdout) == (0, "ledgers/t.tsv: 4 commits, append-only\n")
+    path = root / "ledgers" / "t.tsv"
+    path.write_text(path.read_text().replace("two", "2"))
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "tidy up")
+    sha = git(root, "rev-parse", "HEAD").strip()
+    bad = cli(root, "ledger", "verify", "t")
+    assert bad.exit_code == 1
+    assert re.fullmatch(rf"commit {sha[:10]} \(tidy up\) rewrote or removed line 3 as committed in [0-9a-f]{{10}}\n", bad.stdout)
+    assert json.loads(cli(root, "ledger", "verify", "t", "--json").stdout)["commit"] == sha
+
+
+# ---------------------------------------------------------------- other commands
+
+def test_create_list_rows_since_tail(root):
+    created = cli(root, "ledger", "create", "t", "--columns", "date,who", "--json")
+    assert json.loads(created.stdout) == {"ledger": "t", "path": "ledgers/t.tsv", "columns": ["date", "who"], "unique": None}
+    cli(root, "ledger", "append", "t", "-", input=b"2026-09-01\ta\n2026-09-10\tb\n2026-09-20\ta\n2026-09-30\ta\n")
+    assert cli(root, "ledger", "rows", "t", "--since", "2026-09-10", "--where", "who=a", "--tail", "1").stdout == "2026-09-30\ta\n"
+    assert cli(root, "ledger", "rows", "t", "--since", "2026-09-10", "--where", "who=a").stdout == "2026-09-20\ta\n2026-09-30\ta\n"
+    assert cli(root, "ledger", "list").stdout == "t\tledgers/t.tsv\t4\tdate,who\n"
+    assert json.loads(cli(root, "ledger", "list", "--json").stdout) == [
+        {"name": "t", "path": "ledgers/t.tsv", "rows": 4, "columns": ["date", "who"], "unique": None, "declared": True}
+    ]
+    again = cli(root, "ledger", "create", "t", "--columns", "x")
+    assert "already declared" in one_line_error(again, 1)
+
+
+def test_append_without_commit_imports_no_git(root):
+    cli(root, "ledger", "create", "t", "--columns", "a")
+    code = ("import sys; from memctl.cli import main; sys.argv = ['memctl', '--root', sys.argv[1], 'ledger', 'append', 't', 'a=1', '--unique', 'a', '--no-commit']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint(sorted(m for m in ('git', 'numpy', 'torch') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True)
+    assert proc.stdout == "[]\n", proc.stderr
+    assert (root / "ledgers" / "t.tsv").read_text() == "a\n1\n"
+
+
+def test_cli_appends_from_sixteen_real_processes_at_once(root):
+    cli(root, "ledger", "create", "t", "--columns", "proc,n", "--unique", "n", "--no-commit")
+    argv = [sys.executable, "-m", "memctl", "--root", str(root), "ledger", "append", "t"]
+    procs = [subprocess.Popen([*argv, f"proc={p}", f"n={p % 8}", "--no-commit"], stderr=subprocess.PIPE) for p in range(16)]
+    codes = sorted(proc.wait(timeout=300) for proc in procs)
+    assert codes == [0] * 8 + [1] * 8  # n is unique: of each pair racing for n, one is refused
+    lines = (root / "ledgers" / "t.tsv").read_text().splitlines()
+    assert len(lines) == 9 and sorted(line.split("\t")[1] for line in lines[1:]) == [str(n) for n in range(8)]
+    assert cli(root, "ledger", "check", "t").exit_code == 0
+
+
+# ---------------------------------------------------------------- episodes
+
+def test_episode_add_list_recall(root, monkeypatch):
+    env = {"MEMCTL_NOW": "2026-09-14T22:00:22+09:00", "MEMCTL_AGENT": "writer"}
+    added = cli(root, "episode", "add", "Zennに記事と書籍を同日公開して失敗した", "--type", "error", "--outcome", "deploy failed",
+                "--tag", "zenn", "--ref", "feedback-zenn-rate-limit", env=env)
+    assert added.exit_code == 0 and re.fullmatch(r"ep-20260914130022-[0-9a-f]{4}\n", added.stdout)
+    episode_id = added.stdout.strip()
+    cli(root, "episode", "add", "noteの記事を公開した", "--type", "success", "--agent", "other", "--importance", "0.6", env=env)
+    listed = json.loads(cli(root, "episode", "list", "--json").stdout)
+    assert [(e["agent"], e["type"], e["importance"], e["tags"], e["refs"]) for e in listed] == [
+        ("writer", "error", 0.8, ["zenn"], ["feedback-zenn-rate-limit"]), ("other", "success", 0.6, [], []),
+    ]
+    assert cli(root, "episode", "list", "--type", "error").stdout == (
+        f"{episode_id}\t2026-09-14T22:00:22+09:00\twriter\terror\t0.8\tZennに記事と書籍を同日公開して失敗した\n"
+    )
+    recalled = json.loads(cli(root, "episode", "recall", "Zenn 公開", "--json", env=env).stdout)
+    assert [r["id"] for r in recalled][0] == episode_id
+    assert recalled[0]["relevance"] == 1.0 and recalled[0]["freshness"] == 1.0
+    assert recalled[0]["score"] == round(0.4 * 1.0 + 0.35 * 0.8 + 0.25 * 1.0, 4)
+    assert len(json.loads(cli(root, "episode", "recall", "公開", "--k", "1", "--json", env=env).stdout)) == 1
+    bad = cli(root, "episode", "add", "x", "--type", "error", "--importance", "2")
+    assert "importance 2.0 is not between 0 and 1" in one_line_error(bad, 2)
+    bad = cli(root, "episode", "add", "x", "--type", "Not A Type")
+    assert "invalid episode type" in one_line_error(bad, 2)
