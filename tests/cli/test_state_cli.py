@@ -1,0 +1,129 @@
+"""`memctl state update|show|history|check`: the issue-4 STATE.md scenario and its bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import datetime, timedelta
+
+import pytest
+
+from conftest import cli, git
+
+NUMBERS = '{"completed": 48, "in_progress": 0, "pending": 0, "approvals": 0}'
+TEMPLATE = 'message = "auto: STATE.md 自動更新 (日付:{date} 完了:{completed} 進行中:{in_progress} 未着手:{pending} 承認待ち:{approvals})"\n'
+
+
+def _snapshot(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".git" not in p.parts and ".memctl" not in p.parts}
+
+
+def test_update_from_stdin_commits_the_numbers_and_history_reads_them_back(root):
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n[state]\n" + TEMPLATE)
+    r = cli(root, "state", "update", "--from-json", "-", input=NUMBERS, env={"MEMCTL_NOW": "2026-10-26T09:00:00+09:00"})
+    first = "auto: STATE.md 自動更新 (日付:2026-10-26 完了:48 進行中:0 未着手:0 承認待ち:0)"
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "state/STATE.md\n", f"memctl: committed: {first}\n")
+    assert git(root, "log", "-1", "--format=%s").strip() == first
+    assert (root / "state" / "STATE.md").read_text(encoding="utf-8").startswith(
+        "---\nupdated: 2026-10-26T09:00:00+09:00\ngenerator: memctl state update\nnumbers:\n  completed: 48\n")
+
+    r = cli(root, "state", "update", "--from-json", "-", input=NUMBERS.replace("48", "49"),
+            env={"MEMCTL_NOW": "2026-10-26T09:01:00+09:00"})
+    assert r.exit_code == 0
+    second = first.replace("完了:48", "完了:49")
+    assert git(root, "log", "-2", "--format=%s", "--", "state/STATE.md").splitlines() == [second, first]
+
+    r = cli(root, "state", "history", "--json")
+    assert r.exit_code == 0
+    found = json.loads(r.stdout)
+    assert [(v["subject"], v["updated"], v["numbers"]["completed"], v["numbers"]["approvals"]) for v in found] == [
+        (first, "2026-10-26T09:00:00+09:00", 48, 0), (second, "2026-10-26T09:01:00+09:00", 49, 0)]
+    assert found[1]["commit"] == git(root, "rev-parse", "HEAD").strip()
+
+    r = cli(root, "state", "history")
+    head = git(root, "rev-parse", "--short=7", "HEAD").strip()
+    assert r.stdout.splitlines()[1] == (f"{head}\t2026-10-26T09:01:00+09:00\tcompleted:49 in_progress:0 pending:0 "
+                                        "approvals:0 facts:0 facts.changed_today:0 episodes.today:0")
+
+
+def test_update_from_a_file_with_a_scope_and_a_note(root, tmp_path):
+    numbers = tmp_path / "numbers.json"
+    numbers.write_text('{"open": 3}', encoding="utf-8")
+    r = cli(root, "state", "update", "--name", "blog", "--from-json", str(numbers), "--note", "launch week", "--json",
+            env={"MEMCTL_NOW": "2026-10-26T09:00:00+09:00"})
+    assert r.exit_code == 0
+    data = json.loads(r.stdout)
+    assert (data["path"], data["updated"], data["message"]) == (
+        "state/blog/STATE.md", "2026-10-26T09:00:00+09:00", "state: update state/blog/STATE.md (date:2026-10-26 open:3)")
+    assert data["commit"] == git(root, "rev-parse", "HEAD").strip()
+    shown = cli(root, "state", "show", "--name", "blog")
+    assert shown.stdout == (root / "state" / "blog" / "STATE.md").read_text(encoding="utf-8")
+    assert shown.stdout.endswith("\n## Note\nlaunch week\n")
+    as_json = json.loads(cli(root, "state", "show", "--name", "blog", "--json").stdout)
+    assert as_json["numbers"]["open"] == 3 and as_json["body"].startswith("# STATE (blog)\n")
+
+
+def test_no_commit(root):
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, "state", "update", "--no-commit")
+    assert (r.exit_code, r.stderr) == (0, "memctl: written, not committed\n")
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_check_fresh_prints_nothing(root):
+    assert cli(root, "state", "check", "--max-age", "24h").exit_code == 0  # no STATE.md at all
+    cli(root, "state", "update")
+    r = cli(root, "state", "check", "--max-age", "24h")
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", "")
+
+
+def test_check_stale_by_updated_and_by_mtime(root):
+    cli(root, "state", "update")
+    path = root / "state" / "STATE.md"
+    old = (datetime.now().astimezone() - timedelta(hours=25)).isoformat(timespec="seconds")
+    text = path.read_text(encoding="utf-8")
+    start = text.index("updated: ") + len("updated: ")
+    path.write_text(text[:start] + old + text[text.index("\n", start):], encoding="utf-8")
+
+    scoped = root / "state" / "blog" / "STATE.md"
+    scoped.parent.mkdir()
+    scoped.write_text("# STATE\nwritten by hand, no frontmatter\n", encoding="utf-8")
+    then = time.time() - 25 * 3600
+    os.utime(scoped, (then, then))
+    mtime = datetime.fromtimestamp(int(then)).astimezone().isoformat(timespec="seconds")
+
+    r = cli(root, "state", "check", "--max-age", "24h")
+    assert (r.exit_code, r.stderr) == (1, "")
+    assert r.stdout == (f"STALE: state/STATE.md (updated {old}, 25h ago)\n"
+                        f"STALE: state/blog/STATE.md (updated {mtime}, 25h ago)\n")
+    assert cli(root, "state", "check", "--max-age", "26h").exit_code == 0
+
+    r = cli(root, "state", "check", "--json")
+    data = json.loads(r.stdout)
+    assert r.exit_code == 1 and data["ok"] is False
+    assert [(f["path"], f["source"], f["stale"], f["max_age"]) for f in data["files"]] == [
+        ("state/STATE.md", "updated", True, "24h"), ("state/blog/STATE.md", "mtime", True, "24h")]
+
+@pytest.mark.parametrize("args, stdin, code, message", [
+    (["state", "update", "--from-json", "-"], '{"completed": 48,', 2, "memctl: error: stdin: invalid JSON: Expecting property name enclosed in double quotes (line 1, column 18) (hint: give one JSON object, e.g. {\"completed\": 48})"),
+    (["state", "update", "--from-json", "-"], '[48]', 2, "memctl: error: stdin: expected a JSON object of numbers, got list (hint: e.g. {\"completed\": 48, \"in_progress\": 0})"),
+    (["state", "update", "--from-json", "-"], '{"log": "line 1\\nline 2"}', 2, "memctl: error: stdin: 'log' must be a number, not str (hint: STATE.md holds summarised numbers, never raw logs)"),
+    (["state", "update", "--from-json", "-"], b'\xff\xfe', 2, "memctl: error: stdin: not valid UTF-8"),
+    (["state", "update", "--from-json", "missing.json"], None, 2, "memctl: error: --from-json missing.json: No such file or directory"),
+    (["state", "update", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
+    (["state", "update", "--name", ".."], None, 2, "memctl: error: invalid state scope '..' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
+    (["state", "show", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
+    (["state", "check", "--max-age", "24"], None, 2, "memctl: error: --max-age: '24' is not a duration (hint: a number and a unit: 30m, 24h, 2d, 1w, 1h30m)"),
+    (["state", "show"], None, 3, "memctl: error: no state/STATE.md yet (hint: memctl state update)"),
+    (["state", "history", "--name", "blog"], None, 3, "memctl: error: no state/blog/STATE.md yet (hint: memctl state update --name blog)"),
+])
+def test_bad_input_one_line_and_nothing_written(root, args, stdin, code, message):
+    before = _snapshot(root)
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, *args, input=stdin)
+    assert (r.exit_code, r.stdout, r.stderr) == (code, "", message + "\n")
+    assert _snapshot(root) == before
+    assert git(root, "rev-parse", "HEAD") == head
