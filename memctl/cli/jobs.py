@@ -1,1 +1,114 @@
-"""jobs commands. Registers itself on the root app."""
+"""Scheduled jobs: the `schedule` group (render, install, uninstall, status) and `run-job`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .. import jobs, output
+from . import app
+from .common import JsonOpt, NoCommitOpt, store_from
+
+schedule_app = typer.Typer(
+    help="Scheduled jobs ([jobs.NAME] in memctl.toml): launchd plists on macOS, crontab lines elsewhere.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(schedule_app, name="schedule")
+
+SchedulerOpt = Annotated[
+    str, typer.Option("--scheduler", help="auto (launchd on macOS, cron elsewhere), launchd or cron.", metavar="NAME")
+]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print what would change; change nothing.")]
+
+
+@schedule_app.command("render")
+def render(ctx: typer.Context, no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
+    """Write one plist per job into launchd/, commit them, and print the equivalent crontab lines."""
+    store = store_from(ctx)
+    done = jobs.render(store, commit_changes=not no_commit)
+    if json:
+        output.emit_json({
+            "written": [store.rel(p) for p in done.written], "removed": [store.rel(p) for p in done.removed],
+            "unchanged": [store.rel(p) for p in done.unchanged], "crontab": done.crontab, "commit": done.commit,
+        })
+        return
+    output.emit_text(done.crontab)
+    total = len(done.written) + len(done.unchanged)
+    output.info(f"launchd/: {total} plists ({len(done.written)} written, {len(done.unchanged)} unchanged, {len(done.removed)} removed)"
+                if total or done.removed else "no jobs declared in memctl.toml ([jobs.NAME])")
+
+
+def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool) -> None:
+    if json:
+        output.emit_json({"scheduler": plan.scheduler, "changed": plan.changed, "dry_run": dry_run,
+                          "steps": [s.describe() for s in plan.steps], "crontab": plan.crontab_after})
+    elif dry_run and plan.scheduler == "cron":
+        output.emit_text(plan.crontab_after or "")
+    elif dry_run:
+        output.emit_lines(s.describe() for s in plan.steps)
+    if dry_run:
+        output.info("dry run: nothing changed" if plan.changed else "dry run: already as planned; nothing would change")
+    else:
+        output.info(f"{plan.scheduler}: {len(plan.steps)} changes made" if plan.changed else f"{plan.scheduler}: already up to date; nothing changed")
+
+
+@schedule_app.command("install")
+def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto", json: JsonOpt = False) -> None:
+    """Load the jobs: launchctl bootstrap (macOS) or this store's block in your crontab (other lines kept)."""
+    store = store_from(ctx)
+    plan = jobs.plan_install(store, scheduler=scheduler)
+    if not dry_run:
+        jobs.apply(store, plan)
+    _show_plan(plan, dry_run, json)
+
+
+@schedule_app.command("uninstall")
+def uninstall(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto", json: JsonOpt = False) -> None:
+    """Unload this store's jobs (launchctl bootout, or remove its crontab block)."""
+    store = store_from(ctx)
+    plan = jobs.plan_install(store, scheduler=scheduler, remove=True)
+    if not dry_run:
+        jobs.apply(store, plan)
+    _show_plan(plan, dry_run, json)
+
+
+@schedule_app.command("status")
+def status(
+    ctx: typer.Context,
+    name: Annotated[Optional[str], typer.Argument(help="Only this job.", metavar="[NAME]")] = None,
+    tail: Annotated[int, typer.Option("--tail", help="Also print the last N lines of each job's log.", min=0, max=1000)] = 0,
+    json: JsonOpt = False,
+) -> None:
+    """Each job's schedule, last run, last exit code, last success and state (read from logs/NAME.log)."""
+    store = store_from(ctx)
+    found = jobs.statuses(store, name, tail=tail if not json else max(tail, jobs.TAIL_LINES))
+    if json:
+        output.emit_json([s.to_dict() for s in found])
+        return
+    output.emit_table(
+        [{**s.to_dict(), "last_exit": "" if s.last_exit is None else s.last_exit} for s in found],
+        ["job", "schedule", "last_run", "last_exit", "last_success", "state"],
+    )
+    for s in found:
+        if tail and s.tail:
+            output.emit_lines([f"==> {s.log} <==", *s.tail])
+
+
+@app.command("run-job")
+def run_job(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A job declared as [jobs.NAME] in memctl.toml.", metavar="NAME")],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only write the log (what launchd and cron run).")] = False,
+) -> None:
+    """Run one job as the scheduler does: per-job lock, logs/NAME.log, an error episode on failure."""
+    store = store_from(ctx)
+    result = jobs.run_job(store, name, echo=None if quiet else output.emit_text)
+    log = store.rel(result.log)
+    if result.exit_code == 0:
+        output.info(f"job {name} succeeded in {result.seconds:.1f}s (log: {log})")
+        return
+    trace = f"episode {result.episode}" if result.episode else f"no episode: {result.episode_error}"
+    output.error(f"job {name} failed with exit {result.exit_code} (log: {log}; {trace})")
+    raise typer.Exit(result.exit_code)

@@ -1,0 +1,816 @@
+"""Scheduled jobs: declared in memctl.toml, run by launchd or cron, never silently dead.
+
+A job is `[jobs.<name>]`: what to run (a memctl command or a script in the
+store), when (minute / hour / weekday, or an interval) and, optionally, how old
+its last success may get. `render` turns the jobs into launchd plists and an
+equivalent crontab block; `install` loads them. What the scheduler actually
+runs is `memctl run-job NAME`, which takes a per-job lock, logs every line
+with a timestamp to `logs/<name>.log`, and on failure records an `error`
+episode, so that a failing job leaves a trace that `episode recall` and
+`doctor` find.
+
+Scheduled jobs run with a minimal environment (cron: PATH=/usr/bin:/bin, no
+~/.gitconfig, another working directory), so everything rendered here is
+absolute: the memctl executable, the store, the logs, and a PATH that holds
+the directories of git and memctl as they were resolved at render time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import plistlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from . import clock
+from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
+from .fsutil import atomic_write, file_lock
+from .state import format_duration, parse_duration
+from .store import Store, commit
+
+JOB_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,127}$")
+STANDARD_PATH = ("/usr/local/bin", "/opt/homebrew/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
+CALENDAR_KEYS = {"minute": (0, 59), "hour": (0, 23), "weekday": (0, 7)}
+_JOB_KEYS = {"description", "command", "script", "args", "minute", "hour", "weekday", "interval", "max_age"}
+_SCHEDULE_KEYS = {"label_prefix"}
+WEEK_MINUTES = 7 * 24 * 60
+TAIL_LINES = 10
+EPISODE_TAIL_CHARS = 4000
+_LOG_EVENT_RE = re.compile(r"^(\S+) (\S+) (start|end|skip)\b(.*)$")
+
+
+class JobRunning(LockTimeout):
+    """Another copy of the job holds its lock (exit 4, like any lock held elsewhere)."""
+
+
+# ---------------------------------------------------------------- declarations
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    description: str = ""
+    command: tuple[str, ...] = ()  # memctl arguments (without `memctl`)
+    script: str | None = None  # a path relative to the store (or absolute)
+    args: tuple[str, ...] = ()  # the script's arguments
+    minute: tuple[int, ...] | None = None
+    hour: tuple[int, ...] | None = None
+    weekday: tuple[int, ...] | None = None  # 0 and 7 are Sunday
+    interval: int | None = None  # seconds
+    max_age: int = 0  # seconds: the last success may not be older
+
+    @property
+    def calendar(self) -> bool:
+        return self.interval is None
+
+    def cron_schedule(self) -> str:
+        """The five crontab time fields."""
+        if self.interval is not None:
+            minutes = self.interval // 60
+            if minutes < 60:
+                return f"*/{minutes} * * * *"
+            hours = minutes // 60
+            return "0 * * * *" if hours == 1 else "0 0 * * *" if hours == 24 else f"0 */{hours} * * *"
+
+        def field_(values: tuple[int, ...] | None) -> str:
+            return "*" if values is None else ",".join(str(v) for v in values)
+
+        return f"{field_(self.minute)} {field_(self.hour)} * * {field_(self.weekday)}"
+
+    def describe_schedule(self) -> str:
+        return f"every {format_duration(self.interval)}" if self.interval is not None else self.cron_schedule()
+
+    def run_times(self) -> list[int]:
+        """Minutes of the week (Sunday 00:00 = 0) at which a calendar job runs."""
+        minutes = self.minute or (0,)
+        hours = self.hour if self.hour is not None else tuple(range(24))
+        days = tuple(sorted({d % 7 for d in self.weekday})) if self.weekday is not None else tuple(range(7))
+        return sorted({d * 1440 + h * 60 + m for d in days for h in hours for m in minutes})
+
+    def longest_gap(self) -> int:
+        """Seconds between two runs, at the most."""
+        if self.interval is not None:
+            return self.interval
+        times = self.run_times()
+        gaps = [b - a for a, b in zip(times, times[1:])] + [times[0] + WEEK_MINUTES - times[-1]]
+        return max(gaps) * 60
+
+
+def _where(name: str) -> str:
+    return f"memctl.toml: [jobs.{name}]"
+
+
+def _calendar_field(name: str, key: str, value: Any) -> tuple[int, ...]:
+    low, high = CALENDAR_KEYS[key]
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise BadInput(f"{_where(name)} {key} = [] is empty", hint=f"a whole number from {low} to {high}, or a list of them")
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise BadInput(f"{_where(name)} {key} = {item!r} is not a whole number", hint=f"{low}-{high}")
+        if not low <= item <= high:
+            extra = " (0 and 7 are Sunday)" if key == "weekday" else ""
+            raise BadInput(f"{_where(name)} {key} = {item} is out of range ({low}-{high}){extra}")
+    if len(set(values)) != len(values):
+        raise BadInput(f"{_where(name)} {key} lists a value twice")
+    return tuple(sorted(values))
+
+
+def _interval(name: str, value: Any) -> int:
+    seconds = parse_duration(value, f"{_where(name)} interval")
+    minutes, rest = divmod(seconds, 60)
+    # Only what cron can say too, so that launchd and cron run a job alike.
+    if rest == 0 and ((minutes < 60 and 60 % minutes == 0) or (minutes % 60 == 0 and 24 % (minutes // 60) == 0)):
+        return seconds
+    raise BadInput(f"{_where(name)} interval = {value!r} has no crontab equivalent",
+                   hint="a divisor of 60 minutes (1m..30m, 1h) or of 24 hours (2h, 3h, 4h, 6h, 8h, 12h, 24h); else use minute/hour/weekday")
+
+
+def _words(name: str, key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise BadInput(f"{_where(name)} {key}: {exc}") from None
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        words = list(value)
+    else:
+        raise BadInput(f"{_where(name)} {key} must be a string or a list of strings")
+    if any("\0" in w or "\n" in w for w in words):
+        raise BadInput(f"{_where(name)} {key} must not contain NUL or newlines")
+    return tuple(words)
+
+
+def parse_job(name: str, table: Any) -> Job:
+    """One `[jobs.<name>]` table, validated; every problem names the job and the key."""
+    if not JOB_NAME_RE.match(name):
+        raise BadInput(f"memctl.toml: invalid job name {name!r}", hint="1-64 ASCII letters, digits, - or _")
+    if not isinstance(table, dict):
+        raise BadInput(f"{_where(name)} must be a table")
+    unknown = sorted(set(table) - _JOB_KEYS)
+    if unknown:
+        raise BadInput(f"{_where(name)} has an unknown key {unknown[0]!r}", hint="keys: " + ", ".join(sorted(_JOB_KEYS)))
+    if ("command" in table) == ("script" in table):
+        raise BadInput(f"{_where(name)} needs exactly one of command (memctl arguments) or script (a file in the store)")
+    command: tuple[str, ...] = ()
+    script = None
+    if "command" in table:
+        command = _words(name, "command", table["command"])
+        if command[:1] == ("memctl",):
+            command = command[1:]
+        if not command:
+            raise BadInput(f"{_where(name)} command is empty")
+        if "args" in table:
+            raise BadInput(f"{_where(name)} args go with script; put them in command")
+    else:
+        script = table["script"]
+        if not isinstance(script, str) or not script.strip() or "\0" in script or "\n" in script:
+            raise BadInput(f"{_where(name)} script must be a path (relative to the store)")
+    args = _words(name, "args", table.get("args", []))
+    calendar = {key: _calendar_field(name, key, table[key]) for key in CALENDAR_KEYS if key in table}
+    if calendar and "interval" in table:
+        raise BadInput(f"{_where(name)} has both interval and minute/hour/weekday", hint="give one kind of schedule")
+    if not calendar and "interval" not in table:
+        raise BadInput(f"{_where(name)} has no schedule", hint="minute/hour/weekday (e.g. hour = 9), or interval = \"1h\"")
+    interval = _interval(name, table["interval"]) if "interval" in table else None
+    description = table.get("description", "")
+    if not isinstance(description, str) or "\n" in description:
+        raise BadInput(f"{_where(name)} description must be one line of text")
+    if calendar and "minute" not in calendar:
+        calendar["minute"] = (0,)
+    job = Job(name=name, description=description, command=command, script=script, args=args,
+              minute=calendar.get("minute"), hour=calendar.get("hour"), weekday=calendar.get("weekday"), interval=interval)
+    if "max_age" in table:
+        max_age = parse_duration(table["max_age"], f"{_where(name)} max_age")
+    else:
+        gap = job.longest_gap()
+        max_age = gap + min(gap, 3600)  # one missed hour of grace, at most one more run
+    return Job(**{**job.__dict__, "max_age": max_age})
+
+
+def _jobs_table(store: Store) -> dict[str, Any]:
+    table = store.config.raw.get("jobs", {})
+    if not isinstance(table, dict):
+        raise BadInput("memctl.toml: jobs must be tables ([jobs.NAME])")
+    return table
+
+
+def load_jobs(store: Store) -> list[Job]:
+    """Every declared job, in file order; the first problem raises BadInput."""
+    return [parse_job(name, table) for name, table in _jobs_table(store).items()]
+
+
+def get_job(store: Store, name: str) -> Job:
+    """One job (a typo in another job does not stop this one from running)."""
+    if not JOB_NAME_RE.match(name or ""):
+        raise BadInput(f"invalid job name {name!r}", hint="1-64 ASCII letters, digits, - or _")
+    table = _jobs_table(store)
+    if name not in table:
+        known = ", ".join(table) or "none declared"
+        raise NotFound(f"no job named {name!r} in memctl.toml ({known})", hint=f"declare it in [jobs.{name}]")
+    return parse_job(name, table[name])
+
+
+def label_prefix(store: Store) -> str:
+    table = store.config.raw.get("schedule", {})
+    if not isinstance(table, dict):
+        raise BadInput("memctl.toml: schedule must be a table ([schedule])")
+    unknown = sorted(set(table) - _SCHEDULE_KEYS)
+    if unknown:
+        raise BadInput(f"memctl.toml: [schedule] has an unknown key {unknown[0]!r}", hint="keys: label_prefix")
+    if "label_prefix" in table:
+        prefix = table["label_prefix"]
+        if not isinstance(prefix, str) or not LABEL_RE.match(prefix):
+            raise BadInput(f"memctl.toml: [schedule] label_prefix = {prefix!r} is not a launchd label", hint="letters, digits, . and -")
+        return prefix
+    slug = re.sub(r"[^a-z0-9]+", "-", store.root.name.lower()).strip("-") or "store"
+    return f"io.memctl.{slug}"
+
+
+def label(store: Store, job: Job) -> str:
+    return f"{label_prefix(store)}.{job.name}"
+
+
+# ---------------------------------------------------------------- the environment a scheduler gives
+
+@dataclass(frozen=True)
+class Environment:
+    """What a job needs from a machine, resolved when the schedule is rendered."""
+
+    memctl: tuple[str, ...]  # argv that starts memctl
+    path: str  # PATH with git's and memctl's directories first
+    git: str | None
+
+
+def memctl_argv() -> tuple[str, ...]:
+    """The memctl of the running Python (its venv's script), else the one on PATH, else `python -m memctl`."""
+    beside = Path(sys.executable).parent / "memctl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return (str(beside),)
+    found = shutil.which("memctl")
+    if found:
+        return (str(Path(found).absolute()),)
+    return (sys.executable, "-m", "memctl")
+
+
+def resolve_environment() -> Environment:
+    from . import gitstore  # noqa: PLC0415  (light: GitPython is not imported to find git)
+
+    argv = memctl_argv()
+    git = gitstore.git_executable()
+    dirs = [str(Path(argv[0]).parent)]
+    if git:
+        dirs.append(str(Path(git).absolute().parent))
+    dirs.append(str(Path(sys.executable).parent))
+    dirs += STANDARD_PATH
+    path = ":".join(dict.fromkeys(dirs))
+    return Environment(argv, path, git)
+
+
+def logs_dir(store: Store) -> Path:
+    return store.root / "logs"
+
+
+def log_path(store: Store, name: str) -> Path:
+    return logs_dir(store) / f"{name}.log"
+
+
+def _program(store: Store, job: Job, env: Environment) -> list[str]:
+    return [*env.memctl, "--root", str(store.root), "run-job", "--quiet", job.name]
+
+
+def _variables(store: Store, env: Environment) -> dict[str, str]:
+    return {"PATH": env.path, "MEMCTL_ROOT": str(store.root), "PYTHONUTF8": "1"}
+
+
+def plist(store: Store, job: Job, env: Environment) -> dict[str, Any]:
+    """The launchd agent for one job, as a dict for plistlib."""
+    data: dict[str, Any] = {
+        "Label": label(store, job),
+        "ProgramArguments": _program(store, job, env),
+        "WorkingDirectory": str(store.root),
+        "EnvironmentVariables": _variables(store, env),
+        "StandardOutPath": str(logs_dir(store) / f"{job.name}.stdout.log"),
+        "StandardErrorPath": str(logs_dir(store) / f"{job.name}.stderr.log"),
+        "RunAtLoad": False,
+        "ProcessType": "Background",
+    }
+    if job.interval is not None:
+        data["StartInterval"] = job.interval
+    else:
+        entries = [
+            {k: v for k, v in (("Minute", m), ("Hour", h), ("Weekday", d)) if v is not None}
+            for d in (job.weekday or (None,)) for h in (job.hour or (None,)) for m in (job.minute or (None,))
+        ]
+        data["StartCalendarInterval"] = entries[0] if len(entries) == 1 else entries
+    return data
+
+
+def plist_bytes(store: Store, job: Job, env: Environment) -> bytes:
+    return plistlib.dumps(plist(store, job, env), sort_keys=True)
+
+
+def _cron_quote(word: str) -> str:
+    # cron turns an unescaped % into a newline.
+    return shlex.quote(word).replace("%", "\\%")
+
+
+def begin_marker(store: Store) -> str:
+    return f"# memctl:begin root={store.root}"
+
+
+def end_marker(store: Store) -> str:
+    return f"# memctl:end root={store.root}"
+
+
+def crontab_block(store: Store, jobs: list[Job], env: Environment) -> str:
+    """The crontab lines for the store's jobs, between this store's marker lines."""
+    if not jobs:
+        return ""
+    q = _cron_quote
+    root = str(store.root)
+    lines = [begin_marker(store), "# generated by memctl from memctl.toml: edit [jobs.*] there, then `memctl schedule install`"]
+    for job in jobs:
+        variables = " ".join(f"{k}={q(v)}" for k, v in _variables(store, env).items())
+        program = " ".join(q(w) for w in _program(store, job, env))
+        out, err = (q(f"logs/{job.name}.{kind}.log") for kind in ("stdout", "stderr"))
+        lines.append(f"# {job.name}" + (f": {job.description}" if job.description else ""))
+        lines.append(f"{job.cron_schedule()} cd {q(root)} && mkdir -p logs && {variables} {program} >>{out} 2>>{err}")
+    lines.append(end_marker(store))
+    return "\n".join(lines) + "\n"
+
+
+def merge_crontab(current: str, block: str, store: Store) -> str:
+    """`current` with this store's block replaced by `block` (or added); every other line kept."""
+    lines = current.splitlines()
+    begin, end = begin_marker(store), end_marker(store)
+    if begin in lines:
+        start = lines.index(begin)
+        if end not in lines[start:]:
+            raise Refused(f"the crontab has {begin!r} but not its end marker", hint="fix the crontab by hand (crontab -e)")
+        stop = lines.index(end, start)
+        new = lines[:start] + block.splitlines() + lines[stop + 1:]
+    else:
+        new = lines + block.splitlines()
+    return "\n".join(new) + "\n" if new else ""
+
+
+# ---------------------------------------------------------------- render into launchd/
+
+@dataclass(frozen=True)
+class Rendered:
+    written: tuple[Path, ...]
+    removed: tuple[Path, ...]
+    unchanged: tuple[Path, ...]
+    crontab: str
+    commit: str | None
+
+
+def plist_dir(store: Store) -> Path:
+    return store.root / "launchd"
+
+
+def plan_plists(store: Store, jobs: list[Job], env: Environment) -> dict[Path, bytes]:
+    return {plist_dir(store) / f"{label(store, job)}.plist": plist_bytes(store, job, env) for job in jobs}
+
+
+def _own_plists(directory: Path, prefix: str) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob(f"{prefix}.*.plist") if JOB_NAME_RE.match(p.name[len(prefix) + 1:-len(".plist")]))
+
+
+def render(store: Store, *, commit_changes: bool = True, env: Environment | None = None) -> Rendered:
+    """Write one plist per job into launchd/ (and drop those of jobs no longer declared); commit."""
+    jobs = load_jobs(store)
+    env = env or resolve_environment()
+    planned = plan_plists(store, jobs, env)
+    written, unchanged = [], []
+    with store.lock():
+        for path, data in planned.items():
+            if path.is_file() and path.read_bytes() == data:
+                unchanged.append(path)
+                continue
+            atomic_write(path, data)
+            written.append(path)
+        removed = [p for p in _own_plists(plist_dir(store), label_prefix(store)) if p not in planned]
+        for path in removed:
+            path.unlink()
+        changed = written + removed
+        sha = None
+        if changed:
+            sha = commit(store, changed, f"schedule: render launchd plists ({len(jobs)} jobs)", enabled=commit_changes)
+    return Rendered(tuple(written), tuple(removed), tuple(unchanged), crontab_block(store, jobs, env), sha)
+
+
+# ---------------------------------------------------------------- install into launchd or cron
+
+@dataclass(frozen=True)
+class Step:
+    """One thing install/uninstall does: write/remove a file, or run a command."""
+
+    action: str  # write | remove | run | crontab
+    target: str
+    data: bytes | None = None
+    argv: tuple[str, ...] = ()
+    check: bool = True  # a failing command is an error (bootout of an agent that is not loaded is not)
+
+    def describe(self) -> str:
+        if self.action == "run":
+            return " ".join(shlex.quote(a) for a in self.argv)
+        return f"{self.action} {self.target}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    scheduler: str  # launchd | cron
+    steps: tuple[Step, ...]
+    crontab_before: str | None = None
+    crontab_after: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.steps)
+
+
+def choose_scheduler(scheduler: str = "auto") -> str:
+    if scheduler == "auto":
+        return "launchd" if sys.platform == "darwin" else "cron"
+    if scheduler not in ("launchd", "cron"):
+        raise BadInput(f"unknown scheduler {scheduler!r}", hint="auto, launchd or cron")
+    return scheduler
+
+
+def _tool(name: str, fallback: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    if os.access(fallback, os.X_OK):
+        return fallback
+    raise NotFound(f"{name} not found on PATH", hint=f"install {name}, or choose --scheduler")
+
+
+def read_crontab() -> str:
+    crontab = _tool("crontab", "/usr/bin/crontab")
+    done = subprocess.run([crontab, "-l"], capture_output=True, text=True)
+    if done.returncode != 0:
+        if "no crontab" in done.stderr.lower():
+            return ""
+        raise MemctlError(f"crontab -l failed: {done.stderr.strip() or done.returncode}")
+    return done.stdout
+
+
+def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool) -> Plan:
+    current = read_crontab()
+    if remove:
+        new = merge_crontab(current, "", store) if begin_marker(store) in current.splitlines() else current
+    else:
+        new = merge_crontab(current, crontab_block(store, jobs, env), store)
+    steps = () if new == current else (Step("crontab", "crontab", new.encode("utf-8")),)
+    return Plan("cron", steps, current, new)
+
+
+def launch_agents_dir() -> Path:
+    return Path.home() / "Library" / "LaunchAgents"
+
+
+def _domain() -> str:
+    return f"gui/{os.getuid()}"
+
+
+def _agent_root(path: Path) -> str | None:
+    try:
+        return plistlib.loads(path.read_bytes()).get("WorkingDirectory")
+    except (OSError, plistlib.InvalidFileException, ValueError, AttributeError):
+        return None
+
+
+def _loaded(launchctl: str, target: str) -> bool:
+    return subprocess.run([launchctl, "print", target], capture_output=True).returncode == 0
+
+
+def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool) -> Plan:
+    launchctl = _tool("launchctl", "/bin/launchctl")
+    agents = launch_agents_dir()
+    domain = _domain()
+    prefix = label_prefix(store)
+    wanted = {} if remove else {agents / p.name: data for p, data in plan_plists(store, jobs, env).items()}
+    steps: list[Step] = []
+    for dest, data in wanted.items():
+        owner = _agent_root(dest) if dest.exists() else None
+        if owner is not None and owner != str(store.root):
+            raise Refused(f"{dest} belongs to the store at {owner}", hint="set [schedule] label_prefix in memctl.toml")
+        target = f"{domain}/{dest.stem}"
+        if dest.exists() and dest.read_bytes() == data and _loaded(launchctl, target):
+            continue
+        steps += [
+            Step("write", str(dest), data),
+            Step("run", target, argv=(launchctl, "bootout", target), check=False),
+            Step("run", target, argv=(launchctl, "bootstrap", domain, str(dest))),
+        ]
+    for old in _own_plists(agents, prefix):
+        if old in wanted or _agent_root(old) != str(store.root):
+            continue
+        target = f"{domain}/{old.stem}"
+        steps += [Step("run", target, argv=(launchctl, "bootout", target), check=False), Step("remove", str(old))]
+    return Plan("launchd", tuple(steps))
+
+
+def plan_install(store: Store, *, scheduler: str = "auto", remove: bool = False, env: Environment | None = None) -> Plan:
+    """What install (or uninstall, with `remove`) would change; nothing is touched."""
+    jobs = [] if remove else load_jobs(store)
+    env = env or resolve_environment()
+    which = choose_scheduler(scheduler)
+    return _plan_launchd(store, jobs, env, remove) if which == "launchd" else _plan_cron(store, jobs, env, remove)
+
+
+def apply(store: Store, plan: Plan) -> None:
+    """Carry out a plan (the logs/ folder is created first: launchd will not start a job without it)."""
+    if plan.steps:
+        logs_dir(store).mkdir(parents=True, exist_ok=True)
+    for step in plan.steps:
+        if step.action == "write":
+            atomic_write(Path(step.target), step.data or b"")
+        elif step.action == "remove":
+            Path(step.target).unlink(missing_ok=True)
+        elif step.action == "crontab":
+            crontab = _tool("crontab", "/usr/bin/crontab")
+            done = subprocess.run([crontab, "-"], input=step.data, capture_output=True)
+            if done.returncode != 0:
+                raise MemctlError(f"crontab - failed: {done.stderr.decode(errors='replace').strip() or done.returncode}")
+        else:
+            done = subprocess.run(list(step.argv), capture_output=True)
+            if done.returncode != 0 and step.check:
+                detail = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
+                raise MemctlError(f"{step.describe()} failed: {detail}")
+
+
+# ---------------------------------------------------------------- run-job
+
+@dataclass(frozen=True)
+class RunResult:
+    job: str
+    exit_code: int
+    started: str
+    seconds: float
+    log: Path
+    tail: tuple[str, ...]
+    episode: str | None = None  # id of the error episode recorded on failure
+    episode_error: str | None = None  # why it could not be recorded
+
+
+class _Log:
+    """Timestamped lines appended to logs/<name>.log, flushed one by one (a crash keeps what was said)."""
+
+    def __init__(self, path: Path, name: str):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.handle = open(path, "ab")
+
+    def write(self, text: str) -> None:
+        for line in text.split("\n"):
+            self.handle.write(f"{clock.stamp()} {self.name} {line}\n".encode("utf-8", "replace"))
+        self.handle.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.fsync(self.handle.fileno())
+        self.handle.close()
+
+
+def job_argv(store: Store, job: Job) -> list[str]:
+    if job.command:
+        # The same interpreter as this run-job: no PATH lookup can pick another memctl.
+        return [sys.executable, "-m", "memctl", "--root", str(store.root), *job.command]
+    script = Path(job.script or "")
+    return [str(script if script.is_absolute() else store.root / script), *job.args]
+
+
+def _child_env(store: Store, job: Job) -> dict[str, str]:
+    env = dict(os.environ)
+    extra = resolve_environment().path.split(":")
+    have = env.get("PATH", "").split(":") if env.get("PATH") else []
+    env["PATH"] = ":".join(dict.fromkeys([*have, *extra]))
+    env["MEMCTL_ROOT"] = str(store.root)
+    env["MEMCTL_JOB"] = job.name
+    return env
+
+
+def _holder(lock: Path) -> str:
+    try:
+        return lock.read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = None) -> RunResult:
+    """Run one job under its lock, log it, and record an `error` episode when it fails."""
+    job = get_job(store, name)
+    lock = store.cache_dir / "jobs" / f"{job.name}.lock"
+    log = _Log(log_path(store, job.name), job.name)
+    try:
+        held = contextlib.ExitStack()
+        try:
+            held.enter_context(file_lock(lock, timeout=0))
+        except LockTimeout:
+            holder = _holder(lock)
+            log.write(f"skip: already running (pid {holder})")
+            raise JobRunning(f"job {job.name} is already running (pid {holder}); this copy did not start it",
+                             hint="memctl schedule status") from None
+        with held:
+            lock.write_text(f"{os.getpid()}\n")
+            return _run_locked(store, job, log, echo)
+    finally:
+        log.close()
+
+
+def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] | None) -> RunResult:
+    argv = job_argv(store, job)
+    started = clock.stamp()
+    log.write(f"start pid={os.getpid()} cmd={shlex.join(argv)}")
+    began = time.monotonic()
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    try:
+        child = subprocess.Popen(argv, cwd=store.root, env=_child_env(store, job), stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as exc:
+        # 126/127: what a shell says for "cannot execute" and "not found".
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        message = f"cannot start {argv[0]}: {exc.strerror or exc}"
+        log.write(f"| {message}")
+        tail.append(message)
+    else:
+        assert child.stdout is not None
+        for raw in child.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            log.write(f"| {line}")
+            tail.append(line)
+            if echo:
+                echo(line)
+        code = child.wait()
+        if code < 0:
+            code = 128 - code  # killed by a signal, as a shell reports it
+    seconds = time.monotonic() - began
+    log.write(f"end exit={code} seconds={seconds:.2f}")
+    result = RunResult(job.name, code, started, seconds, log_path(store, job.name), tuple(tail))
+    if code == 0:
+        return result
+    try:
+        episode = _record_failure(store, job, result)
+    except MemctlError as exc:
+        log.write(f"episode not recorded: {exc.one_line()}")
+        return RunResult(**{**result.__dict__, "episode_error": exc.one_line()})
+    log.write(f"episode {episode}")
+    return RunResult(**{**result.__dict__, "episode": episode})
+
+
+def _record_failure(store: Store, job: Job, result: RunResult) -> str:
+    from . import episodes  # noqa: PLC0415
+
+    rel = store.rel(result.log)
+    outcome = f"exit {result.exit_code} after {result.seconds:.1f}s; last lines of {rel}:\n" + "\n".join(result.tail)
+    if len(outcome) > EPISODE_TAIL_CHARS:
+        outcome = "…" + outcome[-EPISODE_TAIL_CHARS:]
+    episode = episodes.add(
+        store, f"job {job.name} failed with exit {result.exit_code}", "error",
+        agent=f"job:{job.name}", outcome=outcome, tags=("job", job.name),
+    )
+    return episode.id
+
+
+# ---------------------------------------------------------------- status
+
+@dataclass(frozen=True)
+class Status:
+    job: Job
+    log: str  # relative to the store
+    last_run: str | None = None
+    last_exit: int | None = None
+    last_end: str | None = None
+    last_success: str | None = None
+    running: bool = False
+    tail: tuple[str, ...] = ()
+    age: int | None = None  # seconds since the last success
+
+    @property
+    def state(self) -> str:
+        if self.running:
+            return "running"
+        if self.last_run is None:
+            return "never run"
+        if self.last_success is None:
+            return "failing"
+        if self.age is not None and self.age > self.job.max_age:
+            return "stale"
+        return "failing" if self.last_exit not in (None, 0) else "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job.name, "schedule": self.job.describe_schedule(), "max_age": format_duration(self.job.max_age),
+            "last_run": self.last_run, "last_exit": self.last_exit, "last_success": self.last_success,
+            "state": self.state, "running": self.running, "log": self.log, "log_tail": list(self.tail),
+        }
+
+
+def _reverse_lines(path: Path, block: int = 65536) -> Iterator[str]:
+    """The lines of a file, last first, read in blocks from the end (logs only grow)."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        position = handle.tell()
+        rest = b""
+        while position > 0:
+            size = min(block, position)
+            position -= size
+            handle.seek(position)
+            data = handle.read(size) + rest
+            lines = data.split(b"\n")
+            rest = lines[0]
+            for line in reversed(lines[1:]):
+                if line:
+                    yield line.decode("utf-8", "replace")
+        if rest:
+            yield rest.decode("utf-8", "replace")
+
+
+def _is_running(store: Store, name: str) -> bool:
+    # Probing takes the lock for an instant; a run-job starting in that instant
+    # would log "skip" and exit 4, which status and doctor then show.
+    lock = store.cache_dir / "jobs" / f"{name}.lock"
+    if not lock.exists():
+        return False
+    try:
+        with file_lock(lock, timeout=0):
+            return False
+    except LockTimeout:
+        return True
+
+
+def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
+    """Last run, last exit code, last success and the log's last lines, read back from logs/<name>.log."""
+    path = log_path(store, job.name)
+    found: dict[str, Any] = {}
+    lines: list[str] = []
+    if path.is_file():
+        for line in _reverse_lines(path):
+            if len(lines) < tail:
+                lines.append(line)
+            match = _LOG_EVENT_RE.match(line)
+            if match and match.group(2) == job.name:
+                ts, event, rest = match.group(1), match.group(3), match.group(4)
+                if event == "start":
+                    found.setdefault("last_run", ts)
+                elif event == "end":
+                    code = re.search(r"exit=(-?\d+)", rest)
+                    if code:
+                        found.setdefault("last_exit", int(code.group(1)))
+                        found.setdefault("last_end", ts)
+                        if code.group(1) == "0":
+                            found.setdefault("last_success", ts)
+            if {"last_run", "last_exit", "last_success"} <= set(found) and len(lines) >= tail:
+                break
+    age = None
+    if "last_success" in found:
+        with contextlib.suppress(ValueError):
+            age = int((clock.now() - clock.parse_date(found["last_success"])).total_seconds())
+    return Status(job, store.rel(path), running=_is_running(store, job.name), tail=tuple(reversed(lines)), age=age, **found)
+
+
+def statuses(store: Store, name: str | None = None, *, tail: int = TAIL_LINES) -> list[Status]:
+    jobs = [get_job(store, name)] if name else load_jobs(store)
+    return [status(store, job, tail=tail) for job in jobs]
+
+
+def problems(store: Store) -> list:
+    """doctor: jobs whose last success is older than their schedule allows, failing, or never run here."""
+    from .facts import Problem  # noqa: PLC0415
+
+    try:
+        found = statuses(store, tail=0)
+    except BadInput as exc:
+        return [Problem("memctl.toml", 0, "job-config", exc.one_line())]
+    result = []
+    for st in found:
+        name, allowed = st.job.name, format_duration(st.job.max_age)
+        if st.last_run is None:
+            result.append(Problem(st.log, 0, "job-never-run", f"job {name} has never run on this machine "
+                                  "(memctl schedule install, or memctl run-job " + name + ")", "warning"))
+        elif st.last_success is None:
+            result.append(Problem(st.log, 0, "job-never-succeeded", f"job {name} has never succeeded "
+                                  f"(last exit {st.last_exit} at {st.last_end or st.last_run})"))
+        elif st.age is not None and st.age > st.job.max_age:
+            result.append(Problem(st.log, 0, "job-stale", f"job {name}: last success {st.last_success}, "
+                                  f"{format_duration(st.age)} ago; its schedule ({st.job.describe_schedule()}) allows {allowed}"
+                                  + (f" (last exit {st.last_exit})" if st.last_exit else "")))
+        elif st.last_exit not in (None, 0):
+            result.append(Problem(st.log, 0, "job-failing", f"job {name}: last run failed (exit {st.last_exit} at {st.last_end})", "warning"))
+    return result
+

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Daily upkeep: regenerate the MEMORY.md index, then let doctor report every
+# problem (broken facts or ledgers, a stale STATE.md, jobs that stopped
+# succeeding). Doctor's exit 1 fails the job, so run-job records an error episode.
+# Arguments go to `memctl doctor` (e.g. --strict).
+set -euo pipefail
+
+memctl index
+memctl doctor "$@"

@@ -1,0 +1,346 @@
+"""memctl.jobs: job declarations, plists and crontab lines, run-job, status from the log, doctor."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import stat
+from pathlib import Path
+
+import pytest
+
+from memctl import episodes, jobs
+from memctl.errors import BadInput, NotFound, Refused
+from memctl.fsutil import file_lock
+from memctl.store import open_store
+
+NOW = "2026-10-26T09:00:00+09:00"
+ENV = jobs.Environment(memctl=("/opt/mem/bin/memctl",), path="/opt/mem/bin:/usr/bin:/bin", git="/usr/bin/git")
+
+
+def configure(root: Path, text: str):
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n" + text)
+    return open_store(root)
+
+
+def script(root: Path, name: str, body: str) -> str:
+    path = root / name
+    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return name
+
+
+# ---------------------------------------------------------------- declarations
+
+def test_parse_calendar_job_defaults():
+    job = jobs.parse_job("daily", {"command": "memctl state update", "hour": 9})
+    assert job == jobs.Job(name="daily", command=("state", "update"), minute=(0,), hour=(9,), max_age=25 * 3600)
+    assert job.cron_schedule() == "0 9 * * *"
+    assert job.describe_schedule() == "0 9 * * *"
+
+
+@pytest.mark.parametrize("table, cron, max_age", [
+    ({"hour": 9, "minute": 30, "weekday": [1, 2, 3, 4, 5]}, "30 9 * * 1,2,3,4,5", (72 + 1) * 3600),  # Fri -> Mon
+    ({"minute": 15}, "15 * * * *", 2 * 3600),
+    ({"weekday": 7}, "0 * * * 7", 6 * 86400 + 3600 + 3600),  # every hour on Sundays: Sun 23:00 -> Sun 00:00
+    ({"hour": [3, 15]}, "0 3,15 * * *", 13 * 3600),
+    ({"interval": "5m"}, "*/5 * * * *", 10 * 60),
+    ({"interval": "1h"}, "0 * * * *", 2 * 3600),
+    ({"interval": "6h"}, "0 */6 * * *", 7 * 3600),
+    ({"interval": "24h"}, "0 0 * * *", 25 * 3600),
+    ({"interval": 600}, "*/10 * * * *", 20 * 60),
+    ({"hour": 9, "max_age": "3d"}, "0 9 * * *", 3 * 86400),
+])
+def test_schedules(table, cron, max_age):
+    job = jobs.parse_job("j", {"command": ["doctor"], **table})
+    assert (job.cron_schedule(), job.max_age) == (cron, max_age)
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"command": "doctor", "hour": 25}, "memctl.toml: [jobs.j] hour = 25 is out of range (0-23)"),
+    ({"command": "doctor", "minute": 60}, "memctl.toml: [jobs.j] minute = 60 is out of range (0-59)"),
+    ({"command": "doctor", "weekday": 8}, "memctl.toml: [jobs.j] weekday = 8 is out of range (0-7) (0 and 7 are Sunday)"),
+    ({"command": "doctor", "hour": "9"}, "memctl.toml: [jobs.j] hour = '9' is not a whole number"),
+    ({"command": "doctor", "hour": [9, 9]}, "memctl.toml: [jobs.j] hour lists a value twice"),
+    ({"command": "doctor", "hour": []}, "memctl.toml: [jobs.j] hour = [] is empty"),
+    ({"command": "doctor"}, "memctl.toml: [jobs.j] has no schedule"),
+    ({"command": "doctor", "hour": 9, "interval": "1h"}, "memctl.toml: [jobs.j] has both interval and minute/hour/weekday"),
+    ({"command": "doctor", "interval": "7m"}, "memctl.toml: [jobs.j] interval = '7m' has no crontab equivalent"),
+    ({"command": "doctor", "interval": "5h"}, "memctl.toml: [jobs.j] interval = '5h' has no crontab equivalent"),
+    ({"command": "doctor", "interval": "30s"}, "memctl.toml: [jobs.j] interval = '30s' has no crontab equivalent"),
+    ({"command": "doctor", "interval": "soon"}, "memctl.toml: [jobs.j] interval: 'soon' is not a duration"),
+    ({"hour": 9}, "memctl.toml: [jobs.j] needs exactly one of command (memctl arguments) or script (a file in the store)"),
+    ({"command": "doctor", "script": "x.sh", "hour": 9}, "memctl.toml: [jobs.j] needs exactly one of command"),
+    ({"command": "memctl", "hour": 9}, "memctl.toml: [jobs.j] command is empty"),
+    ({"command": "doctor 'open", "hour": 9}, "memctl.toml: [jobs.j] command: No closing quotation"),
+    ({"command": "doctor", "args": ["x"], "hour": 9}, "memctl.toml: [jobs.j] args go with script"),
+    ({"command": "doctor", "hours": 9}, "memctl.toml: [jobs.j] has an unknown key 'hours'"),
+    ({"command": "doctor", "hour": 9, "max_age": "forever"}, "memctl.toml: [jobs.j] max_age: 'forever' is not a duration"),
+])
+def test_bad_declarations_name_the_job_and_key(table, message):
+    with pytest.raises(BadInput) as info:
+        jobs.parse_job("j", table)
+    assert info.value.message.startswith(message)
+
+
+def test_bad_job_name():
+    with pytest.raises(BadInput) as info:
+        jobs.parse_job("a/b", {"command": "doctor", "hour": 1})
+    assert info.value.message == "memctl.toml: invalid job name 'a/b'"
+
+
+def test_get_job_ignores_other_jobs_typos(root):
+    store = configure(root, '[jobs.good]\ncommand = "doctor"\nhour = 1\n[jobs.bad]\ncommand = "doctor"\nhour = 25\n')
+    assert jobs.get_job(store, "good").hour == (1,)
+    with pytest.raises(BadInput):
+        jobs.load_jobs(store)
+    with pytest.raises(NotFound) as info:
+        jobs.get_job(store, "missing")
+    assert info.value.message == "no job named 'missing' in memctl.toml (good, bad)"
+
+
+def test_label_prefix(root, store):
+    assert jobs.label_prefix(store) == "io.memctl.store"
+    store = configure(root, '[schedule]\nlabel_prefix = "com.example.mem"\n')
+    assert jobs.label_prefix(store) == "com.example.mem"
+    store = configure(root, '[schedule.x]\n')
+    with pytest.raises(BadInput):
+        jobs.label_prefix(store)
+
+
+# ---------------------------------------------------------------- rendering
+
+def test_plist_calendar(root, store):
+    job = jobs.parse_job("morning", {"script": "scripts/x.sh", "hour": 9, "minute": 5})
+    data = plistlib.loads(jobs.plist_bytes(store, job, ENV))
+    assert data == {
+        "Label": "io.memctl.store.morning",
+        "ProgramArguments": ["/opt/mem/bin/memctl", "--root", str(root), "run-job", "--quiet", "morning"],
+        "WorkingDirectory": str(root),
+        "EnvironmentVariables": {"PATH": "/opt/mem/bin:/usr/bin:/bin", "MEMCTL_ROOT": str(root), "PYTHONUTF8": "1"},
+        "StandardOutPath": str(root / "logs" / "morning.stdout.log"),
+        "StandardErrorPath": str(root / "logs" / "morning.stderr.log"),
+        "RunAtLoad": False,
+        "ProcessType": "Background",
+        "StartCalendarInterval": {"Minute": 5, "Hour": 9},
+    }
+
+
+def test_plist_lists_and_interval(store):
+    many = jobs.parse_job("m", {"command": "doctor", "hour": [9, 18], "weekday": [1, 5]})
+    assert jobs.plist(store, many, ENV)["StartCalendarInterval"] == [
+        {"Minute": 0, "Hour": 9, "Weekday": 1}, {"Minute": 0, "Hour": 18, "Weekday": 1},
+        {"Minute": 0, "Hour": 9, "Weekday": 5}, {"Minute": 0, "Hour": 18, "Weekday": 5},
+    ]
+    hourly = jobs.parse_job("h", {"command": "doctor", "minute": 7})
+    assert jobs.plist(store, hourly, ENV)["StartCalendarInterval"] == {"Minute": 7}
+    every = jobs.parse_job("e", {"command": "doctor", "interval": "15m"})
+    data = jobs.plist(store, every, ENV)
+    assert data["StartInterval"] == 900 and "StartCalendarInterval" not in data
+
+
+def test_resolved_path_holds_git_and_memctl():
+    env = jobs.resolve_environment()
+    dirs = env.path.split(":")
+    assert str(Path(env.memctl[0]).parent) in dirs
+    assert env.git is not None and str(Path(env.git).parent) in dirs
+    assert "/usr/bin" in dirs and "/bin" in dirs
+
+
+def test_crontab_block_and_merge(root, store):
+    store = configure(root, '[jobs.morning]\ndescription = "state"\nscript = "scripts/x.sh"\nhour = 9\n'
+                            '[jobs.often]\ncommand = "doctor"\ninterval = "30m"\n')
+    block = jobs.crontab_block(store, jobs.load_jobs(store), ENV)
+    r = str(root)
+    assert block == (
+        f"# memctl:begin root={r}\n"
+        "# generated by memctl from memctl.toml: edit [jobs.*] there, then `memctl schedule install`\n"
+        "# morning: state\n"
+        f"0 9 * * * cd {r} && mkdir -p logs && PATH=/opt/mem/bin:/usr/bin:/bin MEMCTL_ROOT={r} PYTHONUTF8=1 "
+        f"/opt/mem/bin/memctl --root {r} run-job --quiet morning >>logs/morning.stdout.log 2>>logs/morning.stderr.log\n"
+        "# often\n"
+        f"*/30 * * * * cd {r} && mkdir -p logs && PATH=/opt/mem/bin:/usr/bin:/bin MEMCTL_ROOT={r} PYTHONUTF8=1 "
+        f"/opt/mem/bin/memctl --root {r} run-job --quiet often >>logs/often.stdout.log 2>>logs/often.stderr.log\n"
+        f"# memctl:end root={r}\n"
+    )
+    foreign = "MAILTO=me@example.com\n# my backups\n0 1 * * * /usr/local/bin/backup\n"
+    merged = jobs.merge_crontab(foreign, block, store)
+    assert merged == foreign + block
+    assert jobs.merge_crontab(merged, block, store) == merged  # idempotent
+    later = merged + "5 5 * * * echo after\n"
+    smaller = jobs.crontab_block(store, jobs.load_jobs(store)[:1], ENV)
+    assert jobs.merge_crontab(later, smaller, store) == foreign + smaller + "5 5 * * * echo after\n"
+    assert jobs.merge_crontab(later, "", store) == foreign + "5 5 * * * echo after\n"
+    with pytest.raises(Refused):
+        jobs.merge_crontab(foreign + jobs.begin_marker(store) + "\n", block, store)
+
+
+def test_cron_quotes_odd_paths(tmp_path):
+    from memctl.store import init_store
+
+    odd = tmp_path / "my store 100%"
+    init_store(odd)
+    store = configure(odd, '[jobs.j]\ncommand = "doctor"\nhour = 1\n')
+    line = jobs.crontab_block(store, jobs.load_jobs(store), ENV).splitlines()[3]
+    assert line.startswith(f"0 1 * * * cd '{tmp_path}/my store 100\\%' && ")
+
+
+# ---------------------------------------------------------------- run-job
+
+def test_run_job_failure_logs_and_records_an_error_episode(root, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    name = script(root, "fail.sh", "echo going\necho oops >&2\nexit 3\n")
+    store = configure(root, f'[jobs.broken]\nscript = "{name}"\nhour = 9\n')
+    seen = []
+    result = jobs.run_job(store, "broken", echo=seen.append)
+    assert (result.exit_code, result.tail, seen) == (3, ("going", "oops"), ["going", "oops"])
+    [episode] = episodes.list_episodes(store, episode_type="error")
+    assert result.episode == episode.id
+    assert episode.description == "job broken failed with exit 3"
+    assert episode.agent == "job:broken" and episode.tags == ("job", "broken")
+    assert episode.outcome.startswith("exit 3 after ") and episode.outcome.endswith("s; last lines of logs/broken.log:\ngoing\noops")
+    log = (root / "logs" / "broken.log").read_text(encoding="utf-8").splitlines()
+    assert log[0] == f"{NOW} broken start pid={os.getpid()} cmd={root}/fail.sh"
+    assert log[1:3] == [f"{NOW} broken | going", f"{NOW} broken | oops"]
+    assert log[3].startswith(f"{NOW} broken end exit=3 seconds=")
+    assert log[4] == f"{NOW} broken episode {episode.id}"
+    assert len(log) == 5
+
+
+def test_run_job_success_runs_memctl_in_the_store(root, monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    monkeypatch.chdir(tmp_path)  # not the store: the job must find it anyway
+    store = configure(root, '[jobs.state]\ncommand = "memctl state update --no-commit"\nhour = 9\n')
+    result = jobs.run_job(store, "state")
+    assert (result.exit_code, result.episode, result.tail) == (0, None, ("state/STATE.md", "memctl: written, not committed"))
+    assert (root / "state" / "STATE.md").read_text(encoding="utf-8").startswith(f"---\nupdated: {NOW}\n")
+    assert episodes.list_episodes(store) == []
+
+
+def test_run_job_script_that_cannot_start(root, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    (root / "noexec.sh").write_text("#!/bin/sh\n", encoding="utf-8")
+    store = configure(root, '[jobs.a]\nscript = "missing.sh"\nhour = 9\n[jobs.b]\nscript = "noexec.sh"\nhour = 9\n')
+    assert jobs.run_job(store, "a").exit_code == 127
+    assert jobs.run_job(store, "b").exit_code == 126
+    assert f"{NOW} a | cannot start {root}/missing.sh: No such file or directory" in (root / "logs" / "a.log").read_text()
+
+
+def test_second_copy_exits_at_once(root, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    store = configure(root, '[jobs.slow]\ncommand = "doctor"\nhour = 9\n')
+    lock = root / ".memctl" / "jobs" / "slow.lock"
+    with file_lock(lock, timeout=0):
+        lock.write_text("4242\n")
+        with pytest.raises(jobs.JobRunning) as info:
+            jobs.run_job(store, "slow")
+    assert info.value.exit_code == 4
+    assert info.value.message == "job slow is already running (pid 4242); this copy did not start it"
+    assert (root / "logs" / "slow.log").read_text() == f"{NOW} slow skip: already running (pid 4242)\n"
+
+
+# ---------------------------------------------------------------- status and doctor
+
+LOG = """\
+2026-10-20T09:00:00+09:00 daily start pid=1 cmd=x
+2026-10-20T09:00:01+09:00 daily | fine
+2026-10-20T09:00:02+09:00 daily end exit=0 seconds=2.00
+2026-10-21T09:00:00+09:00 daily start pid=2 cmd=x
+2026-10-21T09:00:01+09:00 daily | end exit=0 (a line of output, not an event)
+2026-10-21T09:00:02+09:00 daily end exit=3 seconds=2.00
+2026-10-21T09:00:02+09:00 daily episode ep-1
+"""
+
+
+def test_status_reads_the_log(root, monkeypatch):
+    store = configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
+    (root / "logs").mkdir()
+    (root / "logs" / "daily.log").write_text(LOG)
+    monkeypatch.setenv("MEMCTL_NOW", "2026-10-21T10:00:00+09:00")
+    st = jobs.status(store, jobs.get_job(store, "daily"), tail=2)
+    assert (st.last_run, st.last_exit, st.last_success, st.state) == (
+        "2026-10-21T09:00:00+09:00", 3, "2026-10-20T09:00:02+09:00", "failing")
+    assert st.tail == ("2026-10-21T09:00:02+09:00 daily end exit=3 seconds=2.00", "2026-10-21T09:00:02+09:00 daily episode ep-1")
+    [problem] = jobs.problems(store)
+    assert (problem.path, problem.code, problem.severity) == ("logs/daily.log", "job-failing", "warning")
+    monkeypatch.setenv("MEMCTL_NOW", "2026-10-22T10:00:02+09:00")
+    [problem] = jobs.problems(store)
+    assert (problem.code, problem.severity) == ("job-stale", "error")
+    assert problem.message == ("job daily: last success 2026-10-20T09:00:02+09:00, 49h ago; "
+                               "its schedule (0 9 * * *) allows 25h (last exit 3)")
+
+
+def test_status_reads_a_long_log_backwards(root):
+    store = configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
+    (root / "logs").mkdir()
+    filler = "".join(f"2026-10-21T09:00:01+09:00 daily | line {i}\n" for i in range(20000))
+    (root / "logs" / "daily.log").write_text(LOG + filler)
+    st = jobs.status(store, jobs.get_job(store, "daily"), tail=1)
+    assert (st.last_exit, st.last_success, st.tail) == (3, "2026-10-20T09:00:02+09:00", ("2026-10-21T09:00:01+09:00 daily | line 19999",))
+
+
+def test_problems_never_run_and_never_succeeded(root, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    name = script(root, "fail.sh", "exit 2\n")
+    store = configure(root, f'[jobs.idle]\ncommand = "doctor"\nhour = 9\n[jobs.bad]\nscript = "{name}"\nhour = 9\n')
+    jobs.run_job(store, "bad")
+    found = {p.code: p for p in jobs.problems(store)}
+    assert found["job-never-run"].severity == "warning"
+    assert found["job-never-run"].message == "job idle has never run on this machine (memctl schedule install, or memctl run-job idle)"
+    assert found["job-never-succeeded"].message == f"job bad has never succeeded (last exit 2 at {NOW})"
+
+
+def test_problems_report_bad_config(root):
+    store = configure(root, '[jobs.x]\ncommand = "doctor"\nhour = 25\n')
+    [problem] = jobs.problems(store)
+    assert (problem.path, problem.code, problem.message) == (
+        "memctl.toml", "job-config", "memctl.toml: [jobs.x] hour = 25 is out of range (0-23)")
+
+
+# ---------------------------------------------------------------- install plans
+
+def fake_tool(bindir: Path, name: str, body: str) -> None:
+    bindir.mkdir(exist_ok=True)
+    path = bindir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def test_launchd_plan_with_a_fake_launchctl(root, tmp_path, monkeypatch):
+    bindir, calls = tmp_path / "bin", tmp_path / "calls"
+    fake_tool(bindir, "launchctl", f'echo "$@" >> {calls}\n[ "$1" = print ] && exit 113\nexit 0\n')
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    store = configure(root, '[jobs.morning]\ncommand = "doctor"\nhour = 9\n')
+    plan = jobs.plan_install(store, scheduler="launchd", env=ENV)
+    agents = Path(os.environ["HOME"]) / "Library" / "LaunchAgents"
+    dest = agents / "io.memctl.store.morning.plist"
+    domain = f"gui/{os.getuid()}"
+    assert [s.describe() for s in plan.steps] == [
+        f"write {dest}",
+        f"{bindir}/launchctl bootout {domain}/io.memctl.store.morning",
+        f"{bindir}/launchctl bootstrap {domain} {dest}",
+    ]
+    jobs.apply(store, plan)
+    assert plistlib.loads(dest.read_bytes())["Label"] == "io.memctl.store.morning"
+    assert (root / "logs").is_dir()
+    # A plist of a job no longer declared is booted out and removed.
+    store = open_store(root)
+    (root / "memctl.toml").write_text((root / "memctl.toml").read_text().replace("[jobs.morning]", "[jobs.evening]"))
+    store = open_store(root)
+    plan = jobs.plan_install(store, scheduler="launchd", env=ENV)
+    assert plan.steps[-2:] == (
+        jobs.Step("run", f"{domain}/io.memctl.store.morning", argv=(f"{bindir}/launchctl", "bootout", f"{domain}/io.memctl.store.morning"), check=False),
+        jobs.Step("remove", str(dest)),
+    )
+    # Another store's agent with the same label is not taken over.
+    other = dict(plistlib.loads(dest.read_bytes()), WorkingDirectory="/elsewhere")
+    (agents / "io.memctl.store.evening.plist").write_bytes(plistlib.dumps(other))
+    with pytest.raises(Refused) as info:
+        jobs.plan_install(store, scheduler="launchd", env=ENV)
+    assert info.value.message == f"{agents}/io.memctl.store.evening.plist belongs to the store at /elsewhere"
+
+
+def test_unknown_scheduler(store):
+    with pytest.raises(BadInput):
+        jobs.plan_install(store, scheduler="systemd")
