@@ -15,7 +15,9 @@ Whole-file analyses (dups, stats, check, verify, adopt) are in ledger_ops.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import mmap
 import os
 import re
 from collections import deque
@@ -342,7 +344,7 @@ def _body_start(data: bytes, header: bool) -> int:
     return len(data) if end == -1 else end + 1
 
 
-def _find_field(data: bytes, start: int, needle: bytes, column: int) -> int:
+def _find_field(data: bytes | mmap.mmap, start: int, needle: bytes, column: int) -> int:
     """Offset of the first line at or after `start` whose field `column` is `needle`, or -1.
 
     `needle` is an escaped field, so it holds no raw TAB or LF: a hit bounded by
@@ -357,15 +359,19 @@ def _find_field(data: bytes, start: int, needle: bytes, column: int) -> int:
         end = pos + width
         if (pos == 0 or data[pos - 1] in (9, 10)) and (end == size or data[end] in (9, 10)):
             line_start = data.rfind(b"\n", 0, pos) + 1
-            if data.count(b"\t", line_start, pos) == column:
+            if data[line_start:pos].count(b"\t") == column:  # (mmap has no .count)
                 return line_start
         pos = data.find(needle, pos + 1)
     return -1
 
 
-def _find_empty_field(data: bytes, start: int, column: int) -> int:
+def _find_empty_field(data: bytes | mmap.mmap, start: int, column: int) -> int:
+    body = data[start:]  # bytes, from an mmap too
+    lines = body.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the LF that ends the last record (or an empty body)
     offset = start
-    for line in data[start:].split(b"\n")[: -1 if data.endswith(b"\n") else None]:
+    for line in lines:
         fields = line.split(b"\t")
         if column < len(fields) and fields[column] == b"":
             return offset
@@ -377,7 +383,7 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _refuse_duplicates(store: Store, ledger: Ledger, data: bytes, records: list[list[bytes]], column: str) -> None:
+def _refuse_duplicates(store: Store, ledger: Ledger, data: bytes | mmap.mmap, records: list[list[bytes]], column: str) -> None:
     index = ledger.columns.index(column)
     start = _body_start(data, ledger.header)
     seen: set[bytes] = set()
@@ -389,11 +395,21 @@ def _refuse_duplicates(store: Store, ledger: Ledger, data: bytes, records: list[
         seen.add(needle)
         hit = _find_field(data, start, needle, index)
         if hit != -1:
-            line = data.count(b"\n", 0, hit) + 1
+            line = data[:hit].count(b"\n") + 1
             raise Refused(
                 f"{ledger.name}: {column} \"{shown}\" already exists ({store.rel(ledger.path)}:{line}); nothing was appended",
                 hint=f"{column} is unique in this ledger",
             )
+
+
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
+    """The file's bytes without copying them: `find` runs over the page cache, like grep."""
+    if not path.exists() or path.stat().st_size == 0:
+        yield b""
+        return
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        yield data
 
 
 def _last_byte(path: Path) -> bytes:
@@ -421,13 +437,12 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
         raise BadInput(f"unique column {column!r} is not a column of {ledger.name} ({', '.join(ledger.columns)})")
     payload = b"".join(b"\t".join(fields) + b"\n" for fields in encoded)
     with store.lock():
-        exists = ledger.path.exists()
         if column is not None:
-            data = ledger.path.read_bytes() if exists else b""
-            _refuse_duplicates(store, ledger, data, encoded, column)
-            last = data[-1:]
+            with _mapped(ledger.path) as data:
+                _refuse_duplicates(store, ledger, data, encoded, column)
+                last = data[-1:]
         else:
-            last = _last_byte(ledger.path) if exists else b""
+            last = _last_byte(ledger.path) if ledger.path.exists() else b""
         if last and last != b"\n":
             # A legacy file whose last line has no LF: end it, so the old bytes stay a prefix.
             payload = b"\n" + payload

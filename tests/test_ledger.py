@@ -462,3 +462,13 @@ def test_hash_of_unchanged_config_text_survives_a_declaration(root):
     with pytest.raises(Refused):
         config_mod.add_ledger_decl(path, config_mod.LedgerDecl("x", "x.tsv", ("a",), False, None))
     os.chmod(path, 0o644)
+
+
+def test_unique_empty_value_on_an_empty_headerless_file(root, store):
+    path = root / "ledgers" / "bare.tsv"
+    path.write_bytes(b"")
+    ledger_ops.adopt(store, path, ["a", "b"], unique="b", commit_changes=False)
+    ledger.append(fresh(root), "bare", [{"a": "1", "b": ""}], commit_changes=False)
+    with pytest.raises(Refused):
+        ledger.append(fresh(root), "bare", [{"a": "2", "b": ""}], commit_changes=False)
+    assert path.read_bytes() == b"1\t\n"

@@ -153,7 +153,7 @@ def dups(
     if json:
         output.emit_json([vc.to_dict() for vc in found])
     else:
-        output.emit_lines(vc.field for vc in found)
+        output.emit_text("".join(vc.field + "\n" for vc in found))  # one write: dups can be 100,000s of lines
 
 
 @ledger_app.command("stats")
@@ -170,7 +170,7 @@ def stats(
         output.emit_json([vc.to_dict() for vc in found])
     else:
         # uniq -c's own layout: the count right-aligned in 7 columns, a space, the field.
-        output.emit_lines(f"{vc.count:7d} {vc.field}" for vc in found)
+        output.emit_text("".join(f"{vc.count:7d} {vc.field}\n" for vc in found))
 
 
 @ledger_app.command("check")
