@@ -1,0 +1,169 @@
+"""Ledger speed beside the coreutils pipelines it replaces, measured in the same run.
+
+    python bench/bench_ledger.py [--strict] [--append-rows 100000] [--stats-rows 1000000]
+
+Builds, in a temp dir, a store with a 100,000-row ledger (header, unique theme)
+and a 1,000,000-row headerless ledger, then times real processes:
+
+- `memctl ledger append NAME ... --unique theme --no-commit` against
+  `grep -Fxq LINE FILE || printf '%s\\n' LINE >> FILE` plus `python -c pass`
+  (budget: <= 250 ms wall and <= 2x that baseline);
+- `memctl ledger dups NAME theme` / `stats NAME --by platform` against
+  `cut -fN FILE | sort | uniq -d` / `uniq -c` (budget: <= 3x), after checking
+  that both print the same bytes.
+
+Medians of wall time. The pipelines run with LC_ALL=C (byte order, the order
+memctl prints, and sort's fastest collation). memctl runs with a bytecode cache
+in the temp dir, as an installed package would (pip compiles .pyc files);
+--no-bytecode-cache measures it with the environment as it is instead.
+Prints a table with PASS/FAIL per budget; exits 1 on a miss only with --strict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PLATFORMS = ("zenn", "note", "qiita", "hatena", "devto")
+APPEND_WALL_MS = 250.0
+APPEND_RATIO = 2.0
+COUNT_RATIO = 3.0
+
+
+def memctl_command() -> list[str]:
+    script = Path(sys.executable).with_name("memctl")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memctl"]
+
+
+def wall(argv: list[str], env: dict[str, str], repeat: int, vary=None, stdout=subprocess.DEVNULL) -> float:
+    """Median wall time in ms of running argv `repeat` times (`vary(i)` gives per-run argv)."""
+    times = []
+    for i in range(repeat):
+        args = vary(i) if vary else argv
+        start = time.perf_counter()
+        proc = subprocess.run(args, env=env, stdout=stdout, stderr=subprocess.PIPE)
+        times.append((time.perf_counter() - start) * 1000)
+        if proc.returncode != 0:
+            raise SystemExit(f"failed: {' '.join(args)[:200]}\n{proc.stderr.decode(errors='replace')}")
+    return statistics.median(times)
+
+
+def write_rows(path: Path, rows: int, seed: int, header: str | None) -> None:
+    rng = random.Random(seed)
+    themes = max(1, rows * 6 // 10)  # some themes repeat, so dups has work to do
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        if header:
+            handle.write(header + "\n")
+        chunk = []
+        for i in range(rows):
+            chunk.append(
+                f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}\t{rng.choice(PLATFORMS)}\tslug-{i}-{rng.randrange(100000)}"
+                f"\tテーマ {rng.randrange(themes)} — MCPサーバーのテストとデバッグ \\t [draft]/*\n"
+            )
+            if len(chunk) == 10000:
+                handle.write("".join(chunk))
+                chunk.clear()
+        handle.write("".join(chunk))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is missed")
+    parser.add_argument("--append-rows", type=int, default=100_000)
+    parser.add_argument("--stats-rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=15, help="runs per append measurement")
+    parser.add_argument("--count-repeat", type=int, default=5, help="runs per dups/stats measurement")
+    parser.add_argument("--no-bytecode-cache", action="store_true", help="do not give memctl a .pyc cache")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="memctl-bench-"))
+    try:
+        return run(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(args, tmp: Path) -> int:
+    env = dict(os.environ)
+    env.pop("MEMCTL_ROOT", None)
+    if not args.no_bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    pipe_env = dict(env, LC_ALL="C")
+    memctl = memctl_command()
+    root = tmp / "store"
+    subprocess.run([*memctl, "init", "--no-git", str(root)], env=env, check=True, capture_output=True)
+    base = [*memctl, "--root", str(root)]
+
+    print(f"building ledgers in {tmp} ...", file=sys.stderr)
+    subprocess.run([*base, "ledger", "create", "themes", "--columns", "date,platform,slug,theme", "--unique", "theme",
+                    "--no-commit"], env=env, check=True, capture_output=True)
+    themes = root / "ledgers" / "themes.tsv"
+    write_rows(themes, args.append_rows, 1, header="date\tplatform\tslug\ttheme")
+    big = root / "ledgers" / "big.tsv"
+    write_rows(big, args.stats_rows, 2, header=None)
+    subprocess.run([*base, "ledger", "adopt", str(big), "--columns", "date,platform,slug,theme", "--no-commit"],
+                   env=env, check=True, capture_output=True)
+    shell_copy = tmp / "shell-themes.tsv"
+    shutil.copyfile(themes, shell_copy)
+
+    results = []
+
+    # --- append --unique on the 100k-row ledger
+    wall([*base, "ledger", "list"], env, 2)  # warm the bytecode cache and the page cache
+    append = lambda i: [*base, "ledger", "append", "themes", "date=2026-10-01", "platform=zenn",  # noqa: E731
+                        f"slug=bench-{i}", f"theme=新しいテーマ {i} / [x]*", "--unique", "theme", "--no-commit"]
+    memctl_ms = wall([], env, args.repeat, vary=append)
+    shell = "grep -Fxq -- \"$1\" \"$2\" || printf '%s\\n' \"$1\" >> \"$2\""
+    line = lambda i: f"2026-10-01\tzenn\tbench-{i}\t新しいテーマ {i} / [x]*"  # noqa: E731
+    grep_ms = wall([], pipe_env, args.repeat, vary=lambda i: ["sh", "-c", shell, "sh", line(i), str(shell_copy)])
+    python_ms = wall([sys.executable, "-c", "pass"], env, args.repeat)
+    library = ("import sys; from memctl import ledger, store; "
+               "ledger.append(store.open_store(sys.argv[1]), 'themes', [dict(date='2026-10-02', platform='zenn', "
+               "slug='lib', theme='library ' + sys.argv[2])], unique='theme', commit_changes=False)")
+    library_ms = wall([], env, args.repeat, vary=lambda i: [sys.executable, "-c", library, str(root), str(i)])
+    baseline = grep_ms + python_ms
+    results.append((f"append --unique, {args.append_rows:,} rows: wall", memctl_ms, None, None, f"<= {APPEND_WALL_MS:.0f} ms",
+                    memctl_ms <= APPEND_WALL_MS))
+    results.append(("append --unique vs grep -Fxq + printf + python start-up", memctl_ms, baseline, memctl_ms / baseline,
+                    f"<= {APPEND_RATIO:.0f}x", memctl_ms <= APPEND_RATIO * baseline))
+    results.append(("  (info) grep -Fxq + printf alone", grep_ms, None, None, "", None))
+    results.append(("  (info) python -c pass", python_ms, None, None, "", None))
+    results.append(("  (info) ledger.append from python -c, no CLI", library_ms, baseline, library_ms / baseline, "", None))
+
+    # --- dups / stats on the 1M-row ledger: same bytes, then time
+    for label, argv, column in (("dups theme", ["dups", "big", "theme"], "-f4 | sort | uniq -d"),
+                                ("stats --by platform", ["stats", "big", "--by", "platform"], "-f2 | sort | uniq -c")):
+        command = f"cut {column.split(' ', 1)[0]} {big} {column.split(' ', 1)[1]}"
+        ours = subprocess.run([*base, "ledger", *argv], env=env, capture_output=True, check=True).stdout
+        theirs = subprocess.run(["sh", "-c", command], env=pipe_env, capture_output=True, check=True).stdout
+        if ours != theirs:
+            raise SystemExit(f"ledger {label} differs from `{command}`")
+        ours_ms = wall([*base, "ledger", *argv], env, args.count_repeat)
+        theirs_ms = wall(["sh", "-c", command], pipe_env, args.count_repeat)
+        results.append((f"{label}, {args.stats_rows:,} rows vs cut {column}", ours_ms, theirs_ms, ours_ms / theirs_ms,
+                        f"<= {COUNT_RATIO:.0f}x", ours_ms <= COUNT_RATIO * theirs_ms))
+
+    print(f"memctl: {' '.join(memctl)}; bytecode cache: {'no' if args.no_bytecode_cache else 'yes'}; "
+          f"cpus: {os.cpu_count()}; load: {os.getloadavg()[0]:.2f}")
+    width = max(len(r[0]) for r in results)
+    print(f"{'measurement':<{width}}  {'memctl ms':>9}  {'baseline ms':>11}  {'ratio':>6}  {'budget':>9}  result")
+    missed = 0
+    for name, ours, theirs, ratio, budget, ok in results:
+        verdict = "" if ok is None else ("PASS" if ok else "FAIL")
+        missed += ok is False
+        print(f"{name:<{width}}  {ours:9.1f}  {'' if theirs is None else f'{theirs:11.1f}':>11}  "
+              f"{'' if ratio is None else f'{ratio:5.2f}x':>6}  {budget:>9}  {verdict}")
+    return 1 if missed and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
