@@ -1,0 +1,1 @@
+"""Lifecycle: forgetting by policy, restore, consolidation, distillation, procedures (issue 8)."""
