@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import facts, ledger_ops
+from . import facts, jobs, ledger_ops, state
 from .facts import Problem
 from .store import Store
 
@@ -10,4 +10,6 @@ from .store import Store
 def run(store: Store) -> list[Problem]:
     problems = facts.check(store)
     problems += ledger_ops.check_all(store)
+    problems += state.problems(store)  # a stale STATE.md: agents would act on old numbers
+    problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
     return problems

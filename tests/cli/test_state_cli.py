@@ -127,3 +127,21 @@ def test_bad_input_one_line_and_nothing_written(root, args, stdin, code, message
     assert (r.exit_code, r.stdout, r.stderr) == (code, "", message + "\n")
     assert _snapshot(root) == before
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_doctor_reports_a_stale_state_and_a_stale_job(root):
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[jobs.state]\ncommand = "state update"\nhour = 9\n[jobs.idle]\ncommand = "doctor"\nhour = 3\n')
+    assert cli(root, "run-job", "state", env={"MEMCTL_NOW": "2026-10-26T09:00:00+09:00"}).exit_code == 0
+    r = cli(root, "doctor", env={"MEMCTL_NOW": "2026-10-27T11:00:00+09:00"})
+    assert r.exit_code == 1
+    assert r.stdout == (
+        "state/STATE.md: error: stale: updated 2026-10-26T09:00:00+09:00, 26h ago "
+        "(limit 24h; is the job that runs `memctl state update` alive?)\n"
+        "logs/state.log: error: job state: last success 2026-10-26T09:00:00+09:00, 26h ago; "
+        "its schedule (0 9 * * *) allows 25h\n"
+        "logs/idle.log: warning: job idle has never run on this machine (memctl schedule install, or memctl run-job idle)\n"
+    )
+    r = cli(root, "doctor", env={"MEMCTL_NOW": "2026-10-26T12:00:00+09:00"})
+    assert (r.exit_code, r.stdout) == (0, "logs/idle.log: warning: job idle has never run on this machine "
+                                          "(memctl schedule install, or memctl run-job idle)\n")
