@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
@@ -25,6 +25,9 @@ from .store import Store
 
 LEDGER = "episodes"
 COLUMNS = ("id", "ts", "agent", "type", "description", "outcome", "importance", "tags", "refs")
+# Forgetting an episode appends here; episodes.tsv itself is never rewritten.
+TOMBSTONES = "episode-tombstones"
+TOMBSTONE_COLUMNS = ("ts", "id", "action", "policy", "reason", "description", "outcome")
 TYPES = ("decision", "error", "success", "feedback", "conflict")
 DEFAULT_IMPORTANCE = {"decision": 0.7, "error": 0.8, "success": 0.5, "feedback": 0.9, "conflict": 0.85}
 FALLBACK_IMPORTANCE = 0.5  # a type outside TYPES (FORMATS.md lets the list grow)
@@ -184,17 +187,43 @@ def _when(episode: Episode) -> datetime | None:
         return None
 
 
+def forgotten(store: Store) -> dict[str, dict[str, str]]:
+    """Episode id -> its row in the tombstone ledger (`memctl forget --policies`, docs/LIFECYCLE.md).
+
+    A `tombstone` row hides the episode; a `compress` row shows its short
+    description and outcome instead. A tombstone outranks a compression.
+    """
+    if not (store.ledgers_dir / f"{TOMBSTONES}.tsv").exists():
+        return {}
+    marks: dict[str, dict[str, str]] = {}
+    for row in ledger.read_rows(store, TOMBSTONES):
+        mark = row.values
+        if marks.get(mark["id"], {}).get("action") != "tombstone":
+            marks[mark["id"]] = mark
+    return marks
+
+
 def list_episodes(store: Store, *, agent: str | None = None, episode_type: str | None = None,
-                  since: str | datetime | None = None) -> list[Episode]:
-    """Episodes in the order they were written, filtered by agent, type and time."""
+                  since: str | datetime | None = None, include_forgotten: bool = False) -> list[Episode]:
+    """Episodes in the order they were written, filtered by agent, type and time.
+
+    Forgotten episodes are left out and compressed ones shortened, unless
+    `include_forgotten` asks for the ledger as written.
+    """
     after = _since(since)
     try:
         rows = ledger.read_rows(store, LEDGER)
     except NotFound:
         return []
+    marks = {} if include_forgotten else forgotten(store)
     found = []
     for row in rows:
         episode = from_row(row)
+        mark = marks.get(episode.id) if marks else None
+        if mark is not None:
+            if mark["action"] == "tombstone":
+                continue
+            episode = replace(episode, description=mark["description"], outcome=mark["outcome"])
         if agent is not None and episode.agent != agent:
             continue
         if episode_type is not None and episode.type != episode_type:

@@ -422,12 +422,13 @@ def _last_byte(path: Path) -> bytes:
 
 
 def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, unique: str | None = None,
-           commit_changes: bool = True) -> Appended:
+           commit_changes: bool = True, lock: bool = True) -> Appended:
     """Append records with one write under the store lock, then one commit.
 
     Every record is validated first; `unique` (or the ledger's declared unique
     column) refuses a record whose value is already in that column, compared
-    as an exact string. Either all records are appended or none.
+    as an exact string. Either all records are appended or none. `lock=False`
+    is for a caller that holds the store lock already (it is not reentrant).
     """
     ledger = open_ledger(store, name)
     records = list(records)
@@ -436,7 +437,7 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
     if column is not None and column not in ledger.columns:
         raise BadInput(f"unique column {column!r} is not a column of {ledger.name} ({', '.join(ledger.columns)})")
     payload = b"".join(b"\t".join(fields) + b"\n" for fields in encoded)
-    with store.lock():
+    with store.lock() if lock else contextlib.nullcontext():
         if column is not None:
             with _mapped(ledger.path) as data:
                 _refuse_duplicates(store, ledger, data, encoded, column)
