@@ -1,0 +1,96 @@
+"""`memctl restore NAME`: bring an archived fact back, byte for byte.
+
+Archiving (forget, supersession, forgetting by policy) only ever adds keys at
+the end of `metadata` and moves the file; restoring removes exactly those keys
+and moves it back, so for any file in memctl's own layout the restored bytes
+are the bytes that were archived. A compressed fact's short version is
+replaced by the full one it points to (`full_text`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import clock, fact as fact_mod, facts as facts_mod
+from ..errors import NotFound, Refused
+from ..fsutil import atomic_move, atomic_write
+from ..store import Store, commit
+
+ARCHIVE_KEYS = ("archived", "archived_reason", "archived_policy")
+SUPERSEDED_KEYS = ("superseded_by", "valid_to")
+# archive/<stem>.<YYYYmmddTHHMMSS>.md: a second archived version of the same stem (facts._archive_path)
+_VERSION_RE = re.compile(r"^(?P<stem>.+)\.\d{8}T\d{6}$")
+
+
+def original_stem(archived_stem: str) -> str:
+    match = _VERSION_RE.match(archived_stem)
+    return match.group("stem") if match else archived_stem
+
+
+def unarchived(fact: fact_mod.Fact, stem: str, path) -> fact_mod.Fact:
+    """The fact as it was before archiving: the keys archiving added are removed."""
+    keys = ARCHIVE_KEYS + (SUPERSEDED_KEYS if fact.meta("superseded_by") is not None else ())
+    restored = fact.with_meta(**{key: None for key in keys})
+    front = dict(restored.front)
+    if front.get("metadata") == {} and isinstance(fact.front.get("metadata"), dict) and set(fact.front["metadata"]) <= set(keys):
+        del front["metadata"]  # archiving created the mapping (Claude Code layout): drop it again
+    return fact_mod.Fact(stem, front, restored.body, False, path)
+
+
+def _when(fact: fact_mod.Fact) -> float:
+    """When it was archived (or superseded), as a POSIX time; 0 when unknown."""
+    for key in ("archived", "valid_to"):
+        value = fact.meta(key)
+        if value:
+            try:
+                return clock.parse_date(str(value)).timestamp()
+            except ValueError:
+                pass
+    return 0.0
+
+
+def choose(archived: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
+    """`NAME.YYYYmmddTHHMMSS` picks that version; a name or stem picks the newest archived one."""
+    if _VERSION_RE.match(key):
+        exact = [f for f in archived if f.stem == key]
+        if exact:
+            return exact[0]
+    same = [f for f in archived if key in (f.stem, f.name, original_stem(f.stem))]
+    if not same:
+        return None
+    return max(same, key=lambda f: (_when(f), f.stem))
+
+
+def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod.Change:
+    """Move the newest archived version of `key` back to memory/, without its archive marks; one commit."""
+    if not key or "/" in key or "\x00" in key or key in (".", ".."):
+        facts_mod.find(store, key)  # raises the usual BadInput
+    with store.lock():
+        live = facts_mod.live_facts(store)
+        target = choose(facts_mod.scan_archive(store), key)
+        if target is None:
+            if facts_mod._match(live, key) is not None:
+                raise Refused(f"fact {key!r} is live, not archived", hint="`memctl show` it")
+            raise NotFound(f"no archived fact named {key!r}", hint="`memctl list --all` shows archived facts")
+        assert target.path is not None
+        stem = original_stem(target.stem)
+        dest = store.memory_dir / f"{stem}.md"
+        restored = unarchived(target, stem, dest)
+        full_text = f"{store.archive_dir.name}/{target.path.name}"
+        replacing = None
+        for other in live:
+            if other.stem != stem and not (restored.name and other.name == restored.name):
+                continue
+            if other.stem == stem and other.meta("compressed") and other.meta("full_text") == full_text:
+                replacing = other  # the short version of this very fact
+                continue
+            raise Refused(
+                f"cannot restore {store.rel(target.path)}: live fact {store.rel(other.path)} has the same name",
+                hint="forget or rename the live fact first",
+            )
+        facts_mod._refuse_uncommitted(store, [target.path] + ([dest] if replacing else []), commit_changes)
+        atomic_write(target.path, fact_mod.render(restored))
+        atomic_move(target.path, dest)
+        index = facts_mod._write_index(store, [f for f in live if f is not replacing] + [restored])
+        sha = commit(store, [target.path, dest, index], f"memory: restore {restored.name or stem}", enabled=commit_changes)
+        return facts_mod.Change("restored", restored, archived=(target,), commit=sha)
