@@ -101,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stsb", type=Path, help="sts-train.csv from the STS Benchmark (English)")
     parser.add_argument("--embedder", action="append", help="char-ngram | e5-small-q4 | st:MODEL (repeatable)")
     parser.add_argument("--limit", type=int, help="use a random sample of this many pairs (seed 0)")
+    parser.add_argument("--no-jsts", action="store_true", help="only the --stsb pairs")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     specs = args.embedder or ["char-ngram", "e5-small-q4"]
-    results = run("jsts", sample(jsts_pairs(args.jsts), args.limit), specs)
+    results = [] if args.no_jsts else run("jsts", sample(jsts_pairs(args.jsts), args.limit), specs)
     if args.stsb:
         results += run("stsb", sample(stsb_pairs(args.stsb), args.limit), specs)
     if args.json:

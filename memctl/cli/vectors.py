@@ -169,13 +169,13 @@ def calibrate_cmd(
         output.emit_json({**result.to_dict(), "saved": saved})
     else:
         best = result.recommended
-        shown = [p for p in result.points if round(p.threshold * 100) % 5 == 0 or p == best]
+        shown = result.grid(0.05)
         output.emit_table(
-            [{"threshold": f"{p.threshold:.2f}", "precision": f"{p.precision:.3f}", "recall": f"{p.recall:.3f}", "f1": f"{p.f1:.3f}", "mark": "recommended" if p == best else ""} for p in shown],
+            [{"threshold": f"{p.threshold:g}", "precision": f"{p.precision:.3f}", "recall": f"{p.recall:.3f}", "f1": f"{p.f1:.3f}", "mark": "recommended" if p == best else ""} for p in shown],
             ["threshold", "precision", "recall", "f1", "mark"],
         )
         if best:
-            output.info(f"recommended threshold for {result.embedder}: {best.threshold:.2f} (precision {best.precision:.3f}, recall {best.recall:.3f}, F1 {best.f1:.3f}; {result.pairs} pairs)")
+            output.info(f"recommended threshold for {result.embedder}: {best.threshold:g} (precision {best.precision:.3f}, recall {best.recall:.3f}, F1 {best.f1:.3f}; {result.pairs} pairs)")
         if saved:
             output.info(f"saved in memctl.toml: [embedding.thresholds] {saved}")
 

