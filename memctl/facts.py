@@ -133,6 +133,15 @@ def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
     return None
 
 
+def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: str, hint: str) -> fact_mod.Fact:
+    """The live fact `key`; else BadInput / NotFound as `find` says, or Refused(archived) when it is archived."""
+    found = _match(facts, key)
+    if found is None:
+        find(store, key)  # raises BadInput / NotFound with the right message
+        raise Refused(archived, hint=hint)
+    return found
+
+
 def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
     """A fact by file stem or by name; live facts first, then the archive (newest first)."""
     if not key or "/" in key or "\x00" in key or key in (".", ".."):
@@ -397,6 +406,89 @@ def remember(
         return Change(action, new, tuple(hits), tuple(archived), sha)
 
 
+def update_many(
+    store: Store,
+    specs: list[FactInput],
+    message: str,
+    *,
+    commit_changes: bool = True,
+    guard: Callable[[list[fact_mod.Fact]], None] | None = None,
+) -> list[Change]:
+    """Several `remember --update` changes (each may supersede facts) under one lock, in one commit.
+
+    `guard` sees the live facts once the lock is held and raises to stop
+    before anything is written (a plan made earlier that no longer holds).
+    """
+    for spec in specs:
+        _check_input(spec)
+    with store.lock():
+        facts = live_facts(store)
+        if guard is not None:
+            guard(facts)
+        pairs: list[tuple[fact_mod.Fact, list[fact_mod.Fact]]] = []
+        claimed: set[str] = set()
+        for spec in specs:
+            current = _match(facts, spec.name)
+            if current is None:
+                raise NotFound(f"no live fact named {spec.name!r} to update")
+            olds = []
+            for key in spec.supersedes:
+                old = _match(facts, key)
+                if old is None:
+                    raise NotFound(f"--supersedes {key!r}: no live fact by that name")
+                olds.append(old)
+            stems = [current.stem, *(o.stem for o in olds)]
+            if len(set(stems)) != len(stems) or claimed & set(stems):
+                raise BadInput("a fact cannot be changed or superseded twice in one operation: " + ", ".join(stems))
+            claimed |= set(stems)
+            pairs.append((current, olds))
+        _refuse_uncommitted(store, [f.path for current, olds in pairs for f in (current, *olds)], commit_changes)
+        now = clock.stamp()
+        touched: list[Path] = []
+        changes = []
+        for spec, (current, olds) in zip(specs, pairs):
+            new = _updated_fact(current, spec).with_meta(updated=now)
+            assert new.path is not None
+            atomic_write(new.path, fact_mod.render(new))
+            touched.append(new.path)
+            archived = []
+            for old in olds:
+                moved, paths = _archive(store, old, superseded_by=current.name or current.stem, valid_to=now)
+                archived.append(moved)
+                touched += paths
+            changes.append(Change("updated", new, (), tuple(archived)))
+        replaced = {f.stem for current, olds in pairs for f in (current, *olds)}
+        live = [f for f in facts if f.stem not in replaced] + [c.fact for c in changes]
+        if touched:
+            touched.append(_write_index(store, live))
+        sha = commit(store, touched, message, enabled=commit_changes) if touched else None
+        return [Change(c.action, c.fact, c.similar, c.archived, sha) for c in changes]
+
+
+def edit(
+    store: Store,
+    key: str,
+    change: Callable[[fact_mod.Fact], fact_mod.Fact],
+    *,
+    verb: str,
+    commit_changes: bool = True,
+) -> Change:
+    """Apply `change` to one live fact under the lock; "unchanged" when it returns the same fact."""
+    with store.lock():
+        facts = live_facts(store)
+        current = _live_match(store, facts, key, f"fact {key!r} is archived", "`memctl restore` it first")
+        new = change(current)
+        if fact_mod.render(new) == fact_mod.render(current):
+            return Change("unchanged", current)
+        _refuse_uncommitted(store, [current.path], commit_changes)
+        new = new.with_meta(updated=clock.stamp())
+        assert new.path is not None
+        atomic_write(new.path, fact_mod.render(new))
+        touched = [new.path, _write_index(store, [f for f in facts if f.stem != current.stem] + [new])]
+        sha = commit(store, touched, f"memory: {verb} {current.name or current.stem}", enabled=commit_changes)
+        return Change("updated", new, commit=sha)
+
+
 def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = True) -> Change:
     """Pin (always in the context bundle) or unpin a live fact."""
     found = find(store, key, archived=False)
@@ -409,10 +501,7 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) 
         raise BadInput("--reason must be one non-empty line", hint="say why this fact is forgotten")
     with store.lock():
         facts = live_facts(store)
-        target = _match(facts, key)
-        if target is None:
-            find(store, key)  # raises BadInput / NotFound with the right message
-            raise Refused(f"fact {key!r} is already archived", hint="`memctl show` it to see why")
+        target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")
         _refuse_uncommitted(store, [target.path], commit_changes)
         moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
         touched.append(_write_index(store, [f for f in facts if f.stem != target.stem]))
