@@ -1,0 +1,390 @@
+"""Distillation: turn clusters of old episodes into a few lessons, with provenance.
+
+Episodes that are old enough (freshness < 0.5, i.e. older than 50 days) and
+not yet distilled are clustered by embedding similarity (complete linkage:
+every two episodes of a cluster reach `--similarity`). Each cluster of at
+least `--min-cluster` episodes gets a prompt asking for one small JSON answer:
+
+    {"summary": "...", "category": "error_pattern", "confidence": 0.8}
+
+Without a command the clusters and their prompts are the output, for the
+calling agent to answer. With `--llm-cmd CMD` memctl runs CMD once per cluster
+(argv from shlex, no shell, the prompt on stdin, a timeout), validates the
+answer strictly (`parse_answer`), and writes a fact whose `source` names the
+episodes. Each distilled episode gets a line in `ledgers/distilled.tsv`
+(`ts episode fact`, append-only, `episode` unique), which is how a rerun
+knows to leave it alone. An answer that fails validation is reported with the
+reason and nothing is written for that cluster. docs/CONSOLIDATION.md has the
+protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from .. import clock, episodes as episodes_mod, facts as facts_mod, ledger, neardup
+from ..errors import BadInput, NotFound, Refused
+from ..store import commit
+from .consolidate import complete_link
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..embed import Embedder
+    from ..store import Store
+
+LEDGER = "distilled"
+COLUMNS = ("ts", "episode", "fact")
+CATEGORIES = ("decision_pattern", "error_pattern", "optimization", "preference")
+ANSWER_KEYS = ("summary", "category", "confidence")
+MAX_SUMMARY = 300
+MAX_ANSWER_BYTES = 64 * 1024
+OLD_ENOUGH = 0.5  # freshness below this
+DEFAULT_MIN_CLUSTER = 3
+DEFAULT_SIMILARITY = 0.7
+DEFAULT_TIMEOUT = 120.0
+MAX_CLUSTER = 20  # episodes per prompt: a lesson from more than this is a summary, not a pattern
+# A distilled lesson is inferred, never as sure as what a person said (FORMAT: inferred 0.7).
+MAX_CONFIDENCE = 0.7
+_FENCE_RE = re.compile(r"\A```(?:json)?[ \t]*\n(.*)\n```\Z", re.S)
+
+
+# ---------------------------------------------------------------- clusters and prompts
+
+
+@dataclass(frozen=True)
+class Cluster:
+    episodes: tuple[episodes_mod.Episode, ...]
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.id for e in self.episodes]
+
+    @property
+    def fact_name(self) -> str:
+        """The same episodes always give the same name, so an interrupted run cannot write a lesson twice."""
+        digest = hashlib.blake2b(",".join(sorted(self.ids)).encode("utf-8"), digest_size=4).hexdigest()
+        return f"lesson-{digest}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fact": self.fact_name,
+            "episodes": [
+                {"id": e.id, "ts": e.ts, "type": e.type, "description": e.description, "outcome": e.outcome}
+                for e in self.episodes
+            ],
+            "prompt": prompt(self),
+        }
+
+
+def prompt(cluster: Cluster) -> str:
+    lines = [
+        "You are distilling an AI agent's episodic memory into one durable lesson.",
+        f"Below are {len(cluster.episodes)} related episodes: what happened, and how it turned out.",
+        "Write the single lesson they teach, in the language of the episodes.",
+        "Answer with only this JSON object (no prose, no code fence):",
+        '{"summary": "<the lesson, one line, at most 300 characters>", '
+        '"category": "decision_pattern | error_pattern | optimization | preference", '
+        '"confidence": <0 to 1: how sure you are that the episodes support it>}',
+        "",
+        "Episodes:",
+    ]
+    for e in cluster.episodes:
+        outcome = f" -> {e.outcome}" if e.outcome else ""
+        lines.append(f"- [{e.id}] {e.ts} {e.type}: {e.description}{outcome}")
+    return "\n".join(lines) + "\n"
+
+
+def candidates(episodes: Iterable[episodes_mod.Episode], done: set[str], now: datetime) -> list[episodes_mod.Episode]:
+    """Episodes old enough to distil and not distilled yet, in ledger order."""
+    return [e for e in episodes if e.id not in done and episodes_mod.freshness(e, now) < OLD_ENOUGH]
+
+
+def clusters(episodes: Sequence[episodes_mod.Episode], pairs: Iterable[tuple[str, str, float]], min_cluster: int) -> list[Cluster]:
+    """Complete-linkage groups over the similar pairs, keeping those of `min_cluster` or more."""
+    by_id = {e.id: e for e in episodes}
+    groups = complete_link([e.id for e in episodes], pairs, MAX_CLUSTER)
+    return [Cluster(tuple(by_id[i] for i in g)) for g in groups if len(g) >= min_cluster]
+
+
+# ---------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True)
+class Answer:
+    summary: str
+    category: str
+    confidence: float
+
+
+class BadAnswer(Exception):
+    """An answer that cannot be used; `reason` is one line for the report."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+def parse_answer(text: str) -> Answer:
+    """The command's stdout as an Answer, or BadAnswer saying what is wrong with it.
+
+    Strict: the whole output is one JSON object (a single ```json fence around
+    it is tolerated), with exactly the keys summary, category and confidence.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise BadAnswer("the answer is empty")
+    fenced = _FENCE_RE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    try:
+        data = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        raise BadAnswer(f"the answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {_shorten(stripped)!r}") from None
+    if not isinstance(data, dict):
+        raise BadAnswer(f"the answer is a JSON {type(data).__name__}, not an object")
+    missing = [k for k in ANSWER_KEYS if k not in data]
+    if missing:
+        raise BadAnswer("the answer has no " + ", ".join(repr(k) for k in missing))
+    extra = sorted(k for k in data if k not in ANSWER_KEYS)
+    if extra:
+        raise BadAnswer("the answer has unexpected keys: " + ", ".join(repr(k) for k in extra))
+    summary, category, confidence = data["summary"], data["category"], data["confidence"]
+    if not isinstance(summary, str) or not summary.strip():
+        raise BadAnswer("summary must be a non-empty string")
+    summary = summary.strip()
+    if any(c in summary for c in "\n\r\x00"):
+        raise BadAnswer("summary must be one line")
+    if len(summary) > MAX_SUMMARY:
+        raise BadAnswer(f"summary is {len(summary)} characters; at most {MAX_SUMMARY}")
+    if category not in CATEGORIES:
+        raise BadAnswer(f"category {category!r} is not one of {', '.join(CATEGORIES)}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= float(confidence) <= 1.0:
+        raise BadAnswer(f"confidence must be a number from 0 to 1, got {confidence!r}")
+    return Answer(summary, category, float(confidence))
+
+
+def fact_input(cluster: Cluster, answer: Answer) -> facts_mod.FactInput:
+    """The lesson as a fact: `source` names the episodes, the body lists them."""
+    importance = round(sum(e.importance for e in cluster.episodes) / len(cluster.episodes), 2)
+    lines = [f"Distilled from {len(cluster.episodes)} episodes ({answer.category}, model confidence {answer.confidence:g}):"]
+    for e in cluster.episodes:
+        outcome = f" -> {e.outcome}" if e.outcome else ""
+        lines.append(f"- {e.id} ({e.type}): {e.description}{outcome}")
+    return facts_mod.FactInput(
+        name=cluster.fact_name,
+        description=answer.summary,
+        type="user" if answer.category == "preference" else "project",
+        body="\n".join(line.replace("\r", " ").replace("\n", " ") for line in lines),
+        importance=min(1.0, max(0.0, importance)),
+        confidence=min(answer.confidence, MAX_CONFIDENCE),
+        tags=("distilled", answer.category),
+        source="episodes:" + ",".join(cluster.ids),
+    )
+
+
+# ---------------------------------------------------------------- the command
+
+
+def parse_command(cmd: str) -> list[str]:
+    """--llm-cmd as argv (shlex, no shell); a command that cannot run is bad input, before anything is written."""
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        raise BadInput(f"--llm-cmd {cmd!r}: {exc}") from None
+    if not argv:
+        raise BadInput("--llm-cmd is empty", hint="e.g. --llm-cmd 'claude -p'")
+    exe = argv[0]
+    if os.sep in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise BadInput(f"--llm-cmd: {exe} is not an executable file")
+    elif shutil.which(exe) is None:
+        raise BadInput(f"--llm-cmd: command {exe!r} not found on PATH")
+    return argv
+
+
+def run_command(argv: Sequence[str], text: str, timeout: float, cwd: Path | None = None) -> str:
+    """Pipe `text` to the command; its stdout, or BadAnswer (non-zero exit, timeout, too much output)."""
+    try:
+        done = subprocess.run(
+            list(argv), input=text.encode("utf-8"), capture_output=True, timeout=timeout, cwd=cwd, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise BadAnswer(f"the command did not answer within {timeout:g} s") from None
+    except OSError as exc:
+        raise BadAnswer(f"the command could not run: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise BadAnswer(f"the command exited with status {done.returncode}" + (f": {_shorten(err[-1], 120)}" if err else ""))
+    if len(done.stdout) > MAX_ANSWER_BYTES:
+        raise BadAnswer(f"the answer is {len(done.stdout)} bytes; a small JSON object was expected")
+    try:
+        return done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadAnswer("the answer is not valid UTF-8") from None
+
+
+# ---------------------------------------------------------------- with the store
+
+
+@dataclass
+class Plan:
+    clusters: list[Cluster]
+    considered: int  # episodes old enough and not distilled
+    embedder: str
+    similarity: float
+    min_cluster: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "considered": self.considered, "embedder": self.embedder, "similarity": self.similarity,
+            "min_cluster": self.min_cluster, "notes": self.notes, "clusters": [c.to_dict() for c in self.clusters],
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    cluster: Cluster
+    status: str  # created | rejected | planned (dry run)
+    reason: str = ""
+    fact: str | None = None
+    answer: Answer | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status, "fact": self.fact, "episodes": self.cluster.ids, "reason": self.reason or None,
+            "answer": None if self.answer is None else {
+                "summary": self.answer.summary, "category": self.answer.category, "confidence": self.answer.confidence},
+        }
+
+
+@dataclass
+class Result:
+    plan: Plan
+    outcomes: list[Outcome]
+    commit: str | None = None
+
+    @property
+    def created(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "created"]
+
+    @property
+    def rejected(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "rejected"]
+
+
+def distilled_ids(store: "Store") -> set[str]:
+    try:
+        return {row.values["episode"] for row in ledger.read_rows(store, LEDGER)}
+    except NotFound:
+        return set()
+
+
+def _check_options(min_cluster: int, similarity: float, timeout: float | None = None) -> None:
+    if min_cluster < 2:
+        raise BadInput(f"--min-cluster must be 2 or more, got {min_cluster}")
+    if not 0.0 < similarity <= 1.0:
+        raise BadInput(f"--similarity must be above 0 and at most 1, got {similarity:g}")
+    if timeout is not None and not timeout > 0:
+        raise BadInput(f"--timeout must be above 0 seconds, got {timeout:g}")
+
+
+def plan(store: "Store", *, since: str | None = None, min_cluster: int = DEFAULT_MIN_CLUSTER,
+         similarity: float = DEFAULT_SIMILARITY, embedder: "Embedder | None" = None) -> Plan:
+    """The clusters that would be distilled now."""
+    _check_options(min_cluster, similarity)
+    pool = candidates(episodes_mod.list_episodes(store, since=since), distilled_ids(store), clock.now())
+    if len(pool) < min_cluster:
+        return Plan([], len(pool), "", similarity, min_cluster)
+    source = neardup.items_source("distill", [(e.id, e.description) for e in pool])
+    report = neardup.scan(store, source, threshold=similarity, embedder=embedder)
+    pairs = [(p.a.id, p.b.id, p.score) for p in report.pairs]
+    return Plan(clusters(pool, pairs, min_cluster), len(pool), report.embedder, similarity, min_cluster, list(report.notes))
+
+
+def timeout_for(store: "Store", given: float | None) -> float:
+    if given is not None:
+        return given
+    value = (store.config.raw.get("distill", {}) or {}).get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise BadInput(f"memctl.toml: [distill] timeout must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _ensure_ledger(store: "Store") -> list[Path]:
+    """The distilled ledger; when this creates it, the paths to commit with the lessons."""
+    try:
+        ledger.open_ledger(store, LEDGER)
+        return []
+    except NotFound:
+        pass
+    try:
+        made = ledger.create(store, LEDGER, COLUMNS, unique="episode", commit_changes=False)
+    except Refused:
+        return []  # created by another process meanwhile
+    return [made.path, store.config_path]
+
+
+def _write(store: "Store", cluster: Cluster, answer: Answer) -> tuple[list[Path], str]:
+    """The lesson, then its episodes' lines in the distilled ledger; nothing committed yet."""
+    change = facts_mod.remember(store, fact_input(cluster, answer), commit_changes=False)
+    stamp = clock.stamp()
+    rows = [{"ts": stamp, "episode": i, "fact": cluster.fact_name} for i in cluster.ids]
+    appended = ledger.append(store, LEDGER, rows, commit_changes=False)
+    assert change.fact.path is not None
+    return [change.fact.path, store.index_path, appended.path], change.fact.name
+
+
+def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_cluster: int = DEFAULT_MIN_CLUSTER,
+            similarity: float = DEFAULT_SIMILARITY, timeout: float | None = None, dry_run: bool = False,
+            embedder: "Embedder | None" = None, commit_changes: bool = True) -> Result:
+    """Ask the command for each cluster's lesson; write the valid ones (one commit), report the others."""
+    argv = parse_command(llm_cmd)
+    seconds = timeout_for(store, timeout)
+    _check_options(min_cluster, similarity, seconds)
+    made = plan(store, since=since, min_cluster=min_cluster, similarity=similarity, embedder=embedder)
+    outcomes: list[Outcome] = []
+    touched: list[Path] = []
+    for cluster in made.clusters:
+        try:
+            answer = parse_answer(run_command(argv, prompt(cluster), seconds, cwd=store.root))
+        except BadAnswer as exc:
+            outcomes.append(Outcome(cluster, "rejected", exc.reason))
+            continue
+        if dry_run:
+            outcomes.append(Outcome(cluster, "planned", fact=cluster.fact_name, answer=answer))
+            continue
+        try:
+            touched += _ensure_ledger(store)
+            paths, name = _write(store, cluster, answer)
+        except (Refused, BadInput) as exc:
+            outcomes.append(Outcome(cluster, "rejected", exc.message, answer=answer))
+            continue
+        touched += paths
+        outcomes.append(Outcome(cluster, "created", fact=name, answer=answer))
+    created = [o for o in outcomes if o.status == "created"]
+    sha = commit(store, touched, _message(created), enabled=commit_changes) if touched else None
+    return Result(made, outcomes, sha)
+
+
+def _message(created: Sequence[Outcome]) -> str:
+    if not created:
+        return f"ledger: create {LEDGER}"
+    count = sum(len(o.cluster.episodes) for o in created)
+    lines = [f"memory: distill {len(created)} lesson{'s' if len(created) != 1 else ''} from {count} episodes", ""]
+    lines += [f"{o.fact} <- {', '.join(o.cluster.ids)}" for o in created]
+    return "\n".join(lines)
