@@ -78,18 +78,26 @@ def run(name: str, pairs: list, specs: list[str]) -> list[dict]:
         cal = neardup.calibrate(None, pairs, embedder=embedder)
         seconds = time.perf_counter() - started
         best_any = max(cal.points, key=lambda p: p.f1)
+        at80 = [p for p in cal.points if p.precision >= 0.8 and p.tp > 0]
+        p80 = max(at80, key=lambda p: p.f1) if at80 else None
         rec = cal.recommended
         row = {
             "data": name, "embedder": cal.embedder, "model": cal.model, "pairs": cal.pairs, "positives": cal.positives,
             "threshold": rec.threshold if rec else None, "precision": rec.precision if rec else None,
             "recall": rec.recall if rec else None, "f1": rec.f1 if rec else None, "target_met": cal.target_met,
-            "best_f1": best_any.f1, "best_f1_threshold": best_any.threshold, "seconds": round(seconds, 1),
+            "best_f1": best_any.f1, "best_f1_threshold": best_any.threshold,
+            "best_f1_precision": best_any.precision, "best_f1_recall": best_any.recall,
+            "p80_threshold": p80.threshold if p80 else None, "p80_precision": p80.precision if p80 else None,
+            "p80_recall": p80.recall if p80 else None, "p80_f1": p80.f1 if p80 else None,
+            "seconds": round(seconds, 1),
         }
         results.append(row)
         print(
             f"{name}\t{cal.embedder}\tpairs {cal.pairs} (+{cal.positives})\t"
             f"threshold {row['threshold']}\tP {row['precision']}\tR {row['recall']}\tF1 {row['f1']}\t"
-            f"(best F1 {best_any.f1} at {best_any.threshold}){'' if cal.target_met else ' precision 0.9 not reached'}\t{seconds:.0f}s",
+            f"(best F1 {best_any.f1} at {best_any.threshold}: P {best_any.precision} R {best_any.recall})\t"
+            f"(precision >= 0.8: {row['p80_threshold']} P {row['p80_precision']} R {row['p80_recall']} F1 {row['p80_f1']})"
+            f"{'' if cal.target_met else ' precision 0.9 not reached'}\t{seconds:.0f}s",
             flush=True,
         )
     return results

@@ -223,3 +223,20 @@ def test_fact_candidates_never_fail(store, monkeypatch):
 
     monkeypatch.setattr(embed, "choose", broken)
     assert neardup.fact_candidates(store, "anything") is None
+
+
+def test_saving_a_threshold_keeps_the_users_text(tmp_path):
+    from memctl import config
+
+    path = tmp_path / "memctl.toml"
+    path.write_text('# mine\n[embedding.thresholds]\n"e5-small-q4" = 0.9  # tuned by hand\nother = 0.5\n\n[git]\ncommit = false\n', encoding="utf-8")
+    config.save_threshold(path, "e5-small-q4", 0.951)
+    config.save_threshold(path, "/models/x", 0.8)
+    text = path.read_text(encoding="utf-8")
+    assert text == '# mine\n[embedding.thresholds]\ne5-small-q4 = 0.951\nother = 0.5\n"/models/x" = 0.8\n\n[git]\ncommit = false\n'
+    inline = tmp_path / "inline.toml"
+    inline.write_text("[embedding]\nthresholds = { a = 1 }\n", encoding="utf-8")
+    with pytest.raises(BadInput, match="cannot add") as caught:
+        config.save_threshold(inline, "b", 0.5)
+    assert caught.value.hint == "add it by hand"
+    assert inline.read_text(encoding="utf-8") == "[embedding]\nthresholds = { a = 1 }\n"
