@@ -1,0 +1,259 @@
+"""Recall and context latency (issue 6), measured beside `grep -rl` and `python -c pass`.
+
+    python bench/bench_recall.py [--facts 10000] [--episodes 50000] [--runs 10] [--strict]
+                                 [--query "deploy schedule"] [--word deploy] [--keep]
+
+Builds a throwaway git store: N fact files (half Japanese, half English
+descriptions and bodies) written directly with memctl.fact.render and indexed
+once by facts.reindex (N `remember` calls would take too long), and M episodes
+appended to ledgers/episodes.tsv by one ledger.append. Runs every command once
+to warm the caches (.memctl/facts.json, the page cache, the bytecode cache),
+then times, interleaved so machine noise hits all alike:
+
+  - python -c pass                                   (the floor: interpreter start-up)
+  - memctl recall QUERY on an empty store            (memctl's own floor: imports, CLI)
+  - grep -rl WORD memory/ ledgers/                   (the same files, no ranking)
+  - memctl recall QUERY --mode keyword --no-log                      (budget <= 300 ms)
+  - memctl recall QUERY --source all --mode keyword --no-log         (budget <= 300 ms)
+  - memctl context --query QUERY --mode keyword --no-log --budget 4000 (budget <= 300 ms)
+
+Reports medians, minimums and ratios to grep and to python start-up, with
+PASS/FAIL per budget; --strict exits 1 on a miss. memctl runs with a bytecode
+cache in the temp dir, as an installed package would (pip compiles .pyc
+files); --no-bytecode-cache measures it with the environment as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+BUDGET_MS = 300.0
+FACT_TYPES = ("user", "feedback", "project", "reference", "procedure")
+EPISODE_TYPES = ("decision", "error", "success", "feedback", "conflict")
+EN_WORDS = (
+    "deploy schedule backup retry queue cache index migration release review report invoice budget "
+    "latency timeout token quota webhook cron pipeline staging database replica snapshot rollback "
+    "feature flag monitor alert dashboard article title draft publish editor image thumbnail upload "
+    "customer ticket refund contract meeting agenda summary translation glossary style guide test "
+    "coverage lint format branch merge conflict tag version changelog license audit secret rotation"
+).split()
+JA_WORDS = (
+    "記事 公開 予約 投稿 見出し 画像 要約 翻訳 用語 校正 締切 会議 議事録 請求 予算 契約 顧客 "
+    "問い合わせ 返金 障害 復旧 監視 通知 設定 更新 削除 移行 検証 試験 手順 担当 承認 申請 在庫 "
+    "発注 配送 朝 夜 週末 月末 毎日 毎週 優先 重要 注意 確認 報告 共有 保存 整理 分類"
+).split()
+JA_TEMPLATES = (
+    "{a}の{b}は{c}の前に行い、{d}を必ず確認する",
+    "{a}と{b}の{c}は週に一度まとめて{d}する",
+    "{a}で{b}が起きたら、まず{c}を止めて{d}を見る",
+    "{a}の{b}は担当者が{c}してから{d}に回す",
+)
+EN_TEMPLATES = (
+    "Run the {a} {b} before the {c}, and check the {d} first",
+    "The {a} {b} waits for the {c} {d} to finish",
+    "When the {a} fails, pause the {b} and look at the {c} {d}",
+    "Keep every {a} {b} under the {c} limit unless the {d} says otherwise",
+)
+
+
+def memctl_command() -> list[str]:
+    script = Path(sys.executable).with_name("memctl")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memctl"]
+
+
+def _sentence(rng: random.Random, japanese: bool) -> str:
+    words = JA_WORDS if japanese else EN_WORDS
+    template = rng.choice(JA_TEMPLATES if japanese else EN_TEMPLATES)
+    return template.format(**{key: rng.choice(words) for key in "abcd"})
+
+
+def _stamp(now, rng: random.Random, max_days: int) -> str:
+    return (now - timedelta(days=rng.uniform(0, max_days))).isoformat(timespec="seconds")
+
+
+def write_facts(store, count: int, rng: random.Random) -> None:
+    from memctl import clock, fact as fact_mod
+
+    now = clock.now()
+    for i in range(count):
+        japanese = i % 2 == 1
+        fact_type = FACT_TYPES[i % len(FACT_TYPES)]
+        created = _stamp(now, rng, 730)
+        metadata = {
+            "type": fact_type,
+            "importance": round(rng.uniform(0.3, 0.9), 2),
+            "confidence": round(rng.uniform(0.5, 1.0), 2),
+            "created": created,
+            "updated": max(created, _stamp(now, rng, 365)),
+            "tags": rng.sample(JA_WORDS if japanese else EN_WORDS, 2),
+        }
+        if i % 2000 == 0:
+            metadata["pinned"] = True
+        description = f"{_sentence(rng, japanese)}（規則{i}）" if japanese else f"Rule {i}: {_sentence(rng, japanese)}"
+        body = "\n".join(_sentence(rng, japanese) + ("。" if japanese else ".") for _ in range(rng.randint(2, 6)))
+        why = _sentence(rng, japanese)
+        how = _sentence(rng, not japanese)
+        name = f"fact-{i:05d}"
+        fact = fact_mod.Fact(
+            stem=name, front={"name": name, "description": description, "metadata": metadata},
+            body=fact_mod.compose_body(body, why, how), path=store.memory_dir / f"{name}.md",
+        )
+        fact.path.write_text(fact_mod.render(fact), encoding="utf-8")
+
+
+def episode_records(count: int, rng: random.Random) -> list[dict[str, str]]:
+    from memctl import clock
+
+    now = clock.now()
+    records = []
+    for i in range(count):
+        japanese = rng.random() < 0.5
+        kind = EPISODE_TYPES[i % len(EPISODE_TYPES)]
+        when = now - timedelta(seconds=(count - i) * 600)  # one every ten minutes, oldest first
+        records.append({
+            "id": f"ep-{when:%Y%m%d%H%M%S}-{i:05x}", "ts": when.isoformat(timespec="seconds"),
+            "agent": rng.choice(("claude", "codex", "cron", "human")), "type": kind,
+            "description": _sentence(rng, japanese),
+            "outcome": _sentence(rng, japanese) if rng.random() < 0.4 else "",
+            "importance": format(round(rng.uniform(0.3, 1.0), 2), "g"),
+            "tags": ",".join(rng.sample(JA_WORDS if japanese else EN_WORDS, 2)),
+            "refs": f"fact-{rng.randrange(10000):05d}" if rng.random() < 0.2 else "",
+        })
+    return records
+
+
+def build_store(root: Path, facts: int, episodes: int, env: dict[str, str]) -> None:
+    from memctl import episodes as episodes_mod, facts as facts_mod, ledger
+    from memctl.store import init_store, open_store
+
+    rng = random.Random(6)
+    init_store(root)
+    store = open_store(root)
+    write_facts(store, facts, rng)
+    facts_mod.reindex(store, commit_changes=False)
+    (store.state_dir / "STATE.md").write_text(
+        "# State\n\n- 記事の予約投稿: 毎朝9時\n- deploy freeze until the release review\n", encoding="utf-8")
+    if episodes:
+        episodes_mod.ensure_ledger(store, commit_changes=False)
+        ledger.append(store, episodes_mod.LEDGER, episode_records(episodes, rng), commit_changes=False)
+    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    subprocess.run([*git, "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "commit", "-qm", "bench store"], check=True, env=env)
+
+
+def time_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    took = (time.perf_counter() - start) * 1000
+    if proc.returncode not in (0, 1) or (proc.returncode == 1 and argv[0] != "grep"):
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr.decode(errors='replace')}")
+    return took
+
+
+def check_outputs(commands: dict[str, list[str]], env: dict[str, str], root: Path) -> dict[str, str]:
+    """What each command found, so the table shows nothing is timed doing nothing."""
+    seen = {}
+    for name, argv in commands.items():
+        if name == "python -c pass" or "empty store" in name:
+            continue
+        out = subprocess.run(argv, env=env, cwd=root, capture_output=True, text=True).stdout
+        if name.startswith("grep"):
+            seen[name] = f"{len(out.splitlines())} files"
+        elif name.startswith("memctl recall"):
+            seen[name] = f"{len(out.splitlines())} hits"  # one TSV line a hit when piped
+        else:
+            bundle = json.loads(subprocess.run([*argv, "--json"], env=env, cwd=root, capture_output=True, text=True).stdout)
+            parts = ", ".join(f"{section} {count}" for section, count in bundle["sections"].items())
+            seen[name] = f"{bundle['tokens']} tokens: {parts}; {bundle['dropped']} parts dropped"
+        if not out.strip():
+            raise SystemExit(f"{name} printed nothing: pick another --query / --word")
+    return seen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=10_000)
+    parser.add_argument("--episodes", type=int, default=50_000)
+    parser.add_argument("--runs", type=int, default=10, help="timed runs of each command (median)")
+    parser.add_argument("--query", default="deploy schedule", help="what recall and context look for")
+    parser.add_argument("--word", default=None, help="what grep looks for (default: the query's first word)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is missed")
+    parser.add_argument("--keep", action="store_true", help="keep the store (for profiling); its path is printed")
+    parser.add_argument("--no-bytecode-cache", action="store_true", help="do not give memctl a .pyc cache")
+    args = parser.parse_args()
+    word = args.word or args.query.split()[0]
+
+    tmp = Path(tempfile.mkdtemp(prefix="memctl-bench-recall-"))
+    env = dict(os.environ, MEMCTL_NO_COMMIT="1")
+    env.pop("MEMCTL_ROOT", None)
+    if not args.no_bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    try:
+        root = tmp / "store"
+        print(f"building a store of {args.facts} facts and {args.episodes} episodes in {root} ...", file=sys.stderr)
+        start = time.perf_counter()
+        build_store(root, args.facts, args.episodes, env)
+        print(f"built in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        memctl = [*memctl_command(), "--root", str(root)]
+        empty = tmp / "empty"
+        subprocess.run([*memctl_command(), "init", "--no-git", str(empty)], env=env, check=True, capture_output=True)
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "memctl recall, empty store": [*memctl_command(), "--root", str(empty), "recall", args.query, "--mode",
+                                           "keyword", "--no-log"],
+            f"grep -rl {word} memory/ ledgers/": ["grep", "-rl", word, "memory/", "ledgers/"],
+            "memctl recall (facts)": [*memctl, "recall", args.query, "--mode", "keyword", "--no-log"],
+            "memctl recall --source all": [*memctl, "recall", args.query, "--source", "all", "--mode", "keyword", "--no-log"],
+            "memctl context --query": [*memctl, "context", "--query", args.query, "--mode", "keyword", "--no-log",
+                                       "--budget", "4000"],
+        }
+        budgets = {name: BUDGET_MS for name in commands if name.startswith("memctl") and "empty" not in name}
+        for argv in commands.values():  # warm: .memctl/facts.json, page cache, bytecode cache
+            time_once(argv, env, root)
+        found = check_outputs(commands, env, root)
+        samples: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, argv in commands.items():
+                samples[name].append(time_once(argv, env, root))
+        if (root / "ledgers" / "access.tsv").exists():
+            raise SystemExit("--no-log wrote ledgers/access.tsv")
+    finally:
+        if args.keep:
+            print(f"store kept in {tmp / 'store'}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    floor = statistics.median(samples["python -c pass"])
+    grep = statistics.median(samples[f"grep -rl {word} memory/ ledgers/"])
+    missed = False
+    print(f"{'command':<32} {'median ms':>10} {'min ms':>8} {'x grep':>7} {'x python':>9} {'budget':>7}  result  found")
+    for name, values in samples.items():
+        median = statistics.median(values)
+        budget = budgets.get(name)
+        verdict = ""
+        if budget is not None:
+            verdict = "PASS" if median <= budget else "FAIL"
+            missed |= median > budget
+        print(f"{name:<32} {median:>10.1f} {min(values):>8.1f} {median / grep:>7.2f} {median / floor:>9.2f} "
+              f"{budget or '':>7}  {verdict:<6}  {found.get(name, '')}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"({args.runs} interleaved runs each; {args.facts} facts, {args.episodes} episodes; query {args.query!r}; "
+          f"warm caches, keyword path; {os.cpu_count()} cores, load average {load:.1f}; "
+          f"bytecode cache: {'no' if args.no_bytecode_cache else 'yes'})")
+    return 1 if missed and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
