@@ -73,6 +73,8 @@ class Scored:
 # ---------------------------------------------------------------- records
 
 def _split_list(text: str) -> tuple[str, ...]:
+    if not text:
+        return ()
     return tuple(item for item in (part.strip() for part in text.split(",")) if item)
 
 

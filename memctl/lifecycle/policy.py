@@ -14,6 +14,7 @@ has the grammar, the fields and the defaults.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
@@ -287,14 +288,14 @@ def _shown(token: Token) -> str:
 # ---------------------------------------------------------------- compiling
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq, "!=": operator.ne,
 }
 
 Values = Mapping[str, Any]
 
 
 def _compile(node) -> Callable[[Values], Any]:
+    """Nested closures, specialised for the common shapes (field op literal): planning runs them 100,000s of times."""
     if isinstance(node, Field):
         name = node.name
         return lambda v: v[name]
@@ -302,7 +303,11 @@ def _compile(node) -> Callable[[Values], Any]:
         value = node.value
         return lambda v: value
     if isinstance(node, Compare):
-        op, left, right = _OPS[node.op], _compile(node.left), _compile(node.right)
+        op = _OPS[node.op]
+        if isinstance(node.left, Field) and isinstance(node.right, Literal):
+            name, value = node.left.name, node.right.value
+            return lambda v: op(v[name], value)
+        left, right = _compile(node.left), _compile(node.right)
         return lambda v: op(left(v), right(v))
     if isinstance(node, Has):
         left, right = _compile(node.left), _compile(node.right)
@@ -310,13 +315,21 @@ def _compile(node) -> Callable[[Values], Any]:
     if isinstance(node, Not):
         item = _compile(node.item)
         return lambda v: not item(v)
-    if isinstance(node, And):
-        items = tuple(_compile(i) for i in node.items)
-        return lambda v: all(f(v) for f in items)
-    if isinstance(node, Or):
-        items = tuple(_compile(i) for i in node.items)
-        return lambda v: any(f(v) for f in items)
+    if isinstance(node, (And, Or)):
+        parts = [_compile(i) for i in node.items]
+        chained = parts[-1]
+        for part in reversed(parts[:-1]):
+            chained = _and(part, chained) if isinstance(node, And) else _or(part, chained)
+        return chained
     raise TypeError(f"not a condition node: {node!r}")
+
+
+def _and(first: Callable[[Values], Any], rest: Callable[[Values], Any]) -> Callable[[Values], Any]:
+    return lambda v: first(v) and rest(v)
+
+
+def _or(first: Callable[[Values], Any], rest: Callable[[Values], Any]) -> Callable[[Values], Any]:
+    return lambda v: first(v) or rest(v)
 
 
 @dataclass(frozen=True)
