@@ -7,6 +7,7 @@ usual cheap substitute for a morphological analyser.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -18,9 +19,19 @@ _CJK = (
     "\uf900-\ufaff"  # compatibility ideographs
     "\u3005\u3006\u30fc"  # 々 〆 ー
 )
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W{_CJK}_]+(?:['’][^\W_]+)*", re.UNICODE)
-_CJK_RE = re.compile(rf"[{_CJK}]")
 _SPACE_RE = re.compile(r"\s+")
+
+
+@functools.cache
+def _token_re() -> re.Pattern[str]:
+    # Compiled on first use: the Unicode classes cost ~10 ms, which every
+    # command would otherwise pay at import time.
+    return re.compile(rf"[{_CJK}]+|[^\W{_CJK}_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+
+@functools.cache
+def _cjk_re() -> re.Pattern[str]:
+    return re.compile(rf"[{_CJK}]")
 
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have in into is it its of on or "
@@ -35,15 +46,16 @@ def normalize(text: str) -> str:
 
 
 def has_cjk(text: str) -> bool:
-    return bool(_CJK_RE.search(text))
+    return bool(_cjk_re().search(text))
 
 
 def tokens(text: str) -> list[str]:
     """Tokens for keyword matching: words, and bigrams over kana/kanji runs."""
     out: list[str] = []
-    for match in _TOKEN_RE.finditer(normalize(text)):
+    cjk = _cjk_re()
+    for match in _token_re().finditer(normalize(text)):
         run = match.group(0)
-        if _CJK_RE.match(run):
+        if cjk.match(run):
             if len(run) == 1:
                 out.append(run)
             else:
@@ -72,6 +84,6 @@ def estimate_tokens(text: str) -> int:
     BPE tokenisers spend about one token per Japanese character but pack about four
     characters of English into one; counting len/4 for Japanese would undercount 4x.
     """
-    cjk = len(_CJK_RE.findall(text))
+    cjk = len(_cjk_re().findall(text))
     other = len(text) - cjk
     return cjk + (other + 3) // 4

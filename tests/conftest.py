@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memctl.cli import app
+from memctl.cli import load_commands
 from memctl.store import init_store, open_store
+
+app = load_commands()  # every command, as `memctl --help` shows them
 
 REPO = Path(__file__).resolve().parent.parent
 

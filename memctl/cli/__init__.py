@@ -79,9 +79,50 @@ def _root(
     ctx.obj = {"root": root}
 
 
-# Each module registers its commands on `app` when imported.
-from . import consolidate, facts, jobs, ledger, lifecycle, recall, state, vectors  # noqa: E402,F401
+# Which module registers each top-level command. `memctl CMD ...` imports only
+# that module, because start-up is a budget (every module costs import time);
+# `--help`, no command or an unknown one import them all. A test checks that
+# this table matches what the modules register.
+COMMAND_MODULES = {
+    "init": "facts", "remember": "facts", "show": "facts", "list": "facts", "forget": "facts",
+    "index": "facts", "doctor": "facts", "log": "facts",
+    "ledger": "ledger", "episode": "ledger",
+    "near-dup": "vectors", "cache": "vectors", "embed-server": "vectors",
+    "state": "state", "schedule": "jobs", "run-job": "jobs",
+    "recall": "recall", "context": "recall", "audit": "recall", "pin": "recall", "unpin": "recall",
+    "restore": "lifecycle",
+    "consolidate": "consolidate", "conflicts": "consolidate", "distill": "consolidate", "procedure": "consolidate",
+}
+MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate")
+
+
+def _command_name(argv: list[str]) -> str | None:
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--root":
+            i += 2
+        elif arg.startswith("--root="):
+            i += 1
+        elif arg.startswith("-"):
+            return None  # --help, --version, or a typo that click will report
+        else:
+            return arg
+    return None
+
+
+def load_commands(argv: list[str] | None = None) -> typer.Typer:
+    """Register the commands `argv` needs (all of them when argv is None) on `app`."""
+    import importlib
+
+    name = _command_name(argv) if argv is not None else None
+    for module in [COMMAND_MODULES[name]] if name in COMMAND_MODULES else MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    return app
 
 
 def main() -> None:
+    import sys
+
+    load_commands(sys.argv[1:])
     app()

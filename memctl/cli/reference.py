@@ -18,8 +18,9 @@ def render() -> str:
     import typer.main
     from typer.testing import CliRunner
 
-    from . import app
+    from . import load_commands
 
+    app = load_commands()
     root = typer.main.get_command(app)
     runner = CliRunner()
     env = {"COLUMNS": "100", "TERM": "dumb", "MEMCTL_FORCE_TTY": "0"}
