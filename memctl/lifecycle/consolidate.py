@@ -238,7 +238,7 @@ def judge(a: str, b: str, text_a: str, text_b: str, score: float, rules: Rules,
 @dataclass(frozen=True)
 class Merge:
     survivor: "Fact"
-    absorbed: tuple["Fact", ...]
+    absorbed: tuple["Fact", ...]  # by file name
     pairs: tuple[Judged, ...]  # the judged pairs inside the cluster
     tags: tuple[str, ...] | None  # the survivor's tags after the merge; None: unchanged
     source: str | None  # the survivor's source after the merge; None: unchanged
@@ -329,7 +329,7 @@ def survivor_order(facts: Sequence["Fact"]) -> list["Fact"]:
 
 def _merge_for(members: Sequence["Fact"], judged: dict[frozenset[str], Judged]) -> Merge:
     ordered = survivor_order(members)
-    survivor, absorbed = ordered[0], tuple(ordered[1:])
+    survivor, absorbed = ordered[0], tuple(sorted(ordered[1:], key=lambda f: f.stem))
     tags = list(dict.fromkeys(t for f in ordered for t in f.tags))
     sources = list(dict.fromkeys(str(f.meta("source")).strip() for f in ordered if f.meta("source")))
     source = "; ".join(sources) or None
