@@ -170,13 +170,8 @@ def episode_values(episode: episodes_mod.Episode, *, now: datetime, count: int,
 
 # ---------------------------------------------------------------- the plan (pure)
 
-def protected_by(item: Item, never: Sequence[policy_mod.NeverClass]) -> str | None:
-    """The never-forget class covering the item, or None."""
-    return _protector(never)(item)
-
-
-def _protector(never: Sequence[policy_mod.NeverClass]):
-    """protected_by with the classes turned into lookups once (plan asks for every matching item)."""
+def _protector(never: Sequence[policy_mod.NeverClass]) -> Callable[[Item], str | None]:
+    """item -> the never-forget class covering it, or None; the classes turned into lookups once."""
     by_type: dict[str, str] = {}
     by_tag: dict[str, str] = {}
     rank = {cls.name: n for n, cls in enumerate(never)}

@@ -368,18 +368,12 @@ class Policy:
         extra = ("idle_days",) if self.grace_days > 0 and "idle_days" not in self.condition.fields else ()
         return self.condition.fields + extra
 
-    def matches(self, values: Values) -> bool:
-        return values["idle_days"] >= self.grace_days and self.condition(values)
-
 
 @dataclass(frozen=True)
 class NeverClass:
     name: str
     types: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-
-    def covers(self, item_type: str, tags) -> bool:
-        return item_type in self.types or any(t in self.tags for t in tags)
 
 
 @dataclass(frozen=True)
