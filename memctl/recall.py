@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
-from . import clock, search
+from . import clock
 from .errors import BadInput
 from .store import Store
 
@@ -276,6 +276,12 @@ def _vector_scores(store: Store, conn, embedder, kinds, allowed: list[int], quer
     return results
 
 
+def _normalised(raw: dict[int, float]) -> dict[int, float]:
+    """BM25 scores scaled into [0, 1] by the best one (the best match gets 1.0)."""
+    top = max(raw.values(), default=0.0)
+    return {doc: (value / top if top > 0 else 0.0) for doc, value in raw.items()}
+
+
 def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
            fact_type: str | None = None, tag: str | None = None, since: str | None = None,
            include_all: bool = False, log: bool = True, command: str = "recall") -> tuple[Corpus, list[list[Hit]]]:
@@ -312,7 +318,7 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
             corpus.vector_backend = embedder.backend
         use = chosen if embedder is not None else "keyword"
         for query, vec in zip(queries, vector):
-            keyword = search.normalised(rindex.keyword(conn, query, limit=CANDIDATES, **filters))
+            keyword = _normalised(rindex.keyword(conn, query, limit=CANDIDATES, **filters))
             if use == "keyword":
                 relevance = keyword
             elif use == "vector":
