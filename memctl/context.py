@@ -26,7 +26,8 @@ SECTIONS = {
     "episodes": "## Relevant episodes",
     "stale": "## May be stale — verify before use",
 }
-ORDER = list(SECTIONS)  # the order sections are printed in (not their priority)
+ORDER = list(SECTIONS)
+STALE_LIMIT = 100  # the order sections are printed in (not their priority)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,8 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
 
     cutoff = clock.now().timestamp() - stale_days * 86400
     parts = []
-    for doc in rindex.live_facts_where(conn, "ts IS NOT NULL AND ts < ?", [cutoff], order="ts, key"):
+    # The oldest STALE_LIMIT only: a longer list would not fit any sensible budget.
+    for doc in rindex.live_facts_where(conn, "ts IS NOT NULL AND ts < ?", [cutoff], order=f"ts, key LIMIT {STALE_LIMIT}"):
         if doc.key in shown:
             continue
         day = datetime.fromtimestamp(doc.ts).astimezone().date().isoformat()
@@ -135,12 +137,12 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         parts = _pinned_parts(store, conn) + _state_parts(store)
         pinned_keys = {p.key for p in parts if p.section == "pinned"}
         if query:
-            _, (fact_hits,) = recall_mod.recall(store, [query], k=k, source="facts", mode=mode, log=False)
+            _, (fact_hits,) = recall_mod.answer(store, conn, [query], k=k, source="facts", mode=mode)
             for hit in fact_hits:
                 text = None if hit.item.key in pinned_keys else _file_text(store, hit.item.path)
                 if text is not None:
                     parts.append(Part("facts", f"### {hit.item.path} (score {hit.score:.2f})\n{text}", hit.item.key))
-            _, (episode_hits,) = recall_mod.recall(store, [query], k=k, source="episodes", mode=mode, log=False)
+            _, (episode_hits,) = recall_mod.answer(store, conn, [query], k=k, source="episodes", mode=mode)
             for hit in episode_hits:
                 when = hit.item.when.date().isoformat() if hit.item.when else "?"
                 parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.description} ({hit.item.path})", hit.item.key))

@@ -288,6 +288,20 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
     """Answer each query from the recall index; log one access row per query."""
     from . import rindex
 
+    with rindex.opened(store) as conn:
+        corpus, results = answer(store, conn, queries, k=k, source=source, mode=mode, fact_type=fact_type,
+                                 tag=tag, since=since, include_all=include_all)
+    if log:
+        log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
+    return corpus, results
+
+
+def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
+           fact_type: str | None = None, tag: str | None = None, since: str | None = None,
+           include_all: bool = False) -> tuple[Corpus, list[list[Hit]]]:
+    """The hits for each query, from an index already opened (rindex.opened)."""
+    from . import rindex
+
     if k < 1:
         raise BadInput("--k must be at least 1")
     kinds = _kinds(source)
@@ -311,44 +325,41 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
     embedder = _embedder(store, corpus, required=chosen == "vector") if chosen != "keyword" else None
     filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": after}
     results: list[list[Hit]] = []
-    with rindex.opened(store) as conn:
-        vector: list[dict[int, float]] = [{} for _ in queries]
-        if embedder is not None:
-            vector = _vector_scores(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
-            corpus.vector_backend = embedder.backend
-        use = chosen if embedder is not None else "keyword"
-        for query, vec in zip(queries, vector):
-            keyword = _normalised(rindex.keyword(conn, query, limit=CANDIDATES, **filters))
-            if use == "keyword":
-                relevance = keyword
-            elif use == "vector":
-                relevance = vec
-            else:
-                relevance = {i: 0.5 * keyword.get(i, 0.0) + 0.5 * vec.get(i, 0.0) for i in set(keyword) | set(vec)}
-            candidates = [i for i in sorted(relevance, key=lambda i: (-relevance[i], i)) if relevance[i] > 0][:CANDIDATES]
-            found = rindex.docs(conn, candidates)
-            stats, most = rindex.access(conn, [found[i].key for i in candidates if i in found])
-            hits = []
-            for i in candidates:
-                item = _item(found[i], now_ts)
-                if item.status == "expired" and not include_all:
-                    continue
-                count, last_ts = stats.get(item.key, (0, None))
-                last_access = datetime.fromtimestamp(last_ts).astimezone() if last_ts else None
-                last = max(filter(None, [item.when, last_access]), default=None)
-                factors = {
-                    "relevance": relevance[i],
-                    "importance": item.importance,
-                    "confidence": item.confidence,
-                    "recency": recency(last, now, settings.half_life_days),
-                    "frequency": frequency(count, most),
-                }
-                score = sum(settings.weights[name] * value for name, value in factors.items())
-                hits.append(Hit(item, score, factors, keyword.get(i, 0.0), vec.get(i) if embedder is not None else None))
-            hits.sort(key=lambda h: (-h.score, h.item.path))
-            results.append(hits[:k])
-    if log:
-        log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
+    vector: list[dict[int, float]] = [{} for _ in queries]
+    if embedder is not None:
+        vector = _vector_scores(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
+        corpus.vector_backend = embedder.backend
+    use = chosen if embedder is not None else "keyword"
+    for query, vec in zip(queries, vector):
+        keyword = _normalised(rindex.keyword(conn, query, limit=CANDIDATES, **filters))
+        if use == "keyword":
+            relevance = keyword
+        elif use == "vector":
+            relevance = vec
+        else:
+            relevance = {i: 0.5 * keyword.get(i, 0.0) + 0.5 * vec.get(i, 0.0) for i in set(keyword) | set(vec)}
+        candidates = [i for i in sorted(relevance, key=lambda i: (-relevance[i], i)) if relevance[i] > 0][:CANDIDATES]
+        found = rindex.docs(conn, candidates)
+        stats, most = rindex.access(conn, [found[i].key for i in candidates if i in found])
+        hits = []
+        for i in candidates:
+            item = _item(found[i], now_ts)
+            if item.status == "expired" and not include_all:
+                continue
+            count, last_ts = stats.get(item.key, (0, None))
+            last_access = datetime.fromtimestamp(last_ts).astimezone() if last_ts else None
+            last = max(filter(None, [item.when, last_access]), default=None)
+            factors = {
+                "relevance": relevance[i],
+                "importance": item.importance,
+                "confidence": item.confidence,
+                "recency": recency(last, now, settings.half_life_days),
+                "frequency": frequency(count, most),
+            }
+            score = sum(settings.weights[name] * value for name, value in factors.items())
+            hits.append(Hit(item, score, factors, keyword.get(i, 0.0), vec.get(i) if embedder is not None else None))
+        hits.sort(key=lambda h: (-h.score, h.item.path))
+        results.append(hits[:k])
     return corpus, results
 
 
