@@ -49,8 +49,12 @@ if "$memctl" ledger --help >/dev/null 2>&1; then
   run episode recall "ledger decision"
 fi
 if "$memctl" near-dup --help >/dev/null 2>&1; then
-  step "memctl near-dup 'MCPサーバーのデバッグ手法' --ledger article-themes --column theme"
-  "$memctl" near-dup "MCPサーバーのデバッグ手法" --ledger article-themes --column theme || echo "(exit $?: near-duplicate found)" >&2
+  # exit 0 = new, 1 = near-duplicate; the scores and the lexical overlap are for the caller to judge
+  for text in "MCPサーバーのデバッグ手法" "MCPサーバーのテストとデバッグ方法 — stdioの挙動を追う" "猫の餌の選び方"; do
+    step "memctl near-dup '$text' --ledger article-themes --column theme"
+    code=0; "$memctl" near-dup "$text" --ledger article-themes --column theme --top 2 || code=$?
+    echo "(exit $code)" >&2
+  done
 fi
 
 if "$memctl" state --help >/dev/null 2>&1; then
