@@ -200,7 +200,23 @@ def _unit(value: float | None, label: str) -> float | None:
     return float(value)
 
 
+def _check_text(value: str | None, label: str) -> None:
+    """Arguments that are not valid UTF-8 arrive as surrogates: refuse them before anything is written."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{label} is not valid UTF-8", hint="check the terminal's or the caller's encoding") from None
+
+
 def _check_input(spec: FactInput) -> None:
+    for label in ("description", "type", "body", "why", "how", "source", "expires"):
+        _check_text(getattr(spec, label), f"--{label}")
+    for tag in spec.tags or ():
+        _check_text(tag, "--tag")
+    for old in spec.supersedes:
+        _check_text(old, "--supersedes")
     fact_mod.validate_name(spec.name)
     if spec.description is not None:
         fact_mod.validate_description(spec.description)
@@ -271,9 +287,16 @@ def _updated_fact(current: fact_mod.Fact, spec: FactInput) -> fact_mod.Fact:
 
 
 def _archive_path(store: Store, fact: fact_mod.Fact) -> Path:
+    """A name in memory/archive/ that no file has: an archived fact is never overwritten."""
     target = store.archive_dir / fact.file_name
-    if target.exists():
-        target = store.archive_dir / f"{fact.stem}.{clock.now().strftime('%Y%m%dT%H%M%S')}.md"
+    if not target.exists():
+        return target
+    stamp = clock.now().strftime("%Y%m%dT%H%M%S")
+    target = store.archive_dir / f"{fact.stem}.{stamp}.md"
+    counter = 2
+    while target.exists():
+        target = store.archive_dir / f"{fact.stem}.{stamp}-{counter}.md"
+        counter += 1
     return target
 
 
@@ -304,10 +327,32 @@ def _refuse_uncommitted(store: Store, paths: list[Path], enabled: bool) -> None:
             )
 
 
+def _refuse_hand_edited_index(store: Store, enabled: bool) -> None:
+    """MEMORY.md's text outside the generated block is the user's: never commit uncommitted edits of it.
+
+    Changes inside the block are memctl's own (e.g. a process killed before its
+    commit) and are simply regenerated.
+    """
+    if not enabled or not commit_enabled(store) or gitstore.git_executable() is None:
+        return
+    if not store.index_path.exists() or gitstore.toplevel(store.root) is None:
+        return
+    if not gitstore.dirty_paths(store.root, [store.index_path]):
+        return
+    committed = gitstore.committed_text(store.root, store.index_path)
+    current = store.index_path.read_text(encoding="utf-8", errors="replace")
+    if committed is not None and index_mod.outside_block(committed) != index_mod.outside_block(current):
+        raise Refused(
+            f"{store.rel(store.index_path)} has uncommitted edits outside the memctl block",
+            hint="commit or discard them first, or use --no-commit",
+        )
+
+
 def _write_index(store: Store, facts: list[fact_mod.Fact]) -> Path:
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
-    new = index_mod.regenerate(current, facts)
+    gone = {p.name for p in store.archive_dir.glob("*.md")} if store.archive_dir.is_dir() else set()
+    new = index_mod.regenerate(current, facts, archived=gone)
     if new != current:
         atomic_write(path, new)
     return path
@@ -378,6 +423,7 @@ def remember(
                     hint="check it; --update or --supersedes it, or drop --strict",
                 )
         _refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)
+        _refuse_hand_edited_index(store, commit_changes)
         now = clock.stamp()
         if existing is None:
             new = _new_fact(store, spec, now)
@@ -497,12 +543,14 @@ def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = T
 
 
 def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) -> Change:
+    _check_text(reason, "--reason")
     if not reason or not reason.strip() or any(c in reason for c in "\n\r"):
         raise BadInput("--reason must be one non-empty line", hint="say why this fact is forgotten")
     with store.lock():
         facts = live_facts(store)
         target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")
         _refuse_uncommitted(store, [target.path], commit_changes)
+        _refuse_hand_edited_index(store, commit_changes)
         moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
         touched.append(_write_index(store, [f for f in facts if f.stem != target.stem]))
         sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)

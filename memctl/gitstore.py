@@ -94,7 +94,8 @@ def _run(repo, *args: str, env: dict[str, str] | None = None) -> str:
     delay = 0.02
     while True:
         try:
-            return repo.git.execute(["git", *args], env=env or None)
+            # Paths are file names, never patterns: `note[1].md` must not match `note1.md`.
+            return repo.git.execute(["git", "--literal-pathspecs", *args], env=env or None)
         except git.GitCommandError as exc:
             stderr = str(exc.stderr or "")
             if "index.lock" in stderr and time.monotonic() < deadline:
@@ -238,3 +239,16 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
         parent_ids = tuple(parents.split())
         history.append(FileVersion(sha, subject, data_at(sha), parent_ids, tuple(data_at(p) for p in parent_ids)))
     return history
+
+
+def committed_text(root: Path, path: Path) -> str | None:
+    """The text of `path` at HEAD, or None when it is not committed."""
+    repo = _repo(root)
+    if repo is None:
+        return None
+    rel = os.path.relpath(path, Path(repo.working_tree_dir))
+    try:
+        blob = repo.head.commit.tree / rel
+    except (KeyError, ValueError):
+        return None
+    return blob.data_stream.read().decode("utf-8", errors="replace")

@@ -74,8 +74,33 @@ def parse_lines(text: str) -> list[IndexLine]:
     return found
 
 
-def regenerate(text: str, facts: list[Fact]) -> str:
-    """MEMORY.md with the block replaced; text outside the markers is kept byte for byte."""
+def outside_block(text: str) -> str:
+    """The text outside the generated block (what belongs to the user)."""
+    lines = text.split("\n")
+    stripped = [line.strip() for line in lines]
+    if BEGIN in stripped and END in stripped[stripped.index(BEGIN) :]:
+        start = stripped.index(BEGIN)
+        end = stripped.index(END, start)
+        lines = lines[:start] + lines[end + 1 :]
+    return "\n".join(lines)
+
+
+def regenerate(text: str, facts: list[Fact], archived: set[str] = frozenset()) -> str:
+    """MEMORY.md with the block replaced; text outside the markers is kept byte for byte.
+
+    The one exception: a hand-written line pointing at a file that memctl has
+    archived (`archived`: file names in archive/) is dropped, since it would
+    otherwise list a forgotten fact.
+    """
+    if archived:
+        live = {f.file_name for f in facts}
+        kept = []
+        for line in text.split("\n"):
+            match = _LINE_RE.match(line)
+            if match and match.group("target") in archived and match.group("target") not in live:
+                continue
+            kept.append(line)
+        text = "\n".join(kept)
     block = render_block(facts)
     lines = text.split("\n") if text else []
     stripped = [line.strip() for line in lines]

@@ -19,7 +19,8 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from . import clock
-from .errors import BadInput
+from . import output
+from .errors import BadInput, MemctlError
 from .store import Store
 
 WEIGHTS = {"relevance": 0.50, "importance": 0.15, "confidence": 0.15, "recency": 0.10, "frequency": 0.10}
@@ -193,13 +194,16 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
 
 
 def ensure_access_ledger(store: Store) -> None:
-    from . import ledger
-    from .errors import NotFound
+    """ledgers/access.tsv with its header line. Not declared in memctl.toml (a ledger with a
+    header needs no declaration), so a read-only command never edits the configuration."""
+    from .fsutil import atomic_write
 
-    try:
-        ledger.open_ledger(store, ACCESS_LEDGER)
-    except NotFound:
-        ledger.create(store, ACCESS_LEDGER, ACCESS_COLUMNS, commit_changes=False)
+    path = store.ledgers_dir / "access.tsv"
+    if path.exists() or ACCESS_LEDGER in store.config.ledgers:
+        return
+    with store.lock():
+        if not path.exists():
+            atomic_write(path, "\t".join(ACCESS_COLUMNS) + "\n")
 
 
 # ---------------------------------------------------------------- scoring
@@ -292,7 +296,10 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
         corpus, results = answer(store, conn, queries, k=k, source=source, mode=mode, fact_type=fact_type,
                                  tag=tag, since=since, include_all=include_all)
     if log:
-        log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
+        try:
+            log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
+        except MemctlError as exc:  # the answer matters more than its audit row: say so, go on
+            output.warn(f"not recorded in ledgers/access.tsv: {exc.message}", hint=exc.hint)
     return corpus, results
 
 
@@ -312,6 +319,10 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     for query in queries:
         if not query.strip():
             raise BadInput("the query is empty", hint='memctl recall "what to look for"')
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadInput("the query is not valid UTF-8", hint="check the caller's encoding") from None
     after = None
     if since:
         try:

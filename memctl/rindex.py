@@ -268,11 +268,14 @@ def _new_lines(path: Path, conn: sqlite3.Connection, name: str) -> tuple[int, li
     digest = _meta(conn, f"{name}.tail") or ""
     lines_before = int(_meta(conn, f"{name}.lines") or 0)
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except FileNotFoundError:
         return None if offset else (0, [])
-    if size < offset or (offset and _tail_digest(path, offset) != digest):
+    size = st.st_size
+    # Appends keep the inode; `sed -i`, editors, `git checkout` write a new file.
+    if size < offset or (offset and (_meta(conn, f"{name}.inode") != str(st.st_ino) or _tail_digest(path, offset) != digest)):
         return None
+    _set_meta(conn, f"{name}.inode", str(st.st_ino))
     with open(path, "rb") as handle:
         handle.seek(offset)
         data = handle.read(size - offset)
@@ -286,7 +289,7 @@ def _new_lines(path: Path, conn: sqlite3.Connection, name: str) -> tuple[int, li
 
 
 def _reset(conn: sqlite3.Connection, name: str) -> None:
-    for key in ("offset", "tail", "lines"):
+    for key in ("offset", "tail", "lines", "inode"):
         conn.execute("DELETE FROM meta WHERE key=?", (f"{name}.{key}",))
 
 

@@ -60,6 +60,10 @@ def _exit_2_on_error(func: Callable[..., Any]) -> Callable[..., Any]:
         except MemctlError as exc:
             output.error(exc.one_line())
             raise typer.Exit(ERROR) from None
+        except (UnicodeError, ValueError, OSError) as exc:
+            # 1 means "near-duplicate" here: an unexpected failure must never look like one.
+            output.error(f"{type(exc).__name__}: {exc}".replace("\n", " "))
+            raise typer.Exit(ERROR) from None
 
     return wrapper
 

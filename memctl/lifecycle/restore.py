@@ -88,6 +88,11 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
                 f"cannot restore {store.rel(target.path)}: live fact {store.rel(other.path)} has the same name",
                 hint="forget or rename the live fact first",
             )
+        if replacing is None and dest.exists():
+            raise Refused(
+                f"cannot restore {store.rel(target.path)}: {store.rel(dest)} exists (and could not be read as a fact)",
+                hint="move that file away or fix it first (memctl doctor)",
+            )
         facts_mod._refuse_uncommitted(store, [target.path] + ([dest] if replacing else []), commit_changes)
         atomic_write(target.path, fact_mod.render(restored))
         atomic_move(target.path, dest)

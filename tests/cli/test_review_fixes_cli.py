@@ -1,0 +1,98 @@
+"""Regressions from a review: nothing overwritten, nothing swept into a commit, clean errors."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import cli, git
+from memctl import facts
+from memctl.store import open_store
+
+
+def _commit_all(root, message="by hand"):
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", message)
+
+
+def test_forgetting_the_same_name_repeatedly_keeps_every_archived_copy(root):
+    store = open_store(root)
+    for i in range(3):
+        facts.remember(store, facts.FactInput(name="a", description=f"version {i}"), commit_changes=False)
+        facts.forget(store, "a", "again", commit_changes=False)
+    archived = sorted(p.read_text(encoding="utf-8") for p in (root / "memory" / "archive").glob("a*.md"))
+    assert len(archived) == 3
+    assert sorted("version 0" in t for t in archived).count(True) == 1
+
+
+def test_hand_edits_outside_the_index_block_are_not_committed(root):
+    index = root / "memory" / "MEMORY.md"
+    index.write_text(index.read_text(encoding="utf-8") + "my private draft note\n", encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, "remember", "b", "--description", "bee")
+    assert r.exit_code == 1 and "outside the memctl block" in r.stderr
+    assert git(root, "rev-parse", "HEAD") == head and not (root / "memory" / "b.md").exists()
+    _commit_all(root)
+    assert cli(root, "remember", "b", "--description", "bee").exit_code == 0
+    assert "+my private draft note" not in git(root, "show", "HEAD", "--", "memory/MEMORY.md")
+
+
+def test_file_names_are_not_git_patterns(root):
+    (root / "memory" / "n[1].md").write_text("---\nname: n\ndescription: bracketed\n---\n", encoding="utf-8")
+    cli(root, "index")
+    _commit_all(root)
+    (root / "memory" / "n1.md").write_text("secret draft, not a fact\n", encoding="utf-8")
+    assert cli(root, "forget", "n", "--reason", "old").exit_code == 0
+    changed = git(root, "show", "--name-only", "--format=", "HEAD").split()
+    assert "memory/n1.md" not in changed and "memory/archive/n[1].md" in changed
+
+
+def test_arguments_that_are_not_utf8_are_bad_input(root):
+    for args in (["remember", "z", "--description", "bad\udcffbyte"], ["remember", "z", "--description", "x", "--tag", "\udcff"]):
+        r = cli(root, *args)
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "UTF-8" in r.stderr
+    assert not (root / "memory" / "z.md").exists()
+    r = cli(root, "recall", "\udcff", "--mode", "keyword")
+    assert r.exit_code == 2 and "UTF-8" in r.stderr
+    r = cli(root, "near-dup", "\udcff", "--facts")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+
+
+def test_recall_sees_a_rewritten_ledger_line(root):
+    for i in range(30):
+        cli(root, "episode", "add", "the zebra migration failed" if i == 20 else f"routine event {i}", "--type", "success", "--no-commit")
+    assert json.loads(cli(root, "recall", "zebra", "--source", "episodes", "--mode", "keyword", "--json", "--no-log").stdout)
+    path = root / "ledgers" / "episodes.tsv"
+    new = path.with_name("episodes.tsv.new")  # a new file renamed over the old one, as `sed -i` does
+    new.write_text(path.read_text(encoding="utf-8").replace("zebra", "horse"), encoding="utf-8")
+    new.replace(path)
+    assert json.loads(cli(root, "recall", "zebra", "--source", "episodes", "--mode", "keyword", "--json", "--no-log").stdout) == []
+    hits = json.loads(cli(root, "recall", "horse", "--source", "episodes", "--mode", "keyword", "--json", "--no-log").stdout)
+    assert [h["description"] for h in hits] == ["the horse migration failed"]
+
+
+def test_recall_does_not_touch_memctl_toml(root):
+    before = (root / "memctl.toml").read_bytes()
+    cli(root, "remember", "a", "--description", "friday deploys")
+    assert cli(root, "recall", "friday", "--mode", "keyword").exit_code == 0
+    assert (root / "memctl.toml").read_bytes() == before
+    assert (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").startswith("ts\tagent\tcommand\tquery\tshown\n")
+
+
+def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
+    d = tmp_path / "memory"
+    d.mkdir()
+    (d / "MEMORY.md").write_text("# Memory\n- [デプロイ規則.md](デプロイ規則.md) — 金曜はデプロイしない\n", encoding="utf-8")
+    (d / "デプロイ規則.md").write_text("---\nname: deploy-rule\ndescription: 金曜はデプロイしない\ntype: feedback\n---\n", encoding="utf-8")
+    assert cli(d, "forget", "デプロイ規則", "--reason", "変更").exit_code == 0
+    assert "デプロイ規則.md" not in (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert cli(d, "index", "--check").exit_code == 0
+
+
+def test_restore_never_overwrites_an_unreadable_live_file(root):
+    cli(root, "remember", "a", "--description", "old a")
+    cli(root, "forget", "a", "--reason", "x")
+    hand = "---\ndescription: [unclosed\n---\nhand-written body\n"
+    (root / "memory" / "a.md").write_text(hand, encoding="utf-8")
+    r = cli(root, "restore", "a")
+    assert r.exit_code == 1 and "exists" in r.stderr
+    assert (root / "memory" / "a.md").read_text(encoding="utf-8") == hand
