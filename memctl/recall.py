@@ -29,6 +29,7 @@ SOURCES = ("facts", "episodes", "all")
 ACCESS_LEDGER = "access"
 ACCESS_COLUMNS = ("ts", "agent", "command", "query", "shown")
 CANDIDATES = 200  # items re-ranked by the five factors, taken by relevance
+MIN_RELEVANCE = 0.02  # below this a hit is noise that importance alone would push into the list
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
             relevance = vec
         else:
             relevance = {i: 0.5 * keyword.get(i, 0.0) + 0.5 * vec.get(i, 0.0) for i in set(keyword) | set(vec)}
-        candidates = [i for i in sorted(relevance, key=lambda i: (-relevance[i], i)) if relevance[i] > 0][:CANDIDATES]
+        candidates = [i for i in sorted(relevance, key=lambda i: (-relevance[i], i)) if relevance[i] >= MIN_RELEVANCE][:CANDIDATES]
         found = rindex.docs(conn, candidates)
         stats, most = rindex.access(conn, [found[i].key for i in candidates if i in found])
         hits = []

@@ -57,6 +57,11 @@ if "$memctl" near-dup --help >/dev/null 2>&1; then
   done
 fi
 
+run recall "記事のタイトル" --explain
+run recall "launchd job PATH" --paths
+run pin feedback-zenn-rate-limit
+run context --query "記事を公開する" --budget 800
+run audit
 if "$memctl" state --help >/dev/null 2>&1; then
   step "echo '{\"completed\": 48, \"in_progress\": 1, \"pending\": 2, \"approvals\": 0}' | memctl state update --from-json -"
   echo '{"completed": 48, "in_progress": 1, "pending": 2, "approvals": 0}' | "$memctl" state update --from-json -
