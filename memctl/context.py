@@ -15,8 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from . import clock, recall as recall_mod, textnorm
-from . import output
-from .errors import BadInput, MemctlError
+from .errors import BadInput
 from .store import Store
 
 SECTIONS = {
@@ -170,10 +169,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     text = _render(title, included)
     tokens = textnorm.estimate_tokens(text)
     if log:
-        try:
-            recall_mod.log_access(store, "context", [(query or "", [p.key for p in included if p.key])])
-        except MemctlError as exc:
-            output.warn(f"not recorded in ledgers/access.tsv: {exc.message}", hint=exc.hint)
+        recall_mod.log_access(store, "context", [(query or "", [p.key for p in included if p.key])])
     return Bundle(text, tokens, budget, included, dropped)
 
 

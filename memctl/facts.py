@@ -311,11 +311,16 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     return moved, [fact.path, target]
 
 
+def _will_commit(store: Store, enabled: bool) -> Path | None:
+    """The git work tree this change will be committed to, or None (no commit: nothing to guard)."""
+    if not enabled or not commit_enabled(store) or gitstore.git_executable() is None:
+        return None
+    return gitstore.toplevel(store.root)
+
+
 def _refuse_uncommitted(store: Store, paths: list[Path], enabled: bool) -> None:
     """Hand edits not yet committed would be swept into memctl's commit: refuse instead."""
-    if not enabled or not commit_enabled(store) or gitstore.git_executable() is None:
-        return
-    top = gitstore.toplevel(store.root)
+    top = _will_commit(store, enabled)
     if top is None:
         return
     dirty = {top / p for p in gitstore.dirty_paths(store.root, paths)}
@@ -333,9 +338,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool) -> None:
     Changes inside the block are memctl's own (e.g. a process killed before its
     commit) and are simply regenerated.
     """
-    if not enabled or not commit_enabled(store) or gitstore.git_executable() is None:
-        return
-    if not store.index_path.exists() or gitstore.toplevel(store.root) is None:
+    if not store.index_path.exists() or _will_commit(store, enabled) is None:
         return
     if not gitstore.dirty_paths(store.root, [store.index_path]):
         return

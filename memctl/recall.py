@@ -179,19 +179,26 @@ def access_stats(store: Store) -> tuple[dict[str, int], dict[str, datetime]]:
 
 
 def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]], *, agent: str | None = None) -> None:
-    """One access.tsv row per (query, shown keys); appended without a commit (see docs/FORMAT.md)."""
+    """One access.tsv row per (query, shown keys); appended without a commit (see docs/FORMAT.md).
+
+    Best effort: the answer matters more than its audit row, so a failure is a
+    warning on stderr, never the command's failure.
+    """
     from . import ledger
 
     if not rows:
         return
-    ensure_access_ledger(store)
     who = agent or os.environ.get("MEMCTL_AGENT", "") or "unknown"
     stamp = clock.stamp()
     records = [
         {"ts": stamp, "agent": who, "command": command, "query": query, "shown": ",".join(shown)}
         for query, shown in rows
     ]
-    ledger.append(store, ACCESS_LEDGER, records, commit_changes=False)
+    try:
+        ensure_access_ledger(store)
+        ledger.append(store, ACCESS_LEDGER, records, commit_changes=False)
+    except MemctlError as exc:
+        output.warn(f"not recorded in ledgers/access.tsv: {exc.message}", hint=exc.hint)
 
 
 def ensure_access_ledger(store: Store) -> None:
@@ -297,10 +304,7 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
         corpus, results = answer(store, conn, queries, k=k, source=source, mode=mode, fact_type=fact_type,
                                  tag=tag, since=since, include_all=include_all)
     if log:
-        try:
-            log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
-        except MemctlError as exc:  # the answer matters more than its audit row: say so, go on
-            output.warn(f"not recorded in ledgers/access.tsv: {exc.message}", hint=exc.hint)
+        log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
     return corpus, results
 
 
