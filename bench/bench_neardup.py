@@ -60,7 +60,10 @@ def run(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple
 
 
 def memctl_argv(root: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "memctl", "--root", str(root), *args]
+    """The installed `memctl` script beside this Python, as users run it (else `python -m memctl`)."""
+    script = Path(sys.executable).with_name("memctl")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "memctl"]
+    return [*command, "--root", str(root), *args]
 
 
 def median(values: list[float]) -> float:
@@ -169,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"model": args.model, "python": sys.version.split()[0]}
 
     with tempfile.TemporaryDirectory(prefix="memctl-bench-") as tmp:
+        # Byte-compiled, as an installed package is (pip writes .pyc files), whatever
+        # PYTHONDONTWRITEBYTECODE the caller has; the cache lives in the temp dir.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         root = Path(tmp) / "store"
         store = setup_store(root, args.model)
         t_pass = median([run([sys.executable, "-c", "pass"], env)[0] for _ in range(5)])

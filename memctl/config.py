@@ -6,11 +6,10 @@ declaration), appending text so that the user's comments and layout stay.
 
 from __future__ import annotations
 
-import json
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 from .errors import BadInput
 
@@ -42,8 +41,10 @@ max_index_bytes = 25000            # ... and at most 25 KB
 """
 
 
-@dataclass(frozen=True)
-class LedgerDecl:
+# NamedTuples, not dataclasses: `import dataclasses` costs ~10 ms (it imports
+# inspect), and this module is on the start-up path of `ledger append`, which
+# scripts call in loops (issue 3's budget). They are immutable records all the same.
+class LedgerDecl(NamedTuple):
     name: str
     file: str
     columns: tuple[str, ...]
@@ -51,21 +52,16 @@ class LedgerDecl:
     unique: str | None = None
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     commit: bool = True
     author_name: str = "memctl"
     author_email: str = "memctl@localhost"
     max_index_lines: int = 200
     max_index_bytes: int = 25_000
-    default_importance: dict[str, float] = field(
-        default_factory=lambda: dict(DEFAULT_IMPORTANCE)
-    )
-    default_confidence: dict[str, float] = field(
-        default_factory=lambda: dict(DEFAULT_CONFIDENCE)
-    )
-    ledgers: dict[str, LedgerDecl] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
+    default_importance: Mapping[str, float] = MappingProxyType(DEFAULT_IMPORTANCE)
+    default_confidence: Mapping[str, float] = MappingProxyType(DEFAULT_CONFIDENCE)
+    ledgers: Mapping[str, LedgerDecl] = MappingProxyType({})
+    raw: Mapping[str, Any] = MappingProxyType({})
 
     def importance_for(self, fact_type: str | None) -> float:
         return self.default_importance.get(fact_type or "", FALLBACK_IMPORTANCE)
@@ -124,6 +120,8 @@ def toml_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
+        import json  # noqa: PLC0415  (only when writing memctl.toml)
+
         # JSON string escapes are valid TOML basic-string escapes.
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, (list, tuple)):

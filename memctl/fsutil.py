@@ -11,7 +11,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
@@ -36,6 +35,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace `path` with `data` atomically (temp file + fsync + rename)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
+    import tempfile  # noqa: PLC0415  (~5 ms of start-up; appends do not need it)
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -16,15 +16,13 @@ Whole-file analyses (dups, stats, check, verify, adopt) are in ledger_ops.py.
 from __future__ import annotations
 
 import contextlib
-import json
 import mmap
 import os
 import re
 from collections import deque
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from . import clock
 from . import config as config_mod
@@ -90,8 +88,8 @@ def _bad_escape(field: str) -> str | None:
 
 # ---------------------------------------------------------------- ledgers
 
-@dataclass(frozen=True)
-class Ledger:
+# NamedTuples rather than dataclasses, to keep `ledger append` start-up small (see config.py).
+class Ledger(NamedTuple):
     """A ledger resolved to its file: declared in memctl.toml, or found in ledgers/ with a header."""
 
     name: str
@@ -106,14 +104,12 @@ class Ledger:
         return "\t".join(self.columns)
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(NamedTuple):
     lineno: int  # 1-based physical line in the file (the header is line 1)
     values: dict[str, str]  # unescaped, one per declared column
 
 
-@dataclass(frozen=True)
-class Appended:
+class Appended(NamedTuple):
     ledger: str
     path: Path
     count: int
@@ -281,6 +277,8 @@ def parse_tsv(data: bytes, columns: Sequence[str], source: str = "stdin") -> lis
 
 def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
     """Records as one JSON object a line: {"column": "value", ...}."""
+    import json  # noqa: PLC0415
+
     records = []
     for lineno, line in enumerate(_decode_input(data, source), 1):
         try:

@@ -7,7 +7,6 @@ Warnings, hints and progress go to stderr.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any, Iterable, Sequence
@@ -29,12 +28,16 @@ def _escape(value: Any) -> str:
 
 
 def emit_json(data: Any) -> None:
+    import json  # noqa: PLC0415  (lazy, like every import not every command needs)
+
     indent = 2 if stdout_is_tty() else None
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=indent, default=str) + "\n")
     sys.stdout.flush()
 
 
 def emit_ndjson(rows: Iterable[Any]) -> None:
+    import json  # noqa: PLC0415
+
     for row in rows:
         sys.stdout.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()

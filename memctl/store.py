@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from . import config as config_mod
-from . import gitstore, output
+from . import output
 from .errors import GitError, NotFound
 from .fsutil import atomic_write, file_lock
 
@@ -19,8 +18,9 @@ GITIGNORE = ".memctl/\nlogs/\n"
 GITATTRIBUTES = "ledgers/*.tsv merge=union\n"
 
 
-@dataclass(frozen=True)
-class Store:
+class Store(NamedTuple):
+    """A store's place on disk and its configuration (a NamedTuple: see config.py on start-up)."""
+
     root: Path
     memory_dir: Path  # where fact files and MEMORY.md live
     layout: str  # "memctl" (memory/ under the root) or "claude" (facts at the top)
@@ -134,6 +134,8 @@ def init_store(root: Path, *, git: bool = True) -> list[str]:
                 atomic_write(path, current + sep + "\n".join(missing) + "\n")
                 created.append(rel + " (updated)")
                 touched.append(path)
+    from . import gitstore  # noqa: PLC0415
+
     if git and gitstore.git_executable() is not None and gitstore.toplevel(root) is None:
         gitstore.init(root)
         created.append(".git/")
@@ -156,6 +158,8 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
     """Commit the touched paths, or warn once and carry on when that is impossible."""
     if not enabled or not commit_enabled(store):
         return None
+    from . import gitstore  # noqa: PLC0415  (not on the path of --no-commit writes)
+
     if gitstore.git_executable() is None:
         output.warn("git not found on PATH; change written but not committed", hint="install git or set MEMCTL_NO_COMMIT=1")
         return None

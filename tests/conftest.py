@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memctl.cli import load_commands
+from memctl.cli.root import load_commands
 from memctl.store import init_store, open_store
 
 app = load_commands()  # every command, as `memctl --help` shows them

@@ -7,7 +7,7 @@ import sys
 
 import typer.main
 
-from memctl.cli import COMMAND_MODULES, MODULES, _command_name, load_commands
+from memctl.cli.root import COMMAND_MODULES, MODULES, _command_name, load_commands
 
 
 def test_command_table_matches_registered_commands():
@@ -21,7 +21,7 @@ def test_each_command_loads_from_its_module_alone():
     """`memctl CMD --help` works when only CMD's module is imported (the table is right per command)."""
     for name, module in sorted(COMMAND_MODULES.items()):
         code = (
-            "import sys; from memctl.cli import load_commands, app; import typer.main;"
+            "import sys; from memctl.cli.root import load_commands, app; import typer.main;"
             f"load_commands([{name!r}]); cmds = typer.main.get_command(app).commands;"
             f"sys.exit(0 if {name!r} in cmds else 1)"
         )

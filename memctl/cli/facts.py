@@ -8,9 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import facts, fact as fact_mod, output, store as store_mod
+from .. import facts, output, store as store_mod
 from ..errors import BadInput, FAILED
-from . import app
+from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
 

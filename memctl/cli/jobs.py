@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import jobs, output
-from . import app
+from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
 schedule_app = typer.Typer(

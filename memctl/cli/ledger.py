@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from .. import episodes, ledger, ledger_ops, output
-from ..errors import FAILED, BadInput
-from . import app
+from ..errors import FAILED
+from . import fast
+from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
 ledger_app = typer.Typer(
@@ -103,23 +103,7 @@ def append(
     json: Annotated[bool, typer.Option("--json", help="Read NDJSON from stdin (with -) and print the result as JSON.")] = False,
 ) -> None:
     """Append records with one write and one commit; nothing is written if any record is bad."""
-    values = values or []
-    store = store_from(ctx)
-    if values == ["-"]:
-        data = sys.stdin.buffer.read()
-        records = ledger.parse_ndjson(data) if json else ledger.parse_tsv(data, ledger.open_ledger(store, name).columns)
-    elif "-" in values:
-        raise BadInput("- (read stdin) cannot be mixed with col=value arguments")
-    elif values:
-        records = [ledger.record_from_assignments(values)]
-    else:
-        raise BadInput("nothing to append", hint="give col=value for each column, or - to read records from stdin")
-    done = ledger.append(store, name, records, unique=unique, commit_changes=not no_commit)
-    rel = store.rel(done.path)
-    if json:
-        output.emit_json({"ledger": done.ledger, "path": rel, "appended": done.count, "commit": done.commit})
-    else:
-        output.info(f"{rel}: +{done.count}")
+    fast.ledger_append(store_from(ctx), name, values or [], unique=unique, no_commit=no_commit, json=json)
 
 
 @ledger_app.command("rows")

@@ -8,7 +8,7 @@ import typer
 
 from .. import output
 from ..store import Store
-from . import app
+from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
 PLAN_COLUMNS = ["action", "kind", "name", "policy", "matched"]

@@ -9,7 +9,7 @@ import typer
 
 from .. import output
 from ..errors import BadInput
-from . import app
+from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
 NoLogOpt = Annotated[bool, typer.Option("--no-log", help="Do not record this call in ledgers/access.tsv.")]

@@ -18,7 +18,7 @@ def render() -> str:
     import typer.main
     from typer.testing import CliRunner
 
-    from . import load_commands
+    from .root import load_commands
 
     app = load_commands()
     root = typer.main.get_command(app)

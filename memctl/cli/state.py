@@ -10,7 +10,7 @@ import typer
 
 from .. import output, state
 from ..errors import FAILED, BadInput
-from . import app
+from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
 state_app = typer.Typer(

@@ -9,7 +9,6 @@ near-dup's exit codes are its own: 0 new, 1 near-duplicate, 2 error.
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
@@ -17,11 +16,11 @@ import typer
 import typer.core
 
 from .. import neardup, output
-from ..errors import BadInput, MemctlError
-from . import app
+from . import fast
+from .root import app
 from .common import JsonOpt, store_from
 
-NEW, DUPLICATE, ERROR = 0, 1, 2
+DUPLICATE = fast.DUPLICATE
 
 
 class _DefaultCheck(typer.core.TyperGroup):
@@ -57,13 +56,11 @@ def _exit_2_on_error(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except MemctlError as exc:
-            output.error(exc.one_line())
-            raise typer.Exit(ERROR) from None
-        except (UnicodeError, ValueError, OSError) as exc:
-            # 1 means "near-duplicate" here: an unexpected failure must never look like one.
-            output.error(f"{type(exc).__name__}: {exc}".replace("\n", " "))
-            raise typer.Exit(ERROR) from None
+        except Exception as exc:
+            code = fast.near_dup_error(exc)
+            if code is None:
+                raise
+            raise typer.Exit(code) from None
 
     return wrapper
 
@@ -71,16 +68,6 @@ def _exit_2_on_error(func: Callable[..., Any]) -> Callable[..., Any]:
 def _notes(notes: list[str]) -> None:
     for note in notes:
         output.info(note)
-
-
-def _verdict_line(report: neardup.Report, check: neardup.Check) -> str:
-    word = "near-duplicate" if check.duplicate else "new"
-    sign = ">=" if check.duplicate else "<"
-    return (
-        f"{word}: best {check.best:.3f} {sign} {report.threshold:g} "
-        f"({report.embedder}, threshold {report.threshold_origin}, {report.rows} rows, "
-        f"{report.embedded} embedded, {report.via})"
-    )
 
 
 @near_dup_app.command("check")
@@ -97,36 +84,10 @@ def check_cmd(
     json: JsonOpt = False,
 ) -> None:
     """Compare TEXT with a ledger column or the facts: top hits with score, overlap, place."""
-    if stdin == (text is not None):
-        raise BadInput("give TEXT or --stdin (one text per line), not both" if stdin else "nothing to check", hint="memctl near-dup TEXT --ledger NAME --column COL")
-    texts = [line for line in sys.stdin.read().splitlines() if line.strip()] if stdin else [text or ""]
-    store = store_from(ctx)
-    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts)
-    report = neardup.check(store, texts, source, top=top, threshold=threshold)
-    _notes(report.notes)
-    if stdin:
-        if json:
-            output.emit_ndjson({**c.to_dict(), "embedder": report.embedder} for c in report.checks)
-        else:
-            output.emit_table(
-                [{
-                    "verdict": "near-duplicate" if c.duplicate else "new", "best": f"{c.best:.4f}",
-                    "where": c.hits[0].where if c.hits else "", "hit": c.hits[0].text if c.hits else "", "text": c.text,
-                } for c in report.checks],
-                ["verdict", "best", "where", "hit", "text"],
-            )
-        output.info(f"{sum(c.duplicate for c in report.checks)} of {len(report.checks)} near-duplicate ({report.embedder}, threshold {report.threshold:g})")
-    else:
-        found = report.checks[0]
-        if json:
-            data = report.to_dict()
-            del data["checks"]
-            output.emit_json({**found.to_dict(), **data})
-        else:
-            output.emit_table([{"score": f"{h.score:.3f}", "overlap": f"{h.overlap:.2f}", "where": h.where, "text": h.text} for h in found.hits], ["score", "overlap", "where", "text"])
-            output.info(_verdict_line(report, found))
-    if report.duplicate:
-        raise typer.Exit(DUPLICATE)
+    code = fast.near_dup_check(store_from(ctx), text, ledger=ledger, column=column, facts=facts, top=top,
+                               threshold=threshold, stdin=stdin, json=json)
+    if code:
+        raise typer.Exit(code)
 
 
 @near_dup_app.command("scan")

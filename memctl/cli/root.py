@@ -1,0 +1,121 @@
+"""The Typer app behind `memctl`: the root group, its error handling, the lazy command table.
+
+Each command parses its options, makes one library call and renders the
+result. Library errors become one line on stderr and a documented exit code.
+"""
+
+from __future__ import annotations
+
+import typer
+import typer.core
+
+from .. import errors, output
+
+# Recent Typer versions vendor their own copy of click; older ones use click.
+_click = getattr(typer.core, "_click", None) or __import__("click")
+
+
+class _Group(typer.core.TyperGroup):
+    """Turns library errors into `memctl: error: ... (hint: ...)` and an exit code."""
+
+    def make_context(self, *args, **kwargs):  # type: ignore[override]
+        try:
+            return super().make_context(*args, **kwargs)
+        except _click.exceptions.NoArgsIsHelpError:
+            raise
+        except _click.exceptions.UsageError as exc:
+            _usage_error(exc)
+
+    def invoke(self, ctx):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except errors.MemctlError as exc:
+            output.error(exc.one_line())
+            raise typer.Exit(exc.exit_code) from None
+        except _click.exceptions.NoArgsIsHelpError:
+            raise
+        except _click.exceptions.UsageError as exc:
+            _usage_error(exc)
+        except BrokenPipeError:
+            raise typer.Exit(errors.OK) from None
+
+
+def _usage_error(exc) -> None:
+    """One line, like every other error; the full usage is one --help away."""
+    where = exc.ctx.command_path if exc.ctx else "memctl"
+    output.error(f"{exc.format_message()} (hint: {where} --help)")
+    raise typer.Exit(errors.USAGE) from None
+
+
+EPILOG = "Exit codes: " + ", ".join(f"{code} {text}" for code, text in errors.EXIT_CODES.items()) + "."
+
+app = typer.Typer(
+    cls=_Group,
+    name="memctl",
+    help="Durable memory for AI agents, kept in plain files in a git repository.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        output.emit_text(f"memctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    root: str = typer.Option(None, "--root", help="Store directory (default: MEMCTL_ROOT, else the nearest parent with memctl.toml).", metavar="DIR"),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    ctx.obj = {"root": root}
+
+
+# Which module registers each top-level command. `memctl CMD ...` imports only
+# that module, because start-up is a budget (every module costs import time);
+# `--help`, no command or an unknown one import them all. A test checks that
+# this table matches what the modules register.
+COMMAND_MODULES = {
+    "init": "facts", "remember": "facts", "show": "facts", "list": "facts", "forget": "facts",
+    "index": "facts", "doctor": "facts", "log": "facts",
+    "ledger": "ledger", "episode": "ledger",
+    "near-dup": "vectors", "cache": "vectors", "embed-server": "vectors",
+    "state": "state", "schedule": "jobs", "run-job": "jobs",
+    "recall": "recall", "context": "recall", "audit": "recall", "pin": "recall", "unpin": "recall",
+    "restore": "lifecycle",
+    "consolidate": "consolidate", "conflicts": "consolidate", "distill": "consolidate", "procedure": "consolidate",
+}
+MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate")
+
+
+def _command_name(argv: list[str]) -> str | None:
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--root":
+            i += 2
+        elif arg.startswith("--root="):
+            i += 1
+        elif arg.startswith("-"):
+            return None  # --help, --version, or a typo that click will report
+        else:
+            return arg
+    return None
+
+
+def load_commands(argv: list[str] | None = None) -> typer.Typer:
+    """Register the commands `argv` needs (all of them when argv is None) on `app`."""
+    import importlib
+
+    name = _command_name(argv) if argv is not None else None
+    for module in [COMMAND_MODULES[name]] if name in COMMAND_MODULES else MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+    return app

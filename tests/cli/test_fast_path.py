@@ -1,0 +1,148 @@
+"""The hand-parsed fast paths (memctl/cli/fast.py) behave exactly like the Typer commands.
+
+Each command line runs as a real subprocess twice, on two identical copies of
+a store: once as is, once with MEMCTL_NO_FAST=1 (the Typer app). Exit code,
+stdout, stderr, the ledger's bytes and the git history must be the same.
+Commits are made with fixed dates, so equal trees give equal commit ids.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from memctl import ledger
+from memctl.store import init_store, open_store
+
+FIXED_DATES = {"GIT_AUTHOR_DATE": "2026-11-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-11-01T00:00:00Z"}
+
+
+def run(root, args, *, fast: bool, stdin: bytes | None = None, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **FIXED_DATES)
+    env.pop("MEMCTL_NO_FAST", None)
+    if not fast:
+        env["MEMCTL_NO_FAST"] = "1"
+    argv = [sys.executable, "-m", "memctl", *[a.replace("{root}", str(root)) for a in args]]
+    return subprocess.run(argv, input=stdin, capture_output=True, env=env, cwd=cwd or root, timeout=120)
+
+
+def git_log(root) -> str:
+    return subprocess.run(["git", "-C", str(root), "log", "--format=%H %s"], capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """Two identical stores with a `themes` ledger (unique theme) holding one row."""
+    first = tmp_path / "a" / "store"
+    init_store(first)
+    store = open_store(first)
+    ledger.create(store, "themes", ["date", "platform", "theme"], unique="theme")
+    ledger.append(store, "themes", [{"date": "2026-09-14", "platform": "zenn", "theme": "MCPサーバーのテスト / [x]*"}])
+    with open(first / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[embedding]\nbackend = "char-ngram"\n')
+    subprocess.run(["git", "-C", str(first), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "ngram"], check=True, env=dict(os.environ, **FIXED_DATES))
+    second = tmp_path / "b" / "store"
+    shutil.copytree(first, second, symlinks=True)
+    return first, second
+
+
+def same_both_ways(pair, args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    fast_root, typer_root = pair
+    fast = run(fast_root, args, fast=True, stdin=stdin)
+    slow = run(typer_root, args, fast=False, stdin=stdin)
+    norm = lambda text, root: text.replace(str(root).encode(), b"{root}")  # noqa: E731
+    assert (fast.returncode, norm(fast.stdout, fast_root), norm(fast.stderr, fast_root)) == \
+           (slow.returncode, norm(slow.stdout, typer_root), norm(slow.stderr, typer_root)), args
+    assert (fast_root / "ledgers" / "themes.tsv").read_bytes() == (typer_root / "ledgers" / "themes.tsv").read_bytes()
+    assert git_log(fast_root) == git_log(typer_root)
+    return fast
+
+
+APPEND = ["ledger", "append", "themes"]
+ROW = ["date=2026-10-01", "platform=note", "theme=新しいテーマ\tタブ付き"]
+
+
+@pytest.mark.parametrize("args, stdin, code", [
+    (APPEND + ROW, None, 0),
+    (APPEND + ROW + ["--json"], None, 0),
+    (APPEND + ["--no-commit", *ROW, "--unique", "platform"], None, 0),
+    (APPEND + ROW + ["--unique=theme", "--no-commit"], None, 0),
+    (["--root", "{root}", *APPEND, *ROW], None, 0),
+    (["--root={root}", *APPEND, *ROW], None, 0),
+    (APPEND + ["date=2026-10-01", "platform=zenn", "theme=MCPサーバーのテスト / [x]*"], None, 1),
+    (APPEND + ["date=x", "platform=y", "theme=z", "bogus=1"], None, 2),
+    (APPEND + ["date=x", "platform=y"], None, 2),
+    (APPEND + ["date=x", "date=y", "platform=y", "theme=z"], None, 2),
+    (APPEND + ["novalue"], None, 2),
+    (APPEND, None, 2),
+    (APPEND + ["-"], b"2026-10-02\tqiita\tfrom stdin\n2026-10-03\tzenn\tsecond \\t line\n", 0),
+    (APPEND + ["-", "--json"], '{"date": "2026-10-04", "platform": "note", "theme": "ndjson"}\n'.encode(), 0),
+    (APPEND + ["-"], b"\xff\xfe\tbad\tutf8\n", 2),
+    (APPEND + ["-", "date=x"], None, 2),
+    (["ledger", "append", "../etc", "a=1"], None, 2),
+    (["ledger", "append", "nope", "a=1"], None, 3),
+    (["--root", "/nonexistent/store", *APPEND, *ROW], None, 3),
+    (APPEND + ROW + ["--unique"], None, 2),  # falls back: Typer reports the missing value
+    (APPEND + ROW + ["--unique", "--no-commit"], None, 2),
+    (APPEND + ROW + ["--bogus"], None, 2),
+    (APPEND + ["--help"], None, 0),
+    (APPEND + ROW + ["--unique", "nocolumn"], None, 2),
+])
+def test_ledger_append_same_both_ways(pair, args, stdin, code):
+    assert same_both_ways(pair, args, stdin).returncode == code
+
+
+NEAR = ["near-dup", "--ledger", "themes", "--column", "theme"]
+
+
+@pytest.mark.parametrize("args, stdin, code", [
+    (NEAR + ["MCPサーバーのテスト / [x]"], None, 1),
+    (NEAR + ["Rustで書くCLIツール入門", "--json"], None, 0),
+    (["near-dup", "check", "MCPサーバーのテスト", "--ledger", "themes", "--top", "1", "--threshold", "0.99"], None, 0),
+    (["near-dup", "scan"], None, 2),  # a subcommand, not a text: Typer's
+    (["near-dup", "check", "scan", "--ledger", "themes"], None, 0),
+    (NEAR + ["--stdin"], "MCPサーバーのテスト / [x]\n全く別の話題\n".encode(), 1),
+    (NEAR + ["--stdin", "--json"], "全く別の話題\n".encode(), 0),
+    (NEAR + ["a", "b"], None, 2),
+    (NEAR + ["x", "--top", "many"], None, 2),
+    (["near-dup", "x", "--ledger", "themes", "--column", "nope"], None, 2),
+    (["near-dup", "x", "--ledger", "missing"], None, 2),
+    (["near-dup", "x"], None, 2),
+    (NEAR, None, 2),
+])
+def test_near_dup_same_both_ways(pair, args, stdin, code):
+    assert same_both_ways(pair, args, stdin).returncode == code
+
+
+PROBE = """
+import sys
+sys.argv = ["memctl"] + sys.argv[1:]
+try:
+    from memctl.cli import main
+    main()
+except SystemExit as exc:
+    code = exc.code
+print("LOADED:" + ",".join(sorted(m for m in ("typer", "click", "rich", "dataclasses") if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def loaded(root, *args, env=None) -> str:
+    proc = subprocess.run([sys.executable, "-c", PROBE, "--root", str(root), *args], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=120)
+    return proc.stderr.rsplit("LOADED:", 1)[1].strip()
+
+
+def test_ledger_append_starts_without_typer_rich_or_dataclasses(pair):
+    root = pair[0]
+    assert loaded(root, *APPEND, *ROW, "--no-commit") == ""
+    # the probe can fail: the Typer path, and a form the fast path leaves alone, load them
+    assert "typer" in loaded(root, *APPEND, *ROW, "--no-commit", env={"MEMCTL_NO_FAST": "1"})
+    assert "typer" in loaded(root, *APPEND, "--help")
+
+
+def test_near_dup_starts_without_typer(pair):
+    assert "typer" not in loaded(pair[0], *NEAR, "x").split(",")
