@@ -8,6 +8,7 @@ and a 1,000,000-row headerless ledger, then times real processes:
 - `memctl ledger append NAME ... --unique theme --no-commit` against
   `grep -Fxq LINE FILE || printf '%s\\n' LINE >> FILE` plus `python -c pass`
   (budget: <= 250 ms wall and <= 2x that baseline);
+- (for information) the same append in a git store with its commit, the default;
 - `memctl ledger dups NAME theme` / `stats NAME --by platform` against
   `cut -fN FILE | sort | uniq -d` / `uniq -c` (budget: <= 3x), after checking
   that both print the same bytes.
@@ -85,6 +86,23 @@ def write_rows(path: Path, rows: int, seed: int, header: str | None) -> None:
         handle.write("".join(chunk))
 
 
+def commit_round(args, tmp: Path, env: dict[str, str], memctl: list[str]) -> tuple[float, float] | None:
+    """The same append in a git store, committing as it does by default (git add hashes the whole file)."""
+    if shutil.which("git") is None:
+        return None
+    root = tmp / "git-store"
+    subprocess.run([*memctl, "init", str(root)], env=env, check=True, capture_output=True)
+    base = [*memctl, "--root", str(root)]
+    subprocess.run([*base, "ledger", "create", "themes", "--columns", "date,platform,slug,theme", "--unique", "theme"],
+                   env=env, check=True, capture_output=True)
+    write_rows(root / "ledgers" / "themes.tsv", args.append_rows, 1, header="date\tplatform\tslug\ttheme")
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@localhost",
+                    "commit", "-qam", "bench rows"], env=env, check=True)
+    append = lambda i: [*base, "ledger", "append", "themes", "date=2026-10-01", "platform=zenn",  # noqa: E731
+                        f"slug=bench-{i}", f"theme=新しいテーマ {i} / [x]*", "--unique", "theme"]
+    return wall([], env, max(3, args.repeat // 3), vary=append)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is missed")
@@ -149,6 +167,9 @@ def run(args, tmp: Path) -> int:
     results.append(("  (info) grep -Fxq + printf alone", grep, None, "", None))
     results.append(("  (info) python -c pass", python, None, "", None))
     results.append(("  (info) ledger.append from python -c, no CLI", lib, baseline, "", None))
+    committed = commit_round(args, tmp, env, memctl)
+    if committed is not None:
+        results.append(("  (info) append --unique with its git commit (the default)", committed, None, "", None))
 
     # --- dups / stats on the 1M-row ledger: same bytes, then time
     for label, argv, column in (("dups theme", ["dups", "big", "theme"], "-f4 | sort | uniq -d"),

@@ -20,11 +20,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from . import embed, textnorm, vcache
+from . import embed, textnorm
 from .errors import BadInput, MemctlError, NotFound
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from . import vcache  # imported where used: a near-dup answered by the embed server never needs it
 
     from .store import Store
 
@@ -251,6 +253,7 @@ def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold
 
 
 def _vectors(store: "Store", source: Source, engine: Engine, rows: list[Row], *, rebuild: bool = False, quiet: bool = False) -> vcache.Vectors:
+    from . import vcache  # noqa: PLC0415
     return vcache.sync(store, source.name, [(r.id, r.text) for r in rows], engine.embedder, kind="query", rebuild=rebuild, quiet=quiet)
 
 
@@ -576,6 +579,7 @@ def _unescape(text: str) -> str:
 
 
 def pair_scores(embedder: embed.Embedder, pairs: Sequence[tuple[str, str, int]]) -> "np.ndarray":
+    from . import vcache  # noqa: PLC0415
     import numpy as np
 
     unique = list(dict.fromkeys([a for a, _, _ in pairs] + [b for _, b, _ in pairs]))
@@ -661,6 +665,7 @@ def save_threshold(store: "Store", result: Calibration) -> str:
 
 
 def cache_status(store: "Store") -> dict[str, Any]:
+    from . import vcache  # noqa: PLC0415
     from dataclasses import asdict as _asdict
 
     using = embed.describe(embed.settings_for(store))
@@ -688,6 +693,7 @@ def _source_named(store: "Store", name: str) -> Source | None:
 
 def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Embedder | None = None) -> list[dict[str, Any]]:
     """`cache rebuild`: re-embed one source, or every source that has a cache, from scratch."""
+    from . import vcache  # noqa: PLC0415
     engine = engine_for(store, embedder)
     if source is not None:
         sources = [source]
@@ -703,6 +709,7 @@ def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Emb
 
 
 def clear_cache(store: "Store", source: Source | None = None) -> list[str]:
+    from . import vcache  # noqa: PLC0415
     return vcache.clear(store, source.name if source else None)
 
 
