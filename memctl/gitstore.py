@@ -1,8 +1,12 @@
 """The only module that talks to git.
 
-GitPython is imported lazily (it costs start-up time), the author comes from
-memctl.toml so that launchd/cron jobs do not depend on ~/.gitconfig, and a
-commit stages and records only the paths the caller touched.
+Commands run the git CLI directly (`_run`): finding the work tree, status,
+log and commits. GitPython is kept for reading blobs out of history (its
+persistent `cat-file` process makes `ledger verify` and `state history`
+cheap on long histories) and imported only there: importing it costs ~85 ms,
+more than most writes take. The author comes from memctl.toml so that
+launchd/cron jobs do not depend on ~/.gitconfig, and a commit stages and
+records only the paths the caller touched.
 """
 
 from __future__ import annotations
@@ -10,8 +14,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import GitError
 
@@ -20,14 +24,13 @@ _FALLBACK_GITS = ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git")
 _LOCK_RETRY_SECONDS = 15.0
 
 
-@dataclass(frozen=True)
-class Author:
+# NamedTuples rather than dataclasses: every committing command imports this module (see config.py).
+class Author(NamedTuple):
     name: str
     email: str
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(NamedTuple):
     commit: str
     date: str
     message: str
@@ -58,6 +61,7 @@ def _git_module():
 
 
 def _repo(path: Path):
+    """A GitPython Repo, for reading objects out of history (None outside a repository)."""
     git = _git_module()
     try:
         return git.Repo(path, search_parent_directories=True)
@@ -65,17 +69,29 @@ def _repo(path: Path):
         return None
 
 
+def _git(top: Path | str, *args: str, env: dict[str, str] | None = None):
+    import subprocess  # noqa: PLC0415
+
+    exe = git_executable()
+    if exe is None:
+        raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
+    return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
+                          stdin=subprocess.DEVNULL, capture_output=True)
+
+
 def toplevel(path: Path) -> Path | None:
     """The work tree holding `path`, or None (no repository, or no git)."""
-    if git_executable() is None:
+    if git_executable() is None or not Path(path).is_dir():
         return None
-    repo = _repo(path)
-    return Path(repo.working_tree_dir) if repo is not None and repo.working_tree_dir else None
+    done = _git(path, "rev-parse", "--show-toplevel")
+    top = done.stdout.decode("utf-8", "surrogateescape").strip()
+    return Path(top) if done.returncode == 0 and top else None
 
 
 def init(path: Path) -> None:
-    git = _git_module()
-    git.Repo.init(path)
+    done = _git(path, "init", "-q")
+    if done.returncode != 0:
+        raise GitError(f"git init failed: {done.stderr.decode(errors='replace').strip()}")
 
 
 def _env(author: Author) -> dict[str, str]:
@@ -87,54 +103,53 @@ def _env(author: Author) -> dict[str, str]:
     }
 
 
-def _run(repo, *args: str, env: dict[str, str] | None = None) -> str:
-    """Run a git command, retrying while another process holds git's index lock."""
-    git = _git_module()
+def _run(top: Path | str, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run a git command in `top`, retrying while another process holds git's index lock."""
     deadline = time.monotonic() + _LOCK_RETRY_SECONDS
     delay = 0.02
     while True:
-        try:
-            # Paths are file names, never patterns: `note[1].md` must not match `note1.md`.
-            return repo.git.execute(["git", "--literal-pathspecs", *args], env=env or None)
-        except git.GitCommandError as exc:
-            stderr = str(exc.stderr or "")
-            if "index.lock" in stderr and time.monotonic() < deadline:
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
-                continue
-            detail = stderr.strip().splitlines()[-1] if stderr.strip() else str(exc)
-            raise GitError(f"git {args[0]} failed: {detail}") from None
+        # Paths are file names, never patterns: `note[1].md` must not match `note1.md`.
+        done = _git(top, "--literal-pathspecs", *args, env=env)
+        if done.returncode == 0:
+            out = done.stdout.decode("utf-8", "surrogateescape")
+            return out[:-1] if out.endswith("\n") else out
+        stderr = done.stderr.decode("utf-8", "replace")
+        if "index.lock" in stderr and time.monotonic() < deadline:
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+            continue
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {done.returncode}"
+        raise GitError(f"git {args[0]} failed: {detail}") from None
 
 
 def commit(root: Path, paths: list[Path], message: str, author: Author) -> str | None:
     """Stage and commit exactly `paths`; return the new commit id, or None if nothing changed."""
-    repo = _repo(root)
-    if repo is None:
+    top = toplevel(root)
+    if top is None:
         raise GitError(f"{root} is not a git repository")
-    top = Path(repo.working_tree_dir)
     rel = sorted({os.path.relpath(Path(p).resolve() if Path(p).exists() else Path(p), top) for p in paths})
-    tracked = set(_run(repo, "ls-files", "-z", "--", *rel).split("\0")) if rel else set()
+    missing = [p for p in rel if not (top / p).exists()]
+    tracked = set(_run(top, "ls-files", "-z", "--", *missing).split("\0")) if missing else set()
     keep = [p for p in rel if (top / p).exists() or p in tracked]
     if not keep:
         return None
-    _run(repo, "add", "-A", "--", *keep)
-    staged = _run(repo, "diff", "--cached", "--name-only", "-z", "--", *keep)
+    _run(top, "add", "-A", "--", *keep)
+    staged = _run(top, "diff", "--cached", "--name-only", "-z", "--", *keep)
     if not staged.strip("\0"):
         return None
-    _run(repo, "commit", "-q", "--no-verify", "-m", message, "--", *keep, env=_env(author))
-    return _run(repo, "rev-parse", "HEAD")
+    _run(top, "commit", "-q", "--no-verify", "-m", message, "--", *keep, env=_env(author))
+    return _run(top, "rev-parse", "HEAD")
 
 
 def log(root: Path, path: Path) -> list[LogEntry]:
     """The history of one file, following renames (an archived fact keeps its past)."""
-    repo = _repo(root)
-    if repo is None:
+    top = toplevel(root)
+    if top is None:
         raise GitError(f"{root} is not a git repository")
-    top = Path(repo.working_tree_dir)
     rel = os.path.relpath(path, top)
     sep = "\x1f"
     out = _run(
-        repo, "log", "--follow", "--numstat", f"--format=\x1e%H{sep}%aI{sep}%s", "--", rel
+        top, "log", "--follow", "--numstat", f"--format=\x1e%H{sep}%aI{sep}%s", "--", rel
     )
     entries = []
     for chunk in out.split("\x1e"):
@@ -162,7 +177,7 @@ def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
     top = Path(repo.working_tree_dir)
     rel = os.path.relpath(path, top)
     sep = "\x1f"
-    out = _run(repo, "log", "--reverse", f"--format=%H{sep}%s", "--", rel)
+    out = _run(top, "log", "--reverse", f"--format=%H{sep}%s", "--", rel)
     result = []
     for line in out.splitlines():
         sha, _, subject = line.partition(sep)
@@ -177,17 +192,15 @@ def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
 
 def dirty_paths(root: Path, under: list[Path]) -> list[str]:
     """Paths under `under` with uncommitted changes (untracked included)."""
-    repo = _repo(root)
-    if repo is None:
+    top = toplevel(root)
+    if top is None:
         return []
-    top = Path(repo.working_tree_dir)
     rel = [os.path.relpath(p, top) for p in under]
-    out = _run(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
+    out = _run(top, "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
     return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
 
 
-@dataclass(frozen=True)
-class FileVersion:
+class FileVersion(NamedTuple):
     commit: str
     subject: str
     data: bytes  # the file in this commit (b"" when it was deleted)
@@ -225,7 +238,7 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
         return []
     rel = os.path.relpath(path, repo.working_tree_dir)
     sep = "\x1f"
-    out = _run(repo, "log", "--full-history", "--topo-order", "--reverse", f"--format=%H{sep}%P{sep}%s", "--", rel)
+    out = _run(repo.working_tree_dir, "log", "--full-history", "--topo-order", "--reverse", f"--format=%H{sep}%P{sep}%s", "--", rel)
     cache: dict[str, bytes] = {}
 
     def data_at(rev: str) -> bytes:
@@ -243,12 +256,11 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
 
 def committed_text(root: Path, path: Path) -> str | None:
     """The text of `path` at HEAD, or None when it is not committed."""
-    repo = _repo(root)
-    if repo is None:
+    top = toplevel(root)
+    if top is None:
         return None
-    rel = os.path.relpath(path, Path(repo.working_tree_dir))
-    try:
-        blob = repo.head.commit.tree / rel
-    except (KeyError, ValueError):
+    rel = Path(os.path.relpath(path, top)).as_posix()
+    done = _git(top, "cat-file", "blob", f"HEAD:{rel}")
+    if done.returncode != 0:
         return None
-    return blob.data_stream.read().decode("utf-8", errors="replace")
+    return done.stdout.decode("utf-8", errors="replace")

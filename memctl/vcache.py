@@ -273,13 +273,18 @@ def embed_texts(embedder: "Embedder", texts: list[str], kind: str = "query", *, 
 
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
+    # Embed in order of length: a batch of similar lengths wastes little on padding
+    # (sentence-transformers sorts within one call only, and we call per chunk for
+    # the progress bar). The rows go back to the caller's order afterwards.
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     parts = []
     with _progress(len(texts), embedder, quiet=quiet) as advance:
         for start in range(0, len(texts), BATCH):
-            chunk = texts[start : start + BATCH]
+            chunk = [texts[i] for i in order[start : start + BATCH]]
             parts.append(np.asarray(embedder.embed(chunk, kind), dtype=np.float32))
             advance(len(chunk))
-    out = np.concatenate(parts).astype(np.float32, copy=False)
+    out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+    out[order] = np.concatenate(parts)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out

@@ -231,3 +231,14 @@ def test_progress_message_only_for_large_batches(store, capsys):
     assert capsys.readouterr().err == ""
     vcache.sync(store, "big", items(vcache.PROGRESS_OVER + 1), Counting())
     assert f"embedding {vcache.PROGRESS_OVER + 1} texts with test (counting)" in capsys.readouterr().err
+
+
+def test_embed_texts_keeps_the_callers_order_while_batching_by_length(monkeypatch):
+    """Texts are embedded shortest first (less padding), but row i is always text i's vector."""
+    monkeypatch.setattr(vcache, "BATCH", 3)  # several batches
+    texts = [("長い" * (17 - i)) if i % 2 else f"t{i}" for i in range(17)]
+    emb = Counting()
+    matrix = vcache.embed_texts(emb, texts)
+    assert emb.texts == sorted(texts, key=len)  # in length order, each once
+    alone = np.stack([Counting().inner.embed([t])[0] for t in texts])
+    assert np.allclose(matrix, alone / np.linalg.norm(alone, axis=1, keepdims=True), atol=1e-6)

@@ -260,6 +260,6 @@ def log(
         for e in entries
     ]
     if json:
-        output.emit_json([{**e.__dict__} for e in entries])
+        output.emit_json([e._asdict() for e in entries])
     else:
         output.emit_table(rows, ["date", "commit", "message", "changed"])

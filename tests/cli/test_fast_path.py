@@ -126,7 +126,7 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-print("LOADED:" + ",".join(sorted(m for m in ("typer", "click", "rich", "dataclasses") if m in sys.modules)), file=sys.stderr)
+print("LOADED:" + ",".join(sorted(m for m in ("typer", "click", "rich", "dataclasses", "git") if m in sys.modules)), file=sys.stderr)
 """
 
 
@@ -142,6 +142,14 @@ def test_ledger_append_starts_without_typer_rich_or_dataclasses(pair):
     # the probe can fail: the Typer path, and a form the fast path leaves alone, load them
     assert "typer" in loaded(root, *APPEND, *ROW, "--no-commit", env={"MEMCTL_NO_FAST": "1"})
     assert "typer" in loaded(root, *APPEND, "--help")
+
+
+def test_a_committed_append_runs_git_without_importing_gitpython(pair):
+    root = pair[0]
+    assert loaded(root, *APPEND, *ROW) == ""
+    assert git_log(root).splitlines()[0].endswith("ledger: append themes (+1)")
+    # ledger verify reads blobs through GitPython: the probe sees that import
+    assert "git" in loaded(root, "ledger", "verify", "themes").split(",")
 
 
 def test_near_dup_starts_without_typer(pair):
