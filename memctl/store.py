@@ -13,6 +13,7 @@ from .errors import GitError, NotFound
 from .fsutil import atomic_write, file_lock
 
 CONFIG_FILE = "memctl.toml"
+CACHE_DIR = ".memctl"
 INDEX_FILE = "MEMORY.md"
 GITIGNORE = ".memctl/\nlogs/\n"
 GITATTRIBUTES = "ledgers/*.tsv merge=union\n"
@@ -44,7 +45,7 @@ class Store(NamedTuple):
 
     @property
     def cache_dir(self) -> Path:
-        return self.root / ".memctl"
+        return self.root / CACHE_DIR
 
     @property
     def config_path(self) -> Path:
@@ -69,8 +70,21 @@ def open_store(root: str | os.PathLike) -> Store:
         cfg = config_mod.load(root / CONFIG_FILE)
         return Store(root=root, memory_dir=root / "memory", layout="memctl", config=cfg)
     if (root / INDEX_FILE).exists():
+        _self_ignoring_cache(root / CACHE_DIR)
         return Store(root=root, memory_dir=root, layout="claude", config=config_mod.Config())
     raise NotFound(f"{root} is not a memctl store", hint="run `memctl init` there")
+
+
+def _self_ignoring_cache(cache_dir: Path) -> None:
+    """A Claude Code memory directory has no .gitignore of ours: the cache folder ignores itself."""
+    marker = cache_dir / ".gitignore"
+    if marker.exists():
+        return
+    try:
+        cache_dir.mkdir(exist_ok=True)
+        atomic_write(marker, "# memctl's caches: rebuildable, never committed\n*\n")
+    except OSError:
+        pass  # a read-only directory: memctl reads it all the same
 
 
 def find_root(explicit: str | os.PathLike | None = None) -> Path:

@@ -88,3 +88,18 @@ def test_rich_table_aligns_full_width_text(root, monkeypatch):
     widths = {cell_len(l) for l in lines}
     assert len(widths) == 1, lines
     assert any("日本語の説明文はここにあります" in l for l in lines)
+
+
+def test_caches_in_a_claude_code_directory_never_show_in_git_status(tmp_path):
+    """memctl's .memctl/ inside someone else's repository ignores itself."""
+    d = _claude_dir(tmp_path)
+    repo = tmp_path / "projects"
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "claude memory")
+    assert cli(d, "list", "--json").exit_code == 0
+    assert cli(d, "recall", "database").exit_code == 0
+    assert (d / ".memctl" / "facts.json").exists()  # the caches are there ...
+    status = git(repo, "status", "--porcelain", "--untracked-files=all")
+    assert ".memctl" not in status, status  # ... and invisible to git (the access log is data: it shows)
+    assert (d / ".memctl" / ".gitignore").read_text(encoding="utf-8").endswith("\n*\n")
