@@ -15,7 +15,7 @@ from . import clock, fact as fact_mod, gitstore, index as index_mod, output, tex
 from .errors import BadInput, NotFound, Refused
 from .fsutil import atomic_move, atomic_write
 from .parsecache import FactCache
-from .store import Store, commit, commit_enabled
+from .store import Store, commit, refuse_uncommitted, will_commit
 
 
 @dataclass(frozen=True)
@@ -311,34 +311,13 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     return moved, [fact.path, target]
 
 
-def _will_commit(store: Store, enabled: bool) -> Path | None:
-    """The git work tree this change will be committed to, or None (no commit: nothing to guard)."""
-    if not enabled or not commit_enabled(store) or gitstore.git_executable() is None:
-        return None
-    return gitstore.toplevel(store.root)
-
-
-def _refuse_uncommitted(store: Store, paths: list[Path], enabled: bool) -> None:
-    """Hand edits not yet committed would be swept into memctl's commit: refuse instead."""
-    top = _will_commit(store, enabled)
-    if top is None:
-        return
-    dirty = {top / p for p in gitstore.dirty_paths(store.root, paths)}
-    for path in paths:
-        if path.resolve() in {d.resolve() for d in dirty}:
-            raise Refused(
-                f"{store.rel(path)} has uncommitted changes",
-                hint="commit or discard them first (git -C <store> status), or use --no-commit",
-            )
-
-
 def _refuse_hand_edited_index(store: Store, enabled: bool) -> None:
     """MEMORY.md's text outside the generated block is the user's: never commit uncommitted edits of it.
 
     Changes inside the block are memctl's own (e.g. a process killed before its
     commit) and are simply regenerated.
     """
-    if not store.index_path.exists() or _will_commit(store, enabled) is None:
+    if not store.index_path.exists() or will_commit(store, enabled) is None:
         return
     if not gitstore.dirty_paths(store.root, [store.index_path]):
         return
@@ -425,7 +404,7 @@ def remember(
                     f"a similar fact exists: {store.rel(near[0].fact.path)} (overlap {near[0].score:.2f})",
                     hint="check it; --update or --supersedes it, or drop --strict",
                 )
-        _refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)
+        refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)
         _refuse_hand_edited_index(store, commit_changes)
         now = clock.stamp()
         if existing is None:
@@ -491,7 +470,7 @@ def update_many(
                 raise BadInput("a fact cannot be changed or superseded twice in one operation: " + ", ".join(stems))
             claimed |= set(stems)
             pairs.append((current, olds))
-        _refuse_uncommitted(store, [f.path for current, olds in pairs for f in (current, *olds)], commit_changes)
+        refuse_uncommitted(store, [f.path for current, olds in pairs for f in (current, *olds)], commit_changes)
         now = clock.stamp()
         touched: list[Path] = []
         changes = []
@@ -529,7 +508,7 @@ def edit(
         new = change(current)
         if fact_mod.render(new) == fact_mod.render(current):
             return Change("unchanged", current)
-        _refuse_uncommitted(store, [current.path], commit_changes)
+        refuse_uncommitted(store, [current.path], commit_changes)
         new = new.with_meta(updated=clock.stamp())
         assert new.path is not None
         atomic_write(new.path, fact_mod.render(new))
@@ -552,7 +531,7 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) 
     with store.lock():
         facts = live_facts(store)
         target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")
-        _refuse_uncommitted(store, [target.path], commit_changes)
+        refuse_uncommitted(store, [target.path], commit_changes)
         _refuse_hand_edited_index(store, commit_changes)
         moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
         touched.append(_write_index(store, [f for f in facts if f.stem != target.stem]))

@@ -29,7 +29,7 @@ from . import config as config_mod
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
 from .fsutil import append_bytes, atomic_write
-from .store import Store, commit
+from .store import Store, commit, config_committable
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -213,9 +213,10 @@ def create(store: Store, name: str, columns: Iterable[str], *, unique: str | Non
             raise Refused(f"ledger {name!r} is already declared in memctl.toml")
         if path.exists():
             raise Refused(f"{store.rel(path)} already exists", hint=f"memctl ledger adopt {store.rel(path)} --columns ...")
+        with_config = config_committable(store, commit_changes, f"the declaration of ledger {name!r}")
         atomic_write(path, (format_record(cols) + "\n").encode("utf-8"))
         config_mod.add_ledger_decl(store.config_path, decl)
-        commit(store, [path, store.config_path], f"ledger: create {name}", enabled=commit_changes)
+        commit(store, [path, store.config_path] if with_config else [path], f"ledger: create {name}", enabled=commit_changes)
     return resolve(store, decl)
 
 

@@ -31,7 +31,7 @@ from .ledger import (
     open_ledger,
     unescape,
 )
-from .store import Store, commit
+from .store import Store, commit, config_committable
 
 # `check` on a file that is wrong everywhere should not print a million lines.
 MAX_PROBLEMS = 100
@@ -100,8 +100,10 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     with store.lock():
         if name in declarations(store):
             raise Refused(f"ledger {name!r} is already declared in memctl.toml")
+        with_config = config_committable(store, commit_changes, f"the declaration of ledger {name!r}")
         config_mod.add_ledger_decl(store.config_path, decl)
-        sha = commit(store, [store.config_path, path], f"ledger: adopt {name}", enabled=commit_changes)
+        paths = [store.config_path, path] if with_config else [path]
+        sha = commit(store, paths, f"ledger: adopt {name}", enabled=commit_changes)
     rows = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1) - (1 if header else 0)
     return Adopted(ledger, rows, duplicates, sha)
 

@@ -652,13 +652,18 @@ def calibrate(store: "Store | None", pairs: Sequence[tuple[str, str, int]], *, e
     return Calibration(embed.label(embedder), embedder.backend, embedder.model, len(pairs), int(labels.sum()), points, best, met, notes)
 
 
-def save_threshold(store: "Store", result: Calibration) -> str:
-    """`calibrate --save`: the recommended threshold into memctl.toml, keyed by the model."""
+def save_threshold(store: "Store", result: Calibration, *, commit_changes: bool = True) -> str:
+    """`calibrate --save`: the recommended threshold into memctl.toml, keyed by the model, committed."""
     from . import config
+    from .store import commit, config_committable
 
     if result.recommended is None:
         raise BadInput("no threshold to save: no pair scored as a duplicate at any threshold")
-    return config.save_threshold(store.config_path, result.model, result.recommended.threshold)
+    with store.lock():
+        with_config = config_committable(store, commit_changes, "the threshold")
+        line = config.save_threshold(store.config_path, result.model, result.recommended.threshold)
+        commit(store, [store.config_path], f"embedding: threshold {line}", enabled=commit_changes and with_config)
+    return line
 
 
 # ---------------------------------------------------------------- cache and server

@@ -9,7 +9,7 @@ from typing import Iterator, NamedTuple
 
 from . import config as config_mod
 from . import output
-from .errors import GitError, NotFound
+from .errors import GitError, NotFound, Refused
 from .fsutil import atomic_write, file_lock
 
 CONFIG_FILE = "memctl.toml"
@@ -186,3 +186,49 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
     except GitError as exc:
         output.warn(f"change written but not committed: {exc.message}", hint="run `git status` in the store")
         return None
+
+
+def will_commit(store: Store, enabled: bool = True) -> Path | None:
+    """The git work tree a change will be committed to, or None (no commit: nothing to guard)."""
+    if not enabled or not commit_enabled(store):
+        return None
+    from . import gitstore  # noqa: PLC0415
+
+    if gitstore.git_executable() is None:
+        return None
+    return gitstore.toplevel(store.root)
+
+
+def config_committable(store: Store, enabled: bool = True, what: str = "the change") -> bool:
+    """Whether memctl.toml may go into memctl's next commit: not when it holds uncommitted hand edits.
+
+    Call before writing to it. When it may not, the caller writes its change
+    but leaves memctl.toml out of the commit, and the user is told: their
+    edits are never swept into memctl's commit, and nothing is blocked.
+    """
+    top = will_commit(store, enabled)
+    if top is None:
+        return True
+    from . import gitstore  # noqa: PLC0415
+
+    if not gitstore.dirty_paths(store.root, [store.config_path]):
+        return True
+    output.warn(f"{CONFIG_FILE} has uncommitted changes: {what} is written to it but not committed",
+                hint=f"review and commit {CONFIG_FILE} yourself (git -C <store> diff {CONFIG_FILE})")
+    return False
+
+
+def refuse_uncommitted(store: Store, paths: list[Path], enabled: bool = True) -> None:
+    """Hand edits not yet committed would be swept into memctl's commit: refuse instead."""
+    top = will_commit(store, enabled)
+    if top is None:
+        return
+    from . import gitstore  # noqa: PLC0415
+
+    dirty = {(top / p).resolve() for p in gitstore.dirty_paths(store.root, paths)}
+    for path in paths:
+        if path.resolve() in dirty:
+            raise Refused(
+                f"{store.rel(path)} has uncommitted changes",
+                hint="commit or discard them first (git -C <store> status), or use --no-commit (MEMCTL_NO_COMMIT=1)",
+            )

@@ -290,3 +290,20 @@ def test_bad_options_are_bad_input(store, kw, message):
     with pytest.raises(BadInput) as caught:
         dist.plan(store, **kw)
     assert caught.value.message == message
+
+
+def test_episodes_distilled_meanwhile_are_refused_before_the_lesson_is_written(root, store, monkeypatch, tmp_path):
+    """Another run distils an episode between our plan and our write: no orphan lesson file is left."""
+    ids = seed(store, monkeypatch)
+    cmd, _ = llm(tmp_path, ANSWERS)
+    made = dist.plan(store, similarity=0.9, embedder=e5())
+    assert [c.ids for c in made.clusters] == [ids["pytest"], ids["Zenn"]]
+    ledger.create(store, dist.LEDGER, dist.COLUMNS, unique="episode")
+    ledger.append(store, dist.LEDGER, [{"ts": NOW, "episode": ids["pytest"][1], "fact": "someone-else"}])
+    monkeypatch.setattr(dist, "plan", lambda *a, **k: made)  # our plan predates their run
+
+    result = run(store, cmd)
+    assert [(o.status, o.reason if o.status == "rejected" else "") for o in result.outcomes] == [
+        ("rejected", f"episode {ids['pytest'][1]} is already distilled"), ("created", "")]
+    assert not (store.memory_dir / f"{made.clusters[0].fact_name}.md").exists()
+    assert git(root, "status", "--porcelain") == ""

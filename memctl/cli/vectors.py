@@ -18,7 +18,7 @@ import typer.core
 from .. import neardup, output
 from . import fast
 from .root import app
-from .common import JsonOpt, store_from
+from .common import JsonOpt, NoCommitOpt, store_from
 
 DUPLICATE = fast.DUPLICATE
 
@@ -122,14 +122,15 @@ def scan_cmd(
 def calibrate_cmd(
     ctx: typer.Context,
     pairs: Annotated[Path, typer.Argument(help="TSV: text_a<TAB>text_b<TAB>label (1 duplicate, 0 not).", metavar="PAIRS.tsv")],
-    save: Annotated[bool, typer.Option("--save", help="Store the recommended threshold in memctl.toml for this model.")] = False,
+    save: Annotated[bool, typer.Option("--save", help="Store the recommended threshold in memctl.toml for this model, and commit it.")] = False,
+    no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Precision, recall and F1 across thresholds; recommends the best F1 with precision >= 0.9."""
     store = store_from(ctx)
     result = neardup.calibrate(store, neardup.read_pairs(pairs))
     _notes(result.notes)
-    saved = neardup.save_threshold(store, result) if save else None
+    saved = neardup.save_threshold(store, result, commit_changes=not no_commit) if save else None
     if json:
         output.emit_json({**result.to_dict(), "saved": saved})
     else:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .. import clock, episodes as episodes_mod, facts as facts_mod, ledger, neardup
 from ..errors import BadInput, NotFound, Refused
-from ..store import commit
+from ..store import commit, config_committable
 from .consolidate import complete_link
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -325,22 +325,26 @@ def timeout_for(store: "Store", given: float | None) -> float:
     return float(value)
 
 
-def _ensure_ledger(store: "Store") -> list[Path]:
+def _ensure_ledger(store: "Store", commit_changes: bool) -> list[Path]:
     """The distilled ledger; when this creates it, the paths to commit with the lessons."""
     try:
         ledger.open_ledger(store, LEDGER)
         return []
     except NotFound:
         pass
+    with_config = config_committable(store, commit_changes, f"the declaration of ledger {LEDGER!r}")
     try:
         made = ledger.create(store, LEDGER, COLUMNS, unique="episode", commit_changes=False)
     except Refused:
         return []  # created by another process meanwhile
-    return [made.path, store.config_path]
+    return [made.path, store.config_path] if with_config else [made.path]
 
 
 def _write(store: "Store", cluster: Cluster, answer: Answer) -> tuple[list[Path], str]:
     """The lesson, then its episodes' lines in the distilled ledger; nothing committed yet."""
+    taken = sorted(distilled_ids(store) & set(cluster.ids))
+    if taken:  # another run distilled them meanwhile: refuse before writing the lesson
+        raise Refused(f"episode {taken[0]} is already distilled")
     change = facts_mod.remember(store, fact_input(cluster, answer), commit_changes=False)
     stamp = clock.stamp()
     rows = [{"ts": stamp, "episode": i, "fact": cluster.fact_name} for i in cluster.ids]
@@ -369,7 +373,7 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
             outcomes.append(Outcome(cluster, "planned", fact=cluster.fact_name, answer=answer))
             continue
         try:
-            touched += _ensure_ledger(store)
+            touched += _ensure_ledger(store, commit_changes)
             paths, name = _write(store, cluster, answer)
         except (Refused, BadInput) as exc:
             outcomes.append(Outcome(cluster, "rejected", exc.message, answer=answer))

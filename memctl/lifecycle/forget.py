@@ -24,7 +24,7 @@ from .. import clock, episodes as episodes_mod, facts as facts_mod, fact as fact
 from ..errors import NotFound
 from ..fsutil import atomic_write
 from ..recall import _expired, _float, _time, access_stats, frequency
-from ..store import Store, commit
+from ..store import Store, commit, config_committable, refuse_uncommitted
 from . import policy as policy_mod
 
 DECAY_PER_DAY = 0.01  # effective_confidence = confidence x exp(-0.01 x idle_days); freshness loses 0.01 a day
@@ -355,21 +355,22 @@ def _tombstone_rows(plan: Plan, snap: Snapshot, stamp: str) -> list[dict[str, st
     return rows
 
 
-def _ensure_tombstones(store: Store) -> bool:
-    """Create (and declare) the tombstone ledger, uncommitted; True when it was created now."""
+def _ensure_tombstones(store: Store, commit_changes: bool) -> bool:
+    """Create (and declare) the tombstone ledger, uncommitted; True when memctl.toml goes into the commit."""
     try:
         ledger.open_ledger(store, episodes_mod.TOMBSTONES)
         return False
     except NotFound:
+        with_config = config_committable(store, commit_changes, f"the declaration of ledger {episodes_mod.TOMBSTONES!r}")
         ledger.create(store, episodes_mod.TOMBSTONES, episodes_mod.TOMBSTONE_COLUMNS, commit_changes=False)
-        return True
+        return with_config
 
 
 def _apply(store: Store, plan: Plan, snap: Snapshot, *, commit_changes: bool, declared: bool) -> str | None:
     """Archive and compress facts, append tombstones, rewrite MEMORY.md; one commit. Caller holds the lock."""
     stamp = clock.stamp()
     fact_steps = [s for s in plan.steps if s.item.kind == "fact"]
-    facts_mod._refuse_uncommitted(store, [snap.fact_files[s.item.key].path for s in fact_steps], commit_changes)
+    refuse_uncommitted(store, [snap.fact_files[s.item.key].path for s in fact_steps], commit_changes)
     touched = []
     gone: set[str] = set()
     replaced: dict[str, fact_mod.Fact] = {}
@@ -419,7 +420,7 @@ def forget_by_policies(store: Store, *, dry_run: bool = False, commit_changes: b
         return Outcome(first, applied=False)
     declared = False
     if any(s.item.kind == "episode" for s in first.steps):
-        declared = _ensure_tombstones(store)  # takes the lock itself, so before ours
+        declared = _ensure_tombstones(store, commit_changes)  # takes the lock itself, so before ours
     with store.lock():
         with _bulk():
             snap = gather(store, now)  # again under the lock: another writer may have come between

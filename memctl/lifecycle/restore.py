@@ -14,7 +14,7 @@ import re
 from .. import clock, fact as fact_mod, facts as facts_mod
 from ..errors import NotFound, Refused
 from ..fsutil import atomic_move, atomic_write
-from ..store import Store, commit
+from ..store import Store, commit, refuse_uncommitted
 
 ARCHIVE_KEYS = ("archived", "archived_reason", "archived_policy")
 SUPERSEDED_KEYS = ("superseded_by", "valid_to")
@@ -93,7 +93,7 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
                 f"cannot restore {store.rel(target.path)}: {store.rel(dest)} exists (and could not be read as a fact)",
                 hint="move that file away or fix it first (memctl doctor)",
             )
-        facts_mod._refuse_uncommitted(store, [target.path] + ([dest] if replacing else []), commit_changes)
+        refuse_uncommitted(store, [target.path] + ([dest] if replacing else []), commit_changes)
         atomic_write(target.path, fact_mod.render(restored))
         atomic_move(target.path, dest)
         index = facts_mod._write_index(store, [f for f in live if f is not replacing] + [restored])

@@ -266,3 +266,31 @@ def test_episode_add_list_recall(root, monkeypatch):
     assert "importance 2.0 is not between 0 and 1" in one_line_error(bad, 2)
     bad = cli(root, "episode", "add", "x", "--type", "Not A Type")
     assert "invalid episode type" in one_line_error(bad, 2)
+
+
+def test_create_and_adopt_never_sweep_hand_edits_of_memctl_toml_into_their_commit(root):
+    """The declaration is written, the ledger committed, memctl.toml left for its owner to commit."""
+    toml = root / "memctl.toml"
+    hand = "\n# a hand edit, not committed yet\n"
+    toml.write_text(toml.read_text(encoding="utf-8") + hand, encoding="utf-8")
+    (root / "ledgers" / "old.tsv").write_text("2026-01-01\tx\n", encoding="utf-8")
+    git(root, "add", "ledgers/old.tsv")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a legacy ledger")
+    for args, subject, committed in (
+        (["ledger", "create", "t", "--columns", "a,b"], "ledger: create t", "ledgers/t.tsv"),
+        (["ledger", "adopt", str(root / "ledgers" / "old.tsv"), "--columns", "d,v"], "ledger: adopt old", None),
+    ):
+        r = cli(root, *args)
+        assert r.exit_code == 0, r.stderr
+        assert "memctl.toml has uncommitted changes" in r.stderr and "not committed" in r.stderr
+        if committed:
+            assert git(root, "log", "-1", "--format=%s").strip() == subject
+            assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [committed]
+    text = toml.read_text(encoding="utf-8")
+    assert hand in text and "[ledgers.t]" in text and "[ledgers.old]" in text  # all there, for its owner
+    assert git(root, "status", "--porcelain").split() == ["M", "memctl.toml"]
+    assert git(root, "show", "HEAD:memctl.toml").count("[ledgers.") == 0
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "my edit and the declarations")
+    r = cli(root, "ledger", "create", "u", "--columns", "a")
+    assert r.exit_code == 0 and r.stderr.count("uncommitted") == 0
+    assert sorted(git(root, "show", "--name-only", "--format=", "HEAD").split()) == ["ledgers/u.tsv", "memctl.toml"]

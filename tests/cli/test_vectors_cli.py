@@ -138,7 +138,7 @@ def test_calibrate_prints_the_table_and_saves_the_threshold(ngram_root):
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["recommended"]["precision"] == 1.0 and data["saved"] is None and len(data["points"]) >= 101
-    r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--save")
+    r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--save", "--no-commit")  # memctl.toml has our edit
     assert r.exit_code == 0 and "recommended" in r.stdout and "saved in memctl.toml" in r.stderr
     toml = (ngram_root / "memctl.toml").read_text(encoding="utf-8")
     assert "[embedding.thresholds]\nchar-ngram = " in toml and toml.startswith("# memctl store configuration")
@@ -285,3 +285,23 @@ def test_server_reports_library_errors_and_sees_appends(ngram_root):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
+
+
+def test_calibrate_save_commits_memctl_toml_but_never_hand_edits(ngram_root):
+    from conftest import git
+
+    pairs = ngram_root / "pairs.tsv"
+    pairs.write_text("猫が寝ている\t猫が寝ています\t1\n猫が寝ている\t株価が下がった\t0\n", encoding="utf-8")
+    git(ngram_root, "add", "-A")
+    git(ngram_root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ngram store and pairs")
+    r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--save")
+    assert r.exit_code == 0 and "uncommitted" not in r.stderr, r.stderr
+    assert git(ngram_root, "log", "-1", "--format=%s").strip().startswith("embedding: threshold char-ngram = ")
+    assert git(ngram_root, "status", "--porcelain") == ""
+    toml = ngram_root / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("char-ngram = ", "# mine\nchar-ngram = "), encoding="utf-8")
+    head = git(ngram_root, "rev-parse", "HEAD")
+    r = cli(ngram_root, "near-dup", "calibrate", str(pairs), "--save")
+    assert r.exit_code == 0 and "memctl.toml has uncommitted changes" in r.stderr
+    assert git(ngram_root, "rev-parse", "HEAD") == head  # nothing committed: the edit is the user's
+    assert "# mine" in toml.read_text(encoding="utf-8")
