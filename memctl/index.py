@@ -16,8 +16,11 @@ from .fact import Fact
 
 BEGIN = "<!-- memctl:index:begin -->"
 END = "<!-- memctl:index:end -->"
+# The link target is bare (`note.md`), or in angle brackets when the file name
+# has a space or a parenthesis (`<my note.md>`, CommonMark's form); `%20` is read too.
 _LINE_RE = re.compile(
-    r"^\s*[-*]\s+\[(?P<title>[^\]]*)\]\((?P<target>[^)\s]+)\)\s*(?:(?:-|—|–|:)\s*(?P<desc>.*))?$"
+    r"^\s*[-*]\s+\[(?P<title>[^\]]*)\]\((?:<(?P<angled>[^<>\n]+)>|(?P<target>[^)\s]+))\)"
+    r"\s*(?:(?:-|—|–|:)\s*(?P<desc>.*))?$"
 )
 
 
@@ -37,8 +40,13 @@ class Drift:
     message: str
 
 
+def link_target(file_name: str) -> str:
+    """A file name as a Markdown link destination."""
+    return f"<{file_name}>" if any(c in file_name for c in " ()") else file_name
+
+
 def index_line(fact: Fact) -> str:
-    return f"- [{fact.file_name}]({fact.file_name}) - {fact.description}"
+    return f"- [{fact.file_name}]({link_target(fact.file_name)}) - {fact.description}"
 
 
 def render_block(facts: Iterable[Fact]) -> list[str]:
@@ -67,10 +75,15 @@ def parse_lines(text: str) -> list[IndexLine]:
             inside = False
             continue
         match = _LINE_RE.match(line)
-        if match and match.group("target").endswith(".md"):
-            found.append(
-                IndexLine(number, match.group("target"), (match.group("desc") or "").strip(), inside)
-            )
+        if match is None:
+            continue
+        target = match.group("angled") or match.group("target")
+        if "%" in target:
+            from urllib.parse import unquote  # noqa: PLC0415
+
+            target = unquote(target)
+        if target.endswith(".md"):
+            found.append(IndexLine(number, target, (match.group("desc") or "").strip(), inside))
     return found
 
 

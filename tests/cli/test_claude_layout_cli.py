@@ -103,3 +103,20 @@ def test_caches_in_a_claude_code_directory_never_show_in_git_status(tmp_path):
     status = git(repo, "status", "--porcelain", "--untracked-files=all")
     assert ".memctl" not in status, status  # ... and invisible to git (the access log is data: it shows)
     assert (d / ".memctl" / ".gitignore").read_text(encoding="utf-8").endswith("\n*\n")
+
+
+def test_a_file_name_with_spaces_keeps_a_working_index_link(tmp_path):
+    d = _claude_dir(tmp_path)
+    (d / "my note.md").write_text("---\nname: my note\ndescription: 空白のあるファイル名\ntype: project\n---\nbody\n",
+                                  encoding="utf-8")
+    with open(d / "MEMORY.md", "a", encoding="utf-8") as handle:
+        handle.write("- [My note](my%20note.md) — 空白のあるファイル名\n")
+    assert cli(d, "index", "--check").exit_code == 0  # the %20 link is read as the file
+    r = cli(d, "remember", "project_x", "--type", "project", "--description", "another fact")
+    assert r.exit_code == 0, r.stderr
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [my note.md](<my note.md>) - 空白のあるファイル名" in text  # CommonMark's form for spaces
+    r = cli(d, "index", "--check")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert cli(d, "doctor").exit_code == 0
+    assert "空白のあるファイル名" in cli(d, "show", "my note").stdout
