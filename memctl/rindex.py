@@ -23,7 +23,7 @@ from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "2"
+VERSION = "3"  # 3: documents carry the last character of each kana/kanji run
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -49,10 +49,15 @@ QUESTION_WORDS = frozenset(
 )
 
 
-def search_tokens(text: str) -> list[str]:
-    """Tokens for BM25: textnorm tokens, minus stop and question words, with light English stemming."""
+def search_tokens(text: str, *, document: bool = False) -> list[str]:
+    """Tokens for BM25: textnorm tokens, minus stop and question words, with light English stemming.
+
+    A document's tokens also hold the last character of each kana/kanji run, so
+    that a one-character query (`猫`), matched as a prefix, finds every place
+    the character occurs: at the start of a bigram or at the end of a run.
+    """
     out = []
-    for token in textnorm.tokens(text):
+    for token in textnorm.tokens(text, run_ends=document):
         if token in textnorm.STOPWORDS or token in QUESTION_WORDS:
             continue
         out.append(_stem(token))
@@ -182,7 +187,7 @@ def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, descripti
         (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned), status, expires),
     )
     doc = cur.lastrowid
-    conn.execute("INSERT INTO fts(rowid, tokens) VALUES (?, ?)", (doc, " ".join(search_tokens(text))))
+    conn.execute("INSERT INTO fts(rowid, tokens) VALUES (?, ?)", (doc, " ".join(search_tokens(text, document=True))))
     return doc
 
 
@@ -379,7 +384,9 @@ def _match_expression(tokens: Sequence[str]) -> str | None:
     unique = list(dict.fromkeys(tokens))
     if not unique:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+    # A lone kana/kanji (a one-character query, or a one-character run in it) is a prefix query.
+    return " OR ".join('"' + t.replace('"', '""') + '"' + ("*" if len(t) == 1 and textnorm.has_cjk(t) else "")
+                       for t in unique)
 
 
 def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None, tag: str | None,

@@ -49,8 +49,13 @@ def has_cjk(text: str) -> bool:
     return bool(_cjk_re().search(text))
 
 
-def tokens(text: str) -> list[str]:
-    """Tokens for keyword matching: words, and bigrams over kana/kanji runs."""
+def tokens(text: str, *, run_ends: bool = False) -> list[str]:
+    """Tokens for keyword matching: words, and bigrams over kana/kanji runs.
+
+    `run_ends` adds each run's last character as a unigram too: with it, every
+    character of the text starts a token, so a one-character query can be
+    matched as a prefix (the recall index does that for documents).
+    """
     out: list[str] = []
     cjk = _cjk_re()
     for match in _token_re().finditer(normalize(text)):
@@ -60,6 +65,8 @@ def tokens(text: str) -> list[str]:
                 out.append(run)
             else:
                 out.extend(run[i : i + 2] for i in range(len(run) - 1))
+                if run_ends:
+                    out.append(run[-1])
         else:
             out.append(run)
     return out

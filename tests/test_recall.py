@@ -145,3 +145,18 @@ def test_context_cli_logs_and_respects_budget(root):
     rows = (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
     assert rows[-1].split("\t")[2:4] == ["context", "payment"]
     assert "zenn-limit" in rows[-1].split("\t")[4].split(",")
+
+
+def test_a_one_character_japanese_query_finds_the_character_anywhere(root):
+    """Japanese is indexed as bigrams; a lone kanji still matches at a run's start, middle or end."""
+    store = open_store(root)
+    _remember(store, "cat-start", "猫が二匹いる", type="reference")
+    _remember(store, "cat-middle", "黒猫が好き", type="reference")
+    _remember(store, "cat-end", "うちの子は黒猫", type="reference")
+    _remember(store, "dog", "犬が好き", type="reference")
+    _, (hits,) = recall.recall(store, ["猫"], mode="keyword", log=False)
+    assert sorted(h.item.key for h in hits) == ["cat-end", "cat-middle", "cat-start"]
+    _, (hits,) = recall.recall(store, ["犬"], mode="keyword", log=False)
+    assert [h.item.key for h in hits] == ["dog"]
+    _, (hits,) = recall.recall(store, ["黒猫"], mode="keyword", log=False)  # a bigram stays exact
+    assert sorted(h.item.key for h in hits) == ["cat-end", "cat-middle"]
