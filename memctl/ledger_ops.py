@@ -31,7 +31,7 @@ from .ledger import (
     open_ledger,
     unescape,
 )
-from .store import Store, commit, config_committable
+from .store import Store, commit, config_committable, will_commit
 
 # `check` on a file that is wrong everywhere should not print a million lines.
 MAX_PROBLEMS = 100
@@ -336,3 +336,41 @@ def verify(store: Store, name: str) -> Verification:
                 f"the working file rewrote or removed line {line} of the committed version (HEAD)",
             )
     return Verification(ledger.name, rel, len(history), True, message=f"{rel}: {len(history)} commits, append-only")
+
+
+# ---------------------------------------------------------------- commit what was appended
+
+@dataclass(frozen=True)
+class Committed:
+    ledger: str
+    path: str
+    appended: int  # records between the committed version and the working file
+    commit: str | None  # None: nothing to commit
+
+
+def commit_appended(store: Store, name: str) -> Committed:
+    """One commit for the records appended since the last one (`--no-commit` appends, the access log).
+
+    Refused when the working file is not the committed version plus new lines:
+    an edit of an old line must never ride along with "append".
+    """
+    from . import gitstore  # noqa: PLC0415
+
+    ledger = open_ledger(store, name)
+    rel = store.rel(ledger.path)
+    if will_commit(store) is None:
+        raise Refused(f"cannot commit {rel}: commits are turned off or the store is not in a git repository",
+                      hint="[git] commit in memctl.toml, MEMCTL_NO_COMMIT, or `git init`")
+    with store.lock():
+        committed = gitstore.file_at(store.root, ledger.path, "HEAD")
+        working = ledger.path.read_bytes() if ledger.path.exists() else b""
+        if not working.startswith(committed):
+            line = _first_difference(committed, working)
+            raise Refused(f"{rel}: line {line} of the committed version was rewritten or removed; nothing was committed",
+                          hint=f"look at `git diff -- {rel}`: a ledger is only appended to")
+        added = working.count(b"\n", len(committed))
+        if not committed and ledger.header and added:
+            added -= 1  # the header line of a new file is not a record
+        sha = commit(store, [ledger.path], f"ledger: append {ledger.name} (+{added})") if working != committed else None
+    return Committed(ledger.name, rel, added if sha else 0, sha)
+

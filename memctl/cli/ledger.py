@@ -190,6 +190,18 @@ def verify(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
         raise typer.Exit(FAILED)
 
 
+@ledger_app.command("commit")
+def commit_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
+    """Commit the records appended with --no-commit in one commit, after checking only appends happened."""
+    done = ledger_ops.commit_appended(store_from(ctx), name)
+    if json:
+        output.emit_json(done.__dict__)
+    elif done.commit:
+        output.info(f"{done.path}: +{done.appended} committed ({done.commit[:10]})")
+    else:
+        output.info(f"{done.path}: nothing to commit")
+
+
 # ---------------------------------------------------------------- episodes
 
 TypeFilter = Annotated[Optional[str], typer.Option("--type", "-t", help="Only this type.")]

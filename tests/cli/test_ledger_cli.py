@@ -294,3 +294,36 @@ def test_create_and_adopt_never_sweep_hand_edits_of_memctl_toml_into_their_commi
     r = cli(root, "ledger", "create", "u", "--columns", "a")
     assert r.exit_code == 0 and r.stderr.count("uncommitted") == 0
     assert sorted(git(root, "show", "--name-only", "--format=", "HEAD").split()) == ["ledgers/u.tsv", "memctl.toml"]
+
+
+def test_commit_gathers_no_commit_appends_into_one_commit_and_refuses_an_edit(root):
+    assert cli(root, "ledger", "create", "t", "--columns", "a,b").exit_code == 0
+    head = git(root, "rev-parse", "HEAD")
+    for i in range(3):
+        assert cli(root, "ledger", "append", "t", f"a={i}", "b=x", "--no-commit").exit_code == 0
+    assert git(root, "rev-parse", "HEAD") == head
+    r = cli(root, "ledger", "commit", "t", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["appended"] == 3
+    assert git(root, "log", "-1", "--format=%s").strip() == "ledger: append t (+3)"
+    assert git(root, "status", "--porcelain") == ""
+    r = cli(root, "ledger", "commit", "t")
+    assert r.exit_code == 0 and "nothing to commit" in r.stderr
+    # an edited old line never rides along with an append
+    path = root / "ledgers" / "t.tsv"
+    path.write_text(path.read_text(encoding="utf-8").replace("1\tx", "1\tX"), encoding="utf-8")
+    assert cli(root, "ledger", "append", "t", "a=9", "b=y", "--no-commit").exit_code == 0
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, "ledger", "commit", "t")
+    assert r.exit_code == 1 and "line 3 of the committed version was rewritten or removed" in r.stderr
+    assert git(root, "rev-parse", "HEAD") == head
+    r = cli(root, "ledger", "commit", "t", env={"MEMCTL_NO_COMMIT": "1"})
+    assert r.exit_code == 1 and "commits are turned off" in r.stderr
+
+
+def test_commit_of_the_access_log(root):
+    assert cli(root, "remember", "a", "-t", "user", "-d", "deploys happen on Tuesdays").exit_code == 0
+    assert cli(root, "recall", "deploys").exit_code == 0
+    assert git(root, "status", "--porcelain").split() == ["??", "ledgers/access.tsv"]
+    r = cli(root, "ledger", "commit", "access")
+    assert r.exit_code == 0 and "+1 committed" in r.stderr, r.stderr
+    assert git(root, "status", "--porcelain") == ""
