@@ -40,7 +40,8 @@ class LogEntry(NamedTuple):
 
 
 def git_executable() -> str | None:
-    found = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or shutil.which("git")
+    given = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE")
+    found = given if given and os.access(given, os.X_OK) else shutil.which("git")
     if found:
         return found
     for candidate in _FALLBACK_GITS:
@@ -75,16 +76,23 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None):
     exe = git_executable()
     if exe is None:
         raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
-    return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
-                          stdin=subprocess.DEVNULL, capture_output=True)
+    try:
+        return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
+                              stdin=subprocess.DEVNULL, capture_output=True)
+    except OSError as exc:  # git vanished, or the directory did
+        raise GitError(f"cannot run git: {exc}") from None
 
 
 def toplevel(path: Path) -> Path | None:
     """The work tree holding `path`, or None (no repository, or no git)."""
     if git_executable() is None or not Path(path).is_dir():
         return None
-    done = _git(path, "rev-parse", "--show-toplevel")
-    top = done.stdout.decode("utf-8", "surrogateescape").strip()
+    try:
+        done = _git(path, "rev-parse", "--show-toplevel")
+    except GitError:
+        return None
+    top = done.stdout.decode("utf-8", "surrogateescape")
+    top = top[:-1] if top.endswith("\n") else top  # only the newline: a name may end in a space
     return Path(top) if done.returncode == 0 and top else None
 
 
@@ -108,8 +116,9 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None) -> str:
     deadline = time.monotonic() + _LOCK_RETRY_SECONDS
     delay = 0.02
     while True:
-        # Paths are file names, never patterns: `note[1].md` must not match `note1.md`.
-        done = _git(top, "--literal-pathspecs", *args, env=env)
+        # Paths are file names, never patterns: `note[1].md` must not match `note1.md`;
+        # and they are printed as they are (not "\346\227\245..."-quoted).
+        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *args, env=env)
         if done.returncode == 0:
             out = done.stdout.decode("utf-8", "surrogateescape")
             return out[:-1] if out.endswith("\n") else out

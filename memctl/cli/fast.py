@@ -210,6 +210,11 @@ def run(argv: list[str]) -> int | None:
         return body(load_store(root), **kwargs) or errors.OK
     except BrokenPipeError:
         return errors.OK
+    except KeyboardInterrupt:
+        return 130  # as click does: no traceback
+    except EOFError:
+        sys.stderr.write("\nAborted!\n")  # as click does
+        return errors.FAILED
     except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer commands map them)
         code = on_error(exc) if on_error else None
         if code is not None:

@@ -154,3 +154,35 @@ def test_a_committed_append_runs_git_without_importing_gitpython(pair):
 
 def test_near_dup_starts_without_typer(pair):
     assert "typer" not in loaded(pair[0], *NEAR, "x").split(",")
+
+
+@pytest.mark.parametrize("args", [APPEND + ["-"], NEAR + ["--stdin"]])
+def test_ctrl_c_while_reading_stdin_ends_the_same_both_ways(pair, args):
+    """Exit 130 and no traceback, as Typer does, and nothing appended."""
+    import signal
+    import time
+
+    results = []
+    for root, fast in ((pair[0], True), (pair[1], False)):
+        env = dict(os.environ)
+        env.pop("MEMCTL_NO_FAST", None)
+        if not fast:
+            env["MEMCTL_NO_FAST"] = "1"
+        proc = subprocess.Popen([sys.executable, "-m", "memctl", *args], cwd=root, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wchan = f"/proc/{proc.pid}/wchan"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait until it is blocked reading the pipe (Linux)
+            try:
+                with open(wchan) as handle:
+                    if "pipe" in handle.read():
+                        break
+            except OSError:
+                time.sleep(2.0)  # no /proc: give it time to start
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        results.append((proc.returncode, out, b"Traceback" in err))
+    assert results[0] == results[1] == (130, b"", False), results
+    assert (pair[0] / "ledgers" / "themes.tsv").read_bytes() == (pair[1] / "ledgers" / "themes.tsv").read_bytes()
