@@ -40,6 +40,16 @@ class Drift:
     message: str
 
 
+def _target(match: re.Match[str]) -> str:
+    """The file a matched index line links to, as a file name (`<a b.md>` and `a%20b.md` read as `a b.md`)."""
+    target = match.group("angled") or match.group("target")
+    if "%" in target:
+        from urllib.parse import unquote  # noqa: PLC0415
+
+        target = unquote(target)
+    return target
+
+
 def link_target(file_name: str) -> str:
     """A file name as a Markdown link destination."""
     return f"<{file_name}>" if any(c in file_name for c in " ()") else file_name
@@ -77,11 +87,7 @@ def parse_lines(text: str) -> list[IndexLine]:
         match = _LINE_RE.match(line)
         if match is None:
             continue
-        target = match.group("angled") or match.group("target")
-        if "%" in target:
-            from urllib.parse import unquote  # noqa: PLC0415
-
-            target = unquote(target)
+        target = _target(match)
         if target.endswith(".md"):
             found.append(IndexLine(number, target, (match.group("desc") or "").strip(), inside))
     return found
@@ -110,7 +116,7 @@ def regenerate(text: str, facts: list[Fact], archived: set[str] = frozenset()) -
         kept = []
         for line in text.split("\n"):
             match = _LINE_RE.match(line)
-            if match and match.group("target") in archived and match.group("target") not in live:
+            if match and _target(match) in archived and _target(match) not in live:
                 continue
             kept.append(line)
         text = "\n".join(kept)
@@ -129,7 +135,7 @@ def regenerate(text: str, facts: list[Fact], archived: set[str] = frozenset()) -
         insert_at = None
         for line in lines:
             match = _LINE_RE.match(line)
-            if match and match.group("target") in live:
+            if match and _target(match) in live:
                 if insert_at is None:
                     insert_at = len(keep)
                 continue

@@ -65,13 +65,20 @@ class Store(NamedTuple):
 
 
 def open_store(root: str | os.PathLike) -> Store:
+    """A memctl store (facts in memory/), or a Claude Code memory directory (MEMORY.md at the top).
+
+    A Claude Code directory stays one when a memctl.toml appears in it (a ledger
+    declared there, a saved threshold): only a memory/ folder makes facts live there.
+    """
     root = Path(root).resolve()
-    if (root / CONFIG_FILE).exists() or (root / "memory").is_dir():
+    has_config = (root / CONFIG_FILE).exists()
+    if (root / "memory").is_dir() or (has_config and not (root / INDEX_FILE).exists()):
         cfg = config_mod.load(root / CONFIG_FILE)
         return Store(root=root, memory_dir=root / "memory", layout="memctl", config=cfg)
     if (root / INDEX_FILE).exists():
         _self_ignoring_cache(root / CACHE_DIR)
-        return Store(root=root, memory_dir=root, layout="claude", config=config_mod.Config())
+        cfg = config_mod.load(root / CONFIG_FILE) if has_config else config_mod.Config()
+        return Store(root=root, memory_dir=root, layout="claude", config=cfg)
     raise NotFound(f"{root} is not a memctl store", hint="run `memctl init` there")
 
 

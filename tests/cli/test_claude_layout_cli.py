@@ -120,3 +120,33 @@ def test_a_file_name_with_spaces_keeps_a_working_index_link(tmp_path):
     assert r.exit_code == 0, r.stdout + r.stderr
     assert cli(d, "doctor").exit_code == 0
     assert "空白のあるファイル名" in cli(d, "show", "my note").stdout
+
+
+def test_a_memctl_toml_appearing_in_a_claude_code_directory_keeps_it_one(tmp_path):
+    """Episodes and ledgers declare themselves in memctl.toml: the facts must stay where they are."""
+    d = _claude_dir(tmp_path)
+    assert cli(d, "episode", "add", "Chose plain files", "--type", "decision").exit_code == 0
+    assert cli(d, "ledger", "create", "themes", "--columns", "date,theme").exit_code == 0
+    assert (d / "memctl.toml").exists() and not (d / "memory").exists()
+    rows = json.loads(cli(d, "list", "--json").stdout)
+    assert [r["name"] for r in rows] == ["feedback_testing", "user_role"]
+    assert cli(d, "show", "user_role").exit_code == 0
+    r = cli(d, "doctor")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert cli(d, "ledger", "append", "themes", "date=2026-11-29", "theme=x").exit_code == 0  # declared: found
+
+
+def test_hand_lines_with_spaces_move_into_the_block_and_leave_with_forget(tmp_path):
+    for link in ("<my note.md>", "my%20note.md"):
+        d = _claude_dir(tmp_path / link.strip("<>").replace("%", "_"))
+        (d / "my note.md").write_text("---\nname: my note\ndescription: 空白\ntype: project\n---\nbody\n", encoding="utf-8")
+        with open(d / "MEMORY.md", "a", encoding="utf-8") as handle:
+            handle.write(f"- [My note]({link}) — 空白\n")
+        assert cli(d, "index").exit_code == 0
+        text = (d / "MEMORY.md").read_text(encoding="utf-8")
+        assert text.count("my note.md") == 2 and "(<my note.md>)" in text, text  # once, in the block
+        assert link not in text or link == "<my note.md>"
+        assert cli(d, "forget", "my note", "--reason", "test").exit_code == 0
+        r = cli(d, "index", "--check")
+        assert r.exit_code == 0, r.stdout + r.stderr
+        assert "my note.md" not in (d / "MEMORY.md").read_text(encoding="utf-8")
