@@ -36,6 +36,10 @@ if TYPE_CHECKING:  # pragma: no cover
 SOCKET = "embed.sock"
 LOCK = "embed-server.lock"
 CONNECT_TIMEOUT = 1.0
+# An idle server answers hello at once. One that is embedding a large new source
+# for another client answers nothing until it is done: after this long, a
+# command treats it as absent and loads its own embedder, instead of waiting.
+HELLO_TIMEOUT = 2.0
 MAX_FRAME = 1 << 30
 
 Handler = Callable[[dict[str, Any]], "tuple[dict[str, Any], bytes]"]
@@ -106,7 +110,8 @@ def _timeout() -> float:
 _ERRORS = {"BadInput": BadInput, "NotFound": NotFound, "Refused": Refused}
 
 
-def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: bytes = b"", *, key: str | None = None) -> tuple[dict[str, Any], bytes] | None:
+def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: bytes = b"", *, key: str | None = None,
+        timeout: float | None = None) -> tuple[dict[str, Any], bytes] | None:
     """Send one request; None when no server for this store and configuration answers.
 
     A library error raised by the server (an unknown column, say) is raised
@@ -123,7 +128,7 @@ def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: by
         with _short(path) as address, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(CONNECT_TIMEOUT)
             sock.connect(address)
-            sock.settimeout(_timeout())
+            sock.settimeout(_timeout() if timeout is None else timeout)
             send(sock, {"op": op, "key": key, **(payload or {})}, blob)
             reply, data = receive(sock)
     except (OSError, ConnectionError, ValueError, struct.error):
@@ -136,7 +141,7 @@ def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: by
 
 
 def hello(store: "Store") -> dict[str, Any] | None:
-    answer = ask(store, "hello")
+    answer = ask(store, "hello", timeout=HELLO_TIMEOUT)
     return answer[0] if answer else None
 
 

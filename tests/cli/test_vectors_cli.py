@@ -305,3 +305,54 @@ def test_calibrate_save_commits_memctl_toml_but_never_hand_edits(ngram_root):
     assert r.exit_code == 0 and "memctl.toml has uncommitted changes" in r.stderr
     assert git(ngram_root, "rev-parse", "HEAD") == head  # nothing committed: the edit is the user's
     assert "# mine" in toml.read_text(encoding="utf-8")
+
+
+BUSY_SERVER = """
+import pathlib, sys, time
+from memctl import embed
+from memctl.embed import server
+from memctl.store import open_store
+
+store = open_store(sys.argv[1])
+busy, release = pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+
+def check(request):
+    busy.touch()  # inside a long request, as when embedding a large new source
+    while not release.exists():
+        time.sleep(0.02)
+    return {"done": True}, b""
+
+server.serve(store, embed.settings_for(store).key(), {"pid": 0, "backend": "test", "model": "busy", "fingerprint": "f",
+             "label": "busy", "notes": []}, {"check": check})
+"""
+
+
+def test_a_busy_server_does_not_hold_up_other_commands(ngram_root, tmp_path):
+    """While the server works on one long request, hello gives up after HELLO_TIMEOUT: callers go in-process."""
+    import threading
+
+    busy, release = tmp_path / "busy", tmp_path / "release"
+    proc = subprocess.Popen([sys.executable, "-c", BUSY_SERVER, str(ngram_root), str(busy), str(release)])
+    store = open_store(ngram_root)
+    try:
+        assert wait_for(lambda: proc.poll() is not None or server.hello(store) is not None)
+        assert server.hello(store)["model"] == "busy"
+        answers = []
+        client = threading.Thread(target=lambda: answers.append(server.ask(store, "check", {})))
+        client.start()
+        assert wait_for(busy.exists)
+        timer = threading.Timer(10.0, release.touch)  # the long request ends by itself after 10 s
+        timer.start()
+        # busy: hello gives up after HELLO_TIMEOUT (2 s), long before the request ends; a hello
+        # that waited would get the server's answer at 10 s instead of None
+        assert server.hello(store) is None
+        r = memctl(ngram_root, "recall", "テスト", "--no-log")  # uses the embedder: goes its own way
+        assert r.returncode == 0, r.stderr
+        timer.join()
+        client.join(timeout=60)
+        assert answers and answers[0][0]["done"] is True  # the long request still got its answer
+        assert server.hello(store)["model"] == "busy"
+    finally:
+        release.touch()
+        proc.terminate()
+        proc.wait(timeout=30)
