@@ -83,17 +83,26 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None):
         raise GitError(f"cannot run git: {exc}") from None
 
 
+_TOPLEVELS: dict[str, Path] = {}  # found work trees, per directory asked about: one command asks often
+
+
 def toplevel(path: Path) -> Path | None:
     """The work tree holding `path`, or None (no repository, or no git)."""
     if git_executable() is None or not Path(path).is_dir():
         return None
+    known = _TOPLEVELS.get(str(path))
+    if known is not None and (known / ".git").exists():
+        return known
     try:
         done = _git(path, "rev-parse", "--show-toplevel")
     except GitError:
         return None
     top = done.stdout.decode("utf-8", "surrogateescape")
     top = top[:-1] if top.endswith("\n") else top  # only the newline: a name may end in a space
-    return Path(top) if done.returncode == 0 and top else None
+    if done.returncode != 0 or not top:
+        return None
+    _TOPLEVELS[str(path)] = Path(top)
+    return Path(top)
 
 
 def init(path: Path) -> None:
@@ -224,14 +233,19 @@ def _blob(repo, rev: str, rel: str) -> bytes:
         return b""
 
 
+def _committed(top: Path, path: Path, rev: str) -> bytes | None:
+    """The bytes of `path` at `rev`, or None when it is not there (or there is no such commit)."""
+    rel = Path(os.path.relpath(path, top)).as_posix()
+    done = _git(top, "cat-file", "blob", f"{rev}:{rel}")
+    return done.stdout if done.returncode == 0 else None
+
+
 def file_at(root: Path, path: Path, rev: str = "HEAD") -> bytes:
     """The bytes of `path` at `rev` (b"" when it does not exist there)."""
-    repo = _repo(root)
-    if repo is None:
+    top = toplevel(root)
+    if top is None:
         raise GitError(f"{root} is not a git repository")
-    if not repo.head.is_valid():
-        return b""
-    return _blob(repo, rev, os.path.relpath(path, repo.working_tree_dir))
+    return _committed(top, path, rev) or b""
 
 
 def file_history(root: Path, path: Path) -> list[FileVersion]:
@@ -266,10 +280,5 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
 def committed_text(root: Path, path: Path) -> str | None:
     """The text of `path` at HEAD, or None when it is not committed."""
     top = toplevel(root)
-    if top is None:
-        return None
-    rel = Path(os.path.relpath(path, top)).as_posix()
-    done = _git(top, "cat-file", "blob", f"HEAD:{rel}")
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", errors="replace")
+    data = _committed(top, path, "HEAD") if top is not None else None
+    return None if data is None else data.decode("utf-8", errors="replace")
