@@ -311,11 +311,12 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     return moved, [fact.path, target]
 
 
-def _refuse_hand_edited_index(store: Store, enabled: bool) -> None:
+def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.Fact]) -> None:
     """MEMORY.md's text outside the generated block is the user's: never commit uncommitted edits of it.
 
     Changes inside the block are memctl's own (e.g. a process killed before its
-    commit) and are simply regenerated.
+    commit) and are simply regenerated. Index lines for live facts added outside
+    it (Claude Code appends its own) are not edits to refuse: the block adopts them.
     """
     if not store.index_path.exists() or will_commit(store, enabled) is None:
         return
@@ -323,21 +324,86 @@ def _refuse_hand_edited_index(store: Store, enabled: bool) -> None:
         return
     committed = gitstore.committed_text(store.root, store.index_path)
     current = store.index_path.read_text(encoding="utf-8", errors="replace")
-    if committed is not None and index_mod.outside_block(committed) != index_mod.outside_block(current):
+    adopted = {f.file_name for f in facts} | _archived_names(store)
+    if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
         raise Refused(
             f"{store.rel(store.index_path)} has uncommitted edits outside the memctl block",
             hint="commit or discard them first, or use --no-commit",
         )
 
 
-def _write_index(store: Store, facts: list[fact_mod.Fact]) -> Path:
+def _archived_names(store: Store) -> set[str]:
+    return {p.name for p in store.archive_dir.glob("*.md")} if store.archive_dir.is_dir() else set()
+
+
+def _topic_texts(store: Store) -> dict[str, str]:
+    """The topic files in memory-index/ (memctl's own), by their path relative to MEMORY.md's folder."""
+    folder = store.memory_dir / index_mod.TOPIC_DIR
+    if not folder.is_dir():
+        return {}
+    return {f"{index_mod.TOPIC_DIR}/{p.name}": p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted(folder.glob("*.md")) if p.is_file()}
+
+
+def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[Path]:
+    """Fact files never committed whose index line was added outside the block (Claude Code's new facts):
+    the block adopts the line, and the commit takes the file along so that the committed index links a committed file."""
+    if will_commit(store) is None:
+        return []
+    live = {f.file_name: f.path for f in facts if f.path is not None}
+    outside = [line.target for line in index_mod.parse_lines(text) if not line.generated and line.target in live]
+    if not outside:
+        return []
+    dirty = set(gitstore.dirty_paths(store.root, [live[t] for t in outside]))
+    top = gitstore.toplevel(store.root)
+    found = []
+    for target in outside:
+        path = live[target]
+        if top is not None and str(path.resolve().relative_to(top)) in dirty \
+                and gitstore.committed_text(store.root, path) is None:
+            found.append(path)
+    return found
+
+
+def _index_update(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
+    """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
-    gone = {p.name for p in store.archive_dir.glob("*.md")} if store.archive_dir.is_dir() else set()
-    new = index_mod.regenerate(current, facts, archived=gone)
-    if new != current:
-        atomic_write(path, new)
-    return path
+    topics = _topic_texts(store)
+    layout = index_mod.regenerate(
+        current, facts, archived=_archived_names(store), topics=topics, refresh=refresh,
+        limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
+        rank=index_mod.rank_key(store.config.importance_for),
+    )
+    touched = [path]
+    changed = False
+    if layout.memory != current:
+        atomic_write(path, layout.memory)
+        changed = True
+    for rel, text in sorted(layout.topics.items()):
+        target = store.memory_dir / rel
+        touched.append(target)
+        if text is None:
+            target.unlink(missing_ok=True)
+            changed = True
+        elif topics.get(rel) != text:
+            target.parent.mkdir(exist_ok=True)
+            atomic_write(target, text)
+            changed = True
+    folder = store.memory_dir / index_mod.TOPIC_DIR
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    return touched + _adopted_files(store, current, facts), changed
+
+
+def _write_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> list[Path]:
+    """Regenerate the index for these live facts; the paths to commit (`refresh`: file names whose
+    description memctl just changed, so their line's hook follows)."""
+    return _index_update(store, facts, refresh)[0]
+
+
+def _refreshed(old: fact_mod.Fact, new: fact_mod.Fact) -> set[str]:
+    return {new.file_name} if old.description != new.description else set()
 
 
 def remember(
@@ -405,7 +471,7 @@ def remember(
                     hint="check it; --update or --supersedes it, or drop --strict",
                 )
         refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)
-        _refuse_hand_edited_index(store, commit_changes)
+        _refuse_hand_edited_index(store, commit_changes, facts)
         now = clock.stamp()
         if existing is None:
             new = _new_fact(store, spec, now)
@@ -425,7 +491,7 @@ def remember(
             archived.append(moved)
             touched += paths
         live = [f for f in facts if f.stem not in skip] + [new]
-        touched.append(_write_index(store, live))
+        touched += _write_index(store, live, _refreshed(existing, new) if existing else set())
         verb = verb or ("remember" if action == "created" else "update")
         message = f"memory: {verb} {spec.name}"
         if old_facts:
@@ -488,7 +554,8 @@ def update_many(
         replaced = {f.stem for current, olds in pairs for f in (current, *olds)}
         live = [f for f in facts if f.stem not in replaced] + [c.fact for c in changes]
         if touched:
-            touched.append(_write_index(store, live))
+            refresh = set().union(*(_refreshed(current, c.fact) for (current, _), c in zip(pairs, changes)))
+            touched += _write_index(store, live, refresh)
         sha = commit(store, touched, message, enabled=commit_changes) if touched else None
         return [Change(c.action, c.fact, c.similar, c.archived, sha) for c in changes]
 
@@ -512,7 +579,7 @@ def edit(
         new = new.with_meta(updated=clock.stamp())
         assert new.path is not None
         atomic_write(new.path, fact_mod.render(new))
-        touched = [new.path, _write_index(store, [f for f in facts if f.stem != current.stem] + [new])]
+        touched = [new.path, *_write_index(store, [f for f in facts if f.stem != current.stem] + [new], _refreshed(current, new))]
         sha = commit(store, touched, f"memory: {verb} {current.name or current.stem}", enabled=commit_changes)
         return Change("updated", new, commit=sha)
 
@@ -532,29 +599,28 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) 
         facts = live_facts(store)
         target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")
         refuse_uncommitted(store, [target.path], commit_changes)
-        _refuse_hand_edited_index(store, commit_changes)
+        _refuse_hand_edited_index(store, commit_changes, facts)
         moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
-        touched.append(_write_index(store, [f for f in facts if f.stem != target.stem]))
+        touched += _write_index(store, [f for f in facts if f.stem != target.stem])
         sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)
         return Change("forgotten", moved, commit=sha)
 
 
 def reindex(store: Store, *, commit_changes: bool = True) -> tuple[bool, str | None]:
-    """Regenerate the index block; (changed, commit id)."""
+    """Regenerate the index block (and the topic files); (changed, commit id)."""
     with store.lock():
         facts = live_facts(store)
-        before = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else None
-        path = _write_index(store, facts)
-        after = path.read_text(encoding="utf-8")
-        if after == before:
+        paths, changed = _index_update(store, facts)
+        if not changed:
             return False, None
-        return True, commit(store, [path], "memory: regenerate index", enabled=commit_changes)
+        return True, commit(store, paths, "memory: regenerate index", enabled=commit_changes)
 
 
 def index_drift(store: Store) -> list[index_mod.Drift]:
     facts = live_facts(store)
     text = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else ""
-    return index_mod.drift(text, facts)
+    return index_mod.drift(text, facts, _topic_texts(store),
+                           limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes)
 
 
 def history(store: Store, key: str) -> list[gitstore.LogEntry]:
@@ -596,14 +662,17 @@ def check(store: Store) -> list[Problem]:
     else:
         raw = store.index_path.read_bytes()
         text = raw.decode("utf-8", errors="replace")
-        for drift in index_mod.drift(text, live):
-            problems.append(Problem(rel_index, drift.lineno, f"index-{drift.kind}", drift.message + " (run `memctl index`)"))
+        for drift in index_mod.drift(text, live, _topic_texts(store)):
+            where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
+            problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", drift.message + " (run `memctl index`)"))
         lines = text.count("\n")
         limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
+        # Errors: memctl keeps the index within the limits, so being over them means that
+        # Claude Code would not see some facts (run `memctl index`, or shorten the text outside the block).
         if lines > limit_lines:
-            problems.append(Problem(rel_index, limit_lines + 1, "index-too-long", f"{lines} lines; Claude Code loads only the first {limit_lines}", "warning"))
+            problems.append(Problem(rel_index, limit_lines + 1, "index-too-long", f"{lines} lines; Claude Code loads only the first {limit_lines} (run `memctl index`)"))
         if len(raw) > limit_bytes:
-            problems.append(Problem(rel_index, 0, "index-too-big", f"{len(raw)} bytes; Claude Code loads only the first {limit_bytes}", "warning"))
+            problems.append(Problem(rel_index, 0, "index-too-big", f"{len(raw)} bytes; Claude Code loads only the first {limit_bytes} (run `memctl index`)"))
     problems += _git_problems(store)
     return problems
 

@@ -1,21 +1,30 @@
 """MEMORY.md: render the generated block, read hand-written lines, detect drift.
 
-memctl owns only the lines between the two markers. A MEMORY.md without
-markers (Claude Code's own index) is read as it is; the first regeneration puts
-the block where the first index line was and leaves every other line alone.
+memctl owns only the lines between the two markers (and the topic files in
+memory-index/, wholly). Index lines keep the title and hook they were written
+with (by Claude Code, by hand, or by memctl); a line for a live fact found
+outside the block, or in a MEMORY.md without markers (Claude Code's own
+index), moves into the block, so no fact is listed twice. Claude Code loads
+only the first 200 lines of MEMORY.md: when the index would be longer, the
+facts that matter most (pinned, then importance, then recency) stay in it and
+the rest go to one topic file per type, linked from the block. The rules are
+in docs/FORMAT.md, section `memory/MEMORY.md`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from datetime import datetime
+from typing import Callable, Iterable
 
 from .config import FACT_TYPES
-from .fact import Fact
+from .fact import NAME_RE, Fact
 
 BEGIN = "<!-- memctl:index:begin -->"
 END = "<!-- memctl:index:end -->"
+TOPIC_DIR = "memory-index"  # beside MEMORY.md: the facts that do not fit in its first lines
+SEPARATOR = " — "  # Claude Code's own: `- [Title](file.md) — hook`
 # The link target is bare (`note.md`), or in angle brackets when the file name
 # has a space or a parenthesis (`<my note.md>`, CommonMark's form); `%20` is read too.
 _LINE_RE = re.compile(
@@ -27,17 +36,28 @@ _LINE_RE = re.compile(
 @dataclass(frozen=True)
 class IndexLine:
     lineno: int  # 1-based
-    target: str  # the linked file, relative to MEMORY.md
-    description: str
-    generated: bool  # inside the memctl block
+    target: str  # the linked file, relative to MEMORY.md (a topic file's `../x.md` reads as `x.md`)
+    description: str  # the hook, as written
+    generated: bool  # inside the memctl block, or in a topic file
+    title: str = ""
+    file: str = ""  # "" for MEMORY.md, else the topic file relative to MEMORY.md's folder
 
 
 @dataclass(frozen=True)
 class Drift:
-    kind: str  # "missing" (fact not listed), "orphan" (line without a live file), "stale"
+    kind: str  # "missing", "orphan" (line without a live file), "duplicate", "too-long", "too-big"
     target: str
     lineno: int
     message: str
+    file: str = ""  # "" for MEMORY.md, else the topic file
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the index files should hold: MEMORY.md, and each topic file (None: remove it)."""
+
+    memory: str
+    topics: dict[str, str | None]
 
 
 def _target(match: re.Match[str]) -> str:
@@ -52,123 +72,289 @@ def _target(match: re.Match[str]) -> str:
 
 def link_target(file_name: str) -> str:
     """A file name as a Markdown link destination."""
-    return f"<{file_name}>" if any(c in file_name for c in " ()") else file_name
+    return f"<{file_name}>" if any(c in file_name for c in " ()<>") else file_name
+
+
+def title_for(fact: Fact) -> str:
+    """The title memctl gives a fact's new line: its name (the stem when the name cannot be a link text)."""
+    name = fact.name.strip()
+    if not name or any(c in name for c in "[]\n\r") or name == fact.file_name:
+        return fact.stem
+    return name
+
+
+def format_line(title: str, target: str, hook: str) -> str:
+    line = f"- [{title}]({link_target(target)})"
+    return line + SEPARATOR + hook if hook else line
 
 
 def index_line(fact: Fact) -> str:
-    return f"- [{fact.file_name}]({link_target(fact.file_name)}) - {fact.description}"
+    return format_line(title_for(fact), fact.file_name, fact.description)
 
 
-def render_block(facts: Iterable[Fact]) -> list[str]:
-    """The generated lines (markers included): live facts grouped by type."""
-    groups: dict[str, list[Fact]] = {}
-    for fact in facts:
-        groups.setdefault(fact.type or "other", []).append(fact)
-    order = [t for t in FACT_TYPES if t in groups] + sorted(t for t in groups if t not in FACT_TYPES)
-    lines = [BEGIN]
-    for fact_type in order:
-        lines.append(f"## {fact_type}")
-        lines.extend(index_line(f) for f in sorted(groups[fact_type], key=lambda f: f.stem))
-    lines.append(END)
-    return lines
+def topic_file(group: str) -> str:
+    return f"{TOPIC_DIR}/{group}.md"
 
 
-def parse_lines(text: str) -> list[IndexLine]:
+def is_topic_link(target: str) -> bool:
+    return target.startswith(TOPIC_DIR + "/")
+
+
+def group_of(fact: Fact) -> str:
+    """The `## heading` (and topic file) a fact is listed under: its type, when that is a slug."""
+    return fact.type if NAME_RE.match(fact.type) else "other"
+
+
+def parse_lines(text: str, file: str = "") -> list[IndexLine]:
+    """The index lines of MEMORY.md (file="") or of a topic file (every line there is generated)."""
     found = []
-    inside = False
+    inside = bool(file)
     for number, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
         if stripped == BEGIN:
             inside = True
             continue
         if stripped == END:
-            inside = False
+            inside = bool(file)
             continue
         match = _LINE_RE.match(line)
         if match is None:
             continue
         target = _target(match)
+        if file:
+            target = target[3:] if target.startswith("../") else f"{TOPIC_DIR}/{target}"
         if target.endswith(".md"):
-            found.append(IndexLine(number, target, (match.group("desc") or "").strip(), inside))
+            found.append(IndexLine(number, target, (match.group("desc") or "").strip(), inside,
+                                   match.group("title").strip(), file))
     return found
+
+
+def _block_span(lines: list[str]) -> tuple[int, int] | None:
+    stripped = [line.strip() for line in lines]
+    if BEGIN in stripped and END in stripped[stripped.index(BEGIN) :]:
+        start = stripped.index(BEGIN)
+        return start, stripped.index(END, start)
+    return None
 
 
 def outside_block(text: str) -> str:
     """The text outside the generated block (what belongs to the user)."""
     lines = text.split("\n")
-    stripped = [line.strip() for line in lines]
-    if BEGIN in stripped and END in stripped[stripped.index(BEGIN) :]:
-        start = stripped.index(BEGIN)
-        end = stripped.index(END, start)
-        lines = lines[:start] + lines[end + 1 :]
+    span = _block_span(lines)
+    if span is not None:
+        lines = lines[: span[0]] + lines[span[1] + 1 :]
     return "\n".join(lines)
 
 
-def regenerate(text: str, facts: list[Fact], archived: set[str] = frozenset()) -> str:
-    """MEMORY.md with the block replaced; text outside the markers is kept byte for byte.
+def user_text(text: str, adopted: set[str]) -> str:
+    """The text outside the block that regeneration keeps: without the index lines for `adopted` files.
 
-    The one exception: a hand-written line pointing at a file that memctl has
-    archived (`archived`: file names in archive/) is dropped, since it would
-    otherwise list a forgotten fact.
+    Two versions of MEMORY.md with the same user text differ only in lines
+    that memctl takes into its block (Claude Code's appended index lines).
     """
-    if archived:
-        live = {f.file_name for f in facts}
-        kept = []
-        for line in text.split("\n"):
-            match = _LINE_RE.match(line)
-            if match and _target(match) in archived and _target(match) not in live:
-                continue
-            kept.append(line)
-        text = "\n".join(kept)
-    block = render_block(facts)
-    lines = text.split("\n") if text else []
-    stripped = [line.strip() for line in lines]
-    if BEGIN in stripped and END in stripped[stripped.index(BEGIN) :]:
-        start = stripped.index(BEGIN)
-        end = stripped.index(END, start)
-        new = lines[:start] + block + lines[end + 1 :]
-    else:
-        # First run on a hand-written index: hand lines that point at live facts
-        # move into the block (at the first one's place); everything else stays.
-        live = {f.file_name for f in facts}
-        keep: list[str] = []
-        insert_at = None
-        for line in lines:
-            match = _LINE_RE.match(line)
-            if match and _target(match) in live:
-                if insert_at is None:
-                    insert_at = len(keep)
-                continue
-            keep.append(line)
-        if insert_at is None:
-            while keep and keep[-1] == "":
-                keep.pop()
-            if keep:
-                keep.append("")
-            insert_at = len(keep)
-            keep.append("")  # final newline
-        new = keep[:insert_at] + block + keep[insert_at:]
-    result = "\n".join(new)
-    return result if result.endswith("\n") else result + "\n"
+    return "\n".join(
+        line for line in outside_block(text).split("\n")
+        if not ((m := _LINE_RE.match(line)) and _target(m) in adopted)
+    ).rstrip("\n")
 
 
-def drift(text: str, facts: list[Fact]) -> list[Drift]:
-    """What differs between MEMORY.md and the live facts."""
-    lines = parse_lines(text)
-    by_file = {f.file_name: f for f in facts}
-    listed = {line.target for line in lines}
-    problems = []
+def rank_key(importance_for: Callable[[str], float]) -> Callable[[Fact], tuple]:
+    """Most important first: pinned, then importance, then the latest `updated` (or `created`), then stem."""
+
+    def key(fact: Fact) -> tuple:
+        try:
+            importance = float(fact.meta("importance"))
+        except (TypeError, ValueError):
+            importance = importance_for(fact.type)
+        when = 0.0
+        stamp = fact.meta("updated") or fact.meta("created")
+        if stamp:
+            try:
+                when = datetime.fromisoformat(str(stamp)).timestamp()
+            except (ValueError, OverflowError, OSError):
+                pass
+        return (fact.meta("pinned") is not True, -importance, -when, fact.stem)
+
+    return key
+
+
+def _known(text: str, topics: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """target -> (title, hook) as last written: topic files, then the block, then lines outside it (newest)."""
+    lines = [line for file, body in sorted(topics.items()) for line in parse_lines(body, file)]
+    memory = parse_lines(text)
+    lines += [line for line in memory if line.generated] + [line for line in memory if not line.generated]
+    known = {}
     for line in lines:
-        fact = by_file.get(line.target)
-        if fact is None:
-            problems.append(
-                Drift("orphan", line.target, line.lineno, f"index line points at {line.target}, which is not a live fact")
-            )
-        elif line.generated and line.description != fact.description:
-            problems.append(
-                Drift("stale", line.target, line.lineno, f"index line for {line.target} has an old description")
-            )
+        title = "" if line.title in ("", line.target) else line.title  # memctl once wrote the file name there
+        known[line.target] = (title, line.description)
+    return known
+
+
+def render_block(entries: Iterable[tuple[Fact, str, str]], overflow: dict[str, int] | None = None) -> list[str]:
+    """The generated lines (markers included): (fact, title, hook) grouped by type, sorted by stem;
+    `overflow` adds per type a line linking the topic file that holds its other facts."""
+    groups: dict[str, list[tuple[Fact, str, str]]] = {}
+    for entry in entries:
+        groups.setdefault(group_of(entry[0]), []).append(entry)
+    overflow = overflow or {}
+    names = set(groups) | set(overflow)
+    order = [t for t in FACT_TYPES if t in names] + sorted(t for t in names if t not in FACT_TYPES)
+    lines = [BEGIN]
+    for group in order:
+        lines.append(f"## {group}")
+        lines.extend(format_line(title, fact.file_name, hook)
+                     for fact, title, hook in sorted(groups.get(group, []), key=lambda e: e[0].stem))
+        if overflow.get(group):
+            lines.append(format_line(f"{overflow[group]} more {group} facts", topic_file(group),
+                                     "not loaded at session start; open this list when they may matter"))
+    lines.append(END)
+    return lines
+
+
+def _topic_text(group: str, entries: list[tuple[Fact, str, str]], limit_lines: int) -> str:
+    head = [
+        f"# More {group} facts",
+        "",
+        f"Generated by memctl (docs/FORMAT.md): Claude Code loads only the first {limit_lines} lines of",
+        "MEMORY.md, so the facts that rank below the ones listed there are listed here.",
+        "",
+    ]
+    body = [format_line(title, "../" + fact.file_name, hook) for fact, title, hook in sorted(entries, key=lambda e: e[0].stem)]
+    return "\n".join(head + body) + "\n"
+
+
+def regenerate(
+    text: str,
+    facts: list[Fact],
+    archived: set[str] = frozenset(),
+    *,
+    topics: dict[str, str] | None = None,
+    refresh: set[str] = frozenset(),
+    limit_lines: int | None = None,
+    limit_bytes: int | None = None,
+    rank: Callable[[Fact], tuple] | None = None,
+) -> Layout:
+    """MEMORY.md with the block replaced, and the topic files; the user's text is kept byte for byte.
+
+    Each live fact keeps the title and hook its line had (`refresh`: file names
+    whose hook becomes the description again, because memctl changed it).
+    Lines outside the block that point at a live fact, or at a file memctl has
+    archived (`archived`: file names in archive/), leave the user's text: the
+    live ones are listed in the block instead. When MEMORY.md would pass
+    `limit_lines` / `limit_bytes`, the facts first by `rank` stay in the block
+    and the others are listed in `memory-index/<type>.md`.
+    """
+    topics = topics or {}
+    known = _known(text, topics)
+    live = {f.file_name for f in facts}
+    adopted = live | set(archived)
+    entries = []
+    for fact in facts:
+        title, hook = known.get(fact.file_name, ("", ""))
+        if fact.file_name in refresh or not hook:
+            hook = fact.description
+        entries.append((fact, title or title_for(fact), hook))
+
+    lines = text.split("\n") if text else []
+    span = _block_span(lines)
+    hole = "\0block"  # where the block goes
+    outside = lines if span is None else lines[: span[0]] + [hole] + lines[span[1] + 1 :]
+    kept: list[str] = []
+    removed = False
+    for line in outside:
+        match = _LINE_RE.match(line) if line != hole else None
+        if match and _target(match) in adopted:
+            if span is None and hole not in kept and _target(match) in live:
+                kept.append(hole)  # a first run on a hand-written index: the block goes where its lines were
+            removed = True
+            continue
+        kept.append(line)
+    if removed:
+        while len(kept) > 1 and kept[-1] == "" and kept[-2] == "":
+            kept.pop()
+    if hole not in kept:
+        while kept and kept[-1] == "":
+            kept.pop()
+        if kept:
+            kept.append("")
+        kept += [hole, ""]  # the final newline
+    at = kept.index(hole)
+    before, after = kept[:at], kept[at + 1 :]
+
+    def assemble(block: list[str]) -> str:
+        result = "\n".join(before + block + after)
+        return result if result.endswith("\n") else result + "\n"
+
+    ranked = sorted(entries, key=lambda e: rank(e[0])) if rank else entries
+
+    def layout(n: int) -> tuple[str, list[tuple[Fact, str, str]]]:
+        rest = ranked[n:]
+        overflow: dict[str, int] = {}
+        for fact, _, _ in rest:
+            overflow[group_of(fact)] = overflow.get(group_of(fact), 0) + 1
+        return assemble(render_block(ranked[:n], overflow)), rest
+
+    def fits(memory: str) -> bool:
+        return ((limit_lines is None or memory.count("\n") <= limit_lines)
+                and (limit_bytes is None or len(memory.encode("utf-8")) <= limit_bytes))
+
+    memory, rest = layout(len(ranked))
+    if not fits(memory):
+        low, high = 0, len(ranked) - 1  # the largest n that fits (0 when even the user's text does not)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if fits(layout(mid)[0]):
+                low = mid
+            else:
+                high = mid - 1
+        memory, rest = layout(low)
+    by_group: dict[str, list[tuple[Fact, str, str]]] = {}
+    for entry in rest:
+        by_group.setdefault(group_of(entry[0]), []).append(entry)
+    new_topics: dict[str, str | None] = {name: None for name in topics}
+    for group, group_entries in by_group.items():
+        new_topics[topic_file(group)] = _topic_text(group, group_entries, limit_lines or 200)
+    return Layout(memory, new_topics)
+
+
+def drift(
+    text: str,
+    facts: list[Fact],
+    topics: dict[str, str] | None = None,
+    *,
+    limit_lines: int | None = None,
+    limit_bytes: int | None = None,
+) -> list[Drift]:
+    """What differs between the index (MEMORY.md and the topic files it links) and the live facts."""
+    topics = topics or {}
+    memory = parse_lines(text)
+    linked = {line.target for line in memory if is_topic_link(line.target)}
+    lines = [line for line in memory if not is_topic_link(line.target)]
+    lines += [line for file in sorted(topics) if file in linked for line in parse_lines(topics[file], file)]
+    by_file = {f.file_name: f for f in facts}
+    problems = []
+    for target in sorted(linked - set(topics)):
+        first = next(line for line in memory if line.target == target)
+        problems.append(Drift("orphan", target, first.lineno, f"index line points at {target}, which does not exist"))
+    seen: dict[str, IndexLine] = {}
+    for line in lines:
+        if line.target not in by_file:
+            problems.append(Drift("orphan", line.target, line.lineno,
+                                  f"index line points at {line.target}, which is not a live fact", line.file))
+        elif line.target in seen:
+            first = seen[line.target]
+            problems.append(Drift("duplicate", line.target, line.lineno,
+                                  f"{line.target} is listed twice (also at {first.file or 'MEMORY.md'}:{first.lineno})",
+                                  line.file))
+        else:
+            seen[line.target] = line
     for file_name in sorted(by_file):
-        if file_name not in listed:
+        if file_name not in seen:
             problems.append(Drift("missing", file_name, 0, f"{file_name} is not listed in MEMORY.md"))
+    count, size = text.count("\n"), len(text.encode("utf-8"))
+    if limit_lines is not None and count > limit_lines:
+        problems.append(Drift("too-long", "", limit_lines + 1,
+                              f"{count} lines; Claude Code loads only the first {limit_lines}"))
+    if limit_bytes is not None and size > limit_bytes:
+        problems.append(Drift("too-big", "", 0, f"{size} bytes; Claude Code loads only the first {limit_bytes}"))
     return problems

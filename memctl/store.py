@@ -116,14 +116,94 @@ def load_store(explicit: str | os.PathLike | None = None) -> Store:
     return open_store(find_root(explicit))
 
 
+def is_claude_code_dir(root: Path) -> bool:
+    """A Claude Code auto-memory directory: no memory/ folder, and MEMORY.md or fact files at the top
+    (or, while it does not exist yet, a path of the form .claude/projects/<project>/memory)."""
+    if (root / "memory").is_dir():
+        return False
+    if (root / INDEX_FILE).is_file():
+        return True
+    if (root / CONFIG_FILE).exists():
+        return False
+    if len(root.parts) >= 4 and root.parts[-1] == "memory" and root.parts[-3] == "projects" and root.parts[-4] == ".claude":
+        return True
+    return bool(_top_level_facts(root))
+
+
+def _top_level_facts(root: Path) -> list:
+    """The fact files at the top of `root`: markdown files whose frontmatter has a name and a description."""
+    from . import fact as fact_mod  # noqa: PLC0415  (PyYAML: not on the start-up path)
+
+    found = []
+    if not root.is_dir():
+        return found
+    for path in sorted(root.glob("*.md")):
+        if path.name == INDEX_FILE or path.name.startswith(".") or not path.is_file():
+            continue
+        try:
+            fact = fact_mod.load(path)
+        except (fact_mod.FactParseError, OSError):
+            continue
+        if fact.name and fact.description:
+            found.append(fact)
+    return found
+
+
+def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
+    """Adopt a Claude Code memory directory as it is: no memory/ folder, no memctl.toml; MEMORY.md only
+    when it is missing; the facts (and MEMORY.md) go into the first commit. See docs/CLAUDE_CODE.md."""
+    from . import gitstore, index as index_mod  # noqa: PLC0415
+
+    created: list[str] = []
+    facts = _top_level_facts(root)
+    if not (root / INDEX_FILE).exists():
+        cfg = config_mod.Config()
+        layout = index_mod.regenerate("# Memory index\n", facts, limit_lines=cfg.max_index_lines,
+                                      limit_bytes=cfg.max_index_bytes, rank=index_mod.rank_key(cfg.importance_for))
+        atomic_write(root / INDEX_FILE, layout.memory)
+        for rel, text in layout.topics.items():
+            if text is not None:
+                (root / rel).parent.mkdir(exist_ok=True)
+                atomic_write(root / rel, text)
+        created.append(INDEX_FILE)
+    if not git or gitstore.git_executable() is None:
+        return created
+    new_repo = gitstore.toplevel(root) is None
+    if new_repo:
+        gitstore.init(root)
+        created.append(".git/")
+    store = open_store(root)  # also makes .memctl/ ignore itself
+    files = [root / INDEX_FILE, *(f.path for f in facts)]
+    for folder in ("archive", index_mod.TOPIC_DIR):
+        if (root / folder).is_dir():
+            files += sorted(p for p in (root / folder).rglob("*") if p.is_file())
+    # A new repository adopts all of it; in an existing one, what git does not know yet
+    # (a file with uncommitted edits stays the user's to commit).
+    if not new_repo:
+        dirty = set(gitstore.dirty_paths(root, files))
+        top = gitstore.toplevel(root)
+        files = [p for p in files if top is not None and str(p.resolve().relative_to(top)) in dirty
+                 and gitstore.committed_text(root, p) is None]
+    adopted = [p for p in files if p.parent == root and p.name != INDEX_FILE]
+    if files and commit(store, files, "memctl: adopt Claude Code memory directory", enabled=git) and adopted:
+        created.append(f"{len(adopted)} fact files (adopted)")
+    return created
+
+
 def init_store(root: Path, *, git: bool = True) -> list[str]:
-    """Create the store's files and folders; return what was created (empty when nothing was)."""
+    """Create the store's files and folders; return what was created (empty when nothing was).
+
+    A Claude Code memory directory is adopted as it is instead (`is_claude_code_dir`).
+    """
     root = root.expanduser()
     created: list[str] = []
+    claude = is_claude_code_dir(root.resolve() if root.exists() else root.absolute())
     if not root.exists():
         root.mkdir(parents=True)
         created.append(str(root))
     root = root.resolve()
+    if claude:
+        return created + _init_claude_code_dir(root, git)
     files = {
         CONFIG_FILE: config_mod.DEFAULT_TOML,
         "memory/" + INDEX_FILE: "# Memory index\n\n<!-- memctl:index:begin -->\n<!-- memctl:index:end -->\n",

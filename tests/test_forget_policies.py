@@ -385,7 +385,9 @@ def test_generated_store_forgets_exactly_what_the_rules_say(root, at_now):
     assert git(root, "log", "-1", "--format=%s").strip() == f"lifecycle: forget by policy ({summary})"
     assert git(root, "status", "--porcelain") == ""
     archived = {s[1] for s in steps if s[0] == "fact"}
-    index = (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    # MEMORY.md and the topic files it links (the facts beyond its first 200 lines), links made relative to memory/
+    index_files = [root / "memory" / "MEMORY.md", *sorted((root / "memory" / "memory-index").glob("*.md"))]
+    index = "\n".join(p.read_text(encoding="utf-8") for p in index_files).replace("(../", "(")
     for name in gen["facts"]:
         live = root / "memory" / f"{name}.md"
         if name in archived:
@@ -456,7 +458,7 @@ def test_compress_a_fact_keeps_a_short_version_and_archives_the_full_one(root, a
     full = fact_mod.load(root / "memory" / "archive" / "draft-notes.md")
     assert full.body == LONG_BODY and full.meta("archived_policy") == "squeeze-drafts"
     assert full.meta("archived_reason") == 'policy squeeze-drafts: tags=draft'
-    assert "(draft-notes.md) - about draft-notes" in (root / "memory" / "MEMORY.md").read_text()
+    assert "(draft-notes.md) — about draft-notes" in (root / "memory" / "MEMORY.md").read_text()
     assert git(root, "log", "-1", "--format=%s").strip() == "lifecycle: forget by policy (facts: 1 compressed)"
     assert forget.forget_by_policies(open_store(root)).plan.steps == ()
     # restore puts the full version back in place of the short one, byte for byte

@@ -209,11 +209,11 @@ def index(
     store = store_from(ctx)
     if check:
         drift = facts.index_drift(store)
-        rel = store.rel(store.index_path)
         if json:
             output.emit_json({"ok": not drift, "drift": [d.__dict__ for d in drift]})
         else:
-            output.emit_lines(f"{rel}:{d.lineno}: {d.message}" if d.lineno else f"{rel}: {d.message}" for d in drift)
+            where = [store.rel(store.memory_dir / d.file) if d.file else store.rel(store.index_path) for d in drift]
+            output.emit_lines(f"{rel}:{d.lineno}: {d.message}" if d.lineno else f"{rel}: {d.message}" for rel, d in zip(where, drift))
         if drift:
             raise typer.Exit(FAILED)
         return

@@ -388,7 +388,7 @@ def _apply(store: Store, plan: Plan, snap: Snapshot, *, commit_changes: bool, de
             gone.add(fact.stem)
     if fact_steps:
         live = [replaced.get(f.stem, f) for f in snap.live_facts if f.stem not in gone]
-        touched.append(facts_mod._write_index(store, live))
+        touched += facts_mod._write_index(store, live)
     rows = _tombstone_rows(plan, snap, stamp)
     if rows:
         appended = ledger.append(store, episodes_mod.TOMBSTONES, rows, commit_changes=False, lock=False)

@@ -97,5 +97,5 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
         atomic_write(target.path, fact_mod.render(restored))
         atomic_move(target.path, dest)
         index = facts_mod._write_index(store, [f for f in live if f is not replacing] + [restored])
-        sha = commit(store, [target.path, dest, index], f"memory: restore {restored.name or stem}", enabled=commit_changes)
+        sha = commit(store, [target.path, dest, *index], f"memory: restore {restored.name or stem}", enabled=commit_changes)
         return facts_mod.Change("restored", restored, archived=(target,), commit=sha)

@@ -49,8 +49,9 @@ def test_remember_into_claude_code_directory_keeps_hand_text(tmp_path):
     text = (d / "MEMORY.md").read_text(encoding="utf-8")
     assert text.startswith("# Memory\n\nNotes for this project.\n\n<!-- memctl:index:begin -->\n")
     assert text.endswith("<!-- memctl:index:end -->\n\nTrailing prose stays.\n")
-    assert "- [project_deadline.md](project_deadline.md) - リリースは12月5日" in text
-    assert text.count("user_role.md") == 2  # one link, listed once
+    assert "- [project_deadline](project_deadline.md) — リリースは12月5日" in text  # Claude Code's line style
+    assert "- [User role](user_role.md) — The user is a data scientist" in text  # hand titles and hooks kept
+    assert text.count("user_role.md") == 1  # one link, listed once
     assert cli(d, "index", "--check").exit_code == 0
     # the original facts are untouched
     assert (d / "user_role.md").read_text(encoding="utf-8").endswith("type: user\n---\nFocus on observability.\n")
@@ -64,7 +65,7 @@ def test_seed_style_file_found_by_name_and_stem(root):
     assert cli(root, "index").exit_code == 0
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "seed file by hand")
-    assert "- [feedback_zenn_rate_limit.md](feedback_zenn_rate_limit.md) - Zenn投稿は1日1件まで" in (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [feedback-zenn-rate-limit](feedback_zenn_rate_limit.md) — Zenn投稿は1日1件まで" in (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
     for key in ("feedback-zenn-rate-limit", "feedback_zenn_rate_limit"):
         r = cli(root, "show", key, "--json")
         assert r.exit_code == 0 and json.loads(r.stdout)["path"] == "memory/feedback_zenn_rate_limit.md"
@@ -115,7 +116,7 @@ def test_a_file_name_with_spaces_keeps_a_working_index_link(tmp_path):
     r = cli(d, "remember", "project_x", "--type", "project", "--description", "another fact")
     assert r.exit_code == 0, r.stderr
     text = (d / "MEMORY.md").read_text(encoding="utf-8")
-    assert "- [my note.md](<my note.md>) - 空白のあるファイル名" in text  # CommonMark's form for spaces
+    assert "- [My note](<my note.md>) — 空白のあるファイル名" in text  # CommonMark's form for spaces
     r = cli(d, "index", "--check")
     assert r.exit_code == 0, r.stdout + r.stderr
     assert cli(d, "doctor").exit_code == 0
@@ -144,7 +145,7 @@ def test_hand_lines_with_spaces_move_into_the_block_and_leave_with_forget(tmp_pa
             handle.write(f"- [My note]({link}) — 空白\n")
         assert cli(d, "index").exit_code == 0
         text = (d / "MEMORY.md").read_text(encoding="utf-8")
-        assert text.count("my note.md") == 2 and "(<my note.md>)" in text, text  # once, in the block
+        assert text.count("my note.md") == 1 and "(<my note.md>)" in text, text  # once, in the block
         assert link not in text or link == "<my note.md>"
         assert cli(d, "forget", "my note", "--reason", "test").exit_code == 0
         r = cli(d, "index", "--check")

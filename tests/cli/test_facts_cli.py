@@ -32,9 +32,9 @@ def test_scenario(root):
     assert r.exit_code == 0, r.stderr
 
     assert _index_lines(root) == [
-        "- [user-role.md](user-role.md) - ユーザーはAI経営の実験を1年続けている",
-        "- [feedback-zenn-rate-limit.md](feedback-zenn-rate-limit.md) - Zenn posts: at most one per day",
-        "- [proj-launchd.md](proj-launchd.md) - 朝のレポートはlaunchdで毎朝9時に生成する",
+        "- [user-role](user-role.md) — ユーザーはAI経営の実験を1年続けている",
+        "- [feedback-zenn-rate-limit](feedback-zenn-rate-limit.md) — Zenn posts: at most one per day",
+        "- [proj-launchd](proj-launchd.md) — 朝のレポートはlaunchdで毎朝9時に生成する",
     ]
     assert _commits(root)[:3] == [
         "memory: remember feedback-zenn-rate-limit",
@@ -108,7 +108,7 @@ def test_supersede_then_show_old(root):
     assert "superseded by new-rule" in r.stderr
     r = cli(root, "show", "old-rule", "--json")
     assert json.loads(r.stdout)["archived"] is True
-    assert [l for l in _index_lines(root)] == ["- [new-rule.md](new-rule.md) - No deploys after Thursday noon"]
+    assert [l for l in _index_lines(root)] == ["- [new-rule](new-rule.md) — No deploys after Thursday noon"]
     assert _commits(root)[0] == "memory: remember new-rule (supersedes old-rule)"
     assert cli(root, "doctor").exit_code == 0
 

@@ -177,7 +177,7 @@ def test_restore_round_trips_byte_for_byte(root):
     assert (root / "memory" / "deploy-day.md").read_bytes() == original
     assert not (root / "memory" / "archive" / "deploy-day.md").exists()
     assert _commits(root)[:2] == ["memory: restore deploy-day", "memory: forget deploy-day"]
-    assert "- [deploy-day.md](deploy-day.md) - デプロイは火曜日" in (root / "memory" / "MEMORY.md").read_text()
+    assert "- [deploy-day](deploy-day.md) — デプロイは火曜日" in (root / "memory" / "MEMORY.md").read_text()
     assert git(root, "status", "--porcelain") == ""
 
 
