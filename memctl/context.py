@@ -1,8 +1,9 @@
 """The session-start bundle: what an agent loads into its context window.
 
-Parts, most important first: pinned facts in full, the STATE.md files, with a
-query the best facts in full and the best episodes, the MEMORY.md index, and a
-list of old facts to verify before use. Parts are added in that order while
+Parts, most important first: pinned facts (description and body, not their
+YAML), the STATE.md files, with a query the best facts and the best episodes,
+the MEMORY.md index (left out for agents that load MEMORY.md themselves, as
+Claude Code does), and a list of old facts to verify before use. Parts are added in that order while
 they fit the token budget, so the lowest-ranked parts are the ones dropped.
 The output depends only on the store and the query, never on the clock's
 seconds, so two runs give the same bytes.
@@ -35,6 +36,7 @@ class Part:
     section: str
     text: str
     key: str | None = None  # what the access ledger records as shown
+    heading: str | None = None  # a sub-heading printed before the first part under it (never on its own)
 
     @property
     def tokens(self) -> int:
@@ -67,12 +69,27 @@ def _file_text(store: Store, rel: str) -> str | None:
         return None
 
 
+def _fact_text(store: Store, rel: str) -> str | None:
+    """A fact as an agent reads it: its description, then its body (the **Why:** / **How to apply:**
+    lines by convention); the file as it is when its frontmatter cannot be read."""
+    from . import fact as fact_mod
+
+    text = _file_text(store, rel)
+    if text is None:
+        return None
+    try:
+        fact = fact_mod.parse(text, rel.rsplit("/", 1)[-1].removesuffix(".md"))
+    except fact_mod.FactParseError:
+        return text
+    return "\n".join(part for part in (fact.description.strip(), fact.body.strip()) if part)
+
+
 def _pinned_parts(store: Store, conn) -> list[Part]:
     from . import rindex
 
     parts = []
     for doc in rindex.live_facts_where(conn, "pinned = 1", order="importance DESC, key"):
-        text = _file_text(store, doc.path)
+        text = _fact_text(store, doc.path)
         if text is not None:
             parts.append(Part("pinned", f"### {doc.path}\n{text}", doc.key))
     return parts
@@ -83,17 +100,17 @@ def _index_parts(store: Store) -> list[Part]:
         return []
     text = store.index_path.read_text(encoding="utf-8", errors="replace")
     limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
-    lines, used = [], 0
+    parts, used, heading = [], 0, None
     for line in text.splitlines()[:limit_lines]:
         used += len(line.encode("utf-8")) + 1
         if used > limit_bytes:
             break
         stripped = line.strip()
         if stripped.startswith("- ["):
-            lines.append(line)
+            parts.append(Part("index", line, heading=heading))
         elif stripped.startswith("## "):
-            lines.append("#" + stripped)  # one level below the bundle's own sections
-    return [Part("index", line) for line in lines]
+            heading = "#" + stripped  # one level below the bundle's own sections
+    return parts
 
 
 def _state_parts(store: Store) -> list[Part]:
@@ -121,13 +138,15 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
 
 
 def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
-          log: bool = True) -> Bundle:
+          log: bool = True, include_index: bool = True) -> Bundle:
     """The bundle within `budget` estimated tokens.
 
     Priority (what is dropped last comes first): pinned facts, STATE.md files,
     the facts and episodes that answer --query, the MEMORY.md index, then the
     list of old facts. With a large store the index alone can fill a small
     budget; an agent that asked a question gets its answers first.
+    `include_index=False` leaves MEMORY.md out, for agents that load it
+    themselves (Claude Code does, at session start).
     """
     if budget < 50:
         raise BadInput(f"--budget {budget} is too small", hint="give at least 50 tokens")
@@ -139,14 +158,15 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         if query:
             _, (fact_hits,) = recall_mod.answer(store, conn, [query], k=k, source="facts", mode=mode)
             for hit in fact_hits:
-                text = None if hit.item.key in pinned_keys else _file_text(store, hit.item.path)
+                text = None if hit.item.key in pinned_keys else _fact_text(store, hit.item.path)
                 if text is not None:
                     parts.append(Part("facts", f"### {hit.item.path} (score {hit.score:.2f})\n{text}", hit.item.key))
             _, (episode_hits,) = recall_mod.answer(store, conn, [query], k=k, source="episodes", mode=mode)
             for hit in episode_hits:
                 when = hit.item.when.date().isoformat() if hit.item.when else "?"
                 parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.description} ({hit.item.path})", hit.item.key))
-        parts += _index_parts(store)
+        if include_index:
+            parts += _index_parts(store)
         stale_days = float(store.config.raw.get("recall", {}).get("stale_days", 90))
         parts += _stale_parts(conn, stale_days, {p.key for p in parts if p.key})
 
@@ -155,14 +175,19 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     included: list[Part] = []
     dropped: list[Part] = []
     opened: set[str] = set()
+    opened_headings: set[tuple[str, str]] = set()
     for part in parts:  # in priority order, best first within each section
         cost = part.tokens
         if part.section not in opened:
             cost += textnorm.estimate_tokens(SECTIONS[part.section]) + 2
+        if part.heading is not None and (part.section, part.heading) not in opened_headings:
+            cost += textnorm.estimate_tokens(part.heading) + 1  # a heading is paid for by its first line
         if used + cost <= budget:
             included.append(part)
             used += cost
             opened.add(part.section)
+            if part.heading is not None:
+                opened_headings.add((part.section, part.heading))
         else:
             dropped.append(part)
     included.sort(key=lambda p: ORDER.index(p.section))  # stable: ranks within a section stay
@@ -175,10 +200,13 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
 
 def _render(title: str, parts: list[Part]) -> str:
     lines = [title]
-    current = None
+    current = heading = None
     for part in parts:
         if part.section != current:
             lines += ["", SECTIONS[part.section]]
-            current = part.section
+            current, heading = part.section, None
+        if part.heading is not None and part.heading != heading:
+            lines.append(part.heading)
+        heading = part.heading
         lines.append(part.text)
     return "\n".join(lines) + "\n"

@@ -315,6 +315,8 @@ def refuse_uncommitted(store: Store, paths: list[Path], enabled: bool = True) ->
     dirty = {(top / p).resolve() for p in gitstore.dirty_paths(store.root, paths)}
     for path in paths:
         if path.resolve() in dirty:
+            if store.layout == "claude" and gitstore.committed_text(store.root, path) is None:
+                continue  # a fact Claude Code wrote and git never saw: adopted by this commit (docs/CLAUDE_CODE.md)
             raise Refused(
                 f"{store.rel(path)} has uncommitted changes",
                 hint="commit or discard them first (git -C <store> status), or use --no-commit (MEMCTL_NO_COMMIT=1)",

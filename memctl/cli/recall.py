@@ -85,6 +85,7 @@ def context(
     budget: Annotated[int, typer.Option("--budget", help="Token budget (estimated: ~1 per kana/kanji, ~1 per 4 other chars).")] = 4000,
     k: Annotated[int, typer.Option("--k", help="Facts and episodes to add for --query.")] = 5,
     mode: ModeOpt = None,
+    no_index: Annotated[bool, typer.Option("--no-index", help="Leave out MEMORY.md (for agents that load it themselves, as Claude Code does).")] = False,
     no_log: NoLogOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -92,7 +93,7 @@ def context(
     from .. import context as context_mod
 
     store = store_from(ctx)
-    bundle = context_mod.build(store, query=query, budget=budget, k=k, mode=mode, log=not no_log)
+    bundle = context_mod.build(store, query=query, budget=budget, k=k, mode=mode, log=not no_log, include_index=not no_index)
     if json:
         output.emit_json(bundle.to_dict())
     else:

@@ -1,0 +1,74 @@
+"""The context bundle's rendering: --no-index, no empty headings, pinned facts without their YAML."""
+
+from __future__ import annotations
+
+from conftest import cli
+from memctl import context, facts
+from memctl.store import open_store
+
+
+def _seed(root):
+    store = open_store(root)
+    facts.remember(store, facts.FactInput(
+        name="zenn-limit", type="feedback", description="Zenn投稿は1日1件まで", body="同日に2件公開すると失敗する。",
+        why="記事と書籍を同日公開してレートリミットに引っかかった", how="公開系ジョブはロックファイルで1日1件に制限する",
+        pinned=True, tags=("zenn",)), commit_changes=False)
+    for i in range(12):
+        fact_type = ("user", "project", "reference")[i % 3]
+        facts.remember(store, facts.FactInput(name=f"{fact_type}-{i:02d}", type=fact_type,
+                                              description=f"{fact_type} fact number {i} about the deploy schedule"),
+                       commit_changes=False)
+    return store
+
+
+def _section(text, title):
+    lines = text.split("\n")
+    start = lines.index(title) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return [line for line in lines[start:end] if line]
+
+
+def test_pinned_facts_show_description_and_why_how_not_yaml(root):
+    store = _seed(root)
+    bundle = context.build(store, budget=4000, log=False)
+    pinned = _section(bundle.text, "## Pinned facts")
+    assert pinned == [
+        "### memory/zenn-limit.md",
+        "Zenn投稿は1日1件まで",
+        "同日に2件公開すると失敗する。",
+        "**Why:** 記事と書籍を同日公開してレートリミットに引っかかった",
+        "**How to apply:** 公開系ジョブはロックファイルで1日1件に制限する",
+    ]
+    assert "metadata:" not in bundle.text and "importance:" not in bundle.text and "\n---\n" not in bundle.text
+    # facts found by --query are rendered the same way
+    hit = context.build(store, query="zenn レートリミット", budget=4000, log=False, mode="keyword")
+    assert "metadata:" not in hit.text and "Zenn投稿は1日1件まで" in hit.text
+
+
+def test_no_index_leaves_memory_md_out(root):
+    store = _seed(root)
+    full = context.build(store, budget=4000, log=False)
+    assert "## Memory index (MEMORY.md)" in full.text and "(user-00.md)" in full.text
+    bare = context.build(store, budget=4000, log=False, include_index=False)
+    assert "## Memory index" not in bare.text and "(user-00.md)" not in bare.text
+    assert not any(p.section == "index" for p in bare.included + bare.dropped)
+    assert _section(bare.text, "## Pinned facts") == _section(full.text, "## Pinned facts")
+    r = cli(root, "context", "--no-index", "--no-log")
+    assert r.exit_code == 0 and r.stdout == bare.text
+
+
+def test_a_tight_budget_prints_no_empty_heading(root):
+    store = _seed(root)
+    texts = set()
+    for budget in range(60, 400, 7):
+        bundle = context.build(store, budget=budget, log=False)
+        texts.add(bundle.text)
+        lines = bundle.text.rstrip("\n").split("\n")
+        index_at = lines.index("## Memory index (MEMORY.md)") if "## Memory index (MEMORY.md)" in lines else len(lines)
+        for i, line in enumerate(lines):
+            if line.startswith("### ") and i > index_at:
+                assert i + 1 < len(lines) and lines[i + 1].startswith("- ["), (budget, bundle.text)
+            if line.startswith("## "):
+                assert i + 1 < len(lines) and lines[i + 1] != "", (budget, bundle.text)  # no empty section
+        assert bundle.tokens <= budget
+    assert len(texts) > 5  # the budgets really cut the index at different places

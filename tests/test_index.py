@@ -1,0 +1,165 @@
+"""MEMORY.md as a pure function: titles and hooks kept, outside lines adopted, duplicates found, the 200-line limit."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from memctl import index
+from memctl.config import Config
+from memctl.fact import Fact
+
+RANK = index.rank_key(Config().importance_for)
+
+
+def fact(stem, description, type_="project", name=None, **meta):
+    front = {"name": name or stem, "description": description, "metadata": {"type": type_, **meta}}
+    return Fact(stem, front, "body\n")
+
+
+def claude_fact(stem, name, description, type_):
+    """Claude Code's own frontmatter: a human name, `type` at the top level, no timestamps."""
+    return Fact(stem, {"name": name, "description": description, "type": type_}, "body\n")
+
+
+def _fact_lines(text):
+    return [line for line in text.splitlines() if line.startswith("- [")]
+
+
+def test_lines_keep_their_titles_and_hooks_and_new_lines_use_claude_codes_style():
+    text = ("# Memory\n\n- [テスト方針](feedback_testing.md) — 統合テストは実DBで\n"
+            "- [User role](user_role.md): data scientist\n\nprose\n")
+    facts = [claude_fact("feedback_testing", "テスト方針", "統合テストは実DBに当てる（モック禁止）", "feedback"),
+             claude_fact("user_role", "User role", "The user is a data scientist", "user"),
+             fact("deploy-day", "デプロイは火曜日")]
+    out = index.regenerate(text, facts).memory
+    assert out == ("# Memory\n\n<!-- memctl:index:begin -->\n## user\n- [User role](user_role.md) — data scientist\n"
+                   "## feedback\n- [テスト方針](feedback_testing.md) — 統合テストは実DBで\n"
+                   "## project\n- [deploy-day](deploy-day.md) — デプロイは火曜日\n<!-- memctl:index:end -->\n\nprose\n")
+    assert index.regenerate(out, facts).memory == out  # a fixpoint: nothing churns
+    assert index.drift(out, facts) == []
+
+
+def test_a_changed_description_refreshes_only_that_hook():
+    facts = [fact("a", "old a"), fact("b", "old b")]
+    text = index.regenerate("", facts).memory.replace("— old a", "— hand hook for a").replace("— old b", "— hand hook b")
+    changed = [fact("a", "new a"), fact("b", "new b")]
+    out = index.regenerate(text, changed, refresh={"a.md"}).memory
+    assert _fact_lines(out) == ["- [a](a.md) — new a", "- [b](b.md) — hand hook b"]
+
+
+def test_lines_memctl_wrote_before_titles_get_the_name():
+    """memctl used to write `- [file.md](file.md) - desc`: the file name as title is no title."""
+    old = "<!-- memctl:index:begin -->\n## project\n- [x-rule.md](x-rule.md) - a rule\n<!-- memctl:index:end -->\n"
+    assert _fact_lines(index.regenerate(old, [fact("x-rule", "a rule")]).memory) == ["- [x-rule](x-rule.md) — a rule"]
+
+
+def test_an_outside_line_for_a_listed_file_is_merged_into_the_block_never_twice():
+    facts = [claude_fact("user_role", "User role", "data scientist", "user"), fact("new_fact", "新しい事実")]
+    text = index.regenerate("# Memory\n", facts[:1]).memory
+    appended = text + "- [User role, revised](user_role.md) — データサイエンティスト\n- [新しい事実](new_fact.md) — 新規\n"
+    problems = index.drift(appended, facts)
+    assert [(p.kind, p.target, p.lineno) for p in problems] == [("duplicate", "user_role.md", 7)]
+    assert "listed twice (also at MEMORY.md:5)" in problems[0].message
+    out = index.regenerate(appended, facts).memory
+    assert out.count("user_role.md") == 1 and out.count("new_fact.md") == 1
+    assert "- [User role, revised](user_role.md) — データサイエンティスト" in out  # the newer line wins
+    assert "- [新しい事実](new_fact.md) — 新規" in out
+    assert out.endswith("<!-- memctl:index:end -->\n") and index.drift(out, facts) == []
+    # such lines are not the user's text: two versions that differ only by them have the same user text
+    adopted = {f.file_name for f in facts}
+    assert index.user_text(appended, adopted) == index.user_text(text, adopted)
+    assert index.user_text(appended + "my own note\n", adopted) != index.user_text(text, adopted)
+
+
+def test_drift_kinds():
+    facts = [fact("a", "A"), fact("b", "B")]
+    text = "- [a](a.md) — A\n- [ghost](ghost.md) — gone\n- [a again](a.md) — A\n"
+    kinds = [(p.kind, p.target, p.lineno) for p in index.drift(text, facts, limit_lines=2)]
+    assert kinds == [("orphan", "ghost.md", 2), ("duplicate", "a.md", 3), ("missing", "b.md", 0), ("too-long", "", 3)]
+
+
+def _many(n, japanese=False):
+    out = []
+    for i in range(n):
+        desc = f"事実{i}: 公開前にテーマ台帳で重複を確認する（{i}）" if japanese else f"fact {i} about rule {i}"
+        out.append(fact(f"f{i:03d}", desc, ("user", "feedback", "project", "reference")[i % 4],
+                        importance=round((i * 7 % 10) / 10, 1), updated=f"2026-{1 + i % 12:02d}-01T09:00:00+09:00",
+                        **({"pinned": True} if i % 50 == 3 else {})))
+    return out
+
+
+def _listed(layout):
+    """target -> where it is listed (MEMORY.md or a topic file), over every file of the index."""
+    where: dict[str, list[str]] = {}
+    for line in index.parse_lines(layout.memory):
+        where.setdefault(line.target, []).append("MEMORY.md")
+    for rel, text in layout.topics.items():
+        for line in index.parse_lines(text or "", rel):
+            where.setdefault(line.target, []).append(rel)
+    return where
+
+
+def _check_limit(layout, facts, limit_lines, limit_bytes, user_lines=0):
+    memory = layout.memory
+    assert memory.count("\n") <= limit_lines and len(memory.encode()) <= limit_bytes
+    where = _listed(layout)
+    for f in facts:
+        assert len(where[f.file_name]) == 1, f.file_name  # every fact listed exactly once ...
+    topics = {rel for rel, text in layout.topics.items() if text is not None}
+    assert topics == {t for t in where if index.is_topic_link(t)}  # ... and every topic file linked from MEMORY.md
+    kept = [f for f in facts if where[f.file_name] == ["MEMORY.md"]]
+    moved = [f for f in facts if where[f.file_name] != ["MEMORY.md"]]
+    if kept and moved:  # the ones that matter most stay
+        assert max(RANK(f) for f in kept) < min(RANK(f) for f in moved)
+    return kept, moved
+
+
+def test_231_facts_keep_the_index_within_200_lines_and_every_fact_reachable():
+    facts = _many(231)
+    user = "# Memory\n\nOur notes.\n"
+    layout = index.regenerate(user, facts, limit_lines=200, limit_bytes=25_000, rank=RANK)
+    kept, moved = _check_limit(layout, facts, 200, 25_000)
+    assert layout.memory.count("\n") >= 195  # the room is used, not wasted
+    assert {f.stem for f in facts if f.meta("pinned")} <= {f.stem for f in kept}
+    assert len(moved) > 31 - 4  # at least the overflow, minus nothing: 231 lines cannot fit
+    assert "- [" in layout.topics["memory-index/user.md"]
+    line = next(l for l in layout.memory.splitlines() if "(memory-index/user.md)" in l)
+    assert re.fullmatch(r"- \[\d+ more user facts\]\(memory-index/user\.md\) — .+", line)
+    text = layout.topics["memory-index/user.md"]
+    assert "- [f" in text and "](../f" in text  # links relative to the topic file
+    # the whole index regenerates to itself, and reads without drift
+    again = index.regenerate(layout.memory, facts, topics={k: v for k, v in layout.topics.items() if v},
+                             limit_lines=200, limit_bytes=25_000, rank=RANK)
+    assert again == layout
+    assert index.drift(layout.memory, facts, {k: v for k, v in layout.topics.items() if v}, limit_lines=200) == []
+    # facts forgotten until all fit: the topic files are removed
+    fewer = index.regenerate(layout.memory, facts[:100], topics={k: v for k, v in layout.topics.items() if v},
+                             limit_lines=200, limit_bytes=25_000, rank=RANK)
+    assert all(v is None for v in fewer.topics.values()) and len(_fact_lines(fewer.memory)) == 100
+
+
+def test_the_byte_limit_holds_for_japanese_text():
+    facts = _many(120, japanese=True)
+    layout = index.regenerate("", facts, limit_lines=200, limit_bytes=5_000, rank=RANK)
+    kept, moved = _check_limit(layout, facts, 200, 5_000)
+    assert kept and moved
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(0, 80), limit=st.integers(8, 60), user_lines=st.integers(0, 5),
+       appended=st.lists(st.integers(0, 79), max_size=4))
+def test_index_properties(n, limit, user_lines, appended):
+    facts = _many(n)
+    user = "".join(f"note {i}\n" for i in range(user_lines))
+    first = index.regenerate(user, facts, limit_lines=limit, limit_bytes=25_000, rank=RANK)
+    topics = {k: v for k, v in first.topics.items() if v}
+    text = first.memory + "".join(f"- [Claude {i}](f{i:03d}.md) — appended\n" for i in appended if i < n)
+    layout = index.regenerate(text, facts, topics=topics, limit_lines=limit, limit_bytes=25_000, rank=RANK)
+    if user_lines + 1 + 2 + 2 * 4 <= limit:  # room for a blank line, the markers and per type a heading and a "more" line
+        _check_limit(layout, facts, limit, 25_000)
+    assert index.user_text(layout.memory, set()).startswith(user.rstrip("\n"))
+    topics = {k: v for k, v in layout.topics.items() if v}
+    assert index.regenerate(layout.memory, facts, topics=topics, limit_lines=limit, limit_bytes=25_000,
+                            rank=RANK).memory == layout.memory
