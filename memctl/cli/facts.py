@@ -28,7 +28,11 @@ def init(
     no_git: Annotated[bool, typer.Option("--no-git", help="Do not run `git init` or commit.")] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Create a store: memctl.toml, memory/MEMORY.md, ledgers/, state/, git. Safe to re-run."""
+    """Create a store: memctl.toml, memory/MEMORY.md, ledgers/, state/, git. Safe to re-run.
+
+    A Claude Code memory directory (MEMORY.md or fact files at its top) is adopted as it is:
+    no memory/ folder; its facts go into the first commit.
+    """
     created = store_mod.init_store(directory, git=not no_git)
     root = str(directory.resolve())
     if json:

@@ -231,3 +231,14 @@ def test_prose_edits_outside_the_block_still_refuse_but_claude_code_lines_do_not
     (d / "MEMORY.md").write_text(text.replace("my private draft\n", ""), encoding="utf-8")
     assert cli(d, "remember", "b_fact", "-d", "second").exit_code == 0
     assert listed(d)["feedback_testing.md"] == [("MEMORY.md", "Testing, again", "統合テストは実DB")]
+    # a fact Claude Code has just written (git never saw it) can be changed at once: it is adopted
+    claude_fact(d, "user_tz", "Time zone", "The user is in JST", "user", "x\n")
+    r = cli(d, "pin", "user_tz")
+    assert r.exit_code == 0, r.stderr
+    assert "user_tz.md" in git(d, "show", "--name-only", "--format=", "HEAD").split()
+    assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
+    # an uncommitted edit of a committed fact is still refused
+    with open(d / "user_tz.md", "a", encoding="utf-8") as handle:
+        handle.write("draft\n")
+    r = cli(d, "unpin", "user_tz")
+    assert r.exit_code == 1 and "user_tz.md has uncommitted changes" in r.stderr
