@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from .config import FACT_TYPES
 from .fact import NAME_RE, Fact
@@ -50,6 +50,13 @@ class Drift:
     lineno: int
     message: str
     file: str = ""  # "" for MEMORY.md, else the topic file
+
+
+class _Entry(NamedTuple):
+    fact: Fact
+    title: str
+    hook: str
+    group: str  # group_of(fact), computed once: the limit's search renders the block many times
 
 
 @dataclass(frozen=True)
@@ -190,20 +197,20 @@ def _known(text: str, topics: dict[str, str]) -> dict[str, tuple[str, str]]:
     return known
 
 
-def render_block(entries: Iterable[tuple[Fact, str, str]], overflow: dict[str, int] | None = None) -> list[str]:
-    """The generated lines (markers included): (fact, title, hook) grouped by type, sorted by stem;
+def render_block(entries: Iterable[_Entry], overflow: dict[str, int] | None = None) -> list[str]:
+    """The generated lines (markers included): the entries grouped by type, sorted by stem;
     `overflow` adds per type a line linking the topic file that holds its other facts."""
-    groups: dict[str, list[tuple[Fact, str, str]]] = {}
+    groups: dict[str, list[_Entry]] = {}
     for entry in entries:
-        groups.setdefault(group_of(entry[0]), []).append(entry)
+        groups.setdefault(entry.group, []).append(entry)
     overflow = overflow or {}
     names = set(groups) | set(overflow)
     order = [t for t in FACT_TYPES if t in names] + sorted(t for t in names if t not in FACT_TYPES)
     lines = [BEGIN]
     for group in order:
         lines.append(f"## {group}")
-        lines.extend(format_line(title, fact.file_name, hook)
-                     for fact, title, hook in sorted(groups.get(group, []), key=lambda e: e[0].stem))
+        lines.extend(format_line(e.title, e.fact.file_name, e.hook)
+                     for e in sorted(groups.get(group, []), key=lambda e: e.fact.stem))
         if overflow.get(group):
             lines.append(format_line(f"{overflow[group]} more {group} facts", topic_file(group),
                                      "not loaded at session start; open this list when they may matter"))
@@ -211,7 +218,7 @@ def render_block(entries: Iterable[tuple[Fact, str, str]], overflow: dict[str, i
     return lines
 
 
-def _topic_text(group: str, entries: list[tuple[Fact, str, str]], limit_lines: int) -> str:
+def _topic_text(group: str, entries: list[_Entry], limit_lines: int) -> str:
     head = [
         f"# More {group} facts",
         "",
@@ -219,7 +226,7 @@ def _topic_text(group: str, entries: list[tuple[Fact, str, str]], limit_lines: i
         "MEMORY.md, so the facts that rank below the ones listed there are listed here.",
         "",
     ]
-    body = [format_line(title, "../" + fact.file_name, hook) for fact, title, hook in sorted(entries, key=lambda e: e[0].stem)]
+    body = [format_line(e.title, "../" + e.fact.file_name, e.hook) for e in sorted(entries, key=lambda e: e.fact.stem)]
     return "\n".join(head + body) + "\n"
 
 
@@ -253,7 +260,7 @@ def regenerate(
         title, hook = known.get(fact.file_name, ("", ""))
         if fact.file_name in refresh or not hook:
             hook = fact.description
-        entries.append((fact, title or title_for(fact), hook))
+        entries.append(_Entry(fact, title or title_for(fact), hook, group_of(fact)))
 
     lines = text.split("\n") if text else []
     span = _block_span(lines)
@@ -285,13 +292,13 @@ def regenerate(
         result = "\n".join(before + block + after)
         return result if result.endswith("\n") else result + "\n"
 
-    ranked = sorted(entries, key=lambda e: rank(e[0])) if rank else entries
+    ranked = sorted(entries, key=lambda e: rank(e.fact)) if rank else entries
 
-    def layout(n: int) -> tuple[str, list[tuple[Fact, str, str]]]:
+    def layout(n: int) -> tuple[str, list[_Entry]]:
         rest = ranked[n:]
         overflow: dict[str, int] = {}
-        for fact, _, _ in rest:
-            overflow[group_of(fact)] = overflow.get(group_of(fact), 0) + 1
+        for entry in rest:
+            overflow[entry.group] = overflow.get(entry.group, 0) + 1
         return assemble(render_block(ranked[:n], overflow)), rest
 
     def fits(memory: str) -> bool:
@@ -300,7 +307,8 @@ def regenerate(
 
     memory, rest = layout(len(ranked))
     if not fits(memory):
-        low, high = 0, len(ranked) - 1  # the largest n that fits (0 when even the user's text does not)
+        # the largest n that fits (0 when even the user's text does not); n lines never fit in fewer
+        low, high = 0, min(len(ranked) - 1, limit_lines if limit_lines is not None else len(ranked))
         while low < high:
             mid = (low + high + 1) // 2
             if fits(layout(mid)[0]):
@@ -308,9 +316,9 @@ def regenerate(
             else:
                 high = mid - 1
         memory, rest = layout(low)
-    by_group: dict[str, list[tuple[Fact, str, str]]] = {}
+    by_group: dict[str, list[_Entry]] = {}
     for entry in rest:
-        by_group.setdefault(group_of(entry[0]), []).append(entry)
+        by_group.setdefault(entry.group, []).append(entry)
     new_topics: dict[str, str | None] = {name: None for name in topics}
     for group, group_entries in by_group.items():
         new_topics[topic_file(group)] = _topic_text(group, group_entries, limit_lines or 200)

@@ -131,7 +131,7 @@ def is_claude_code_dir(root: Path) -> bool:
 
 
 def _top_level_facts(root: Path) -> list:
-    """The fact files at the top of `root`: markdown files whose frontmatter has a name and a description."""
+    """The fact files at the top of `root`: markdown files whose frontmatter has a name, a description and a type."""
     from . import fact as fact_mod  # noqa: PLC0415  (PyYAML: not on the start-up path)
 
     found = []
@@ -144,7 +144,7 @@ def _top_level_facts(root: Path) -> list:
             fact = fact_mod.load(path)
         except (fact_mod.FactParseError, OSError):
             continue
-        if fact.name and fact.description:
+        if fact.name and fact.description and fact.type:  # a skill's or an agent's file has no type
             found.append(fact)
     return found
 
@@ -166,7 +166,10 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
                 (root / rel).parent.mkdir(exist_ok=True)
                 atomic_write(root / rel, text)
         created.append(INDEX_FILE)
-    if not git or gitstore.git_executable() is None:
+    if not git:
+        return created
+    if gitstore.git_executable() is None:
+        output.warn("git not found on PATH; the directory is adopted but not committed", hint="install git, or pass --no-git")
         return created
     new_repo = gitstore.toplevel(root) is None
     if new_repo:

@@ -209,7 +209,10 @@ def index(
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Regenerate the block between the markers in MEMORY.md (text outside is kept)."""
+    """Regenerate MEMORY.md's generated block and its topic files (memory-index/).
+
+    Index lines for live facts found outside the block move into it; other text outside is kept.
+    """
     store = store_from(ctx)
     if check:
         drift = facts.index_drift(store)
