@@ -154,15 +154,17 @@ def outside_block(text: str) -> str:
 
 
 def user_text(text: str, adopted: set[str]) -> str:
-    """The text outside the block that regeneration keeps: without the index lines for `adopted` files.
+    """The text outside the block that regeneration keeps, without the index lines for `adopted` files
+    and without blank lines.
 
     Two versions of MEMORY.md with the same user text differ only in lines
-    that memctl takes into its block (Claude Code's appended index lines).
+    that memctl takes into its block (Claude Code's appended index lines) and
+    in the blank lines around them.
     """
     return "\n".join(
         line for line in outside_block(text).split("\n")
-        if not ((m := _LINE_RE.match(line)) and _target(m) in adopted)
-    ).rstrip("\n")
+        if line.strip() and not ((m := _LINE_RE.match(line)) and _target(m) in adopted)
+    )
 
 
 def rank_key(importance_for: Callable[[str], float]) -> Callable[[Fact], tuple]:

@@ -70,6 +70,7 @@ def test_an_outside_line_for_a_listed_file_is_merged_into_the_block_never_twice(
     # such lines are not the user's text: two versions that differ only by them have the same user text
     adopted = {f.file_name for f in facts}
     assert index.user_text(appended, adopted) == index.user_text(text, adopted)
+    assert index.user_text(text + "\n" + appended[len(text):], adopted) == index.user_text(text, adopted)  # a blank line too
     assert index.user_text(appended + "my own note\n", adopted) != index.user_text(text, adopted)
 
 
