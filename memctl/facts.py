@@ -370,7 +370,7 @@ def _index_update(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = 
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
     topics = _topic_texts(store)
-    layout = index_mod.regenerate(
+    layout = index_mod.build_layout(
         current, facts, archived=_archived_names(store), topics=topics, refresh=refresh,
         limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
         rank=index_mod.rank_key(store.config.importance_for),

@@ -232,7 +232,12 @@ def _topic_text(group: str, entries: list[_Entry], limit_lines: int) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def regenerate(
+def regenerate(text: str, facts: list[Fact], archived: set[str] = frozenset(), **options) -> str:
+    """MEMORY.md alone, regenerated (see `build_layout`, which also gives the topic files)."""
+    return build_layout(text, facts, archived, **options).memory
+
+
+def build_layout(
     text: str,
     facts: list[Fact],
     archived: set[str] = frozenset(),
@@ -296,7 +301,7 @@ def regenerate(
 
     ranked = sorted(entries, key=lambda e: rank(e.fact)) if rank else entries
 
-    def layout(n: int) -> tuple[str, list[_Entry]]:
+    def attempt(n: int) -> tuple[str, list[_Entry]]:
         rest = ranked[n:]
         overflow: dict[str, int] = {}
         for entry in rest:
@@ -307,17 +312,17 @@ def regenerate(
         return ((limit_lines is None or memory.count("\n") <= limit_lines)
                 and (limit_bytes is None or len(memory.encode("utf-8")) <= limit_bytes))
 
-    memory, rest = layout(len(ranked))
+    memory, rest = attempt(len(ranked))
     if not fits(memory):
         # the largest n that fits (0 when even the user's text does not); n lines never fit in fewer
         low, high = 0, min(len(ranked) - 1, limit_lines if limit_lines is not None else len(ranked))
         while low < high:
             mid = (low + high + 1) // 2
-            if fits(layout(mid)[0]):
+            if fits(attempt(mid)[0]):
                 low = mid
             else:
                 high = mid - 1
-        memory, rest = layout(low)
+        memory, rest = attempt(low)
     by_group: dict[str, list[_Entry]] = {}
     for entry in rest:
         by_group.setdefault(entry.group, []).append(entry)

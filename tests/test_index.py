@@ -33,36 +33,36 @@ def test_lines_keep_their_titles_and_hooks_and_new_lines_use_claude_codes_style(
     facts = [claude_fact("feedback_testing", "テスト方針", "統合テストは実DBに当てる（モック禁止）", "feedback"),
              claude_fact("user_role", "User role", "The user is a data scientist", "user"),
              fact("deploy-day", "デプロイは火曜日")]
-    out = index.regenerate(text, facts).memory
+    out = index.build_layout(text, facts).memory
     assert out == ("# Memory\n\n<!-- memctl:index:begin -->\n## user\n- [User role](user_role.md) — data scientist\n"
                    "## feedback\n- [テスト方針](feedback_testing.md) — 統合テストは実DBで\n"
                    "## project\n- [deploy-day](deploy-day.md) — デプロイは火曜日\n<!-- memctl:index:end -->\n\nprose\n")
-    assert index.regenerate(out, facts).memory == out  # a fixpoint: nothing churns
+    assert index.build_layout(out, facts).memory == out  # a fixpoint: nothing churns
     assert index.drift(out, facts) == []
 
 
 def test_a_changed_description_refreshes_only_that_hook():
     facts = [fact("a", "old a"), fact("b", "old b")]
-    text = index.regenerate("", facts).memory.replace("— old a", "— hand hook for a").replace("— old b", "— hand hook b")
+    text = index.build_layout("", facts).memory.replace("— old a", "— hand hook for a").replace("— old b", "— hand hook b")
     changed = [fact("a", "new a"), fact("b", "new b")]
-    out = index.regenerate(text, changed, refresh={"a.md"}).memory
+    out = index.build_layout(text, changed, refresh={"a.md"}).memory
     assert _fact_lines(out) == ["- [a](a.md) — new a", "- [b](b.md) — hand hook b"]
 
 
 def test_lines_memctl_wrote_before_titles_get_the_name():
     """memctl used to write `- [file.md](file.md) - desc`: the file name as title is no title."""
     old = "<!-- memctl:index:begin -->\n## project\n- [x-rule.md](x-rule.md) - a rule\n<!-- memctl:index:end -->\n"
-    assert _fact_lines(index.regenerate(old, [fact("x-rule", "a rule")]).memory) == ["- [x-rule](x-rule.md) — a rule"]
+    assert _fact_lines(index.build_layout(old, [fact("x-rule", "a rule")]).memory) == ["- [x-rule](x-rule.md) — a rule"]
 
 
 def test_an_outside_line_for_a_listed_file_is_merged_into_the_block_never_twice():
     facts = [claude_fact("user_role", "User role", "data scientist", "user"), fact("new_fact", "新しい事実")]
-    text = index.regenerate("# Memory\n", facts[:1]).memory
+    text = index.build_layout("# Memory\n", facts[:1]).memory
     appended = text + "- [User role, revised](user_role.md) — データサイエンティスト\n- [新しい事実](new_fact.md) — 新規\n"
     problems = index.drift(appended, facts)
     assert [(p.kind, p.target, p.lineno) for p in problems] == [("duplicate", "user_role.md", 7)]
     assert "listed twice (also at MEMORY.md:5)" in problems[0].message
-    out = index.regenerate(appended, facts).memory
+    out = index.build_layout(appended, facts).memory
     assert out.count("user_role.md") == 1 and out.count("new_fact.md") == 1
     assert "- [User role, revised](user_role.md) — データサイエンティスト" in out  # the newer line wins
     assert "- [新しい事実](new_fact.md) — 新規" in out
@@ -120,7 +120,7 @@ def _check_limit(layout, facts, limit_lines, limit_bytes, user_lines=0):
 def test_231_facts_keep_the_index_within_200_lines_and_every_fact_reachable():
     facts = _many(231)
     user = "# Memory\n\nOur notes.\n"
-    layout = index.regenerate(user, facts, limit_lines=200, limit_bytes=25_000, rank=RANK)
+    layout = index.build_layout(user, facts, limit_lines=200, limit_bytes=25_000, rank=RANK)
     kept, moved = _check_limit(layout, facts, 200, 25_000)
     assert layout.memory.count("\n") >= 195  # the room is used, not wasted
     assert {f.stem for f in facts if f.meta("pinned")} <= {f.stem for f in kept}
@@ -131,19 +131,19 @@ def test_231_facts_keep_the_index_within_200_lines_and_every_fact_reachable():
     text = layout.topics["memory-index/user.md"]
     assert "- [f" in text and "](../f" in text  # links relative to the topic file
     # the whole index regenerates to itself, and reads without drift
-    again = index.regenerate(layout.memory, facts, topics={k: v for k, v in layout.topics.items() if v},
+    again = index.build_layout(layout.memory, facts, topics={k: v for k, v in layout.topics.items() if v},
                              limit_lines=200, limit_bytes=25_000, rank=RANK)
     assert again == layout
     assert index.drift(layout.memory, facts, {k: v for k, v in layout.topics.items() if v}, limit_lines=200) == []
     # facts forgotten until all fit: the topic files are removed
-    fewer = index.regenerate(layout.memory, facts[:100], topics={k: v for k, v in layout.topics.items() if v},
+    fewer = index.build_layout(layout.memory, facts[:100], topics={k: v for k, v in layout.topics.items() if v},
                              limit_lines=200, limit_bytes=25_000, rank=RANK)
     assert all(v is None for v in fewer.topics.values()) and len(_fact_lines(fewer.memory)) == 100
 
 
 def test_the_byte_limit_holds_for_japanese_text():
     facts = _many(120, japanese=True)
-    layout = index.regenerate("", facts, limit_lines=200, limit_bytes=5_000, rank=RANK)
+    layout = index.build_layout("", facts, limit_lines=200, limit_bytes=5_000, rank=RANK)
     kept, moved = _check_limit(layout, facts, 200, 5_000)
     assert kept and moved
 
@@ -154,13 +154,13 @@ def test_the_byte_limit_holds_for_japanese_text():
 def test_index_properties(n, limit, user_lines, appended):
     facts = _many(n)
     user = "".join(f"note {i}\n" for i in range(user_lines))
-    first = index.regenerate(user, facts, limit_lines=limit, limit_bytes=25_000, rank=RANK)
+    first = index.build_layout(user, facts, limit_lines=limit, limit_bytes=25_000, rank=RANK)
     topics = {k: v for k, v in first.topics.items() if v}
     text = first.memory + "".join(f"- [Claude {i}](f{i:03d}.md) — appended\n" for i in appended if i < n)
-    layout = index.regenerate(text, facts, topics=topics, limit_lines=limit, limit_bytes=25_000, rank=RANK)
+    layout = index.build_layout(text, facts, topics=topics, limit_lines=limit, limit_bytes=25_000, rank=RANK)
     if user_lines + 1 + 2 + 2 * 4 <= limit:  # room for a blank line, the markers and per type a heading and a "more" line
         _check_limit(layout, facts, limit, 25_000)
     assert index.user_text(layout.memory, set()).startswith(user.rstrip("\n"))
     topics = {k: v for k, v in layout.topics.items() if v}
-    assert index.regenerate(layout.memory, facts, topics=topics, limit_lines=limit, limit_bytes=25_000,
+    assert index.build_layout(layout.memory, facts, topics=topics, limit_lines=limit, limit_bytes=25_000,
                             rank=RANK).memory == layout.memory
