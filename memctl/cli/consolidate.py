@@ -77,7 +77,7 @@ def conflicts(
     ctx: typer.Context,
     json: JsonOpt = False,
 ) -> None:
-    """List pairs of live facts on the same topic that differ in a detail (number, date, name, ...)."""
+    """List facts a merge changed on two machines, and pairs of live facts on the same topic that differ in a detail."""
     from ..lifecycle import consolidate as cons
 
     from .. import sync

@@ -58,7 +58,7 @@ def sync(
 def resolve(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The fact (or its conflict copy, NAME.HASH) that `memctl conflicts` lists.", metavar="NAME")],
-    keep: Annotated[str, typer.Option("--keep", help="local (the version in place), remote (the copy), or both (the copy as NAME-2).")],
+    keep: Annotated[str, typer.Option("--keep", help="local (the version in place), remote (the copy), or both (the copy as NAME-2).", metavar="local|remote|both")],
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
 ) -> None:
