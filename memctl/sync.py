@@ -15,6 +15,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused
@@ -165,16 +166,15 @@ def _kind(store: Store, rel_top: str, top: Path) -> str | None:
     return None
 
 
-def _pick_remote(top: Path, remote: str | None) -> str:
+def _pick_remote(top: Path, remote: str | None, upstream: str) -> str:
     names = [n for n in gitstore.run(top, "remote").out.splitlines() if n]
     if remote is not None:
         if remote not in names:
             raise NotFound(f"no git remote named {remote!r}" + (f" (remotes: {', '.join(names)})" if names else ""),
                            hint="git -C <store> remote -v lists them; add one with `git remote add NAME URL`")
         return remote
-    upstream = gitstore.run(top, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}")
-    if upstream.code == 0 and "/" in upstream.out and upstream.out.split("/", 1)[0] in names:
-        return upstream.out.split("/", 1)[0]
+    if "/" in upstream and upstream.split("/", 1)[0] in names:
+        return upstream.split("/", 1)[0]
     if "origin" in names:
         return "origin"
     if len(names) == 1:
@@ -185,17 +185,42 @@ def _pick_remote(top: Path, remote: str | None) -> str:
     raise BadInput(f"several remotes ({', '.join(names)}) and none is the branch's upstream", hint="pass --remote NAME")
 
 
-def _refuse_hand_edits(store: Store, top: Path) -> None:
+class _Branch(NamedTuple):
+    head: str  # commit id
+    name: str  # "" when HEAD is detached
+    upstream: str  # "origin/main", or ""
+    dirty: list[str]  # memctl's paths with uncommitted changes, relative to the work tree
+
+
+def _branch(store: Store, top: Path) -> _Branch:
+    """HEAD, its branch and upstream, and memctl's uncommitted paths: one `git status` (sync runs often)."""
+    paths = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
+                                                store.root / ".gitattributes") if p.exists()]
+    out = gitstore.checked(top, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *paths)
+    head = name = upstream = ""
+    dirty: list[str] = []
+    entries = iter(out.split("\0"))
+    for entry in entries:
+        if entry.startswith("# branch.oid "):
+            head = entry[len("# branch.oid "):]
+        elif entry.startswith("# branch.head "):
+            name = entry[len("# branch.head "):]
+        elif entry.startswith("# branch.upstream "):
+            upstream = entry[len("# branch.upstream "):]
+        elif entry[:2] in ("1 ", "2 ", "u ", "? "):
+            fields = {"1": 8, "2": 9, "u": 10, "?": 1}[entry[0]]
+            dirty.append(entry.split(" ", fields)[fields])
+            if entry[0] == "2":
+                next(entries, None)  # the rename's original path
+    return _Branch(head, "" if name == "(detached)" else name, upstream, dirty)
+
+
+def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
     """Uncommitted changes to memctl's files would be swept into the merge: refuse, as every write does.
 
     Rows appended without a commit (`--no-commit`, the access log) are not hand
     edits; they are committed first (`ledger commit` does the same).
     """
-    paths = [p for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
-                         store.root / ".gitattributes") if p.exists()]
-    if not paths:
-        return
-    dirty = gitstore.dirty_paths(store.root, paths)
     appended: list[Path] = []
     for rel in dirty:
         path = top / rel
@@ -210,6 +235,16 @@ def _refuse_hand_edits(store: Store, top: Path) -> None:
         from .store import commit  # noqa: PLC0415
 
         commit(store, appended, "ledger: commit appended rows before sync")
+
+
+def _fetch_head(top: Path) -> str:
+    """The commit `git fetch` just brought (FETCH_HEAD's first line), read without another git run."""
+    gitdir = gitstore.git_dir(top)
+    if gitdir is not None and (gitdir / "FETCH_HEAD").exists():
+        first = (gitdir / "FETCH_HEAD").read_text(encoding="utf-8", errors="replace").split("\t", 1)[0].strip()
+        if len(first) in (40, 64):
+            return first
+    return gitstore.checked(top, "rev-parse", "FETCH_HEAD")
 
 
 def _blob(top: Path, sha: str | None) -> bytes:
@@ -411,15 +446,16 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             commit(store, [store.root / ".gitattributes"], "memctl: route memctl's files to its merge drivers")
         if setup_only:
             return SyncResult("", "", setup=tuple(changed))
-        _refuse_hand_edits(store, top)
-        name = _pick_remote(top, remote)
-        branch = gitstore.run(top, "symbolic-ref", "--short", "-q", "HEAD").out
-        if not branch:
+        state = _branch(store, top)
+        _refuse_hand_edits(store, top, state.dirty)
+        if state.dirty:
+            state = _branch(store, top)
+        name = _pick_remote(top, remote, state.upstream)
+        if not state.name:
             raise Refused("HEAD is detached: sync needs a branch", hint="git -C <store> switch BRANCH")
-        upstream = gitstore.run(top, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}").out
-        remote_branch = upstream.split("/", 1)[1] if upstream.startswith(name + "/") else branch
+        remote_branch = state.upstream.split("/", 1)[1] if state.upstream.startswith(name + "/") else state.name
         _read_log(top, store)  # what an earlier `git pull` resolved is history now
-        start = gitstore.checked(top, "rev-parse", "HEAD")
+        start = head = state.head
         resolved: list[Resolution] = []
         copies: list[str] = []
         merges: list[str] = []
@@ -434,9 +470,8 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                 raise GitError(f"cannot fetch from {name}: {fetched.err.splitlines()[-1] if fetched.err else 'git fetch failed'}",
                                hint="check the remote's URL and your access: git -C <store> remote -v")
             else:
-                theirs = gitstore.checked(top, "rev-parse", "FETCH_HEAD")
-            head = gitstore.checked(top, "rev-parse", "HEAD")
-            if theirs is not None and gitstore.run(top, "merge-base", "--is-ancestor", theirs, head).code != 0:
+                theirs = _fetch_head(top)
+            if theirs is not None and theirs != head and gitstore.run(top, "merge-base", "--is-ancestor", theirs, head).code != 0:
                 incoming += int(gitstore.checked(top, "rev-list", "--count", f"{head}..{theirs}"))
                 commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{remote_branch}")
                 resolved += done
@@ -444,7 +479,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                 if commit_id:
                     merges.append(commit_id)
                 head = gitstore.checked(top, "rev-parse", "HEAD")
-            ahead = int(gitstore.checked(top, "rev-list", "--count", head if theirs is None else f"{theirs}..{head}"))
+            ahead = 0 if head == theirs else int(gitstore.checked(top, "rev-list", "--count", head if theirs is None else f"{theirs}..{head}"))
             if not push or ahead == 0:
                 break
             sent = gitstore.run(top, "push", "-q", name, f"HEAD:refs/heads/{remote_branch}")
@@ -455,8 +490,8 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                 raise GitError(f"cannot push to {name}: {sent.err.splitlines()[-1] if sent.err else 'git push failed'}",
                                hint="the merge is committed here; run `memctl sync` again" + (
                                    "" if "rejected" in sent.err else ", after checking access: git -C <store> remote -v"))
-        end = gitstore.checked(top, "rev-parse", "HEAD")
-        if not pushed and theirs is not None:
+        end = head
+        if not pushed and theirs is not None and theirs != end:
             outgoing = int(gitstore.checked(top, "rev-list", "--count", f"{theirs}..{end}"))
         files_in = [f for f in gitstore.checked(top, "diff", "--name-only", "-z", start, end).split("\0") if f] if end != start else []
         duplicates = _duplicates(store, top, start, end) if any(

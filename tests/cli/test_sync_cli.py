@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,37 @@ def test_a_sync_job_runs_under_run_job_and_logs(pair):
     assert "| memctl: origin/master: 0 commits in (0 files), 1 commit pushed" in log and "end exit=0" in log
     assert subprocess.run(["git", "-C", str(remote), "rev-parse", "master"], capture_output=True, text=True).stdout.strip() == \
         git(b, "rev-parse", "HEAD").strip()
+
+
+def test_init_writes_the_attributes_and_registers_the_drivers_once(tmp_path):
+    root = tmp_path / "s"
+    assert cli(None, "init", str(root)).exit_code == 0
+    attributes = (root / ".gitattributes").read_text(encoding="utf-8").splitlines()
+    assert attributes[:3] == ["ledgers/*.tsv merge=union", "memory/*.md merge=memctl-fact", "memory/MEMORY.md merge=memctl-index"]
+    assert "state/STATE.md merge=memctl-state" in attributes and "memory/archive/*.md merge=memctl-archive" in attributes
+    drivers = git(root, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()
+    assert len(drivers) == 5 and all(" -m memctl merge-driver " in d and d.endswith(" %O %A %B %P") for d in drivers)
+    assert (root / ".git" / "info" / "attributes").read_text() == "ledgers/*.tsv merge=memctl-ledger\n"
+    assert git(root, "status", "--porcelain") == ""
+    before = _files(root), (root / ".git" / "config").read_bytes()
+    r = cli(None, "init", str(root))
+    assert r.exit_code == 0 and (_files(root), (root / ".git" / "config").read_bytes()) == before
+
+
+def test_the_merge_driver_writes_the_result_into_ours_and_keeps_the_loser_beside_the_fact(tmp_path):
+    fact = "---\nname: n\ndescription: {d}\nmetadata:\n  updated: {u}\n---\n"
+    paths = {}
+    for label, text in (("base", fact.format(d="b", u="2026-11-30T00:00:00+00:00")),
+                        ("ours", fact.format(d="ours", u="2026-11-30T02:00:00+00:00")),
+                        ("theirs", fact.format(d="theirs", u="2026-11-30T01:00:00+00:00"))):
+        paths[label] = tmp_path / f"{label}.tmp"
+        paths[label].write_text(text, encoding="utf-8")
+    (tmp_path / "memory").mkdir()
+    done = subprocess.run([sys.executable, "-m", "memctl", "merge-driver", "fact", str(paths["base"]), str(paths["ours"]),
+                           str(paths["theirs"]), "memory/n.md"], cwd=tmp_path, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert "description: ours" in paths["ours"].read_text(encoding="utf-8")
+    copies = list((tmp_path / "memory" / "conflicts").glob("n.*.md"))
+    assert len(copies) == 1 and "description: theirs" in copies[0].read_text(encoding="utf-8")
+    r = cli(None, "merge-driver", "nonsense", str(paths["base"]), str(paths["ours"]), str(paths["theirs"]))
+    assert r.exit_code == 2 and r.stderr.startswith("memctl: error: unknown merge driver kind 'nonsense'")
