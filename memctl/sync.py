@@ -215,15 +215,24 @@ def _branch(store: Store, top: Path) -> _Branch:
     return _Branch(head, "" if name == "(detached)" else name, upstream, dirty)
 
 
+def _tracked(top: Path, rel: str) -> str:
+    return gitstore.checked(top, "ls-files", "--", rel)
+
+
 def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
     """Uncommitted changes to memctl's files would be swept into the merge: refuse, as every write does.
 
     Rows appended without a commit (`--no-commit`, the access log) are not hand
-    edits; they are committed first (`ledger commit` does the same).
+    edits, nor are conflict copies a plain `git pull` left untracked: they are
+    committed first (`ledger commit` does the same for rows).
     """
     appended: list[Path] = []
+    copies = store.memory_dir / merge.CONFLICTS_DIR
     for rel in dirty:
         path = top / rel
+        if path.parent == copies and path.suffix == ".md" and rel not in _tracked(top, rel):
+            appended.append(path)
+            continue
         if path.suffix == ".tsv" and path.parent == store.ledgers_dir and path.exists():
             committed = gitstore.file_at(store.root, path, "HEAD")
             if path.read_bytes().startswith(committed):
@@ -234,7 +243,7 @@ def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
     if appended:
         from .store import commit  # noqa: PLC0415
 
-        commit(store, appended, "ledger: commit appended rows before sync")
+        commit(store, appended, "memctl: commit appended rows and conflict copies before sync")
 
 
 def _fetch_head(top: Path) -> str:

@@ -307,3 +307,24 @@ def test_the_merge_driver_writes_the_result_into_ours_and_keeps_the_loser_beside
     assert len(copies) == 1 and "description: theirs" in copies[0].read_text(encoding="utf-8")
     r = cli(None, "merge-driver", "nonsense", str(paths["base"]), str(paths["ours"]), str(paths["theirs"]))
     assert r.exit_code == 2 and r.stderr.startswith("memctl: error: unknown merge driver kind 'nonsense'")
+
+
+def test_a_conflict_copy_left_by_a_plain_git_pull_is_listed_and_committed_by_the_next_sync(pair):
+    a, b, remote = pair
+    assert cli(a, "remember", "rule", "-d", "first", env={"MEMCTL_NOW": "2026-11-30T09:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    assert cli(a, "remember", "rule", "--update", "-d", "a says", env={"MEMCTL_NOW": "2026-11-30T10:00:00+00:00"}).exit_code == 0
+    assert cli(b, "remember", "rule", "--update", "-d", "b says", env={"MEMCTL_NOW": "2026-11-30T11:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    done = subprocess.run(["git", "-C", str(b), *ID, "pull", "--no-rebase", "--no-edit", "-q", "origin", "master"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "description: b says" in (b / "memory" / "rule.md").read_text(encoding="utf-8")
+    [copy] = (b / "memory" / "conflicts").glob("rule.*.md")
+    assert git(b, "status", "--porcelain", "--untracked-files=all").strip() == f"?? memory/conflicts/{copy.name}"
+    assert [c["copy"] for c in json.loads(cli(b, "conflicts", "--json").stdout) if c.get("kind") == "merge"] == [
+        f"memory/conflicts/{copy.name}"]
+    r = cli(b, "sync")
+    assert r.exit_code == 0, r.stderr
+    assert git(b, "status", "--porcelain").strip() == ""
+    assert cli(a, "sync").exit_code == 0 and (a / "memory" / "conflicts" / copy.name).exists()
