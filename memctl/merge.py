@@ -179,21 +179,30 @@ def render_entries(entries: dict[str, tuple[str, str]]) -> list[str]:
 
 def merge_index(base: str, ours: str, theirs: str) -> str:
     """MEMORY.md: the block as a three-way set of lines keyed by their file; the rest as text."""
+    return merge_index_checked(base, ours, theirs)[0]
+
+
+def merge_index_checked(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """merge_index, and whether it was clean: False when a line changed on both sides (or there was
+    no block to merge by line), so that the block should be regenerated from the merged facts."""
     if ours == theirs or theirs == base:
-        return ours
+        return ours, True
     if ours == base:
-        return theirs
+        return theirs, True
     parts = [_split_index(x) for x in (base, ours, theirs)]
     if parts[1] is None or parts[2] is None:
-        return merge_text(base, ours, theirs)[0]
+        return merge_text(base, ours, theirs)[0], False
     b_rest, b_entries = parts[0] if parts[0] is not None else (base, {})
     (o_rest, o_entries), (t_rest, t_entries) = parts[1], parts[2]
     entries: dict[str, tuple[str, str]] = {}
+    clean = True
     for target in sorted({*b_entries, *o_entries, *t_entries}):
-        value = _merge_entry(b_entries.get(target), o_entries.get(target), t_entries.get(target))
+        b, o, t = b_entries.get(target), o_entries.get(target), t_entries.get(target)
+        clean = clean and (o == t or o == b or t == b)
+        value = _merge_entry(b, o, t)
         if value is not None:
             entries[target] = value
-    rest, _ = merge_text(b_rest, o_rest, t_rest)
+    rest, text_clean = merge_text(b_rest, o_rest, t_rest)
     lines = rest.split("\n")
     stripped = [line.strip() for line in lines]
     block = render_entries(entries)
@@ -207,7 +216,7 @@ def merge_index(base: str, ours: str, theirs: str) -> str:
             lines.pop()
         lines += block + [""]
     merged = "\n".join(lines)
-    return merged if merged.endswith("\n") else merged + "\n"
+    return (merged if merged.endswith("\n") else merged + "\n"), clean and text_clean
 
 
 # ---------------------------------------------------------------- snapshots and facts
