@@ -1,18 +1,17 @@
-"""Several machines, one memory: fetch, merge, resolve and push over git remotes (docs/SYNC.md).
+"""Several machines, one memory: fetch, merge and resolve, push over git remotes (docs/SYNC.md).
 
 The resolvers are the pure functions of merge.py. They run in two ways: as
-git merge drivers (registered by `init` and `memctl sync --setup`, so that a
-plain `git pull` resolves memctl's files too), and here, for what git leaves
-unmerged at the tree level (a fact archived on one side and changed on the
-other). `sync` holds the store lock from start to end, so no memctl write
-lands between the fetch and the push.
+git merge drivers (registered by `init` and `memctl sync --setup`), so that a
+plain `git pull` resolves memctl's files; and here, in-process, on the three
+versions git leaves staged when `sync` merges with those drivers switched off
+(one Python per file would cost more than the merge). `sync` holds the store
+lock from start to end, so no memctl write lands between its fetch and its push.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
