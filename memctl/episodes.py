@@ -211,7 +211,7 @@ def list_episodes(store: Store, *, agent: str | None = None, episode_type: str |
     filtered by agent, type and time.
 
     Forgotten episodes are left out and compressed ones shortened, unless
-    `include_forgotten` asks for the ledger as written.
+    `include_forgotten` asks for the ledger as written (then in file order too).
     """
     after = _since(since)
     try:
@@ -236,6 +236,8 @@ def list_episodes(store: Store, *, agent: str | None = None, episode_type: str |
             if when is None or when < after:
                 continue
         found.append(episode)
+    if include_forgotten:
+        return found
     # Stable: rows with the same ts (or an unreadable one, kept last) stay in the order written.
     far = datetime.max.replace(tzinfo=timezone.utc)
     return sorted(found, key=lambda e: _when(e) or far)

@@ -169,14 +169,14 @@ def _kind(store: Store, rel_top: str, top: Path) -> str | None:
 
 
 def _pick_remote(top: Path, remote: str | None, upstream: str) -> str:
+    if remote is None and "/" in upstream:
+        return upstream.split("/", 1)[0]  # the branch's upstream: git checked its remote exists
     names = [n for n in gitstore.run(top, "remote").out.splitlines() if n]
     if remote is not None:
         if remote not in names:
             raise NotFound(f"no git remote named {remote!r}" + (f" (remotes: {', '.join(names)})" if names else ""),
                            hint="git -C <store> remote -v lists them; add one with `git remote add NAME URL`")
         return remote
-    if "/" in upstream and upstream.split("/", 1)[0] in names:
-        return upstream.split("/", 1)[0]
     if "origin" in names:
         return "origin"
     if len(names) == 1:
