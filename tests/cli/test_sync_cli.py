@@ -328,3 +328,30 @@ def test_a_conflict_copy_left_by_a_plain_git_pull_is_listed_and_committed_by_the
     assert r.exit_code == 0, r.stderr
     assert git(b, "status", "--porcelain").strip() == ""
     assert cli(a, "sync").exit_code == 0 and (a / "memory" / "conflicts" / copy.name).exists()
+
+
+def test_a_claude_code_memory_directory_syncs_between_two_machines(tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "MEMORY.md").write_text("# Memory\n\n- [Role](role.md) — The user is a data scientist\n", encoding="utf-8")
+    (a / "role.md").write_text("---\nname: role\ndescription: The user is a data scientist\ntype: user\n---\nx\n", encoding="utf-8")
+    git(a, "init", "-q")
+    git(a, "add", "-A")
+    git(a, *ID, "commit", "-qm", "a Claude Code memory directory")
+    git(a, "remote", "add", "origin", str(remote))
+    r = cli(a, "sync")
+    assert r.exit_code == 0, r.stderr
+    assert (a / ".gitattributes").read_text().splitlines() == [
+        "ledgers/*.tsv merge=union", "*.md merge=memctl-fact", "MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive"]
+    b = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
+    assert cli(b, "sync", "--setup").exit_code == 0
+    assert cli(a, "remember", "from_a", "-d", "Aで決めたこと", "-t", "project").exit_code == 0
+    assert cli(b, "remember", "from_b", "-d", "decided on b", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0 and cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b)
+    index = (a / "MEMORY.md").read_text(encoding="utf-8")
+    assert "(from_a.md) - Aで決めたこと" in index and "(from_b.md) - decided on b" in index and "<<<<<<<" not in index
+    assert cli(a, "index", "--check").exit_code == 0
