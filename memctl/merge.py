@@ -274,6 +274,23 @@ def conflict_name(stem: str, loser: str) -> str:
     return f"{stem}.{digest}.md"
 
 
+def merge_config(base: str, ours: str, theirs: str) -> str | None:
+    """memctl.toml when both sides only appended tables (each machine declared a ledger, say):
+    ours, then theirs' new text. None for anything else, or when the result is not valid TOML
+    (the same table declared on both sides): that is a real conflict, for a human."""
+    if not (ours.startswith(base) and theirs.startswith(base)):
+        return None
+    added = theirs[len(base):]
+    merged = ours + ("" if ours.endswith("\n") or not ours else "\n") + added
+    import tomllib  # noqa: PLC0415
+
+    try:
+        tomllib.loads(merged)
+    except tomllib.TOMLDecodeError:
+        return None
+    return merged
+
+
 # ---------------------------------------------------------------- ledgers
 
 def merge_ledger(base: bytes, ours: bytes, theirs: bytes) -> bytes:

@@ -291,7 +291,15 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
     """What git left unmerged (tree-level conflicts, or a clone whose drivers are missing)."""
     unmerged = _unmerged(top)
     kinds = {path: _kind(store, path, top) for path in unmerged}
-    blocked = sorted(p for p, k in kinds.items() if k in (None, "config"))
+    done: list[Resolution] = []
+    for path in [p for p, k in kinds.items() if k == "config" and {1, 2, 3} <= set(unmerged[p])]:
+        b, o, t = (_blob(top, unmerged[path][n]).decode("utf-8", "surrogateescape") for n in (1, 2, 3))
+        merged = merge.merge_config(b, o, t)
+        if merged is not None:
+            _write(top, path, merged.encode("utf-8", "surrogateescape"))
+            done.append(Resolution(store.rel(top / path), "config", "both sides appended tables: ours, then theirs"))
+            del unmerged[path]
+    blocked = sorted(p for p in unmerged if kinds[p] in (None, "config"))
     if blocked:
         gitstore.run(top, "merge", "--abort")
         names = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
@@ -299,7 +307,6 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
                 if "config" in {kinds[p] for p in blocked} else
                 "these are not memctl's files: merge by hand (git pull, fix, git commit), then memctl sync")
         raise Refused(f"both sides changed {names} in ways git cannot merge; nothing was merged or pushed", hint=hint)
-    done: list[Resolution] = []
     for path, stages in sorted(unmerged.items()):
         kind = kinds[path]
         base, ours, theirs = (_blob(top, stages.get(n)) if n in stages else None for n in (1, 2, 3))

@@ -355,3 +355,24 @@ def test_a_claude_code_memory_directory_syncs_between_two_machines(tmp_path):
     index = (a / "MEMORY.md").read_text(encoding="utf-8")
     assert "(from_a.md) - Aで決めたこと" in index and "(from_b.md) - decided on b" in index and "<<<<<<<" not in index
     assert cli(a, "index", "--check").exit_code == 0
+
+
+def test_two_machines_declaring_different_ledgers_merge_memctl_toml_but_the_same_table_twice_is_refused(pair):
+    a, b, remote = pair
+    assert cli(a, "ledger", "create", "reading", "--columns", "date,title").exit_code == 0
+    assert cli(b, "ledger", "create", "meals", "--columns", "date,dish", "--unique", "date").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    r = cli(b, "sync", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert {"path": "memctl.toml", "kind": "config", "how": "both sides appended tables: ours, then theirs"} in json.loads(r.stdout)["resolved"]
+    assert cli(a, "sync").exit_code == 0
+    names = [row["name"] for row in json.loads(cli(a, "ledger", "list", "--json").stdout)]
+    assert {"reading", "meals", "themes", "episodes"} <= set(names)
+    assert _files(a) == _files(b)
+    assert cli(a, "ledger", "create", "same", "--columns", "x").exit_code == 0
+    assert cli(b, "ledger", "create", "same", "--columns", "y").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    same = _unchanged(b)
+    r = cli(b, "sync")
+    assert r.exit_code == 1 and r.stderr.startswith("memctl: error: both sides changed ")
+    assert same()
