@@ -207,10 +207,11 @@ def forgotten(store: Store) -> dict[str, dict[str, str]]:
 
 def list_episodes(store: Store, *, agent: str | None = None, episode_type: str | None = None,
                   since: str | datetime | None = None, include_forgotten: bool = False) -> list[Episode]:
-    """Episodes in the order they were written, filtered by agent, type and time.
+    """Episodes in time order (the `ts` column; a merged ledger holds each machine's rows in turn),
+    filtered by agent, type and time.
 
     Forgotten episodes are left out and compressed ones shortened, unless
-    `include_forgotten` asks for the ledger as written.
+    `include_forgotten` asks for the ledger as written (then in file order too).
     """
     after = _since(since)
     try:
@@ -235,7 +236,11 @@ def list_episodes(store: Store, *, agent: str | None = None, episode_type: str |
             if when is None or when < after:
                 continue
         found.append(episode)
-    return found
+    if include_forgotten:
+        return found
+    # Stable: rows with the same ts (or an unreadable one, kept last) stay in the order written.
+    far = datetime.max.replace(tzinfo=timezone.utc)
+    return sorted(found, key=lambda e: _when(e) or far)
 
 
 # ---------------------------------------------------------------- recall

@@ -282,3 +282,119 @@ def committed_text(root: Path, path: Path) -> str | None:
     top = toplevel(root)
     data = _committed(top, path, "HEAD") if top is not None else None
     return None if data is None else data.decode("utf-8", errors="replace")
+
+
+# ---------------------------------------------------------------- unfinished merges and remotes (docs/SYNC.md)
+
+_UNFINISHED = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
+               ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert"))
+
+
+def git_dir(root: Path) -> Path | None:
+    """The repository's git directory for the work tree holding `root`, found without running git
+    (a `.git` folder, or a `.git` file pointing at one: worktrees, submodules)."""
+    for folder in (Path(root), *Path(root).parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.is_file():
+            try:
+                text = dot.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return None
+            if text.startswith("gitdir:"):
+                target = Path(text[len("gitdir:"):].strip())
+                return target if target.is_absolute() else (folder / target).resolve()
+            return None
+    return None
+
+
+def unfinished_operation(root: Path) -> str | None:
+    """"merge", "rebase", "cherry-pick" or "revert" when one was started and not finished; else None.
+
+    Cheap (a few stat calls), so every write can ask before it starts.
+    """
+    found = git_dir(root)
+    if found is None:
+        return None
+    for name, what in _UNFINISHED:
+        if (found / name).exists():
+            return what
+    return None
+
+
+class GitResult(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+
+def run(top: Path, *args: str, author: Author | None = None) -> GitResult:
+    """Run git and return its exit code and output, for callers that act on a failure (sync)."""
+    done = _git(top, "-c", "core.quotePath=false", *args, env=_env(author) if author else None)
+    out = done.stdout.decode("utf-8", "surrogateescape")
+    return GitResult(done.returncode, out[:-1] if out.endswith("\n") else out,
+                     done.stderr.decode("utf-8", "replace").strip())
+
+
+def checked(top: Path, *args: str, author: Author | None = None) -> str:
+    """Run git; a failure raises GitError with git's last line."""
+    return _run(top, *args, env=_env(author) if author else None)
+
+
+def blob(top: Path, sha: str) -> bytes:
+    """An object's bytes, exactly (no newline trimmed)."""
+    done = _git(top, "cat-file", "blob", sha)
+    if done.returncode != 0:
+        raise GitError(f"git cat-file failed for {sha}")
+    return done.stdout
+
+
+# The merge drivers `.gitattributes` names (memctl/merge.py holds the resolvers; docs/SYNC.md).
+MERGE_DRIVERS = {
+    "index": "memctl MEMORY.md: the index block merged by line",
+    "state": "memctl STATE.md: the newer snapshot wins",
+    "ledger": "memctl ledger: union, header once",
+    "fact": "memctl fact: the newer version in place, the other kept as a conflict",
+    "archive": "memctl archived fact: the newer version",
+}
+
+
+def merge_driver_command(kind: str) -> str:
+    import shlex  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    # This interpreter by its full path: git runs drivers with the user's PATH (cron's
+    # may have no `memctl` on it), and the same memctl then resolves every clone's merges.
+    return f"{shlex.quote(sys.executable)} -m memctl merge-driver {kind} %O %A %B %P"
+
+
+def register_merge_drivers(root: Path) -> list[str]:
+    """Define memctl's merge drivers in this clone's .git/config, and send ledgers to theirs in
+    .git/info/attributes (this clone only: a clone never set up keeps git's union merge).
+    Returns what changed; nothing when all is in place."""
+    top = toplevel(root)
+    if top is None:
+        return []
+    changed: list[str] = []
+    current = dict(line.split(" ", 1) for line in _git(top, "config", "--get-regexp", r"^merge\.memctl-")
+                   .stdout.decode("utf-8", "replace").splitlines() if " " in line)
+    for kind, name in MERGE_DRIVERS.items():
+        for key, value in ((f"merge.memctl-{kind}.name", name), (f"merge.memctl-{kind}.driver", merge_driver_command(kind))):
+            if current.get(key) != value:
+                _run(top, "config", key, value)
+                if key.endswith(".driver"):
+                    changed.append(key)
+    prefix = Path(os.path.relpath(Path(root).resolve(), top)).as_posix()
+    line = ("" if prefix == "." else prefix + "/") + "ledgers/*.tsv merge=memctl-ledger"
+    gitdir = git_dir(top)
+    if gitdir is not None:
+        info = gitdir / "info" / "attributes"
+        text = info.read_text(encoding="utf-8") if info.exists() else ""
+        if line not in text.splitlines():
+            from .fsutil import atomic_write  # noqa: PLC0415
+
+            info.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(info, text + ("" if text.endswith("\n") or not text else "\n") + line + "\n")
+            changed.append("info/attributes")
+    return changed

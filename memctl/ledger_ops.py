@@ -300,8 +300,8 @@ def _lost_line(parent: bytes, merged: bytes) -> int | None:
 def verify(store: Store, name: str) -> Verification:
     """Prove the ledger was only appended to, commit by commit, up to the working file.
 
-    Each commit's version must extend its first parent's version byte for
-    byte; a merge must also keep every line of its other parents (union merge).
+    Each commit's version must extend its parent's version byte for byte; a
+    merge must keep every line of each of its parents, in order (union merge).
     The working file must extend the last committed version.
     """
     from . import gitstore  # noqa: PLC0415  (git only when verifying)
@@ -312,7 +312,9 @@ def verify(store: Store, name: str) -> Verification:
     for version in history:
         for position, parent in enumerate(version.parents):
             before = version.parent_data[position]
-            if position == 0:
+            # A merge may put its parents' new lines in either order (the first parent may be the
+            # side that was behind: docs/SYNC.md); it must keep every line of each parent, in order.
+            if position == 0 and len(version.parents) == 1:
                 if version.data.startswith(before):
                     continue
                 line = _first_difference(before, version.data)

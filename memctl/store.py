@@ -16,7 +16,11 @@ CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
 INDEX_FILE = "MEMORY.md"
 GITIGNORE = ".memctl/\nlogs/\n"
-GITATTRIBUTES = "ledgers/*.tsv merge=union\n"
+# Ledgers stay on git's union merge in a clone never set up; memctl's drivers do the rest (docs/SYNC.md).
+GITATTRIBUTES = (
+    "ledgers/*.tsv merge=union\nmemory/*.md merge=memctl-fact\nmemory/MEMORY.md merge=memctl-index\n"
+    "memory/archive/*.md merge=memctl-archive\nstate/STATE.md merge=memctl-state\nstate/*/STATE.md merge=memctl-state\n"
+)
 
 
 class Store(NamedTuple):
@@ -61,7 +65,19 @@ class Store(NamedTuple):
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         with file_lock(self.cache_dir / "lock"):
+            refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
             yield
+
+
+def refuse_unfinished_merge(root: Path) -> None:
+    """A write during an unfinished git merge would fail half-way (git refuses partial commits): refuse first."""
+    from . import gitstore  # noqa: PLC0415
+
+    what = gitstore.unfinished_operation(root)
+    if what is not None:
+        abort = "git merge --abort" if what == "merge" else f"git {what} --abort"
+        raise Refused(f"a git {what} is unfinished in this store; nothing was written",
+                      hint=f"finish it (memctl doctor names files with conflict markers; fix, git add, git commit) or {abort}")
 
 
 def open_store(root: str | os.PathLike) -> Store:
@@ -247,6 +263,8 @@ def init_store(root: Path, *, git: bool = True) -> list[str]:
         touched += [root / p for p in (CONFIG_FILE, "memory", "ledgers", "state", "launchd", ".gitignore", ".gitattributes")]
     if touched:
         commit(open_store(root), touched, "memctl: init store", enabled=git)
+    if git and gitstore.toplevel(root) is not None:
+        gitstore.register_merge_drivers(root)  # the drivers .gitattributes names (docs/SYNC.md)
     return created
 
 

@@ -16,4 +16,16 @@ NoCommitOpt = Annotated[
 
 def store_from(ctx: typer.Context) -> Store:
     root = (ctx.find_root().obj or {}).get("root")
-    return load_store(root)
+    store = load_store(root)
+    _note_unfinished_merge(store)
+    return store
+
+
+def _note_unfinished_merge(store: Store) -> None:
+    """Reading works during an unfinished git merge; say so once (writes are refused by the store lock)."""
+    from .. import gitstore, output
+
+    what = gitstore.unfinished_operation(store.root)
+    if what is not None:
+        output.warn(f"a git {what} is unfinished in this store: files may hold conflict markers, and writes are refused",
+                    hint="memctl doctor names them; finish it (fix, git add, git commit) or git merge --abort")

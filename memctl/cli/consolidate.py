@@ -77,15 +77,21 @@ def conflicts(
     ctx: typer.Context,
     json: JsonOpt = False,
 ) -> None:
-    """List pairs of live facts on the same topic that differ in a detail (number, date, name, ...)."""
+    """List facts a merge changed on two machines, and pairs of live facts on the same topic that differ in a detail."""
     from ..lifecycle import consolidate as cons
 
+    from .. import sync
+
     store = store_from(ctx)
+    merged = sync.list_conflicts(store)  # versions a merge kept aside (docs/SYNC.md)
     plan = cons.conflicts(store)
     _notes(plan.notes)
     if json:
-        output.emit_json([c.to_dict() for c in plan.conflicts])
+        output.emit_json([c.to_dict() for c in merged] + [c.to_dict() for c in plan.conflicts])
     else:
+        if merged:
+            output.emit_table([{**c.to_dict(), "hunk": " | ".join(c.hunk)} for c in merged], ["name", "copy", "hunk"])
+            output.info(f"{_n(len(merged), 'fact')} changed on two machines; resolve one with `memctl resolve NAME --keep local|remote|both`")
         rows = [{**c.to_dict(), "score": f"{c.score:.4f}", "differs": "; ".join(c.differs)} for c in plan.conflicts]
         output.emit_table(rows, ["a", "b", "score", "differs", "description_a", "description_b"])
     if plan.conflicts:

@@ -1,0 +1,88 @@
+"""sync, resolve, merge-driver: one memory over several machines (docs/SYNC.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import output
+from .root import app
+from .common import JsonOpt, NoCommitOpt, store_from
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+@app.command()
+def sync(
+    ctx: typer.Context,
+    remote: Annotated[Optional[str], typer.Option("--remote", help="Git remote (default: the branch's upstream, else origin).", metavar="NAME")] = None,
+    no_push: Annotated[bool, typer.Option("--no-push", help="Fetch and merge only.")] = False,
+    setup: Annotated[bool, typer.Option("--setup", help="Only register the merge drivers in this clone (and commit .gitattributes).")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Fetch, merge and push the store; memctl's files are resolved by meaning, never with markers."""
+    from .. import sync as sync_mod
+
+    store = store_from(ctx)
+    result = sync_mod.sync(store, remote=remote, push=not no_push, setup_only=setup)
+    if json:
+        output.emit_json(result.to_dict())
+        return
+    if setup:
+        output.info("set up: " + ", ".join(result.setup) if result.setup else "merge drivers already set up; nothing changed")
+        return
+    for item in result.resolved:
+        output.emit_text(f"resolved\t{item.path}\t{item.how}")
+    for copy in result.conflicts:
+        output.emit_text(f"conflict\t{copy}")
+    for dup in result.duplicates:
+        output.emit_text(f"duplicate\t{dup.ledger}\t{dup.column}={dup.value}\t{dup.count}")
+    where = f"{result.remote}/{result.branch}"
+    sent = f"{_n(result.outgoing, 'commit')} pushed" if result.pushed else (
+        f"{_n(result.outgoing, 'commit')} not pushed (--no-push)" if result.outgoing else "nothing to push")
+    output.info(f"{where}: {_n(result.incoming, 'commit')} in ({_n(len(result.files_in), 'file')}), {sent}"
+                + (f", {_n(len(result.resolved), 'file')} resolved" if result.resolved else ""))
+    if result.conflicts:
+        output.warn(f"{_n(len(result.conflicts), 'fact')} changed on both sides: the other version is kept aside",
+                    hint="memctl conflicts; memctl resolve NAME --keep local|remote|both")
+    if result.duplicates:
+        output.warn(f"{_n(len(result.duplicates), 'unique value')} appended on two machines while apart",
+                    hint="memctl ledger dups NAME --column COLUMN")
+
+
+@app.command()
+def resolve(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The fact (or its conflict copy, NAME.HASH) that `memctl conflicts` lists.", metavar="NAME")],
+    keep: Annotated[str, typer.Option("--keep", help="local (the version in place), remote (the copy), or both (the copy as NAME-2).", metavar="local|remote|both")],
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Settle a fact that a merge changed on both sides."""
+    from .. import sync as sync_mod
+
+    store = store_from(ctx)
+    done = sync_mod.resolve(store, name, keep, commit_changes=not no_commit)
+    if json:
+        output.emit_json({"name": done.name, "keep": done.keep, "path": done.path, "removed": done.removed, "commit": done.commit})
+    else:
+        output.emit_text(done.path)
+        output.info(f"resolved {done.name}: kept {done.keep}; {done.removed} removed (git history keeps it)")
+
+
+@app.command("merge-driver", hidden=True)
+def merge_driver(
+    kind: Annotated[str, typer.Argument(help="index | state | ledger | fact | archive.")],
+    base: Annotated[Path, typer.Argument(help="%O: the merge base.")],
+    ours: Annotated[Path, typer.Argument(help="%A: ours; the result is written here.")],
+    theirs: Annotated[Path, typer.Argument(help="%B: theirs.")],
+    path: Annotated[str, typer.Argument(help="%P: the file's path in the work tree.")] = "",
+) -> None:
+    """Git merge driver: resolve one of memctl's files (registered by init and `sync --setup`)."""
+    from .. import sync as sync_mod
+
+    sync_mod.run_driver(kind, base, ours, theirs, path or str(ours))

@@ -1,0 +1,613 @@
+"""Several machines, one memory: fetch, merge and resolve, push over git remotes (docs/SYNC.md).
+
+The resolvers are the pure functions of merge.py. They run in two ways: as
+git merge drivers (registered by `init` and `memctl sync --setup`), so that a
+plain `git pull` resolves memctl's files; and here, in-process, on the three
+versions git leaves staged when `sync` merges with those drivers switched off
+(one Python per file would cost more than the merge). `sync` holds the store
+lock from start to end, so no memctl write lands between its fetch and its push.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from . import gitstore, merge
+from .errors import BadInput, GitError, NotFound, Refused
+from .fsutil import atomic_write
+from .store import GITATTRIBUTES, INDEX_FILE, Store
+
+PUSH_ATTEMPTS = 3
+INDEX_CLEAN = "block merged by line"
+INDEX_UNCLEAN = "block merged by line; a line changed on both sides"
+LOG_NAME = "memctl-merge.log"  # in the git directory: what the merge drivers resolved, for sync's summary
+
+
+@dataclass(frozen=True)
+class Resolution:
+    path: str  # relative to the store
+    kind: str  # index | state | ledger | fact | archive
+    how: str  # what was done, in words
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "kind": self.kind, "how": self.how}
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    ledger: str
+    column: str
+    value: str
+    count: int
+
+    def to_dict(self) -> dict:
+        return {"ledger": self.ledger, "column": self.column, "value": self.value, "count": self.count}
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    remote: str
+    branch: str
+    incoming: int = 0  # commits that came in
+    outgoing: int = 0  # commits the remote did not have
+    pushed: bool = False
+    files_in: tuple[str, ...] = ()  # files the merge changed here
+    resolved: tuple[Resolution, ...] = ()
+    conflicts: tuple[str, ...] = ()  # conflict copies this sync created (memctl conflicts)
+    duplicates: tuple[Duplicate, ...] = ()
+    merge_commit: str | None = None
+    attempts: int = 1
+    setup: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "remote": self.remote, "branch": self.branch, "incoming": self.incoming, "outgoing": self.outgoing,
+            "pushed": self.pushed, "files_in": list(self.files_in), "resolved": [r.to_dict() for r in self.resolved],
+            "conflicts": list(self.conflicts), "duplicates": [d.to_dict() for d in self.duplicates],
+            "merge_commit": self.merge_commit, "attempts": self.attempts, "setup": list(self.setup),
+        }
+
+
+# ---------------------------------------------------------------- setup: attributes and drivers
+
+def attribute_lines(store: Store) -> list[str]:
+    """The .gitattributes lines (relative to the store root) that send memctl's files to its drivers."""
+    if store.layout != "claude":
+        return GITATTRIBUTES.splitlines()
+    return ["ledgers/*.tsv merge=union", "*.md merge=memctl-fact", f"{INDEX_FILE} merge=memctl-index",
+            "archive/*.md merge=memctl-archive"]
+
+
+def setup(store: Store) -> list[str]:
+    """Write the attributes and register the drivers in this clone; return what changed (idempotent).
+
+    `.gitattributes` (committed) keeps ledgers on git's own `merge=union`, which
+    works in a clone that was never set up; `.git/info/attributes` (this clone
+    only) sends them to memctl's ledger driver, which is registered beside it.
+    """
+    top = gitstore.toplevel(store.root)
+    if top is None:
+        raise Refused(f"{store.root} is not in a git repository", hint="git init, or clone the store's remote")
+    changed: list[str] = []
+    path = store.root / ".gitattributes"
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    missing = [line for line in attribute_lines(store) if line not in current.splitlines()]
+    if missing:
+        sep = "" if current.endswith("\n") or not current else "\n"
+        atomic_write(path, current + sep + "\n".join(missing) + "\n")
+        changed.append(".gitattributes")
+    changed += gitstore.register_merge_drivers(store.root)
+    return changed
+
+
+# ---------------------------------------------------------------- the merge driver
+
+def _log(top: Path, kind: str, path: str, how: str) -> None:
+    gitdir = gitstore.git_dir(top)
+    if gitdir is None:
+        return
+    with open(gitdir / LOG_NAME, "a", encoding="utf-8") as handle:
+        handle.write(f"{kind}\t{path}\t{how}\n")
+
+
+def run_driver(kind: str, base: Path, ours: Path, theirs: Path, path: str, cwd: Path | None = None) -> str:
+    """Resolve one file for git (`%O %A %B %P`): the result goes to `ours`; return what was done."""
+    if kind not in merge.KINDS:
+        raise BadInput(f"unknown merge driver kind {kind!r}", hint="one of " + ", ".join(merge.KINDS))
+    cwd = Path.cwd() if cwd is None else cwd
+    b, o, t = (p.read_bytes() if p.exists() else b"" for p in (base, ours, theirs))
+    if kind == "ledger":
+        atomic_write(ours, merge.merge_ledger(b, o, t))
+        how = "union"
+    else:
+        bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, o, t))
+        if kind == "index":
+            result, clean = merge.merge_index_checked(bs, os_, ts)
+            how = INDEX_CLEAN if clean else INDEX_UNCLEAN
+        elif kind == "state":
+            result = merge.merge_state(bs, os_, ts)
+            how = "kept ours (newer)" if result == os_ else "took theirs (newer)"
+        else:
+            done = merge.merge_fact(bs, os_, ts)
+            result, how = done.text, {"clean": "merged", "ours": "kept ours (newer)", "theirs": "took theirs (newer)"}[done.how]
+            if done.loser is not None and kind == "fact":
+                stem = Path(path).name[:-3] if path.endswith(".md") else Path(path).name
+                copy = Path(path).parent / merge.CONFLICTS_DIR / merge.conflict_name(stem, done.loser)
+                target = cwd / copy
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(target, done.loser.encode("utf-8", "surrogateescape"))
+                how += f"; the other version kept as {copy.as_posix()}"
+        atomic_write(ours, result.encode("utf-8", "surrogateescape"))
+    _log(cwd, kind, path, how)
+    return how
+
+
+# ---------------------------------------------------------------- sync
+
+def _kind(store: Store, rel_top: str, top: Path) -> str | None:
+    """Which resolver owns a path (relative to the work tree); None for files that are not memctl's."""
+    path = (top / rel_top).resolve()
+    if path == store.config_path:
+        return "config"
+    if path == store.index_path:
+        return "index"
+    if path.suffix == ".md" and path.parent == store.memory_dir:
+        return "fact"
+    if path.suffix == ".md" and path.parent == store.archive_dir:
+        return "archive"
+    if path.parent == store.memory_dir / merge.CONFLICTS_DIR:
+        return "copy"
+    if path.suffix == ".tsv" and path.parent == store.ledgers_dir:
+        return "ledger"
+    if path.name == "STATE.md" and store.state_dir in path.parents:
+        return "state"
+    return None
+
+
+def _pick_remote(top: Path, remote: str | None, upstream: str) -> str:
+    if remote is None and "/" in upstream:
+        return upstream.split("/", 1)[0]  # the branch's upstream: git checked its remote exists
+    names = [n for n in gitstore.run(top, "remote").out.splitlines() if n]
+    if remote is not None:
+        if remote not in names:
+            raise NotFound(f"no git remote named {remote!r}" + (f" (remotes: {', '.join(names)})" if names else ""),
+                           hint="git -C <store> remote -v lists them; add one with `git remote add NAME URL`")
+        return remote
+    if "origin" in names:
+        return "origin"
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise NotFound("no git remote is configured for this store",
+                       hint="add one: git -C <store> remote add origin URL (docs/SYNC.md)")
+    raise BadInput(f"several remotes ({', '.join(names)}) and none is the branch's upstream", hint="pass --remote NAME")
+
+
+class _Branch(NamedTuple):
+    head: str  # commit id
+    name: str  # "" when HEAD is detached
+    upstream: str  # "origin/main", or ""
+    dirty: list[str]  # memctl's paths with uncommitted changes, relative to the work tree
+
+
+def _branch(store: Store, top: Path) -> _Branch:
+    """HEAD, its branch and upstream, and memctl's uncommitted paths: one `git status` (sync runs often)."""
+    paths = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
+                                                store.root / ".gitattributes") if p.exists()]
+    out = gitstore.checked(top, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *paths)
+    head = name = upstream = ""
+    dirty: list[str] = []
+    entries = iter(out.split("\0"))
+    for entry in entries:
+        if entry.startswith("# branch.oid "):
+            head = entry[len("# branch.oid "):]
+        elif entry.startswith("# branch.head "):
+            name = entry[len("# branch.head "):]
+        elif entry.startswith("# branch.upstream "):
+            upstream = entry[len("# branch.upstream "):]
+        elif entry[:2] in ("1 ", "2 ", "u ", "? "):
+            fields = {"1": 8, "2": 9, "u": 10, "?": 1}[entry[0]]
+            dirty.append(entry.split(" ", fields)[fields])
+            if entry[0] == "2":
+                next(entries, None)  # the rename's original path
+    return _Branch(head, "" if name == "(detached)" else name, upstream, dirty)
+
+
+def _tracked(top: Path, rel: str) -> str:
+    return gitstore.checked(top, "ls-files", "--", rel)
+
+
+def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
+    """Uncommitted changes to memctl's files would be swept into the merge: refuse, as every write does.
+
+    Rows appended without a commit (`--no-commit`, the access log) are not hand
+    edits, nor are conflict copies a plain `git pull` left untracked: they are
+    committed first (`ledger commit` does the same for rows).
+    """
+    appended: list[Path] = []
+    copies = store.memory_dir / merge.CONFLICTS_DIR
+    for rel in dirty:
+        path = top / rel
+        if path.parent == copies and path.suffix == ".md" and rel not in _tracked(top, rel):
+            appended.append(path)
+            continue
+        if path.suffix == ".tsv" and path.parent == store.ledgers_dir and path.exists():
+            committed = gitstore.file_at(store.root, path, "HEAD")
+            if path.read_bytes().startswith(committed):
+                appended.append(path)
+                continue
+        raise Refused(f"{store.rel(path)} has uncommitted changes; nothing was fetched or merged",
+                      hint="commit or discard them first (git -C <store> status), then memctl sync")
+    if appended:
+        from .store import commit  # noqa: PLC0415
+
+        commit(store, appended, "memctl: commit appended rows and conflict copies before sync")
+
+
+def _fetch_head(top: Path) -> str:
+    """The commit `git fetch` just brought (FETCH_HEAD's first line), read without another git run."""
+    gitdir = gitstore.git_dir(top)
+    if gitdir is not None and (gitdir / "FETCH_HEAD").exists():
+        first = (gitdir / "FETCH_HEAD").read_text(encoding="utf-8", errors="replace").split("\t", 1)[0].strip()
+        if len(first) in (40, 64):
+            return first
+    return gitstore.checked(top, "rev-parse", "FETCH_HEAD")
+
+
+def _blob(top: Path, sha: str | None) -> bytes:
+    if sha is None:
+        return b""
+    return gitstore.blob(top, sha)
+
+
+def _unmerged(top: Path) -> dict[str, dict[int, str]]:
+    found: dict[str, dict[int, str]] = {}
+    for entry in gitstore.checked(top, "ls-files", "-u", "-z").split("\0"):
+        if not entry:
+            continue
+        info, _, path = entry.partition("\t")
+        _, sha, stage = info.split()
+        found.setdefault(path, {})[int(stage)] = sha
+    return found
+
+
+def _write(top: Path, rel: str, data: bytes | None) -> None:
+    path = top / rel
+    if data is None:
+        if path.exists():
+            path.unlink()
+        gitstore.checked(top, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data)
+    gitstore.checked(top, "add", "--", rel)
+
+
+def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
+    """What git left unmerged (tree-level conflicts, or a clone whose drivers are missing)."""
+    unmerged = _unmerged(top)
+    kinds = {path: _kind(store, path, top) for path in unmerged}
+    done: list[Resolution] = []
+    for path in [p for p, k in kinds.items() if k == "config" and {1, 2, 3} <= set(unmerged[p])]:
+        b, o, t = (_blob(top, unmerged[path][n]).decode("utf-8", "surrogateescape") for n in (1, 2, 3))
+        merged = merge.merge_config(b, o, t)
+        if merged is not None:
+            _write(top, path, merged.encode("utf-8", "surrogateescape"))
+            done.append(Resolution(store.rel(top / path), "config", "both sides appended tables: ours, then theirs"))
+            del unmerged[path]
+    blocked = sorted(p for p in unmerged if kinds[p] in (None, "config"))
+    if blocked:
+        gitstore.run(top, "merge", "--abort")
+        names = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
+        hint = ("merge it by hand: git -C <store> pull, fix memctl.toml, git commit; then memctl sync"
+                if "config" in {kinds[p] for p in blocked} else
+                "these are not memctl's files: merge by hand (git pull, fix, git commit), then memctl sync")
+        raise Refused(f"both sides changed {names} in ways git cannot merge; nothing was merged or pushed", hint=hint)
+    for path, stages in sorted(unmerged.items()):
+        kind = kinds[path]
+        base, ours, theirs = (_blob(top, stages.get(n)) if n in stages else None for n in (1, 2, 3))
+        rel = store.rel(top / path)
+        if ours is not None and theirs is not None:
+            b = base or b""
+            if kind == "ledger":
+                _write(top, path, merge.merge_ledger(b, ours, theirs))
+                done.append(Resolution(rel, kind, "union"))
+                continue
+            bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, ours, theirs))
+            if kind == "index":
+                text, clean = merge.merge_index_checked(bs, os_, ts)
+                _write(top, path, text.encode("utf-8", "surrogateescape"))
+                done.append(Resolution(rel, kind, INDEX_CLEAN if clean else INDEX_UNCLEAN))
+            elif kind == "state":
+                text = merge.merge_state(bs, os_, ts)
+                _write(top, path, text.encode("utf-8", "surrogateescape"))
+                done.append(Resolution(rel, kind, "kept ours (newer)" if text == os_ else "took theirs (newer)"))
+            else:
+                result = merge.merge_fact(bs, os_, ts)
+                _write(top, path, result.text.encode("utf-8", "surrogateescape"))
+                how = {"clean": "merged", "ours": "kept ours (newer)", "theirs": "took theirs (newer)"}[result.how]
+                if result.loser is not None and kind == "fact":
+                    copy = _keep_copy(store, top, path, result.loser)
+                    how += f"; the other version kept as {store.rel(copy)}"
+                done.append(Resolution(rel, kind, how))
+            continue
+        present = ours if ours is not None else theirs
+        side = "ours" if ours is not None else "theirs"
+        if kind == "fact" and present is not None and present != base:
+            # Archived (or deleted) on one side, changed on the other: the archiving stands,
+            # the changed version is kept as a conflict so that nothing is lost.
+            copy = _keep_copy(store, top, path, present.decode("utf-8", "surrogateescape"))
+            _write(top, path, None)
+            done.append(Resolution(rel, kind, f"archived on one side, changed on the other: {side} kept as {store.rel(copy)}"))
+        elif present is not None and kind != "fact":
+            _write(top, path, present)
+            done.append(Resolution(rel, kind, f"kept {side} (the other side removed it)"))
+        else:
+            _write(top, path, None)
+            done.append(Resolution(rel, kind, "removed (unchanged on the side that kept it)"))
+    return done
+
+
+def _keep_copy(store: Store, top: Path, path: str, text: str) -> Path:
+    stem = Path(path).name[:-3]
+    copy = store.memory_dir / merge.CONFLICTS_DIR / merge.conflict_name(stem, text)
+    _write(top, os.path.relpath(copy, top), text.encode("utf-8", "surrogateescape"))
+    return copy
+
+
+def _regenerate_index(store: Store, top: Path) -> bool:
+    from . import facts, index  # noqa: PLC0415
+
+    live = facts.live_facts(store, quiet=True)
+    path = store.index_path
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    gone = {p.name for p in store.archive_dir.glob("*.md")} if store.archive_dir.is_dir() else set()
+    new = index.regenerate(current, live, archived=gone)
+    if new == current:
+        return False
+    atomic_write(path, new)
+    gitstore.checked(top, "add", "--", os.path.relpath(path, top))
+    return True
+
+
+def _read_log(top: Path, store: Store) -> list[Resolution]:
+    gitdir = gitstore.git_dir(top)
+    log = gitdir / LOG_NAME if gitdir else None
+    if log is None or not log.exists():
+        return []
+    found = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) == 3:
+            found.append(Resolution(store.rel(top / parts[1]), parts[0], parts[2]))
+    log.unlink()
+    return found
+
+
+def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label: str) -> tuple[str | None, list[Resolution], list[str]]:
+    """Merge `theirs` into HEAD and resolve memctl's files; (merge commit or None, resolutions, new copies)."""
+    copies_before = _copies(store)
+    # The drivers' work is done here, in this process, by the same functions: each driver is set to
+    # `false` for this merge, so git leaves the three versions staged and starts no Python per file.
+    inline = [arg for kind in merge.KINDS for arg in ("-c", f"merge.memctl-{kind}.driver=false")]
+    done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", theirs, author=author)
+    merging = gitstore.unfinished_operation(store.root) == "merge"
+    if done.code != 0 and not merging:
+        if "unrelated histories" in done.err:
+            raise Refused(f"{label} has no history in common with this store; nothing was merged or pushed",
+                          hint="is the remote the right store? (git -C <store> remote -v); to join two stores, merge them by hand")
+        raise GitError(f"git merge failed: {done.err.splitlines()[-1] if done.err else done.out}",
+                       hint="git -C <store> status")
+    resolved = _read_log(top, store)
+    if not merging:  # a fast-forward (or nothing to merge)
+        return None, resolved, sorted(_copies(store) - copies_before)
+    try:
+        resolved += _resolve_unmerged(store, top)
+        copies_dir = store.memory_dir / merge.CONFLICTS_DIR
+        if copies_dir.is_dir():  # copies written by the fact driver
+            gitstore.checked(top, "add", "-A", "--", os.path.relpath(copies_dir, top))
+        # Both sides' indexes matched their facts: a block merged cleanly by line matches the merged
+        # facts too, unless a fact itself needed resolving (reading 10,000 facts is most of a sync).
+        if any(r.kind in ("fact", "archive") or r.how == INDEX_UNCLEAN for r in resolved):
+            if _regenerate_index(store, top):
+                resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"))
+        gitstore.checked(top, "commit", "-q", "--no-verify", "-m", f"memctl: sync merge {label}", author=author)
+    except BaseException:
+        if gitstore.unfinished_operation(store.root) == "merge":
+            gitstore.run(top, "merge", "--abort")
+        raise
+    return gitstore.checked(top, "rev-parse", "HEAD"), resolved, sorted(_copies(store) - copies_before)
+
+
+def _copies(store: Store) -> set[str]:
+    folder = store.memory_dir / merge.CONFLICTS_DIR
+    return {store.rel(p) for p in folder.glob("*.md")} if folder.is_dir() else set()
+
+
+def _duplicates(store: Store, top: Path, before: str, after: str) -> list[Duplicate]:
+    """Values of a unique column that repeat among the rows this merge brought in (cannot be prevented
+    while two machines are apart; reported here and by `ledger dups`)."""
+    from . import ledger, ledger_ops  # noqa: PLC0415
+
+    found = []
+    changed = gitstore.checked(top, "diff", "--name-only", "-z", before, after).split("\0")
+    for decl in ledger.declarations(store).values():
+        if not decl.unique:
+            continue
+        path = store.ledgers_dir / decl.file
+        if os.path.relpath(path, top) not in changed:
+            continue
+        old = gitstore.file_at(store.root, path, before)
+        data = path.read_bytes()
+        column = decl.columns.index(decl.unique)
+        new_values = set()
+        for line in data[len(old):].split(b"\n") if data.startswith(old) else data.split(b"\n"):
+            fields = line.split(b"\t")
+            if len(fields) > column:
+                new_values.add(fields[column].decode("utf-8", "surrogateescape"))
+        for value in ledger_ops.dups(store, decl.name, decl.unique):
+            if value.field in new_values:
+                found.append(Duplicate(decl.name, decl.unique, value.value, value.count))
+    return found
+
+
+def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_only: bool = False) -> SyncResult:
+    """Fetch, merge and resolve, push; retried when the remote moved meanwhile (PUSH_ATTEMPTS)."""
+    top = gitstore.toplevel(store.root)
+    if top is None:
+        raise Refused(f"{store.root} is not in a git repository", hint="git init, or clone the store's remote")
+    with store.lock():  # refuses during an unfinished merge (store.py)
+        changed = setup(store)
+        author = gitstore.Author(store.config.author_name, store.config.author_email)
+        if ".gitattributes" in changed:
+            from .store import commit  # noqa: PLC0415
+
+            commit(store, [store.root / ".gitattributes"], "memctl: route memctl's files to its merge drivers")
+        if setup_only:
+            return SyncResult("", "", setup=tuple(changed))
+        state = _branch(store, top)
+        _refuse_hand_edits(store, top, state.dirty)
+        if state.dirty:
+            state = _branch(store, top)
+        name = _pick_remote(top, remote, state.upstream)
+        if not state.name:
+            raise Refused("HEAD is detached: sync needs a branch", hint="git -C <store> switch BRANCH")
+        remote_branch = state.upstream.split("/", 1)[1] if state.upstream.startswith(name + "/") else state.name
+        _read_log(top, store)  # what an earlier `git pull` resolved is history now
+        start = head = state.head
+        resolved: list[Resolution] = []
+        copies: list[str] = []
+        merges: list[str] = []
+        incoming = outgoing = 0
+        pushed = False
+        attempt = 0
+        for attempt in range(1, PUSH_ATTEMPTS + 1):
+            fetched = gitstore.run(top, "fetch", "-q", "--no-tags", name, f"refs/heads/{remote_branch}")
+            if fetched.code != 0 and "couldn't find remote ref" in fetched.err:
+                theirs = None  # an empty remote, or a branch not pushed yet
+            elif fetched.code != 0:
+                raise GitError(f"cannot fetch from {name}: {fetched.err.splitlines()[-1] if fetched.err else 'git fetch failed'}",
+                               hint="check the remote's URL and your access: git -C <store> remote -v")
+            else:
+                theirs = _fetch_head(top)
+            if theirs is not None and theirs != head and gitstore.run(top, "merge-base", "--is-ancestor", theirs, head).code != 0:
+                incoming += int(gitstore.checked(top, "rev-list", "--count", f"{head}..{theirs}"))
+                commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{remote_branch}")
+                resolved += done
+                copies += new
+                if commit_id:
+                    merges.append(commit_id)
+                head = gitstore.checked(top, "rev-parse", "HEAD")
+            ahead = 0 if head == theirs else int(gitstore.checked(top, "rev-list", "--count", head if theirs is None else f"{theirs}..{head}"))
+            if not push or ahead == 0:
+                break
+            sent = gitstore.run(top, "push", "-q", name, f"HEAD:refs/heads/{remote_branch}")
+            if sent.code == 0:
+                outgoing, pushed = ahead, True
+                break
+            if not any(s in sent.err for s in ("non-fast-forward", "fetch first", "rejected")) or attempt == PUSH_ATTEMPTS:
+                raise GitError(f"cannot push to {name}: {sent.err.splitlines()[-1] if sent.err else 'git push failed'}",
+                               hint="the merge is committed here; run `memctl sync` again" + (
+                                   "" if "rejected" in sent.err else ", after checking access: git -C <store> remote -v"))
+        end = head
+        if not pushed and theirs is not None and theirs != end:
+            outgoing = int(gitstore.checked(top, "rev-list", "--count", f"{theirs}..{end}"))
+        files_in = [f for f in gitstore.checked(top, "diff", "--name-only", "-z", start, end).split("\0") if f] if end != start else []
+        duplicates = _duplicates(store, top, start, end) if any(
+            _kind(store, f, top) == "ledger" for f in files_in) else []
+    return SyncResult(name, remote_branch, incoming, outgoing, pushed,
+                      tuple(store.rel(top / f) for f in files_in), tuple(resolved), tuple(copies), tuple(duplicates),
+                      merges[-1] if merges else None, attempt, tuple(changed))
+
+
+# ---------------------------------------------------------------- conflicts kept by a merge
+
+@dataclass(frozen=True)
+class Conflict:
+    name: str  # the fact's stem
+    path: str  # the fact in place (may be missing: archived on one side)
+    copy: str  # the other version, memory/conflicts/<stem>.<8 hex>.md
+    hunk: tuple[str, ...] = field(default=())  # the lines that differ: "-" in place, "+" in the copy
+
+    def to_dict(self) -> dict:
+        return {"kind": "merge", "name": self.name, "path": self.path, "copy": self.copy, "hunk": list(self.hunk)}
+
+
+def _hunk(local: str, other: str, limit: int = 6) -> tuple[str, ...]:
+    lines = [line for line in difflib.unified_diff(local.splitlines(), other.splitlines(), lineterm="", n=0)
+             if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    return tuple(lines[:limit] + ([f"… {len(lines) - limit} more"] if len(lines) > limit else []))
+
+
+def list_conflicts(store: Store) -> list[Conflict]:
+    """The fact versions a merge kept aside, each with the lines it differs in."""
+    folder = store.memory_dir / merge.CONFLICTS_DIR
+    found = []
+    for copy in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        stem = copy.name.split(".", 1)[0]
+        live = store.memory_dir / f"{stem}.md"
+        local = live.read_text(encoding="utf-8", errors="replace") if live.exists() else ""
+        other = copy.read_text(encoding="utf-8", errors="replace")
+        found.append(Conflict(stem, store.rel(live), store.rel(copy), _hunk(local, other)))
+    return found
+
+
+@dataclass(frozen=True)
+class Resolved:
+    name: str
+    keep: str
+    path: str  # the fact in place afterwards
+    removed: str  # the conflict copy
+    commit: str | None
+
+
+def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -> Resolved:
+    """Settle one conflict: keep the version in place (local), the copy (remote), or both (the copy
+    becomes a new fact NAME-2, NAME-3, ...). The copy leaves the folder; git history keeps it."""
+    from . import fact as fact_mod, facts  # noqa: PLC0415
+    from .store import commit, refuse_uncommitted  # noqa: PLC0415
+
+    if keep not in ("local", "remote", "both"):
+        raise BadInput(f"--keep {keep!r}: expected local, remote or both")
+    with store.lock():
+        found = [c for c in list_conflicts(store) if key in (c.name, Path(c.copy).name, Path(c.copy).stem)]
+        if not found:
+            raise NotFound(f"no merge conflict for {key!r}", hint="memctl conflicts lists them")
+        if len(found) > 1:
+            raise BadInput(f"{key!r} has {len(found)} conflict copies: " + ", ".join(Path(c.copy).name for c in found),
+                           hint="name one copy: memctl resolve NAME.HASH --keep ...")
+        conflict = found[0]
+        copy, live = store.root / conflict.copy, store.root / conflict.path
+        # The copy itself may be untracked (left by the merge driver of a plain `git pull`).
+        refuse_uncommitted(store, [live, store.index_path], commit_changes)
+        touched = [copy]
+        text = copy.read_text(encoding="utf-8")
+        if keep == "remote":
+            atomic_write(live, text)
+            touched.append(live)
+        elif keep == "both":
+            taken = {p.stem for p in store.memory_dir.glob("*.md")} | {p.stem for p in store.archive_dir.glob("*.md")}
+            n = 2
+            while f"{conflict.name}-{n}" in taken:
+                n += 1
+            new = f"{conflict.name}-{n}"
+            parsed = fact_mod.parse(text, conflict.name)
+            live = store.memory_dir / f"{new}.md"
+            front = {**parsed.front, "name": new} if "name" in parsed.front else parsed.front
+            atomic_write(live, fact_mod.render(fact_mod.Fact(new, front, parsed.body)))
+            touched.append(live)
+        copy.unlink()
+        if keep != "local":
+            from . import index  # noqa: PLC0415
+
+            current = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else ""
+            new_index = index.regenerate(current, facts.live_facts(store, quiet=True))
+            if new_index != current:
+                atomic_write(store.index_path, new_index)
+            touched.append(store.index_path)
+        sha = commit(store, touched, f"memory: resolve {conflict.name} (keep {keep})", enabled=commit_changes)
+    return Resolved(conflict.name, keep, store.rel(live), conflict.copy, sha)

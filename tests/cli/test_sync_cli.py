@@ -1,0 +1,378 @@
+"""`memctl sync`, `resolve`, `conflicts`, the merge drivers under a plain `git pull`, and writes during
+an unfinished merge (issue 15). Real git: a bare remote in a temp dir and two clones."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, git, memctl
+
+ID = ("-c", "user.name=someone", "-c", "user.email=someone@example.com")
+MARKER = re.compile(r"^(<{7}|>{7}|={7})( |$)", re.M)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".git" not in p.parts and ".memctl" not in p.parts and "logs" not in p.parts}
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """(a, b, remote): a store pushed to a bare remote, and a second clone set up with `sync --setup`."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a = tmp_path / "a"
+    assert cli(None, "init", str(a)).exit_code == 0
+    toml = (a / "memctl.toml").read_text(encoding="utf-8")
+    (a / "memctl.toml").write_text(toml.replace("[facts]\n", '[facts]\nvector_check = "never"\n'), encoding="utf-8")
+    git(a, *ID, "commit", "-qam", "no vector check")
+    assert cli(a, "ledger", "create", "themes", "--columns", "host,theme", "--unique", "theme").exit_code == 0
+    assert cli(a, "episode", "add", "seed", "--type", "decision").exit_code == 0
+    git(a, "remote", "add", "origin", str(remote))
+    assert cli(a, "sync").exit_code == 0
+    b = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
+    r = cli(b, "sync", "--setup")
+    assert r.exit_code == 0 and "merge.memctl-fact.driver" in r.stderr
+    assert cli(b, "sync", "--setup").stderr == "memctl: merge drivers already set up; nothing changed\n"
+    return a, b, remote
+
+
+def _state(root: Path, when: str, numbers: str) -> None:
+    r = cli(root, "state", "update", "--from-json", "-", input=numbers, env={"MEMCTL_NOW": when})
+    assert r.exit_code == 0, r.stderr
+
+
+def test_both_clones_remember_update_state_and_add_episodes_then_sync_resolves_everything(pair):
+    a, b, remote = pair
+    assert cli(a, "remember", "fact-a", "-d", "デプロイは金曜に行わない", "-t", "feedback").exit_code == 0
+    assert cli(b, "remember", "fact-b", "-d", "Backups run at 03:00 UTC", "-t", "project").exit_code == 0
+    _state(a, "2026-11-30T09:00:00+09:00", '{"open": 1}')
+    _state(b, "2026-11-30T01:00:00+00:00", '{"open": 2}')  # one hour later than a's
+    for root, ts in ((b, "2026-11-30T10:00:00+09:00"), (a, "2026-11-30T10:30:00+09:00")):
+        assert cli(root, "episode", "add", f"{root.name} episode", "--type", "success", env={"MEMCTL_NOW": ts}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    r = cli(b, "sync", "--json")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["remote"], out["branch"], out["pushed"], out["conflicts"], out["duplicates"]) == ("origin", "master", True, [], [])
+    assert out["incoming"] == 3 and out["outgoing"] == 4 and out["merge_commit"] == git(b, "rev-parse", "HEAD").strip()
+    assert {(x["path"], x["kind"]) for x in out["resolved"]} >= {
+        ("memory/MEMORY.md", "index"), ("state/STATE.md", "state"), ("ledgers/episodes.tsv", "ledger")}
+    r = cli(a, "sync")
+    assert (r.exit_code, r.stdout) == (0, "")
+    assert r.stderr == "memctl: origin/master: 4 commits in (4 files), nothing to push\n"
+    assert _files(a) == _files(b)
+    assert [p for p, data in _files(a).items() if MARKER.search(data.decode("utf-8", "replace"))] == []
+    index = (a / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [fact-a.md](fact-a.md) - デプロイは金曜に行わない" in index and "- [fact-b.md](fact-b.md) - Backups run at 03:00 UTC" in index
+    assert "open: 2" in (a / "state" / "STATE.md").read_text(encoding="utf-8")  # the newer snapshot
+    episodes = (a / "ledgers" / "episodes.tsv").read_text(encoding="utf-8").splitlines()
+    assert sum(line.startswith("id\tts\t") for line in episodes) == 1 and len(episodes) == 4
+    listed = [e["description"] for e in json.loads(cli(a, "episode", "list", "--json").stdout)]
+    assert listed == ["b episode", "a episode", "seed"]  # by ts: the seed was written now, after 10:30 JST
+    for root in (a, b):
+        assert cli(root, "ledger", "verify", "episodes").exit_code == 0
+        assert cli(root, "doctor").exit_code == 0
+
+
+def test_plain_git_pull_resolves_memctls_files_through_the_drivers(pair):
+    a, b, remote = pair
+    assert cli(a, "remember", "fact-a", "-d", "from a").exit_code == 0
+    assert cli(b, "remember", "fact-b", "-d", "from b").exit_code == 0
+    _state(a, "2026-11-30T12:00:00+09:00", '{"n": 1}')
+    _state(b, "2026-11-30T11:00:00+09:00", '{"n": 2}')  # older
+    assert cli(a, "episode", "add", "a did", "--type", "decision").exit_code == 0
+    assert cli(b, "episode", "add", "b did", "--type", "decision").exit_code == 0
+    git(a, "push", "-q", "origin", "HEAD:master")
+    done = subprocess.run(["git", "-C", str(b), *ID, "pull", "--no-rebase", "--no-edit", "-q", "origin", "master"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not (b / ".git" / "MERGE_HEAD").exists()
+    index = (b / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [fact-a.md](fact-a.md) - from a" in index and "- [fact-b.md](fact-b.md) - from b" in index
+    assert "n: 1" in (b / "state" / "STATE.md").read_text(encoding="utf-8")
+    episodes = (b / "ledgers" / "episodes.tsv").read_text(encoding="utf-8")
+    assert episodes.count("id\tts\t") == 1 and "a did" in episodes and "b did" in episodes
+    assert [p for p, data in _files(b).items() if MARKER.search(data.decode("utf-8", "replace"))] == []
+    assert cli(b, "doctor").exit_code == 0
+    assert cli(b, "ledger", "verify", "episodes").exit_code == 0
+
+
+@pytest.mark.parametrize("keep", ["local", "remote", "both"])
+def test_a_fact_changed_on_both_sides_is_kept_as_a_conflict_and_resolved(pair, keep):
+    a, b, remote = pair
+    assert cli(a, "remember", "deploy", "-d", "deploy on Tuesdays", env={"MEMCTL_NOW": "2026-11-30T09:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    assert cli(a, "remember", "deploy", "--update", "-d", "deploy on Wednesdays",
+               env={"MEMCTL_NOW": "2026-11-30T10:00:00+00:00"}).exit_code == 0
+    assert cli(b, "remember", "deploy", "--update", "-d", "デプロイは木曜",
+               env={"MEMCTL_NOW": "2026-11-30T11:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    r = cli(b, "sync")
+    assert r.exit_code == 0
+    copy = [line.split("\t")[1] for line in r.stdout.splitlines() if line.startswith("conflict\t")]
+    assert len(copy) == 1 and copy[0].startswith("memory/conflicts/deploy.")
+    assert "hint: memctl conflicts; memctl resolve NAME --keep local|remote|both" in r.stderr
+    assert "description: デプロイは木曜" in (b / "memory" / "deploy.md").read_text(encoding="utf-8")  # newer in place
+    assert "description: deploy on Wednesdays" in (b / copy[0]).read_text(encoding="utf-8")
+    assert "<<<<<<<" not in (b / "memory" / "deploy.md").read_text(encoding="utf-8")
+    r = cli(b, "conflicts", "--json")
+    assert r.exit_code == 0
+    found = [c for c in json.loads(r.stdout) if c.get("kind") == "merge"]
+    assert found == [{"kind": "merge", "name": "deploy", "path": "memory/deploy.md", "copy": copy[0],
+                      "hunk": ["-description: デプロイは木曜", "+description: deploy on Wednesdays",
+                               "-  updated: 2026-11-30T11:00:00+00:00", "+  updated: 2026-11-30T10:00:00+00:00"]}]
+    assert cli(b, "resolve", "nope", "--keep", "local").exit_code == 3
+    assert cli(b, "resolve", "deploy", "--keep", "mine").exit_code == 2
+    r = cli(b, "resolve", "deploy", "--keep", keep)
+    assert r.exit_code == 0, r.stderr
+    assert not (b / copy[0]).exists() and git(b, "status", "--porcelain").strip() == ""
+    assert git(b, "log", "-1", "--format=%s").strip() == f"memory: resolve deploy (keep {keep})"
+    live = (b / "memory" / "deploy.md").read_text(encoding="utf-8")
+    index = (b / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    if keep == "local":
+        assert "デプロイは木曜" in live
+    elif keep == "remote":
+        assert "deploy on Wednesdays" in live and "- [deploy.md](deploy.md) - deploy on Wednesdays" in index
+    else:
+        assert r.stdout == "memory/deploy-2.md\n" and "デプロイは木曜" in live
+        assert "name: deploy-2\n" in (b / "memory" / "deploy-2.md").read_text(encoding="utf-8")
+        assert "- [deploy-2.md](deploy-2.md) - deploy on Wednesdays" in index
+    assert [c for c in json.loads(cli(b, "conflicts", "--json").stdout) if c.get("kind") == "merge"] == []
+    assert cli(b, "doctor").exit_code == 0
+
+
+def test_the_same_unique_value_appended_on_two_machines_is_reported_by_sync_and_ledger_dups(pair):
+    a, b, remote = pair
+    assert cli(a, "ledger", "append", "themes", "host=a", "theme=締め切り").exit_code == 0
+    assert cli(b, "ledger", "append", "themes", "host=b", "theme=締め切り").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    r = cli(b, "sync", "--json")
+    assert json.loads(r.stdout)["duplicates"] == [{"ledger": "themes", "column": "theme", "value": "締め切り", "count": 2}]
+    r = cli(b, "sync")
+    assert r.exit_code == 0
+    assert cli(b, "ledger", "dups", "themes", "theme").stdout == "締め切り\n"
+
+
+def test_sync_retries_when_the_remote_moved_between_its_fetch_and_its_push(pair):
+    a, b, remote = pair
+    assert cli(b, "remember", "from-b", "-d", "pushed by the hook, mid-sync").exit_code == 0
+    flag = a.parent / "hook-ran"
+    hook = a / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"#!/bin/sh\nif [ ! -e {flag} ]; then touch {flag}; git -C {b} push -q origin HEAD:master; fi\nexit 0\n")
+    hook.chmod(0o755)
+    assert cli(a, "remember", "from-a", "-d", "pushed by sync").exit_code == 0
+    r = cli(a, "sync", "--json")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["attempts"], out["pushed"], out["incoming"]) == (2, True, 1)
+    remote_head = subprocess.run(["git", "-C", str(remote), "rev-parse", "master"], capture_output=True, text=True).stdout
+    assert remote_head.strip() == git(a, "rev-parse", "HEAD").strip()
+    assert (a / "memory" / "from-b.md").exists()
+
+
+def test_no_push_merges_and_leaves_the_remote_alone(pair):
+    a, b, remote = pair
+    before = subprocess.run(["git", "-C", str(remote), "rev-parse", "master"], capture_output=True, text=True).stdout
+    assert cli(b, "remember", "local-only", "-d", "stays here").exit_code == 0
+    r = cli(b, "sync", "--no-push")
+    assert (r.exit_code, r.stderr) == (0, "memctl: origin/master: 0 commits in (0 files), 1 commit not pushed (--no-push)\n")
+    assert subprocess.run(["git", "-C", str(remote), "rev-parse", "master"], capture_output=True, text=True).stdout == before
+
+
+def _unchanged(root: Path):
+    head = git(root, "rev-parse", "HEAD")
+    files = _files(root)
+    return lambda: git(root, "rev-parse", "HEAD") == head and _files(root) == files and not (root / ".git" / "MERGE_HEAD").exists()
+
+
+def test_bad_remotes_and_unrelated_histories_are_one_line_errors_and_change_nothing(pair, tmp_path):
+    a, b, remote = pair
+    lone = tmp_path / "lone"
+    assert cli(None, "init", str(lone)).exit_code == 0
+    same = _unchanged(lone)
+    r = cli(lone, "sync")
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert r.stderr == ("memctl: error: no git remote is configured for this store "
+                        "(hint: add one: git -C <store> remote add origin URL (docs/SYNC.md))\n")
+    r = cli(b, "sync", "--remote", "nope")
+    assert r.exit_code == 3 and r.stderr.startswith("memctl: error: no git remote named 'nope' (remotes: origin)")
+    git(lone, "remote", "add", "gone", str(tmp_path / "missing.git"))
+    r = cli(lone, "sync")
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("memctl: error: cannot fetch from gone:")
+    git(lone, "remote", "remove", "gone")
+    git(lone, "remote", "add", "origin", str(remote))
+    r = cli(lone, "sync")
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("memctl: error: origin/master has no history in common with this store; nothing was merged or pushed")
+    assert same()
+
+
+def test_hand_edits_and_a_real_memctl_toml_conflict_are_refused_with_nothing_half_merged(pair):
+    a, b, remote = pair
+    (b / "memory" / "MEMORY.md").write_text("# hand edit\n", encoding="utf-8")
+    r = cli(b, "sync")
+    assert (r.exit_code, r.stderr) == (1, "memctl: error: memory/MEMORY.md has uncommitted changes; nothing was fetched "
+                                           "or merged (hint: commit or discard them first (git -C <store> status), then memctl sync)\n")
+    git(b, "checkout", "--", "memory/MEMORY.md")
+    for root, value in ((a, "111"), (b, "222")):
+        path = root / "memctl.toml"
+        path.write_text(path.read_text(encoding="utf-8").replace("max_index_lines = 200", f"max_index_lines = {value}"), encoding="utf-8")
+        git(root, *ID, "commit", "-qam", f"limit {value}")
+    assert cli(a, "sync").exit_code == 0
+    same = _unchanged(b)
+    r = cli(b, "sync")
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("memctl: error: both sides changed memctl.toml in ways git cannot merge; nothing was merged or pushed")
+    assert same() and git(b, "status", "--porcelain").strip() == ""
+
+
+def test_every_command_during_an_unfinished_merge_says_so_and_writes_nothing(pair):
+    a, b, remote = pair
+    for root, text in ((a, "from a\n"), (b, "from b\n")):
+        (root / "notes.txt").write_text(text)
+        git(root, "add", "notes.txt")
+        git(root, *ID, "commit", "-qm", "notes")
+    git(a, "push", "-q", "origin", "HEAD:master")
+    done = subprocess.run(["git", "-C", str(b), *ID, "pull", "--no-rebase", "-q", "origin", "master"], capture_output=True, text=True)
+    assert done.returncode != 0 and (b / ".git" / "MERGE_HEAD").exists()
+    note = ("memctl: warning: a git merge is unfinished in this store: files may hold conflict markers, and writes are "
+            "refused (hint: memctl doctor names them; finish it (fix, git add, git commit) or git merge --abort)\n")
+    refused = ("memctl: error: a git merge is unfinished in this store; nothing was written (hint: finish it (memctl doctor "
+               "names files with conflict markers; fix, git add, git commit) or git merge --abort)\n")
+    r = memctl(b, "remember", "mid-merge", "-d", "should not be written")
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", note + refused)
+    assert not (b / "memory" / "mid-merge.md").exists()
+    r = memctl(b, "index")
+    assert (r.returncode, r.stderr) == (1, note + refused)
+    r = memctl(b, "ledger", "append", "themes", "host=b", "theme=x")  # the fast path takes the same lock
+    assert (r.returncode, r.stderr) == (1, refused)
+    r = memctl(b, "list")
+    assert (r.returncode, r.stderr) == (0, note)
+    r = memctl(b, "sync")
+    assert (r.returncode, r.stderr) == (1, note + refused)
+    git(b, "merge", "--abort")
+    assert memctl(b, "remember", "after", "-d", "written once the merge is gone").returncode == 0
+
+
+def test_a_sync_job_runs_under_run_job_and_logs(pair):
+    a, b, remote = pair
+    with open(b / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[jobs.sync]\ncommand = "sync"\ninterval = "15m"\ndescription = "share memory with the other machines"\n')
+    git(b, *ID, "commit", "-qam", "a sync job")
+    r = memctl(b, "run-job", "sync", env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    log = (b / "logs" / "sync.log").read_text(encoding="utf-8")
+    assert "| memctl: origin/master: 0 commits in (0 files), 1 commit pushed" in log and "end exit=0" in log
+    assert subprocess.run(["git", "-C", str(remote), "rev-parse", "master"], capture_output=True, text=True).stdout.strip() == \
+        git(b, "rev-parse", "HEAD").strip()
+
+
+def test_init_writes_the_attributes_and_registers_the_drivers_once(tmp_path):
+    root = tmp_path / "s"
+    assert cli(None, "init", str(root)).exit_code == 0
+    attributes = (root / ".gitattributes").read_text(encoding="utf-8").splitlines()
+    assert attributes[:3] == ["ledgers/*.tsv merge=union", "memory/*.md merge=memctl-fact", "memory/MEMORY.md merge=memctl-index"]
+    assert "state/STATE.md merge=memctl-state" in attributes and "memory/archive/*.md merge=memctl-archive" in attributes
+    drivers = git(root, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()
+    assert len(drivers) == 5 and all(" -m memctl merge-driver " in d and d.endswith(" %O %A %B %P") for d in drivers)
+    assert (root / ".git" / "info" / "attributes").read_text() == "ledgers/*.tsv merge=memctl-ledger\n"
+    assert git(root, "status", "--porcelain") == ""
+    before = _files(root), (root / ".git" / "config").read_bytes()
+    r = cli(None, "init", str(root))
+    assert r.exit_code == 0 and (_files(root), (root / ".git" / "config").read_bytes()) == before
+
+
+def test_the_merge_driver_writes_the_result_into_ours_and_keeps_the_loser_beside_the_fact(tmp_path):
+    fact = "---\nname: n\ndescription: {d}\nmetadata:\n  updated: {u}\n---\n"
+    paths = {}
+    for label, text in (("base", fact.format(d="b", u="2026-11-30T00:00:00+00:00")),
+                        ("ours", fact.format(d="ours", u="2026-11-30T02:00:00+00:00")),
+                        ("theirs", fact.format(d="theirs", u="2026-11-30T01:00:00+00:00"))):
+        paths[label] = tmp_path / f"{label}.tmp"
+        paths[label].write_text(text, encoding="utf-8")
+    (tmp_path / "memory").mkdir()
+    done = subprocess.run([sys.executable, "-m", "memctl", "merge-driver", "fact", str(paths["base"]), str(paths["ours"]),
+                           str(paths["theirs"]), "memory/n.md"], cwd=tmp_path, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert "description: ours" in paths["ours"].read_text(encoding="utf-8")
+    copies = list((tmp_path / "memory" / "conflicts").glob("n.*.md"))
+    assert len(copies) == 1 and "description: theirs" in copies[0].read_text(encoding="utf-8")
+    r = cli(None, "merge-driver", "nonsense", str(paths["base"]), str(paths["ours"]), str(paths["theirs"]))
+    assert r.exit_code == 2 and r.stderr.startswith("memctl: error: unknown merge driver kind 'nonsense'")
+
+
+def test_a_conflict_copy_left_by_a_plain_git_pull_is_listed_and_committed_by_the_next_sync(pair):
+    a, b, remote = pair
+    assert cli(a, "remember", "rule", "-d", "first", env={"MEMCTL_NOW": "2026-11-30T09:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    assert cli(a, "remember", "rule", "--update", "-d", "a says", env={"MEMCTL_NOW": "2026-11-30T10:00:00+00:00"}).exit_code == 0
+    assert cli(b, "remember", "rule", "--update", "-d", "b says", env={"MEMCTL_NOW": "2026-11-30T11:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    done = subprocess.run(["git", "-C", str(b), *ID, "pull", "--no-rebase", "--no-edit", "-q", "origin", "master"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "description: b says" in (b / "memory" / "rule.md").read_text(encoding="utf-8")
+    [copy] = (b / "memory" / "conflicts").glob("rule.*.md")
+    assert git(b, "status", "--porcelain", "--untracked-files=all").strip() == f"?? memory/conflicts/{copy.name}"
+    assert [c["copy"] for c in json.loads(cli(b, "conflicts", "--json").stdout) if c.get("kind") == "merge"] == [
+        f"memory/conflicts/{copy.name}"]
+    r = cli(b, "sync")
+    assert r.exit_code == 0, r.stderr
+    assert git(b, "status", "--porcelain").strip() == ""
+    assert cli(a, "sync").exit_code == 0 and (a / "memory" / "conflicts" / copy.name).exists()
+
+
+def test_a_claude_code_memory_directory_syncs_between_two_machines(tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "MEMORY.md").write_text("# Memory\n\n- [Role](role.md) — The user is a data scientist\n", encoding="utf-8")
+    (a / "role.md").write_text("---\nname: role\ndescription: The user is a data scientist\ntype: user\n---\nx\n", encoding="utf-8")
+    git(a, "init", "-q")
+    git(a, "add", "-A")
+    git(a, *ID, "commit", "-qm", "a Claude Code memory directory")
+    git(a, "remote", "add", "origin", str(remote))
+    r = cli(a, "sync")
+    assert r.exit_code == 0, r.stderr
+    assert (a / ".gitattributes").read_text().splitlines() == [
+        "ledgers/*.tsv merge=union", "*.md merge=memctl-fact", "MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive"]
+    b = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
+    assert cli(b, "sync", "--setup").exit_code == 0
+    assert cli(a, "remember", "from_a", "-d", "Aで決めたこと", "-t", "project").exit_code == 0
+    assert cli(b, "remember", "from_b", "-d", "decided on b", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0 and cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b)
+    index = (a / "MEMORY.md").read_text(encoding="utf-8")
+    assert "(from_a.md) - Aで決めたこと" in index and "(from_b.md) - decided on b" in index and "<<<<<<<" not in index
+    assert cli(a, "index", "--check").exit_code == 0
+
+
+def test_two_machines_declaring_different_ledgers_merge_memctl_toml_but_the_same_table_twice_is_refused(pair):
+    a, b, remote = pair
+    assert cli(a, "ledger", "create", "reading", "--columns", "date,title").exit_code == 0
+    assert cli(b, "ledger", "create", "meals", "--columns", "date,dish", "--unique", "date").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    r = cli(b, "sync", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert {"path": "memctl.toml", "kind": "config", "how": "both sides appended tables: ours, then theirs"} in json.loads(r.stdout)["resolved"]
+    assert cli(a, "sync").exit_code == 0
+    names = [row["name"] for row in json.loads(cli(a, "ledger", "list", "--json").stdout)]
+    assert {"reading", "meals", "themes", "episodes"} <= set(names)
+    assert _files(a) == _files(b)
+    assert cli(a, "ledger", "create", "same", "--columns", "x").exit_code == 0
+    assert cli(b, "ledger", "create", "same", "--columns", "y").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    same = _unchanged(b)
+    r = cli(b, "sync")
+    assert r.exit_code == 1 and r.stderr.startswith("memctl: error: both sides changed ")
+    assert same()
