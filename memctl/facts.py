@@ -365,7 +365,7 @@ def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[
     return found
 
 
-def _index_update(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
+def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -399,7 +399,7 @@ def _index_update(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = 
 def _write_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> list[Path]:
     """Regenerate the index for these live facts; the paths to commit (`refresh`: file names whose
     description memctl just changed, so their line's hook follows)."""
-    return _index_update(store, facts, refresh)[0]
+    return update_index(store, facts, refresh)[0]
 
 
 def _refreshed(old: fact_mod.Fact, new: fact_mod.Fact) -> set[str]:
@@ -610,7 +610,7 @@ def reindex(store: Store, *, commit_changes: bool = True) -> tuple[bool, str | N
     """Regenerate the index block (and the topic files); (changed, commit id)."""
     with store.lock():
         facts = live_facts(store)
-        paths, changed = _index_update(store, facts)
+        paths, changed = update_index(store, facts)
         if not changed:
             return False, None
         return True, commit(store, paths, "memory: regenerate index", enabled=commit_changes)

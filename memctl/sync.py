@@ -360,18 +360,13 @@ def _keep_copy(store: Store, top: Path, path: str, text: str) -> Path:
 
 
 def _regenerate_index(store: Store, top: Path) -> bool:
-    from . import facts, index  # noqa: PLC0415
+    """MEMORY.md and its topic files from the merged facts (the same code as every write), staged."""
+    from . import facts  # noqa: PLC0415
 
-    live = facts.live_facts(store, quiet=True)
-    path = store.index_path
-    current = path.read_text(encoding="utf-8") if path.exists() else ""
-    gone = {p.name for p in store.archive_dir.glob("*.md")} if store.archive_dir.is_dir() else set()
-    new = index.regenerate(current, live, archived=gone)
-    if new == current:
-        return False
-    atomic_write(path, new)
-    gitstore.checked(top, "add", "--", os.path.relpath(path, top))
-    return True
+    touched, changed = facts.update_index(store, facts.live_facts(store, quiet=True))
+    if changed:
+        gitstore.checked(top, "add", "-A", "--", *(os.path.relpath(p, top) for p in touched))
+    return changed
 
 
 def _read_log(top: Path, store: Store) -> list[Resolution]:
@@ -602,12 +597,7 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
             touched.append(live)
         copy.unlink()
         if keep != "local":
-            from . import index  # noqa: PLC0415
-
-            current = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else ""
-            new_index = index.regenerate(current, facts.live_facts(store, quiet=True))
-            if new_index != current:
-                atomic_write(store.index_path, new_index)
-            touched.append(store.index_path)
+            # The kept text may carry another description: its index line follows it.
+            touched += facts.update_index(store, facts.live_facts(store, quiet=True), refresh={live.name})[0]
         sha = commit(store, touched, f"memory: resolve {conflict.name} (keep {keep})", enabled=commit_changes)
     return Resolved(conflict.name, keep, store.rel(live), conflict.copy, sha)

@@ -71,7 +71,7 @@ def test_both_clones_remember_update_state_and_add_episodes_then_sync_resolves_e
     assert _files(a) == _files(b)
     assert [p for p, data in _files(a).items() if MARKER.search(data.decode("utf-8", "replace"))] == []
     index = (a / "memory" / "MEMORY.md").read_text(encoding="utf-8")
-    assert "- [fact-a.md](fact-a.md) - デプロイは金曜に行わない" in index and "- [fact-b.md](fact-b.md) - Backups run at 03:00 UTC" in index
+    assert "- [fact-a](fact-a.md) — デプロイは金曜に行わない" in index and "- [fact-b](fact-b.md) — Backups run at 03:00 UTC" in index
     assert "open: 2" in (a / "state" / "STATE.md").read_text(encoding="utf-8")  # the newer snapshot
     episodes = (a / "ledgers" / "episodes.tsv").read_text(encoding="utf-8").splitlines()
     assert sum(line.startswith("id\tts\t") for line in episodes) == 1 and len(episodes) == 4
@@ -96,7 +96,7 @@ def test_plain_git_pull_resolves_memctls_files_through_the_drivers(pair):
     assert done.returncode == 0, done.stderr
     assert not (b / ".git" / "MERGE_HEAD").exists()
     index = (b / "memory" / "MEMORY.md").read_text(encoding="utf-8")
-    assert "- [fact-a.md](fact-a.md) - from a" in index and "- [fact-b.md](fact-b.md) - from b" in index
+    assert "- [fact-a](fact-a.md) — from a" in index and "- [fact-b](fact-b.md) — from b" in index
     assert "n: 1" in (b / "state" / "STATE.md").read_text(encoding="utf-8")
     episodes = (b / "ledgers" / "episodes.tsv").read_text(encoding="utf-8")
     assert episodes.count("id\tts\t") == 1 and "a did" in episodes and "b did" in episodes
@@ -140,11 +140,11 @@ def test_a_fact_changed_on_both_sides_is_kept_as_a_conflict_and_resolved(pair, k
     if keep == "local":
         assert "デプロイは木曜" in live
     elif keep == "remote":
-        assert "deploy on Wednesdays" in live and "- [deploy.md](deploy.md) - deploy on Wednesdays" in index
+        assert "deploy on Wednesdays" in live and "- [deploy](deploy.md) — deploy on Wednesdays" in index
     else:
         assert r.stdout == "memory/deploy-2.md\n" and "デプロイは木曜" in live
         assert "name: deploy-2\n" in (b / "memory" / "deploy-2.md").read_text(encoding="utf-8")
-        assert "- [deploy-2.md](deploy-2.md) - deploy on Wednesdays" in index
+        assert "- [deploy-2](deploy-2.md) — deploy on Wednesdays" in index
     assert [c for c in json.loads(cli(b, "conflicts", "--json").stdout) if c.get("kind") == "merge"] == []
     assert cli(b, "doctor").exit_code == 0
 
@@ -353,7 +353,7 @@ def test_a_claude_code_memory_directory_syncs_between_two_machines(tmp_path):
     assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0 and cli(a, "sync").exit_code == 0
     assert _files(a) == _files(b)
     index = (a / "MEMORY.md").read_text(encoding="utf-8")
-    assert "(from_a.md) - Aで決めたこと" in index and "(from_b.md) - decided on b" in index and "<<<<<<<" not in index
+    assert "(from_a.md) — Aで決めたこと" in index and "(from_b.md) — decided on b" in index and "<<<<<<<" not in index
     assert cli(a, "index", "--check").exit_code == 0
 
 
