@@ -23,7 +23,7 @@ from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "3"  # 3: documents carry the last character of each kana/kanji run
+VERSION = "4"  # 4: docs.agent, docs.ntok; access counts only uses (docs/RECALL.md)
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -34,7 +34,7 @@ CREATE TABLE files(path TEXT PRIMARY KEY, stamp TEXT, doc INTEGER);
 CREATE TABLE docs(
     id INTEGER PRIMARY KEY, kind TEXT, key TEXT, title TEXT, description TEXT, vtext TEXT,
     path TEXT, type TEXT, tags TEXT, importance REAL, confidence REAL, ts REAL,
-    pinned INTEGER, status TEXT, expires REAL);
+    pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER);
 CREATE INDEX docs_kind ON docs(kind);
 CREATE TABLE access(key TEXT PRIMARY KEY, count INTEGER, last REAL);
 CREATE VIRTUAL TABLE fts USING fts5(tokens, tokenize = "unicode61 remove_diacritics 0");
@@ -163,6 +163,11 @@ def _sync(store: Store, conn: sqlite3.Connection) -> None:
         _sync_facts(store, conn)
         _sync_episodes(store, conn)
         _sync_access(store, conn)
+        shape = "{}:{}".format(*conn.execute("SELECT max(id), count(*) FROM docs").fetchone())
+        if _meta(conn, "shape") != shape:
+            # The corpus statistic of keyword()'s idf: the document count.
+            _set_meta(conn, "shape", shape)
+            _set_meta(conn, "ndocs", str(conn.execute("SELECT count(*) FROM docs").fetchone()[0]))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -180,14 +185,16 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
 
 def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
             path: str, type_: str, tags: Sequence[str], importance: float, confidence: float, ts: float | None,
-            pinned: bool, status: str, expires: float | None) -> int:
+            pinned: bool, status: str, expires: float | None, agent: str = "") -> int:
+    tokens = search_tokens(text, document=True)
     cur = conn.execute(
-        "INSERT INTO docs(kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned, status, expires)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned), status, expires),
+        "INSERT INTO docs(kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned,"
+        " status, expires, agent, ntok) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned),
+         status, expires, agent, len(tokens)),
     )
     doc = cur.lastrowid
-    conn.execute("INSERT INTO fts(rowid, tokens) VALUES (?, ?)", (doc, " ".join(search_tokens(text, document=True))))
+    conn.execute("INSERT INTO fts(rowid, tokens) VALUES (?, ?)", (doc, " ".join(tokens)))
     return doc
 
 
@@ -337,32 +344,33 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
 def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
     text = ep.description + (" " + ep.outcome if ep.outcome else "")
     _insert(conn, "episode", ep.id, ep.id, text, text, text + " " + " ".join(ep.tags), f"{rel}:{ep.lineno}",
-            ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None)
+            ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None, ep.agent)
 
 
 def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
+    """Use counts and last use per key (display rows are skipped: access.is_use)."""
+    from . import access as access_mod
     from . import ledger
 
-    path = store.ledgers_dir / "access.tsv"
+    path = access_mod.path_for(store)
     new = _new_lines(path, conn, "access")
-    if new is None:
+    if new is None or _meta(conn, "access.path") != str(path):
         conn.execute("DELETE FROM access")
         _reset(conn, "access")
+        _set_meta(conn, "access.path", str(path))
         new = _new_lines(path, conn, "access")
         assert new is not None
     lines_before, lines = new
     if not lines:
         return
-    try:
-        book = ledger.open_ledger(store, "access")
-        columns, header = book.columns, book.header
-    except Exception:  # noqa: BLE001 - not declared: the FORMATS.md columns
-        columns, header = ("ts", "agent", "command", "query", "shown"), True
+    columns, header = access_mod.header(path)
     counts: dict[str, list] = {}
     for number, raw in enumerate(lines, start=lines_before + 1):
         if number == 1 and header:
             continue
         values = ledger.parse_record(raw.decode("utf-8", "replace"), columns)
+        if not access_mod.is_use(values.get("command", "")):
+            continue
         when = _epoch(values.get("ts"))
         for key in filter(None, values.get("shown", "").split(",")):
             entry = counts.setdefault(key, [0, None])
@@ -390,7 +398,7 @@ def _match_expression(tokens: Sequence[str]) -> str | None:
 
 
 def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None, tag: str | None,
-             since: float | None) -> tuple[str, list]:
+             since: float | None, agent: str | None = None) -> tuple[str, list]:
     where = [f"d.kind IN ({','.join('?' * len(kinds))})", f"d.status IN ({','.join('?' * len(statuses))})"]
     args: list = [*kinds, *statuses]
     if fact_type:
@@ -402,27 +410,74 @@ def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | Non
     if since is not None:
         where.append("d.ts >= ?")
         args.append(since)
+    if agent is not None:
+        where.append("d.agent = ?")
+        args.append(agent)
     return " AND ".join(where), args
 
 
+K1, B = 1.2, 0.75  # FTS5's BM25 parameters, used for the coverage too
+REFERENCE_LENGTH = 32  # tokens: the coverage's length normalisation is fixed, not the corpus average
+
+
 def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statuses: Sequence[str], limit: int,
-            fact_type: str | None = None, tag: str | None = None, since: float | None = None) -> dict[int, float]:
-    """BM25 scores (higher is better) of the best `limit` documents that pass the filters."""
-    expression = _match_expression(search_tokens(query))
+            fact_type: str | None = None, tag: str | None = None, since: float | None = None,
+            agent: str | None = None) -> dict[int, tuple[float, float]]:
+    """(BM25, coverage) of the best `limit` documents by BM25 that pass the filters.
+
+    BM25 (higher is better) is unbounded and only orders; the coverage is the
+    absolute keyword relevance in [0, 1]: the share of the query's terms, each
+    weighted by its idf over the whole index, that the document holds, a term
+    counting fully when it occurs as often as BM25's saturation asks of a
+    document of REFERENCE_LENGTH tokens (docs/RECALL.md). Only the idf weights
+    come from the index; a one-term query's coverage depends on the document
+    alone, never on the other hits.
+    """
+    terms = list(dict.fromkeys(search_tokens(query)))
+    expression = _match_expression(terms)
     if expression is None:
         return {}
-    where, args = _filters(kinds, statuses, fact_type, tag, since)
+    where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
     rows = conn.execute(
         f"SELECT d.id, -bm25(fts) FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
         " ORDER BY bm25(fts) LIMIT ?",
         [expression, *args, limit],
     ).fetchall()
-    return {doc: score for doc, score in rows}
+    if not rows:
+        return {}
+    import math
+
+    total = int(_meta(conn, "ndocs") or 0) or 1
+    prefix = {t: len(t) == 1 and textnorm.has_cjk(t) for t in terms}
+    idf = {}
+    for t in terms:
+        df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_match_expression([t])]).fetchone()[0]
+        idf[t] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+    whole = sum(idf.values()) or 1.0
+    texts = {}
+    ids_ = [doc for doc, _ in rows]
+    for start in range(0, len(ids_), 500):
+        chunk = ids_[start : start + 500]
+        texts.update(conn.execute(f"SELECT rowid, tokens FROM fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk))
+    result = {}
+    for doc, bm25 in rows:
+        counts: dict[str, int] = {}
+        tokens = texts.get(doc, "").split()
+        for token in tokens:
+            counts[token] = counts.get(token, 0) + 1
+        norm = K1 * (1 - B + B * len(tokens) / REFERENCE_LENGTH)
+        got = 0.0
+        for t in terms:
+            tf = sum(c for tok, c in counts.items() if tok.startswith(t)) if prefix[t] else counts.get(t, 0)
+            if tf:
+                got += idf[t] * min(1.0, tf * (K1 + 1) / (tf + norm))
+        result[doc] = (bm25, got / whole)
+    return result
 
 
 def ids(conn: sqlite3.Connection, *, kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None = None,
-        tag: str | None = None, since: float | None = None) -> list[int]:
-    where, args = _filters(kinds, statuses, fact_type, tag, since)
+        tag: str | None = None, since: float | None = None, agent: str | None = None) -> list[int]:
+    where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
     return [row[0] for row in conn.execute(f"SELECT d.id FROM docs d WHERE {where} ORDER BY d.id", args)]
 
 
@@ -458,6 +513,17 @@ def access(conn: sqlite3.Connection, keys: Sequence[str]) -> tuple[dict[str, tup
             found[key] = (count, last)
     most = conn.execute("SELECT max(count) FROM access").fetchone()[0] or 0
     return found, most
+
+
+def episode_keys(conn: sqlite3.Connection, keys: Sequence[str]) -> set[str]:
+    """The episode ids among `keys` that the index holds."""
+    keys = list(dict.fromkeys(keys))
+    found: set[str] = set()
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        found.update(r[0] for r in conn.execute(
+            f"SELECT key FROM docs WHERE kind='episode' AND key IN ({','.join('?' * len(chunk))})", chunk))
+    return found
 
 
 def live_facts_where(conn: sqlite3.Connection, condition: str, args: Sequence = (), order: str = "id") -> list[Doc]:

@@ -110,6 +110,87 @@ def near_dup_check(store, text: str | None, *, ledger: str | None, column: str |
     return DUPLICATE if report.duplicate else NEW
 
 
+def _hit_rows(hits, explain: bool) -> list[dict]:
+    rows = []
+    for rank, hit in enumerate(hits, start=1):
+        row = {"rank": rank, **hit.to_dict(explain)}
+        rows.append(row)
+    return rows
+
+
+def _flat(row: dict) -> dict:
+    """A JSON row as table cells: numbers with 3 decimals, the explain dicts spread out."""
+    flat = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            flat.update({k: "" if v is None else f"{v:.3f}" for k, v in value.items()})
+        elif isinstance(value, float):
+            flat[key] = f"{value:.3f}"
+        else:
+            flat[key] = value
+    return flat
+
+
+EXPLAIN_COLUMNS = ["rank", "score", "relevance", "keyword", "vector", "bm25", "cosine",
+                   "importance", "confidence", "recency", "frequency", "name", "path"]
+
+
+def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int = 10, source: str = "facts",
+               mode: str | None = None, fact_type: str | None = None, tag: str | None = None, since: str | None = None,
+               agent: str | None = None, include_all: bool = False, explain: bool = False, paths: bool = False,
+               min_score: float | None = None, no_log: bool = False, json: bool = False) -> int:
+    """`memctl recall` and `memctl episode recall`: 0 with hits, 1 when nothing reaches the floor (like grep)."""
+    from .. import output
+    from .. import recall as recall_mod
+    from ..errors import BadInput
+
+    if queries is not None:
+        if query is not None:
+            raise BadInput("give a QUERY or --queries FILE, not both")
+        text = sys.stdin.read() if queries == "-" else open(queries, encoding="utf-8").read()
+        asked = [line.strip() for line in text.splitlines() if line.strip()]
+        if not asked:
+            raise BadInput(f"no queries in {queries}", hint="one query a line")
+    elif query is not None:
+        asked = [query]
+    else:
+        raise BadInput("give a QUERY or --queries FILE", hint='memctl recall "deploy schedule"')
+    corpus, results = recall_mod.recall(
+        store, asked, k=k, source=source, mode=mode, fact_type=fact_type, tag=tag, since=since, agent=agent,
+        include_all=include_all, min_score=min_score, log=not no_log,
+    )
+    for note in corpus.notes:
+        output.warn(note)
+    found = any(results)
+    if queries is not None:
+        output.emit_ndjson({"query": q, "hits": [h.to_dict(explain) for h in hits]} for q, hits in zip(asked, results))
+    elif paths:
+        hits = results[0]
+        output.emit_lines(dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in hits))
+    elif json:
+        output.emit_json(_hit_rows(results[0], explain))
+    elif found:
+        columns = EXPLAIN_COLUMNS if explain else ["rank", "score", "relevance", "name", "type", "description", "path"]
+        output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns)
+    return 0 if found else 1  # like grep: nothing relevant prints nothing and exits 1
+
+
+def context_cmd(store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
+                min_score: float | None = None, no_log: bool = False, json: bool = False) -> int:
+    """`memctl context`."""
+    from .. import context as context_mod
+    from .. import output
+
+    bundle = context_mod.build(store, query=query, budget=budget, k=k, mode=mode, min_score=min_score, log=not no_log)
+    if json:
+        output.emit_json(bundle.to_dict())
+    else:
+        output.emit_text(bundle.text)
+    if bundle.dropped:
+        output.info(f"{len(bundle.dropped)} lower-ranked parts left out to stay within {budget} tokens")
+    return 0
+
+
 # ---------------------------------------------------------------- parsing
 
 def _options(args: list[str], flags: set[str], valued: set[str]) -> tuple[list[str], dict[str, object]] | None:
