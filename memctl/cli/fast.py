@@ -1,4 +1,5 @@
-"""Fast paths for the commands scripts call in loops: `ledger append` and `near-dup`.
+"""Fast paths for the commands called in loops or on every prompt: `ledger append`, `near-dup`,
+`recall`, `episode recall` and `context`.
 
 A cron job or an agent runs `memctl ledger append ...` once per record and
 `memctl near-dup TEXT ...` once per candidate, so their start-up is a budget
@@ -262,6 +263,69 @@ def _near_dup(args: list[str]):
     )
 
 
+def _numbers(opts: dict, ints: tuple[str, ...] = (), floats: tuple[str, ...] = ()) -> dict | None:
+    """The numeric options converted, or None when one would be a usage error (Typer reports it)."""
+    out = {}
+    try:
+        for name in ints:
+            if name in opts:
+                out[name] = int(str(opts[name]))
+        for name in floats:
+            if name in opts:
+                out[name] = float(str(opts[name]))
+    except ValueError:
+        return None
+    return out
+
+
+def _recall(args: list[str]):
+    parsed = _options(args, {"--all", "--explain", "--paths", "--no-log", "--json"},
+                      {"--k", "--source", "--mode", "--type", "-t", "--tag", "--since", "--min-score", "--queries"})
+    if parsed is None or len(parsed[0]) > 1 or "--type" in parsed[1] and "-t" in parsed[1]:
+        return None
+    positional, opts = parsed
+    numbers = _numbers(opts, ("--k",), ("--min-score",))
+    if numbers is None:
+        return None
+    return recall_cmd, None, dict(
+        query=positional[0] if positional else None, queries=opts.get("--queries"), k=numbers.get("--k", 10),
+        source=opts.get("--source", "facts"), mode=opts.get("--mode"), fact_type=opts.get("--type", opts.get("-t")),
+        tag=opts.get("--tag"), since=opts.get("--since"), include_all="--all" in opts, explain="--explain" in opts,
+        paths="--paths" in opts, min_score=numbers.get("--min-score"), no_log="--no-log" in opts, json="--json" in opts,
+    )
+
+
+def _episode_recall(args: list[str]):
+    parsed = _options(args, {"--explain", "--no-log", "--json"},
+                      {"--agent", "--type", "-t", "--since", "--k", "--mode", "--min-score"})
+    if parsed is None or len(parsed[0]) != 1 or "--type" in parsed[1] and "-t" in parsed[1]:
+        return None
+    positional, opts = parsed
+    numbers = _numbers(opts, ("--k",), ("--min-score",))
+    if numbers is None:
+        return None
+    return recall_cmd, None, dict(
+        query=positional[0], source="episodes", agent=opts.get("--agent"), fact_type=opts.get("--type", opts.get("-t")),
+        since=opts.get("--since"), k=numbers.get("--k", 10), mode=opts.get("--mode"),
+        min_score=numbers.get("--min-score"), explain="--explain" in opts, no_log="--no-log" in opts,
+        json="--json" in opts,
+    )
+
+
+def _context(args: list[str]):
+    parsed = _options(args, {"--no-log", "--json"}, {"--query", "-q", "--budget", "--k", "--mode", "--min-score"})
+    if parsed is None or parsed[0] or "--query" in parsed[1] and "-q" in parsed[1]:
+        return None
+    _, opts = parsed
+    numbers = _numbers(opts, ("--budget", "--k"), ("--min-score",))
+    if numbers is None:
+        return None
+    return context_cmd, None, dict(
+        query=opts.get("--query", opts.get("-q")), budget=numbers.get("--budget", 4000), k=numbers.get("--k", 5),
+        mode=opts.get("--mode"), min_score=numbers.get("--min-score"), no_log="--no-log" in opts, json="--json" in opts,
+    )
+
+
 def _plan(argv: list[str]):
     split = _root(argv)
     if split is None:
@@ -271,6 +335,12 @@ def _plan(argv: list[str]):
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:
         found = _near_dup(rest[1:])
+    elif rest[:1] == ["recall"]:
+        found = _recall(rest[1:])
+    elif rest[:2] == ["episode", "recall"]:
+        found = _episode_recall(rest[2:])
+    elif rest[:1] == ["context"]:
+        found = _context(rest[1:])
     else:
         return None
     return None if found is None else (root, *found)
