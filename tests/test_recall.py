@@ -307,13 +307,13 @@ def test_a_one_character_japanese_query_finds_the_character_anywhere(root):
     assert sorted(h.item.key for h in hits) == ["cat-end", "cat-middle"]
 
 
-def _turns(store, rows):
+def _turns(store, rows, agents=()):
     """Episodes written as a conversation: (ts, type, text) in ledger order."""
     from memctl import episodes, ledger
 
     episodes.ensure_ledger(store, commit_changes=False)
     ledger.append(store, episodes.LEDGER, [
-        {"id": f"ep-{n:04d}", "ts": ts, "agent": "a", "type": kind, "description": text, "outcome": "",
+        {"id": f"ep-{n:04d}", "ts": ts, "agent": agents[n] if agents else "a", "type": kind, "description": text, "outcome": "",
          "importance": "0.5", "tags": "", "refs": ""} for n, (ts, kind, text) in enumerate(rows)], commit_changes=False)
 
 
@@ -342,3 +342,15 @@ def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
     _remember(store, "pottery", "Pottery workshop is on Saturday")
     _, (facts_only,) = recall.recall(store, [query], mode="keyword", log=False, min_score=0)
     assert all(h.window is None for h in facts_only)
+
+
+def test_a_window_never_brings_in_an_episode_the_filters_exclude(root):
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    _turns(store, [(t, "dialog", "Mel: did you finally try the pottery workshop?"),
+                   (t, "dialog", "Caroline: yes, last Saturday in Kyoto with my sister")], agents=("mel", "caroline"))
+    query = "pottery workshop Kyoto Saturday"
+    _, (both,) = recall.recall(store, [query], source="episodes", mode="keyword", log=False)
+    assert [h.item.key for h in both] == ["ep-0000", "ep-0001"] or [h.item.key for h in both] == ["ep-0001", "ep-0000"]
+    _, (hits,) = recall.recall(store, [query], source="episodes", mode="keyword", log=False, agent="mel")
+    assert [h.item.key for h in hits] == ["ep-0000"]  # lifted by the window it shares with Caroline's turn

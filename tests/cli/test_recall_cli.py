@@ -112,7 +112,7 @@ def test_explain_shows_raw_signals_and_calibrated_relevance(root):
     _seed(root)
     r = cli(root, "recall", "payment deploy", "--mode", "keyword", "--json", "--explain")
     (hit,) = json.loads(r.stdout)
-    assert set(hit["signals"]) == {"bm25", "keyword", "cosine", "vector"}
+    assert set(hit["signals"]) == {"bm25", "keyword", "cosine", "vector", "window"}
     assert hit["signals"]["bm25"] > 0 and hit["signals"]["cosine"] is None
     assert hit["relevance"] == hit["factors"]["relevance"] == hit["signals"]["keyword"] == 1.0
     table = cli(root, "recall", "payment deploy", "--mode", "keyword", "--explain").stdout.rstrip("\n").split("\t")
