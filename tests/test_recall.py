@@ -50,9 +50,13 @@ def test_paraphrase_with_no_shared_words_ranks_first_with_an_embedder(root):
     store = _seed(root)
     query = "what does our feline have for meals"
     assert not set(query.split()) & set("The office cat eats salmon kibble twice a day".lower().split())
-    corpus, (hits,) = recall.recall(store, [query], mode="hybrid", log=False)
+    corpus, (hits,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
     assert corpus.vector_backend == "sentence-transformers", corpus.notes
     assert hits[0].item.key == "cat-food"
+    # at the default floor: vector mode finds it; hybrid halves a relevance no shared word supports
+    _, (vector_hits,) = recall.recall(store, [query], mode="vector", log=False)
+    assert vector_hits[0].item.key == "cat-food"
+    assert hits[0].relevance == pytest.approx(0.5 * vector_hits[0].relevance)
     _, (keyword_hits,) = recall.recall(store, [query], mode="keyword", log=False)
     assert "cat-food" not in [h.item.key for h in keyword_hits]
 
