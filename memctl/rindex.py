@@ -26,7 +26,7 @@ from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "4"  # 4: docs.agent, docs.ntok; access counts only uses (docs/RECALL.md)
+VERSION = "5"  # 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -40,7 +40,7 @@ CREATE TABLE docs(
     pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER);
 CREATE INDEX docs_kind ON docs(kind);
 CREATE TABLE access(key TEXT PRIMARY KEY, count INTEGER, last REAL);
-CREATE VIRTUAL TABLE fts USING fts5(tokens, tokenize = "unicode61 remove_diacritics 0");
+CREATE VIRTUAL TABLE fts USING fts5(tokens, kind, tokenize = "unicode61 remove_diacritics 0");
 """
 
 # Words that carry no topic in a question; kept out of the BM25 side only.
@@ -199,7 +199,7 @@ def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, descripti
          status, expires, agent, len(tokens)),
     )
     doc = cur.lastrowid
-    conn.execute("INSERT INTO fts(rowid, tokens) VALUES (?, ?)", (doc, " ".join(tokens)))
+    conn.execute("INSERT INTO fts(rowid, tokens, kind) VALUES (?, ?, ?)", (doc, " ".join(tokens), kind))
     return doc
 
 
@@ -227,6 +227,13 @@ def _fact_files(store: Store) -> dict[str, tuple[str, bool]]:
 
 def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
     on_disk = _fact_files(store)
+    # One digest of every (path, stamp): when it matches, no file changed and the 10,000-row
+    # comparison below is skipped (the stat of each file above is what sees a hand edit).
+    digest = blake2b("\n".join(sorted(f"{p}\t{st}\t{a:d}" for p, (st, a) in on_disk.items())).encode("utf-8", "surrogateescape"),
+                     digest_size=16).hexdigest()
+    if _meta(conn, "facts.digest") == digest:
+        return
+    _set_meta(conn, "facts.digest", digest)
     known = dict(conn.execute("SELECT path, stamp FROM files"))
     for path, stamp in known.items():
         if path not in on_disk or on_disk[path][0] != stamp:
@@ -404,8 +411,9 @@ def _match_expression(tokens: Sequence[str]) -> str | None:
     if not unique:
         return None
     # A lone kana/kanji (a one-character query, or a one-character run in it) is a prefix query.
-    return " OR ".join('"' + t.replace('"', '""') + '"' + ("*" if len(t) == 1 and textnorm.has_cjk(t) else "")
-                       for t in unique)
+    # Only the tokens column is searched: the kind column holds "fact" and "episode".
+    return "tokens : (" + " OR ".join('"' + t.replace('"', '""') + '"' + ("*" if len(t) == 1 and textnorm.has_cjk(t) else "")
+                                      for t in unique) + ")"
 
 
 def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None, tag: str | None,
@@ -491,10 +499,12 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
     expression = _match_expression(search_tokens(query))
     if expression is None:
         return {}
+    if len(kinds) == 1:  # FTS5 intersects the doclists: only this kind's matches are scored
+        expression = f"kind : {kinds[0]} AND {expression}"
     where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
     rows = conn.execute(
-        f"SELECT d.id, -bm25(fts) FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
-        " ORDER BY bm25(fts) LIMIT ?",
+        f"SELECT d.id, -bm25(fts, 1.0, 0.0) FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
+        " ORDER BY bm25(fts, 1.0, 0.0) LIMIT ?",
         [expression, *args, limit],
     ).fetchall()
     if not rows:

@@ -358,3 +358,14 @@ def test_a_window_never_brings_in_an_episode_the_filters_exclude(root):
     assert [h.item.key for h in both] == ["ep-0000", "ep-0001"] or [h.item.key for h in both] == ["ep-0001", "ep-0000"]
     _, (hits,) = recall.recall(store, [query], source="episodes", mode="keyword", log=False, agent="mel")
     assert [h.item.key for h in hits] == ["ep-0000"]  # lifted by the window it shares with Caroline's turn
+
+
+def test_the_words_fact_and_episode_match_only_text_that_has_them(root):
+    store = _seed(root)
+    from memctl import episodes
+
+    episodes.add(store, "Wrote down a fact about the episode of the cat", "success", commit_changes=False)
+    _, (hits,) = recall.recall(store, ["fact"], source="all", mode="keyword", log=False, min_score=0)
+    assert [h.item.kind for h in hits] == ["episode"]
+    _, (hits,) = recall.recall(store, ["episode"], source="facts", mode="keyword", log=False, min_score=0)
+    assert hits == []
