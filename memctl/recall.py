@@ -42,7 +42,8 @@ CANDIDATES = 200  # items per signal considered before the floor and the five fa
 DEFAULT_MIN_SCORE = 0.35  # the relevance floor, chosen on dev data: docs/RECALL.md "Calibration"
 FREQUENCY_SATURATION = 20  # uses at which the frequency factor reaches 1
 WINDOW_WEIGHT = 0.9  # a turn's relevance may be this share of its best conversation window's
-WINDOW_GAP_SECONDS = 1800  # consecutive episodes of one type this close are turns of one conversation
+WINDOW_GAP_SECONDS = 1800  # consecutive episodes of one type this close are turns of one conversation ...
+EVENT_TYPES = ("decision", "error", "success", "feedback", "conflict")  # ... unless they are events, not turns
 MAX_QUERY_CHARS = 10_000  # longer queries are cut here (a 100 KB paste is answered, not hung on)
 
 # cosine -> relevance = 1 / (1 + exp(-slope x (cosine - centre))), per model (then per backend).
@@ -406,7 +407,7 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
     from . import rindex
 
     pool = sorted(own, key=lambda d: (-own[d], d))[:CANDIDATES]
-    neighbours = rindex.conversation_neighbours(conn, pool, WINDOW_GAP_SECONDS)
+    neighbours = rindex.conversation_neighbours(conn, pool, WINDOW_GAP_SECONDS, EVENT_TYPES)
     pairs = {(a, b) for d, (prev, nxt) in neighbours.items() for a, b in ((prev, d), (d, nxt)) if a is not None and b is not None}
     if not pairs:
         return {}

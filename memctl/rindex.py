@@ -514,11 +514,13 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
     return {doc: (bm25, coverage(texts.get(doc, []), terms, idf)) for doc, bm25 in rows}
 
 
-def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap_seconds: float) -> dict[int, tuple[int | None, int | None]]:
+def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap_seconds: float,
+                            events: Sequence[str] = ()) -> dict[int, tuple[int | None, int | None]]:
     """For episode documents, the previous and next turn of the same conversation (or None).
 
     Turns of one conversation are consecutive episodes (in ledger order) of
-    the same type whose timestamps are at most `gap_seconds` apart.
+    the same type, not one of `events`, whose timestamps are at most
+    `gap_seconds` apart.
     """
     wanted = sorted(set(wanted))
     around = sorted({d + step for d in wanted for step in (-1, 0, 1)})
@@ -531,7 +533,7 @@ def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap
 
     def joined(a: int, b: int) -> bool:
         x, y = info.get(a), info.get(b)
-        return (x is not None and y is not None and x[0] == y[0] == "episode" and x[1] == y[1]
+        return (x is not None and y is not None and x[0] == y[0] == "episode" and x[1] == y[1] and x[1] not in events
                 and x[2] is not None and y[2] is not None and abs(y[2] - x[2]) <= gap_seconds)
 
     return {d: (d - 1 if joined(d - 1, d) else None, d + 1 if joined(d, d + 1) else None) for d in wanted}

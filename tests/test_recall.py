@@ -369,3 +369,13 @@ def test_the_words_fact_and_episode_match_only_text_that_has_them(root):
     assert [h.item.kind for h in hits] == ["episode"]
     _, (hits,) = recall.recall(store, ["episode"], source="facts", mode="keyword", log=False, min_score=0)
     assert hits == []
+
+
+def test_events_are_never_joined_into_windows(root):
+    """decision, error, success, feedback and conflict episodes are events, not turns of a talk."""
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    _turns(store, [(t, "error", "Deploy of the payment service failed"),
+                   (t, "error", "Backup job timed out at night")])
+    _, (hits,) = recall.recall(store, ["payment backup"], source="episodes", mode="keyword", log=False, min_score=0)
+    assert all(h.window is None for h in hits)
