@@ -210,18 +210,27 @@ def _delete_doc(conn: sqlite3.Connection, doc: int) -> None:
 
 def _fact_files(store: Store) -> dict[str, tuple[str, bool]]:
     """path -> (stamp, archived) for every fact file, live and archived."""
+    import stat as stat_mod
+
     found = {}
     for folder, archived in ((store.memory_dir, False), (store.archive_dir, True)):
         try:
-            entries = list(os.scandir(folder))
-        except FileNotFoundError:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".md") or name == "MEMORY.md" or name.startswith(".") or not entry.is_file():
-                continue
-            st = entry.stat()
-            found[entry.path] = (f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", archived)
+        try:  # stat by name relative to the open folder: the cheapest way to stat 10,000 files
+            prefix = os.path.join(folder, "")
+            for name in os.listdir(fd):
+                if not name.endswith(".md") or name == "MEMORY.md" or name.startswith("."):
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=fd)
+                except FileNotFoundError:
+                    continue  # removed since the listing
+                if stat_mod.S_ISREG(st.st_mode):
+                    found[prefix + name] = (f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", archived)
+        finally:
+            os.close(fd)
     return found
 
 
