@@ -57,6 +57,12 @@ def test_paraphrase_with_no_shared_words_ranks_first_with_an_embedder(root):
     _, (vector_hits,) = recall.recall(store, [query], mode="vector", log=False)
     assert vector_hits[0].item.key == "cat-food"
     assert hits[0].relevance == pytest.approx(0.5 * vector_hits[0].relevance)
+    # hybrid is a weighted mean: half keyword for words, a fifth for kana/kanji bigrams
+    for query, share in (("office cat salmon", 0.5), ("東京の会議室", 0.2)):
+        _, (found,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
+        top = found[0]
+        assert top.keyword > 0 and top.vector is not None
+        assert top.relevance == pytest.approx(share * top.keyword + (1 - share) * top.vector)
     _, (keyword_hits,) = recall.recall(store, [query], mode="keyword", log=False)
     assert "cat-food" not in [h.item.key for h in keyword_hits]
 
