@@ -146,6 +146,8 @@ class Hit(NamedTuple):
             "description": self.item.description, "type": self.item.type,
             "score": round(self.score, 4), "relevance": round(self.relevance, 4), "status": self.item.status,
         }
+        if self.item.kind == "episode":
+            data["id"] = self.item.key  # what `episode recall --json` has always called it
         if explain:
             data["factors"] = {k: round(v, 4) for k, v in self.factors.items()}
             data["signals"] = {
