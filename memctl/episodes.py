@@ -1,18 +1,13 @@
 """Episodes: what an agent decided, got wrong, got right or was told, one ledger line each.
 
 Built on ledgers (`ledgers/episodes.tsv`, columns in FORMATS.md), created and
-declared on first use. Recall ranks episodes by
-
-    score = relevance × 0.4 + importance × 0.35 + freshness × 0.25
-
-where relevance is keyword matching (words, and bigrams over kana/kanji runs)
-and freshness = max(0, 1 − 0.01 × age in days). Ranking is a pure function of
-the episodes, the query and the time, so it is tested without I/O.
+declared on first use. Episodes are recalled by recall.py, the one ranking for
+facts and episodes (`episode recall` is `recall --source episodes`). freshness
+here (max(0, 1 − 0.01 × age in days)) is a value forget's policies read.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -31,7 +26,6 @@ TOMBSTONE_COLUMNS = ("ts", "id", "action", "policy", "reason", "description", "o
 TYPES = ("decision", "error", "success", "feedback", "conflict")
 DEFAULT_IMPORTANCE = {"decision": 0.7, "error": 0.8, "success": 0.5, "feedback": 0.9, "conflict": 0.85}
 FALLBACK_IMPORTANCE = 0.5  # a type outside TYPES (FORMATS.md lets the list grow)
-W_RELEVANCE, W_IMPORTANCE, W_FRESHNESS = 0.4, 0.35, 0.25
 FRESHNESS_DECAY_PER_DAY = 0.01
 TYPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _ID_ATTEMPTS = 5
@@ -56,18 +50,6 @@ class Episode:
             "description": self.description, "outcome": self.outcome, "importance": self.importance,
             "tags": list(self.tags), "refs": list(self.refs), "line": self.lineno,
         }
-
-
-@dataclass(frozen=True)
-class Scored:
-    episode: Episode
-    score: float
-    relevance: float
-    freshness: float
-
-    def to_dict(self) -> dict:
-        return {**self.episode.to_dict(), "score": round(self.score, 4),
-                "relevance": round(self.relevance, 4), "freshness": round(self.freshness, 4)}
 
 
 # ---------------------------------------------------------------- records
@@ -243,7 +225,7 @@ def list_episodes(store: Store, *, agent: str | None = None, episode_type: str |
     return sorted(found, key=lambda e: _when(e) or far)
 
 
-# ---------------------------------------------------------------- recall
+# ---------------------------------------------------------------- values
 
 def freshness(episode: Episode, now: datetime) -> float:
     when = _when(episode)
@@ -251,51 +233,3 @@ def freshness(episode: Episode, now: datetime) -> float:
         return 0.0
     age_days = (now - when).total_seconds() / 86400
     return min(1.0, max(0.0, 1.0 - FRESHNESS_DECAY_PER_DAY * age_days))
-
-
-def _text(episode: Episode) -> str:
-    return " ".join((episode.description, episode.outcome, *episode.tags))
-
-
-def relevance_scores(query: str, texts: Sequence[str]) -> list[float]:
-    """Share of the query's keywords each text holds, weighted by BM25 idf: 0 (none) to 1 (all).
-
-    Rare keywords count for more than common ones; Japanese is matched on
-    kana/kanji bigrams (textnorm.tokens), so no word segmenter is needed.
-    """
-    wanted = textnorm.keywords(query)
-    if not wanted:
-        return [0.0] * len(texts)
-    docs = [textnorm.keywords(text) & wanted for text in texts]
-    total = len(docs)
-    idf = {}
-    for term in wanted:
-        df = sum(1 for doc in docs if term in doc)
-        idf[term] = math.log(1 + (total - df + 0.5) / (df + 0.5))
-    whole = sum(idf.values())
-    return [sum(idf[t] for t in doc) / whole for doc in docs]
-
-
-def rank(episodes: Sequence[Episode], query: str, now: datetime, k: int = 10) -> list[Scored]:
-    """The k best episodes that match the query at all, best first (newer first on ties)."""
-    relevance = relevance_scores(query, [_text(e) for e in episodes])
-    scored = []
-    for episode, rel in zip(episodes, relevance):
-        if rel <= 0:
-            continue
-        fresh = freshness(episode, now)
-        score = W_RELEVANCE * rel + W_IMPORTANCE * episode.importance + W_FRESHNESS * fresh
-        scored.append(Scored(episode, score, rel, fresh))
-    scored.sort(key=lambda s: (-s.score, -s.episode.lineno))
-    return scored[:k]
-
-
-def recall(store: Store, query: str, *, agent: str | None = None, episode_type: str | None = None,
-           since: str | datetime | None = None, k: int = 10) -> list[Scored]:
-    """Episodes relevant to `query`, ranked by relevance, importance and freshness."""
-    if k < 1:
-        raise BadInput("--k must be 1 or more")
-    if not textnorm.keywords(query):
-        raise BadInput(f"query {query!r} has no keywords to match", hint="use content words, not only stopwords")
-    episodes = list_episodes(store, agent=agent, episode_type=episode_type, since=since)
-    return rank(episodes, query, clock.now(), k)

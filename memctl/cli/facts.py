@@ -145,6 +145,9 @@ def show(
         output.emit_json(data)
     else:
         output.emit_text(found.path.read_text(encoding="utf-8"))
+    from .. import recall
+
+    recall.log_access(store, "show", [("", [found.name or found.stem])])  # a use: recall's frequency counts it
 
 
 @app.command("list")

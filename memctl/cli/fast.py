@@ -1,4 +1,5 @@
-"""Fast paths for the commands scripts call in loops: `ledger append` and `near-dup`.
+"""Fast paths for the commands called in loops or on every prompt: `ledger append`, `near-dup`,
+`recall`, `episode recall` and `context`.
 
 A cron job or an agent runs `memctl ledger append ...` once per record and
 `memctl near-dup TEXT ...` once per candidate, so their start-up is a budget
@@ -110,6 +111,88 @@ def near_dup_check(store, text: str | None, *, ledger: str | None, column: str |
     return DUPLICATE if report.duplicate else NEW
 
 
+def _hit_rows(hits, explain: bool) -> list[dict]:
+    rows = []
+    for rank, hit in enumerate(hits, start=1):
+        row = {"rank": rank, **hit.to_dict(explain)}
+        rows.append(row)
+    return rows
+
+
+def _flat(row: dict) -> dict:
+    """A JSON row as table cells: numbers with 3 decimals, the explain dicts spread out."""
+    flat = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            flat.update({k: "" if v is None else f"{v:.3f}" for k, v in value.items()})
+        elif isinstance(value, float):
+            flat[key] = f"{value:.3f}"
+        else:
+            flat[key] = value
+    return flat
+
+
+EXPLAIN_COLUMNS = ["rank", "score", "relevance", "keyword", "vector", "bm25", "cosine",
+                   "importance", "confidence", "recency", "frequency", "name", "path"]
+
+
+def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int = 10, source: str = "facts",
+               mode: str | None = None, fact_type: str | None = None, tag: str | None = None, since: str | None = None,
+               agent: str | None = None, include_all: bool = False, explain: bool = False, paths: bool = False,
+               min_score: float | None = None, no_log: bool = False, json: bool = False) -> int:
+    """`memctl recall` and `memctl episode recall`: 0 with hits, 1 when nothing reaches the floor (like grep)."""
+    from .. import output
+    from .. import recall as recall_mod
+    from ..errors import BadInput
+
+    if queries is not None:
+        if query is not None:
+            raise BadInput("give a QUERY or --queries FILE, not both")
+        text = sys.stdin.read() if queries == "-" else open(queries, encoding="utf-8").read()
+        asked = [line.strip() for line in text.splitlines() if line.strip()]
+        if not asked:
+            raise BadInput(f"no queries in {queries}", hint="one query a line")
+    elif query is not None:
+        asked = [query]
+    else:
+        raise BadInput("give a QUERY or --queries FILE", hint='memctl recall "deploy schedule"')
+    corpus, results = recall_mod.recall(
+        store, asked, k=k, source=source, mode=mode, fact_type=fact_type, tag=tag, since=since, agent=agent,
+        include_all=include_all, min_score=min_score, log=not no_log,
+    )
+    for note in corpus.notes:
+        output.warn(note)
+    found = any(results)
+    if queries is not None:
+        output.emit_ndjson({"query": q, "hits": [h.to_dict(explain) for h in hits]} for q, hits in zip(asked, results))
+    elif paths:
+        hits = results[0]
+        output.emit_lines(dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in hits))
+    elif json:
+        output.emit_json(_hit_rows(results[0], explain))
+    elif found:
+        columns = EXPLAIN_COLUMNS if explain else ["rank", "score", "relevance", "name", "type", "description", "path"]
+        output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns)
+    return 0 if found else 1  # like grep: nothing relevant prints nothing and exits 1
+
+
+def context_cmd(store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
+                min_score: float | None = None, no_index: bool = False, no_log: bool = False, json: bool = False) -> int:
+    """`memctl context`."""
+    from .. import context as context_mod
+    from .. import output
+
+    bundle = context_mod.build(store, query=query, budget=budget, k=k, mode=mode, min_score=min_score, log=not no_log,
+                               include_index=not no_index)
+    if json:
+        output.emit_json(bundle.to_dict())
+    else:
+        output.emit_text(bundle.text)
+    if bundle.dropped:
+        output.info(f"{len(bundle.dropped)} lower-ranked parts left out to stay within {budget} tokens")
+    return 0
+
+
 # ---------------------------------------------------------------- parsing
 
 def _options(args: list[str], flags: set[str], valued: set[str]) -> tuple[list[str], dict[str, object]] | None:
@@ -181,6 +264,70 @@ def _near_dup(args: list[str]):
     )
 
 
+def _numbers(opts: dict, ints: tuple[str, ...] = (), floats: tuple[str, ...] = ()) -> dict | None:
+    """The numeric options converted, or None when one would be a usage error (Typer reports it)."""
+    out = {}
+    try:
+        for name in ints:
+            if name in opts:
+                out[name] = int(str(opts[name]))
+        for name in floats:
+            if name in opts:
+                out[name] = float(str(opts[name]))
+    except ValueError:
+        return None
+    return out
+
+
+def _recall(args: list[str]):
+    parsed = _options(args, {"--all", "--explain", "--paths", "--no-log", "--json"},
+                      {"--k", "--source", "--mode", "--type", "-t", "--tag", "--since", "--min-score", "--queries"})
+    if parsed is None or len(parsed[0]) > 1 or "--type" in parsed[1] and "-t" in parsed[1]:
+        return None
+    positional, opts = parsed
+    numbers = _numbers(opts, ("--k",), ("--min-score",))
+    if numbers is None:
+        return None
+    return recall_cmd, None, dict(
+        query=positional[0] if positional else None, queries=opts.get("--queries"), k=numbers.get("--k", 10),
+        source=opts.get("--source", "facts"), mode=opts.get("--mode"), fact_type=opts.get("--type", opts.get("-t")),
+        tag=opts.get("--tag"), since=opts.get("--since"), include_all="--all" in opts, explain="--explain" in opts,
+        paths="--paths" in opts, min_score=numbers.get("--min-score"), no_log="--no-log" in opts, json="--json" in opts,
+    )
+
+
+def _episode_recall(args: list[str]):
+    parsed = _options(args, {"--explain", "--no-log", "--json"},
+                      {"--agent", "--type", "-t", "--since", "--k", "--mode", "--min-score"})
+    if parsed is None or len(parsed[0]) != 1 or "--type" in parsed[1] and "-t" in parsed[1]:
+        return None
+    positional, opts = parsed
+    numbers = _numbers(opts, ("--k",), ("--min-score",))
+    if numbers is None:
+        return None
+    return recall_cmd, None, dict(
+        query=positional[0], source="episodes", agent=opts.get("--agent"), fact_type=opts.get("--type", opts.get("-t")),
+        since=opts.get("--since"), k=numbers.get("--k", 10), mode=opts.get("--mode"),
+        min_score=numbers.get("--min-score"), explain="--explain" in opts, no_log="--no-log" in opts,
+        json="--json" in opts,
+    )
+
+
+def _context(args: list[str]):
+    parsed = _options(args, {"--no-index", "--no-log", "--json"}, {"--query", "-q", "--budget", "--k", "--mode", "--min-score"})
+    if parsed is None or parsed[0] or "--query" in parsed[1] and "-q" in parsed[1]:
+        return None
+    _, opts = parsed
+    numbers = _numbers(opts, ("--budget", "--k"), ("--min-score",))
+    if numbers is None:
+        return None
+    return context_cmd, None, dict(
+        query=opts.get("--query", opts.get("-q")), budget=numbers.get("--budget", 4000), k=numbers.get("--k", 5),
+        mode=opts.get("--mode"), min_score=numbers.get("--min-score"), no_index="--no-index" in opts,
+        no_log="--no-log" in opts, json="--json" in opts,
+    )
+
+
 def _plan(argv: list[str]):
     split = _root(argv)
     if split is None:
@@ -190,6 +337,12 @@ def _plan(argv: list[str]):
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:
         found = _near_dup(rest[1:])
+    elif rest[:1] == ["recall"]:
+        found = _recall(rest[1:])
+    elif rest[:2] == ["episode", "recall"]:
+        found = _episode_recall(rest[2:])
+    elif rest[:1] == ["context"]:
+        found = _context(rest[1:])
     else:
         return None
     return None if found is None else (root, *found)

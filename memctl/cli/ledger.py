@@ -251,15 +251,14 @@ def episode_recall(
     type_: TypeFilter = None,
     since: SinceOpt = None,
     k: Annotated[int, typer.Option("--k", help="How many episodes at most.")] = 10,
+    mode: Annotated[Optional[str], typer.Option("--mode", help="keyword | vector | hybrid (default from memctl.toml, else hybrid).")] = None,
+    min_score: Annotated[Optional[float], typer.Option("--min-score", help="Relevance floor, 0-1 (default: [recall] min_score, else 0.35).", metavar="X")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the raw signals, the relevance and the five factors.")] = False,
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not record what was shown in the access log.")] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Episodes ranked by relevance x 0.4 + importance x 0.35 + freshness x 0.25."""
-    store = store_from(ctx)
-    found = episodes.recall(store, query, agent=agent, episode_type=type_, since=since, k=k)
-    rows = [s.to_dict() for s in found]
-    if json:
-        output.emit_json(rows)
-    else:
-        for row in rows:
-            row["score"] = f"{row['score']:.3f}"
-        output.emit_table(rows, ["score", "id", "ts", "type", "description", "outcome"])
+    """Same as `recall --source episodes` (weights: [recall.episode_weights]); exit 1 when nothing is relevant."""
+    code = fast.recall_cmd(store_from(ctx), query, source="episodes", agent=agent, fact_type=type_, since=since, k=k,
+                           mode=mode, min_score=min_score, explain=explain, no_log=no_log, json=json)
+    if code:
+        raise typer.Exit(code)

@@ -1,4 +1,4 @@
-"""recall, context, audit, pin and unpin."""
+"""recall, context, used, audit, pin and unpin."""
 
 from __future__ import annotations
 
@@ -12,19 +12,17 @@ from ..errors import BadInput
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
-NoLogOpt = Annotated[bool, typer.Option("--no-log", help="Do not record this call in ledgers/access.tsv.")]
+NoLogOpt = Annotated[bool, typer.Option("--no-log", help="Do not record what was shown in the access log.")]
 ModeOpt = Annotated[Optional[str], typer.Option("--mode", help="keyword | vector | hybrid (default from memctl.toml, else hybrid).")]
 
 
-def _rows(hits, explain: bool, flat: bool = False) -> list[dict]:
-    rows = []
-    for rank, hit in enumerate(hits, start=1):
-        row = hit.to_dict(explain)
-        row["rank"] = rank
-        if explain and flat:
-            row.update({k: f"{v:.3f}" for k, v in row.pop("factors").items()})
-        rows.append(row)
-    return rows
+MinScoreOpt = Annotated[Optional[float], typer.Option(
+    "--min-score", help="Relevance floor, 0-1 (default: [recall] min_score in memctl.toml, else 0.35).", metavar="X")]
+
+
+def _exit(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -38,44 +36,21 @@ def recall(
     tag: Annotated[Optional[str], typer.Option("--tag", help="Only items with this tag.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Only items updated since DATE.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Include superseded, archived and expired facts.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Show the five factors of each score.")] = False,
+    min_score: MinScoreOpt = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the raw signals, the relevance and the five factors.")] = False,
     paths: Annotated[bool, typer.Option("--paths", help="Print only paths.")] = False,
     queries: Annotated[Optional[Path], typer.Option("--queries", help="Answer each line of FILE ('-' = stdin) as NDJSON.", metavar="FILE")] = None,
     no_log: NoLogOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Find facts and episodes by words and meaning, ranked by five factors."""
-    from .. import recall as recall_mod
+    """Find facts and episodes by words and meaning; exit 1 when nothing reaches the relevance floor."""
+    from . import fast
 
-    if queries is not None:
-        import sys
-
-        text = sys.stdin.read() if str(queries) == "-" else queries.read_text(encoding="utf-8")
-        asked = [line.strip() for line in text.splitlines() if line.strip()]
-    elif query:
-        asked = [query]
-    else:
-        raise BadInput("give a QUERY or --queries FILE", hint='memctl recall "deploy schedule"')
-    store = store_from(ctx)
-    corpus, results = recall_mod.recall(
-        store, asked, k=k, source=source, mode=mode, fact_type=type_, tag=tag, since=since,
-        include_all=all_, log=not no_log,
-    )
-    for note in corpus.notes:
-        output.warn(note)
-    if queries is not None:
-        output.emit_ndjson({"query": q, "hits": [h.to_dict(explain) for h in hits]} for q, hits in zip(asked, results))
-        return
-    hits = results[0]
-    if paths:
-        output.emit_lines(dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in hits))
-    elif json:
-        output.emit_json(_rows(hits, explain))
-    else:
-        columns = ["rank", "score", "name", "type", "description", "path"]
-        if explain:
-            columns = ["rank", "score", "relevance", "importance", "confidence", "recency", "frequency", "name", "path"]
-        output.emit_table(_rows(hits, explain, flat=True), columns)
+    _exit(fast.recall_cmd(
+        store_from(ctx), query, queries=None if queries is None else str(queries), k=k, source=source, mode=mode,
+        fact_type=type_, tag=tag, since=since, include_all=all_, explain=explain, paths=paths, min_score=min_score,
+        no_log=no_log, json=json,
+    ))
 
 
 @app.command()
@@ -86,20 +61,32 @@ def context(
     k: Annotated[int, typer.Option("--k", help="Facts and episodes to add for --query.")] = 5,
     mode: ModeOpt = None,
     no_index: Annotated[bool, typer.Option("--no-index", help="Leave out MEMORY.md (for agents that load it themselves, as Claude Code does).")] = False,
+    min_score: MinScoreOpt = None,
     no_log: NoLogOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Print the session-start bundle: pinned facts, index, STATE.md, query hits, stale facts."""
-    from .. import context as context_mod
+    from . import fast
 
-    store = store_from(ctx)
-    bundle = context_mod.build(store, query=query, budget=budget, k=k, mode=mode, log=not no_log, include_index=not no_index)
+    _exit(fast.context_cmd(store_from(ctx), query=query, budget=budget, k=k, mode=mode, min_score=min_score,
+                           no_index=no_index, no_log=no_log, json=json))
+
+
+@app.command()
+def used(
+    ctx: typer.Context,
+    names: Annotated[list[str], typer.Argument(help="Fact names or stems, episode ids.", metavar="NAME...")],
+    query: Annotated[Optional[str], typer.Option("--query", "-q", help="What the item was used for (recorded).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Record that facts or episodes were used: raises their frequency and recency in recall."""
+    from .. import recall as recall_mod
+
+    keys = recall_mod.record_use(store_from(ctx), names, query=query or "")
     if json:
-        output.emit_json(bundle.to_dict())
+        output.emit_json({"used": keys})
     else:
-        output.emit_text(bundle.text)
-    if bundle.dropped:
-        output.info(f"{len(bundle.dropped)} lower-ranked parts left out to stay within {budget} tokens")
+        output.info(f"recorded use of {', '.join(keys)}")
 
 
 @app.command()
@@ -111,7 +98,7 @@ def audit(
     never_shown: Annotated[bool, typer.Option("--never-shown", help="List live facts no call has shown.")] = False,
     json: JsonOpt = False,
 ) -> None:
-    """What was shown, to whom, and when (from ledgers/access.tsv)."""
+    """What was shown or used, by whom, and when (from the access log)."""
     from .. import recall as recall_mod
 
     store = store_from(ctx)

@@ -89,7 +89,7 @@ COMMAND_MODULES = {
     "ledger": "ledger", "episode": "ledger",
     "near-dup": "vectors", "cache": "vectors", "embed-server": "vectors",
     "state": "state", "schedule": "jobs", "run-job": "jobs",
-    "recall": "recall", "context": "recall", "audit": "recall", "pin": "recall", "unpin": "recall",
+    "recall": "recall", "context": "recall", "used": "recall", "audit": "recall", "pin": "recall", "unpin": "recall",
     "restore": "lifecycle",
     "consolidate": "consolidate", "conflicts": "consolidate", "distill": "consolidate", "procedure": "consolidate",
     "sync": "sync", "resolve": "sync", "merge-driver": "sync",

@@ -118,6 +118,51 @@ def test_near_dup_same_both_ways(pair, args, stdin, code):
     assert same_both_ways(pair, args, stdin).returncode == code
 
 
+@pytest.fixture
+def recall_pair(pair):
+    """The pair with the same facts and an episode: written in the first store, then copied."""
+    first, second = pair
+    for name, text in (("deploy-friday", "Never deploy the payment service on Fridays"),
+                       ("zenn-limit", "Zenn投稿は1日1件まで")):
+        run(first, ["remember", name, "-d", text, "-t", "feedback"], fast=True)
+    run(first, ["episode", "add", "Payment deploy failed on Friday", "-t", "error"], fast=True)
+    shutil.rmtree(second)
+    shutil.copytree(first, second, symlinks=True)
+    return pair
+
+
+@pytest.mark.parametrize("args, code", [
+    (["recall", "payment deploy", "--mode", "keyword", "--no-log"], 0),
+    (["recall", "payment deploy", "--mode", "keyword", "--no-log", "--json", "--explain"], 0),
+    (["recall", "Zenn 投稿", "--mode", "keyword", "--no-log", "--paths", "--k", "1"], 0),
+    (["recall", "payment", "--source", "all", "--mode", "keyword", "--no-log", "--min-score", "0.1", "-t", "feedback"], 0),
+    (["recall", "zzzz qqq", "--mode", "keyword", "--no-log"], 1),
+    (["recall", "zzzz qqq", "--mode", "keyword", "--no-log", "--json"], 1),
+    (["recall", "", "--no-log"], 2),
+    (["recall", "x", "--min-score", "1.5"], 2),
+    (["recall", "x", "--min-score", "-0.5"], 2),  # looks like an option: Typer's path
+    (["recall", "x", "--k", "many"], 2),
+    (["recall", "x", "--source", "nope"], 2),
+    (["recall"], 2),
+    (["recall", "a", "b"], 2),
+    (["episode", "recall", "payment deploy", "--mode", "keyword", "--no-log", "--json"], 0),
+    (["episode", "recall", "payment", "--agent", "nobody", "--mode", "keyword", "--no-log"], 1),
+    (["context", "--query", "payment deploy", "--mode", "keyword", "--no-log", "--budget", "300"], 0),
+    (["context", "-q", "payment", "--mode", "keyword", "--no-log", "--json"], 0),
+    (["context", "--budget", "10", "--no-log"], 2),
+    (["context", "--query", " ", "--no-log"], 2),
+])
+def test_recall_and_context_same_both_ways(recall_pair, args, code):
+    assert same_both_ways(recall_pair, args).returncode == code
+
+
+def test_recall_and_context_start_without_typer(recall_pair):
+    root = recall_pair[0]
+    assert "typer" not in loaded(root, "recall", "payment", "--mode", "keyword", "--no-log").split(",")
+    assert "typer" not in loaded(root, "context", "-q", "payment", "--mode", "keyword", "--no-log").split(",")
+    assert "typer" in loaded(root, "recall", "payment", "--no-log", env={"MEMCTL_NO_FAST": "1"}).split(",")
+
+
 PROBE = """
 import sys
 sys.argv = ["memctl"] + sys.argv[1:]

@@ -262,10 +262,10 @@ def test_episode_add_list_recall(root, monkeypatch):
     assert cli(root, "episode", "list", "--type", "error").stdout == (
         f"{episode_id}\t2026-09-14T22:00:22+09:00\twriter\terror\t0.8\tZennに記事と書籍を同日公開して失敗した\n"
     )
-    recalled = json.loads(cli(root, "episode", "recall", "Zenn 公開", "--json", env=env).stdout)
-    assert [r["id"] for r in recalled][0] == episode_id
-    assert recalled[0]["relevance"] == 1.0 and recalled[0]["freshness"] == 1.0
-    assert recalled[0]["score"] == round(0.4 * 1.0 + 0.35 * 0.8 + 0.25 * 1.0, 4)
+    recalled = json.loads(cli(root, "episode", "recall", "Zenn 公開", "--mode", "keyword", "--json", "--explain", env=env).stdout)
+    assert [r["name"] for r in recalled][0] == episode_id
+    assert recalled[0]["relevance"] == 1.0 and recalled[0]["factors"]["recency"] == 1.0  # both terms present
+    assert recalled[0]["score"] == round(0.4 * 1.0 + 0.35 * 0.8 + 0.25 * 1.0, 4)  # the episodes' default weights
     assert len(json.loads(cli(root, "episode", "recall", "公開", "--k", "1", "--json", env=env).stdout)) == 1
     bad = cli(root, "episode", "add", "x", "--type", "error", "--importance", "2")
     assert "importance 2.0 is not between 0 and 1" in one_line_error(bad, 2)

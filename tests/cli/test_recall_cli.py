@@ -22,7 +22,7 @@ def test_recall_outputs(root):
     assert data[0]["name"] == "zenn-limit"
     assert set(data[0]["factors"]) == {"relevance", "importance", "confidence", "recency", "frequency"}
     r = cli(root, "recall", "payment", "--mode", "keyword")
-    assert r.stdout.split("\t")[2] == "deploy-friday"
+    assert r.stdout.split("\t")[2:4] == ["1.000", "deploy-friday"]  # rank, score, relevance, name, ...
 
 
 def test_recall_queries_file_ndjson(root, tmp_path):
@@ -65,3 +65,110 @@ def test_recall_bad_input(root):
     assert cli(root, "recall").exit_code == 2
     assert cli(root, "recall", "x", "--since", "yesterday-ish").exit_code == 2
     assert not (root / "ledgers" / "access.tsv").exists()
+
+
+def test_nothing_relevant_prints_nothing_and_exits_1_like_grep(root):
+    _seed(root)
+    r = cli(root, "recall", "zzzz qqq nothing", "--mode", "keyword")
+    assert (r.exit_code, r.stdout, r.stderr) == (1, "", "")
+    r = cli(root, "recall", "zzzz qqq nothing", "--mode", "keyword", "--json")
+    assert (r.exit_code, r.stdout) == (1, "[]\n")
+    r = cli(root, "recall", "zzzz qqq nothing", "--mode", "keyword", "--paths")
+    assert (r.exit_code, r.stdout) == (1, "")
+    r = cli(root, "episode", "recall", "zzzz", "--mode", "keyword", "--json")
+    assert (r.exit_code, r.stdout) == (1, "[]\n")
+
+
+def test_min_score_overrides_the_floor(root):
+    _seed(root)
+    weak = cli(root, "recall", "xylophone marimba", "--mode", "keyword", "--json", "--min-score", "0")
+    assert weak.exit_code == 0
+    (hit,) = json.loads(weak.stdout)
+    assert hit["name"] == "grafana" and 0 < hit["relevance"] < 1
+    above = f"{hit['relevance'] + 0.001:.4f}"
+    assert cli(root, "recall", "xylophone marimba", "--mode", "keyword", "--min-score", above).exit_code == 1
+    assert cli(root, "recall", "xylophone marimba", "--mode", "keyword", "--min-score", f"{hit['relevance'] - 0.001:.4f}").exit_code == 0
+    for bad in ("1.5", "-0.1", "nan", "high"):
+        r = cli(root, "recall", "xylophone", "--min-score", bad)
+        assert r.exit_code == 2 and r.stderr.startswith("memctl: error: "), (bad, r.stderr)
+        assert "hint:" in r.stderr or bad == "high"
+
+
+def test_empty_whitespace_and_huge_queries(root):
+    _seed(root)
+    for query in ("", "   ", "\t"):
+        r = cli(root, "recall", query)
+        assert r.exit_code == 2 and "empty" in r.stderr, repr(query)
+        assert cli(root, "episode", "recall", query).exit_code == 2
+        assert cli(root, "context", "--query", query).exit_code == 2
+    huge = "xylophone grafana dashboards " * 4000  # 116 KB: answered from its first 10,000 characters
+    r = cli(root, "recall", huge, "--mode", "keyword", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)[0]["name"] == "grafana"
+    r = cli(root, "recall", "xylophone " + "x" * 100_000, "--mode", "keyword", "--json")
+    assert (r.exit_code, r.stdout) == (1, "[]\n")  # half of it is one unknown word: below the floor
+
+
+def test_explain_shows_raw_signals_and_calibrated_relevance(root):
+    _seed(root)
+    r = cli(root, "recall", "payment deploy", "--mode", "keyword", "--json", "--explain")
+    (hit,) = json.loads(r.stdout)
+    assert set(hit["signals"]) == {"bm25", "keyword", "cosine", "vector", "window"}
+    assert hit["signals"]["bm25"] > 0 and hit["signals"]["cosine"] is None
+    assert hit["relevance"] == hit["factors"]["relevance"] == hit["signals"]["keyword"] == 1.0
+    table = cli(root, "recall", "payment deploy", "--mode", "keyword", "--explain").stdout.rstrip("\n").split("\t")
+    assert table[:3] == ["1", f"{hit['score']:.3f}", "1.000"] and table[-2:] == ["deploy-friday", "memory/deploy-friday.md"]
+
+
+def test_used_and_show_count_as_use_recall_does_not(root):
+    _seed(root)
+    def frequency():
+        r = cli(root, "recall", "xylophone", "--mode", "keyword", "--json", "--explain", "--no-log")
+        return json.loads(r.stdout)[0]["factors"]["frequency"]
+    cli(root, "recall", "xylophone", "--mode", "keyword")
+    cli(root, "context", "--query", "xylophone", "--mode", "keyword")
+    assert frequency() == 0.0
+    r = cli(root, "used", "grafana", "--json")
+    assert (r.exit_code, json.loads(r.stdout)) == (0, {"used": ["grafana"]})
+    once = frequency()
+    assert once > 0
+    assert cli(root, "show", "grafana").exit_code == 0
+    assert frequency() > once
+    rows = [line.split("\t") for line in (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    assert [row[2] for row in rows] == ["recall", "context", "used", "show"]
+    r = cli(root, "used", "no-such-fact")
+    assert r.exit_code == 3 and r.stderr.startswith("memctl: error: ")
+    assert len((root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()) == 5  # nothing added
+
+
+def test_episode_recall_is_recall_source_episodes(root):
+    _seed(root)
+    for text, kind in (("Deploy of the payment service failed on Friday", "error"),
+                       ("Decided to move the payment deploy to Monday", "decision"),
+                       ("Lunch order placed", "success")):
+        cli(root, "episode", "add", text, "--type", kind)
+    one = cli(root, "episode", "recall", "payment deploy", "--json", "--mode", "keyword", "--no-log")
+    other = cli(root, "recall", "payment deploy", "--source", "episodes", "--json", "--mode", "keyword", "--no-log")
+    assert one.exit_code == other.exit_code == 0
+    assert json.loads(one.stdout) == json.loads(other.stdout)
+    assert len(json.loads(one.stdout)) == 2
+
+
+def test_read_commands_create_no_file_in_a_claude_code_directory(tmp_path):
+    d = tmp_path / "memory"
+    d.mkdir()
+    (d / "MEMORY.md").write_text("# Memory\n\n- [Deploys](deploys.md) — Never deploy on Fridays\n", encoding="utf-8")
+    (d / "deploys.md").write_text("---\nname: deploys\ndescription: Never deploy on Fridays\ntype: feedback\n---\n",
+                                  encoding="utf-8")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "claude memory")
+    assert cli(d, "recall", "deploy Fridays", "--mode", "keyword").exit_code == 0
+    assert cli(d, "context", "--query", "deploy", "--mode", "keyword").exit_code == 0
+    assert cli(d, "show", "deploys").exit_code == 0
+    assert cli(d, "used", "deploys").exit_code == 0
+    assert git(tmp_path, "status", "--porcelain", "--untracked-files=all") == ""
+    assert not (d / "ledgers").exists()
+    rows = (d / ".memctl" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    assert [r.split("\t")[2] for r in rows[1:]] == ["recall", "context", "show", "used"]
+    audit = json.loads(cli(d, "audit", "--fact", "deploys", "--json").stdout)
+    assert [a["command"] for a in audit] == ["recall", "context", "show", "used"]

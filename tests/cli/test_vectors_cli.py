@@ -347,7 +347,7 @@ def test_a_busy_server_does_not_hold_up_other_commands(ngram_root, tmp_path):
         # that waited would get the server's answer at 10 s instead of None
         assert server.hello(store) is None
         r = memctl(ngram_root, "recall", "テスト", "--no-log")  # uses the embedder: goes its own way
-        assert r.returncode == 0, r.stderr
+        assert r.returncode in (0, 1) and "error" not in r.stderr, r.stderr  # 1: nothing relevant, like grep
         timer.join()
         client.join(timeout=60)
         assert answers and answers[0][0]["done"] is True  # the long request still got its answer
