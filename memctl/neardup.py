@@ -480,6 +480,92 @@ def pairs_above(matrix: "np.ndarray", threshold: float, block: int = 1024) -> li
     return found
 
 
+EXACT_UP_TO = 20_000  # rows; beyond, nearest_pairs searches clusters (approximate)
+
+
+def nearest_pairs(matrix: "np.ndarray", k: int, floor: float, *, block: int = 1024,
+                  exact_up_to: int = EXACT_UP_TO) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+    """Each row's `k` most similar other rows scoring at least `floor`, as pairs (i < j, score).
+
+    A pair is kept when either side has the other among its k nearest. Up to
+    `exact_up_to` rows the search is exact, in row blocks (one matrix product
+    per block; rows tied with the k-th score are kept too). Beyond, rows are
+    grouped into about sqrt(n) clusters (spherical k-means on a sample, fixed
+    seed) and each cluster's rows are compared with the rows of its nearest
+    clusters only: an approximate search (docs/CONSOLIDATION.md, "At scale").
+    Returns three arrays sorted by (i, j).
+    """
+    import numpy as np
+
+    m = np.ascontiguousarray(matrix, dtype=np.float32)
+    n = len(m)
+    k = min(k, n - 1)
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    if k < 1:
+        return empty
+    found: list[tuple["np.ndarray", "np.ndarray", "np.ndarray"]] = []
+    if n <= exact_up_to:
+        everyone = np.arange(n)
+        for start in range(0, n, block):
+            rows = everyone[start:start + block]
+            found.append(_top_in(m, rows, everyone, k, floor))
+    else:
+        for rows, candidates in _clusters(m):
+            found.append(_top_in(m, rows, candidates, k, floor))
+    ii = np.concatenate([f[0] for f in found])
+    jj = np.concatenate([f[1] for f in found])
+    ss = np.concatenate([f[2] for f in found])
+    if not len(ii):
+        return empty
+    lo, hi = np.minimum(ii, jj), np.maximum(ii, jj)
+    codes, first = np.unique(lo * n + hi, return_index=True)
+    return codes // n, codes % n, ss[first]
+
+
+def _top_in(m: "np.ndarray", rows: "np.ndarray", candidates: "np.ndarray", k: int, floor: float):
+    """(row, candidate, score) for each row's k best candidates other than itself, at or above floor."""
+    import numpy as np
+
+    scores = m[rows] @ m[candidates].T
+    # A row is never its own neighbour.
+    same = rows[:, None] == candidates[None, :]
+    scores[same] = -np.inf
+    width = scores.shape[1]
+    if width > k:
+        # np.partition then a comparison: several times faster than argpartition on wide blocks.
+        kth = np.partition(scores, width - k, axis=1)[:, width - k]
+        keep = (scores >= kth[:, None]) & (scores >= floor)
+    else:
+        keep = scores >= floor
+    r, c = np.nonzero(keep)
+    return rows[r], candidates[c], scores[r, c]
+
+
+def _clusters(m: "np.ndarray", *, probes: int = 0, seed: int = 0, rounds: int = 6):
+    """(rows of a cluster, rows of its `probes` nearest clusters) for every cluster of `m`."""
+    import numpy as np
+
+    n = len(m)
+    count = max(2, int(round(np.sqrt(n))))
+    probes = probes or max(8, count // 24)
+    rng = np.random.default_rng(seed)
+    centroids = m[rng.choice(n, count, replace=False)].copy()
+    sample = m[rng.choice(n, min(n, 40 * count), replace=False)]
+    for _ in range(rounds):
+        owner = np.argmax(sample @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, owner, sample)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        moved = norms[:, 0] > 0
+        centroids[moved] = sums[moved] / norms[moved]
+    home = np.concatenate([np.argmax(m[s:s + 4096] @ centroids.T, axis=1) for s in range(0, n, 4096)])
+    members = [np.flatnonzero(home == c) for c in range(count)]
+    near = np.argsort(-(centroids @ centroids.T), axis=1, kind="stable")[:, :probes]
+    for c in range(count):
+        if len(members[c]):
+            yield members[c], np.concatenate([members[p] for p in near[c]])
+
+
 def scan(store: "Store", source: Source, *, threshold: float | None = None, embedder: embed.Embedder | None = None) -> ScanReport:
     """`memctl near-dup scan`: every pair of rows at or above the threshold."""
     engine = engine_for(store, embedder, threshold)
