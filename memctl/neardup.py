@@ -488,8 +488,8 @@ def nearest_pairs(matrix: "np.ndarray", k: int, floor: float, *, block: int = 10
     """Each row's `k` most similar other rows scoring at least `floor`, as pairs (i < j, score).
 
     A pair is kept when either side has the other among its k nearest. Up to
-    `exact_up_to` rows the search is exact, in row blocks (one matrix product
-    per block; rows tied with the k-th score are kept too). Beyond, rows are
+    `exact_up_to` rows the search is exact, in blocks of rows (one matrix
+    product per block; rows tied with the k-th score are kept too). Beyond, rows are
     grouped into about sqrt(n) clusters (spherical k-means on a sample, fixed
     seed) and each cluster's rows are compared with the rows of its nearest
     clusters only: an approximate search (docs/CONSOLIDATION.md, "At scale").
@@ -503,23 +503,48 @@ def nearest_pairs(matrix: "np.ndarray", k: int, floor: float, *, block: int = 10
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
     if k < 1:
         return empty
-    found: list[tuple["np.ndarray", "np.ndarray", "np.ndarray"]] = []
     if n <= exact_up_to:
         everyone = np.arange(n)
-        for start in range(0, n, block):
-            rows = everyone[start:start + block]
-            found.append(_top_in(m, rows, everyone, k, floor))
+        found = [_top_in(m, everyone[start:start + block], everyone, k, floor) for start in range(0, n, block)]
     else:
-        for rows, candidates in _clusters(m):
-            found.append(_top_in(m, rows, candidates, k, floor))
-    ii = np.concatenate([f[0] for f in found])
-    jj = np.concatenate([f[1] for f in found])
-    ss = np.concatenate([f[2] for f in found])
-    if not len(ii):
+        found = [_top_in(m, r, c, k, floor) for r, c in _clusters(m)]
+    rows = np.concatenate([f[0] for f in found])
+    cols = np.concatenate([f[1] for f in found])
+    scores = np.concatenate([f[2] for f in found])
+    if not len(rows):
         return empty
-    lo, hi = np.minimum(ii, jj), np.maximum(ii, jj)
+    lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
     codes, first = np.unique(lo * n + hi, return_index=True)
-    return codes // n, codes % n, ss[first]
+    return codes // n, codes % n, scores[first]
+
+
+def _best_of(tile: "np.ndarray", rows: "np.ndarray", cols: "np.ndarray", k: int, floor: float):
+    """Each tile row's best k entries at or above floor (ties with the k-th kept), as (row, col, score).
+
+    The k-th best of any subset of a row's scores is at most the k-th best of
+    the whole row, so the k-th best of every tenth column is a safe cut: only
+    what passes it (about 10 k entries a row) is sorted. Partitioning a tenth
+    of the tile costs a tenth of partitioning all of it.
+    """
+    import numpy as np
+
+    width = tile.shape[1]
+    sample = tile[:, :: max(1, width // max(16 * k, width // 10))] if width > 16 * k else tile
+    if sample.shape[1] > k:
+        cut = np.partition(sample, sample.shape[1] - k, axis=1)[:, sample.shape[1] - k]
+        keep = tile >= np.maximum(cut, floor)[:, None]
+    else:
+        keep = tile >= floor
+    r, c = np.nonzero(keep)
+    score = tile[r, c]
+    order = np.lexsort((-score, r))
+    r, c, score = r[order], c[order], score[order]
+    first = np.searchsorted(r, r, side="left")
+    place = np.arange(len(r)) - first
+    # Each row's k-th best score (its last when it has fewer): ties with it stay.
+    last = np.minimum(first + k - 1, np.searchsorted(r, r, side="right") - 1)
+    chosen = (place < k) | (score >= score[last])
+    return rows[r[chosen]], cols[c[chosen]], score[chosen]
 
 
 def _top_in(m: "np.ndarray", rows: "np.ndarray", candidates: "np.ndarray", k: int, floor: float):
@@ -527,18 +552,8 @@ def _top_in(m: "np.ndarray", rows: "np.ndarray", candidates: "np.ndarray", k: in
     import numpy as np
 
     scores = m[rows] @ m[candidates].T
-    # A row is never its own neighbour.
-    same = rows[:, None] == candidates[None, :]
-    scores[same] = -np.inf
-    width = scores.shape[1]
-    if width > k:
-        # np.partition then a comparison: several times faster than argpartition on wide blocks.
-        kth = np.partition(scores, width - k, axis=1)[:, width - k]
-        keep = (scores >= kth[:, None]) & (scores >= floor)
-    else:
-        keep = scores >= floor
-    r, c = np.nonzero(keep)
-    return rows[r], candidates[c], scores[r, c]
+    scores[rows[:, None] == candidates[None, :]] = -np.inf  # a row is never its own neighbour
+    return _best_of(scores, rows, candidates, k, floor)
 
 
 def _clusters(m: "np.ndarray", *, probes: int = 0, seed: int = 0, rounds: int = 6):
