@@ -114,3 +114,33 @@ def test_bad_input_is_one_line(root, args, message, code):
     r = cli(root, *args)
     assert (r.exit_code, r.stdout, r.stderr) == (code, "", f"memctl: error: {message}\n")
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+def test_project_can_name_the_working_directory(root, tmp_path, monkeypatch):
+    # Claude Code keeps /home/dev/shop's sessions in <config>/projects/-home-dev-shop/
+    config = tmp_path / "claude-config"
+    kept = config / "projects" / "-home-dev-shop"
+    kept.mkdir(parents=True)
+    shutil.copy(FIXTURES / f"{S2}.jsonl", kept / f"{S2}.jsonl")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    r = cli(root, "episode", "import", "claude-code", "--project", "/home/dev/shop", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["imported"] == 4
+    r = cli(root, "episode", "import", "claude-code", "--project", "/home/dev/other")
+    assert r.exit_code == 3 and r.stderr.startswith("memctl: error: no transcripts for /home/dev/other: ")
+
+
+def test_two_hooks_at_once_import_each_record_once(root, project):
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "memctl", "--root", str(root), "episode", "import", "claude-code", "--hook"]
+    procs = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(hook_input(project / f"{S1}.jsonl"), timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    counts = sorted(err for _, err in outs)
+    assert counts[0] == "memctl: imported 0 episodes from 1 transcript\n"
+    assert counts[1].startswith("memctl: imported 4 episodes from 1 transcript (commit ")
+    rows = (root / "ledgers" / "episodes.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 1 + 4 and git(root, "status", "--porcelain") == ""
