@@ -2,7 +2,7 @@
 
     python bench/bench_consolidate.py ../shared/data/jsts-train/train-v1.3.json \
         [--stsb ../shared/data/stsb-train/sts-train.csv] [--facts 10000] [--model char-ngram|e5-small-q4|st:PATH]
-        [--runs 3] [--budget 5] [--keep DIR]
+        [--runs 3] [--budget 5] [--recall-sample 1000] [--keep DIR]
 
 Builds a throwaway store (no git) whose facts are the distinct sentences of
 JGLUE JSTS (Japanese image captions: many near-paraphrases, numbers in kanji
@@ -14,8 +14,10 @@ budget applies to the median of the warm runs, as in bench_forget.py: the
 real command as a subprocess, start-up, reading 10k fact files (parse cache
 warm), neighbour search, judging and printing included. Beside it, the same
 store's plan is computed once more in-process with every pair above the floor
-compared (the old way) when the store is small enough (--all-pairs-up-to), and
-the two plans are compared. Prints PASS or FAIL; exits 1 on FAIL.
+compared (the old way) when the store is small enough (--all-pairs-up-to, and
+at most 5M pairs above the floor), and the two plans are compared; beyond,
+the true k nearest of --recall-sample facts (an exact search) are looked up
+in what the cluster search found. Prints PASS or FAIL; exits 1 on FAIL.
 """
 
 from __future__ import annotations
@@ -107,6 +109,13 @@ def all_pairs_check(root: Path, data: dict) -> str:
     vectors = neardup._vectors(store, neardup.facts_source(store), engine, rows, quiet=True)
     start = time.perf_counter()
     floor = min(rules.threshold, rules.topic_threshold)
+    import numpy as np
+
+    m = np.asarray(vectors.matrix, dtype=np.float32)
+    above = sum(int(np.count_nonzero(np.triu(m[i:i + 1024] @ m.T, k=i + 1) >= floor)) for i in range(0, len(m), 1024))
+    if above > 5_000_000:
+        return (f"all pairs: {above:,} pairs at or above the floor {floor:.2f}: too many to judge one by one "
+                f"(counted in {time.perf_counter() - start:.1f} s); no comparison")
     pairs = neardup.pairs_above(vectors.matrix, floor)
     plan = cons.build(live, ((rows[i].id, rows[j].id, s) for i, j, s in pairs), rules)
     took = time.perf_counter() - start
@@ -119,6 +128,38 @@ def all_pairs_check(root: Path, data: dict) -> str:
             f"{len(mine_c):,} from neighbours, {len(mine_c & theirs_c):,} in both")
 
 
+def neighbour_recall(root: Path, k: int, sample: int) -> str:
+    """Beyond the exact search: how many of each sampled fact's true k nearest the cluster search found."""
+    import numpy as np
+
+    from memctl import facts as facts_mod, neardup
+    from memctl.lifecycle import consolidate as cons
+    from memctl.store import open_store
+
+    store = open_store(root)
+    engine = neardup.engine_for(store, use_server=False)
+    rules = cons.rules_for(store, engine.threshold, engine.threshold_origin)
+    live = facts_mod.live_facts(store, quiet=True)
+    rows = [neardup.Row(f.stem, f.description, "") for f in live if f.description]
+    m = np.asarray(neardup._vectors(store, neardup.facts_source(store), engine, rows, quiet=True).matrix, dtype=np.float32)
+    floor = min(rules.threshold, rules.topic_threshold)
+    start = time.perf_counter()
+    ii, jj, _ = neardup.nearest_pairs(m, k, floor)
+    took = time.perf_counter() - start
+    found = set(zip(ii.tolist(), jj.tolist()))
+    picked = np.random.default_rng(0).choice(len(m), sample, replace=False)
+    wanted = hit = 0
+    for i in picked.tolist():
+        scores = m @ m[i]
+        scores[i] = -np.inf
+        for j in np.argsort(-scores, kind="stable")[:k].tolist():
+            if scores[j] >= floor:
+                wanted += 1
+                hit += (min(i, j), max(i, j)) in found
+    return (f"neighbour search in-process: {took:.1f} s; of the true {k} nearest of {sample:,} sampled facts, "
+            f"{hit:,} of {wanted:,} found ({hit / max(1, wanted):.1%})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("jsts", type=Path, help="JGLUE JSTS train-v1.3.json")
@@ -127,7 +168,10 @@ def main() -> int:
     parser.add_argument("--model", default="char-ngram", help="char-ngram | e5-small-q4 | st:PATH")
     parser.add_argument("--runs", type=int, default=3, help="timed runs after the first (embedding) one")
     parser.add_argument("--budget", type=float, default=None, help="seconds (default 5 up to 10k facts, else 60)")
-    parser.add_argument("--all-pairs-up-to", type=int, default=10_000, help="compare with the all-pairs plan up to N facts")
+    parser.add_argument("--all-pairs-up-to", type=int, default=10_000,
+                        help="compare with the all-pairs plan up to N facts (skipped above 5M pairs)")
+    parser.add_argument("--recall-sample", type=int, default=1000,
+                        help="above --all-pairs-up-to: check the neighbours of N sampled facts against an exact search")
     parser.add_argument("--keep", type=Path, help="build the store here and keep it (reused when it exists)")
     args = parser.parse_args()
     budget = args.budget if args.budget is not None else (5.0 if args.facts <= 10_000 else 60.0)
@@ -147,7 +191,8 @@ def main() -> int:
             build_store(root, texts_for(base, args.facts), args.model)
             print(f"built {args.facts:,} facts from {len(base):,} distinct sentences in {time.perf_counter() - start:.1f} s ({root})")
         first = run_once(memctl, root, env)
-        print(f"first run (parse cache and vector cache filled, {args.model}): {first[0]:.1f} s wall, {first[1]:.1f} s CPU")
+        print(f"first run (parse cache and vector cache filled, {args.model}): {first[0]:.1f} s wall, {first[1]:.1f} s CPU",
+              flush=True)
         warm = [run_once(memctl, root, env) for _ in range(args.runs)]
         median = statistics.median(w for w, *_ in warm)
         data = json.loads(run_once(memctl, root, env, "--json")[2])
@@ -156,13 +201,15 @@ def main() -> int:
               f"among {data['facts']:,} facts; threshold {data['threshold']} ({data['embedder']})")
         for note in data["notes"]:
             print(f"note: {note}")
-        if args.facts <= args.all_pairs_up_to:
-            print(all_pairs_check(root, data))
         print("warm runs: " + ", ".join(f"{w:.2f} s wall / {c:.2f} s CPU" for w, c, *_ in warm)
-              + f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+              + f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
         verdict = "PASS" if median <= budget else "FAIL"
         print(f"{verdict}: consolidate --dry-run on {args.facts:,} facts took {median:.2f} s "
-              f"(median of {len(warm)} warm runs); budget {budget:.0f} s")
+              f"(median of {len(warm)} warm runs); budget {budget:.0f} s", flush=True)
+        if args.facts <= args.all_pairs_up_to:
+            print(all_pairs_check(root, data))
+        elif args.recall_sample:
+            print(neighbour_recall(root, data.get("neighbours", 10), args.recall_sample))
         return 0 if verdict == "PASS" else 1
     finally:
         if tmp:
