@@ -562,7 +562,7 @@ def _clusters(m: "np.ndarray", *, probes: int = 0, seed: int = 0, rounds: int = 
 
     n = len(m)
     count = max(2, int(round(np.sqrt(n))))
-    probes = probes or max(8, count // 24)
+    probes = probes or max(8, count // 40)
     rng = np.random.default_rng(seed)
     centroids = m[rng.choice(n, count, replace=False)].copy()
     sample = m[rng.choice(n, min(n, 40 * count), replace=False)]

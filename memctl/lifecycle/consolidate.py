@@ -104,6 +104,8 @@ class Profile:
     negated: bool
     text: str  # normalised (NFKC, casefolded)
     tokens: frozenset[str]  # textnorm.tokens, for the lexical overlap
+    # words | names by their first three letters: _stem_equal needs those to match (a speed-up)
+    by_prefix: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 def profile(text: str) -> Profile:
@@ -133,18 +135,28 @@ def profile(text: str) -> Profile:
         if n not in textnorm.STOPWORDS and n not in _WEEKDAY_WORDS and n not in _MONTH_WORDS and not _NUMBER_RE.fullmatch(n)
     }
     negated = any(w in _NEGATION_WORDS or w.endswith("n't") for w in all_words) or any(m in rest for m in _JA_NEGATION)
-    return Profile(words, cjk, numbers, frozenset(weekdays), months, frozenset(names), negated, norm, frozenset(textnorm.tokens(text)))
+    latin: dict[str, list[str]] = {}
+    for w in words | names:
+        latin.setdefault(w[:3], []).append(w)
+    return Profile(words, cjk, numbers, frozenset(weekdays), months, frozenset(names), negated, norm,
+                   frozenset(textnorm.tokens(text)), {k: tuple(v) for k, v in latin.items()})
 
 
-def _only(mine: Iterable[str], theirs: Iterable[str]) -> list[str]:
-    theirs = list(theirs)
-    return sorted(w for w in mine if not any(_stem_equal(w, t) for t in theirs))
+def _only(mine: Iterable[str], theirs: frozenset[str]) -> list[str]:
+    # A word the other side has is matched; only the rest need the ending-insensitive look.
+    rest = [w for w in mine if w not in theirs]
+    if not rest:
+        return []
+    return sorted(w for w in rest if not any(_stem_equal(w, t) for t in theirs))
 
 
 def _name_missing(name: str, other: Profile) -> bool:
     if textnorm.has_cjk(name):
         return name not in other.text
-    return not any(_stem_equal(name, w) for w in other.words | other.names)
+    if name in other.words or name in other.names:
+        return False
+    # _stem_equal needs a common prefix of three letters (or equal words): look only there.
+    return not any(_stem_equal(name, w) for w in other.by_prefix.get(name[:3], ()))
 
 
 def differences(a: str | Profile, b: str | Profile) -> list[str]:
@@ -214,15 +226,18 @@ class Judged:
 
 
 def judge(a: str, b: str, text_a: str, text_b: str, score: float, rules: Rules,
-          profiles: dict[str, Profile] | None = None) -> Judged:
+          profiles: dict[str, Profile] | None = None, overlap: float | None = None) -> Judged:
     """The rule, for one pair of descriptions and their embedding similarity.
 
-    `profiles` caches each text's Profile across the pairs of one plan.
+    `profiles` caches each text's Profile across the pairs of one plan;
+    `overlap` is their lexical overlap when the caller has it already.
     """
     cache = profiles if profiles is not None else {}
     pa = cache.get(text_a) or cache.setdefault(text_a, profile(text_a))
     pb = cache.get(text_b) or cache.setdefault(text_b, profile(text_b))
-    overlap = round(textnorm.jaccard(pa.tokens, pb.tokens), 4)  # = neardup.overlap(text_a, text_b)
+    if overlap is None:
+        overlap = textnorm.jaccard(pa.tokens, pb.tokens)  # = neardup.overlap(text_a, text_b)
+    overlap = round(overlap, 4)
     differs: tuple[str, ...] = ()
     verdict = "none"
     if overlap >= min(rules.merge_overlap, rules.conflict_overlap):
@@ -393,21 +408,27 @@ def build(facts: Sequence["Fact"], scored: Iterable[tuple[str, str, float]], rul
     lowest = min(rules.merge_overlap, rules.conflict_overlap)
     floor = min(rules.threshold, rules.topic_threshold)
     for a, b, score in scored:
-        if score < floor or a == b or a not in by_stem or b not in by_stem:
+        if score < floor or a == b:
             continue
-        fa, fb = sorted((by_stem[a], by_stem[b]), key=lambda f: f.stem)
+        fa, fb = by_stem.get(a), by_stem.get(b)
+        if fa is None or fb is None:
+            continue
+        if fb.stem < fa.stem:
+            fa, fb = fb, fa
         ta = token_sets.get(fa.description)
         if ta is None:
             ta = token_sets[fa.description] = frozenset(textnorm.tokens(fa.description))
         tb = token_sets.get(fb.description)
         if tb is None:
             tb = token_sets[fb.description] = frozenset(textnorm.tokens(fb.description))
-        if textnorm.jaccard(ta, tb) < lowest:
+        shared = len(ta & tb)
+        overlap = shared / (len(ta) + len(tb) - shared) if ta and tb else 0.0  # textnorm.jaccard
+        if overlap < lowest:
             continue
-        judged.append(judge(fa.stem, fb.stem, fa.description, fb.description, score, rules, profiles))
+        judged.append(judge(fa.stem, fb.stem, fa.description, fb.description, score, rules, profiles, overlap))
     edges = [(j.a, j.b, j.score) for j in judged if j.verdict == "merge"]
     groups = complete_link([f.stem for f in eligible], edges)
-    by_pair = {frozenset((j.a, j.b)): j for j in judged}
+    by_pair = {frozenset((j.a, j.b)): j for j in judged if j.verdict == "merge"}
     merges = [_merge_for([by_stem[s] for s in g], by_pair) for g in groups]
     conflicts = sorted((j for j in judged if j.verdict == "conflict"), key=lambda j: (-j.score, j.a, j.b))
     return Plan(embedder, rules, merges, conflicts, len(eligible))
