@@ -491,8 +491,9 @@ def nearest_pairs(matrix: "np.ndarray", k: int, floor: float, *, block: int = 10
     `exact_up_to` rows the search is exact, in blocks of rows (one matrix
     product per block; rows tied with the k-th score are kept too). Beyond, rows are
     grouped into about sqrt(n) clusters (spherical k-means on a sample, fixed
-    seed) and each cluster's rows are compared with the rows of its nearest
-    clusters only: an approximate search (docs/CONSOLIDATION.md, "At scale").
+    seed) and each row is compared with the rows of the clusters whose
+    centroids are nearest to it: an approximate search (docs/CONSOLIDATION.md,
+    "At scale").
     Returns three arrays sorted by (i, j).
     """
     import numpy as np
@@ -513,6 +514,8 @@ def nearest_pairs(matrix: "np.ndarray", k: int, floor: float, *, block: int = 10
     scores = np.concatenate([f[2] for f in found])
     if not len(rows):
         return empty
+    if n > exact_up_to:  # a row's best k from each cluster it probed: keep its best k overall
+        rows, cols, scores = _keep_top(rows, cols, scores, k)
     lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
     codes, first = np.unique(lo * n + hi, return_index=True)
     return codes // n, codes % n, scores[first]
@@ -536,15 +539,8 @@ def _best_of(tile: "np.ndarray", rows: "np.ndarray", cols: "np.ndarray", k: int,
     else:
         keep = tile >= floor
     r, c = np.nonzero(keep)
-    score = tile[r, c]
-    order = np.lexsort((-score, r))
-    r, c, score = r[order], c[order], score[order]
-    first = np.searchsorted(r, r, side="left")
-    place = np.arange(len(r)) - first
-    # Each row's k-th best score (its last when it has fewer): ties with it stay.
-    last = np.minimum(first + k - 1, np.searchsorted(r, r, side="right") - 1)
-    chosen = (place < k) | (score >= score[last])
-    return rows[r[chosen]], cols[c[chosen]], score[chosen]
+    r, c, score = _keep_top(r, c, tile[r, c], k)
+    return rows[r], cols[c], score
 
 
 def _top_in(m: "np.ndarray", rows: "np.ndarray", candidates: "np.ndarray", k: int, floor: float):
@@ -557,12 +553,16 @@ def _top_in(m: "np.ndarray", rows: "np.ndarray", candidates: "np.ndarray", k: in
 
 
 def _clusters(m: "np.ndarray", *, probes: int = 0, seed: int = 0, rounds: int = 6):
-    """(rows of a cluster, rows of its `probes` nearest clusters) for every cluster of `m`."""
+    """(rows that probe a cluster, the cluster's rows) for every cluster of `m`.
+
+    Each row probes the `probes` clusters whose centroids are nearest to it
+    (its own among them), so a row near a cluster's border looks on both sides.
+    """
     import numpy as np
 
     n = len(m)
     count = max(2, int(round(np.sqrt(n))))
-    probes = probes or max(8, count // 40)
+    probes = min(count, probes or max(8, count // 40))
     rng = np.random.default_rng(seed)
     centroids = m[rng.choice(n, count, replace=False)].copy()
     sample = m[rng.choice(n, min(n, 40 * count), replace=False)]
@@ -573,12 +573,36 @@ def _clusters(m: "np.ndarray", *, probes: int = 0, seed: int = 0, rounds: int = 
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         moved = norms[:, 0] > 0
         centroids[moved] = sums[moved] / norms[moved]
-    home = np.concatenate([np.argmax(m[s:s + 4096] @ centroids.T, axis=1) for s in range(0, n, 4096)])
+    chosen, homes = [], []
+    for s in range(0, n, 4096):
+        sims = m[s:s + 4096] @ centroids.T
+        homes.append(np.argmax(sims, axis=1))
+        chosen.append(np.argpartition(-sims, probes - 1, axis=1)[:, :probes] if probes < count else
+                      np.broadcast_to(np.arange(count), sims.shape))
+    probe = np.concatenate(chosen)  # (n, probes)
+    home = np.concatenate(homes)
     members = [np.flatnonzero(home == c) for c in range(count)]
-    near = np.argsort(-(centroids @ centroids.T), axis=1, kind="stable")[:, :probes]
+    flat = probe.ravel()
+    askers = np.repeat(np.arange(n), probes)
+    order = np.argsort(flat, kind="stable")
+    bounds = np.searchsorted(flat[order], np.arange(count + 1))
     for c in range(count):
-        if len(members[c]):
-            yield members[c], np.concatenate([members[p] for p in near[c]])
+        rows = askers[order[bounds[c]:bounds[c + 1]]]
+        if len(rows) and len(members[c]):
+            yield rows, members[c]
+
+
+def _keep_top(rows: "np.ndarray", cols: "np.ndarray", scores: "np.ndarray", k: int):
+    """Of (row, col, score) triples, each row's k best (ties with its k-th kept)."""
+    import numpy as np
+
+    order = np.lexsort((-scores, rows))
+    rows, cols, scores = rows[order], cols[order], scores[order]
+    first = np.searchsorted(rows, rows, side="left")
+    place = np.arange(len(rows)) - first
+    last = np.minimum(first + k - 1, np.searchsorted(rows, rows, side="right") - 1)
+    chosen = (place < k) | (scores >= scores[last])
+    return rows[chosen], cols[chosen], scores[chosen]
 
 
 def scan(store: "Store", source: Source, *, threshold: float | None = None, embedder: embed.Embedder | None = None) -> ScanReport:
