@@ -1,12 +1,15 @@
 """Forgetting by policy at scale (issue 8): `memctl forget --policies --dry-run` within 5 s.
 
-    python bench/bench_forget.py [--facts 10000] [--episodes 100000] [--runs 3] [--budget 5] [--keep DIR]
+    python bench/bench_forget.py [--facts 10000] [--episodes 100000] [--imported] [--runs 3] [--budget 5] [--keep DIR]
 
 Builds a throwaway store (fixed seed) of N facts and M episodes spread over
 400 days, with an access history, then runs the real command as a subprocess
 (start-up, reading, planning and printing the plan included; stdout goes to
-/dev/null). The budget applies to the median of the warm runs, the steady
-state of a store in use; the cold run, which also rebuilds the fact parse
+/dev/null). With --imported the episodes look like imported Claude Code
+transcripts (issue 18): prompts and replies of up to 2,000 characters, agent
+claude-code, refs `session:<id>,record:<uuid>`, a session every 40 turns.
+The budget applies to the median of the warm runs, the steady state of a
+store in use; the cold run, which also rebuilds the fact parse
 cache (.memctl/facts.json, as after a fresh clone), is printed beside it. Wall
 and CPU seconds are both printed: on a busy machine the two part ways. Prints
 PASS or FAIL; exits 1 on FAIL.
@@ -36,7 +39,17 @@ def _ago(days: float) -> str:
     return (NOW - timedelta(days=days)).isoformat(timespec="seconds")
 
 
-def build_store(root: Path, n_facts: int, n_episodes: int, seed: int = 8) -> None:
+def _turn(rng: random.Random, i: int) -> dict[str, str]:
+    """An episode as `episode import claude-code` writes it."""
+    kind = "prompt" if i % 2 == 0 else "reply"
+    words = [rng.choice(TOPICS) for _ in range(rng.randint(5, 60))]
+    text = f"turn {i}: " + " ".join(words) + " です。" * rng.randint(0, 30)
+    return {"agent": "claude-code", "type": kind, "description": text[:2000], "outcome": "",
+            "importance": "0.5" if kind == "prompt" else "0.4", "tags": "",
+            "refs": f"session:s-{i // 40:06d},record:{rng.getrandbits(64):016x}-{i}"}
+
+
+def build_store(root: Path, n_facts: int, n_episodes: int, seed: int = 8, imported: bool = False) -> None:
     from memctl import episodes, fact as fact_mod, ledger, recall
     from memctl.store import init_store, open_store
 
@@ -66,6 +79,9 @@ def build_store(root: Path, n_facts: int, n_episodes: int, seed: int = 8) -> Non
     for i, age in enumerate(sorted((rng.uniform(0, 400) for _ in range(n_episodes)), reverse=True)):
         ep_id = f"ep-bench-{i:06d}"
         ids.append(ep_id)
+        if imported:
+            rows.append({"id": ep_id, "ts": _ago(age), **_turn(rng, i)})
+            continue
         rows.append({
             "id": ep_id, "ts": _ago(age), "agent": "bench",
             "type": rng.choices(["decision", "error", "success", "feedback", "conflict"], weights=[3, 3, 3, 1, 1])[0],
@@ -100,6 +116,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="timed runs after the first (cold) one")
     parser.add_argument("--budget", type=float, default=5.0, help="seconds")
     parser.add_argument("--keep", type=Path, help="build the store here and keep it")
+    parser.add_argument("--imported", action="store_true", help="episodes shaped like imported transcripts")
     args = parser.parse_args()
 
     memctl = [sys.executable, "-m", "memctl"]
@@ -112,8 +129,8 @@ def main() -> int:
         root = Path(tmp) / "store"
     try:
         start = time.perf_counter()
-        build_store(root, args.facts, args.episodes)
-        print(f"built {args.facts:,} facts and {args.episodes:,} episodes in {time.perf_counter() - start:.1f} s ({root})")
+        build_store(root, args.facts, args.episodes, imported=args.imported)
+        print(f"built {args.facts:,} facts and {args.episodes:,} {'imported transcript ' if args.imported else ''}episodes in {time.perf_counter() - start:.1f} s ({root})")
         plan = subprocess.run(memctl + ["--root", str(root), "forget", "--policies", "--dry-run", "--json"], env=env,
                               check=True, capture_output=True, text=True)
         data = json.loads(plan.stdout)

@@ -480,6 +480,131 @@ def pairs_above(matrix: "np.ndarray", threshold: float, block: int = 1024) -> li
     return found
 
 
+EXACT_UP_TO = 20_000  # rows; beyond, nearest_pairs searches clusters (approximate)
+
+
+def nearest_pairs(matrix: "np.ndarray", k: int, floor: float, *, block: int = 1024,
+                  exact_up_to: int = EXACT_UP_TO) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+    """Each row's `k` most similar other rows scoring at least `floor`, as pairs (i < j, score).
+
+    A pair is kept when either side has the other among its k nearest. Up to
+    `exact_up_to` rows the search is exact, in blocks of rows (one matrix
+    product per block; rows tied with the k-th score are kept too). Beyond, rows are
+    grouped into about sqrt(n) clusters (spherical k-means on a sample, fixed
+    seed) and each row is compared with the rows of the clusters whose
+    centroids are nearest to it: an approximate search (docs/CONSOLIDATION.md,
+    "At scale").
+    Returns three arrays sorted by (i, j).
+    """
+    import numpy as np
+
+    m = np.ascontiguousarray(matrix, dtype=np.float32)
+    n = len(m)
+    k = min(k, n - 1)
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    if k < 1:
+        return empty
+    if n <= exact_up_to:
+        everyone = np.arange(n)
+        found = [_top_in(m, everyone[start:start + block], everyone, k, floor) for start in range(0, n, block)]
+    else:
+        found = [_top_in(m, r, c, k, floor) for r, c in _clusters(m)]
+    rows = np.concatenate([f[0] for f in found])
+    cols = np.concatenate([f[1] for f in found])
+    scores = np.concatenate([f[2] for f in found])
+    if not len(rows):
+        return empty
+    if n > exact_up_to:  # a row's best k from each cluster it probed: keep its best k overall
+        rows, cols, scores = _keep_top(rows, cols, scores, k)
+    lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
+    codes, first = np.unique(lo * n + hi, return_index=True)
+    return codes // n, codes % n, scores[first]
+
+
+def _best_of(tile: "np.ndarray", rows: "np.ndarray", cols: "np.ndarray", k: int, floor: float):
+    """Each tile row's best k entries at or above floor (ties with the k-th kept), as (row, col, score).
+
+    The k-th best of any subset of a row's scores is at most the k-th best of
+    the whole row, so the k-th best of every tenth column is a safe cut: only
+    what passes it (about 10 k entries a row) is sorted. Partitioning a tenth
+    of the tile costs a tenth of partitioning all of it.
+    """
+    import numpy as np
+
+    width = tile.shape[1]
+    sample = tile[:, :: max(1, width // max(16 * k, width // 10))] if width > 16 * k else tile
+    if sample.shape[1] > k:
+        cut = np.partition(sample, sample.shape[1] - k, axis=1)[:, sample.shape[1] - k]
+        keep = tile >= np.maximum(cut, floor)[:, None]
+    else:
+        keep = tile >= floor
+    r, c = np.nonzero(keep)
+    r, c, score = _keep_top(r, c, tile[r, c], k)
+    return rows[r], cols[c], score
+
+
+def _top_in(m: "np.ndarray", rows: "np.ndarray", candidates: "np.ndarray", k: int, floor: float):
+    """(row, candidate, score) for each row's k best candidates other than itself, at or above floor."""
+    import numpy as np
+
+    scores = m[rows] @ m[candidates].T
+    scores[rows[:, None] == candidates[None, :]] = -np.inf  # a row is never its own neighbour
+    return _best_of(scores, rows, candidates, k, floor)
+
+
+def _clusters(m: "np.ndarray", *, probes: int = 0, seed: int = 0, rounds: int = 6):
+    """(rows that probe a cluster, the cluster's rows) for every cluster of `m`.
+
+    Each row probes the `probes` clusters whose centroids are nearest to it
+    (its own among them), so a row near a cluster's border looks on both sides.
+    """
+    import numpy as np
+
+    n = len(m)
+    count = max(2, int(round(np.sqrt(n))))
+    probes = min(count, probes or max(8, count // 40))
+    rng = np.random.default_rng(seed)
+    centroids = m[rng.choice(n, count, replace=False)].copy()
+    sample = m[rng.choice(n, min(n, 40 * count), replace=False)]
+    for _ in range(rounds):
+        owner = np.argmax(sample @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, owner, sample)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        moved = norms[:, 0] > 0
+        centroids[moved] = sums[moved] / norms[moved]
+    chosen, homes = [], []
+    for s in range(0, n, 4096):
+        sims = m[s:s + 4096] @ centroids.T
+        homes.append(np.argmax(sims, axis=1))
+        chosen.append(np.argpartition(-sims, probes - 1, axis=1)[:, :probes] if probes < count else
+                      np.broadcast_to(np.arange(count), sims.shape))
+    probe = np.concatenate(chosen)  # (n, probes)
+    home = np.concatenate(homes)
+    members = [np.flatnonzero(home == c) for c in range(count)]
+    flat = probe.ravel()
+    askers = np.repeat(np.arange(n), probes)
+    order = np.argsort(flat, kind="stable")
+    bounds = np.searchsorted(flat[order], np.arange(count + 1))
+    for c in range(count):
+        rows = askers[order[bounds[c]:bounds[c + 1]]]
+        if len(rows) and len(members[c]):
+            yield rows, members[c]
+
+
+def _keep_top(rows: "np.ndarray", cols: "np.ndarray", scores: "np.ndarray", k: int):
+    """Of (row, col, score) triples, each row's k best (ties with its k-th kept)."""
+    import numpy as np
+
+    order = np.lexsort((-scores, rows))
+    rows, cols, scores = rows[order], cols[order], scores[order]
+    first = np.searchsorted(rows, rows, side="left")
+    place = np.arange(len(rows)) - first
+    last = np.minimum(first + k - 1, np.searchsorted(rows, rows, side="right") - 1)
+    chosen = (place < k) | (scores >= scores[last])
+    return rows[chosen], cols[chosen], scores[chosen]
+
+
 def scan(store: "Store", source: Source, *, threshold: float | None = None, embedder: embed.Embedder | None = None) -> ScanReport:
     """`memctl near-dup scan`: every pair of rows at or above the threshold."""
     engine = engine_for(store, embedder, threshold)

@@ -75,27 +75,42 @@ def consolidate(
 @app.command()
 def conflicts(
     ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", help="Show at most N pairs, strongest groups first (0: all).", metavar="N")] = 20,
     json: JsonOpt = False,
 ) -> None:
-    """List facts a merge changed on two machines, and pairs of live facts on the same topic that differ in a detail."""
+    """List facts a merge changed on two machines, then pairs of live facts on the same topic that differ
+    in a detail, grouped by fact, strongest first."""
+    from .. import sync
     from ..lifecycle import consolidate as cons
 
-    from .. import sync
-
+    if limit < 0:
+        raise BadInput(f"--limit must be 0 (all) or more, got {limit}")
     store = store_from(ctx)
     merged = sync.list_conflicts(store)  # versions a merge kept aside (docs/SYNC.md)
     plan = cons.conflicts(store)
     _notes(plan.notes)
+    shown = cons.ranked(plan.conflicts, limit)
+    groups = len({g.fact for g, _ in cons.ranked(plan.conflicts)})
     if json:
-        output.emit_json([c.to_dict() for c in merged] + [c.to_dict() for c in plan.conflicts])
+        output.emit_json({
+            "merge": [c.to_dict() for c in merged],
+            "total": len(plan.conflicts), "groups": groups, "shown": len(shown),
+            "conflicts": [{**c.to_dict(), "fact": g.fact, "strength": cons.strength(c)} for g, c in shown],
+        })
     else:
         if merged:
             output.emit_table([{**c.to_dict(), "hunk": " | ".join(c.hunk)} for c in merged], ["name", "copy", "hunk"])
             output.info(f"{_n(len(merged), 'fact')} changed on two machines; resolve one with `memctl resolve NAME --keep local|remote|both`")
-        rows = [{**c.to_dict(), "score": f"{c.score:.4f}", "differs": "; ".join(c.differs)} for c in plan.conflicts]
+        rows = []
+        for g, c in shown:
+            a, b, text_a, text_b = (c.a, c.b, c.text_a, c.text_b) if c.a == g.fact else (c.b, c.a, c.text_b, c.text_a)
+            rows.append({"a": a, "b": b, "score": f"{c.score:.4f}", "differs": "; ".join(c.differs),
+                         "description_a": text_a, "description_b": text_b})
         output.emit_table(rows, ["a", "b", "score", "differs", "description_a", "description_b"])
     if plan.conflicts:
-        output.info(f"{_n(len(plan.conflicts), 'conflict')}; resolve one with `memctl remember KEEP --update --supersedes OTHER`")
+        more = f"showing {len(shown)} of {_n(len(plan.conflicts), 'conflict')} (in {_n(groups, 'group')}; --limit 0 shows all)" \
+            if len(shown) < len(plan.conflicts) else _n(len(plan.conflicts), "conflict")
+        output.info(f"{more}; resolve one with `memctl remember KEEP --update --supersedes OTHER`")
 
 
 @app.command()

@@ -262,3 +262,76 @@ def episode_recall(
                            mode=mode, min_score=min_score, explain=explain, no_log=no_log, json=json)
     if code:
         raise typer.Exit(code)
+
+
+@episode_app.command("import")
+def episode_import(
+    ctx: typer.Context,
+    format_: Annotated[str, typer.Argument(help="claude-code | messages (JSONL with role, content, ts).", metavar="FORMAT")],
+    files: Annotated[Optional[list[Path]], typer.Argument(help="Transcript files (.jsonl).", metavar="[FILE]...", show_default=False)] = None,
+    project: Annotated[Optional[Path], typer.Option("--project", help="Every *.jsonl of a Claude Code project folder, or of the folder Claude Code keeps for this working directory.", metavar="DIR")] = None,
+    hook: Annotated[bool, typer.Option("--hook", help="Read a Claude Code hook's JSON on stdin and import its transcript_path; always exits 0.")] = False,
+    tools: Annotated[bool, typer.Option("--tools", help="Also import tool calls (names) and failed tool results.")] = False,
+    agent: Annotated[Optional[str], typer.Option("--agent", help="The agent column (default: MEMCTL_AGENT, else claude-code / agent).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be imported; write nothing.")] = False,
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Import agent transcripts as episodes: new records only, secrets redacted, all or nothing."""
+    from .. import transcripts
+
+    if hook:
+        _import_hook(ctx, format_, tools, agent, no_commit, json)
+        return
+    if files and project is not None:
+        from ..errors import BadInput
+
+        raise BadInput("give transcript files or --project, not both")
+    store = store_from(ctx)
+    paths = list(files or []) or (transcripts.project_transcripts(project) if project is not None else [])
+    result = transcripts.import_files(store, format_, paths, tools=tools, agent=agent, dry_run=dry_run,
+                                      skip_bad_files=project is not None, commit_changes=not no_commit)
+    _render_import(result, json)
+
+
+def _import_hook(ctx: typer.Context, format_: str, tools: bool, agent: Optional[str], no_commit: bool, json: bool) -> None:
+    """Claude Code's SessionEnd/Stop hook: never fail the session; say why on stderr instead."""
+    import os
+    import sys
+
+    from .. import transcripts
+
+    os.environ.setdefault("MEMCTL_LOCK_TIMEOUT", "10")  # a hook is waited for: do not hang on a busy store
+    try:
+        path = transcripts.hook_transcript(sys.stdin.read())
+        store = store_from(ctx)
+        result = transcripts.import_files(store, format_, [path], tools=tools, agent=agent,
+                                          commit_changes=not no_commit)
+        _render_import(result, json, quiet=True)
+    except Exception as exc:  # noqa: BLE001 - a hook must never fail the session
+        reason = exc.one_line() if hasattr(exc, "one_line") else f"{type(exc).__name__}: {exc}"
+        output.warn(f"episode import --hook: nothing imported: {reason}")
+
+
+def _render_import(result, json: bool, *, quiet: bool = False) -> None:
+    if json:
+        output.emit_json(result.to_dict())
+    elif not quiet:
+        output.emit_table([f.to_dict() for f in result.files],
+                          ["path", "imported", "already", "bad", "left_out", "torn", "problem"])
+    for f in result.files:
+        if f.problem:
+            output.warn(f"skipped {f.problem}")
+        elif f.bad:
+            output.warn(f"{f.path}: {f.bad} bad record{'s' if f.bad != 1 else ''} skipped (first: {f.first_bad})")
+    already = sum(f.already for f in result.files)
+    secrets = sum(result.redacted.values())
+    parts = [f"{already} already imported"] if already else []
+    if secrets:
+        parts.append(f"{secrets} secret{'s' if secrets != 1 else ''} redacted ("
+                     + ", ".join(f"{k} {v}" for k, v in sorted(result.redacted.items())) + ")")
+    verb = "would import" if result.dry_run else "imported"
+    where = f" (commit {result.commit[:10]})" if result.commit else ""
+    count = len(result.episodes)
+    output.info(f"{verb} {count} episode{'s' if count != 1 else ''} from {len(result.files)} transcript"
+                f"{'s' if len(result.files) != 1 else ''}{where}" + (f"; {'; '.join(parts)}" if parts else ""))

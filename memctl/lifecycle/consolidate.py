@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .. import clock, facts as facts_mod, neardup, textnorm
+from .. import clock, facts as facts_mod, neardup, numerals, textnorm
 from ..errors import Refused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,6 +44,7 @@ MERGE_OVERLAP = 0.5
 CONFLICT_OVERLAP = 0.3
 TOPIC_MARGIN = 0.2
 SKIP_TYPES = ("procedure",)
+NEIGHBOURS = 10  # each fact is compared with its 10 most similar facts
 
 # ---------------------------------------------------------------- the text of a fact
 
@@ -103,10 +104,13 @@ class Profile:
     negated: bool
     text: str  # normalised (NFKC, casefolded)
     tokens: frozenset[str]  # textnorm.tokens, for the lexical overlap
+    # words | names by their first three letters: _stem_equal needs those to match (a speed-up)
+    by_prefix: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 def profile(text: str) -> Profile:
-    norm = textnorm.normalize(text)
+    # 二 = ２ = 2 and 1,000 = 1000 before anything is compared (memctl/numerals.py).
+    norm = numerals.normalize(textnorm.normalize(text))
     numbers = frozenset(_number_key(m.group()) for m in _NUMBER_RE.finditer(norm))
     rest = _NUMBER_RE.sub(" ", norm)
     all_words = [w for w in _WORD_RE.findall(rest) if not textnorm.has_cjk(w)]
@@ -131,18 +135,28 @@ def profile(text: str) -> Profile:
         if n not in textnorm.STOPWORDS and n not in _WEEKDAY_WORDS and n not in _MONTH_WORDS and not _NUMBER_RE.fullmatch(n)
     }
     negated = any(w in _NEGATION_WORDS or w.endswith("n't") for w in all_words) or any(m in rest for m in _JA_NEGATION)
-    return Profile(words, cjk, numbers, frozenset(weekdays), months, frozenset(names), negated, norm, frozenset(textnorm.tokens(text)))
+    latin: dict[str, list[str]] = {}
+    for w in words | names:
+        latin.setdefault(w[:3], []).append(w)
+    return Profile(words, cjk, numbers, frozenset(weekdays), months, frozenset(names), negated, norm,
+                   frozenset(textnorm.tokens(text)), {k: tuple(v) for k, v in latin.items()})
 
 
-def _only(mine: Iterable[str], theirs: Iterable[str]) -> list[str]:
-    theirs = list(theirs)
-    return sorted(w for w in mine if not any(_stem_equal(w, t) for t in theirs))
+def _only(mine: Iterable[str], theirs: frozenset[str]) -> list[str]:
+    # A word the other side has is matched; only the rest need the ending-insensitive look.
+    rest = [w for w in mine if w not in theirs]
+    if not rest:
+        return []
+    return sorted(w for w in rest if not any(_stem_equal(w, t) for t in theirs))
 
 
 def _name_missing(name: str, other: Profile) -> bool:
     if textnorm.has_cjk(name):
         return name not in other.text
-    return not any(_stem_equal(name, w) for w in other.words | other.names)
+    if name in other.words or name in other.names:
+        return False
+    # _stem_equal needs a common prefix of three letters (or equal words): look only there.
+    return not any(_stem_equal(name, w) for w in other.by_prefix.get(name[:3], ()))
 
 
 def differences(a: str | Profile, b: str | Profile) -> list[str]:
@@ -212,15 +226,18 @@ class Judged:
 
 
 def judge(a: str, b: str, text_a: str, text_b: str, score: float, rules: Rules,
-          profiles: dict[str, Profile] | None = None) -> Judged:
+          profiles: dict[str, Profile] | None = None, overlap: float | None = None) -> Judged:
     """The rule, for one pair of descriptions and their embedding similarity.
 
-    `profiles` caches each text's Profile across the pairs of one plan.
+    `profiles` caches each text's Profile across the pairs of one plan;
+    `overlap` is their lexical overlap when the caller has it already.
     """
     cache = profiles if profiles is not None else {}
     pa = cache.get(text_a) or cache.setdefault(text_a, profile(text_a))
     pb = cache.get(text_b) or cache.setdefault(text_b, profile(text_b))
-    overlap = round(textnorm.jaccard(pa.tokens, pb.tokens), 4)  # = neardup.overlap(text_a, text_b)
+    if overlap is None:
+        overlap = textnorm.jaccard(pa.tokens, pb.tokens)  # = neardup.overlap(text_a, text_b)
+    overlap = round(overlap, 4)
     differs: tuple[str, ...] = ()
     verdict = "none"
     if overlap >= min(rules.merge_overlap, rules.conflict_overlap):
@@ -377,21 +394,93 @@ def complete_link(ids: Sequence[str], edges: Iterable[tuple[str, str, float]], m
 
 
 def build(facts: Sequence["Fact"], scored: Iterable[tuple[str, str, float]], rules: Rules, *, embedder: str = "") -> Plan:
-    """The plan, from the live facts and the embedding similarity of their candidate pairs (pure)."""
+    """The plan, from the live facts and the embedding similarity of their candidate pairs (pure).
+
+    A pair below the topic threshold, or whose lexical overlap is below both
+    overlap limits, can be neither a merge nor a conflict: it is dropped before
+    its details are read, which is most pairs at scale.
+    """
     eligible = [f for f in facts if f.type not in SKIP_TYPES and f.description]
     by_stem = {f.stem: f for f in eligible}
     judged = []
     profiles: dict[str, Profile] = {}
+    token_sets: dict[str, frozenset[str]] = {}
+    lowest = min(rules.merge_overlap, rules.conflict_overlap)
+    floor = min(rules.threshold, rules.topic_threshold)
     for a, b, score in scored:
-        if a in by_stem and b in by_stem and a != b:
-            fa, fb = sorted((by_stem[a], by_stem[b]), key=lambda f: f.stem)
-            judged.append(judge(fa.stem, fb.stem, fa.description, fb.description, score, rules, profiles))
+        if score < floor or a == b:
+            continue
+        fa, fb = by_stem.get(a), by_stem.get(b)
+        if fa is None or fb is None:
+            continue
+        if fb.stem < fa.stem:
+            fa, fb = fb, fa
+        ta = token_sets.get(fa.description)
+        if ta is None:
+            ta = token_sets[fa.description] = frozenset(textnorm.tokens(fa.description))
+        tb = token_sets.get(fb.description)
+        if tb is None:
+            tb = token_sets[fb.description] = frozenset(textnorm.tokens(fb.description))
+        shared = len(ta & tb)
+        overlap = shared / (len(ta) + len(tb) - shared) if ta and tb else 0.0  # textnorm.jaccard
+        if overlap < lowest:
+            continue
+        judged.append(judge(fa.stem, fb.stem, fa.description, fb.description, score, rules, profiles, overlap))
     edges = [(j.a, j.b, j.score) for j in judged if j.verdict == "merge"]
     groups = complete_link([f.stem for f in eligible], edges)
-    by_pair = {frozenset((j.a, j.b)): j for j in judged}
+    by_pair = {frozenset((j.a, j.b)): j for j in judged if j.verdict == "merge"}
     merges = [_merge_for([by_stem[s] for s in g], by_pair) for g in groups]
     conflicts = sorted((j for j in judged if j.verdict == "conflict"), key=lambda j: (-j.score, j.a, j.b))
     return Plan(embedder, rules, merges, conflicts, len(eligible))
+
+
+# ---------------------------------------------------------------- conflicts, ranked and grouped
+
+
+def strength(conflict: Judged) -> float:
+    """How sure it is that two facts state the same thing with one detail changed: the mean of
+    embedding similarity and lexical overlap (a pair that is word for word the same but for a
+    number ranks above one that merely shares a topic)."""
+    return round((conflict.score + conflict.overlap) / 2, 4)
+
+
+@dataclass(frozen=True)
+class ConflictGroup:
+    fact: str  # the stem the group is about: of its pairs' facts, the one in most conflicts
+    pairs: tuple[Judged, ...]  # strongest first; each pair appears in exactly one group
+
+    @property
+    def best(self) -> float:
+        return strength(self.pairs[0])
+
+
+def grouped(conflicts: Sequence[Judged]) -> list[ConflictGroup]:
+    """Conflicts grouped by fact, strongest group first.
+
+    Each pair goes to whichever of its two facts is in more conflicts (then
+    the first by name), so one fact that disagrees with twenty others shows as
+    one group of twenty rather than twenty scattered lines.
+    """
+    degree: dict[str, int] = {}
+    for c in conflicts:
+        degree[c.a] = degree.get(c.a, 0) + 1
+        degree[c.b] = degree.get(c.b, 0) + 1
+    groups: dict[str, list[Judged]] = {}
+    for c in conflicts:
+        owner = min((c.a, c.b), key=lambda s: (-degree[s], s))
+        groups.setdefault(owner, []).append(c)
+    out = []
+    for fact, pairs in groups.items():
+        pairs.sort(key=lambda c: (-strength(c), c.a, c.b))
+        out.append(ConflictGroup(fact, tuple(pairs)))
+    out.sort(key=lambda g: (-g.best, -len(g.pairs), g.fact))
+    return out
+
+
+def ranked(conflicts: Sequence[Judged], limit: int | None = None) -> list[tuple[ConflictGroup, Judged]]:
+    """(group, pair) in display order, at most `limit` pairs (None or 0: all)."""
+    out = [(g, c) for g in grouped(conflicts) for c in g.pairs]
+    return out[:limit] if limit else out
 
 
 # ---------------------------------------------------------------- with the store
@@ -411,16 +500,39 @@ def rules_for(store: "Store", threshold: float, origin: str) -> Rules:
     return Rules(threshold, origin, **values)
 
 
-def plan(store: "Store", *, embedder: "Embedder | None" = None) -> Plan:
-    """Score every pair of live facts with the store's embedder and judge them."""
+def plan(store: "Store", *, embedder: "Embedder | None" = None, neighbours: int | None = None) -> Plan:
+    """Compare each live fact with its nearest neighbours by the store's embedder and judge the pairs.
+
+    The vectors come from the cache shared with `near-dup` (only new or
+    changed descriptions are embedded); the pairs from
+    `neardup.nearest_pairs`: each fact's `neighbours` most similar facts at
+    or above the topic threshold ([consolidate] neighbours, default 10).
+    """
     engine = neardup.engine_for(store, embedder)
     rules = rules_for(store, engine.threshold, engine.threshold_origin)
+    k = neighbours if neighbours is not None else neighbours_for(store)
     live = facts_mod.live_facts(store)
-    report = neardup.scan(store, neardup.facts_source(store), threshold=max(-1.0, rules.topic_threshold), embedder=engine.embedder)
-    scored = [(p.a.id, p.b.id, p.score) for p in report.pairs]
-    result = build(live, scored, rules, embedder=report.embedder)
-    result.notes = list(engine.notes) + list(report.notes)
+    source = neardup.facts_source(store)
+    rows = [neardup.Row(f.stem, f.description, f.path.name) for f in live if f.description]
+    vectors = neardup._vectors(store, source, engine, rows)
+    ii, jj, ss = neardup.nearest_pairs(vectors.matrix, k, max(-1.0, min(rules.threshold, rules.topic_threshold)))
+    stems = [r.id for r in rows]
+    scored = ((stems[i], stems[j], s) for i, j, s in zip(ii.tolist(), jj.tolist(), ss.tolist()))
+    result = build(live, scored, rules, embedder=engine.label)
+    result.notes = list(engine.notes)
+    if len(rows) > neardup.EXACT_UP_TO:
+        result.notes.append(f"{len(rows)} facts: nearest neighbours searched by cluster (approximate; "
+                            f"exact up to {neardup.EXACT_UP_TO})")
     return result
+
+
+def neighbours_for(store: "Store") -> int:
+    from ..errors import BadInput
+
+    value = (store.config.raw.get("consolidate", {}) or {}).get("neighbours", NEIGHBOURS)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise BadInput(f"memctl.toml: [consolidate] neighbours must be a whole number from 1 to 1000, got {value!r}")
+    return value
 
 
 def conflicts(store: "Store", *, embedder: "Embedder | None" = None) -> Plan:

@@ -114,7 +114,9 @@ def test_conflicts_lists_and_a_supersedes_resolves(facts_root):
     assert row[3:] == ["weekday friday / monday", "原稿の締切は金曜日", "原稿の締切は月曜日"]
     assert r.stderr == "memctl: 1 conflict; resolve one with `memctl remember KEEP --update --supersedes OTHER`\n"
     data = json.loads(ok(cli(root, "conflicts", "--json")).stdout)
-    assert [(c["a"], c["b"], c["differs"], c["verdict"]) for c in data] == [("fri", "mon", ["weekday friday / monday"], "conflict")]
+    assert (data["total"], data["groups"], data["shown"]) == (1, 1, 1)
+    assert [(c["fact"], c["a"], c["b"], c["differs"], c["verdict"]) for c in data["conflicts"]] == [
+        ("fri", "fri", "mon", ["weekday friday / monday"], "conflict")]
 
     ok(cli(root, "remember", "mon", "--update", "--supersedes", "fri"))
     r = ok(cli(root, "conflicts"))
@@ -263,3 +265,25 @@ def test_procedure_record_best_evolve(root, tmp_path):
     r = ok(cli(root, "procedure", "evolve", "zenn-manual", "--template", "-", input="1. write\n2. lint\n3. push\n"))
     assert r.stderr == "memctl: memory/zenn-manual.md unchanged (version 2)\n"
     assert git(root, "log", "-2", "--format=%s").splitlines() == ["memory: evolve zenn-manual", "ledger: append procedure-outcomes (+1)"]
+
+
+def test_conflicts_are_grouped_capped_and_counted(root):
+    configure(root, '[embedding]\nbackend = "char-ngram"\n')
+    for name, text in [("rate-100", "The API rate limit is 100 requests per minute"),
+                       ("rate-60", "The API rate limit is 60 requests per minute"),
+                       ("rate-30", "The API rate limit is 30 requests per minute"),
+                       ("fri", "原稿の締切は金曜日"), ("mon", "原稿の締切は月曜日")]:
+        remember(root, name, text)
+    data = json.loads(ok(cli(root, "conflicts", "--json", "--limit", "0")).stdout)
+    # rate-100 heads the pairs it is in; rate-30 / rate-60 is a group of its own
+    assert (data["total"], data["groups"], data["shown"]) == (4, 3, 4)
+    groups = [c["fact"] for c in data["conflicts"]]
+    assert sorted(set(groups)) == ["fri", "rate-100", "rate-30"] and groups == sorted(groups, key=groups.index)
+    strengths = [c["strength"] for c in data["conflicts"] if c["fact"] == "rate-100"]
+    assert strengths == sorted(strengths, reverse=True) and len(strengths) == 2
+    r = ok(cli(root, "conflicts", "--limit", "2"))
+    assert len(fields(r.stdout)) == 2
+    assert r.stderr == ("memctl: showing 2 of 4 conflicts (in 3 groups; --limit 0 shows all); "
+                        "resolve one with `memctl remember KEEP --update --supersedes OTHER`\n")
+    r = cli(root, "conflicts", "--limit", "-1")
+    assert (r.exit_code, r.stderr) == (2, "memctl: error: --limit must be 0 (all) or more, got -1\n")

@@ -125,7 +125,7 @@ def test_a_fact_changed_on_both_sides_is_kept_as_a_conflict_and_resolved(pair, k
     assert "<<<<<<<" not in (b / "memory" / "deploy.md").read_text(encoding="utf-8")
     r = cli(b, "conflicts", "--json")
     assert r.exit_code == 0
-    found = [c for c in json.loads(r.stdout) if c.get("kind") == "merge"]
+    found = json.loads(r.stdout)["merge"]
     assert found == [{"kind": "merge", "name": "deploy", "path": "memory/deploy.md", "copy": copy[0],
                       "hunk": ["-description: デプロイは木曜", "+description: deploy on Wednesdays",
                                "-  updated: 2026-11-30T11:00:00+00:00", "+  updated: 2026-11-30T10:00:00+00:00"]}]
@@ -145,7 +145,7 @@ def test_a_fact_changed_on_both_sides_is_kept_as_a_conflict_and_resolved(pair, k
         assert r.stdout == "memory/deploy-2.md\n" and "デプロイは木曜" in live
         assert "name: deploy-2\n" in (b / "memory" / "deploy-2.md").read_text(encoding="utf-8")
         assert "- [deploy-2](deploy-2.md) — deploy on Wednesdays" in index
-    assert [c for c in json.loads(cli(b, "conflicts", "--json").stdout) if c.get("kind") == "merge"] == []
+    assert json.loads(cli(b, "conflicts", "--json").stdout)["merge"] == []
     assert cli(b, "doctor").exit_code == 0
 
 
@@ -322,7 +322,7 @@ def test_a_conflict_copy_left_by_a_plain_git_pull_is_listed_and_committed_by_the
     assert "description: b says" in (b / "memory" / "rule.md").read_text(encoding="utf-8")
     [copy] = (b / "memory" / "conflicts").glob("rule.*.md")
     assert git(b, "status", "--porcelain", "--untracked-files=all").strip() == f"?? memory/conflicts/{copy.name}"
-    assert [c["copy"] for c in json.loads(cli(b, "conflicts", "--json").stdout) if c.get("kind") == "merge"] == [
+    assert [c["copy"] for c in json.loads(cli(b, "conflicts", "--json").stdout)["merge"]] == [
         f"memory/conflicts/{copy.name}"]
     r = cli(b, "sync")
     assert r.exit_code == 0, r.stderr

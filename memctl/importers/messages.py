@@ -1,0 +1,51 @@
+"""A generic JSONL transcript, for agents other than Claude Code (docs/TRANSCRIPTS.md).
+
+One JSON object a line: `role` (`user`, `assistant`; `tool` is a tool call
+and `error` a failed one, both imported only with `tools`; `system` is left
+out), `content` (a string, or a list of `{"type": "text", "text": ...}`
+blocks), `ts` (ISO-8601), and optionally `id` (kept as the record's id) and
+`session`. A line without `role`, `content` or a valid `ts` is a bad record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable
+
+from . import Parsed, Turn, clean, parse_ts
+from .claude_code import _texts
+
+_ROLES = {"user": "prompt", "assistant": "reply", "tool": "tool", "error": "error"}
+
+
+def parse(records: Iterable[tuple[int, Any]], *, session: str, tools: bool = False) -> Parsed:
+    out = Parsed()
+    for line, record in records:
+        if record is None:
+            continue
+        out.records += 1
+        if isinstance(record, str):
+            out.skip(line, record)
+            continue
+        if not isinstance(record, dict):
+            out.skip(line, "not a JSON object")
+            continue
+        role = record.get("role")
+        if not isinstance(role, str) or "content" not in record:
+            out.skip(line, "no `role` or `content`")
+            continue
+        when = parse_ts(record.get("ts"))
+        if when is None:
+            out.skip(line, "no valid `ts`")
+            continue
+        kind = _ROLES.get(role)
+        text = clean("\n\n".join(_texts(record["content"])))
+        if kind is None or not text or (kind in ("tool", "error") and not tools):
+            out.left_out += 1
+            continue
+        sid = record.get("session") if isinstance(record.get("session"), str) and record.get("session") else session
+        rid = record.get("id")
+        if not isinstance(rid, (str, int)) or not str(rid) or any(c in str(rid) for c in ",\t\n "):
+            rid = "line-" + hashlib.sha1(f"{sid}\n{record.get('ts')}\n{role}\n{text}".encode()).hexdigest()[:16]
+        out.turns.append(Turn(str(rid), sid, when, kind, text, line))
+    return out

@@ -1,0 +1,335 @@
+"""Import agent transcripts into the episodes ledger (docs/TRANSCRIPTS.md).
+
+The parsing is pure (memctl/importers/); this module reads the files, works
+out what is new, redacts, and appends. What is new is decided by the ledger
+itself: every imported episode carries `record:<id>` in its refs, so a record
+whose id is already there is never imported again, whatever happened to the
+caches. `.memctl/imports.json` only remembers, per transcript, the byte
+offset where the last import stopped (and a hash of the bytes before it), so
+a grown transcript is read from there; deleting it costs a full re-read,
+never a duplicate.
+
+Everything is read, redacted and checked before the one append: an import
+writes all of its new episodes in one write and one commit, or nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import episodes, ledger
+from .errors import BadInput, NotFound
+from .fsutil import atomic_write
+from .importers import TYPES, Parsed, Turn, cut, lines, redact
+from .store import Store
+
+FORMATS = ("claude-code", "messages")
+DEFAULT_AGENT = {"claude-code": "claude-code", "messages": "agent"}
+MAX_CHARS = 2000
+MAX_FILE_MB = 256
+STATE_FILE = "imports.json"
+_TAIL = 64  # bytes before the resume offset that must be unchanged to trust it
+_ID_SALTS = 16
+
+
+@dataclass(frozen=True)
+class Settings:
+    max_chars: int = MAX_CHARS
+    max_file_mb: float = MAX_FILE_MB
+    redact_patterns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileReport:
+    path: str
+    records: int  # complete records read this time (after the resume point)
+    imported: int
+    already: int  # turns whose record was imported before
+    bad: int
+    left_out: int
+    torn: bool  # the last line was incomplete and is left for the next import
+    resumed_at: int  # byte offset reading started at
+    problem: str = ""  # why the file was skipped (only when skipping is allowed)
+    first_bad: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class Result:
+    files: list[FileReport]
+    episodes: list[episodes.Episode]
+    redacted: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False
+    commit: str | None = None
+
+    @property
+    def bad(self) -> int:
+        return sum(f.bad for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "imported": len(self.episodes), "redacted": dict(sorted(self.redacted.items())),
+            "bad_records": self.bad, "dry_run": self.dry_run, "commit": self.commit,
+            "files": [f.to_dict() for f in self.files], "episodes": [e.to_dict() for e in self.episodes],
+        }
+
+
+# ---------------------------------------------------------------- settings and files
+
+
+def settings_for(store: Store) -> Settings:
+    table = store.config.raw.get("import", {}) or {}
+    if not isinstance(table, dict):
+        raise BadInput("memctl.toml: [import] must be a table")
+    max_chars = table.get("max_chars", MAX_CHARS)
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 100 <= max_chars <= 60_000:
+        raise BadInput(f"memctl.toml: [import] max_chars must be a whole number from 100 to 60000, got {max_chars!r}")
+    max_mb = table.get("max_file_mb", MAX_FILE_MB)
+    if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or max_mb <= 0:
+        raise BadInput(f"memctl.toml: [import] max_file_mb must be a number above 0, got {max_mb!r}")
+    patterns = table.get("redact_patterns", [])
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise BadInput("memctl.toml: [import] redact_patterns must be a list of strings (regular expressions)")
+    return Settings(max_chars, float(max_mb), tuple(patterns))
+
+
+def claude_projects_dir() -> Path:
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+    return Path(base) / "projects"
+
+
+def project_transcripts(project: str | os.PathLike) -> list[Path]:
+    """The `*.jsonl` files of a Claude Code project folder, or of the folder Claude Code keeps for
+    a working directory (`~/.claude/projects/<path with every non-alphanumeric character as ->`)."""
+    folder = Path(project).expanduser()
+    if folder.is_dir() and any(folder.glob("*.jsonl")):
+        return sorted(folder.glob("*.jsonl"))
+    encoded = re.sub(r"[^A-Za-z0-9]", "-", str(folder.resolve()))
+    kept = claude_projects_dir() / encoded
+    if kept.is_dir():
+        return sorted(kept.glob("*.jsonl"))
+    raise NotFound(f"no transcripts for {project}: neither it nor {kept} holds *.jsonl files",
+                   hint="give the transcript files, or the project folder under ~/.claude/projects")
+
+
+def _state_path(store: Store) -> Path:
+    return store.cache_dir / STATE_FILE
+
+
+def _load_state(store: Store) -> dict[str, Any]:
+    try:
+        data = json.loads(_state_path(store).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _tail_hash(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def _resume_point(path: Path, size: int, saved: Any) -> tuple[int, int]:
+    """(byte offset, line number) to start reading at: where the last import stopped, if still true."""
+    if not isinstance(saved, dict):
+        return 0, 1
+    end, line, tail = saved.get("end"), saved.get("line"), saved.get("tail")
+    if not isinstance(end, int) or not isinstance(line, int) or not isinstance(tail, str) or not 0 < end <= size:
+        return 0, 1
+    with open(path, "rb") as handle:
+        handle.seek(max(0, end - _TAIL))
+        before = handle.read(min(end, _TAIL))
+    return (end, line) if _tail_hash(before) == tail else (0, 1)
+
+
+@dataclass
+class _Read:
+    path: Path
+    parsed: Parsed
+    start: int
+    next_line: int
+    torn: bool
+    tail: str
+
+
+def _read(path: Path, fmt: str, *, tools: bool, settings: Settings, saved: Any) -> _Read:
+    from .importers import claude_code, messages
+
+    try:
+        if not path.is_file():
+            raise BadInput(f"{path}: not a file")
+        size = path.stat().st_size
+        start, first_line = _resume_point(path, size, saved)
+        if size - start > settings.max_file_mb * 1024 * 1024:
+            raise BadInput(
+                f"{path}: {(size - start) / 1048576:.0f} MB to read, more than [import] max_file_mb = {settings.max_file_mb:g}",
+                hint="raise [import] max_file_mb in memctl.toml to import it",
+            )
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read()
+    except OSError as exc:
+        raise BadInput(f"{path}: {exc.strerror or exc}") from None
+    if b"\x00" in data[:8192]:
+        raise BadInput(f"{path}: a binary file, not a JSONL transcript")
+    numbered: list[tuple[int, Any]] = []
+    end, line = 0, first_line - 1
+    for line, end, value in lines(data, 0, first_line):
+        numbered.append((line, value))
+    session = path.stem
+    parser = claude_code.parse if fmt == "claude-code" else messages.parse
+    parsed = parser(numbered, session=session, tools=tools)
+    parsed.end = start + end
+    if parsed.records and parsed.bad == parsed.records:
+        raise BadInput(f"{path}: not a JSONL transcript ({parsed.first_bad})",
+                       hint="a transcript holds one JSON object per line" if fmt == "messages" else
+                       "Claude Code writes ~/.claude/projects/<project>/<session-id>.jsonl")
+    torn = parsed.end < start + len(data)
+    with open(path, "rb") as handle:
+        handle.seek(max(0, parsed.end - _TAIL))
+        tail = _tail_hash(handle.read(min(parsed.end, _TAIL)))
+    return _Read(path, parsed, start, line + 1, torn, tail)
+
+
+# ---------------------------------------------------------------- what the ledger holds
+
+
+def _known(store: Store) -> tuple[set[str], set[str]]:
+    """(record ids already imported, episode ids in use), read from episodes.tsv."""
+    path = store.ledgers_dir / f"{episodes.LEDGER}.tsv"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return set(), set()
+    records = set()
+    # refs is the last column: the text between the last TAB of a line and its LF.
+    for refs in re.findall(rb"\t([^\t\n]*)\n", data):
+        if b"record:" in refs:
+            records.update(r[7:].decode("utf-8", "replace") for r in refs.split(b",") if r.startswith(b"record:"))
+    ids = {m.decode() for m in re.findall(rb"(?m)^(ep-[^\t\n]+)\t", data)}
+    return records, ids
+
+
+def _safe(value: str) -> str:
+    return re.sub(r"[\s,]+", "_", value)[:200] or "-"
+
+
+def _episode_id(turn: Turn, taken: set[str]) -> str:
+    stamp = f"{turn.ts.astimezone(timezone.utc):%Y%m%d%H%M%S}"
+    for salt in range(_ID_SALTS):
+        digest = hashlib.sha1(f"{turn.record}#{salt}".encode()).hexdigest()[:4]
+        candidate = f"ep-{stamp}-{digest}"
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+    raise BadInput(f"record {turn.record}: no free episode id in second {stamp}")
+
+
+def to_episode(turn: Turn, text: str, agent: str, episode_id: str) -> episodes.Episode:
+    return episodes.Episode(
+        id=episode_id, ts=turn.ts.astimezone().isoformat(timespec="seconds"), agent=agent, type=turn.type,
+        description=text, importance=TYPES[turn.type],
+        refs=(f"session:{_safe(turn.session)}", f"record:{turn.record}"),
+    )
+
+
+# ---------------------------------------------------------------- the import
+
+
+def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, tools: bool = False,
+                 agent: str | None = None, dry_run: bool = False, skip_bad_files: bool = False,
+                 commit_changes: bool = True) -> Result:
+    """Import transcripts; one append and one commit for all their new turns, or nothing.
+
+    A file that cannot be read as a transcript is an error (nothing is
+    imported), unless `skip_bad_files`: then it is reported and left out.
+    """
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown transcript format {fmt!r}", hint=" | ".join(FORMATS))
+    if not paths:
+        raise BadInput("no transcript to import", hint="give FILE.jsonl arguments or --project DIR")
+    settings = settings_for(store)
+    redactor = redact.build(settings.redact_patterns)  # refuses without detect-secrets, before any read
+    agent = agent if agent is not None else (os.environ.get("MEMCTL_AGENT") or DEFAULT_AGENT[fmt])
+    state = _load_state(store)
+    reads: list[_Read] = []
+    problems: list[FileReport] = []
+    seen_paths = set()
+    for path in map(Path, paths):
+        key = _key(path)
+        if key in seen_paths:
+            continue
+        seen_paths.add(key)
+        try:
+            reads.append(_read(path, fmt, tools=tools, settings=settings, saved=state.get(key)))
+        except BadInput as exc:
+            if not skip_bad_files:
+                raise
+            problems.append(FileReport(str(path), 0, 0, 0, 0, 0, False, 0, problem=exc.one_line()))
+    if not dry_run and any(r.parsed.turns for r in reads):
+        episodes.ensure_ledger(store, commit_changes=commit_changes)  # takes the lock itself
+    with store.lock() if not dry_run else contextlib.nullcontext():
+        # What is new is decided under the lock, so two imports of one session cannot both add it.
+        known, taken = _known(store)
+        fresh: list[tuple[Turn, int]] = []
+        reports = []
+        for order, read in enumerate(reads):
+            new = already = 0
+            for turn in read.parsed.turns:
+                if turn.record in known:
+                    already += 1
+                    continue
+                known.add(turn.record)
+                fresh.append((turn, order))
+                new += 1
+            p = read.parsed
+            reports.append(FileReport(str(read.path), p.records, new, already, p.bad, p.left_out, read.torn,
+                                      read.start, first_bad=p.first_bad))
+        fresh.sort(key=lambda item: (item[0].ts, item[1], item[0].line))
+        made = []
+        for turn, _ in fresh:
+            text = cut(redactor.redact(turn.text), settings.max_chars)
+            made.append(to_episode(turn, text, agent, _episode_id(turn, taken)))
+        result = Result(reports + problems, made, dict(redactor.counts), dry_run)
+        if dry_run:
+            return result
+        if made:
+            done = ledger.append(store, episodes.LEDGER, [episodes.to_record(e) for e in made], unique="id",
+                                 commit_changes=commit_changes, lock=False)
+            result.commit = done.commit
+        for read in reads:
+            state[_key(read.path)] = {"end": read.parsed.end, "line": read.next_line, "tail": read.tail}
+        store.cache_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(_state_path(store), json.dumps(state, sort_keys=True, indent=1) + "\n")
+    return result
+
+
+def _key(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path)
+
+
+# ---------------------------------------------------------------- the Claude Code hook
+
+
+def hook_transcript(stdin_text: str) -> Path:
+    """The transcript named by Claude Code's hook input (`transcript_path`)."""
+    try:
+        data = json.loads(stdin_text)
+    except ValueError:
+        raise BadInput("--hook: stdin is not the JSON a Claude Code hook receives") from None
+    path = data.get("transcript_path") if isinstance(data, dict) else None
+    if not isinstance(path, str) or not path:
+        raise BadInput("--hook: the hook input has no transcript_path")
+    return Path(path).expanduser()
