@@ -1,4 +1,4 @@
-"""Fast paths for the commands scripts call in loops: `ledger append` and `near-dup`.
+"""Fast paths for the commands run in loops: `ledger append`, `near-dup`, `hook prompt|session-start`.
 
 A cron job or an agent runs `memctl ledger append ...` once per record and
 `memctl near-dup TEXT ...` once per candidate, so their start-up is a budget
@@ -9,7 +9,8 @@ to the Typer app and gets its usual handling and messages.
 
 The commands' bodies live here and the Typer commands call them too, so both
 paths do and print the same things; tests/cli/test_fast_path.py runs each
-command line both ways and compares. MEMCTL_NO_FAST=1 turns the fast paths off.
+command line both ways and compares. Claude Code runs `memctl hook prompt` on
+every prompt (memctl/integrations/hooks.py). MEMCTL_NO_FAST=1 turns the fast paths off.
 Only light modules are imported before the work starts (no typer, click, rich).
 """
 
@@ -186,6 +187,8 @@ def _plan(argv: list[str]):
     if split is None:
         return None
     root, rest = split
+    if len(rest) == 2 and rest[0] == "hook" and rest[1] in ("session-start", "prompt"):
+        return root, None, None, {"event": rest[1]}  # a hook finds its store itself, and never fails
     if rest[:2] == ["ledger", "append"]:
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:
@@ -203,6 +206,10 @@ def run(argv: list[str]) -> int | None:
     if plan is None:
         return None
     root, body, on_error, kwargs = plan
+    if body is None:
+        from ..integrations import hooks
+
+        return hooks.run(root, kwargs["event"])
     from .. import errors, output
     from ..store import load_store
 

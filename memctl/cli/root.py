@@ -92,8 +92,9 @@ COMMAND_MODULES = {
     "recall": "recall", "context": "recall", "audit": "recall", "pin": "recall", "unpin": "recall",
     "restore": "lifecycle",
     "consolidate": "consolidate", "conflicts": "consolidate", "distill": "consolidate", "procedure": "consolidate",
+    "agent": "agent", "hook": "agent", "mcp": "mcp",
 }
-MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate")
+MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate", "agent", "mcp")
 
 
 def _command_name(argv: list[str]) -> str | None:
