@@ -187,8 +187,11 @@ def _plan(argv: list[str]):
     if split is None:
         return None
     root, rest = split
-    if len(rest) == 2 and rest[0] == "hook" and rest[1] in ("session-start", "prompt"):
-        return root, None, None, {"event": rest[1]}  # a hook finds its store itself, and never fails
+    if len(rest) == 2 and rest[0] == "hook":
+        from ..integrations.hooks import EVENTS
+
+        # A hook finds its store itself and never fails: it is not a body of the kind below.
+        return (root, None, None, {"event": rest[1]}) if rest[1] in EVENTS else None
     if rest[:2] == ["ledger", "append"]:
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:

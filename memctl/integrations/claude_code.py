@@ -226,7 +226,7 @@ def _without_hooks(doc: dict[str, Any], path: Path, hooks: tuple[Hook, ...]) -> 
             rest = [e for e in entries if not _is_ours(e, hook)]
             if rest:
                 kept.append({**group, "hooks": rest})
-        if len(kept) != len(groups) or kept != groups:
+        if kept != groups:
             if kept:
                 table[hook.event] = kept
             else:
