@@ -191,3 +191,21 @@ def test_snippet_is_short_and_names_the_three_habits():
     assert len(lines) <= 15
     for word in ("recall", "remember", "episode"):
         assert word in cc.SNIPPET
+
+
+def test_which_store_a_hook_or_the_server_uses(tmp_path, monkeypatch, root):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    home = Path(__import__("os").environ["HOME"])
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    assert cc.resolve_root() == root.resolve()  # no memory directory yet: the nearest store
+    memory = cc.project_memory_dir(project)
+    assert memory == home / ".claude" / "projects" / cc.project_key(project) / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory index\n", encoding="utf-8")
+    assert cc.resolve_root() == memory.resolve()
+    assert cc.resolve_root(str(root)) == root.resolve()  # --root wins
+    monkeypatch.setenv("MEMCTL_ROOT", str(root))
+    assert cc.resolve_root() == root.resolve()  # and MEMCTL_ROOT
