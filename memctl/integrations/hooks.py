@@ -38,25 +38,24 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
     stdout = stdout or sys.stdout
     os.environ.setdefault("MEMCTL_AGENT", AGENT_NAME)
     limit = _timeout()
-    cancel = _guard(limit, event)
     try:
-        if event == "session-start":
-            text = session_start(find_store(root))
-        else:
-            data = (stdin or sys.stdin.buffer).read()
-            prompt_text = parse_prompt(data)
-            text = prompt(find_store(root), prompt_text) if prompt_text else ""
+        cancel = _guard(limit, event)
+        try:
+            if event == "session-start":
+                text = session_start(find_store(root))
+            else:
+                data = (stdin or sys.stdin.buffer).read()
+                prompt_text = parse_prompt(data)
+                text = prompt(find_store(root), prompt_text) if prompt_text else ""
+        finally:
+            cancel()  # before any handler below runs, so the alarm cannot fire inside one
+        if text:
+            stdout.write(text)
+            stdout.flush()
     except HookTimeout:
         _note(event, f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)")
-        return 0
     except Exception as exc:  # noqa: BLE001  (a hook never fails the prompt; the reason goes to stderr)
         _note(event, getattr(exc, "one_line", lambda: f"{type(exc).__name__}: {exc}")())
-        return 0
-    finally:
-        cancel()
-    if text:
-        stdout.write(text)
-        stdout.flush()
     return 0
 
 
