@@ -214,8 +214,6 @@ def _fact_files(store: Store) -> dict[str, tuple[str, bool]]:
 
 
 def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
-    from . import fact as fact_mod
-
     on_disk = _fact_files(store)
     known = {path: (stamp, doc) for path, stamp, doc in conn.execute("SELECT path, stamp, doc FROM files")}
     for path, (stamp, doc) in known.items():
@@ -228,6 +226,8 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
         if path in known and known[path][0] == stamp:
             continue
         doc = None
+        from . import fact as fact_mod  # PyYAML: imported only when a fact file changed (the prompt hook's budget)
+
         try:
             fact = fact_mod.load(Path(path), archived=archived)
         except (fact_mod.FactParseError, OSError):

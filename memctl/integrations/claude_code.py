@@ -16,7 +16,6 @@ import json
 import os
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -81,8 +80,8 @@ def resolve_root(root: str | os.PathLike | None = None) -> Path:
     return find_root(root)
 
 
-@dataclass(frozen=True)
-class Target:
+# NamedTuples, not dataclasses: the prompt hook imports this module on every prompt (see config.py).
+class Target(NamedTuple):
     scope: str
     settings: Path  # where the hooks go
     mcp_file: Path  # where the MCP server entry goes
@@ -191,8 +190,7 @@ def _table(doc: dict[str, Any], key: str, path: Path, kind: type, create: bool) 
 
 # ---------------------------------------------------------------- plans
 
-@dataclass(frozen=True)
-class FileChange:
+class FileChange(NamedTuple):
     path: Path
     before: dict[str, Any] | None  # None: the file does not exist yet
     after: dict[str, Any] | None  # None: the file is removed (it held only what memctl added)

@@ -75,8 +75,9 @@ def _timeout() -> float:
 def _guard(seconds: float, event: str):
     """Raise HookTimeout in the main thread after `seconds`; exit 0 a second later if that did not stop it
     (a call stuck in C code never returns to the interpreter to see the signal). Returns the cancel function."""
+    import _thread
     import signal
-    import threading
+    import time
 
     def expire(signum, frame):
         raise HookTimeout()
@@ -87,16 +88,20 @@ def _guard(seconds: float, event: str):
     except (ValueError, AttributeError):  # not the main thread, or no SIGALRM here
         previous = None
 
-    def backstop():
-        _note(event, f"stopped after {seconds + 1:g} s")
-        os._exit(0)
+    finished: list[bool] = []
 
-    timer = threading.Timer(seconds + 1.0, backstop)
-    timer.daemon = True
-    timer.start()
+    def backstop():
+        time.sleep(seconds + 1.0)
+        if not finished:
+            _note(event, f"stopped after {seconds + 1:g} s")
+            os._exit(0)
+
+    # A bare thread: threading.Thread.start() waits until the thread runs, which on a busy
+    # machine costs tens of milliseconds of every prompt.
+    _thread.start_new_thread(backstop, ())
 
     def cancel():
-        timer.cancel()
+        finished.append(True)
         if previous is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)

@@ -234,3 +234,20 @@ def test_session_start_prints_the_bundle(facts_store):
 def test_session_start_on_an_empty_store_prints_nothing(root):
     result = memctl(root, "hook", "session-start", input="{}")
     assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_a_prompt_hook_whose_stdin_never_ends_gives_up(facts_store):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMCTL_HOOK_TIMEOUT": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(facts_store), "hook", "prompt"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        proc.wait(timeout=60)  # stdin stays open: the hook must stop by itself
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert (proc.returncode, out) == (0, "")
+    assert err == "memctl: hook prompt: nothing added: gave up after 1 s (MEMCTL_HOOK_TIMEOUT)\n"
