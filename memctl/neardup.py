@@ -430,6 +430,39 @@ def fact_candidates(
     return report
 
 
+def remember_check(store: "Store"):
+    """The embedding check `remember` adds to its keyword one (a facts.VectorCheck), or None.
+
+    [facts] vector_check = "auto" (default) skips it when the only embedder is
+    sentence-transformers loaded in-process (seconds per write) and no
+    embed-server is running; "always" and "never" do what they say.
+    """
+    mode = str(store.config.raw.get("facts", {}).get("vector_check", "auto"))
+    if mode == "never":
+        return None
+    from . import facts
+    from .embed import server
+
+    if mode == "auto":
+        choice = embed.choose(embed.settings_for(store))
+        if choice.embedder.backend == "char-ngram":
+            return None
+        if choice.embedder.backend == "sentence-transformers" and server.hello(store) is None:
+            return None
+
+    def check(description: str, exclude: set[str]) -> list[facts.Similar]:
+        report = fact_candidates(store, description, exclude)
+        if report is None or not report.checks:
+            return []
+        by_stem = {f.stem: f for f in facts.live_facts(store, quiet=True)}
+        return [
+            facts.Similar(by_stem[h.id], round(h.score, 3), 0, False, report.embedder)
+            for h in report.checks[0].hits if h.id in by_stem
+        ]
+
+    return check
+
+
 # ---------------------------------------------------------------- scan
 
 

@@ -260,6 +260,8 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
 
     for path, stamp, archived in changed:
         doc = None
+        from . import fact as fact_mod  # PyYAML: imported only when a fact file changed (the prompt hook's budget)
+
         try:
             fact = fact_mod.load(Path(path), archived=archived)
         except (fact_mod.FactParseError, OSError):

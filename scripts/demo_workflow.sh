@@ -62,6 +62,34 @@ run recall "launchd job PATH" --paths
 run pin feedback-zenn-rate-limit
 run context --query "記事を公開する" --budget 800
 run audit
+if "$memctl" agent --help >/dev/null 2>&1; then
+  # Claude Code: what `agent install` would write, and what the per-prompt hook adds to a prompt
+  mkdir -p "$work/project"
+  step "cd project && memctl agent install claude-code --dry-run"
+  (cd "$work/project" && "$memctl" agent install claude-code --dry-run)
+  step "echo '{\"prompt\": \"記事のタイトルは何文字まで？\"}' | memctl hook prompt"
+  echo '{"prompt": "記事のタイトルは何文字まで？"}' | "$memctl" hook prompt
+  python="$(dirname "$memctl")/python"
+  if [ -x "$python" ] && "$python" -c "import mcp" 2>/dev/null; then
+    step "an MCP client over stdio: memctl mcp, tools/list, then recall"
+    "$python" - "$memctl" <<'PY'
+import sys, anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+import os
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=["mcp"], env=dict(os.environ))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        print("tools:", ", ".join(t.name for t in (await client.list_tools()).tools))
+        result = await client.call_tool("recall", {"query": "記事のタイトル", "k": 2})
+        for hit in result.structured_content["hits"]:
+            print(f"recall: {hit['name']} ({hit['score']}) {hit['description']}")
+
+anyio.run(main)
+PY
+  fi
+fi
 if "$memctl" state --help >/dev/null 2>&1; then
   step "echo '{\"completed\": 48, \"in_progress\": 1, \"pending\": 2, \"approvals\": 0}' | memctl state update --from-json -"
   echo '{"completed": 48, "in_progress": 1, "pending": 2, "approvals": 0}' | "$memctl" state update --from-json -

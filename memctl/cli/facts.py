@@ -41,39 +41,6 @@ def init(
         output.info(f"initialised {root}: " + ", ".join(created) if created else f"{root} is already a store; nothing changed")
 
 
-def _vector_check(store):
-    """Near matches by embeddings for `remember`, when an embedder is cheap to use here.
-
-    [facts] vector_check = "auto" (default) skips it when the only embedder is
-    sentence-transformers loaded in-process (seconds per write) and no
-    embed-server is running; "always" and "never" do what they say.
-    """
-    mode = str(store.config.raw.get("facts", {}).get("vector_check", "auto"))
-    if mode == "never":
-        return None
-    from .. import embed, neardup
-    from ..embed import server
-
-    if mode == "auto":
-        choice = embed.choose(embed.settings_for(store))
-        if choice.embedder.backend == "char-ngram":
-            return None
-        if choice.embedder.backend == "sentence-transformers" and server.hello(store) is None:
-            return None
-
-    def check(description: str, exclude: set[str]) -> list[facts.Similar]:
-        report = neardup.fact_candidates(store, description, exclude)
-        if report is None or not report.checks:
-            return []
-        by_stem = {f.stem: f for f in facts.live_facts(store, quiet=True)}
-        return [
-            facts.Similar(by_stem[h.id], round(h.score, 3), 0, False, report.embedder)
-            for h in report.checks[0].hits if h.id in by_stem
-        ]
-
-    return check
-
-
 @app.command()
 def remember(
     ctx: typer.Context,
@@ -105,8 +72,10 @@ def remember(
         source=source, expires=expires, supersedes=tuple(supersedes or ()), pinned=True if pin else None,
     )
     store = store_from(ctx)
+    from ..neardup import remember_check
+
     change = facts.remember(store, spec, update=update, force=force, strict=strict, commit_changes=not no_commit,
-                            vector_check=_vector_check(store))
+                            vector_check=remember_check(store))
     for hit in change.similar:
         how = f"{hit.shared} shared keywords" if hit.method == "keywords" else f"by {hit.method}"
         output.warn(

@@ -1,5 +1,5 @@
 """Fast paths for the commands called in loops or on every prompt: `ledger append`, `near-dup`,
-`recall`, `episode recall` and `context`.
+`recall`, `episode recall`, `context` and `hook prompt|session-start`.
 
 A cron job or an agent runs `memctl ledger append ...` once per record and
 `memctl near-dup TEXT ...` once per candidate, so their start-up is a budget
@@ -10,7 +10,8 @@ to the Typer app and gets its usual handling and messages.
 
 The commands' bodies live here and the Typer commands call them too, so both
 paths do and print the same things; tests/cli/test_fast_path.py runs each
-command line both ways and compares. MEMCTL_NO_FAST=1 turns the fast paths off.
+command line both ways and compares. Claude Code runs `memctl hook prompt` on
+every prompt (memctl/integrations/hooks.py). MEMCTL_NO_FAST=1 turns the fast paths off.
 Only light modules are imported before the work starts (no typer, click, rich).
 """
 
@@ -333,6 +334,11 @@ def _plan(argv: list[str]):
     if split is None:
         return None
     root, rest = split
+    if len(rest) == 2 and rest[0] == "hook":
+        from ..integrations.hooks import EVENTS
+
+        # A hook finds its store itself and never fails: it is not a body of the kind below.
+        return (root, None, None, {"event": rest[1]}) if rest[1] in EVENTS else None
     if rest[:2] == ["ledger", "append"]:
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:
@@ -356,6 +362,10 @@ def run(argv: list[str]) -> int | None:
     if plan is None:
         return None
     root, body, on_error, kwargs = plan
+    if body is None:
+        from ..integrations import hooks
+
+        return hooks.run(root, kwargs["event"])
     from .. import errors, output
     from ..store import load_store
 

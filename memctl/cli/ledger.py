@@ -304,7 +304,9 @@ def _import_hook(ctx: typer.Context, format_: str, tools: bool, agent: Optional[
     os.environ.setdefault("MEMCTL_LOCK_TIMEOUT", "10")  # a hook is waited for: do not hang on a busy store
     try:
         path = transcripts.hook_transcript(sys.stdin.read())
-        store = store_from(ctx)
+        from ..integrations.hooks import find_store  # the store every Claude Code hook uses (docs/AGENTS.md)
+
+        store = find_store((ctx.obj or {}).get("root"))
         result = transcripts.import_files(store, format_, [path], tools=tools, agent=agent,
                                           commit_changes=not no_commit)
         _render_import(result, json, quiet=True)

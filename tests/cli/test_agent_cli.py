@@ -1,0 +1,253 @@
+"""`memctl agent ...` and the hook commands, as a user and as Claude Code run them."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, memctl
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def _files(project: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(project)): p.read_bytes() for p in sorted(project.rglob("*")) if p.is_file()}
+
+
+# ---------------------------------------------------------------- agent install / uninstall / status
+
+def test_dry_run_prints_the_files_and_writes_nothing(project):
+    result = cli(None, "agent", "install", "claude-code", "--project", str(project), "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert f"# {project / '.claude' / 'settings.json'}\n" in result.stdout
+    assert '"UserPromptSubmit"' in result.stdout and '"mcpServers"' in result.stdout
+    assert "dry run: nothing written" in result.stderr
+    assert _files(project) == {}
+
+
+def test_install_twice_changes_nothing(project):
+    first = cli(None, "agent", "install", "claude-code", "--project", str(project))
+    assert first.exit_code == 0, first.stderr
+    assert first.stdout.splitlines() == [str(project / ".claude" / "settings.json"), str(project / ".mcp.json")]
+    written = _files(project)
+    second = cli(None, "agent", "install", "claude-code", "--project", str(project), "--json")
+    assert second.exit_code == 0
+    assert json.loads(second.stdout) == {"scope": "project", "dry_run": False, "changes": []}
+    assert _files(project) == written
+
+
+def test_install_bakes_in_an_existing_root(project, root):
+    result = cli(root, "agent", "install", "claude-code", "--project", str(project), "--json")
+    assert result.exit_code == 0, result.stderr
+    changes = json.loads(result.stdout)["changes"]
+    settings = changes[0]["content"]
+    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command.endswith(f"--root {root.resolve()} hook prompt")
+    assert os.path.isabs(command.split()[0])
+    assert changes[1]["content"]["mcpServers"]["memctl"]["args"] == ["mcp", "--root", str(root.resolve())]
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["--scope", "global"], 2, "unknown scope 'global' (hint: project, local or user)"),
+    (["--root", "/nonexistent/store"], 3, "store directory does not exist"),
+], ids=["scope", "root"])
+def test_bad_options_write_nothing(project, args, code, words):
+    argv = ["agent", "install", "claude-code", "--project", str(project)]
+    if args[0] == "--root":
+        argv = args + argv
+    else:
+        argv += args
+    result = cli(None, *argv)
+    assert result.exit_code == code
+    assert result.stderr.startswith("memctl: error: ") and words in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert _files(project) == {}
+
+
+def test_unknown_agent(project):
+    result = cli(None, "agent", "install", "cursor", "--project", str(project))
+    assert result.exit_code == 2
+    assert result.stderr == "memctl: error: unknown agent 'cursor' (hint: memctl agent install claude-code)\n"
+
+
+@pytest.mark.parametrize("content, words", [
+    ('{"hooks": {', "not valid JSON"),
+    ('"just a string"', "not a JSON object"),
+], ids=["invalid", "not-object"])
+def test_bad_settings_file_exit_2_nothing_written(project, content, words):
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(content, encoding="utf-8")
+    result = cli(None, "agent", "install", "claude-code", "--project", str(project))
+    assert result.exit_code == 2
+    assert words in result.stderr and "(hint: " in result.stderr and len(result.stderr.splitlines()) == 1
+    assert _files(project) == {".claude/settings.json": content.encode()}
+
+
+def test_uninstall_removes_what_install_added(project):
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"env": {"FOO": "1"}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
+    settings.write_text(json.dumps(mine), encoding="utf-8")
+    assert cli(None, "agent", "install", "claude-code", "--project", str(project)).exit_code == 0
+    result = cli(None, "agent", "uninstall", "claude-code", "--project", str(project))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(settings.read_text(encoding="utf-8")) == mine
+    assert not (project / ".mcp.json").exists()
+    again = cli(None, "agent", "uninstall", "claude-code", "--project", str(project))
+    assert again.exit_code == 0 and "nothing of memctl's installed" in again.stderr
+
+
+def test_status_shows_what_is_installed_where(project):
+    cli(None, "agent", "install", "claude-code", "--project", str(project), "--scope", "local")
+    result = cli(None, "agent", "status", "--project", str(project), "--json")
+    assert result.exit_code == 0
+    rows = {r["scope"]: r for r in json.loads(result.stdout)}
+    assert set(rows["local"]["hooks"]) == {"SessionStart", "UserPromptSubmit"}
+    assert rows["local"]["settings"] == str(project / ".claude" / "settings.local.json")
+    assert rows["local"]["mcp_file"] == str(Path(os.environ["HOME"]) / ".claude.json")
+    assert rows["local"]["mcp"].endswith("memctl mcp")
+    assert rows["project"]["hooks"] == {} and rows["project"]["mcp"] is None
+    table = cli(None, "agent", "status", "--project", str(project))
+    assert "local\tUserPromptSubmit hook\tyes\t" in table.stdout
+    assert "project\tMCP server\tno\t" in table.stdout
+
+
+def test_snippet_fits_in_15_lines():
+    result = cli(None, "agent", "snippet")
+    assert result.exit_code == 0
+    lines = result.stdout.rstrip("\n").splitlines()
+    assert 5 <= len(lines) <= 15 and lines[0].startswith("## ")
+
+
+# ---------------------------------------------------------------- the hooks
+
+@pytest.fixture
+def facts_store(root):
+    for args in (
+        ["deploy-window", "-t", "project", "-d", "Deploys run only on weekday mornings before 10:00"],
+        ["zenn-rate-limit", "-t", "feedback", "-d", "Zenn投稿は1日1件まで。書籍CTAを全記事に含める"],
+        ["coffee", "-t", "user", "-d", "The user drinks coffee without sugar"],
+    ):
+        assert cli(root, "remember", *args).exit_code == 0
+    return root
+
+
+def _prompt(root, payload, env=None, fast=True):
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    extra = {"MEMCTL_NO_FAST": "" if fast else "1", **(env or {})}
+    return memctl(root, "hook", "prompt", input=data, env=extra)
+
+
+def test_prompt_hook_prints_only_relevant_facts(facts_store):
+    english = _prompt(facts_store, {"prompt": "when can we deploy the service?", "session_id": "s1"})
+    assert english.returncode == 0, english.stderr
+    lines = english.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("Facts from memctl")
+    assert lines[1] == f"- deploy-window: Deploys run only on weekday mornings before 10:00 ({facts_store.resolve() / 'memory' / 'deploy-window.md'})"
+    japanese = _prompt(facts_store, {"prompt": "Zennの投稿ルールは？"})
+    assert [line.split(":")[0] for line in japanese.stdout.splitlines()[1:]] == ["- zenn-rate-limit"]
+    nothing = _prompt(facts_store, {"prompt": "猫の餌の選び方を教えて"})
+    assert (nothing.returncode, nothing.stdout, nothing.stderr) == (0, "", "")
+    access = (facts_store / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    hook_rows = [line.split("\t") for line in access if "\thook-prompt\t" in line]
+    assert [(r[1], r[3], r[4]) for r in hook_rows] == [
+        ("claude-code", "when can we deploy the service?", "deploy-window"),
+        ("claude-code", "Zennの投稿ルールは？", "zenn-rate-limit"),
+    ]
+
+
+def test_prompt_hook_fast_and_typer_paths_agree(facts_store):
+    payload = {"prompt": "deploy mornings"}
+    assert _prompt(facts_store, payload).stdout == _prompt(facts_store, payload, fast=False).stdout != ""
+
+
+def test_the_floor_comes_from_memctl_toml(facts_store):
+    payload = {"prompt": "when can we deploy the service?"}  # shares 1 of its 2 search words: 0.5
+    assert _prompt(facts_store, payload).stdout != ""
+    with (facts_store / "memctl.toml").open("a", encoding="utf-8") as handle:
+        handle.write("\n[recall]\nmin_score = 0.9\n")
+    assert _prompt(facts_store, payload).stdout == ""
+    assert _prompt(facts_store, {"prompt": "deploy"}).stdout != ""  # 1 of 1
+
+
+def test_prompt_hook_stays_within_its_budget(root):
+    for i in range(6):
+        cli(root, "remember", f"deploy-rule-{i}", "-d", f"Deploy rule {i}: " + "the deploy pipeline waits for review " * 8)
+    result = _prompt(root, {"prompt": "deploy rule"})
+    lines = result.stdout.splitlines()
+    assert 1 <= len(lines) - 1 <= 3
+
+
+@pytest.mark.parametrize("payload", ["{}", '{"prompt": ""}', '{"prompt": "   "}', '{"prompt": 42}', "", "[]"],
+                         ids=["no-prompt", "empty", "blank", "number", "no-input", "array"])
+def test_hook_input_without_a_prompt_prints_nothing(facts_store, payload):
+    result = _prompt(facts_store, payload)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_errors_never_fail_the_prompt(facts_store, tmp_path):
+    garbage = _prompt(facts_store, "this is not json")
+    assert (garbage.returncode, garbage.stdout) == (0, "")
+    assert garbage.stderr == "memctl: hook prompt: nothing added: ValueError: the hook input on stdin is not JSON\n"
+    (facts_store / "memctl.toml").write_text("[recall]\nmin_score = 'high'\n", encoding="utf-8")
+    bad = _prompt(facts_store, {"prompt": "deploy"})
+    assert (bad.returncode, bad.stdout) == (0, "")
+    assert "min_score = 'high' is not a number" in bad.stderr
+    nowhere = memctl(None, "hook", "prompt", input='{"prompt": "deploy"}', env={"MEMCTL_ROOT": str(tmp_path / "none")})
+    assert (nowhere.returncode, nowhere.stdout) == (0, "")
+    assert nowhere.stderr.startswith("memctl: hook prompt: nothing added: store directory does not exist")
+
+
+def test_a_hook_gives_up_at_its_time_limit(facts_store):
+    """The recall index's lock is held by someone else: the hook stops at MEMCTL_HOOK_TIMEOUT, exit 0."""
+    lock = facts_store / ".memctl" / "recall.lock"
+    lock.parent.mkdir(exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        for event, data in (("prompt", '{"prompt": "deploy"}'), ("session-start", "{}")):
+            result = memctl(facts_store, "hook", event, input=data, env={"MEMCTL_HOOK_TIMEOUT": "1"}, timeout=60)
+            assert (result.returncode, result.stdout) == (0, ""), event
+            assert result.stderr == f"memctl: hook {event}: nothing added: gave up after 1 s (MEMCTL_HOOK_TIMEOUT)\n"
+    finally:
+        os.close(fd)
+
+
+def test_session_start_prints_the_bundle(facts_store):
+    cli(facts_store, "pin", "zenn-rate-limit")
+    result = memctl(facts_store, "hook", "session-start", input='{"source": "startup"}')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("# memctl context\n")
+    assert "## Pinned facts" in result.stdout and "Zenn投稿は1日1件まで" in result.stdout
+
+
+def test_session_start_on_an_empty_store_prints_nothing(root):
+    result = memctl(root, "hook", "session-start", input="{}")
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_a_prompt_hook_whose_stdin_never_ends_gives_up(facts_store):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMCTL_HOOK_TIMEOUT": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(facts_store), "hook", "prompt"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        proc.wait(timeout=60)  # stdin stays open: the hook must stop by itself
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert (proc.returncode, out) == (0, "")
+    assert err == "memctl: hook prompt: nothing added: gave up after 1 s (MEMCTL_HOOK_TIMEOUT)\n"

@@ -1,0 +1,79 @@
+"""A Claude Code session end to end: the installed commands run exactly as Claude Code runs them.
+
+A temp HOME holds the project's auto-memory directory (~/.claude/projects/<key>/memory);
+`agent install claude-code --scope project` writes .claude/settings.json and .mcp.json; each
+hook's command string goes through `sh -c` with the hook JSON on stdin, CLAUDE_PROJECT_DIR set and
+a minimal PATH; then the MCP server is started from the .mcp.json entry and driven by the SDK client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import memctl
+from memctl.integrations.claude_code import project_memory_dir
+from test_mcp_cli import check_round_trip, session
+
+
+def _run_hook(command: str, payload: dict, project: Path) -> subprocess.CompletedProcess:
+    env = {"HOME": os.environ["HOME"], "PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
+           "GIT_CONFIG_NOSYSTEM": "1", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(["sh", "-c", command], input=json.dumps(payload), capture_output=True, text=True,
+                          env=env, cwd=project, timeout=120)
+
+
+def test_a_claude_code_session(tmp_path):
+    home = Path(os.environ["HOME"])
+    project = tmp_path / "work" / "my-app"
+    project.mkdir(parents=True)
+    memory = project_memory_dir(project)
+    assert str(memory).startswith(str(home / ".claude" / "projects"))
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory index\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(memory)], check=True)
+    for args in (
+        ["release-freeze", "-t", "project", "-d", "No releases on Fridays after 15:00"],
+        ["zenn-rate-limit", "-t", "feedback", "-d", "Zenn投稿は1日1件まで。書籍CTAを全記事に含める", "--pin"],
+    ):
+        done = memctl(memory, "remember", *args)
+        assert done.returncode == 0, done.stderr
+
+    install = subprocess.run([*memctl_argv(), "agent", "install", "claude-code", "--scope", "project"],
+                             cwd=project, capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr
+    settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    start = settings["hooks"]["SessionStart"][0]
+    assert start["matcher"] == "startup|resume|clear|compact"
+    prompt_command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+
+    began = _run_hook(start["hooks"][0]["command"], {"hook_event_name": "SessionStart", "source": "startup",
+                                                     "session_id": "abc", "cwd": str(project)}, project)
+    assert began.returncode == 0, began.stderr
+    assert began.stdout.startswith("# memctl context\n") and "Zenn投稿は1日1件まで" in began.stdout
+
+    asked = _run_hook(prompt_command, {"hook_event_name": "UserPromptSubmit", "prompt": "Can we release on Friday afternoon?",
+                                       "session_id": "abc", "cwd": str(project)}, project)
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.splitlines()[1:] == [
+        f"- release-freeze: No releases on Fridays after 15:00 ({memory.resolve() / 'release-freeze.md'})"]
+    unrelated = _run_hook(prompt_command, {"hook_event_name": "UserPromptSubmit", "prompt": "猫の餌の選び方"}, project)
+    assert (unrelated.returncode, unrelated.stdout) == (0, "")
+    empty = _run_hook(prompt_command, {"hook_event_name": "UserPromptSubmit"}, project)
+    assert (empty.returncode, empty.stdout) == (0, "")
+
+    entry = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["memctl"]
+    assert entry["type"] == "stdio"
+    env = {**entry.get("env", {}), "CLAUDE_PROJECT_DIR": str(project)}
+    check_round_trip(lambda: session(entry["command"], entry["args"], env=env, cwd=str(project)), memory)
+    access = (memory / "ledgers" / "access.tsv").read_text(encoding="utf-8")
+    assert "\tclaude-code\thook-prompt\tCan we release on Friday afternoon?\trelease-freeze\n" in access
+    assert "\tclaude-code\tmcp-recall\t" in access
+
+
+def memctl_argv() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "memctl"]

@@ -1,0 +1,148 @@
+"""`memctl mcp --root STORE` as a real subprocess, driven by the mcp SDK's own stdio client."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, git, memctl
+
+mcp = pytest.importorskip("mcp")
+anyio = pytest.importorskip("anyio")
+
+TOOLS = {"remember", "recall", "context", "show", "forget", "episode_add", "near_dup", "ledger_append", "state_show"}
+
+
+@contextlib.asynccontextmanager
+async def session(command: str, args: list[str], env: dict[str, str] | None = None, cwd: str | None = None):
+    params = mcp.StdioServerParameters(command=command, args=args, env={**os.environ, **(env or {})}, cwd=cwd)
+    async with mcp.stdio_client(params) as (read, write):
+        async with mcp.ClientSession(read, write) as client:
+            await client.initialize()
+            yield client
+
+
+def server(root: Path):
+    return session(sys.executable, ["-m", "memctl", "mcp", "--root", str(root)])
+
+
+async def call(client, tool: str, **arguments):
+    result = await client.call_tool(tool, arguments)
+    return result.is_error, (result.content[0].text if result.is_error else result.structured_content)
+
+
+def check_round_trip(client_factory, root: Path) -> None:
+    """The issue's test: tools listed, remember, recall finds it, git has the commit, a bad name is a tool error,
+    and the server keeps serving."""
+
+    async def run():
+        async with client_factory() as client:
+            listed = (await client.list_tools()).tools
+            assert {t.name for t in listed} == TOOLS
+            for t in listed:
+                assert t.description and t.input_schema["type"] == "object"
+                assert all(p.get("description") for p in t.input_schema["properties"].values()), t.name
+            error, data = await call(client, "remember", name="deploy-window", type="project",
+                                     description="Deploys run only on weekday mornings before 10:00",
+                                     why="afternoon deploys broke the batch jobs")
+            assert not error, data
+            assert (data["action"], Path(data["path"]).name, data["similar"]) == ("created", "deploy-window.md", [])
+            assert (root / data["path"]).is_file() and data["commit"]
+            error, found = await call(client, "recall", query="when do deploys run?", k=3)
+            assert not error and found["hits"][0]["name"] == "deploy-window"
+            error, text = await call(client, "remember", name="bad/name", description="x")
+            assert error and text.startswith("memctl: error: invalid fact name 'bad/name' (hint: ")
+            error, similar = await call(client, "remember", name="deploy-window-2",
+                                        description="Deploys run only on weekday mornings before 11:00")
+            assert not error and similar["similar"][0]["name"] == "deploy-window"
+            assert 0 < similar["similar"][0]["score"] < 1 and similar["similar"][0]["method"] == "keywords"
+            error, text = await call(client, "remember", name="again", description="Deploys run only on weekday mornings before 10:00")
+            assert error and "the same description is already in" in text and "(hint: " in text
+            error, found = await call(client, "recall", query="deploys weekday", k=5)
+            assert not error and {h["name"] for h in found["hits"]} == {"deploy-window", "deploy-window-2"}
+
+    anyio.run(run)
+    log = git(root, "log", "--format=%s")
+    assert "memory: remember deploy-window\n" in log and "memory: remember deploy-window-2\n" in log
+    assert "again" not in log
+
+
+def test_mcp_round_trip(root):
+    check_round_trip(lambda: server(root), root)
+
+
+def test_every_tool_and_resource(root):
+    cli(root, "ledger", "create", "themes", "--columns", "date,theme", "--unique", "theme")
+
+    async def run():
+        async with server(root) as client:
+            error, data = await call(client, "remember", name="zenn-rate-limit", type="feedback",
+                                     description="Zenn投稿は1日1件まで。書籍CTAを全記事に含める", tags=["zenn"], pin=True)
+            assert not error, data
+            error, shown = await call(client, "show", name="zenn-rate-limit")
+            assert not error and shown["path"] == "memory/zenn-rate-limit.md" and "pinned: true" in shown["text"]
+            error, bundle = await call(client, "context", query="Zennの投稿", budget=2000)
+            assert not error and "zenn-rate-limit" in bundle["shown"] and "## Pinned facts" in bundle["text"]
+            error, episode = await call(client, "episode_add", description="Chose TSV over SQLite", type="decision",
+                                        outcome="grep keeps working")
+            assert not error and episode["id"].startswith("ep-") and episode["type"] == "decision"
+            error, appended = await call(client, "ledger_append", name="themes",
+                                         records=[{"date": "2026-11-30", "theme": "MCPサーバーのテスト方法"}])
+            assert not error and appended["appended"] == 1 and appended["commit"]
+            error, text = await call(client, "ledger_append", name="themes",
+                                     records=[{"date": "2026-12-01", "theme": "MCPサーバーのテスト方法"}])
+            assert error and text.startswith("memctl: error: ")
+            error, verdict = await call(client, "near_dup", text="MCPサーバーのテスト方法", ledger="themes", column="theme")
+            assert not error and verdict["verdict"] == "near-duplicate" and verdict["hits"][0]["text"] == "MCPサーバーのテスト方法"
+            error, text = await call(client, "state_show")
+            assert error and "no state/STATE.md yet" in text and "(hint: memctl state update)" in text
+            error, forgotten = await call(client, "forget", name="zenn-rate-limit", reason="rule lifted")
+            assert not error and forgotten["path"] == "memory/archive/zenn-rate-limit.md"
+            error, text = await call(client, "show", name="no-such-fact")
+            assert error and text.startswith("memctl: error: no fact named 'no-such-fact'")
+
+            uris = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert uris == {"memctl://index", "memctl://state"}
+            templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+            assert templates == {"memctl://facts/{name}"}
+            index = (await client.read_resource("memctl://index")).contents[0].text
+            assert index == (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+            fact = (await client.read_resource("memctl://facts/zenn-rate-limit")).contents[0].text
+            assert fact == (root / "memory" / "archive" / "zenn-rate-limit.md").read_text(encoding="utf-8")
+            with pytest.raises(mcp.MCPError, match="no state/STATE.md yet"):
+                await client.read_resource("memctl://state")
+            cli(root, "state", "update")
+            state = (await client.read_resource("memctl://state")).contents[0].text
+            assert state == (root / "state" / "STATE.md").read_text(encoding="utf-8")
+            error, snapshot = await call(client, "state_show")
+            assert not error and snapshot["path"] == "state/STATE.md" and "facts" in snapshot["numbers"]
+
+    anyio.run(run)
+
+
+def test_recall_sees_what_other_processes_write(root):
+    """The server keeps its recall index open; a write by another memctl shows up in the next call."""
+
+    async def run():
+        async with server(root) as client:
+            error, found = await call(client, "recall", query="backup schedule")
+            assert not error and found["hits"] == []
+            done = memctl(root, "remember", "backup-schedule", "-d", "The backup schedule runs nightly at 02:00")
+            assert done.returncode == 0, done.stderr
+            error, found = await call(client, "recall", query="backup schedule")
+            assert [h["name"] for h in found["hits"]] == ["backup-schedule"]
+            memctl(root, "forget", "backup-schedule", "--reason", "moved")
+            error, found = await call(client, "recall", query="backup schedule")
+            assert found["hits"] == []
+
+    anyio.run(run)
+
+
+def test_not_a_store_fails_before_serving(tmp_path):
+    result = memctl(None, "mcp", "--root", str(tmp_path))
+    assert result.returncode == 3
+    assert result.stderr == f"memctl: error: {tmp_path} is not a memctl store (hint: run `memctl init` there)\n"
