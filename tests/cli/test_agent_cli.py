@@ -172,12 +172,17 @@ def test_prompt_hook_fast_and_typer_paths_agree(facts_store):
 
 
 def test_the_floor_comes_from_memctl_toml(facts_store):
-    payload = {"prompt": "when can we deploy the service?"}  # shares 1 of its 2 search words: 0.5
-    assert _prompt(facts_store, payload).stdout != ""
-    with (facts_store / "memctl.toml").open("a", encoding="utf-8") as handle:
-        handle.write("\n[recall]\nmin_score = 0.9\n")
-    assert _prompt(facts_store, payload).stdout == ""
-    assert _prompt(facts_store, {"prompt": "deploy"}).stdout != ""  # 1 of 1
+    """The hook's floor is recall's: [recall] min_score, the same relevance `memctl recall` shows."""
+    payload = {"prompt": "when can we deploy the service?"}
+    relevance = json.loads(cli(facts_store, "recall", payload["prompt"], "--min-score", "0", "--json", "--no-log").stdout)
+    best = max(h["relevance"] for h in relevance if h["name"] == "deploy-window")
+    assert _prompt(facts_store, payload).stdout != ""  # above the default floor
+    toml = facts_store / "memctl.toml"
+    text = toml.read_text(encoding="utf-8")
+    toml.write_text(text + f"\n[recall]\nmin_score = {min(1.0, best + 0.01):.4f}\n", encoding="utf-8")
+    assert _prompt(facts_store, payload).stdout == ""  # just above its relevance: nothing
+    toml.write_text(text + f"\n[recall]\nmin_score = {best - 0.01:.4f}\n", encoding="utf-8")
+    assert "deploy-window" in _prompt(facts_store, payload).stdout
 
 
 def test_prompt_hook_stays_within_its_budget(root):

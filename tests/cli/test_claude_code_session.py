@@ -68,7 +68,7 @@ def test_a_claude_code_session(tmp_path):
     assert entry["type"] == "stdio"
     env = {**entry.get("env", {}), "CLAUDE_PROJECT_DIR": str(project)}
     check_round_trip(lambda: session(entry["command"], entry["args"], env=env, cwd=str(project)), memory)
-    access = (memory / "ledgers" / "access.tsv").read_text(encoding="utf-8")
+    access = (memory / ".memctl" / "access.tsv").read_text(encoding="utf-8")  # not beside the memories
     assert "\tclaude-code\thook-prompt\tCan we release on Friday afternoon?\trelease-freeze\n" in access
     assert "\tclaude-code\tmcp-recall\t" in access
 
