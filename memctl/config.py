@@ -38,6 +38,20 @@ author_email = "memctl@localhost"
 [facts]
 max_index_lines = 200              # Claude Code loads only the first 200 lines of MEMORY.md
 max_index_bytes = 25000            # ... and at most 25 KB
+
+# Scheduled jobs (docs/JOBS.md): `memctl schedule install` loads them (launchd on macOS, cron
+# elsewhere); `memctl run-job NAME` runs one now. Remove a table to drop its job.
+[jobs.state-update]
+description = "Regenerate state/STATE.md every morning and commit it"
+command = "state update"
+hour = 9
+minute = 0
+
+[jobs.daily-maintenance]
+description = "Regenerate the MEMORY.md index, commit the access log, then doctor"
+command = "maintain"
+hour = 3
+minute = 15
 """
 
 
