@@ -7,7 +7,7 @@ fact file(s) atomically, regenerate MEMORY.md, commit exactly those paths.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -406,6 +406,17 @@ def _refreshed(old: fact_mod.Fact, new: fact_mod.Fact) -> set[str]:
     return {new.file_name} if old.description != new.description else set()
 
 
+def _inherit(spec: FactInput, old_facts: list[fact_mod.Fact]) -> FactInput:
+    """A fact that supersedes others keeps their type (the first one's) and tags unless given."""
+    if not old_facts:
+        return spec
+    fact_type = spec.type if spec.type is not None else (old_facts[0].type or None)
+    tags = spec.tags
+    if tags is None:
+        tags = tuple(dict.fromkeys(t for old in old_facts for t in old.tags)) or None
+    return replace(spec, type=fact_type, tags=tags)
+
+
 def remember(
     store: Store,
     spec: FactInput,
@@ -474,7 +485,7 @@ def remember(
         _refuse_hand_edited_index(store, commit_changes, facts)
         now = clock.stamp()
         if existing is None:
-            new = _new_fact(store, spec, now)
+            new = _new_fact(store, _inherit(spec, old_facts), now)
             action = "created"
         else:
             new = _updated_fact(existing, spec)

@@ -208,3 +208,19 @@ def test_vector_near_match_reported_and_strict_refuses(root):
     assert not (root / "memory" / "kitty-meals.md").exists()
     r = cli(root, "remember", "deploys", "--description", "Deploys are frozen during the holidays", "--json")
     assert json.loads(r.stdout)["similar"] == []
+
+
+def test_supersedes_keeps_the_old_fact_s_type_and_tags_unless_given(root):
+    assert cli(root, "remember", "zenn-rule", "--type", "feedback", "--description", "Zenn投稿は1日1件まで",
+               "--tag", "zenn", "--tag", "公開").exit_code == 0
+    r = cli(root, "remember", "zenn-rule-2", "--description", "Zenn投稿は1日2件まで", "--supersedes", "zenn-rule")
+    assert r.exit_code == 0, r.stderr
+    shown = json.loads(cli(root, "show", "zenn-rule-2", "--json").stdout)
+    assert (shown["type"], shown["metadata"]["tags"]) == ("feedback", ["zenn", "公開"])
+    assert shown["metadata"]["importance"] == 0.8  # feedback's default, not project's
+    # Given ones win.
+    r = cli(root, "remember", "zenn-rule-3", "--description", "Zenn投稿は週3件まで", "--supersedes", "zenn-rule-2",
+            "--type", "project", "--tag", "weekly")
+    assert r.exit_code == 0, r.stderr
+    shown = json.loads(cli(root, "show", "zenn-rule-3", "--json").stdout)
+    assert (shown["type"], shown["metadata"]["tags"]) == ("project", ["weekly"])
