@@ -144,8 +144,7 @@ def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: st
 
 def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
     """A fact by file stem or by name; live facts first, then the archive (newest first)."""
-    if not key or "/" in key or "\x00" in key or key in (".", ".."):
-        raise BadInput(f"invalid fact name {key!r}", hint="give a fact name or file stem, not a path")
+    check_key(key)
     live = scan(store)
     found = _match(live.facts, key)
     if found is None and archived:
@@ -210,14 +209,29 @@ def _check_text(value: str | None, label: str) -> None:
         raise BadInput(f"{label} is not valid UTF-8", hint="check the terminal's or the caller's encoding") from None
 
 
-def _check_input(spec: FactInput) -> None:
+def check_key(key: str) -> str:
+    """The one rule for naming an existing fact (show, pin, forget, log, remember --update,
+    --supersedes): its file stem or its `name:`, whatever characters that name has
+    (a Claude Code fact may be called "Merge freeze"); never a path. A *new* fact's name
+    becomes its file name and must also pass `fact.validate_name`."""
+    if not key or "/" in key or "\x00" in key or key in (".", ".."):
+        raise BadInput(f"invalid fact name {key!r}", hint="give a fact name or file stem, not a path")
+    return key
+
+
+def _check_input(spec: FactInput, update: bool = False) -> None:
     for label in ("description", "type", "body", "why", "how", "source", "expires"):
         _check_text(getattr(spec, label), f"--{label}")
     for tag in spec.tags or ():
         _check_text(tag, "--tag")
     for old in spec.supersedes:
         _check_text(old, "--supersedes")
-    fact_mod.validate_name(spec.name)
+    if update:
+        check_key(spec.name)
+    else:
+        fact_mod.validate_name(spec.name)
+    for old in spec.supersedes:
+        check_key(old)
     if spec.description is not None:
         fact_mod.validate_description(spec.description)
     if spec.type is not None and not fact_mod.NAME_RE.match(spec.type):
@@ -434,7 +448,7 @@ def remember(
     keyword ones (reported, refused only with strict). It runs before the lock
     is taken: loading a model must not hold up other writers.
     """
-    _check_input(spec)
+    _check_input(spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:
         vector_hits = vector_check(spec.description, {spec.name} | set(spec.supersedes))
@@ -525,7 +539,7 @@ def update_many(
     before anything is written (a plan made earlier that no longer holds).
     """
     for spec in specs:
-        _check_input(spec)
+        _check_input(spec, update=True)
     with store.lock():
         facts = live_facts(store)
         if guard is not None:

@@ -224,3 +224,25 @@ def test_supersedes_keeps_the_old_fact_s_type_and_tags_unless_given(root):
     assert r.exit_code == 0, r.stderr
     shown = json.loads(cli(root, "show", "zenn-rule-3", "--json").stdout)
     assert (shown["type"], shown["metadata"]["tags"]) == ("project", ["weekly"])
+
+
+def test_one_name_rule_for_an_existing_fact_in_every_command(root):
+    """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
+    (root / "memory" / "merge_freeze.md").write_text(
+        "---\nname: Merge freeze\ndescription: 木曜の正午以降はマージしない\ntype: project\n---\n\nbody\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-m", "hand-written fact")
+    assert cli(root, "show", "Merge freeze").exit_code == 0
+    r = cli(root, "remember", "Merge freeze", "--update", "--description", "金曜の正午以降はマージしない")
+    assert r.exit_code == 0, r.stderr
+    assert "金曜" in (root / "memory" / "merge_freeze.md").read_text(encoding="utf-8")
+    assert cli(root, "pin", "Merge freeze").exit_code == 0
+    assert cli(root, "log", "Merge freeze").exit_code == 0
+    # A new fact's name becomes its file name: that stays a slug.
+    r = cli(root, "remember", "Merge thaw", "--description", "月曜から再開")
+    assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'Merge thaw' (hint: use 1-80 ASCII letters, digits, '-' or '_')\n")
+    for args in (["remember", "a/b", "--update", "--description", "x"], ["show", "a/b"]):
+        r = cli(root, *args)
+        assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'a/b' (hint: give a fact name or file stem, not a path)\n"), args
+    r = cli(root, "remember", "Merge thaw", "--update", "--description", "x")
+    assert r.exit_code == 3 and "no live fact named 'Merge thaw'" in r.stderr
