@@ -325,6 +325,16 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     return moved, [fact.path, target]
 
 
+def _refuse_damaged_index(store: Store) -> None:
+    """A MEMORY.md whose block markers are damaged is not regenerated (it would gain a second block)."""
+    if not store.index_path.exists():
+        return
+    damaged = index_mod.damaged_block(store.index_path.read_text(encoding="utf-8", errors="replace"))
+    if damaged is not None:
+        raise Refused(f"{store.rel(store.index_path)}:{damaged[0]}: the generated block is damaged: {damaged[1]}; nothing was written",
+                      hint=f"fix the marker lines by hand ({index_mod.BEGIN} ... {index_mod.END}), then `memctl index`")
+
+
 def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.Fact]) -> None:
     """MEMORY.md's text outside the generated block is the user's: never commit uncommitted edits of it.
 
@@ -332,6 +342,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     commit) and are simply regenerated. Index lines for live facts added outside
     it (Claude Code appends its own) are not edits to refuse: the block adopts them.
     """
+    _refuse_damaged_index(store)
     if not store.index_path.exists() or will_commit(store, enabled) is None:
         return
     if not gitstore.dirty_paths(store.root, [store.index_path]):
@@ -381,6 +392,7 @@ def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[
 
 def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
+    _refuse_damaged_index(store)
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
     topics = _topic_texts(store)
@@ -544,6 +556,7 @@ def update_many(
         facts = live_facts(store)
         if guard is not None:
             guard(facts)
+        _refuse_damaged_index(store)
         pairs: list[tuple[fact_mod.Fact, list[fact_mod.Fact]]] = []
         claimed: set[str] = set()
         for spec in specs:
@@ -597,6 +610,7 @@ def edit(
     with store.lock():
         facts = live_facts(store)
         current = _live_match(store, facts, key, f"fact {key!r} is archived", "`memctl restore` it first")
+        _refuse_damaged_index(store)
         new = change(current)
         if fact_mod.render(new) == fact_mod.render(current):
             return Change("unchanged", current)
@@ -689,7 +703,8 @@ def check(store: Store) -> list[Problem]:
         text = raw.decode("utf-8", errors="replace")
         for drift in index_mod.drift(text, live, _topic_texts(store)):
             where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
-            problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", drift.message + " (run `memctl index`)"))
+            fix = "fix the marker lines by hand" if drift.kind == "damaged-block" else "run `memctl index`"
+            problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", f"{drift.message} ({fix})"))
         lines = text.count("\n")
         limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
         # Errors: memctl keeps the index within the limits, so being over them means that

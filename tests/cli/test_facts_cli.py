@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from conftest import cli, git
 
 
@@ -246,3 +248,29 @@ def test_one_name_rule_for_an_existing_fact_in_every_command(root):
         assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'a/b' (hint: give a fact name or file stem, not a path)\n"), args
     r = cli(root, "remember", "Merge thaw", "--update", "--description", "x")
     assert r.exit_code == 3 and "no live fact named 'Merge thaw'" in r.stderr
+
+
+@pytest.mark.parametrize("damage, line, what", [
+    (lambda t: t.replace("<!-- memctl:index:end -->\n", ""), 3, "<!-- memctl:index:begin --> has no <!-- memctl:index:end --> after it"),
+    (lambda t: t.replace("<!-- memctl:index:begin -->\n", ""), 5, "<!-- memctl:index:end --> has no <!-- memctl:index:begin --> before it"),
+    (lambda t: t + "<!-- memctl:index:begin -->\n", 7, "a second <!-- memctl:index:begin --> (also at line 3)"),
+])
+def test_a_damaged_index_block_is_reported_by_doctor_and_refused_by_writers(root, damage, line, what):
+    assert cli(root, "remember", "deploy-window", "--description", "デプロイは火曜の午前だけ").exit_code == 0
+    index = root / "memory" / "MEMORY.md"
+    index.write_text(damage(index.read_text(encoding="utf-8")), encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-am", "damaged by hand")
+    damaged = index.read_text(encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, "doctor")
+    assert r.exit_code == 1
+    assert f"memory/MEMORY.md:{line}: error: the generated block is damaged: {what} (fix the marker lines by hand)\n" in r.stdout
+    refusal = (f"memctl: error: memory/MEMORY.md:{line}: the generated block is damaged: {what}; nothing was written "
+               "(hint: fix the marker lines by hand (<!-- memctl:index:begin --> ... <!-- memctl:index:end -->), then `memctl index`)\n")
+    for args in (["remember", "merge-freeze", "--description", "木曜の正午以降はマージしない"],
+                 ["remember", "deploy-window", "--update", "--description", "デプロイは水曜の午前だけ"],
+                 ["forget", "deploy-window", "--reason", "obsolete"], ["pin", "deploy-window"], ["index"]):
+        r = cli(root, *args)
+        assert (r.exit_code, r.stdout, r.stderr) == (1, "", refusal), args
+    assert index.read_text(encoding="utf-8") == damaged
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
