@@ -22,7 +22,7 @@ DEFAULT_IMPORTANCE = {
     "reference": 0.5,
     "procedure": 0.7,
 }
-# A user's own statement is 1.0; what an agent inferred is 0.7 (FORMATS.md).
+# A user's own statement is 1.0; what an agent inferred is 0.7 (docs/FORMAT.md, fact files).
 DEFAULT_CONFIDENCE = {"user": 1.0, "feedback": 1.0}
 FALLBACK_IMPORTANCE = 0.5
 FALLBACK_CONFIDENCE = 0.7
@@ -57,7 +57,7 @@ minute = 15
 
 # NamedTuples, not dataclasses: `import dataclasses` costs ~10 ms (it imports
 # inspect), and this module is on the start-up path of `ledger append`, which
-# scripts call in loops (issue 3's budget). They are immutable records all the same.
+# scripts call in loops (bench/bench_ledger.py measures that budget). They are immutable records all the same.
 class LedgerDecl(NamedTuple):
     name: str
     file: str

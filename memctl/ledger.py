@@ -1,6 +1,6 @@
 """Ledgers: append-only TSV files that grep, cut, sort and uniq keep working on.
 
-The format (FORMATS.md, Ledgers): one record per physical line, a TAB between
+The format (docs/FORMAT.md, "Ledgers"): one record per physical line, a TAB between
 fields, LF at the end; inside a field `\\`, TAB, LF and CR are written `\\\\`,
 `\\t`, `\\n` and `\\r`, and nothing else is escaped. The first line names the
 columns, unless the ledger is a headerless legacy file whose columns are

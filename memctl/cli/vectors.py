@@ -1,4 +1,4 @@
-"""near-dup, cache and embed-server commands (issue 5). Registers itself on the root app.
+"""near-dup, cache and embed-server commands (docs/EMBEDDINGS.md). Registers itself on the root app.
 
 `memctl near-dup TEXT` and `memctl near-dup scan|calibrate ...` share one
 group: a first word that is not a subcommand is the TEXT of `near-dup check`

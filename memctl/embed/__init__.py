@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BACKENDS = ("auto", "sentence-transformers", "e5-small-q4", "char-ngram")
 DEFAULT_MODEL = "intfloat/multilingual-e5-small"
-KINDS = ("query", "passage")
 
 # Thresholds shipped per model (docs/EMBEDDINGS.md has the calibration behind each):
 # e5 at its best F1 on JGLUE JSTS (Japanese), char-ngram balanced between JSTS

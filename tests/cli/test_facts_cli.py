@@ -1,4 +1,4 @@
-"""The issue-2 scenario through the CLI, on a real git store."""
+"""Facts through the CLI (remember, show, list, forget, index, doctor), on a real git store."""
 
 from __future__ import annotations
 

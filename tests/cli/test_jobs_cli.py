@@ -1,4 +1,4 @@
-"""`memctl schedule render|install|uninstall|status` and `memctl run-job`: the issue-4 job scenarios."""
+"""`memctl schedule render|install|uninstall|status` and `memctl run-job` and `maintain` (docs/JOBS.md)."""
 
 from __future__ import annotations
 

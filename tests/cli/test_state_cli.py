@@ -1,4 +1,4 @@
-"""`memctl state update|show|history|check`: the issue-4 STATE.md scenario and its bad input."""
+"""`memctl state update|show|history|check`: the STATE.md scenario of docs/JOBS.md and its bad input."""
 
 from __future__ import annotations
 
