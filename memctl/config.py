@@ -22,7 +22,7 @@ DEFAULT_IMPORTANCE = {
     "reference": 0.5,
     "procedure": 0.7,
 }
-# A user's own statement is 1.0; what an agent inferred is 0.7 (FORMATS.md).
+# A user's own statement is 1.0; what an agent inferred is 0.7 (docs/FORMAT.md, fact files).
 DEFAULT_CONFIDENCE = {"user": 1.0, "feedback": 1.0}
 FALLBACK_IMPORTANCE = 0.5
 FALLBACK_CONFIDENCE = 0.7
@@ -38,12 +38,26 @@ author_email = "memctl@localhost"
 [facts]
 max_index_lines = 200              # Claude Code loads only the first 200 lines of MEMORY.md
 max_index_bytes = 25000            # ... and at most 25 KB
+
+# Scheduled jobs (docs/JOBS.md): `memctl schedule install` loads them (launchd on macOS, cron
+# elsewhere); `memctl run-job NAME` runs one now. Remove a table to drop its job.
+[jobs.state-update]
+description = "Regenerate state/STATE.md every morning and commit it"
+command = "state update"
+hour = 9
+minute = 0
+
+[jobs.daily-maintenance]
+description = "Regenerate the MEMORY.md index, commit the access log, then doctor"
+command = "maintain"
+hour = 3
+minute = 15
 """
 
 
 # NamedTuples, not dataclasses: `import dataclasses` costs ~10 ms (it imports
 # inspect), and this module is on the start-up path of `ledger append`, which
-# scripts call in loops (issue 3's budget). They are immutable records all the same.
+# scripts call in loops (bench/bench_ledger.py measures that budget). They are immutable records all the same.
 class LedgerDecl(NamedTuple):
     name: str
     file: str

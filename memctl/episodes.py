@@ -1,6 +1,6 @@
 """Episodes: what an agent decided, got wrong, got right or was told, one ledger line each.
 
-Built on ledgers (`ledgers/episodes.tsv`, columns in FORMATS.md), created and
+Built on ledgers (`ledgers/episodes.tsv`, columns in docs/FORMAT.md), created and
 declared on first use. Episodes are recalled by recall.py, the one ranking for
 facts and episodes (`episode recall` is `recall --source episodes`). freshness
 here (max(0, 1 − 0.01 × age in days)) is a value forget's policies read.
@@ -25,7 +25,7 @@ TOMBSTONES = "episode-tombstones"
 TOMBSTONE_COLUMNS = ("ts", "id", "action", "policy", "reason", "description", "outcome")
 TYPES = ("decision", "error", "success", "feedback", "conflict")
 DEFAULT_IMPORTANCE = {"decision": 0.7, "error": 0.8, "success": 0.5, "feedback": 0.9, "conflict": 0.85}
-FALLBACK_IMPORTANCE = 0.5  # a type outside TYPES (FORMATS.md lets the list grow)
+FALLBACK_IMPORTANCE = 0.5  # a type outside TYPES (docs/FORMAT.md lets the list grow)
 FRESHNESS_DECAY_PER_DAY = 0.01
 TYPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _ID_ATTEMPTS = 5

@@ -7,7 +7,7 @@ fact file(s) atomically, regenerate MEMORY.md, commit exactly those paths.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -144,8 +144,7 @@ def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: st
 
 def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
     """A fact by file stem or by name; live facts first, then the archive (newest first)."""
-    if not key or "/" in key or "\x00" in key or key in (".", ".."):
-        raise BadInput(f"invalid fact name {key!r}", hint="give a fact name or file stem, not a path")
+    check_key(key)
     live = scan(store)
     found = _match(live.facts, key)
     if found is None and archived:
@@ -210,14 +209,29 @@ def _check_text(value: str | None, label: str) -> None:
         raise BadInput(f"{label} is not valid UTF-8", hint="check the terminal's or the caller's encoding") from None
 
 
-def _check_input(spec: FactInput) -> None:
+def check_key(key: str) -> str:
+    """The one rule for naming an existing fact (show, pin, forget, log, remember --update,
+    --supersedes): its file stem or its `name:`, whatever characters that name has
+    (a Claude Code fact may be called "Merge freeze"); never a path. A *new* fact's name
+    becomes its file name and must also pass `fact.validate_name`."""
+    if not key or "/" in key or "\x00" in key or key in (".", ".."):
+        raise BadInput(f"invalid fact name {key!r}", hint="give a fact name or file stem, not a path")
+    return key
+
+
+def _check_input(spec: FactInput, update: bool = False) -> None:
     for label in ("description", "type", "body", "why", "how", "source", "expires"):
         _check_text(getattr(spec, label), f"--{label}")
     for tag in spec.tags or ():
         _check_text(tag, "--tag")
     for old in spec.supersedes:
         _check_text(old, "--supersedes")
-    fact_mod.validate_name(spec.name)
+    if update:
+        check_key(spec.name)
+    else:
+        fact_mod.validate_name(spec.name)
+    for old in spec.supersedes:
+        check_key(old)
     if spec.description is not None:
         fact_mod.validate_description(spec.description)
     if spec.type is not None and not fact_mod.NAME_RE.match(spec.type):
@@ -311,6 +325,16 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     return moved, [fact.path, target]
 
 
+def _refuse_damaged_index(store: Store) -> None:
+    """A MEMORY.md whose block markers are damaged is not regenerated (it would gain a second block)."""
+    if not store.index_path.exists():
+        return
+    damaged = index_mod.damaged_block(store.index_path.read_text(encoding="utf-8", errors="replace"))
+    if damaged is not None:
+        raise Refused(f"{store.rel(store.index_path)}:{damaged[0]}: the generated block is damaged: {damaged[1]}; nothing was written",
+                      hint=f"fix the marker lines by hand ({index_mod.BEGIN} ... {index_mod.END}), then `memctl index`")
+
+
 def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.Fact]) -> None:
     """MEMORY.md's text outside the generated block is the user's: never commit uncommitted edits of it.
 
@@ -318,6 +342,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     commit) and are simply regenerated. Index lines for live facts added outside
     it (Claude Code appends its own) are not edits to refuse: the block adopts them.
     """
+    _refuse_damaged_index(store)
     if not store.index_path.exists() or will_commit(store, enabled) is None:
         return
     if not gitstore.dirty_paths(store.root, [store.index_path]):
@@ -367,6 +392,7 @@ def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[
 
 def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
+    _refuse_damaged_index(store)
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
     topics = _topic_texts(store)
@@ -406,6 +432,17 @@ def _refreshed(old: fact_mod.Fact, new: fact_mod.Fact) -> set[str]:
     return {new.file_name} if old.description != new.description else set()
 
 
+def _inherit(spec: FactInput, old_facts: list[fact_mod.Fact]) -> FactInput:
+    """A fact that supersedes others keeps their type (the first one's) and tags unless given."""
+    if not old_facts:
+        return spec
+    fact_type = spec.type if spec.type is not None else (old_facts[0].type or None)
+    tags = spec.tags
+    if tags is None:
+        tags = tuple(dict.fromkeys(t for old in old_facts for t in old.tags)) or None
+    return replace(spec, type=fact_type, tags=tags)
+
+
 def remember(
     store: Store,
     spec: FactInput,
@@ -423,7 +460,7 @@ def remember(
     keyword ones (reported, refused only with strict). It runs before the lock
     is taken: loading a model must not hold up other writers.
     """
-    _check_input(spec)
+    _check_input(spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:
         vector_hits = vector_check(spec.description, {spec.name} | set(spec.supersedes))
@@ -474,7 +511,7 @@ def remember(
         _refuse_hand_edited_index(store, commit_changes, facts)
         now = clock.stamp()
         if existing is None:
-            new = _new_fact(store, spec, now)
+            new = _new_fact(store, _inherit(spec, old_facts), now)
             action = "created"
         else:
             new = _updated_fact(existing, spec)
@@ -514,11 +551,12 @@ def update_many(
     before anything is written (a plan made earlier that no longer holds).
     """
     for spec in specs:
-        _check_input(spec)
+        _check_input(spec, update=True)
     with store.lock():
         facts = live_facts(store)
         if guard is not None:
             guard(facts)
+        _refuse_damaged_index(store)
         pairs: list[tuple[fact_mod.Fact, list[fact_mod.Fact]]] = []
         claimed: set[str] = set()
         for spec in specs:
@@ -572,6 +610,7 @@ def edit(
     with store.lock():
         facts = live_facts(store)
         current = _live_match(store, facts, key, f"fact {key!r} is archived", "`memctl restore` it first")
+        _refuse_damaged_index(store)
         new = change(current)
         if fact_mod.render(new) == fact_mod.render(current):
             return Change("unchanged", current)
@@ -664,7 +703,8 @@ def check(store: Store) -> list[Problem]:
         text = raw.decode("utf-8", errors="replace")
         for drift in index_mod.drift(text, live, _topic_texts(store)):
             where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
-            problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", drift.message + " (run `memctl index`)"))
+            fix = "fix the marker lines by hand" if drift.kind == "damaged-block" else "run `memctl index`"
+            problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", f"{drift.message} ({fix})"))
         lines = text.count("\n")
         limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
         # Errors: memctl keeps the index within the limits, so being over them means that

@@ -144,6 +144,31 @@ def _block_span(lines: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def damaged_block(text: str) -> tuple[int, str] | None:
+    """(line, what is wrong) when the generated block's markers are not one begin line followed
+    by one end line; None when they are, or when there are none (the block is then added).
+
+    Regenerating a damaged block would write a second one, or take the user's text after a
+    lone begin marker for memctl's: writers refuse and doctor reports it instead.
+    """
+    stripped = [line.strip() for line in text.split("\n")]
+    begins = [i + 1 for i, line in enumerate(stripped) if line == BEGIN]
+    ends = [i + 1 for i, line in enumerate(stripped) if line == END]
+    if not begins and not ends:
+        return None
+    if len(begins) > 1:
+        return begins[1], f"a second {BEGIN} (also at line {begins[0]})"
+    if len(ends) > 1:
+        return ends[1], f"a second {END} (also at line {ends[0]})"
+    if not ends:
+        return begins[0], f"{BEGIN} has no {END} after it"
+    if not begins:
+        return ends[0], f"{END} has no {BEGIN} before it"
+    if ends[0] < begins[0]:
+        return ends[0], f"{END} comes before {BEGIN} (line {begins[0]})"
+    return None
+
+
 def outside_block(text: str) -> str:
     """The text outside the generated block (what belongs to the user)."""
     lines = text.split("\n")
@@ -342,6 +367,9 @@ def drift(
 ) -> list[Drift]:
     """What differs between the index (MEMORY.md and the topic files it links) and the live facts."""
     topics = topics or {}
+    damaged = damaged_block(text)
+    if damaged is not None:
+        return [Drift("damaged-block", "", damaged[0], f"the generated block is damaged: {damaged[1]}")]
     memory = parse_lines(text)
     linked = {line.target for line in memory if is_topic_link(line.target)}
     lines = [line for line in memory if not is_topic_link(line.target)]

@@ -35,7 +35,7 @@ from . import clock
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
 from .fsutil import atomic_write, file_lock
 from .state import format_duration, parse_duration
-from .store import Store, commit
+from .store import Store
 
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,127}$")
@@ -220,6 +220,33 @@ def get_job(store: Store, name: str) -> Job:
     return parse_job(name, table[name])
 
 
+def script_path(store: Store, job: Job) -> Path:
+    script = Path(job.script or "")
+    return script if script.is_absolute() else store.root / script
+
+
+def check_runnable(store: Store, jobs: list[Job], check_command: Callable[[tuple[str, ...]], str | None] | None = None) -> None:
+    """Refuse (BadInput) a job whose script is missing or not executable, or whose memctl
+    command would not parse, so that it fails now and not at 3 a.m. with exit 127.
+
+    `check_command` says why `memctl WORDS` would not parse (None: it would); the CLI
+    passes one that asks its own command table. Without it only scripts are checked.
+    """
+    for job in jobs:
+        if job.script is not None:
+            path = script_path(store, job)
+            if not path.is_file():
+                raise BadInput(f"{_where(job.name)} script {job.script!r} does not exist ({path})",
+                               hint="create it, or run memctl itself: command = \"state update\"")
+            if not os.access(path, os.X_OK):
+                raise BadInput(f"{_where(job.name)} script {job.script!r} is not executable", hint=f"chmod +x {path}")
+        elif check_command is not None:
+            why = check_command(job.command)
+            if why:
+                raise BadInput(f"{_where(job.name)} command {shlex.join(job.command)!r} is not a memctl command line: {why}",
+                               hint="memctl --help lists the commands")
+
+
 def label_prefix(store: Store) -> str:
     table = store.config.raw.get("schedule", {})
     if not isinstance(table, dict):
@@ -372,7 +399,6 @@ class Rendered:
     removed: tuple[Path, ...]
     unchanged: tuple[Path, ...]
     crontab: str
-    commit: str | None
 
 
 def plist_dir(store: Store) -> Path:
@@ -383,15 +409,35 @@ def plan_plists(store: Store, jobs: list[Job], env: Environment) -> dict[Path, b
     return {plist_dir(store) / f"{label(store, job)}.plist": plist_bytes(store, job, env) for job in jobs}
 
 
+def _rendered_job(path: Path) -> str | None:
+    """The job a plist written by `render` runs (`... run-job --quiet NAME`), else None."""
+    try:
+        data = plistlib.loads(path.read_bytes())
+        args = data["ProgramArguments"]
+        name = args[-1]
+        if args[-3:-1] == ["run-job", "--quiet"] and data["Label"].endswith("." + name) and JOB_NAME_RE.match(name):
+            return name
+    except (OSError, plistlib.InvalidFileException, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        pass
+    return None
+
+
 def _own_plists(directory: Path, prefix: str) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.glob(f"{prefix}.*.plist") if JOB_NAME_RE.match(p.name[len(prefix) + 1:-len(".plist")]))
 
 
-def render(store: Store, *, commit_changes: bool = True, env: Environment | None = None) -> Rendered:
-    """Write one plist per job into launchd/ (and drop those of jobs no longer declared); commit."""
+def render(store: Store, *, env: Environment | None = None,
+           check_command: Callable[[tuple[str, ...]], str | None] | None = None) -> Rendered:
+    """Write one plist per job into launchd/; remove every plist there that render wrote for a job
+    no longer declared (under any label prefix: the store may have had another folder name).
+
+    The plists hold this machine's paths, so they are machine-local: git-ignored and never
+    committed (docs/JOBS.md). A job whose script or command does not exist is refused first.
+    """
     jobs = load_jobs(store)
+    check_runnable(store, jobs, check_command)
     env = env or resolve_environment()
     planned = plan_plists(store, jobs, env)
     written, unchanged = [], []
@@ -402,14 +448,11 @@ def render(store: Store, *, commit_changes: bool = True, env: Environment | None
                 continue
             atomic_write(path, data)
             written.append(path)
-        removed = [p for p in _own_plists(plist_dir(store), label_prefix(store)) if p not in planned]
+        here = sorted(plist_dir(store).glob("*.plist")) if plist_dir(store).is_dir() else []
+        removed = [p for p in here if p not in planned and _rendered_job(p) is not None]
         for path in removed:
             path.unlink()
-        changed = written + removed
-        sha = None
-        if changed:
-            sha = commit(store, changed, f"schedule: render launchd plists ({len(jobs)} jobs)", enabled=commit_changes)
-    return Rendered(tuple(written), tuple(removed), tuple(unchanged), crontab_block(store, jobs, env), sha)
+    return Rendered(tuple(written), tuple(removed), tuple(unchanged), crontab_block(store, jobs, env))
 
 
 # ---------------------------------------------------------------- install into launchd or cron
@@ -434,8 +477,8 @@ class Step:
 class Plan:
     scheduler: str  # launchd | cron
     steps: tuple[Step, ...]
-    crontab_before: str | None = None
     crontab_after: str | None = None
+    notes: tuple[str, ...] = ()  # what a dry run could not find out (no crontab or launchctl here)
 
     @property
     def changed(self) -> bool:
@@ -459,6 +502,13 @@ def _tool(name: str, fallback: str) -> str:
     raise NotFound(f"{name} not found on PATH", hint=f"install {name}, or choose --scheduler")
 
 
+def _find_tool(name: str, fallback: str) -> str | None:
+    try:
+        return _tool(name, fallback)
+    except NotFound:
+        return None
+
+
 def read_crontab() -> str:
     crontab = _tool("crontab", "/usr/bin/crontab")
     done = subprocess.run([crontab, "-l"], capture_output=True, text=True)
@@ -469,14 +519,19 @@ def read_crontab() -> str:
     return done.stdout
 
 
-def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool) -> Plan:
-    current = read_crontab()
+def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
+    notes: tuple[str, ...] = ()
+    if dry_run and _find_tool("crontab", "/usr/bin/crontab") is None:
+        current = ""
+        notes = ("crontab not found on PATH: the plan starts from an empty crontab",)
+    else:
+        current = read_crontab()
     if remove:
         new = merge_crontab(current, "", store) if begin_marker(store) in current.splitlines() else current
     else:
         new = merge_crontab(current, crontab_block(store, jobs, env), store)
     steps = () if new == current else (Step("crontab", "crontab", new.encode("utf-8")),)
-    return Plan("cron", steps, current, new)
+    return Plan("cron", steps, new, notes)
 
 
 def launch_agents_dir() -> Path:
@@ -498,8 +553,12 @@ def _loaded(launchctl: str, target: str) -> bool:
     return subprocess.run([launchctl, "print", target], capture_output=True).returncode == 0
 
 
-def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool) -> Plan:
-    launchctl = _tool("launchctl", "/bin/launchctl")
+def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
+    notes: tuple[str, ...] = ()
+    found = _find_tool("launchctl", "/bin/launchctl") if dry_run else _tool("launchctl", "/bin/launchctl")
+    if found is None:
+        notes = ("launchctl not found on PATH: the plan assumes no agent is loaded",)
+    launchctl = found or "launchctl"
     agents = launch_agents_dir()
     domain = _domain()
     prefix = label_prefix(store)
@@ -510,27 +569,38 @@ def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool)
         if owner is not None and owner != str(store.root):
             raise Refused(f"{dest} belongs to the store at {owner}", hint="set [schedule] label_prefix in memctl.toml")
         target = f"{domain}/{dest.stem}"
-        if dest.exists() and dest.read_bytes() == data and _loaded(launchctl, target):
+        if dest.exists() and dest.read_bytes() == data and found and _loaded(launchctl, target):
             continue
         steps += [
             Step("write", str(dest), data),
             Step("run", target, argv=(launchctl, "bootout", target), check=False),
             Step("run", target, argv=(launchctl, "bootstrap", domain, str(dest))),
         ]
-    for old in _own_plists(agents, prefix):
+    # This store's agents of jobs no longer declared, under this label prefix or another one.
+    stale = set(_own_plists(agents, prefix))
+    if agents.is_dir():
+        stale.update(p for p in agents.glob("*.plist") if _rendered_job(p) is not None)
+    for old in sorted(stale):
         if old in wanted or _agent_root(old) != str(store.root):
             continue
         target = f"{domain}/{old.stem}"
         steps += [Step("run", target, argv=(launchctl, "bootout", target), check=False), Step("remove", str(old))]
-    return Plan("launchd", tuple(steps))
+    return Plan("launchd", tuple(steps), notes=notes)
 
 
-def plan_install(store: Store, *, scheduler: str = "auto", remove: bool = False, env: Environment | None = None) -> Plan:
-    """What install (or uninstall, with `remove`) would change; nothing is touched."""
+def plan_install(store: Store, *, scheduler: str = "auto", remove: bool = False, env: Environment | None = None,
+                 dry_run: bool = False, check_command: Callable[[tuple[str, ...]], str | None] | None = None) -> Plan:
+    """What install (or uninstall, with `remove`) would change; nothing is touched.
+
+    With `dry_run`, a missing crontab or launchctl does not stop the plan: it is shown
+    as it would run, with a note on what could not be read.
+    """
     jobs = [] if remove else load_jobs(store)
+    check_runnable(store, jobs, check_command)
     env = env or resolve_environment()
     which = choose_scheduler(scheduler)
-    return _plan_launchd(store, jobs, env, remove) if which == "launchd" else _plan_cron(store, jobs, env, remove)
+    plan = _plan_launchd if which == "launchd" else _plan_cron
+    return plan(store, jobs, env, remove, dry_run)
 
 
 def apply(store: Store, plan: Plan) -> None:
@@ -591,8 +661,7 @@ def job_argv(store: Store, job: Job) -> list[str]:
     if job.command:
         # The same interpreter as this run-job: no PATH lookup can pick another memctl.
         return [sys.executable, "-m", "memctl", "--root", str(store.root), *job.command]
-    script = Path(job.script or "")
-    return [str(script if script.is_absolute() else store.root / script), *job.args]
+    return [str(script_path(store, job)), *job.args]
 
 
 def _child_env(store: Store, job: Job) -> dict[str, str]:
@@ -800,7 +869,11 @@ def problems(store: Store) -> list:
     result = []
     for st in found:
         name, allowed = st.job.name, format_duration(st.job.max_age)
+        if st.running:
+            continue  # its run decides (and daily maintenance runs doctor from inside its own job)
         if st.last_run is None:
+            if not logs_dir(store).is_dir():
+                continue  # no job was installed or run on this machine: scheduling is not in use here
             result.append(Problem(st.log, 0, "job-never-run", f"job {name} has never run on this machine "
                                   "(memctl schedule install, or memctl run-job " + name + ")", "warning"))
         elif st.last_success is None:

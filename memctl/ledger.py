@@ -1,6 +1,6 @@
 """Ledgers: append-only TSV files that grep, cut, sort and uniq keep working on.
 
-The format (FORMATS.md, Ledgers): one record per physical line, a TAB between
+The format (docs/FORMAT.md, "Ledgers"): one record per physical line, a TAB between
 fields, LF at the end; inside a field `\\`, TAB, LF and CR are written `\\\\`,
 `\\t`, `\\n` and `\\r`, and nothing else is escaped. The first line names the
 columns, unless the ledger is a headerless legacy file whose columns are
@@ -30,6 +30,7 @@ from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
 from .fsutil import append_bytes, atomic_write
 from .store import Store, commit, config_committable
+from .tsv import escape, unescape  # noqa: F401  (part of this module's interface)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -38,8 +39,6 @@ MAX_FIELD_BYTES = 64 * 1024
 # The column `rows --since` filters on: the first of these a ledger has.
 TIME_COLUMNS = ("ts", "date", "time", "timestamp")
 
-_ESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
-_UNESCAPE_RE = re.compile(r"\\([\\tnr])")
 # A backslash that does not start a valid escape: at the start of a run of
 # backslashes, skip pairs (`\\`), then one more backslash not followed by t/n/r/\.
 BAD_ESCAPE_RE = re.compile(rb"(?<!\\)(?:\\\\)*\\(?![\\tnr])")
@@ -47,20 +46,6 @@ _BAD_ESCAPE_TEXT_RE = re.compile(BAD_ESCAPE_RE.pattern.decode())
 
 
 # ---------------------------------------------------------------- the format
-
-def escape(value: str) -> str:
-    """A value as it is written inside a field."""
-    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
-        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return value
-
-
-def unescape(field: str) -> str:
-    """The value a field holds; an invalid escape is kept as written (`check` reports it)."""
-    if "\\" not in field:
-        return field
-    return _UNESCAPE_RE.sub(lambda m: _ESCAPES[m.group(1)], field)
-
 
 def format_record(values: Sequence[str]) -> str:
     """One line (without its LF) for values in column order."""

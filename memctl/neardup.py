@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from . import embed, textnorm
+from . import embed, textnorm, tsv
 from .errors import BadInput, MemctlError, NotFound
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -714,26 +714,10 @@ def read_pairs(path: Path) -> list[tuple[str, str, int]]:
             if number == 1:
                 continue  # a header
             raise BadInput(f"{path}:{number}: label must be 1 (duplicate) or 0 (not), got {label!r}")
-        pairs.append((_unescape(fields[0]), _unescape(fields[1]), int(label)))
+        pairs.append((tsv.unescape(fields[0]), tsv.unescape(fields[1]), int(label)))
     if not pairs:
         raise BadInput(f"{path} has no pairs")
     return pairs
-
-
-def _unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out, i = [], 0
-    table = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text) and text[i + 1] in table:
-            out.append(table[text[i + 1]])
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def pair_scores(embedder: embed.Embedder, pairs: Sequence[tuple[str, str, int]]) -> "np.ndarray":

@@ -11,6 +11,8 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
+from . import tsv
+
 
 def stdout_is_tty() -> bool:
     if os.environ.get("MEMCTL_FORCE_TTY") == "1":
@@ -22,9 +24,7 @@ def _escape(value: Any) -> str:
     text = "" if value is None else str(value)
     if isinstance(value, (list, tuple)):
         text = ",".join(str(v) for v in value)
-    return (
-        text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    )
+    return tsv.escape(text)
 
 
 def emit_json(data: Any) -> None:

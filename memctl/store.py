@@ -15,7 +15,8 @@ from .fsutil import atomic_write, file_lock
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
 INDEX_FILE = "MEMORY.md"
-GITIGNORE = ".memctl/\nlogs/\n"
+# launchd/*.plist: rendered with this machine's paths, so machine-local (docs/JOBS.md).
+GITIGNORE = ".memctl/\nlogs/\nlaunchd/*.plist\n"
 # Ledgers stay on git's union merge in a clone never set up; memctl's drivers do the rest (docs/SYNC.md).
 GITATTRIBUTES = (
     "ledgers/*.tsv merge=union\nmemory/*.md merge=memctl-fact\nmemory/MEMORY.md merge=memctl-index\n"

@@ -38,6 +38,15 @@ def root(tmp_path) -> Path:
     return path
 
 
+def drop_default_jobs(root: Path) -> Path:
+    """Remove the jobs `init` declares (tests of job mechanics declare their own) and commit."""
+    toml = root / "memctl.toml"
+    text = toml.read_text(encoding="utf-8")
+    toml.write_text(text[: text.index("\n# Scheduled jobs")] + "\n", encoding="utf-8")
+    git(root, "-c", "user.name=test", "-c", "user.email=test@localhost", "commit", "-q", "-m", "test: no default jobs", "--", "memctl.toml")
+    return root
+
+
 @pytest.fixture
 def store(root):
     return open_store(root)

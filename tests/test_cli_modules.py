@@ -33,3 +33,19 @@ def test_command_name_skips_root_option():
     assert _command_name(["--root=/x", "list"]) == "list"
     assert _command_name(["--help"]) is None
     assert _command_name([]) is None
+
+
+def _complete(words: str, cword: int) -> str:
+    env = {**__import__("os").environ, "_MEMCTL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    script = __import__("pathlib").Path(sys.executable).parent / "memctl"  # the installed entry point, as a shell runs it
+    done = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_shell_completion_sees_every_command_through_the_lazy_table():
+    """`memctl --install-completion` installs Typer's completion; completing loads every command module."""
+    assert _complete("memctl sched", 1).split() == ["schedule"]
+    assert _complete("memctl schedule re", 2).split() == ["render"]
+    assert _complete("memctl mai", 1).split() == ["maintain"]
+    assert "--install-completion" in subprocess.run([sys.executable, "-m", "memctl", "--help"], capture_output=True, text=True).stdout

@@ -147,7 +147,12 @@ def test_auto_picks_e5_small_q4_without_sentence_transformers(monkeypatch, local
 def test_auto_picks_e5_small_q4_when_the_hub_model_is_not_downloaded():
     choice = embed.choose(embed.settings_from({}))  # intfloat/multilingual-e5-small, empty HOME
     assert choice.embedder.backend == "e5-small-q4"
-    assert ST_MISSING in choice.notes[0]
+    # e5-small-q4 is the default model itself: no note suggesting sentence-transformers.
+    assert (choice.notes, choice.degraded) == ([], False)
+    assert embed.describe(embed.settings_from({}))["notes"] == []
+    # Another configured model that is not here does say why e5 answers instead.
+    other = embed.choose(embed.settings_from({"embedding": {"model": "org/not-downloaded"}}))
+    assert other.embedder.backend == "e5-small-q4" and "org/not-downloaded" in other.notes[0]
 
 
 def test_auto_falls_back_to_char_ngram_with_neither_and_says_why(monkeypatch, local_model):

@@ -12,7 +12,9 @@ import pytest
 from memctl import episodes, jobs
 from memctl.errors import BadInput, NotFound, Refused
 from memctl.fsutil import file_lock
-from memctl.store import open_store
+from memctl.store import init_store, open_store
+
+from conftest import drop_default_jobs
 
 NOW = "2026-10-26T09:00:00+09:00"
 ENV = jobs.Environment(memctl=("/opt/mem/bin/memctl",), path="/opt/mem/bin:/usr/bin:/bin", git="/usr/bin/git")
@@ -30,6 +32,14 @@ def script(root: Path, name: str, body: str) -> str:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return name
 
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    """A store without the jobs `init` declares: these tests declare their own."""
+    path = tmp_path / "store"
+    init_store(path)
+    return drop_default_jobs(path)
 
 # ---------------------------------------------------------------- declarations
 
@@ -181,7 +191,7 @@ def test_cron_quotes_odd_paths(tmp_path):
 
     odd = tmp_path / "my store 100%"
     init_store(odd)
-    store = configure(odd, '[jobs.j]\ncommand = "doctor"\nhour = 1\n')
+    store = configure(drop_default_jobs(odd), '[jobs.j]\ncommand = "doctor"\nhour = 1\n')
     line = jobs.crontab_block(store, jobs.load_jobs(store), ENV).splitlines()[3]
     assert line.startswith(f"0 1 * * * cd '{tmp_path}/my store 100\\%' && ")
 

@@ -1,4 +1,4 @@
-"""`memctl --help` must not import the heavy stack (a start-up budget, STYLE.md habit 5)."""
+"""`memctl --help` must not import the heavy stack (a start-up budget: bench/bench_startup.py)."""
 
 from __future__ import annotations
 

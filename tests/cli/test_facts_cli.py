@@ -1,9 +1,11 @@
-"""The issue-2 scenario through the CLI, on a real git store."""
+"""Facts through the CLI (remember, show, list, forget, index, doctor), on a real git store."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+
+import pytest
 
 from conftest import cli, git
 
@@ -208,3 +210,67 @@ def test_vector_near_match_reported_and_strict_refuses(root):
     assert not (root / "memory" / "kitty-meals.md").exists()
     r = cli(root, "remember", "deploys", "--description", "Deploys are frozen during the holidays", "--json")
     assert json.loads(r.stdout)["similar"] == []
+
+
+def test_supersedes_keeps_the_old_fact_s_type_and_tags_unless_given(root):
+    assert cli(root, "remember", "zenn-rule", "--type", "feedback", "--description", "Zenn投稿は1日1件まで",
+               "--tag", "zenn", "--tag", "公開").exit_code == 0
+    r = cli(root, "remember", "zenn-rule-2", "--description", "Zenn投稿は1日2件まで", "--supersedes", "zenn-rule")
+    assert r.exit_code == 0, r.stderr
+    shown = json.loads(cli(root, "show", "zenn-rule-2", "--json").stdout)
+    assert (shown["type"], shown["metadata"]["tags"]) == ("feedback", ["zenn", "公開"])
+    assert shown["metadata"]["importance"] == 0.8  # feedback's default, not project's
+    # Given ones win.
+    r = cli(root, "remember", "zenn-rule-3", "--description", "Zenn投稿は週3件まで", "--supersedes", "zenn-rule-2",
+            "--type", "project", "--tag", "weekly")
+    assert r.exit_code == 0, r.stderr
+    shown = json.loads(cli(root, "show", "zenn-rule-3", "--json").stdout)
+    assert (shown["type"], shown["metadata"]["tags"]) == ("project", ["weekly"])
+
+
+def test_one_name_rule_for_an_existing_fact_in_every_command(root):
+    """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
+    (root / "memory" / "merge_freeze.md").write_text(
+        "---\nname: Merge freeze\ndescription: 木曜の正午以降はマージしない\ntype: project\n---\n\nbody\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-m", "hand-written fact")
+    assert cli(root, "show", "Merge freeze").exit_code == 0
+    r = cli(root, "remember", "Merge freeze", "--update", "--description", "金曜の正午以降はマージしない")
+    assert r.exit_code == 0, r.stderr
+    assert "金曜" in (root / "memory" / "merge_freeze.md").read_text(encoding="utf-8")
+    assert cli(root, "pin", "Merge freeze").exit_code == 0
+    assert cli(root, "log", "Merge freeze").exit_code == 0
+    # A new fact's name becomes its file name: that stays a slug.
+    r = cli(root, "remember", "Merge thaw", "--description", "月曜から再開")
+    assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'Merge thaw' (hint: use 1-80 ASCII letters, digits, '-' or '_')\n")
+    for args in (["remember", "a/b", "--update", "--description", "x"], ["show", "a/b"]):
+        r = cli(root, *args)
+        assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'a/b' (hint: give a fact name or file stem, not a path)\n"), args
+    r = cli(root, "remember", "Merge thaw", "--update", "--description", "x")
+    assert r.exit_code == 3 and "no live fact named 'Merge thaw'" in r.stderr
+
+
+@pytest.mark.parametrize("damage, line, what", [
+    (lambda t: t.replace("<!-- memctl:index:end -->\n", ""), 3, "<!-- memctl:index:begin --> has no <!-- memctl:index:end --> after it"),
+    (lambda t: t.replace("<!-- memctl:index:begin -->\n", ""), 5, "<!-- memctl:index:end --> has no <!-- memctl:index:begin --> before it"),
+    (lambda t: t + "<!-- memctl:index:begin -->\n", 7, "a second <!-- memctl:index:begin --> (also at line 3)"),
+])
+def test_a_damaged_index_block_is_reported_by_doctor_and_refused_by_writers(root, damage, line, what):
+    assert cli(root, "remember", "deploy-window", "--description", "デプロイは火曜の午前だけ").exit_code == 0
+    index = root / "memory" / "MEMORY.md"
+    index.write_text(damage(index.read_text(encoding="utf-8")), encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-am", "damaged by hand")
+    damaged = index.read_text(encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, "doctor")
+    assert r.exit_code == 1
+    assert f"memory/MEMORY.md:{line}: error: the generated block is damaged: {what} (fix the marker lines by hand)\n" in r.stdout
+    refusal = (f"memctl: error: memory/MEMORY.md:{line}: the generated block is damaged: {what}; nothing was written "
+               "(hint: fix the marker lines by hand (<!-- memctl:index:begin --> ... <!-- memctl:index:end -->), then `memctl index`)\n")
+    for args in (["remember", "merge-freeze", "--description", "木曜の正午以降はマージしない"],
+                 ["remember", "deploy-window", "--update", "--description", "デプロイは水曜の午前だけ"],
+                 ["forget", "deploy-window", "--reason", "obsolete"], ["pin", "deploy-window"], ["index"]):
+        r = cli(root, *args)
+        assert (r.exit_code, r.stdout, r.stderr) == (1, "", refusal), args
+    assert index.read_text(encoding="utf-8") == damaged
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""

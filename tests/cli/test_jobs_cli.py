@@ -1,4 +1,4 @@
-"""`memctl schedule render|install|uninstall|status` and `memctl run-job`: the issue-4 job scenarios."""
+"""`memctl schedule render|install|uninstall|status` and `memctl run-job` and `maintain` (docs/JOBS.md)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from memctl import jobs
-from memctl.store import open_store
+from memctl.store import init_store, open_store
 
-from conftest import REPO, cli, git, memctl
+from conftest import REPO, cli, drop_default_jobs, git, memctl
 
 NOW = "2026-10-26T09:00:00+09:00"
 JOBS = """
@@ -46,6 +46,12 @@ def executable(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
+def configure_jobs(root: Path) -> None:
+    """JOBS, with the script its `check` job runs."""
+    executable(root / "check.sh", "exit 0\n")
+    configure(root, JOBS)
+
+
 @pytest.fixture
 def fake_crontab(tmp_path, monkeypatch):
     """A `crontab` first on PATH that keeps the table in a file; the real one is never touched."""
@@ -61,24 +67,36 @@ esac
     return table
 
 
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    """A store without the jobs `init` declares: these tests declare their own."""
+    path = tmp_path / "store"
+    init_store(path)
+    return drop_default_jobs(path)
+
 # ---------------------------------------------------------------- render
 
-def test_render_writes_plists_commits_and_prints_crontab(root):
-    configure(root, JOBS)
+def test_render_writes_machine_local_plists_and_prints_crontab(root):
+    configure_jobs(root)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-m", "jobs")
+    head = git(root, "rev-parse", "HEAD")
     r = cli(root, "schedule", "render")
     store = open_store(root)
     block = jobs.crontab_block(store, jobs.load_jobs(store), jobs.resolve_environment())
     assert (r.exit_code, r.stdout, r.stderr) == (0, block, "memctl: launchd/: 2 plists (2 written, 0 unchanged, 0 removed)\n")
-    assert git(root, "log", "-1", "--format=%s").strip() == "schedule: render launchd plists (2 jobs)"
+    # The plists hold this machine's paths: git-ignored, never committed.
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "check-ignore", "launchd/io.memctl.store.check.plist").strip() == "launchd/io.memctl.store.check.plist"
     plist = plistlib.loads((root / "launchd" / "io.memctl.store.check.plist").read_bytes())
     assert plist["StartCalendarInterval"] == [{"Minute": 30, "Hour": 18, "Weekday": 1}, {"Minute": 30, "Hour": 18, "Weekday": 5}]
     assert plist["ProgramArguments"][-4:] == [str(root), "run-job", "--quiet", "check"]
     assert block.splitlines()[5].startswith("30 18 * * 1,5 cd ")
 
-    head = git(root, "rev-parse", "HEAD")
     r = cli(root, "schedule", "render")
     assert r.stderr == "memctl: launchd/: 2 plists (0 written, 2 unchanged, 0 removed)\n"
-    assert git(root, "rev-parse", "HEAD") == head
 
     # A job that is no longer declared loses its plist.
     toml = (root / "memctl.toml").read_text()
@@ -86,6 +104,60 @@ def test_render_writes_plists_commits_and_prints_crontab(root):
     r = cli(root, "schedule", "render", "--json")
     assert json.loads(r.stdout)["removed"] == ["launchd/io.memctl.store.check.plist"]
     assert not (root / "launchd" / "io.memctl.store.check.plist").exists()
+
+
+def test_render_removes_plists_rendered_under_another_label_prefix(root):
+    """The store was rendered when its folder had another name: those plists go, a hand-written one stays."""
+    base = (root / "memctl.toml").read_text()
+    state_job = '[jobs.state-update]\ncommand = "state update"\nhour = 9\n'
+    (root / "memctl.toml").write_text(base + '[schedule]\nlabel_prefix = "io.memctl.oldname"\n\n' + state_job
+                                      + '[jobs.gone]\ncommand = "doctor"\nhour = 3\n')
+    assert cli(root, "schedule", "render").exit_code == 0
+    assert sorted(p.name for p in (root / "launchd").glob("*.plist")) == ["io.memctl.oldname.gone.plist", "io.memctl.oldname.state-update.plist"]
+    mine = root / "launchd" / "com.example.backup.plist"
+    mine.write_bytes(plistlib.dumps({"Label": "com.example.backup", "ProgramArguments": ["/usr/local/bin/backup"]}))
+    (root / "memctl.toml").write_text(base + state_job)
+    r = cli(root, "schedule", "render", "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert (data["written"], sorted(data["removed"])) == (
+        ["launchd/io.memctl.store.state-update.plist"],
+        ["launchd/io.memctl.oldname.gone.plist", "launchd/io.memctl.oldname.state-update.plist"])
+    assert sorted(p.name for p in (root / "launchd").glob("*.plist")) == ["com.example.backup.plist", "io.memctl.store.state-update.plist"]
+
+
+@pytest.mark.parametrize("table, message", [
+    ('[jobs.x]\nscript = "scripts/missing.sh"\nhour = 1\n',
+     "memctl.toml: [jobs.x] script 'scripts/missing.sh' does not exist ({root}/scripts/missing.sh) "
+     "(hint: create it, or run memctl itself: command = \"state update\")"),
+    ('[jobs.x]\nscript = "plain.txt"\nhour = 1\n', "memctl.toml: [jobs.x] script 'plain.txt' is not executable (hint: chmod +x {root}/plain.txt)"),
+    ('[jobs.x]\ncommand = "frobnicate"\nhour = 1\n',
+     "memctl.toml: [jobs.x] command 'frobnicate' is not a memctl command line: No such command 'frobnicate'. (hint: memctl --help lists the commands)"),
+    ('[jobs.x]\ncommand = "state updat"\nhour = 1\n',
+     "memctl.toml: [jobs.x] command 'state updat' is not a memctl command line: No such command 'updat'. Did you mean 'update'? (hint: memctl --help lists the commands)"),
+    ('[jobs.x]\ncommand = "state"\nhour = 1\n',
+     "memctl.toml: [jobs.x] command 'state' is not a memctl command line: memctl state needs a subcommand (hint: memctl --help lists the commands)"),
+    ('[jobs.x]\ncommand = "doctor --strcit"\nhour = 1\n',
+     "memctl.toml: [jobs.x] command 'doctor --strcit' is not a memctl command line: No such option: --strcit (Possible options: --strict) (hint: memctl --help lists the commands)"),
+    ('[jobs.x]\ncommand = "ledger append"\nhour = 1\n',
+     "memctl.toml: [jobs.x] command 'ledger append' is not a memctl command line: Missing argument 'name'. (hint: memctl --help lists the commands)"),
+])
+def test_render_and_install_refuse_a_job_that_cannot_run(root, table, message, fake_crontab):
+    (root / "plain.txt").write_text("not a program\n")
+    configure(root, table)
+    for args in (["schedule", "render"], ["schedule", "install", "--dry-run"], ["schedule", "install"]):
+        r = cli(root, *args)
+        assert (r.exit_code, r.stdout, r.stderr) == (2, "", f"memctl: error: {message.format(root=root)}\n"), args
+    assert [p.name for p in (root / "launchd").iterdir()] == [".gitkeep"]
+    assert not fake_crontab.exists()
+
+
+@pytest.mark.parametrize("command", ["near-dup scan --facts", "near-dup 'MCPサーバーのデバッグ' --facts", "maintain --strict",
+                                     "state update --note 朝", "ledger append article-themes theme=x"])
+def test_render_accepts_memctl_command_lines(root, command):
+    configure(root, f'[jobs.x]\ncommand = "{command}"\nhour = 1\n')
+    r = cli(root, "schedule", "render")
+    assert r.exit_code == 0, r.stderr
 
 
 def test_render_without_jobs(root):
@@ -115,7 +187,7 @@ FOREIGN = "MAILTO=me@example.com\n# nightly backup\n0 1 * * * /usr/local/bin/bac
 
 
 def test_install_dry_run_keeps_foreign_lines_and_is_idempotent(root, fake_crontab):
-    configure(root, JOBS)
+    configure_jobs(root)
     fake_crontab.write_text(FOREIGN)
     block = jobs.crontab_block(open_store(root), jobs.load_jobs(open_store(root)), jobs.resolve_environment())
     assert "PATH=" in block and str(Path(shutil.which("git")).parent) in block.split("PATH=")[1].split(" ")[0]
@@ -143,7 +215,7 @@ def test_install_dry_run_keeps_foreign_lines_and_is_idempotent(root, fake_cronta
 
 
 def test_install_into_an_empty_crontab_then_json(root, fake_crontab):
-    configure(root, JOBS)
+    configure_jobs(root)
     r = cli(root, "schedule", "install", "--scheduler", "cron", "--json")
     data = json.loads(r.stdout)
     assert (data["scheduler"], data["changed"], data["steps"]) == ("cron", True, ["crontab crontab"])
@@ -167,7 +239,7 @@ def test_installed_cron_line_runs_in_cron_s_minimal_environment(root, fake_cront
 def test_launchd_dry_run_with_a_fake_launchctl(root, tmp_path, monkeypatch):
     executable(tmp_path / "fakebin" / "launchctl", "exit 113\n")
     monkeypatch.setenv("PATH", f"{tmp_path / 'fakebin'}:{os.environ['PATH']}")
-    configure(root, JOBS)
+    configure_jobs(root)
     r = cli(root, "schedule", "install", "--dry-run", "--scheduler", "launchd")
     agents = Path(os.environ["HOME"]) / "Library" / "LaunchAgents"
     domain = f"gui/{os.getuid()}"
@@ -262,25 +334,94 @@ def test_two_copies_at_once_one_runs_the_other_exits_at_once(root):
 
 # ---------------------------------------------------------------- the bundled example store
 
-def test_bundled_plists_match_memctl_toml():
+def test_bundled_store_jobs_are_memctl_commands_and_no_plist_is_committed():
+    from memctl.cli.jobs import check_command
+
     config = tomllib.loads((REPO / "memctl.toml").read_text(encoding="utf-8"))
-    declared = {name: jobs.parse_job(name, table) for name, table in config.get("jobs", {}).items()}
-    plists = sorted((REPO / "launchd").glob("*.plist"))
-    assert len(declared) >= 2 and len(plists) == len(declared)
-    for path in plists:
-        data = plistlib.loads(path.read_bytes())
-        name = data["ProgramArguments"][-1]
-        job = declared[name]
-        assert path.name == f"{data['Label']}.plist" and data["Label"].endswith("." + name)
-        assert data["ProgramArguments"][-3:] == ["run-job", "--quiet", name]
-        assert data["StartCalendarInterval"] == jobs.plist(open_store(REPO), job, jobs.resolve_environment())["StartCalendarInterval"]
-        assert data["WorkingDirectory"] == data["EnvironmentVariables"]["MEMCTL_ROOT"]
-        path_dirs = data["EnvironmentVariables"]["PATH"].split(":")
-        assert any(os.access(Path(d) / "git", os.X_OK) for d in path_dirs), path_dirs
-        assert Path(data["ProgramArguments"][0]).parent.as_posix() in path_dirs
-        assert data["StandardOutPath"].endswith(f"/logs/{name}.stdout.log")
-        if job.script:
-            assert (REPO / job.script).is_file() and os.access(REPO / job.script, os.X_OK)
+    declared = [jobs.parse_job(name, table) for name, table in config.get("jobs", {}).items()]
+    assert len(declared) >= 3
+    for job in declared:
+        assert job.command and job.script is None, job.name  # scripts/ exists only in this repository
+        assert check_command(job.command) is None, job.name
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "launchd"], capture_output=True, text=True, check=True).stdout
+    assert ".plist" not in tracked
+    assert "launchd/*.plist" in (REPO / ".gitignore").read_text().splitlines()
+
+
+def test_default_jobs_of_a_fresh_store_render_run_and_keep_doctor_quiet(tmp_path):
+    """`init` declares state-update and daily-maintenance as memctl commands; both run as the scheduler runs them."""
+    from memctl.store import init_store
+
+    root = tmp_path / "fresh"
+    init_store(root)
+    assert [j.name for j in jobs.load_jobs(open_store(root))] == ["state-update", "daily-maintenance"]
+    assert [j.command for j in jobs.load_jobs(open_store(root))] == [("state", "update"), ("maintain",)]
+    # Not installed on this machine: doctor says nothing about jobs.
+    r = cli(root, "doctor")
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", "memctl: store is clean\n")
+    r = cli(root, "schedule", "render")
+    assert (r.exit_code, r.stderr) == (0, "memctl: launchd/: 2 plists (2 written, 0 unchanged, 0 removed)\n")
+    assert git(root, "status", "--porcelain") == ""
+    for name in ("state-update", "daily-maintenance"):
+        done = memctl(root, "run-job", "--quiet", name, env={"PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, (name, done.stderr)
+    r = cli(root, "schedule", "status")
+    assert [line.split("\t")[-1] for line in r.stdout.splitlines()] == ["ok", "ok"]
+    assert git(root, "log", "-1", "--format=%s", "--", "state/STATE.md").startswith("state: update state/STATE.md")
+
+
+def test_install_dry_run_without_crontab_or_launchctl_prints_the_plan(root, tmp_path):
+    """No scheduler on this machine: the dry run still shows what install would do, and says what it assumed."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "git").symlink_to(shutil.which("git"))
+    configure_jobs(root)
+    env = {"PATH": str(bare)}
+    done = memctl(root, "schedule", "install", "--dry-run", "--scheduler", "cron", env=env)
+    store = open_store(root)
+    block = jobs.crontab_block(store, jobs.load_jobs(store), jobs.Environment(
+        memctl=jobs.memctl_argv(), path=jobs.resolve_environment().path, git=None))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"# memctl:begin root={root}"
+    assert len(done.stdout.splitlines()) == len(block.splitlines())
+    assert done.stderr == ("memctl: crontab not found on PATH: the plan starts from an empty crontab\n"
+                           "memctl: dry run: nothing changed\n")
+    done = memctl(root, "schedule", "install", "--dry-run", "--scheduler", "launchd", env=env)
+    agents = Path(os.environ["HOME"]) / "Library" / "LaunchAgents"
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:3] == [
+        f"write {agents}/io.memctl.store.state-update.plist",
+        f"launchctl bootout gui/{os.getuid()}/io.memctl.store.state-update",
+        f"launchctl bootstrap gui/{os.getuid()} {agents}/io.memctl.store.state-update.plist",
+    ]
+    assert done.stderr == ("memctl: launchctl not found on PATH: the plan assumes no agent is loaded\n"
+                           "memctl: dry run: nothing changed\n")
+    # Without --dry-run the missing tool is an error, and nothing is written.
+    done = memctl(root, "schedule", "install", "--scheduler", "cron", env=env)
+    assert (done.returncode, done.stderr) == (3, "memctl: error: crontab not found on PATH (hint: install crontab, or choose --scheduler)\n")
+    assert not (root / "logs").exists()
+
+
+def test_maintain_regenerates_the_index_commits_the_access_log_and_runs_doctor(root):
+    assert cli(root, "remember", "deploy-window", "--description", "デプロイは火曜の午前だけ").exit_code == 0
+    assert cli(root, "recall", "デプロイ").exit_code == 0  # appends to the access log without a commit
+    assert "ledgers/access.tsv" in git(root, "status", "--porcelain")
+    index = root / "memory" / "MEMORY.md"
+    index.write_text("".join(l for l in index.read_text().splitlines(keepends=True) if "deploy-window" not in l))
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-am", "hand edit")
+    r = cli(root, "maintain", "--json")
+    data = json.loads(r.stdout)
+    assert (r.exit_code, data["index"]["changed"], data["ok"], data["problems"]) == (0, True, True, [])
+    assert data["access"]["appended"] == 1 and data["access"]["commit"]
+    assert git(root, "status", "--porcelain") == ""
+    subjects = git(root, "log", "-2", "--format=%s").splitlines()
+    assert subjects == ["ledger: append access (+1)", "memory: regenerate index"]
+    r = cli(root, "maintain")
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", "memctl: MEMORY.md is up to date\nmemctl: access log: nothing to commit\nmemctl: store is clean\n")
+    # doctor's errors fail the job (so run-job records an error episode).
+    (root / "memory" / "broken.md").write_text("---\nname: [unclosed\n---\nbody\n")
+    r = cli(root, "maintain")
+    assert r.exit_code == 1 and "memory/broken.md" in r.stdout
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

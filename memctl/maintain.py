@@ -1,0 +1,41 @@
+"""Daily upkeep in one call: what the default `daily-maintenance` job runs (docs/JOBS.md).
+
+Regenerate the MEMORY.md index, commit the recall access log (appended without
+commits), then run every doctor check. Each step is an existing library call;
+this module only strings them together so that a scheduled job needs no script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import doctor, facts, ledger_ops
+from .errors import NotFound
+from .facts import Problem
+from .store import Store, will_commit
+
+ACCESS_LEDGER = "access"  # the recall access log (docs/FORMAT.md)
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    index_changed: bool
+    index_commit: str | None
+    access: ledger_ops.Committed | None  # None: no access log, or commits are off
+    problems: tuple[Problem, ...]
+
+
+def _commit_access(store: Store) -> ledger_ops.Committed | None:
+    if will_commit(store) is None or not (store.ledgers_dir / f"{ACCESS_LEDGER}.tsv").is_file():
+        return None
+    try:
+        return ledger_ops.commit_appended(store, ACCESS_LEDGER)
+    except NotFound:
+        return None
+
+
+def maintain(store: Store, *, commit_changes: bool = True) -> Maintenance:
+    """Index, access log, doctor: in that order, so that doctor sees the regenerated index."""
+    changed, sha = facts.reindex(store, commit_changes=commit_changes)
+    access = _commit_access(store) if commit_changes else None
+    return Maintenance(changed, sha, access, tuple(doctor.run(store)))
