@@ -166,7 +166,7 @@ def test_four_clones_random_operations_converge_with_nothing_lost(tmp_path):
             assert len(created[Path(p).name.split(".")[0]]) >= 2, p
     # The index has exactly one line per live fact.
     index = texts["memory/MEMORY.md"]
-    linked = re.findall(r"^- \[([^\]]+)\.md\]", index, re.M)
+    linked = re.findall(r"^- \[[^\]]*\]\(<?([^)>]+)\.md>?\)", index, re.M)  # the file each line links
     assert sorted(linked) == sorted(live)
     # Every episode and every ledger row that was appended is there, once per append.
     rows = files["ledgers/episodes.tsv"].decode("utf-8").splitlines()
