@@ -77,3 +77,39 @@ def memctl_argv() -> list[str]:
     import sys
 
     return [sys.executable, "-m", "memctl"]
+
+
+def test_the_transcript_hook_imports_a_finished_session(tmp_path):
+    """`agent install --transcripts` adds SessionEnd; its command, run as Claude Code runs it, imports
+    the session's transcript into the project's memory directory (and a second run adds nothing)."""
+    project = tmp_path / "work" / "shop"
+    project.mkdir(parents=True)
+    memory = project_memory_dir(project)
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory index\n", encoding="utf-8")
+    assert memctl(None, "init", str(memory)).returncode == 0
+    plain = subprocess.run([*memctl_argv(), "agent", "install", "claude-code"], cwd=project, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    assert "SessionEnd" not in json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))["hooks"]
+    install = subprocess.run([*memctl_argv(), "agent", "install", "claude-code", "--transcripts"],
+                             cwd=project, capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr
+    settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    [end] = settings["hooks"]["SessionEnd"]
+    command = end["hooks"][0]["command"]
+    assert command.endswith("episode import claude-code --hook")
+    transcript = Path(__file__).resolve().parent.parent / "fixtures" / "claude-code" / "5d0c6a1e-1111-4a7b-9c1d-000000000001.jsonl"
+    payload = {"hook_event_name": "SessionEnd", "session_id": transcript.stem, "transcript_path": str(transcript),
+               "cwd": str(project), "reason": "exit"}
+    for _ in range(2):
+        ended = _run_hook(command, payload, project)
+        assert (ended.returncode, ended.stdout) == (0, ""), ended.stderr
+    rows = (memory / "ledgers" / "episodes.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    assert rows and all(f"session:{transcript.stem}" in row for row in rows)
+    assert len({row.split("\t")[-1] for row in rows}) == len(rows)  # each record once, after two runs
+    assert subprocess.run(["git", "-C", str(memory), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == ""  # imported and committed
+    removed = subprocess.run([*memctl_argv(), "agent", "uninstall", "claude-code"], cwd=project, capture_output=True, text=True)
+    assert removed.returncode == 0, removed.stderr
+    assert not (project / ".claude" / "settings.json").exists() or "SessionEnd" not in (
+        project / ".claude" / "settings.json").read_text(encoding="utf-8")
