@@ -5,10 +5,10 @@ prompt: whatever goes wrong (no store, a broken file, the store lock held too
 long, the time limit) prints nothing on stdout, one line on stderr, and exits 0.
 What they print on stdout is what Claude Code adds to the model's context.
 
-`prompt` runs on every prompt: recall in the store's mode (hybrid unless
-memctl.toml says otherwise; a running `memctl embed-server` keeps the model
-warm), only facts at or above recall's relevance floor, a few lines within a
-small token budget, and nothing at all when nothing is relevant. cli/fast.py runs both without building the Typer app.
+`prompt` runs on every prompt and stays light: keyword recall over the recall
+index (no embedding model is loaded), only facts at or above recall's
+relevance floor, a few lines within a small token budget, and nothing at all
+when nothing is relevant. cli/fast.py runs both without building the Typer app.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ PROMPT_K = 3  # facts the prompt hook shows at most
 PROMPT_BUDGET = 300  # estimated tokens of what the prompt hook prints
 PROMPT_CHARS = 2000  # the prompt's first characters are what recall looks at (a pasted log can be huge)
 LOGGED_CHARS = 200  # ... and what the access log keeps of it
-PROMPT_MODE = None  # the store's [recall] mode (hybrid by default): the floor is calibrated for it
+# Keyword: a hybrid call embeds the prompt and, on a cold vector cache, every fact first; on every
+# prompt that does not fit the hook's time limit (measured: bench/bench_hook.py, docs/AGENTS.md).
+PROMPT_MODE = "keyword"
 
 
 class HookTimeout(BaseException):
