@@ -36,7 +36,7 @@ from pathlib import Path
 HOOK_BUDGET_MS = 150.0
 MCP_BUDGET_MS = 30.0
 PROMPTS = {
-    "relevant": "記事の公開は朝9時？ the deploy job retries",
+    "relevant": "does deploy job 42 run before the morning report?",
     "irrelevant": "猫の餌の選び方を教えて",
 }
 
@@ -92,6 +92,8 @@ def hook_round(memctl: str, tmp: Path, facts_count: int, runs: int, env: dict[st
         _, out = time_once(argv, stdin, hook_env)
         if name.startswith("hook prompt"):
             print(f"{name} prints {len(out.splitlines())} lines", file=sys.stderr)
+        if name == "hook prompt (relevant)" and len(out.splitlines()) < 2:
+            sys.exit("bench_hook: the relevant prompt printed no fact: it would time the wrong path")
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, (argv, stdin) in commands.items():
