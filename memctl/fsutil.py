@@ -180,7 +180,8 @@ def refuse_escape(root: Path, path: Path) -> None:
     """Refused when a link makes `path` (or a folder on the way to it) lead out of the store."""
     real = escapes(root, path)
     if real is not None:
-        raise Refused(f"{path} leads outside the store (to {real}) through a symbolic link; memctl does not follow it",
+        shown = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+        raise Refused(f"{shown} leads outside the store (to {real}) through a symbolic link; memctl does not follow it",
                       hint="replace the link with the file or folder itself, or remove it")
 
 

@@ -522,6 +522,10 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
     given = check_numbers(dict(numbers or {}), "--from-json")
     note = _check_note(note)
     with store.lock():
+        if path.is_file():
+            from .markers import refuse_conflicts  # noqa: PLC0415
+
+            refuse_conflicts(path.read_bytes(), store.rel(path))
         previous = _read(path)
         now = clock.now()
         body, found = build(store, cfg, given, previous, now, note)
