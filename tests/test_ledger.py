@@ -326,9 +326,9 @@ def test_check_header_and_doctor(root, store):
     from memctl import doctor
 
     found = [(p.path, p.line, p.code) for p in doctor.run(fresh(root)) if p.path.startswith("ledgers/")]
-    assert found == [("ledgers/t.tsv", 1, "bad-header"), ("ledgers/article-theme-ledger.tsv", 1, "undeclared-ledger"),
-                     # written by hand (--no-commit / seed) and never committed: a clone would miss them
-                     ("ledgers/article-theme-ledger.tsv", 0, "uncommitted"), ("ledgers/t.tsv", 0, "uncommitted")]
+    assert sorted(found) == sorted([("ledgers/t.tsv", 1, "bad-header"), ("ledgers/article-theme-ledger.tsv", 1, "undeclared-ledger"),
+                                    # written by hand (--no-commit / seed) and never committed: a clone would miss them
+                                    ("ledgers/article-theme-ledger.tsv", 0, "uncommitted"), ("ledgers/t.tsv", 0, "uncommitted")])
 
 
 # ---------------------------------------------------------------- verify
