@@ -7,7 +7,7 @@ from pathlib import Path
 
 from . import facts, jobs, ledger_ops, state
 from .facts import Problem
-from .fsutil import escapes
+from .fsutil import dead_temp, escapes
 from .lifecycle import forget
 from .markers import conflict_lines
 from .store import Store, pending
@@ -94,25 +94,10 @@ def temp_files(store: Store) -> list[Path]:
         if not folder.is_dir() or escapes(store.root, folder) is not None:
             continue
         for here, _subdirs, files in os.walk(folder):
-            for name in files:
-                if name.startswith(".") and name.endswith(".tmp"):
-                    parts = name.rsplit(".", 3)
-                    pid = parts[1] if len(parts) == 4 else ""
-                    if not (pid.isdigit() and _alive(int(pid))):
-                        found.append(Path(here) / name)
+            found += [Path(here) / name for name in files if dead_temp(name)]
             if folder == store.root:
                 break  # only the top level: the folders are walked on their own
     return sorted(set(found))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def interrupted_problems(store: Store) -> list[Problem]:

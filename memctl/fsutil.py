@@ -45,6 +45,34 @@ def _temp_name(path: Path) -> Path:
     return path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
 
 
+def dead_temp(name: str) -> bool:
+    """Whether `name` is a temp file of a writer that is gone (`.<file>.<pid>.<hex>.tmp`)."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return False
+    parts = name.rsplit(".", 3)
+    if len(parts) != 4 or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def sweep_temps(folder: Path) -> list[Path]:
+    """Remove dead writers' temp files in `folder` (a killed process cannot clean up after itself)."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if dead_temp(entry.name):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace `path` with `data` atomically (temp file + fsync + rename)."""
     if isinstance(data, str):

@@ -273,11 +273,12 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     """Commit exactly `paths` in one step; return the new commit id, or None if nothing changed.
 
     The commit is built in a private index (GIT_INDEX_FILE) from HEAD plus
-    `paths`, written with commit-tree, and HEAD moves by compare-and-swap
-    (`update-ref HEAD NEW OLD`). So nothing else staged goes into it, nothing of
-    memctl's is ever staged where an outside `git commit` could take it, and an
-    outside commit made meanwhile is kept (the commit is built again on top of
-    it). Then git's own index is brought in line for `paths` only.
+    `paths` and written with commit-tree. Then, holding git's own index.lock
+    (so no outside `git commit` runs meanwhile), HEAD moves by compare-and-swap
+    (`update-ref HEAD NEW OLD`) and git's index takes the new entries for
+    `paths`, and only those. So nothing else staged goes into memctl's commit,
+    nothing of memctl's is ever staged for someone else's commit, and an outside
+    commit made in between is kept (memctl's is built again on top of it).
     """
     top = toplevel(root)
     if top is None:
@@ -304,20 +305,52 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
                 return None
             tree = _run(top, "write-tree", env=env)
             sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
-            if _move_head(top, sha, head, message):
-                break
-        else:
-            raise GitError("HEAD kept moving while memctl committed", hint="run the command again")
+            if _publish(top, git_dir, sha, head, message, keep):
+                return sha
+        raise GitError("HEAD kept moving while memctl committed", hint="run the command again")
     finally:
         _unlink(private)
-    try:
-        _run(top, "reset", "-q", "--", *keep)  # git's index now says what HEAD says, for these paths only
-    except GitError as exc:
-        from . import output  # noqa: PLC0415
 
-        output.warn(f"committed, but git's index was not refreshed: {exc.message}",
-                    hint="`git status` may list these paths until `git reset -q -- <path>`")
-    return sha
+
+def _take_index_lock(top: Path, lock: Path) -> None:
+    """Create git's index.lock ourselves (git's own protocol: O_EXCL), waiting for a live holder."""
+    deadline = None
+    delay = 0.02
+    while True:
+        try:
+            os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return
+        except FileExistsError:
+            _wait_for_lock(top, lock, "commit", deadline)
+            deadline = deadline or time.monotonic() + _lock_timeout()
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+def _publish(top: Path, git_dir: Path, sha: str, head: str | None, message: str, keep: list[str]) -> bool:
+    """Under git's index.lock: HEAD := sha if it is still `head`, and git's index := sha for `keep`."""
+    import shutil  # noqa: PLC0415
+
+    real, lock = git_dir / "index", git_dir / "index.lock"
+    staged = git_dir / f"memctl-index-{os.getpid()}.real"
+    _take_index_lock(top, lock)
+    owned = True
+    try:
+        if real.exists():
+            shutil.copyfile(real, staged)
+        else:
+            _unlink(staged)
+        _run(top, "reset", "-q", sha, "--", *keep, env={"GIT_INDEX_FILE": str(staged)})
+        if not _move_head(top, sha, head, message):
+            return False  # an outside commit came first: build again on top of it
+        os.replace(staged, lock)
+        os.replace(lock, real)  # what git itself does to commit an index.lock
+        owned = False
+        return True
+    finally:
+        _unlink(staged)
+        if owned:
+            _unlink(lock)
 
 
 def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:

@@ -83,6 +83,8 @@ def open_store(root: str | os.PathLike) -> Store:
     declared there, a saved threshold): only a memory/ folder makes facts live there.
     """
     root = Path(root).resolve()
+    for folder in (CACHE_DIR, "memory"):  # every command reads or writes there: never through a link out
+        refuse_escape(root, root / folder)
     has_config = (root / CONFIG_FILE).exists()
     if (root / "memory").is_dir() or (has_config and not (root / INDEX_FILE).exists()):
         cfg = config_mod.load(root / CONFIG_FILE)
