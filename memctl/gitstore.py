@@ -236,9 +236,14 @@ EMPTY_OID = "0" * 40
 
 
 def _head(top: Path) -> str | None:
-    done = _git(top, "rev-parse", "-q", "--verify", "HEAD^{commit}")
-    out = done.stdout.decode().strip()
-    return out if done.returncode == 0 and out else None
+    return _head_and_tree(top)[0]
+
+
+def _head_and_tree(top: Path) -> tuple[str | None, str | None]:
+    """HEAD's commit and tree ids in one git call; (None, None) on an unborn branch."""
+    done = _git(top, "rev-parse", "HEAD^{commit}", "HEAD^{tree}")
+    ids = done.stdout.decode().split()
+    return (ids[0], ids[1]) if done.returncode == 0 and len(ids) == 2 else (None, None)
 
 
 def _alive(pid: int) -> bool:
@@ -284,13 +289,15 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     if top is None:
         raise GitError(f"{root} is not a git repository")
     rel = sorted({os.path.relpath(Path(p).resolve() if Path(p).exists() else Path(p), top) for p in paths})
-    git_dir = Path(_run(top, "rev-parse", "--absolute-git-dir"))
+    git_dir = top / ".git"
+    if not git_dir.is_dir():  # a linked work tree or a submodule: ask git
+        git_dir = Path(_run(top, "rev-parse", "--absolute-git-dir"))
     _sweep(top, git_dir)
     private = git_dir / f"memctl-index-{os.getpid()}"
     env = {**_env(author), "GIT_INDEX_FILE": str(private)}
     try:
         for _attempt in range(50):
-            head = _head(top)
+            head, head_tree = _head_and_tree(top)
             _unlink(private)
             if head is not None:
                 _run(top, "read-tree", head, env=env)
@@ -301,9 +308,9 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             if not keep:
                 return None
             _run(top, "add", "-A", "--", *keep, env=env)
-            if head is not None and not _run(top, "diff", "--cached", "--name-only", "-z", head, "--", *keep, env=env).strip("\0"):
-                return None
             tree = _run(top, "write-tree", env=env)
+            if tree == head_tree:
+                return None  # the paths are as HEAD has them: nothing to commit
             sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
             if _publish(top, git_dir, sha, head, message, keep):
                 return sha
