@@ -162,12 +162,23 @@ def _git_running_in(top: Path) -> bool:
     return any(os.path.basename(n).startswith("git") for n in names)
 
 
+_OWNER = "memctl pid "  # what memctl writes into an index.lock it holds
+
+
 def stale_lock(top: Path, lock: Path) -> bool:
-    """A lock left by a git that died: older than a few seconds, and no git running in the repository."""
+    """A lock left by a git that died: older than a few seconds, and no git running in the repository.
+
+    An index.lock that memctl holds names its pid: it is live while that process is.
+    """
     try:
         age = time.time() - lock.stat().st_mtime
+        head = lock.read_bytes()[:64] if lock.stat().st_size <= 64 else b""
     except OSError:
         return False
+    if head.startswith(_OWNER.encode()):
+        pid = head[len(_OWNER):].strip()
+        if pid.isdigit() and _alive(int(pid)):
+            return False
     return age >= STALE_LOCK_SECONDS and not _git_running_in(top)
 
 
@@ -277,13 +288,13 @@ def _sweep(top: Path, git_dir: Path) -> None:
 def commit(root: Path, paths: list[Path], message: str, author: Author) -> str | None:
     """Commit exactly `paths` in one step; return the new commit id, or None if nothing changed.
 
-    The commit is built in a private index (GIT_INDEX_FILE) from HEAD plus
-    `paths` and written with commit-tree. Then, holding git's own index.lock
-    (so no outside `git commit` runs meanwhile), HEAD moves by compare-and-swap
-    (`update-ref HEAD NEW OLD`) and git's index takes the new entries for
+    Holding git's own index.lock (so no outside `git commit` runs meanwhile),
+    the commit is built in a private index (GIT_INDEX_FILE) from HEAD plus
+    `paths`, written with commit-tree, HEAD moves by compare-and-swap
+    (`update-ref HEAD NEW OLD`), and git's index takes the new entries for
     `paths`, and only those. So nothing else staged goes into memctl's commit,
-    nothing of memctl's is ever staged for someone else's commit, and an outside
-    commit made in between is kept (memctl's is built again on top of it).
+    nothing of memctl's is ever staged for someone else's commit, and a ref
+    moved meanwhile by other means is kept (memctl's commit is built again on it).
     """
     top = toplevel(root)
     if top is None:
@@ -293,10 +304,14 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     if not git_dir.is_dir():  # a linked work tree or a submodule: ask git
         git_dir = Path(_run(top, "rev-parse", "--absolute-git-dir"))
     _sweep(top, git_dir)
+    real, lock = git_dir / "index", git_dir / "index.lock"
     private = git_dir / f"memctl-index-{os.getpid()}"
+    staged = git_dir / f"memctl-index-{os.getpid()}.real"
     env = {**_env(author), "GIT_INDEX_FILE": str(private)}
+    _take_index_lock(top, lock)
+    owned = True
     try:
-        for _attempt in range(50):
+        for _attempt in range(20):
             head, head_tree = _head_and_tree(top)
             _unlink(private)
             if head is not None:
@@ -312,11 +327,24 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             if tree == head_tree:
                 return None  # the paths are as HEAD has them: nothing to commit
             sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
-            if _publish(top, git_dir, sha, head, message, keep):
+            # git's index as it will be: its own entries, with those of `paths` taken from the new commit
+            if real.exists():
+                shutil.copyfile(real, staged)
+            else:
+                _unlink(staged)
+            _run(top, "reset", "-q", sha, "--", *keep, env={"GIT_INDEX_FILE": str(staged)})
+            if _move_head(top, sha, head, message):
+                os.replace(staged, lock)
+                os.replace(lock, real)  # what git itself does to commit an index.lock
+                owned = False
                 return sha
+            # HEAD moved by other means (update-ref, a fetch into the branch): build again on top of it
         raise GitError("HEAD kept moving while memctl committed", hint="run the command again")
     finally:
         _unlink(private)
+        _unlink(staged)
+        if owned:
+            _unlink(lock)
 
 
 def _take_index_lock(top: Path, lock: Path) -> None:
@@ -325,39 +353,19 @@ def _take_index_lock(top: Path, lock: Path) -> None:
     delay = 0.02
     while True:
         try:
-            os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            return
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
-            _wait_for_lock(top, lock, "commit", deadline)
-            deadline = deadline or time.monotonic() + _lock_timeout()
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-
-
-def _publish(top: Path, git_dir: Path, sha: str, head: str | None, message: str, keep: list[str]) -> bool:
-    """Under git's index.lock: HEAD := sha if it is still `head`, and git's index := sha for `keep`."""
-    import shutil  # noqa: PLC0415
-
-    real, lock = git_dir / "index", git_dir / "index.lock"
-    staged = git_dir / f"memctl-index-{os.getpid()}.real"
-    _take_index_lock(top, lock)
-    owned = True
-    try:
-        if real.exists():
-            shutil.copyfile(real, staged)
+            pass
         else:
-            _unlink(staged)
-        _run(top, "reset", "-q", sha, "--", *keep, env={"GIT_INDEX_FILE": str(staged)})
-        if not _move_head(top, sha, head, message):
-            return False  # an outside commit came first: build again on top of it
-        os.replace(staged, lock)
-        os.replace(lock, real)  # what git itself does to commit an index.lock
-        owned = False
-        return True
-    finally:
-        _unlink(staged)
-        if owned:
-            _unlink(lock)
+            try:
+                os.write(fd, f"{_OWNER}{os.getpid()}\n".encode())  # so another memctl sees it is live
+            finally:
+                os.close(fd)
+            return
+        _wait_for_lock(top, lock, "commit", deadline)
+        deadline = deadline or time.monotonic() + _lock_timeout()
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:

@@ -298,7 +298,7 @@ def test_outside_commits_in_a_loop_never_take_memctls_changes(root):
     """Issue 16.8: `git commit` between memctl's add and commit took its change under its own message."""
     stop = root / ".stop"
     loop = subprocess.Popen(
-        ["sh", "-c", f"n=0; while [ ! -e {stop} ]; do n=$((n+1)); echo $n > outside.txt; "
+        ["sh", "-c", f"n=0; while [ -d .git ] && [ ! -e {stop} ]; do n=$((n+1)); echo $n > outside.txt; "
          "git add outside.txt 2>/dev/null && git -c user.name=o -c user.email=o@o commit -qm outside 2>/dev/null; done"],
         cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert run(root, "ledger", "create", "notes", "--columns", "n").returncode == 0
@@ -312,7 +312,10 @@ def test_outside_commits_in_a_loop_never_take_memctls_changes(root):
             assert done.returncode == 0 and "not committed" not in done.stderr, done.stderr
     finally:
         stop.touch()
-        loop.wait(timeout=60)
+        try:
+            loop.wait(timeout=60)
+        finally:
+            loop.kill()
     log = git(root, "log", "--format=%x00%s", "--name-only")
     for entry in log.split("\0")[1:]:
         subject, *files = entry.strip().split("\n")
@@ -322,6 +325,7 @@ def test_outside_commits_in_a_loop_never_take_memctls_changes(root):
         elif subject.startswith("memory: remember"):
             assert all(f.startswith("memory/") for f in files), (subject, files)
     subjects = git(root, "log", "--format=%s").splitlines()
+    assert "outside" in subjects  # the loop did commit beside memctl
     for i in range(count):
         assert f"memory: remember f{i}" in subjects
     assert git(root, "status", "--porcelain", "--", "memory").strip() == ""
