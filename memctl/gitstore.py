@@ -69,7 +69,7 @@ def _repo(path: Path):
         return None
 
 
-def _git(top: Path | str, *args: str, env: dict[str, str] | None = None):
+def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None):
     import subprocess  # noqa: PLC0415
 
     exe = git_executable()
@@ -77,7 +77,7 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None):
         raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
     try:
         return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
-                              stdin=subprocess.DEVNULL, capture_output=True)
+                              input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
     except OSError as exc:  # git vanished, or the directory did
         raise GitError(f"cannot run git: {exc}") from None
 
@@ -198,7 +198,7 @@ def remove_stale_lock(top: Path, lock: Path) -> bool:
     return True
 
 
-def _run(top: Path | str, *args: str, env: dict[str, str] | None = None) -> str:
+def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
     """Run a git command in `top`, waiting while another git process holds one of git's locks.
 
     A lock whose git is gone (`stale_lock`) is removed with a warning and the
@@ -210,7 +210,7 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None) -> str:
     while True:
         # Paths are file names, never patterns: `note[1].md` must not match `note1.md`;
         # and they are printed as they are (not "\346\227\245..."-quoted).
-        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *args, env=env)
+        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *args, env=env, input=input)
         if done.returncode == 0:
             out = done.stdout.decode("utf-8", "surrogateescape")
             return out[:-1] if out.endswith("\n") else out
@@ -327,12 +327,17 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             if tree == head_tree:
                 return None  # the paths are as HEAD has them: nothing to commit
             sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
-            # git's index as it will be: its own entries, with those of `paths` taken from the new commit
+            # git's index as it will be: its own entries, with those of `paths` as in the new commit
+            # (plumbing: `git reset -- paths` would hash every touched file once more)
+            listed = _run(top, "ls-files", "-s", "-z", "--", *keep, env=env)
+            entries = {line.split("\t", 1)[1]: line for line in listed.split("\0") if "\t" in line}
+            info = [entries.get(p, f"0 {EMPTY_OID}\t{p}") for p in keep]  # mode 0: drop the entry
             if real.exists():
                 shutil.copyfile(real, staged)
             else:
                 _unlink(staged)
-            _run(top, "reset", "-q", sha, "--", *keep, env={"GIT_INDEX_FILE": str(staged)})
+            _run(top, "update-index", "-z", "--index-info", env={"GIT_INDEX_FILE": str(staged)},
+                 input="".join(line + "\0" for line in info).encode("utf-8", "surrogateescape"))
             if _move_head(top, sha, head, message):
                 os.replace(staged, lock)
                 os.replace(lock, real)  # what git itself does to commit an index.lock

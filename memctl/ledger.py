@@ -470,7 +470,7 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
     with store.lock() if lock else contextlib.nullcontext():
         with _mapped(ledger.path) as data:
             refuse_torn_tail(ledger, data)
-            if data.find(b"<<<<<<<") != -1 or data.find(b">>>>>>>") != -1:  # (grep speed; the exact rule is in markers.py)
+            if data.find(b"<<<<<<<") != -1:  # one scan at grep speed: a conflict always opens with this line
                 refuse_conflicts(bytes(data), _rel(ledger.path))
             require_header(ledger, data[:data.find(b"\n") + 1] if data.find(b"\n") != -1 else data[:])
             if column is not None:

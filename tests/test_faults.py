@@ -355,7 +355,7 @@ def _killed(root: Path, argv: tuple[str, ...], env: dict) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.returncode
 
 
-@pytest.mark.parametrize("when,at", [("before", "update-ref"), ("after", "update-ref"), ("before", "write-tree"), ("after", "reset")])
+@pytest.mark.parametrize("when,at", [("before", "update-ref"), ("after", "update-ref"), ("before", "write-tree"), ("after", "update-index")])
 def test_forget_killed_around_its_commit_is_settled_by_the_next_command(root, tmp_path, when, at):
     """Issue 16.3: a forget killed between the move and the commit left ` D x1.md` and `?? archive/x1.md`."""
     seed(root)
@@ -364,7 +364,7 @@ def test_forget_killed_around_its_commit_is_settled_by_the_next_command(root, tm
     pending = run(root, "doctor")
     assert pending.returncode == 1 and "interrupted" in pending.stdout, pending.stdout
     done = run(root, "forget", "beta", "--reason", "古い")
-    # "after reset": killed holding git's index.lock, before HEAD moved (the lock is stale for the retry)
+    # "after update-index": killed holding git's index.lock, before HEAD moved (the lock is stale for the retry)
     committed = (when, at) == ("after", "update-ref")
     if committed:  # HEAD had moved: the change is kept, the retry finds it done
         assert done.returncode == 1 and "already archived" in done.stderr, done.stderr
