@@ -168,7 +168,7 @@ _OWNER = "memctl pid "  # what memctl writes into an index.lock it holds
 def stale_lock(top: Path, lock: Path) -> bool:
     """A lock left by a git that died: older than a few seconds, and no git running in the repository.
 
-    An index.lock that memctl holds names its pid: it is live while that process is.
+    An index.lock that memctl holds names its pid: it is live exactly while that process is.
     """
     try:
         age = time.time() - lock.stat().st_mtime
@@ -177,8 +177,8 @@ def stale_lock(top: Path, lock: Path) -> bool:
         return False
     if head.startswith(_OWNER.encode()):
         pid = head[len(_OWNER):].strip()
-        if pid.isdigit() and _alive(int(pid)):
-            return False
+        if pid.isdigit():
+            return not _alive(int(pid))  # memctl's own lock: stale exactly when its process is gone
     return age >= STALE_LOCK_SECONDS and not _git_running_in(top)
 
 
