@@ -329,6 +329,11 @@ def clear_undo(log_path: Path) -> None:
                 leftover.unlink()
 
 
+def undoing() -> bool:
+    """Whether the writes being made now are logged, so that an error undoes them."""
+    return _LOG is not None
+
+
 def settle() -> None:
     """The change so far is committed: it is no longer undone if the command fails later."""
     if _LOG is not None:

@@ -10,7 +10,7 @@ from typing import Iterator, NamedTuple
 from . import config as config_mod
 from . import output
 from .errors import GitError, NotFound, Refused
-from .fsutil import atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, settle, touched, undo_log
+from .fsutil import atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, settle, touched, undo_log, undoing
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -205,8 +205,9 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
     try:
         sha = gitstore.commit(store.root, paths, message, author)
     except GitError as exc:
-        # Never exit 0 with the commit lost: the error undoes the change (Store.lock), and says so.
-        raise GitError(f"not committed, so the change was undone: {exc.message}",
+        # Never exit 0 with the commit lost: under the store lock the error undoes the change, and says so.
+        what = "not committed, so the change was undone" if undoing() else "written but not committed"
+        raise GitError(f"{what}: {exc.message}",
                        hint=exc.hint or "check `git status` in the store, then run the command again") from None
     settle()
     return sha
