@@ -319,8 +319,12 @@ def rollback(log_path: Path) -> list[Path]:
 
 
 def clear_undo(log_path: Path) -> None:
-    """Forget the logged writes (they are committed, or kept on purpose) and their backups."""
+    """Forget the logged writes (they are committed, or kept on purpose), their backups and their temp files."""
     folder = log_path.parent
+    for rec in read_undo(log_path):
+        if rec.op == "W" and rec.tmp:  # a write killed before its rename: the path never changed
+            with contextlib.suppress(OSError):
+                os.unlink(rec.tmp)
     with contextlib.suppress(FileNotFoundError):
         log_path.unlink()
     if folder.is_dir():

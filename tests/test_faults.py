@@ -619,3 +619,30 @@ def test_a_killed_cache_save_leaves_no_temp_file_behind_for_long(root):
     fact_tmp.write_text("half")
     doctor = run(root, "doctor", "--fix")
     assert not fact_tmp.exists(), doctor.stderr
+
+
+def test_a_write_killed_before_its_rename_leaves_no_temp_file(root):
+    """Found by the random kills: the undo log matched HEAD (nothing renamed yet), its temp file stayed."""
+    memctl(root, "remember", "alpha", "--description", "アルファ")
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from memctl import fsutil\n"
+        "from memctl.store import open_store\n"
+        "store = open_store(sys.argv[1])\n"
+        "path = store.memory_dir / 'alpha.md'\n"
+        "with store.lock():\n"
+        "    tmp = fsutil._temp_name(path)\n"
+        "    fsutil._record('W', path, tmp)\n"
+        "    tmp.write_text('half a fact')\n"
+        "    os._exit(9)  # dies here, like kill -9: no cleanup runs\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(root)], check=False)
+    leftovers = list((root / "memory").glob(".alpha.md.*.tmp"))
+    assert len(leftovers) == 1
+    doctor = run(root, "doctor")
+    assert doctor.returncode == 1 and "memory/alpha.md: error: changed by a memctl command that was interrupted" in doctor.stdout
+    done = run(root, "remember", "beta", "--description", "ベータ")
+    assert done.returncode == 0, done.stderr
+    assert not leftovers[0].exists()
+    clean(root)
