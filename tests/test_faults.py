@@ -359,7 +359,7 @@ def _killed(root: Path, argv: tuple[str, ...], env: dict) -> None:
 def test_forget_killed_around_its_commit_is_settled_by_the_next_command(root, tmp_path, when, at):
     """Issue 16.3: a forget killed between the move and the commit left ` D x1.md` and `?? archive/x1.md`."""
     seed(root)
-    before, commit = snapshot(root), head(root)
+    commit = head(root)
     _killed(root, ("forget", "beta", "--reason", "古い"), _killing_git(tmp_path, when, at))
     pending = run(root, "doctor")
     assert pending.returncode == 1 and "interrupted" in pending.stdout, pending.stdout
@@ -375,7 +375,6 @@ def test_forget_killed_around_its_commit_is_settled_by_the_next_command(root, tm
         assert git(root, "rev-parse", "HEAD~1").strip() == commit
     assert (root / "memory" / "archive" / "beta.md").exists() and not (root / "memory" / "beta.md").exists()
     clean(root)
-    del before
 
 
 def test_doctor_fix_settles_an_interrupted_change(root, tmp_path):
