@@ -459,8 +459,18 @@ def test_links_out_of_the_store_are_refused_and_named_by_doctor(root, tmp_path):
     assert done.returncode != 0
     assert (root / "memory" / "outside.md").is_symlink()
 
+    state = root / "state" / "STATE.md"
+    (elsewhere / "STATE.md").write_text(state.read_text())
+    state.unlink()
+    state.symlink_to(elsewhere / "STATE.md")
+    for argv in (("state", "show"), ("state", "update")):
+        done = run(root, *argv)
+        assert done.returncode == 1 and "state/STATE.md leads outside the store" in one_line_error(done), argv
+    assert (elsewhere / "STATE.md").read_text() == git(root, "show", "HEAD:state/STATE.md")
+
     doctor = run(root, "doctor")
     assert doctor.returncode == 1
+    assert "state/STATE.md: error: a symbolic link out of the store" in doctor.stdout
     assert "memory/archive: error: a symbolic link out of the store" in doctor.stdout
     assert "memory/outside.md: error: a symbolic link out of the store" in doctor.stdout
 
