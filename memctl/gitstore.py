@@ -329,15 +329,19 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
             # git's index as it will be: its own entries, with those of `paths` as in the new commit
             # (plumbing: `git reset -- paths` would hash every touched file once more)
+            # (a path may be a folder: every entry under it counts)
             listed = _run(top, "ls-files", "-s", "-z", "--", *keep, env=env)
             entries = {line.split("\t", 1)[1]: line for line in listed.split("\0") if "\t" in line}
-            info = [entries.get(p, f"0 {EMPTY_OID}\t{p}") for p in keep]  # mode 0: drop the entry
             if real.exists():
                 shutil.copyfile(real, staged)
             else:
                 _unlink(staged)
-            _run(top, "update-index", "-z", "--index-info", env={"GIT_INDEX_FILE": str(staged)},
-                 input="".join(line + "\0" for line in info).encode("utf-8", "surrogateescape"))
+            theirs = {"GIT_INDEX_FILE": str(staged)}
+            before = set(_run(top, "ls-files", "-z", "--", *keep, env=theirs).split("\0")) - {""}
+            info = list(entries.values()) + [f"0 {EMPTY_OID}\t{p}" for p in sorted(before - entries.keys())]  # mode 0: drop
+            if info:
+                _run(top, "update-index", "-z", "--index-info", env=theirs,
+                     input="".join(line + "\0" for line in info).encode("utf-8", "surrogateescape"))
             if _move_head(top, sha, head, message):
                 os.replace(staged, lock)
                 os.replace(lock, real)  # what git itself does to commit an index.lock

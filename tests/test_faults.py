@@ -655,3 +655,19 @@ def test_a_write_killed_before_its_rename_leaves_no_temp_file(root):
     assert done.returncode == 0, done.stderr
     assert not leftovers[0].exists()
     clean(root)
+
+
+def test_committing_a_folder_leaves_gits_index_in_step_with_head(root):
+    """The commit may name folders: every file added, changed or deleted under them is in git's index after it."""
+    from memctl import store as store_mod
+
+    memctl(root, "remember", "alpha", "--description", "アルファ")
+    memctl(root, "remember", "beta", "--description", "ベータ")
+    (root / "memory" / "alpha.md").unlink()
+    (root / "memory" / "new.md").write_text("---\nname: new\ndescription: 新しい\n---\n")
+    (root / "memory" / "beta.md").write_text((root / "memory" / "beta.md").read_text() + "追記\n")
+    sha = store_mod.commit(store_mod.open_store(root), [root / "memory"], "test: a folder")
+    assert sha == head(root)
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert sorted(git(root, "show", "--name-status", "--format=", "HEAD").splitlines()) == [
+        "A\tmemory/new.md", "D\tmemory/alpha.md", "M\tmemory/beta.md"]
