@@ -1,17 +1,110 @@
-"""`memctl doctor`: every layer's checks in one place."""
+"""`memctl doctor`: every layer's checks in one place, and `--fix` for what can be settled safely."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from . import facts, jobs, ledger_ops, state
 from .facts import Problem
+from .fsutil import dead_temp, escapes
 from .lifecycle import forget
-from .store import Store
+from .markers import conflict_lines
+from .store import Store, pending
 
 
 def run(store: Store) -> list[Problem]:
-    problems = facts.check(store)
+    problems = link_problems(store)  # first: the other checks do not follow such links
+    problems += facts.check(store)
     problems += ledger_ops.check_all(store)
+    problems += marker_problems(store)
     problems += state.problems(store)  # a stale STATE.md: agents would act on old numbers
     problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
+    problems += interrupted_problems(store)
     return problems
+
+
+def fix(store: Store) -> list[str]:
+    """Settle what a killed command left: its change (committed, or undone), stale git locks, temp files."""
+    from . import gitstore  # noqa: PLC0415
+
+    done = [f"settled the interrupted change to {p} (found committed, or undone)" for p in pending(store)]
+    with store.lock():  # taking the lock settles an interrupted change (store.finish_interrupted)
+        pass
+    top = gitstore.toplevel(store.root)
+    if top is not None:
+        git_dir = top / ".git"
+        for lock in [git_dir / "index.lock", git_dir / "HEAD.lock", *git_dir.glob("refs/heads/**/*.lock")]:
+            if lock.exists() and gitstore.remove_stale_lock(top, lock):
+                done.append(f"removed the stale git lock {lock}")
+    for leftover in temp_files(store):
+        try:
+            leftover.unlink()
+            done.append(f"removed {store.rel(leftover)}")
+        except OSError:
+            pass
+    return done
+
+
+def _owned_dirs(store: Store) -> list[Path]:
+    dirs = [store.memory_dir, store.archive_dir, store.cache_dir]
+    if store.layout == "memctl":
+        dirs += [store.ledgers_dir, store.state_dir]
+    elif store.ledgers_dir.exists():
+        dirs.append(store.ledgers_dir)
+    return dirs
+
+
+def link_problems(store: Store) -> list[Problem]:
+    """Every symbolic link in a memctl folder (or a memctl folder that is one) leading out of the store."""
+    found: list[Problem] = []
+    paths = [store.config_path, store.index_path]
+    for folder in _owned_dirs(store):
+        paths.append(folder)
+        if folder.is_dir() and escapes(store.root, folder) is None:
+            for here, subdirs, files in os.walk(folder):
+                paths += [Path(here) / n for n in files + subdirs if (Path(here) / n).is_symlink()]
+    for path in dict.fromkeys(paths):
+        target = escapes(store.root, path)
+        if target is not None:
+            found.append(Problem(store.rel(path), 0, "link-outside",
+                                 f"a symbolic link out of the store (to {target}); memctl refuses to read or write through it"))
+    return found
+
+
+def marker_problems(store: Store) -> list[Problem]:
+    """Merge-conflict markers in MEMORY.md, STATE.md files and memctl.toml (facts and ledgers check their own)."""
+    paths = [store.index_path, store.config_path]
+    if store.state_dir.is_dir():
+        paths += sorted(store.state_dir.rglob("*.md"))
+    found = []
+    for path in paths:
+        if not path.is_file() or escapes(store.root, path) is not None:
+            continue
+        for number in conflict_lines(path.read_bytes()):
+            found.append(Problem(store.rel(path), number, "conflict-marker", "an unresolved merge conflict marker"))
+    return found
+
+
+def temp_files(store: Store) -> list[Path]:
+    """Temp files of writers that died (`.<name>.<pid>.<hex>.tmp`, their pid gone)."""
+    found = []
+    for folder in _owned_dirs(store) + [store.root]:
+        if not folder.is_dir() or escapes(store.root, folder) is not None:
+            continue
+        for here, _subdirs, files in os.walk(folder):
+            found += [Path(here) / name for name in files if dead_temp(name)]
+            if folder == store.root:
+                break  # only the top level: the folders are walked on their own
+    return sorted(set(found))
+
+
+def interrupted_problems(store: Store) -> list[Problem]:
+    """A change that a killed command left half-made (undo log present), and dead writers' temp files."""
+    found = [Problem(path, 0, "interrupted", "changed by a memctl command that was interrupted before its commit "
+                     "(the next memctl write undoes it, or run `memctl doctor --fix`)") for path in pending(store)]
+    found += [Problem(store.rel(p), 0, "temp-file", "a temp file left by a writer that died (`memctl doctor --fix` removes it)", "warning")
+              for p in temp_files(store)]
+    return found
+

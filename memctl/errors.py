@@ -58,3 +58,36 @@ class LockTimeout(MemctlError):
 
 class GitError(MemctlError):
     exit_code = FAILED
+
+
+class OSFailure(MemctlError):
+    """The operating system refused a read or write (disk full, file too large, no permission, ...)."""
+
+    exit_code = FAILED
+
+
+_OS_HINTS = {
+    "ENOSPC": "free some space, then run the command again; the change was not made",
+    "EDQUOT": "free some space (disk quota), then run the command again; the change was not made",
+    "EFBIG": "the file size limit (ulimit -f) was reached; raise it, then run the command again",
+    "EACCES": "check the permissions of that path",
+    "EPERM": "check the permissions of that path",
+    "EROFS": "the file system is read-only; memctl needs to write there",
+    "EISDIR": "a folder is where memctl expects a file: move it away",
+    "ENOTDIR": "a file is where memctl expects a folder: move it away",
+    "ELOOP": "a symbolic link loops, or is where memctl refuses to follow one",
+}
+
+
+def from_os_error(exc: OSError) -> OSFailure:
+    """One line for an OSError: what failed and on which path, with a hint by errno."""
+    import errno as errno_mod  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    name = errno_mod.errorcode.get(exc.errno or 0, "")
+    reason = exc.strerror or os.strerror(exc.errno) if exc.errno else str(exc)
+    where = exc.filename if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    message = f"{reason}: {os.fsdecode(where)}" if where else reason
+    return OSFailure(message + (f" ({name})" if name else ""), hint=_OS_HINTS.get(name))

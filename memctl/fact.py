@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import BadInput
+from .markers import first_conflict
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 MAX_DESCRIPTION = 1000  # hard limit; 150 is the recommendation
@@ -189,6 +190,9 @@ def load(path: Path, *, archived: bool = False) -> Fact:
     data = path.read_bytes()
     if b"\x00" in data:
         raise FactParseError("binary file (contains NUL bytes)", 0)
+    conflict = first_conflict(data)
+    if conflict is not None:
+        raise FactParseError("unresolved merge conflict markers (resolve them, then commit)", conflict)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

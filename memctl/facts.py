@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from . import clock, fact as fact_mod, gitstore, index as index_mod, output, textnorm
 from .errors import BadInput, NotFound, Refused
-from .fsutil import atomic_move, atomic_write
+from .fsutil import atomic_move, atomic_write, escapes
+from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .store import Store, commit, refuse_uncommitted, will_commit
 
@@ -99,6 +100,11 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
     for directory, is_archived in dirs if archived else dirs[:1]:
         for path in _fact_files(directory, store):
             seen.add(str(path))
+            outside = escapes(store.root, path)
+            if outside is not None:
+                problems.append(Problem(store.rel(path), 0, "link-outside",
+                                        f"a symbolic link out of the store (to {outside}); memctl does not read it"))
+                continue
             try:
                 facts.append(cache.load(path, archived=is_archived))
             except fact_mod.FactParseError as exc:
@@ -147,12 +153,21 @@ def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
     check_key(key)
     live = scan(store)
     found = _match(live.facts, key)
+    if found is None:
+        refuse_unreadable(store, live, key)
     if found is None and archived:
         old = scan_archive(store)
         found = _match(sorted(old, key=lambda f: f.stem, reverse=True), key)
     if found is None:
         raise NotFound(f"no fact named {key!r}", hint="`memctl list --all` shows every fact")
     return found
+
+
+def refuse_unreadable(store: Store, scanned: Scan, key: str) -> None:
+    """A live fact file called `key` that cannot be read is broken, not missing: say so."""
+    for problem in scanned.problems:
+        if Path(problem.path).stem == key and Path(problem.path).parent == Path(store.rel(store.memory_dir)):
+            raise Refused(f"fact {key!r} cannot be read: {problem}", hint="fix the file (see `memctl doctor`), then run the command again")
 
 
 def scan_archive(store: Store) -> list[fact_mod.Fact]:
@@ -395,6 +410,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     _refuse_damaged_index(store)
     path = store.index_path
     current = path.read_text(encoding="utf-8") if path.exists() else ""
+    refuse_conflicts(current.encode("utf-8"), store.rel(path))
     topics = _topic_texts(store)
     layout = index_mod.build_layout(
         current, facts, archived=_archived_names(store), topics=topics, refresh=refresh,
@@ -467,8 +483,12 @@ def remember(
     if not update and spec.description is None:
         raise BadInput("--description is required for a new fact", hint="memctl remember NAME --description TEXT")
     with store.lock():
-        facts = live_facts(store)
+        scanned = scan(store)
+        warn_problems(scanned)
+        facts = scanned.facts
         existing = _match(facts, spec.name)
+        if existing is None:
+            refuse_unreadable(store, scanned, spec.name)
         if existing is not None and not update:
             raise Refused(
                 f"fact {spec.name!r} already exists: {store.rel(existing.path)}",
@@ -722,9 +742,17 @@ def _git_problems(store: Store) -> list[Problem]:
         return [Problem(".", 0, "no-git", "git is not installed or not on PATH; changes are not versioned", "warning")]
     if gitstore.toplevel(store.root) is None:
         return [Problem(".", 0, "not-a-repo", "the store is not a git repository; changes are not versioned (git init)", "warning")]
-    dirty = gitstore.dirty_paths(store.root, [store.memory_dir])
-    return [
-        Problem(path, 0, "uncommitted", "has uncommitted changes", "warning")
-        for path in dirty
-        if not os.path.basename(path).startswith(".")
-    ]
+    # memctl's files: a change to them that is not committed would be missing from every clone.
+    # (access.tsv is appended without a commit on purpose; `memctl ledger commit access` commits it.)
+    owned = [store.memory_dir] + ([store.ledgers_dir, store.state_dir] if store.layout == "memctl" else [])
+    dirty = gitstore.dirty_paths(store.root, [d for d in owned if d.exists()])
+    top = gitstore.toplevel(store.root)
+    problems = []
+    for path in dirty:
+        name = os.path.basename(path)
+        if name.startswith(".") or name == "access.tsv":
+            continue
+        rel = store.rel(top / path) if top is not None else path
+        problems.append(Problem(rel, 0, "uncommitted", "memctl's file has changes that are not committed "
+                                "(commit them: git -C <store> add -- <path> && git -C <store> commit; or discard them)"))
+    return problems

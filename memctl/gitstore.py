@@ -21,7 +21,6 @@ from .errors import GitError
 
 # Where git usually lives when a scheduled job runs with a minimal PATH.
 _FALLBACK_GITS = ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git")
-_LOCK_RETRY_SECONDS = 15.0
 
 
 # NamedTuples rather than dataclasses: every committing command imports this module (see config.py).
@@ -70,7 +69,7 @@ def _repo(path: Path):
         return None
 
 
-def _git(top: Path | str, *args: str, env: dict[str, str] | None = None):
+def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None):
     import subprocess  # noqa: PLC0415
 
     exe = git_executable()
@@ -78,7 +77,7 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None):
         raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
     try:
         return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
-                              stdin=subprocess.DEVNULL, capture_output=True)
+                              input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
     except OSError as exc:  # git vanished, or the directory did
         raise GitError(f"cannot run git: {exc}") from None
 
@@ -120,19 +119,106 @@ def _env(author: Author) -> dict[str, str]:
     }
 
 
-def _run(top: Path | str, *args: str, env: dict[str, str] | None = None) -> str:
-    """Run a git command in `top`, retrying while another process holds git's index lock."""
-    deadline = time.monotonic() + _LOCK_RETRY_SECONDS
+_LOCK_RE = None  # compiled on first use: "Unable to create '<path>.lock': File exists."
+STALE_LOCK_SECONDS = 5.0  # a git lock this old, with no git process on the repository, is a dead git's
+
+
+def _lock_in(stderr: str) -> Path | None:
+    """The lock file a failed git command names ("Unable to create '...lock': File exists")."""
+    global _LOCK_RE
+    if "File exists" not in stderr and "Unable to create" not in stderr:
+        return None
+    if _LOCK_RE is None:
+        import re  # noqa: PLC0415
+
+        _LOCK_RE = re.compile(r"'([^']+\.lock)'")
+    match = _LOCK_RE.search(stderr)
+    return Path(match.group(1)) if match else None
+
+
+def _git_running_in(top: Path) -> bool:
+    """Whether some git process works in the repository at `top` (Linux: /proc; elsewhere: any git)."""
+    proc = Path("/proc")
+    if (proc / "self").is_dir():
+        top_s, me = str(top), str(os.getpid())
+        for entry in proc.iterdir():
+            if not entry.name.isdigit() or entry.name == me:
+                continue
+            try:
+                if not (entry / "comm").read_text().startswith("git"):
+                    continue
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if cwd == top_s or cwd.startswith(top_s + os.sep):
+                return True
+        return False
+    import subprocess  # noqa: PLC0415
+
+    try:
+        names = subprocess.run(["ps", "-A", "-o", "comm="], capture_output=True, text=True).stdout.split()
+    except OSError:
+        return True  # cannot tell: treat the lock as live
+    return any(os.path.basename(n).startswith("git") for n in names)
+
+
+_OWNER = "memctl pid "  # what memctl writes into an index.lock it holds
+
+
+def stale_lock(top: Path, lock: Path) -> bool:
+    """A lock left by a git that died: older than a few seconds, and no git running in the repository.
+
+    An index.lock that memctl holds names its pid: it is live exactly while that process is.
+    """
+    try:
+        age = time.time() - lock.stat().st_mtime
+        head = lock.read_bytes()[:64] if lock.stat().st_size <= 64 else b""
+    except OSError:
+        return False
+    if head.startswith(_OWNER.encode()):
+        pid = head[len(_OWNER):].strip()
+        if pid.isdigit():
+            return not _alive(int(pid))  # memctl's own lock: stale exactly when its process is gone
+    return age >= STALE_LOCK_SECONDS and not _git_running_in(top)
+
+
+def remove_stale_lock(top: Path, lock: Path) -> bool:
+    """Remove `lock` when it is stale, with a warning; True when it is gone."""
+    if not stale_lock(top, lock):
+        return False
+    try:
+        lock.unlink()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    from . import output  # noqa: PLC0415
+
+    output.warn(f"removed a stale git lock: {lock} (its git process is gone)")
+    return True
+
+
+def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
+    """Run a git command in `top`, waiting while another git process holds one of git's locks.
+
+    A lock whose git is gone (`stale_lock`) is removed with a warning and the
+    command runs again; a live one is waited for up to MEMCTL_LOCK_TIMEOUT, then
+    LockTimeout (exit 4).
+    """
+    deadline = None
     delay = 0.02
     while True:
         # Paths are file names, never patterns: `note[1].md` must not match `note1.md`;
         # and they are printed as they are (not "\346\227\245..."-quoted).
-        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *args, env=env)
+        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *args, env=env, input=input)
         if done.returncode == 0:
             out = done.stdout.decode("utf-8", "surrogateescape")
             return out[:-1] if out.endswith("\n") else out
         stderr = done.stderr.decode("utf-8", "replace")
-        if "index.lock" in stderr and time.monotonic() < deadline:
+        lock = _lock_in(stderr)
+        if lock is not None:
+            _wait_for_lock(Path(top), lock if lock.is_absolute() else Path(top) / lock, args[0], deadline)
+            deadline = deadline or time.monotonic() + _lock_timeout()
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
             continue
@@ -140,23 +226,174 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None) -> str:
         raise GitError(f"git {args[0]} failed: {detail}") from None
 
 
+def _lock_timeout() -> float:
+    from .fsutil import lock_timeout  # noqa: PLC0415  (one reading of MEMCTL_LOCK_TIMEOUT)
+
+    return lock_timeout()
+
+
+def _wait_for_lock(top: Path, lock: Path, what: str, deadline: float | None) -> None:
+    """Remove a stale lock, or raise LockTimeout once a live one has been waited for long enough."""
+    if remove_stale_lock(top, lock):
+        return
+    if deadline is not None and time.monotonic() >= deadline:
+        from .errors import LockTimeout  # noqa: PLC0415
+
+        raise LockTimeout(f"git {what}: {lock} is held by another git process; nothing was committed",
+                          hint="wait for it to finish, or raise MEMCTL_LOCK_TIMEOUT")
+
+
+EMPTY_OID = "0" * 40
+
+
+def _head(top: Path) -> str | None:
+    return _head_and_tree(top)[0]
+
+
+def _head_and_tree(top: Path) -> tuple[str | None, str | None]:
+    """HEAD's commit and tree ids in one git call; (None, None) on an unborn branch."""
+    done = _git(top, "rev-parse", "HEAD^{commit}", "HEAD^{tree}")
+    ids = done.stdout.decode().split()
+    return (ids[0], ids[1]) if done.returncode == 0 and len(ids) == 2 else (None, None)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def _sweep(top: Path, git_dir: Path) -> None:
+    """Leftovers of killed processes: memctl's private indexes, and `git commit -- paths`' next-index locks."""
+    for leftover in git_dir.glob("memctl-index-*"):
+        pid = leftover.name[len("memctl-index-"):].split(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            _unlink(leftover)
+    for leftover in git_dir.glob("next-index-*.lock"):
+        if stale_lock(top, leftover):
+            _unlink(leftover)
+
+
 def commit(root: Path, paths: list[Path], message: str, author: Author) -> str | None:
-    """Stage and commit exactly `paths`; return the new commit id, or None if nothing changed."""
+    """Commit exactly `paths` in one step; return the new commit id, or None if nothing changed.
+
+    Holding git's own index.lock (so no outside `git commit` runs meanwhile),
+    the commit is built in a private index (GIT_INDEX_FILE) from HEAD plus
+    `paths`, written with commit-tree, HEAD moves by compare-and-swap
+    (`update-ref HEAD NEW OLD`), and git's index takes the new entries for
+    `paths`, and only those. So nothing else staged goes into memctl's commit,
+    nothing of memctl's is ever staged for someone else's commit, and a ref
+    moved meanwhile by other means is kept (memctl's commit is built again on it).
+    """
     top = toplevel(root)
     if top is None:
         raise GitError(f"{root} is not a git repository")
     rel = sorted({os.path.relpath(Path(p).resolve() if Path(p).exists() else Path(p), top) for p in paths})
-    missing = [p for p in rel if not (top / p).exists()]
-    tracked = set(_run(top, "ls-files", "-z", "--", *missing).split("\0")) if missing else set()
-    keep = [p for p in rel if (top / p).exists() or p in tracked]
-    if not keep:
-        return None
-    _run(top, "add", "-A", "--", *keep)
-    staged = _run(top, "diff", "--cached", "--name-only", "-z", "--", *keep)
-    if not staged.strip("\0"):
-        return None
-    _run(top, "commit", "-q", "--no-verify", "-m", message, "--", *keep, env=_env(author))
-    return _run(top, "rev-parse", "HEAD")
+    git_dir = top / ".git"
+    if not git_dir.is_dir():  # a linked work tree or a submodule: ask git
+        git_dir = Path(_run(top, "rev-parse", "--absolute-git-dir"))
+    _sweep(top, git_dir)
+    real, lock = git_dir / "index", git_dir / "index.lock"
+    private = git_dir / f"memctl-index-{os.getpid()}"
+    staged = git_dir / f"memctl-index-{os.getpid()}.real"
+    env = {**_env(author), "GIT_INDEX_FILE": str(private)}
+    _take_index_lock(top, lock)
+    owned = True
+    try:
+        for _attempt in range(20):
+            head, head_tree = _head_and_tree(top)
+            _unlink(private)
+            if head is not None:
+                _run(top, "read-tree", head, env=env)
+            # Only paths that exist or are in HEAD: `git add` refuses a pathspec that matches nothing.
+            missing = [p for p in rel if not (top / p).exists()]
+            tracked = set(_run(top, "ls-files", "-z", "--", *missing, env=env).split("\0")) if missing else set()
+            keep = [p for p in rel if (top / p).exists() or p in tracked]
+            if not keep:
+                return None
+            _run(top, "add", "-A", "--", *keep, env=env)
+            tree = _run(top, "write-tree", env=env)
+            if tree == head_tree:
+                return None  # the paths are as HEAD has them: nothing to commit
+            sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
+            # git's index as it will be: its own entries, with those of `paths` as in the new commit
+            # (plumbing: `git reset -- paths` would hash every touched file once more)
+            # (a path may be a folder: every entry under it counts)
+            listed = _run(top, "ls-files", "-s", "-z", "--", *keep, env=env)
+            entries = {line.split("\t", 1)[1]: line for line in listed.split("\0") if "\t" in line}
+            if real.exists():
+                shutil.copyfile(real, staged)
+            else:
+                _unlink(staged)
+            theirs = {"GIT_INDEX_FILE": str(staged)}
+            before = set(_run(top, "ls-files", "-z", "--", *keep, env=theirs).split("\0")) - {""}
+            info = list(entries.values()) + [f"0 {EMPTY_OID}\t{p}" for p in sorted(before - entries.keys())]  # mode 0: drop
+            if info:
+                _run(top, "update-index", "-z", "--index-info", env=theirs,
+                     input="".join(line + "\0" for line in info).encode("utf-8", "surrogateescape"))
+            if _move_head(top, sha, head, message):
+                os.replace(staged, lock)
+                os.replace(lock, real)  # what git itself does to commit an index.lock
+                owned = False
+                return sha
+            # HEAD moved by other means (update-ref, a fetch into the branch): build again on top of it
+        raise GitError("HEAD kept moving while memctl committed", hint="run the command again")
+    finally:
+        _unlink(private)
+        _unlink(staged)
+        if owned:
+            _unlink(lock)
+
+
+def _take_index_lock(top: Path, lock: Path) -> None:
+    """Create git's index.lock ourselves (git's own protocol: O_EXCL), waiting for a live holder."""
+    deadline = None
+    delay = 0.02
+    while True:
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            pass
+        else:
+            try:
+                os.write(fd, f"{_OWNER}{os.getpid()}\n".encode())  # so another memctl sees it is live
+            finally:
+                os.close(fd)
+            return
+        _wait_for_lock(top, lock, "commit", deadline)
+        deadline = deadline or time.monotonic() + _lock_timeout()
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:
+    """HEAD (its branch) := sha, only if it is still `old`; False when another commit came first."""
+    deadline = None
+    while True:
+        done = _git(top, "update-ref", "-m", f"commit: {message}", "HEAD", sha, old or EMPTY_OID)
+        if done.returncode == 0:
+            return True
+        if _head(top) != old:
+            return False  # an outside commit moved HEAD: build again on top of it
+        stderr = done.stderr.decode("utf-8", "replace")
+        lock = _lock_in(stderr)
+        if lock is None:
+            detail = stderr.strip().splitlines()[-1] if stderr.strip() else "update-ref failed"
+            raise GitError(f"git update-ref failed: {detail}")
+        _wait_for_lock(top, lock if lock.is_absolute() else top / lock, "commit", deadline)
+        deadline = deadline or time.monotonic() + _lock_timeout()
+        time.sleep(0.05)
 
 
 def log(root: Path, path: Path) -> list[LogEntry]:
@@ -282,6 +519,38 @@ def committed_text(root: Path, path: Path) -> str | None:
     top = toplevel(root)
     data = _committed(top, path, "HEAD") if top is not None else None
     return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def matches_head(root: Path, paths: list[Path]) -> bool:
+    """Whether each path's bytes in the work tree are what HEAD holds (both absent counts)."""
+    top = toplevel(root)
+    if top is None:
+        return False
+    for path in paths:
+        path = Path(path)
+        committed = _committed(top, path, "HEAD")
+        try:
+            current = path.read_bytes() if not path.is_symlink() else None
+        except FileNotFoundError:
+            current = None
+        except OSError:
+            return False
+        if committed != current:
+            return False
+    return True
+
+
+def refresh_index(root: Path, paths: list[Path]) -> None:
+    """git's index := HEAD for `paths` (what a commit killed before its last step leaves undone)."""
+    top = toplevel(root)
+    if top is None or _head(top) is None:
+        return
+    rel = [os.path.relpath(p, top) for p in paths]
+    tracked = _run(top, "ls-files", "-z", "--", *rel).split("\0")
+    in_head = _run(top, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *rel).split("\0")
+    keep = sorted({p for p in tracked + in_head if p})
+    if keep:
+        _run(top, "reset", "-q", "--", *keep)
 
 
 # ---------------------------------------------------------------- unfinished merges and remotes (docs/SYNC.md)

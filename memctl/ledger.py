@@ -28,7 +28,8 @@ from . import clock
 from . import config as config_mod
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
-from .fsutil import append_bytes, atomic_write
+from .fsutil import append_bytes, atomic_write, escapes, refuse_escape
+from .markers import refuse_conflicts
 from .store import Store, commit, config_committable
 from .tsv import escape, unescape  # noqa: F401  (part of this module's interface)
 
@@ -132,6 +133,40 @@ def resolve(store: Store, decl: LedgerDecl) -> Ledger:
     return Ledger(decl.name, path, decl.columns, decl.header, decl.unique, declared=True)
 
 
+def _rel(path: Path) -> str:
+    """The ledger's path as the user would type it in the store (for repair commands)."""
+    parts = path.parts
+    return str(Path(*parts[parts.index("ledgers"):])) if "ledgers" in parts else str(path)
+
+
+def require_header(ledger: Ledger, first: bytes) -> None:
+    """A declared ledger with a header must start with it: otherwise its first record would be read as one."""
+    if not ledger.header or not first:
+        return
+    if first.rstrip(b"\n") != ledger.header_line.encode("utf-8"):
+        rel = _rel(ledger.path)
+        shown = _short(first.rstrip(b"\n").decode("utf-8", "replace").replace("\t", ","))
+        printf = ledger.header_line.replace("\t", "\\t")
+        raise Refused(
+            f"{rel}:1: the header line of ledger {ledger.name!r} is missing or changed (line 1 is {shown!r}); "
+            "nothing was read or written",
+            hint=f"put it back: printf '{printf}\\n' | cat - {rel} > {rel}.new && mv {rel}.new {rel}",
+        )
+
+
+def refuse_torn_tail(ledger: Ledger, data: bytes | mmap.mmap) -> None:
+    """A last line without LF is a cut-off record (or a hand edit): appending would seal it as a row."""
+    if not data or data[-1:] == b"\n":
+        return
+    rel = _rel(ledger.path)
+    end = data.rfind(b"\n") + 1
+    line = data[:end].count(b"\n") + 1
+    raise Refused(
+        f"{rel}:{line}: the last line has no LF (a cut-off record?); nothing was appended",
+        hint=f"if that line is cut off: truncate -s {end} {rel}; if it is a whole record: printf '\\n' >> {rel}",
+    )
+
+
 def _first_line(path: Path) -> bytes:
     with open(path, "rb") as handle:
         return handle.readline(64 * 1024).rstrip(b"\n")
@@ -159,8 +194,11 @@ def open_ledger(store: Store, name: str) -> Ledger:
     check_name(name)
     decl = store.config.ledgers.get(name) or declarations(store).get(name)
     if decl is not None:
-        return resolve(store, decl)
+        found = resolve(store, decl)
+        refuse_escape(store.root, found.path)
+        return found
     path = store.ledgers_dir / f"{name}.tsv"
+    refuse_escape(store.root, path)
     if path.is_file():
         found = _from_header(name, path)
         if found is None:
@@ -178,7 +216,7 @@ def list_ledgers(store: Store) -> list[Ledger]:
     paths = {ledger.path for ledger in found.values()}
     if store.ledgers_dir.is_dir():
         for path in sorted(store.ledgers_dir.glob("*.tsv")):
-            if path in paths or path.stem in found or not NAME_RE.match(path.stem):
+            if path in paths or path.stem in found or not NAME_RE.match(path.stem) or escapes(store.root, path):
                 continue
             ledger = _from_header(path.stem, path)
             if ledger is not None:
@@ -414,15 +452,6 @@ def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
         yield data
 
 
-def _last_byte(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell() == 0:
-            return b""
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1)
-
-
 def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, unique: str | None = None,
            commit_changes: bool = True, lock: bool = True) -> Appended:
     """Append records with one write under the store lock, then one commit.
@@ -440,16 +469,15 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
         raise BadInput(f"unique column {column!r} is not a column of {ledger.name} ({', '.join(ledger.columns)})")
     payload = b"".join(b"\t".join(fields) + b"\n" for fields in encoded)
     with store.lock() if lock else contextlib.nullcontext():
-        if column is not None:
-            with _mapped(ledger.path) as data:
+        with _mapped(ledger.path) as data:
+            refuse_torn_tail(ledger, data)
+            if data.find(b"<<<<<<<") != -1:  # one scan at grep speed: a conflict always opens with this line
+                refuse_conflicts(bytes(data), _rel(ledger.path))
+            require_header(ledger, data[:data.find(b"\n") + 1] if data.find(b"\n") != -1 else data[:])
+            if column is not None:
                 _refuse_duplicates(store, ledger, data, encoded, column)
-                last = data[-1:]
-        else:
-            last = _last_byte(ledger.path) if ledger.path.exists() else b""
-        if last and last != b"\n":
-            # A legacy file whose last line has no LF: end it, so the old bytes stay a prefix.
-            payload = b"\n" + payload
-        elif not last and ledger.header:
+            last = data[-1:]
+        if not last and ledger.header:
             payload = (ledger.header_line + "\n").encode("utf-8") + payload
         ledger.path.parent.mkdir(parents=True, exist_ok=True)
         append_bytes(ledger.path, payload)
@@ -468,6 +496,7 @@ def iter_rows(ledger: Ledger) -> Iterator[Row]:
     with open(ledger.path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             if lineno == 1 and ledger.header:
+                require_header(ledger, raw)
                 continue
             if raw.endswith(b"\n"):
                 raw = raw[:-1]

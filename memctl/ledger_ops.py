@@ -20,6 +20,8 @@ from typing import Iterable, NamedTuple
 from . import config as config_mod
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
+from .fsutil import escapes
+from .markers import conflict_lines
 from .ledger import (
     BAD_ESCAPE_RE,
     Ledger,
@@ -84,6 +86,8 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
         raise NotFound(f"no such file: {file}")
     if not path.is_relative_to(store.root):
         raise BadInput(f"{file} is outside the store ({store.root})", hint="copy it into ledgers/ first")
+    if escapes(store.root, path) is not None:
+        raise BadInput(f"{file} is a symbolic link out of the store ({escapes(store.root, path)})", hint="copy the file into ledgers/ instead")
     name = check_name(name or path.stem)
     cols = check_columns(columns, unique)
     data = path.read_bytes()
@@ -186,7 +190,10 @@ def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
     if lines[-1] == b"":
         lines.pop()
     elif data:
-        problems.append(_problem(rel, len(lines), "no-final-newline", "the last line has no LF", "warning"))
+        end = data.rfind(b"\n") + 1
+        problems.append(_problem(rel, len(lines), "no-final-newline",
+                                 f"the last line has no LF: a cut-off record? appends refuse until it is repaired "
+                                 f"(truncate -s {end} {rel}, or printf '\\n' >> {rel} if the line is whole)"))
     expected = len(ledger.columns)
     first = 0
     if ledger.header:
@@ -219,6 +226,8 @@ def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
             for number, line in enumerate(lines, 1):
                 if byte in line:
                     problems.append(_problem(rel, number, code, what))
+    for number in conflict_lines(data):
+        problems.append(_problem(rel, number, "conflict-marker", "an unresolved merge conflict marker (appends refuse until it is resolved)"))
     problems.sort(key=lambda p: p.line)
     if len(problems) > MAX_PROBLEMS:
         extra = len(problems) - MAX_PROBLEMS
@@ -228,6 +237,8 @@ def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
 
 def check_ledger(store: Store, ledger: Ledger) -> list:
     rel = store.rel(ledger.path)
+    if escapes(store.root, ledger.path) is not None:
+        return []  # doctor names every link out of the store (doctor.link_problems)
     if not ledger.path.exists():
         return [_problem(rel, 0, "missing-file", f"ledger {ledger.name!r} is declared but its file does not exist", "warning")]
     return _scan(ledger.path.read_bytes(), rel, ledger)
@@ -247,7 +258,7 @@ def check_all(store: Store) -> list:
         problems.extend(check_ledger(store, ledger))
     if store.ledgers_dir.is_dir():
         for path in sorted(store.ledgers_dir.glob("*.tsv")):
-            if path not in known:
+            if path not in known and escapes(store.root, path) is None:
                 rel = store.rel(path)
                 problems.append(_problem(rel, 1, "undeclared-ledger", "no header line and not declared in memctl.toml "
                                          f"(memctl ledger adopt {rel} --columns ...)", "warning"))

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from . import clock
 from .errors import BadInput, GitError, NotFound
-from .fsutil import atomic_write
+from .fsutil import atomic_write, escapes, refuse_escape
 from .store import Store, commit
 
 STATE_FILE = "STATE.md"
@@ -317,7 +317,9 @@ def parse(text: str) -> Snapshot:
 
 def state_path(store: Store, scope: str | None = None) -> Path:
     scope = check_scope(scope)
-    return store.state_dir / STATE_FILE if scope is None else store.state_dir / scope / STATE_FILE
+    path = store.state_dir / STATE_FILE if scope is None else store.state_dir / scope / STATE_FILE
+    refuse_escape(store.root, path)  # never read or write a STATE.md through a link out of the store
+    return path
 
 
 def _read(path: Path) -> Snapshot | None:
@@ -522,6 +524,10 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
     given = check_numbers(dict(numbers or {}), "--from-json")
     note = _check_note(note)
     with store.lock():
+        if path.is_file():
+            from .markers import refuse_conflicts  # noqa: PLC0415
+
+            refuse_conflicts(path.read_bytes(), store.rel(path))
         previous = _read(path)
         now = clock.now()
         body, found = build(store, cfg, given, previous, now, note)
@@ -593,7 +599,7 @@ def state_files(store: Store) -> list[Path]:
     """Every STATE.md under state/: the store's own first, then the scopes by name."""
     if not store.state_dir.is_dir():
         return []
-    found = sorted(p for p in store.state_dir.rglob(STATE_FILE) if p.is_file())
+    found = sorted(p for p in store.state_dir.rglob(STATE_FILE) if p.is_file() and escapes(store.root, p) is None)
     return sorted(found, key=lambda p: (p.parent != store.state_dir, str(p)))
 
 

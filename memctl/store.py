@@ -10,7 +10,7 @@ from typing import Iterator, NamedTuple
 from . import config as config_mod
 from . import output
 from .errors import GitError, NotFound, Refused
-from .fsutil import atomic_write, file_lock
+from .fsutil import atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, settle, touched, undo_log, undoing
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -63,11 +63,23 @@ class Store(NamedTuple):
         except ValueError:
             return str(path)
 
+    @property
+    def undo_path(self) -> Path:
+        return self.cache_dir / "undo" / "log"
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
+        """The store lock, and the undo log of the writes made under it (see fsutil, docs/RELIABILITY.md).
+
+        An earlier command's change that was cut off (killed, power lost) is
+        settled first: found committed, or rolled back.
+        """
+        refuse_escape(self.root, self.cache_dir)
         with file_lock(self.cache_dir / "lock"):
             refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
-            yield
+            finish_interrupted(self)
+            with undo_log(self.undo_path, self.root, self.cache_dir):
+                yield
 
 
 def refuse_unfinished_merge(root: Path) -> None:
@@ -88,6 +100,8 @@ def open_store(root: str | os.PathLike) -> Store:
     declared there, a saved threshold): only a memory/ folder makes facts live there.
     """
     root = Path(root).resolve()
+    for folder in (CACHE_DIR, "memory"):  # every command reads or writes there: never through a link out
+        refuse_escape(root, root / folder)
     has_config = (root / CONFIG_FILE).exists()
     if (root / "memory").is_dir() or (has_config and not (root / INDEX_FILE).exists()):
         cfg = config_mod.load(root / CONFIG_FILE)
@@ -291,10 +305,45 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
         return None
     author = gitstore.Author(store.config.author_name, store.config.author_email)
     try:
-        return gitstore.commit(store.root, paths, message, author)
+        sha = gitstore.commit(store.root, paths, message, author)
     except GitError as exc:
-        output.warn(f"change written but not committed: {exc.message}", hint="run `git status` in the store")
-        return None
+        # Never exit 0 with the commit lost: under the store lock the error undoes the change, and says so.
+        what = "not committed, so the change was undone" if undoing() else "written but not committed"
+        raise GitError(f"{what}: {exc.message}",
+                       hint=exc.hint or "check `git status` in the store, then run the command again") from None
+    settle()
+    return sha
+
+
+def finish_interrupted(store: Store) -> list[str]:
+    """Settle the change of a command that died under the store lock; return what was rolled back.
+
+    Its undo log names every path it wrote. When those paths are as HEAD has
+    them, the commit went through (only the log survived it): git's index is
+    refreshed and the log dropped. Otherwise the writes are undone.
+    """
+    records = read_undo(store.undo_path)
+    if not records:
+        if store.undo_path.parent.is_dir():
+            clear_undo(store.undo_path)  # backups of a write whose record was torn
+        return []
+    paths = touched(records)
+    if will_commit(store) is not None:
+        from . import gitstore  # noqa: PLC0415
+
+        if gitstore.matches_head(store.root, paths):
+            gitstore.refresh_index(store.root, paths)
+            clear_undo(store.undo_path)
+            return []
+    undone = rollback(store.undo_path)
+    names = sorted({store.rel(p) for p in undone})
+    output.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
+    return names
+
+
+def pending(store: Store) -> list[str]:
+    """Paths an interrupted command changed and nobody has settled yet (for doctor)."""
+    return sorted({store.rel(p) for p in touched(read_undo(store.undo_path))})
 
 
 def will_commit(store: Store, enabled: bool = True) -> Path | None:

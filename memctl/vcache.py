@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from . import clock, output
-from .fsutil import atomic_write, file_lock
+from .fsutil import atomic_write, file_lock, sweep_temps
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -313,6 +313,7 @@ def _save(folder: Path, matrix: "np.ndarray", meta: dict[str, Any]) -> None:
 
     import numpy as np
 
+    sweep_temps(folder)  # what a save killed half-way left behind
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
     atomic_write(folder / "vectors.npy", buffer.getbuffer())

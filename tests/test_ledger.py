@@ -153,9 +153,14 @@ def test_adopt_outside_the_store_is_bad_input(store, tmp_path):
         ledger_ops.adopt(store, tmp_path / "missing.tsv", ["a"])
 
 
-def test_a_legacy_file_without_final_newline_gets_one_before_the_record(root, store):
+def test_a_file_whose_last_line_has_no_lf_is_refused_with_the_repair_command(root, store):
+    # Issue 16: a line without LF may be a cut-off record; sealing it as a row would keep it forever.
     path = root / "ledgers" / "legacy.tsv"
     path.write_bytes(b"1\tone\n2\ttwo")
+    with pytest.raises(Refused, match="last line has no LF") as caught:
+        ledger_ops.adopt(store, path, ["n", "word"], commit_changes=False)
+    assert "truncate -s 6 ledgers/legacy.tsv" in caught.value.one_line()
+    path.write_bytes(b"1\tone\n2\ttwo\n")  # the repair: the line was whole
     ledger_ops.adopt(store, path, ["n", "word"], commit_changes=False)
     ledger.append(fresh(root), "legacy", [{"n": "3", "word": "three"}], commit_changes=False)
     assert path.read_bytes() == b"1\tone\n2\ttwo\n3\tthree\n"
@@ -309,7 +314,7 @@ def test_check_reports_each_problem_with_its_line(root, store):
         ("ledgers/t.tsv", 6, "raw-cr", "error"),
         ("ledgers/t.tsv", 7, "field-count", "error"),
         ("ledgers/t.tsv", 8, "bad-escape", "error"),
-        ("ledgers/t.tsv", 9, "no-final-newline", "warning"),
+        ("ledgers/t.tsv", 9, "no-final-newline", "error"),  # a cut-off record? (issue 16)
     ]
     assert str(problems[1]) == "ledgers/t.tsv:4: invalid escape '\\a' (only \\\\ \\t \\n \\r)"
 
@@ -321,7 +326,9 @@ def test_check_header_and_doctor(root, store):
     from memctl import doctor
 
     found = [(p.path, p.line, p.code) for p in doctor.run(fresh(root)) if p.path.startswith("ledgers/")]
-    assert found == [("ledgers/t.tsv", 1, "bad-header"), ("ledgers/article-theme-ledger.tsv", 1, "undeclared-ledger")]
+    assert sorted(found) == sorted([("ledgers/t.tsv", 1, "bad-header"), ("ledgers/article-theme-ledger.tsv", 1, "undeclared-ledger"),
+                                    # written by hand (--no-commit / seed) and never committed: a clone would miss them
+                                    ("ledgers/article-theme-ledger.tsv", 0, "uncommitted"), ("ledgers/t.tsv", 0, "uncommitted")])
 
 
 # ---------------------------------------------------------------- verify

@@ -207,12 +207,16 @@ def index(
 def doctor(
     ctx: typer.Context,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="First settle what a killed command left (its change, stale git locks, temp files).")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Report every problem in the store as file:line; exit 0 when clean."""
     from .. import doctor as doctor_mod
 
     store = store_from(ctx)
+    if fix:
+        for line in doctor_mod.fix(store):
+            output.info(line)
     problems = doctor_mod.run(store)
     failing = [p for p in problems if p.severity == "error" or strict]
     if json:

@@ -382,6 +382,8 @@ def run(argv: list[str]) -> int | None:
         code = on_error(exc) if on_error else None
         if code is not None:
             return code
+        if isinstance(exc, OSError):
+            exc = errors.from_os_error(exc)
         if isinstance(exc, errors.MemctlError):
             output.error(exc.one_line())
             return exc.exit_code

@@ -1,0 +1,673 @@
+"""Fault injection (issue 16): full disks, file size limits, git locks, kill -9, links out of the store,
+lost headers and conflict markers. Real processes, real git, real file systems; docs/RELIABILITY.md
+names each test here next to the guarantee it proves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memctl.store import init_store
+
+from conftest import git, memctl
+
+FULL = os.environ.get("MEMCTL_TEST_FULL") == "1"
+PAGE = 4096
+
+
+# ---------------------------------------------------------------- helpers
+
+def run(root: Path, *args: str, env: dict | None = None, input: str | None = None, fsize: int | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess:
+    """memctl as a subprocess; `fsize` sets RLIMIT_FSIZE (bytes) in the child, like `ulimit -f`."""
+    if fsize is None:
+        return memctl(root, *args, env=env, input=input, timeout=timeout)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), *args], input=input, text=True,
+                          capture_output=True, env=full_env, timeout=timeout, preexec_fn=limit)
+
+
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    """The stderr of a failed command: exactly one `memctl: error:` line, no traceback."""
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("memctl: error:")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the store outside .git and .memctl, by relative path."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in (".git", ".memctl") or not path.is_file() or path.is_symlink():
+            continue
+        files[str(rel)] = path.read_bytes()
+    return files
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def clean(root: Path) -> None:
+    """Nothing uncommitted, doctor passes."""
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    done = memctl(root, "doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def seed(root: Path) -> None:
+    """A store with facts, a ledger with a unique column, an episode and a STATE.md, all committed."""
+    for name, text in (("alpha", "アルファの事実: 東京は日本の首都"), ("beta", "beta fact about deploys"), ("gamma", "γ ガンマ")):
+        assert memctl(root, "remember", name, "--description", text, "--type", "project").returncode == 0
+    assert memctl(root, "ledger", "create", "orders", "--columns", "k,v", "--unique", "k").returncode == 0
+    assert memctl(root, "ledger", "append", "orders", "k=order-1", "v=最初の注文").returncode == 0
+    assert memctl(root, "episode", "add", "初めてのエピソード", "--type", "decision").returncode == 0
+    assert memctl(root, "state", "update").returncode == 0
+
+
+# Every writing command, as (argv, what must be in the log once it succeeded).
+def writers(i: int) -> list[tuple[tuple[str, ...], str]]:
+    return [
+        (("remember", f"new{i}", "--description", f"新しい事実 number {i} と詳細"), f"memory: remember new{i}"),
+        (("remember", "alpha", "--update", "--description", f"アルファ更新 {i}"), "memory: update alpha"),
+        (("ledger", "append", "orders", f"k=order-{i + 100}", f"v=注文 {i} " + "x" * 80), "ledger: append orders (+1)"),
+        (("episode", "add", f"エピソード {i}", "--type", "success"), "ledger: append episodes (+1)"),
+        (("state", "update"), "state: update"),
+        (("index",), ""),
+    ]
+
+
+def drop_index_line(root: Path) -> None:
+    index = root / "memory" / "MEMORY.md"
+    index.write_text("".join(line for line in index.read_text().splitlines(True) if "gamma.md" not in line))
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "index by hand")
+
+
+# ---------------------------------------------------------------- a small disk
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs (needs root and mount); the store lives on it. Skipped, with the reason, where mounting is impossible."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root and mount(8); the RLIMIT_FSIZE tests cover disk-full without it")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the RLIMIT_FSIZE tests cover disk-full without it")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill(disk: Path, leave_pages: int = 0) -> list[Path]:
+    """Fill the file system with one-page files until it is full, then free `leave_pages` of them."""
+    folder = disk / "filler"
+    folder.mkdir(exist_ok=True)
+    made = []
+    block = b"f" * PAGE
+    for n in range(100_000):
+        path = folder / f"{n}"
+        try:
+            with open(path, "wb") as handle:
+                handle.write(block)
+        except OSError:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            break
+        made.append(path)
+    for path in made[len(made) - leave_pages:] if leave_pages else []:
+        path.unlink()
+    return made
+
+
+def free(disk: Path) -> None:
+    shutil.rmtree(disk / "filler", ignore_errors=True)
+
+
+def test_disk_full_on_every_writing_command_changes_nothing_then_the_retry_succeeds(small_disk):
+    root = small_disk / "store"
+    init_store(root)
+    seed(root)
+    for argv, message in writers(1):
+        if argv == ("index",):  # give it something to write: a generated line gone from MEMORY.md
+            drop_index_line(root)
+        before, commit = snapshot(root), head(root)
+        fill(small_disk)
+        done = run(root, *argv)
+        free(small_disk)
+        assert done.returncode == 1, (argv, done.stderr)
+        line = one_line_error(done)
+        assert "No space left on device" in line or "not committed" in line, line
+        assert (snapshot(root), head(root)) == (before, commit), argv  # byte-identical, nothing committed
+        again = run(root, *argv)
+        assert again.returncode == 0, (argv, again.stderr)
+        if message:
+            assert message in git(root, "log", "-1", "--format=%s")
+        clean(root)
+
+
+def test_a_ledger_append_cut_off_by_a_full_disk_leaves_the_file_as_it_was(small_disk):
+    """Issue 16.1: the append that crossed a page boundary wrote 20 of 95 bytes, then refused its retry."""
+    root = small_disk / "store"
+    init_store(root)
+    assert run(root, "ledger", "create", "orders", "--columns", "k,v", "--unique", "k").returncode == 0
+    path = root / "ledgers" / "orders.tsv"
+    with open(path, "ab") as handle:  # the file ends 20 bytes before a page boundary
+        handle.write(b"k0\t" + b"v" * (PAGE - path.stat().st_size - 20 - 4) + b"\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "pad")
+    assert path.stat().st_size == PAGE - 20
+    before = path.read_bytes()
+    fill(small_disk, leave_pages=1)  # one page: enough for the undo log, not for the record's second page
+    record = ("k=order-42", "v=" + "値" * 30)
+    done = run(root, "ledger", "append", "orders", *record)
+    assert done.returncode == 1, done.stderr
+    assert "No space left on device" in one_line_error(done)
+    assert path.read_bytes() == before
+    free(small_disk)
+    assert run(root, "ledger", "check", "orders").returncode == 0
+    again = run(root, "ledger", "append", "orders", *record)
+    assert again.returncode == 0, again.stderr  # not "already exists"
+    rows = run(root, "ledger", "rows", "orders", "--where", "k=order-42", "--json")
+    assert "値" * 30 in rows.stdout
+    clean(root)
+
+
+def test_file_size_limit_efbig_cuts_an_append_back_and_the_retry_succeeds(root):
+    """`(ulimit -f 8; memctl ledger append ...)`: EFBIG half-way through the record."""
+    assert run(root, "ledger", "create", "orders", "--columns", "k,v", "--unique", "k").returncode == 0
+    path = root / "ledgers" / "orders.tsv"
+    lines = "".join(f"k{n}\t{'v' * 60}\n" for n in range(120))
+    path.write_text(path.read_text() + lines)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "rows")
+    before = path.read_bytes()
+    limit = len(before) + 40  # room for 40 of the record's bytes
+    record = ("k=order-42", "v=" + "値" * 40)
+    done = run(root, "ledger", "append", "orders", *record, fsize=limit)
+    assert done.returncode == 1
+    assert "File too large" in one_line_error(done)
+    assert path.read_bytes() == before
+    assert git(root, "status", "--porcelain") == ""
+    again = run(root, "ledger", "append", "orders", *record)
+    assert again.returncode == 0, again.stderr
+    clean(root)
+
+
+def test_file_size_limit_on_a_fact_and_state_write_is_one_line_and_changes_nothing(root):
+    seed(root)
+    big = "長い本文 " * 3000
+    before, commit = snapshot(root), head(root)
+    done = run(root, "remember", "big", "--description", "大きな事実", "--body", big, fsize=16 * 1024)
+    assert done.returncode == 1
+    assert "File too large" in one_line_error(done)
+    assert (snapshot(root), head(root)) == (before, commit)
+    assert run(root, "remember", "big", "--description", "大きな事実", "--body", big).returncode == 0
+    clean(root)
+
+
+# ---------------------------------------------------------------- git locks
+
+def _age(path: Path, seconds: float) -> None:
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+@pytest.mark.parametrize("lock", ["HEAD.lock", "index.lock", "refs/heads/LOCK"])
+def test_a_stale_git_lock_is_removed_with_a_warning_and_the_write_commits(root, lock):
+    branch = git(root, "symbolic-ref", "--short", "HEAD").strip()
+    name = f"refs/heads/{branch}.lock" if lock == "refs/heads/LOCK" else lock
+    path = root / ".git" / name
+    path.touch()
+    _age(path, 60)  # what a killed `git commit` leaves
+    done = run(root, "remember", "alpha", "--description", "アルファ")
+    assert done.returncode == 0, done.stderr
+    assert "removed a stale git lock" in done.stderr
+    assert not path.exists()
+    assert git(root, "log", "-1", "--format=%s").strip() == "memory: remember alpha"
+    clean(root)
+
+
+def test_a_live_git_lock_is_waited_for_then_exit_4_and_nothing_changes(root):
+    seed(root)
+    lock = root / ".git" / "HEAD.lock"
+    lock.touch()
+    _age(lock, 60)
+    holder = subprocess.Popen(["git", "cat-file", "--batch"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        before, commit = snapshot(root), head(root)
+        done = run(root, "forget", "beta", "--reason", "古い", env={"MEMCTL_LOCK_TIMEOUT": "1"})
+        assert done.returncode == 4, done.stderr
+        assert "HEAD.lock is held by another git process" in one_line_error(done)
+        assert (snapshot(root), head(root)) == (before, commit)
+        assert lock.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    done = run(root, "forget", "beta", "--reason", "古い")  # its git is gone now: the lock is stale
+    assert done.returncode == 0, done.stderr
+    assert "removed a stale git lock" in done.stderr
+    clean(root)
+
+
+def test_a_fresh_lock_without_a_git_process_is_stale_after_a_few_seconds(root):
+    lock = root / ".git" / "index.lock"
+    lock.touch()
+    started = time.monotonic()
+    done = run(root, "remember", "alpha", "--description", "アルファ")
+    assert done.returncode == 0, done.stderr
+    assert "removed a stale git lock" in done.stderr
+    assert time.monotonic() - started >= 4  # waited until it was old enough to be a dead git's
+    clean(root)
+
+
+# ---------------------------------------------------------------- one commit step
+
+def test_memctl_commits_only_its_paths_and_leaves_staged_changes_alone(root):
+    (root / "mine.txt").write_text("staged by the user\n")
+    git(root, "add", "mine.txt")
+    done = run(root, "remember", "alpha", "--description", "アルファ")
+    assert done.returncode == 0, done.stderr
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["memory/MEMORY.md", "memory/alpha.md"]
+    assert git(root, "status", "--porcelain") == "A  mine.txt\n"  # still staged, memctl's paths clean
+
+
+def test_outside_commits_in_a_loop_never_take_memctls_changes(root):
+    """Issue 16.8: `git commit` between memctl's add and commit took its change under its own message."""
+    stop = root / ".stop"
+    loop = subprocess.Popen(
+        ["sh", "-c", f"n=0; while [ -d .git ] && [ ! -e {stop} ]; do n=$((n+1)); echo $n > outside.txt; "
+         "git add outside.txt 2>/dev/null && git -c user.name=o -c user.email=o@o commit -qm outside 2>/dev/null; done"],
+        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert run(root, "ledger", "create", "notes", "--columns", "n").returncode == 0
+    try:
+        count = 16 if FULL else 6
+        for i in range(count):
+            done = run(root, "remember", f"f{i}", "--description", f"事実 {i} について")
+            assert done.returncode == 0, done.stderr
+            assert "not committed" not in done.stderr
+            done = run(root, "ledger", "append", "notes", f"n={i}")
+            assert done.returncode == 0 and "not committed" not in done.stderr, done.stderr
+    finally:
+        stop.touch()
+        try:
+            loop.wait(timeout=60)
+        finally:
+            loop.kill()
+    log = git(root, "log", "--format=%x00%s", "--name-only")
+    for entry in log.split("\0")[1:]:
+        subject, *files = entry.strip().split("\n")
+        files = [f for f in files if f]
+        if subject == "outside":
+            assert files == ["outside.txt"], files
+        elif subject.startswith("memory: remember"):
+            assert all(f.startswith("memory/") for f in files), (subject, files)
+    subjects = git(root, "log", "--format=%s").splitlines()
+    assert "outside" in subjects  # the loop did commit beside memctl
+    for i in range(count):
+        assert f"memory: remember f{i}" in subjects
+    assert git(root, "status", "--porcelain", "--", "memory").strip() == ""
+
+
+# ---------------------------------------------------------------- killed at a chosen point
+
+def _killing_git(tmp_path: Path, when: str, at: str) -> dict:
+    """A git that kills its caller's whole process group just before (or after) running `at`."""
+    real = shutil.which("git")
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir(exist_ok=True)
+    if when == "before":
+        body = f'for a in "$@"; do [ "$a" = "{at}" ] && kill -KILL 0; done\nexec {real} "$@"\n'
+    else:
+        body = f'{real} "$@"; rc=$?\nfor a in "$@"; do [ "$a" = "{at}" ] && kill -KILL 0; done\nexit $rc\n'
+    wrapper.write_text("#!/bin/sh\n" + body)
+    wrapper.chmod(0o755)
+    return {"GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
+
+
+def _killed(root: Path, argv: tuple[str, ...], env: dict) -> None:
+    full = {**os.environ, **env}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), *argv], env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.returncode
+
+
+@pytest.mark.parametrize("when,at", [("before", "update-ref"), ("after", "update-ref"), ("before", "write-tree"), ("after", "update-index")])
+def test_forget_killed_around_its_commit_is_settled_by_the_next_command(root, tmp_path, when, at):
+    """Issue 16.3: a forget killed between the move and the commit left ` D x1.md` and `?? archive/x1.md`."""
+    seed(root)
+    commit = head(root)
+    _killed(root, ("forget", "beta", "--reason", "古い"), _killing_git(tmp_path, when, at))
+    pending = run(root, "doctor")
+    assert pending.returncode == 1 and "interrupted" in pending.stdout, pending.stdout
+    done = run(root, "forget", "beta", "--reason", "古い")
+    # "after update-index": killed holding git's index.lock, before HEAD moved (the lock is stale for the retry)
+    committed = (when, at) == ("after", "update-ref")
+    if committed:  # HEAD had moved: the change is kept, the retry finds it done
+        assert done.returncode == 1 and "already archived" in done.stderr, done.stderr
+        assert git(root, "log", "-1", "--format=%s").strip() == "memory: forget beta"
+    else:  # undone first, so the retry does it whole
+        assert "undid its change" in done.stderr and done.returncode == 0, done.stderr
+        assert git(root, "log", "-1", "--format=%s").strip() == "memory: forget beta"
+        assert git(root, "rev-parse", "HEAD~1").strip() == commit
+    assert (root / "memory" / "archive" / "beta.md").exists() and not (root / "memory" / "beta.md").exists()
+    clean(root)
+
+
+def test_doctor_fix_settles_an_interrupted_change(root, tmp_path):
+    seed(root)
+    before = snapshot(root)
+    _killed(root, ("remember", "delta", "--description", "デルタ"), _killing_git(tmp_path, "before", "update-ref"))
+    assert (root / "memory" / "delta.md").exists()
+    done = run(root, "doctor", "--fix")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "settled the interrupted change" in done.stderr
+    assert snapshot(root) == before
+    clean(root)
+
+
+# ---------------------------------------------------------------- kill -9 at random points
+
+def test_kill_9_at_random_points_of_every_writing_command(root):
+    """≥ 200 kills in the full run (MEMCTL_TEST_FULL=1), 12 by default; after each the next command succeeds,
+    every command that exited 0 is committed, and doctor passes."""
+    seed(root)
+    rng = random.Random(int(os.environ.get("MEMCTL_KILL_SEED", "16")))
+    kills = 204 if FULL else 12
+    expected: list[str] = []
+    killed = 0
+    i = 0
+    while killed < kills:
+        i += 1
+        argv, message = rng.choice(writers(i))
+        proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(rng.uniform(0.05, 0.9))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+        if proc.returncode == 0:
+            assert b"Traceback" not in err
+            if message:
+                expected.append(message)
+            continue
+        assert proc.returncode == -signal.SIGKILL, err
+        killed += 1
+        argv, message = writers(10_000 + i)[i % 4]  # the next command: must succeed
+        done = run(root, *argv)
+        assert done.returncode == 0, (argv, done.stderr)
+        expected.append(message)
+        status = git(root, "status", "--porcelain", "--untracked-files=all")
+        assert status == "", status
+        check = run(root, "doctor")
+        assert check.returncode == 0, check.stdout + check.stderr
+    subjects = git(root, "log", "--format=%s").splitlines()
+    for message in expected:
+        assert message in subjects or any(s.startswith(message) for s in subjects), message
+    assert subjects.count("memory: update alpha") >= expected.count("memory: update alpha")
+    git(root, "fsck", "--no-dangling")
+
+
+# ---------------------------------------------------------------- links out of the store
+
+def test_links_out_of_the_store_are_refused_and_named_by_doctor(root, tmp_path):
+    seed(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "evil.tsv").write_text("k\tv\n")
+    (root / "ledgers" / "evil.tsv").symlink_to(elsewhere / "evil.tsv")
+    done = run(root, "ledger", "append", "evil", "k=1", "v=2")
+    assert done.returncode == 1 and "leads outside the store" in one_line_error(done)
+    assert (elsewhere / "evil.tsv").read_text() == "k\tv\n"
+    (root / "ledgers" / "evil.tsv").unlink()
+
+    shutil.move(root / "memory" / "archive", elsewhere / "archive")
+    (root / "memory" / "archive").symlink_to(elsewhere / "archive")
+    done = run(root, "forget", "alpha", "--reason", "x")
+    assert done.returncode == 1 and "leads outside the store" in one_line_error(done)
+    assert (root / "memory" / "alpha.md").is_file() and not (elsewhere / "archive" / "alpha.md").exists()
+    assert git(root, "status", "--porcelain", "--", "memory/alpha.md", "memory/MEMORY.md") == ""
+
+    (elsewhere / "outside.md").write_text("---\nname: outside\ndescription: 外の事実\n---\nbody\n")
+    (root / "memory" / "outside.md").symlink_to(elsewhere / "outside.md")
+    shown = run(root, "show", "outside")
+    assert shown.returncode != 0 and "外の事実" not in shown.stdout
+    done = run(root, "remember", "outside", "--update", "--description", "changed")
+    assert done.returncode != 0
+    assert (root / "memory" / "outside.md").is_symlink()
+
+    state = root / "state" / "STATE.md"
+    (elsewhere / "STATE.md").write_text(state.read_text())
+    state.unlink()
+    state.symlink_to(elsewhere / "STATE.md")
+    for argv in (("state", "show"), ("state", "update")):
+        done = run(root, *argv)
+        assert done.returncode == 1 and "state/STATE.md leads outside the store" in one_line_error(done), argv
+    assert (elsewhere / "STATE.md").read_text() == git(root, "show", "HEAD:state/STATE.md")
+
+    doctor = run(root, "doctor")
+    assert doctor.returncode == 1
+    assert "state/STATE.md: error: a symbolic link out of the store" in doctor.stdout
+    assert "memory/archive: error: a symbolic link out of the store" in doctor.stdout
+    assert "memory/outside.md: error: a symbolic link out of the store" in doctor.stdout
+
+
+def test_a_cache_folder_linked_out_of_the_store_is_refused(root, tmp_path):
+    outside = tmp_path / "cache"
+    outside.mkdir()
+    shutil.rmtree(root / ".memctl", ignore_errors=True)
+    (root / ".memctl").symlink_to(outside)
+    done = run(root, "remember", "alpha", "--description", "アルファ")
+    assert done.returncode == 1 and ".memctl leads outside the store" in one_line_error(done)
+    assert list(outside.iterdir()) == []
+
+
+# ---------------------------------------------------------------- headers, torn lines, markers
+
+def test_a_declared_ledger_without_its_header_is_an_error_for_every_reader_and_writer(root):
+    """Issue 16.6: `ledger rows` dropped the first record; `append --unique` took its duplicate."""
+    seed(root)
+    path = root / "ledgers" / "orders.tsv"
+    path.write_bytes(path.read_bytes().split(b"\n", 1)[1])  # the header line deleted
+    for argv in (("ledger", "rows", "orders"), ("ledger", "append", "orders", "k=order-1", "v=dup"),
+                 ("ledger", "rows", "orders", "--where", "k=order-1")):
+        done = run(root, *argv)
+        assert done.returncode == 1, (argv, done.stdout, done.stderr)
+        line = one_line_error(done)
+        assert "ledgers/orders.tsv:1: the header line of ledger 'orders' is missing" in line
+        assert "printf 'k\\tv\\n' | cat - ledgers/orders.tsv" in line
+    eps = root / "ledgers" / "episodes.tsv"
+    eps.write_bytes(eps.read_bytes().split(b"\n", 1)[1])
+    done = run(root, "episode", "list")
+    assert done.returncode == 1 and "episodes.tsv:1: the header line" in one_line_error(done)
+    assert run(root, "ledger", "check", "orders").returncode == 1
+
+
+def test_a_last_line_without_lf_refuses_append_and_fails_check(root):
+    seed(root)
+    path = root / "ledgers" / "orders.tsv"
+    good = path.read_bytes()
+    path.write_bytes(good + b"order-2\t\xe5\x80")  # a record cut off mid-character
+    done = run(root, "ledger", "append", "orders", "k=order-3", "v=x")
+    assert done.returncode == 1
+    line = one_line_error(done)
+    assert "the last line has no LF" in line and f"truncate -s {len(good)} ledgers/orders.tsv" in line
+    check = run(root, "ledger", "check", "orders")
+    assert check.returncode == 1 and "no LF" in check.stdout + check.stderr
+    os.truncate(path, len(good))  # the repair the hint gives
+    assert run(root, "ledger", "append", "orders", "k=order-3", "v=x").returncode == 0
+
+
+def test_conflict_markers_are_named_by_doctor_and_refused_by_writers(root):
+    seed(root)
+    fact = root / "memory" / "beta.md"
+    text = fact.read_text()
+    fact.write_text(text + "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> other\n")
+    marker_line = text.count("\n") + 1
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a bad merge")
+    doctor = run(root, "doctor")
+    assert doctor.returncode == 1 and f"memory/beta.md:{marker_line}: error: unresolved merge conflict markers" in doctor.stdout
+    done = run(root, "remember", "beta", "--update", "--description", "新しい説明")
+    assert done.returncode == 1 and "fact 'beta' cannot be read" in one_line_error(done)
+    # markers in the frontmatter: broken, not missing
+    fact.write_text("---\n<<<<<<< HEAD\nname: beta\n=======\nname: beta2\n>>>>>>> other\ndescription: x\n---\n")
+    done = run(root, "forget", "beta", "--reason", "x")
+    assert done.returncode == 1 and "cannot be read" in one_line_error(done) and "no fact named" not in done.stderr
+    git(root, "checkout", "--", "memory/beta.md")
+
+    ledger = root / "ledgers" / "orders.tsv"
+    ledger.write_bytes(ledger.read_bytes() + b"<<<<<<< HEAD\norder-9\ta\n=======\norder-9\tb\n>>>>>>> other\n")
+    done = run(root, "ledger", "append", "orders", "k=order-10", "v=x")
+    assert done.returncode == 1 and "unresolved merge conflict markers" in one_line_error(done)
+    check = run(root, "ledger", "check", "orders")
+    assert check.returncode == 1 and "ledgers/orders.tsv:3" in check.stdout
+    git(root, "checkout", "--", "ledgers/orders.tsv")
+
+    index = root / "memory" / "MEMORY.md"
+    index.write_text(index.read_text() + "<<<<<<< HEAD\n- x\n=======\n- y\n>>>>>>> other\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "bad index")
+    before, commit = snapshot(root), head(root)
+    done = run(root, "remember", "zeta", "--description", "ゼータ")
+    assert done.returncode == 1 and "MEMORY.md" in one_line_error(done)
+    assert (snapshot(root), head(root)) == (before, commit)  # the fact written first was undone
+    doctor = run(root, "doctor")
+    assert "memory/MEMORY.md:" in doctor.stdout and "conflict marker" in doctor.stdout
+
+    state = root / "state" / "STATE.md"
+    state.write_text(state.read_text() + "<<<<<<< HEAD\n=======\n>>>>>>> x\n")
+    done = run(root, "state", "update")
+    assert done.returncode == 1 and "unresolved merge conflict markers" in one_line_error(done)
+
+
+# ---------------------------------------------------------------- bad environment, odd files
+
+@pytest.mark.parametrize("value", ["abc", "nan", "-1", "inf"])
+def test_a_bad_lock_timeout_is_bad_input_on_both_command_paths(root, value):
+    assert run(root, "ledger", "create", "notes", "--columns", "n").returncode == 0
+    for argv in (("ledger", "append", "notes", "n=1"), ("remember", "alpha", "--description", "a")):
+        done = run(root, *argv, env={"MEMCTL_LOCK_TIMEOUT": value})
+        assert done.returncode == 2, (argv, done.stderr)
+        assert "MEMCTL_LOCK_TIMEOUT" in one_line_error(done)
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_lock_file_replaced_by_a_folder_is_one_line(root):
+    assert run(root, "ledger", "create", "notes", "--columns", "n").returncode == 0
+    lock = root / ".memctl" / "lock"
+    lock.parent.mkdir(exist_ok=True)
+    if lock.exists():
+        lock.unlink()
+    lock.mkdir()
+    for argv in (("ledger", "append", "notes", "n=1"), ("remember", "alpha", "--description", "a")):
+        done = run(root, *argv)
+        assert done.returncode == 1
+        assert "lock file" in one_line_error(done)
+
+
+def test_a_read_only_folder_is_one_line_naming_the_path(root):
+    if os.geteuid() == 0:
+        # root writes anywhere: a read-only bind is what stops it
+        target = root / "memory"
+        done = subprocess.run(["mount", "--bind", "-o", "ro", str(target), str(target)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip("cannot bind-mount read-only here")
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(target)], capture_output=True)
+        try:
+            done = run(root, "remember", "alpha", "--description", "アルファ")
+        finally:
+            subprocess.run(["umount", "-l", str(target)], capture_output=True)
+        line = one_line_error(done)
+        assert done.returncode == 1 and "memory" in line and ("EROFS" in line or "EACCES" in line), line
+    else:
+        (root / "memory").chmod(stat.S_IRUSR | stat.S_IXUSR)
+        try:
+            done = run(root, "remember", "alpha", "--description", "アルファ")
+        finally:
+            (root / "memory").chmod(0o755)
+        line = one_line_error(done)
+        assert done.returncode == 1 and "EACCES" in line, line
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_killed_cache_save_leaves_no_temp_file_behind_for_long(root):
+    cache = root / ".memctl" / "vectors"
+    cache.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    leftover = cache / f".vectors.npy.{dead.pid}.deadbeef.tmp"
+    leftover.write_bytes(b"half")
+    from memctl.fsutil import sweep_temps
+
+    assert sweep_temps(cache) == [leftover] and not leftover.exists()
+    fact_tmp = root / "memory" / f".alpha.md.{dead.pid}.0badf00d.tmp"
+    fact_tmp.write_text("half")
+    doctor = run(root, "doctor", "--fix")
+    assert not fact_tmp.exists(), doctor.stderr
+
+
+def test_a_write_killed_before_its_rename_leaves_no_temp_file(root):
+    """Found by the random kills: the undo log matched HEAD (nothing renamed yet), its temp file stayed."""
+    memctl(root, "remember", "alpha", "--description", "アルファ")
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from memctl import fsutil\n"
+        "from memctl.store import open_store\n"
+        "store = open_store(sys.argv[1])\n"
+        "path = store.memory_dir / 'alpha.md'\n"
+        "with store.lock():\n"
+        "    tmp = fsutil._temp_name(path)\n"
+        "    fsutil._record('W', path, tmp)\n"
+        "    tmp.write_text('half a fact')\n"
+        "    os._exit(9)  # dies here, like kill -9: no cleanup runs\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(root)], check=False)
+    leftovers = list((root / "memory").glob(".alpha.md.*.tmp"))
+    assert len(leftovers) == 1
+    doctor = run(root, "doctor")
+    assert doctor.returncode == 1 and "memory/alpha.md: error: changed by a memctl command that was interrupted" in doctor.stdout
+    done = run(root, "remember", "beta", "--description", "ベータ")
+    assert done.returncode == 0, done.stderr
+    assert not leftovers[0].exists()
+    clean(root)
+
+
+def test_committing_a_folder_leaves_gits_index_in_step_with_head(root):
+    """The commit may name folders: every file added, changed or deleted under them is in git's index after it."""
+    from memctl import store as store_mod
+
+    memctl(root, "remember", "alpha", "--description", "アルファ")
+    memctl(root, "remember", "beta", "--description", "ベータ")
+    (root / "memory" / "alpha.md").unlink()
+    (root / "memory" / "new.md").write_text("---\nname: new\ndescription: 新しい\n---\n")
+    (root / "memory" / "beta.md").write_text((root / "memory" / "beta.md").read_text() + "追記\n")
+    sha = store_mod.commit(store_mod.open_store(root), [root / "memory"], "test: a folder")
+    assert sha == head(root)
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert sorted(git(root, "show", "--name-status", "--format=", "HEAD").splitlines()) == [
+        "A\tmemory/new.md", "D\tmemory/alpha.md", "M\tmemory/beta.md"]
