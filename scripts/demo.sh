@@ -9,6 +9,6 @@ repo=$(pwd)
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/pip install -q --disable-pip-version-check -e ".[e5,mcp]" 2>&1 | grep -v "^WARNING: Location" >&2 || true
+.venv/bin/pip install -q --disable-pip-version-check -e ".[e5,mcp,import]" 2>&1 | grep -v "^WARNING: Location" >&2 || true
 .venv/bin/python -c "import memctl" || { echo "demo: memctl failed to install" >&2; exit 1; }
 exec "$repo/scripts/demo_workflow.sh" "$repo/.venv/bin/memctl"

@@ -58,7 +58,7 @@ if "$memctl" near-dup --help >/dev/null 2>&1; then
 fi
 
 run recall "記事のタイトル" --explain
-run recall "launchd job PATH" --paths
+run recall "when does the morning report run from launchd" --paths
 run pin feedback-zenn-rate-limit
 run context --query "記事を公開する" --budget 800
 run audit
@@ -95,6 +95,23 @@ if "$memctl" state --help >/dev/null 2>&1; then
   echo '{"completed": 48, "in_progress": 1, "pending": 2, "approvals": 0}' | "$memctl" state update --from-json -
   run state show
   run state check --max-age 24h
+fi
+if "$memctl" episode import --help >/dev/null 2>&1; then
+  # What an earlier agent session said, taken in from its transcript (secrets redacted), then recalled
+  run episode import claude-code "$repo"/tests/fixtures/claude-code/*.jsonl
+  run recall --source episodes "which day do we deploy to production" --k 3
+fi
+if "$memctl" sync --help >/dev/null 2>&1; then
+  # A second machine: a bare remote, a clone, a fact written there, `memctl sync` on both sides
+  git init -q --bare "$work/remote.git"
+  git -C "$work/store" remote add origin "$work/remote.git"
+  run sync
+  git clone -q "$work/remote.git" "$work/laptop"
+  run --root "$work/laptop" sync --setup
+  run --root "$work/laptop" remember laptop-note --type project --description "ノートPCで書いた事実も同じメモリに入る"
+  run --root "$work/laptop" sync
+  run sync
+  run show laptop-note
 fi
 run doctor
 step "git log --oneline"

@@ -19,14 +19,14 @@ PACKAGE = REPO / "memctl"
 
 # floor -> modules (a package name stands for all its modules, e.g. "embed" for embed/*).
 LAYERS: dict[int, tuple[str, ...]] = {
-    1: ("errors", "output", "textnorm", "clock", "tsv"),
-    2: ("fact", "config", "fsutil", "gitstore"),
+    1: ("errors", "output", "textnorm", "clock", "tsv", "markers", "numerals"),
+    2: ("fact", "config", "fsutil", "gitstore", "importers"),
     3: ("store", "index", "parsecache", "embed", "merge"),
-    4: ("facts", "ledger", "ledger_ops", "vcache", "rindex"),
+    4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access"),
     5: ("episodes", "state", "neardup", "sync"),
-    6: ("recall", "jobs", "lifecycle"),
+    6: ("recall", "jobs", "lifecycle", "transcripts"),
     7: ("context", "doctor", "maintain"),
-    8: ("cli", "__main__"),
+    8: ("cli", "integrations", "__main__"),  # integrations: other programs' formats, used only by cli/
     9: ("__init__",),  # `import memctl`: the Python face over everything
 }
 
