@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 # Episode type and importance per kind of turn (docs/TRANSCRIPTS.md, "What becomes an episode").
 TYPES = {"prompt": 0.5, "reply": 0.4, "tool": 0.3, "error": 0.6}
@@ -72,6 +72,21 @@ def lines(data: bytes, start: int = 0, first_line: int = 1) -> Iterator[tuple[in
                 value = "not JSON"
         yield number, end, value
         pos, number = end, number + 1
+
+
+def objects(records: Iterable[tuple[int, Any]], out: "Parsed") -> Iterator[tuple[int, dict]]:
+    """The records that are JSON objects, as (line number, object); the others are counted in `out`
+    (None: a blank line; a str: why the line could not be read)."""
+    for line, record in records:
+        if record is None:
+            continue
+        out.records += 1
+        if isinstance(record, str):
+            out.skip(line, record)
+        elif not isinstance(record, dict):
+            out.skip(line, "not a JSON object")
+        else:
+            yield line, record
 
 
 def parse_ts(value: Any) -> datetime | None:

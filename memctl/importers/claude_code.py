@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable
 
-from . import Parsed, Turn, clean, parse_ts
+from . import Parsed, Turn, clean, objects, parse_ts
 
 _COMMAND_ECHO = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>")
 
@@ -47,16 +47,7 @@ def _record_id(record: dict, raw_line: int, session: str) -> str:
 def parse(records: Iterable[tuple[int, Any]], *, session: str, tools: bool = False) -> Parsed:
     """Turns from (line number, parsed JSON) pairs; `session` is used when a record names none."""
     out = Parsed()
-    for line, record in records:
-        if record is None:
-            continue
-        out.records += 1
-        if isinstance(record, str):
-            out.skip(line, record)
-            continue
-        if not isinstance(record, dict):
-            out.skip(line, "not a JSON object")
-            continue
+    for line, record in objects(records, out):
         kind = record.get("type")
         if not isinstance(kind, str) or not kind:
             out.skip(line, "no `type`")

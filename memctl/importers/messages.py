@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable
 
-from . import Parsed, Turn, clean, parse_ts
+from . import Parsed, Turn, clean, objects, parse_ts
 from .claude_code import _texts
 
 _ROLES = {"user": "prompt", "assistant": "reply", "tool": "tool", "error": "error"}
@@ -20,16 +20,7 @@ _ROLES = {"user": "prompt", "assistant": "reply", "tool": "tool", "error": "erro
 
 def parse(records: Iterable[tuple[int, Any]], *, session: str, tools: bool = False) -> Parsed:
     out = Parsed()
-    for line, record in records:
-        if record is None:
-            continue
-        out.records += 1
-        if isinstance(record, str):
-            out.skip(line, record)
-            continue
-        if not isinstance(record, dict):
-            out.skip(line, "not a JSON object")
-            continue
+    for line, record in objects(records, out):
         role = record.get("role")
         if not isinstance(role, str) or "content" not in record:
             out.skip(line, "no `role` or `content`")
