@@ -196,7 +196,10 @@ def _unchanged(root: Path):
 def test_bad_remotes_and_unrelated_histories_are_one_line_errors_and_change_nothing(pair, tmp_path):
     a, b, remote = pair
     lone = tmp_path / "lone"
-    assert cli(None, "init", str(lone)).exit_code == 0
+    # Another date: an init in the same second as the pair's would make the very same root commit.
+    old_date = {"GIT_AUTHOR_DATE": "2001-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2001-01-01T00:00:00+0000"}
+    assert cli(None, "init", str(lone), env=old_date).exit_code == 0
+    assert git(lone, "rev-list", "--max-parents=0", "HEAD") != git(a, "rev-list", "--max-parents=0", "HEAD")
     same = _unchanged(lone)
     r = cli(lone, "sync")
     assert (r.exit_code, r.stdout) == (3, "")
