@@ -280,15 +280,24 @@ def _numbers(opts: dict, ints: tuple[str, ...] = (), floats: tuple[str, ...] = (
     return out
 
 
+def _parse(args: list[str], flags: set[str], valued: set[str], alias: tuple[str, str],
+           ints: tuple[str, ...] = (), floats: tuple[str, ...] = ()):
+    """(positional, options, numbers), or None for whatever Typer should report (an option given
+    under both its names, a number that does not parse)."""
+    parsed = _options(args, flags, valued)
+    if parsed is None or alias[0] in parsed[1] and alias[1] in parsed[1]:
+        return None
+    numbers = _numbers(parsed[1], ints, floats)
+    return None if numbers is None else (*parsed, numbers)
+
+
 def _recall(args: list[str]):
-    parsed = _options(args, {"--all", "--explain", "--paths", "--no-log", "--json"},
-                      {"--k", "--source", "--mode", "--type", "-t", "--tag", "--since", "--min-score", "--queries"})
-    if parsed is None or len(parsed[0]) > 1 or "--type" in parsed[1] and "-t" in parsed[1]:
+    parsed = _parse(args, {"--all", "--explain", "--paths", "--no-log", "--json"},
+                    {"--k", "--source", "--mode", "--type", "-t", "--tag", "--since", "--min-score", "--queries"},
+                    ("--type", "-t"), ("--k",), ("--min-score",))
+    if parsed is None or len(parsed[0]) > 1:
         return None
-    positional, opts = parsed
-    numbers = _numbers(opts, ("--k",), ("--min-score",))
-    if numbers is None:
-        return None
+    positional, opts, numbers = parsed
     return recall_cmd, None, dict(
         query=positional[0] if positional else None, queries=opts.get("--queries"), k=numbers.get("--k", 10),
         source=opts.get("--source", "facts"), mode=opts.get("--mode"), fact_type=opts.get("--type", opts.get("-t")),
@@ -298,14 +307,12 @@ def _recall(args: list[str]):
 
 
 def _episode_recall(args: list[str]):
-    parsed = _options(args, {"--explain", "--no-log", "--json"},
-                      {"--agent", "--type", "-t", "--since", "--k", "--mode", "--min-score"})
-    if parsed is None or len(parsed[0]) != 1 or "--type" in parsed[1] and "-t" in parsed[1]:
+    parsed = _parse(args, {"--explain", "--no-log", "--json"},
+                    {"--agent", "--type", "-t", "--since", "--k", "--mode", "--min-score"},
+                    ("--type", "-t"), ("--k",), ("--min-score",))
+    if parsed is None or len(parsed[0]) != 1:
         return None
-    positional, opts = parsed
-    numbers = _numbers(opts, ("--k",), ("--min-score",))
-    if numbers is None:
-        return None
+    positional, opts, numbers = parsed
     return recall_cmd, None, dict(
         query=positional[0], source="episodes", agent=opts.get("--agent"), fact_type=opts.get("--type", opts.get("-t")),
         since=opts.get("--since"), k=numbers.get("--k", 10), mode=opts.get("--mode"),
@@ -315,13 +322,11 @@ def _episode_recall(args: list[str]):
 
 
 def _context(args: list[str]):
-    parsed = _options(args, {"--no-index", "--no-log", "--json"}, {"--query", "-q", "--budget", "--k", "--mode", "--min-score"})
-    if parsed is None or parsed[0] or "--query" in parsed[1] and "-q" in parsed[1]:
+    parsed = _parse(args, {"--no-index", "--no-log", "--json"}, {"--query", "-q", "--budget", "--k", "--mode", "--min-score"},
+                    ("--query", "-q"), ("--budget", "--k"), ("--min-score",))
+    if parsed is None or parsed[0]:
         return None
-    _, opts = parsed
-    numbers = _numbers(opts, ("--budget", "--k"), ("--min-score",))
-    if numbers is None:
-        return None
+    _, opts, numbers = parsed
     return context_cmd, None, dict(
         query=opts.get("--query", opts.get("-q")), budget=numbers.get("--budget", 4000), k=numbers.get("--k", 5),
         mode=opts.get("--mode"), min_score=numbers.get("--min-score"), no_index="--no-index" in opts,
