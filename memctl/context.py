@@ -149,7 +149,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     themselves (Claude Code does, at session start).
     """
     if budget < 50:
-        raise BadInput(f"--budget {budget} is too small", hint="give at least 50 tokens")
+        raise BadInput(f"budget {budget} is too small", hint="give at least 50 tokens", arg="budget")
     if query is not None:
         query = recall_mod.check_query(query)
     from . import rindex

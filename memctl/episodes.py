@@ -161,7 +161,7 @@ def _since(since: str | datetime | None) -> datetime | None:
     try:
         return clock.parse_date(since)
     except ValueError:
-        raise BadInput(f"--since {since!r} is not an ISO date or timestamp") from None
+        raise BadInput(f"since {since!r} is not an ISO date or timestamp", arg="since") from None
 
 
 def _when(episode: Episode) -> datetime | None:

@@ -1,7 +1,10 @@
 """One error hierarchy and the exit codes the CLI documents.
 
 Library code raises these; only the CLI turns them into a one-line message on
-stderr (with a hint) and an exit code.
+stderr (with a hint) and an exit code. Library messages and hints name arguments
+and concepts, never a CLI flag: `arg` names the argument at fault as the Python
+API spells it, and `kind` (with `details`) lets memctl/cli/hints.py word the
+hint with the command's own options.
 """
 
 from __future__ import annotations
@@ -26,10 +29,14 @@ class MemctlError(Exception):
 
     exit_code = FAILED
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, *, arg: str | None = None,
+                 kind: str | None = None, **details: object):
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.arg = arg  # the argument at fault, e.g. "min_score"
+        self.kind = kind  # a stable code for the situation, e.g. "fact-exists"
+        self.details = details  # values the CLI's wording of the hint may use
 
     def one_line(self) -> str:
         text = self.message.replace("\n", " ")

@@ -151,11 +151,12 @@ def validate_name(name: str) -> str:
 
 def validate_description(text: str) -> str:
     if not text or not text.strip():
-        raise BadInput("description is empty", hint="pass --description TEXT")
+        raise BadInput("description is empty", hint="give a one-line description", kind="description-empty")
     if any(c in text for c in "\n\r\x00"):
-        raise BadInput("description must be one line", hint="put details in --body, --why or --how")
+        raise BadInput("description must be one line", hint="put details in the body, why or how", kind="description-lines")
     if len(text) > MAX_DESCRIPTION:
-        raise BadInput(f"description is {len(text)} characters", hint="keep it under 150; put details in --body")
+        raise BadInput(f"description is {len(text)} characters", hint="keep it under 150; put details in the body",
+                       kind="description-long")
     return text
 
 

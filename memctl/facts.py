@@ -159,7 +159,8 @@ def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
         old = scan_archive(store)
         found = _match(sorted(old, key=lambda f: f.stem, reverse=True), key)
     if found is None:
-        raise NotFound(f"no fact named {key!r}", hint="`memctl list --all` shows every fact")
+        raise NotFound(f"no fact named {key!r}", hint="listing the facts with archived ones included shows every fact",
+                       kind="no-fact")
     return found
 
 
@@ -210,7 +211,7 @@ def _unit(value: float | None, label: str) -> float | None:
     if value is None:
         return None
     if not 0.0 <= value <= 1.0:
-        raise BadInput(f"{label} must be between 0 and 1, got {value}", hint=f"--{label} 0.8")
+        raise BadInput(f"{label} must be between 0 and 1, got {value}", hint=f"{label} 0.8", arg=label)
     return float(value)
 
 
@@ -221,7 +222,7 @@ def _check_text(value: str | None, label: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadInput(f"{label} is not valid UTF-8", hint="check the terminal's or the caller's encoding") from None
+        raise BadInput(f"{label} is not valid UTF-8", hint="check the terminal's or the caller's encoding", arg=label) from None
 
 
 def check_key(key: str) -> str:
@@ -236,11 +237,11 @@ def check_key(key: str) -> str:
 
 def _check_input(spec: FactInput, update: bool = False) -> None:
     for label in ("description", "type", "body", "why", "how", "source", "expires"):
-        _check_text(getattr(spec, label), f"--{label}")
+        _check_text(getattr(spec, label), label)
     for tag in spec.tags or ():
-        _check_text(tag, "--tag")
+        _check_text(tag, "tag")
     for old in spec.supersedes:
-        _check_text(old, "--supersedes")
+        _check_text(old, "supersedes")
     if update:
         check_key(spec.name)
     else:
@@ -260,7 +261,7 @@ def _check_input(spec: FactInput, update: bool = False) -> None:
         try:
             clock.parse_date(spec.expires)
         except ValueError:
-            raise BadInput(f"invalid --expires date {spec.expires!r}", hint="use YYYY-MM-DD") from None
+            raise BadInput(f"invalid expires date {spec.expires!r}", hint="use YYYY-MM-DD", arg="expires") from None
     for text, label in ((spec.source, "source"),):
         if text is not None and any(c in text for c in "\n\r"):
             raise BadInput(f"{label} must be one line", hint="drop the newline")
@@ -368,7 +369,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
         raise Refused(
             f"{store.rel(store.index_path)} has uncommitted edits outside the memctl block",
-            hint="commit or discard them first, or use --no-commit",
+            hint="commit or discard them first, or write without committing", kind="index-edited",
         )
 
 
@@ -481,7 +482,8 @@ def remember(
     if vector_check is not None and spec.description is not None:
         vector_hits = vector_check(spec.description, {spec.name} | set(spec.supersedes))
     if not update and spec.description is None:
-        raise BadInput("--description is required for a new fact", hint="memctl remember NAME --description TEXT")
+        raise BadInput("description is required for a new fact", hint="give the new fact a one-line description",
+                       arg="description", kind="description-required")
     with store.lock():
         scanned = scan(store)
         warn_problems(scanned)
@@ -492,10 +494,11 @@ def remember(
         if existing is not None and not update:
             raise Refused(
                 f"fact {spec.name!r} already exists: {store.rel(existing.path)}",
-                hint="use --update to change it, or pick another name",
+                hint="update it (update=True), or pick another name", kind="fact-exists",
             )
         if existing is None and update:
-            raise NotFound(f"no live fact named {spec.name!r} to update", hint="drop --update to create it")
+            raise NotFound(f"no live fact named {spec.name!r} to update", hint="create it instead (update=False)",
+                           kind="nothing-to-update")
         if (store.memory_dir / f"{spec.name}.md").exists() and existing is None:
             raise Refused(
                 f"{store.rel(store.memory_dir / (spec.name + '.md'))} exists but cannot be read",
@@ -505,7 +508,8 @@ def remember(
         for old_key in spec.supersedes:
             old = _match(facts, old_key)
             if old is None:
-                raise NotFound(f"--supersedes {old_key!r}: no live fact by that name", hint="`memctl list` shows live facts")
+                raise NotFound(f"supersedes {old_key!r}: no live fact by that name", hint="listing the facts shows live ones",
+                               arg="supersedes", kind="no-live-fact")
             if existing is not None and old.stem == existing.stem or old_key == spec.name:
                 raise BadInput("a fact cannot supersede itself")
             old_facts.append(old)
@@ -517,7 +521,7 @@ def remember(
             if exact and not force:
                 raise Refused(
                     f"the same description is already in {store.rel(exact[0].fact.path)}",
-                    hint="use --update on that fact, --supersedes it, or --force",
+                    hint="update that fact, supersede it, or force the write", kind="same-description",
                 )
             seen = {h.fact.stem for h in hits}
             hits += [h for h in vector_hits if h.fact.stem not in skip and h.fact.stem not in seen and h.fact.name not in skip]
@@ -525,7 +529,7 @@ def remember(
             if near and strict and not force:
                 raise Refused(
                     f"a similar fact exists: {store.rel(near[0].fact.path)} (overlap {near[0].score:.2f})",
-                    hint="check it; --update or --supersedes it, or drop --strict",
+                    hint="check it; update or supersede it, or write without strict", kind="similar-fact",
                 )
         refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)
         _refuse_hand_edited_index(store, commit_changes, facts)
@@ -587,7 +591,7 @@ def update_many(
             for key in spec.supersedes:
                 old = _match(facts, key)
                 if old is None:
-                    raise NotFound(f"--supersedes {key!r}: no live fact by that name")
+                    raise NotFound(f"supersedes {key!r}: no live fact by that name", arg="supersedes")
                 olds.append(old)
             stems = [current.stem, *(o.stem for o in olds)]
             if len(set(stems)) != len(stems) or claimed & set(stems):
@@ -651,9 +655,9 @@ def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = T
 
 
 def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) -> Change:
-    _check_text(reason, "--reason")
+    _check_text(reason, "reason")
     if not reason or not reason.strip() or any(c in reason for c in "\n\r"):
-        raise BadInput("--reason must be one non-empty line", hint="say why this fact is forgotten")
+        raise BadInput("reason must be one non-empty line", hint="say why this fact is forgotten", arg="reason")
     with store.lock():
         facts = live_facts(store)
         target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")

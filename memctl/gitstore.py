@@ -52,7 +52,7 @@ def git_executable() -> str | None:
 def _git_module():
     exe = git_executable()
     if exe is None:
-        raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
+        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
     os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
     os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = exe
     import git  # noqa: PLC0415  (lazy: keeps `memctl --help` fast)
@@ -74,7 +74,7 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
 
     exe = git_executable()
     if exe is None:
-        raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
+        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
     try:
         return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
                               input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)

@@ -244,7 +244,7 @@ def check_runnable(store: Store, jobs: list[Job], check_command: Callable[[tuple
             why = check_command(job.command)
             if why:
                 raise BadInput(f"{_where(job.name)} command {shlex.join(job.command)!r} is not a memctl command line: {why}",
-                               hint="memctl --help lists the commands")
+                               hint="memctl's help lists the commands", kind="not-a-command")
 
 
 def label_prefix(store: Store) -> str:
@@ -499,7 +499,8 @@ def _tool(name: str, fallback: str) -> str:
         return found
     if os.access(fallback, os.X_OK):
         return fallback
-    raise NotFound(f"{name} not found on PATH", hint=f"install {name}, or choose --scheduler")
+    raise NotFound(f"{name} not found on PATH", hint=f"install {name}, or choose another scheduler", kind="no-scheduler",
+                   name=name)
 
 
 def _find_tool(name: str, fallback: str) -> str | None:

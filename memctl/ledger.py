@@ -204,10 +204,10 @@ def open_ledger(store: Store, name: str) -> Ledger:
         if found is None:
             raise NotFound(
                 f"{store.rel(path)} has no header line and is not declared",
-                hint=f"memctl ledger adopt {store.rel(path)} --columns a,b,c",
+                hint="adopt it, naming its columns", kind="adopt-ledger", path=store.rel(path),
             )
         return found
-    raise NotFound(f"no ledger named {name!r}", hint=f"memctl ledger create {name} --columns a,b,c")
+    raise NotFound(f"no ledger named {name!r}", hint="create it with its columns", kind="no-ledger", name=name)
 
 
 def list_ledgers(store: Store) -> list[Ledger]:
@@ -235,7 +235,8 @@ def create(store: Store, name: str, columns: Iterable[str], *, unique: str | Non
         if name in declarations(store):
             raise Refused(f"ledger {name!r} is already declared in memctl.toml")
         if path.exists():
-            raise Refused(f"{store.rel(path)} already exists", hint=f"memctl ledger adopt {store.rel(path)} --columns ...")
+            raise Refused(f"{store.rel(path)} already exists", hint="adopt it instead, naming its columns", kind="adopt-ledger",
+                          path=store.rel(path))
         with_config = config_committable(store, commit_changes, f"the declaration of ledger {name!r}")
         atomic_write(path, (format_record(cols) + "\n").encode("utf-8"))
         config_mod.add_ledger_decl(store.config_path, decl)
@@ -527,17 +528,18 @@ def select_rows(store: Store, name: str, *, where: Sequence[tuple[str, str]] = (
         if column not in ledger.columns:
             raise BadInput(f"unknown column {column!r} in ledger {ledger.name!r}", hint=f"columns: {', '.join(ledger.columns)}")
     if tail is not None and tail < 0:
-        raise BadInput("--tail must be 0 or more")
+        raise BadInput("tail must be 0 or more", arg="tail")
     when = None
     tcol = None
     if since is not None:
         tcol = time_column(ledger)
         if tcol is None:
-            raise BadInput(f"ledger {ledger.name!r} has no time column for --since", hint=f"one of: {', '.join(TIME_COLUMNS)}")
+            raise BadInput(f"ledger {ledger.name!r} has no time column for since", hint=f"one of: {', '.join(TIME_COLUMNS)}",
+                           arg="since")
         try:
             when = since if isinstance(since, datetime) else clock.parse_date(since)
         except ValueError:
-            raise BadInput(f"--since {since!r} is not an ISO date or timestamp") from None
+            raise BadInput(f"since {since!r} is not an ISO date or timestamp", arg="since") from None
     kept: deque[Row] | list[Row] = deque(maxlen=tail) if tail is not None else []
     for row in iter_rows(ledger):
         if any(row.values[c] != v for c, v in where):

@@ -97,7 +97,7 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise Refused(f"{first}{more}", hint="check --columns; nothing was declared")
+        raise Refused(f"{first}{more}", hint="check the columns; nothing was declared", kind="check-columns")
     duplicates = sum(1 for c in _column_counts(data, ledger, unique).values() if c > 1) if unique else 0
     decl = LedgerDecl(name=name, file=os.path.relpath(path, store.ledgers_dir), columns=cols,
                       header=header, unique=unique)

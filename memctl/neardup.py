@@ -84,7 +84,8 @@ def ledger_source(store: "Store", name: str, column: str | None = None) -> Sourc
     led = ledger_mod.open_ledger(store, name)
     column = column or led.unique
     if not column:
-        raise BadInput(f"which column of {name}?", hint=f"add --column COL (one of {', '.join(led.columns)})")
+        raise BadInput(f"which column of {name}?", hint=f"name the column (one of {', '.join(led.columns)})",
+                       kind="which-column", columns=", ".join(led.columns))
     if column not in led.columns:
         raise BadInput(f"ledger {name} has no column {column!r}", hint=f"columns: {', '.join(led.columns)}")
     rel = store.rel(led.path)
@@ -110,12 +111,12 @@ def ledger_source(store: "Store", name: str, column: str | None = None) -> Sourc
 def source_for(store: "Store", *, ledger: str | None = None, column: str | None = None, facts: bool = False) -> Source:
     """The source named by CLI-style options: --ledger NAME [--column COL], or --facts."""
     if facts and ledger:
-        raise BadInput("give either --facts or --ledger, not both")
+        raise BadInput("give either facts or ledger, not both", kind="facts-or-ledger")
     if facts:
         return facts_source(store)
     if ledger:
         return ledger_source(store, ledger, column)
-    raise BadInput("nothing to compare with", hint="add --ledger NAME --column COL, or --facts")
+    raise BadInput("nothing to compare with", hint="name a ledger and its column, or the facts", kind="no-source")
 
 
 def source_from_spec(store: "Store", spec: dict[str, str]) -> Source:
@@ -321,9 +322,9 @@ def check(
 ) -> Report:
     """`memctl near-dup`: the top hits for each text, and whether any is a near-duplicate."""
     if top < 1:
-        raise BadInput("--top must be at least 1")
+        raise BadInput("top must be at least 1", arg="top")
     if threshold is not None and not -1.0 <= threshold <= 1.0:
-        raise BadInput("--threshold must be between -1 and 1")
+        raise BadInput("threshold must be between -1 and 1", arg="threshold")
     if embedder is None and use_server and source.spec is not None and _server_allowed():
         answer = _ask_server(store, list(texts), source.spec, top=top, threshold=threshold)
         if answer is not None:

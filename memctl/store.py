@@ -131,7 +131,8 @@ def find_root(explicit: str | os.PathLike | None = None) -> Path:
     if given:
         path = Path(given).expanduser()
         if not path.is_dir():
-            raise NotFound(f"store directory does not exist: {path}", hint="check --root / MEMCTL_ROOT, or run `memctl init DIR`")
+            raise NotFound(f"store directory does not exist: {path}", hint="check the path (or MEMCTL_ROOT), or create a store there",
+                           kind="no-store-dir")
         return path.resolve()
     here = Path.cwd().resolve()
     for candidate in (here, *here.parents):
@@ -140,7 +141,8 @@ def find_root(explicit: str | os.PathLike | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / INDEX_FILE).exists():
             return candidate
-    raise NotFound("no memctl store here or in any parent directory", hint="run `memctl init`, or pass --root DIR")
+    raise NotFound("no memctl store here or in any parent directory", hint="create one, or give the store's path",
+                   kind="no-store")
 
 
 def load_store(explicit: str | os.PathLike | None = None) -> Store:
@@ -224,12 +226,12 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
     return created
 
 
-def init_store(root: Path, *, git: bool = True) -> list[str]:
+def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
     """Create the store's files and folders; return what was created (empty when nothing was).
 
     A Claude Code memory directory is adopted as it is instead (`is_claude_code_dir`).
     """
-    root = root.expanduser()
+    root = Path(root).expanduser()
     created: list[str] = []
     claude = is_claude_code_dir(root.resolve() if root.exists() else root.absolute())
     if not root.exists():
@@ -390,5 +392,6 @@ def refuse_uncommitted(store: Store, paths: list[Path], enabled: bool = True) ->
                 continue  # a fact Claude Code wrote and git never saw: adopted by this commit (docs/CLAUDE_CODE.md)
             raise Refused(
                 f"{store.rel(path)} has uncommitted changes",
-                hint="commit or discard them first (git -C <store> status), or use --no-commit (MEMCTL_NO_COMMIT=1)",
+                hint="commit or discard them first (git -C <store> status), or write without committing (MEMCTL_NO_COMMIT=1)",
+                kind="uncommitted",
             )

@@ -184,7 +184,7 @@ def _pick_remote(top: Path, remote: str | None, upstream: str) -> str:
     if not names:
         raise NotFound("no git remote is configured for this store",
                        hint="add one: git -C <store> remote add origin URL (docs/SYNC.md)")
-    raise BadInput(f"several remotes ({', '.join(names)}) and none is the branch's upstream", hint="pass --remote NAME")
+    raise BadInput(f"several remotes ({', '.join(names)}) and none is the branch's upstream", hint="name the remote", kind="which-remote")
 
 
 class _Branch(NamedTuple):
@@ -567,14 +567,14 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
     from .store import commit, refuse_uncommitted  # noqa: PLC0415
 
     if keep not in ("local", "remote", "both"):
-        raise BadInput(f"--keep {keep!r}: expected local, remote or both")
+        raise BadInput(f"keep {keep!r}: expected local, remote or both", arg="keep")
     with store.lock():
         found = [c for c in list_conflicts(store) if key in (c.name, Path(c.copy).name, Path(c.copy).stem)]
         if not found:
             raise NotFound(f"no merge conflict for {key!r}", hint="memctl conflicts lists them")
         if len(found) > 1:
             raise BadInput(f"{key!r} has {len(found)} conflict copies: " + ", ".join(Path(c.copy).name for c in found),
-                           hint="name one copy: memctl resolve NAME.HASH --keep ...")
+                           hint="name one copy: NAME.HASH", kind="one-copy")
         conflict = found[0]
         copy, live = store.root / conflict.copy, store.root / conflict.path
         # The copy itself may be untracked (left by the merge driver of a plain `git pull`).

@@ -256,7 +256,7 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
     if fmt not in FORMATS:
         raise BadInput(f"unknown transcript format {fmt!r}", hint=" | ".join(FORMATS))
     if not paths:
-        raise BadInput("no transcript to import", hint="give FILE.jsonl arguments or --project DIR")
+        raise BadInput("no transcript to import", hint="give transcript files (FILE.jsonl) or a project folder", kind="no-transcript")
     settings = settings_for(store)
     redactor = redact.build(settings.redact_patterns)  # refuses without detect-secrets, before any read
     agent = agent if agent is not None else (os.environ.get("MEMCTL_AGENT") or DEFAULT_AGENT[fmt])
@@ -328,8 +328,8 @@ def hook_transcript(stdin_text: str) -> Path:
     try:
         data = json.loads(stdin_text)
     except ValueError:
-        raise BadInput("--hook: stdin is not the JSON a Claude Code hook receives") from None
+        raise BadInput("hook: stdin is not the JSON a Claude Code hook receives", arg="hook") from None
     path = data.get("transcript_path") if isinstance(data, dict) else None
     if not isinstance(path, str) or not path:
-        raise BadInput("--hook: the hook input has no transcript_path")
+        raise BadInput("hook: the hook input has no transcript_path", arg="hook")
     return Path(path).expanduser()

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import facts, output, store as store_mod
+from .. import api, facts, output, store as store_mod
 from ..errors import BadInput, FAILED
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
@@ -66,16 +66,13 @@ def remember(
     """Write one fact file and its MEMORY.md line, and commit them."""
     if body == "-":
         body = _read_stdin("--body")
-    spec = facts.FactInput(
-        name=name, description=description, type=type_, body=body, why=why, how=how,
-        importance=importance, confidence=confidence, tags=tuple(tag) if tag else None,
-        source=source, expires=expires, supersedes=tuple(supersedes or ()), pinned=True if pin else None,
-    )
     store = store_from(ctx)
-    from ..neardup import remember_check
-
-    change = facts.remember(store, spec, update=update, force=force, strict=strict, commit_changes=not no_commit,
-                            vector_check=remember_check(store))
+    change = api.remember(
+        store, name, description, type=type_, body=body, why=why, how=how, importance=importance,
+        confidence=confidence, tags=tuple(tag) if tag else None, source=source, expires=expires,
+        supersedes=tuple(supersedes or ()), pinned=True if pin else None,
+        update=update, force=force, strict=strict, commit=not no_commit,
+    )
     for hit in change.similar:
         how = f"{hit.shared} shared keywords" if hit.method == "keywords" else f"by {hit.method}"
         output.warn(
@@ -103,7 +100,7 @@ def show(
 ) -> None:
     """Print one fact file."""
     store = store_from(ctx)
-    found = facts.find(store, name)
+    found = api.show(store, name, log=True)  # a use: recall's frequency counts it
     if found.archived:
         replaced = found.meta("superseded_by")
         why = f"superseded by {replaced}" if replaced else f"forgotten: {found.meta('archived_reason') or 'no reason recorded'}"
@@ -114,9 +111,6 @@ def show(
         output.emit_json(data)
     else:
         output.emit_text(found.path.read_text(encoding="utf-8"))
-    from .. import recall
-
-    recall.log_access(store, "show", [("", [found.name or found.stem])])  # a use: recall's frequency counts it
 
 
 @app.command("list")
@@ -129,7 +123,7 @@ def list_(
 ) -> None:
     """List facts: name, type, description, path."""
     store = store_from(ctx)
-    found = facts.list_facts(store, fact_type=type_, tag=tag, include_archived=all_)
+    found = api.list_facts(store, type=type_, tag=tag, archived=all_)
     rows = [
         {
             "name": f.name or f.stem, "type": f.type, "description": f.description,
@@ -166,7 +160,7 @@ def forget(
         return
     if not name:
         raise BadInput("give the NAME of the fact to forget", hint="memctl forget NAME --reason TEXT, or --policies")
-    change = facts.forget(store, name, reason, commit_changes=not no_commit)
+    change = api.forget(store, name, reason, commit=not no_commit)
     path = store.rel(change.fact.path)
     if json:
         output.emit_json({"action": change.action, "name": change.fact.name, "path": path, "commit": change.commit})

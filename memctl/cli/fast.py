@@ -51,9 +51,10 @@ def near_dup_error(exc: BaseException) -> int | None:
     """near-dup's contract: any error exits 2, never 1 (which means "near-duplicate")."""
     from .. import output
     from ..errors import MemctlError
+    from . import hints
 
     if isinstance(exc, MemctlError):
-        output.error(exc.one_line())
+        output.error(hints.one_line(exc))
         return NEAR_DUP_ERROR
     if isinstance(exc, (UnicodeError, ValueError, OSError)) and not isinstance(exc, BrokenPipeError):
         output.error(f"{type(exc).__name__}: {exc}".replace("\n", " "))
@@ -373,6 +374,7 @@ def run(argv: list[str]) -> int | None:
         return hooks.run(root, kwargs["event"])
     from .. import errors, output
     from ..store import load_store
+    from . import hints
 
     try:
         return body(load_store(root), **kwargs) or errors.OK
@@ -390,6 +392,6 @@ def run(argv: list[str]) -> int | None:
         if isinstance(exc, OSError):
             exc = errors.from_os_error(exc)
         if isinstance(exc, errors.MemctlError):
-            output.error(exc.one_line())
+            output.error(hints.one_line(exc))
             return exc.exit_code
         raise

@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .. import episodes, ledger, ledger_ops, output
-from ..errors import FAILED
-from . import fast
+from ..errors import FAILED, MemctlError
+from . import fast, hints
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
@@ -311,7 +311,7 @@ def _import_hook(ctx: typer.Context, format_: str, tools: bool, agent: Optional[
                                           commit_changes=not no_commit)
         _render_import(result, json, quiet=True)
     except Exception as exc:  # noqa: BLE001 - a hook must never fail the session
-        reason = exc.one_line() if hasattr(exc, "one_line") else f"{type(exc).__name__}: {exc}"
+        reason = hints.one_line(exc) if isinstance(exc, MemctlError) else f"{type(exc).__name__}: {exc}"
         output.warn(f"episode import --hook: nothing imported: {reason}")
 
 

@@ -10,6 +10,7 @@ import typer
 import typer.core
 
 from .. import errors, output
+from . import hints
 
 # Recent Typer versions vendor their own copy of click; older ones use click.
 _click = getattr(typer.core, "_click", None) or __import__("click")
@@ -30,7 +31,7 @@ class _Group(typer.core.TyperGroup):
         try:
             return super().invoke(ctx)
         except errors.MemctlError as exc:
-            output.error(exc.one_line())
+            output.error(hints.one_line(exc))
             raise typer.Exit(exc.exit_code) from None
         except _click.exceptions.NoArgsIsHelpError:
             raise

@@ -201,7 +201,7 @@ def _single(store: "Store") -> Iterator[None]:
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
             pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise Refused(f"an embed server is already running for this store (pid {pid})", hint="memctl embed-server --stop") from None
+            raise Refused(f"an embed server is already running for this store (pid {pid})", hint="stop it first", kind="server-running") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield

@@ -170,16 +170,14 @@ def build(root: Path):
         """Write one fact file and its MEMORY.md line, and commit them. Returns the near-duplicate check:
         `similar` lists live facts close to the description, each with its score and method (keywords or
         the embedder); an identical description is refused (update or supersede that fact instead)."""
-        from .. import facts
-        from ..neardup import remember_check
+        from .. import api
 
         s = store()
-        spec = facts.FactInput(
-            name=name, description=description, type=type, body=body, why=why, how=how, importance=importance,
+        change = api.remember(
+            s, name, description, type=type, body=body, why=why, how=how, importance=importance,
             confidence=confidence, tags=tuple(tags) if tags is not None else None, source=source, expires=expires,
-            supersedes=tuple(supersedes or ()), pinned=True if pin else None,
+            supersedes=tuple(supersedes or ()), pinned=True if pin else None, update=update, force=force, strict=strict,
         )
-        change = facts.remember(s, spec, update=update, force=force, strict=strict, vector_check=remember_check(s))
         return {
             "action": change.action, "name": change.fact.name, "path": s.rel(change.fact.path), "commit": change.commit,
             "similar": [{"name": h.fact.name or h.fact.stem, "path": s.rel(h.fact.path), "score": h.score,

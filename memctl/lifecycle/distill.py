@@ -204,15 +204,15 @@ def parse_command(cmd: str) -> list[str]:
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:
-        raise BadInput(f"--llm-cmd {cmd!r}: {exc}") from None
+        raise BadInput(f"llm_cmd {cmd!r}: {exc}", arg="llm_cmd") from None
     if not argv:
-        raise BadInput("--llm-cmd is empty", hint="e.g. --llm-cmd 'claude -p'")
+        raise BadInput("llm_cmd is empty", hint="e.g. llm_cmd 'claude -p'", arg="llm_cmd")
     exe = argv[0]
     if os.sep in exe:
         if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-            raise BadInput(f"--llm-cmd: {exe} is not an executable file")
+            raise BadInput(f"llm_cmd: {exe} is not an executable file", arg="llm_cmd")
     elif shutil.which(exe) is None:
-        raise BadInput(f"--llm-cmd: command {exe!r} not found on PATH")
+        raise BadInput(f"llm_cmd: command {exe!r} not found on PATH", arg="llm_cmd")
     return argv
 
 
@@ -296,11 +296,11 @@ def distilled_ids(store: "Store") -> set[str]:
 
 def _check_options(min_cluster: int, similarity: float, timeout: float | None = None) -> None:
     if min_cluster < 2:
-        raise BadInput(f"--min-cluster must be 2 or more, got {min_cluster}")
+        raise BadInput(f"min_cluster must be 2 or more, got {min_cluster}", arg="min_cluster")
     if not 0.0 < similarity <= 1.0:
-        raise BadInput(f"--similarity must be above 0 and at most 1, got {similarity:g}")
+        raise BadInput(f"similarity must be above 0 and at most 1, got {similarity:g}", arg="similarity")
     if timeout is not None and not timeout > 0:
-        raise BadInput(f"--timeout must be above 0 seconds, got {timeout:g}")
+        raise BadInput(f"timeout must be above 0 seconds, got {timeout:g}", arg="timeout")
 
 
 def plan(store: "Store", *, since: str | None = None, min_cluster: int = DEFAULT_MIN_CLUSTER,

@@ -130,7 +130,7 @@ def procedure(store: "Store", name: str) -> "Fact":
     found = facts_mod.find(store, name, archived=False)
     if found.type != TYPE:
         raise BadInput(f"fact {name!r} is a {found.type or 'untyped'} fact, not a procedure",
-                       hint="create one with `memctl remember NAME --type procedure`")
+                       hint="remember one with type procedure", kind="not-procedure")
     return found
 
 
@@ -211,7 +211,7 @@ def _format_score(score: float | None) -> str:
 def record(store: "Store", name: str, success: bool, score: float | None = None, *, commit_changes: bool = True) -> Recorded:
     """Append one outcome; return the procedure's statistics including it."""
     if score is not None and not 0.0 <= score <= MAX_SCORE:
-        raise BadInput(f"--score must be between 0 and {MAX_SCORE:g}, got {score:g}")
+        raise BadInput(f"score must be between 0 and {MAX_SCORE:g}, got {score:g}", arg="score")
     fact = procedure(store, name)
     key = name_of(fact)
     row = {"ts": clock.stamp(), "procedure": key, "version": str(version(fact)),

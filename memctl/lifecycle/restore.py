@@ -71,7 +71,8 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
         if target is None:
             if facts_mod._match(live, key) is not None:
                 raise Refused(f"fact {key!r} is live, not archived", hint="`memctl show` it")
-            raise NotFound(f"no archived fact named {key!r}", hint="`memctl list --all` shows archived facts")
+            raise NotFound(f"no archived fact named {key!r}", hint="listing the facts with archived ones included shows them",
+                           kind="no-archived-fact")
         assert target.path is not None
         stem = original_stem(target.stem)
         dest = store.memory_dir / f"{stem}.md"

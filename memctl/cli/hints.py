@@ -1,0 +1,83 @@
+"""The CLI's wording of library errors: where the library names an argument or a
+situation, the command line names its option.
+
+Library messages speak to Python callers too, so they never name a flag
+(tests/test_python_api.py checks). An error's `arg` (the argument at fault) is
+shown as its option; its `kind` picks the CLI's own message or hint below.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import MemctlError
+
+# An argument whose option is not "--" + its name with "-" for "_".
+FLAGS = {"fact_type": "--type", "include_all": "--all", "numbers": "--from-json"}
+
+# kind -> the message, where the library's names two arguments.
+MESSAGES = {
+    "facts-or-ledger": "give either --facts or --ledger, not both",
+}
+
+# kind -> the hint, formatted with the error's details.
+HINTS = {
+    "no-fact": "`memctl list --all` shows every fact",
+    "no-archived-fact": "`memctl list --all` shows archived facts",
+    "no-live-fact": "`memctl list` shows live facts",
+    "description-required": "memctl remember NAME --description TEXT",
+    "description-empty": "pass --description TEXT",
+    "description-lines": "put details in --body, --why or --how",
+    "description-long": "keep it under 150; put details in --body",
+    "fact-exists": "use --update to change it, or pick another name",
+    "nothing-to-update": "drop --update to create it",
+    "same-description": "use --update on that fact, --supersedes it, or --force",
+    "similar-fact": "check it; --update or --supersedes it, or drop --strict",
+    "index-edited": "commit or discard them first, or use --no-commit",
+    "uncommitted": "commit or discard them first (git -C <store> status), or use --no-commit (MEMCTL_NO_COMMIT=1)",
+    "no-git": "install git, or use --no-commit / MEMCTL_NO_COMMIT=1",
+    "no-store-dir": "check --root / MEMCTL_ROOT, or run `memctl init DIR`",
+    "no-store": "run `memctl init`, or pass --root DIR",
+    "no-ledger": "memctl ledger create {name} --columns a,b,c",
+    "adopt-ledger": "memctl ledger adopt {path} --columns a,b,c",
+    "check-columns": "check --columns; nothing was declared",
+    "which-column": "add --column COL (one of {columns})",
+    "no-source": "add --ledger NAME --column COL, or --facts",
+    "no-state": "memctl state update",
+    "which-remote": "pass --remote NAME",
+    "one-copy": "name one copy: memctl resolve NAME.HASH --keep ...",
+    "no-transcript": "give FILE.jsonl arguments or --project DIR",
+    "not-a-command": "memctl --help lists the commands",
+    "no-scheduler": "install {name}, or choose --scheduler",
+    "server-running": "memctl embed-server --stop",
+    "not-procedure": "create one with `memctl remember NAME --type procedure`",
+}
+
+
+def flag(arg: str) -> str:
+    return FLAGS.get(arg, "--" + arg.replace("_", "-"))
+
+
+def _with_flag(text: str, arg: str | None) -> str:
+    if not arg or not re.fullmatch(r"[a-z][a-z_]*", arg):
+        return text
+    return re.sub(rf"(?<![\w-]){re.escape(arg)}(?![\w-])", flag(arg), text, count=1)
+
+
+def worded(exc: MemctlError) -> tuple[str, str | None]:
+    """(message, hint) as the command line says them."""
+    message = MESSAGES.get(exc.kind or "") or _with_flag(exc.message, exc.arg)
+    if exc.kind in HINTS:
+        hint: str | None = HINTS[exc.kind].format(**exc.details)
+    else:
+        hint = _with_flag(exc.hint, exc.arg) if exc.hint else exc.hint
+    if exc.kind == "no-state" and exc.details.get("scope"):
+        hint = f"{hint} --name {exc.details['scope']}"
+    return message, hint
+
+
+def one_line(exc: MemctlError) -> str:
+    """`exc.one_line()` in the CLI's words."""
+    message, hint = worded(exc)
+    text = message.replace("\n", " ")
+    return text + (f" (hint: {hint})" if hint else "")
