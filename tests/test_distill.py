@@ -20,6 +20,7 @@ from conftest import git
 from test_consolidate import e5
 from memctl import episodes, facts, ledger
 from memctl.errors import BadInput
+from memctl.cli import hints
 from memctl.lifecycle import distill as dist
 
 THEN = "2026-01-10T09:00:00+09:00"
@@ -182,9 +183,11 @@ def test_a_command_that_fails_or_hangs_is_a_reason_not_a_crash(tmp_path):
     ("/nonexistent/llm", "--llm-cmd: /nonexistent/llm is not an executable file"),
 ])
 def test_a_command_that_cannot_run_is_bad_input(cmd, message):
+    """The library names the argument (llm_cmd); the CLI words it as its option."""
     with pytest.raises(BadInput) as caught:
         dist.parse_command(cmd)
-    assert caught.value.message == message
+    assert caught.value.message == message.replace("--llm-cmd", "llm_cmd")
+    assert hints.worded(caught.value)[0] == message
 
 
 # ---------------------------------------------------------------- with a store and a real subprocess
@@ -289,7 +292,8 @@ def test_plan_without_a_command_lists_clusters_and_prompts(store, monkeypatch):
 def test_bad_options_are_bad_input(store, kw, message):
     with pytest.raises(BadInput) as caught:
         dist.plan(store, **kw)
-    assert caught.value.message == message
+    assert caught.value.message == message.replace("--", "").replace("min-cluster", "min_cluster")
+    assert hints.worded(caught.value)[0] == message
 
 
 def test_episodes_distilled_meanwhile_are_refused_before_the_lesson_is_written(root, store, monkeypatch, tmp_path):

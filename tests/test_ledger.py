@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from memctl import config as config_mod
 from memctl import ledger, ledger_ops
+from memctl.cli import hints
 from memctl.errors import BadInput, NotFound, Refused
 from memctl.store import open_store
 
@@ -245,7 +246,8 @@ def test_undeclared_ledger_with_header_is_usable_and_missing_is_not_found(root, 
     seed_ledger(root)
     with pytest.raises(NotFound) as err:
         ledger.open_ledger(store, "article-theme-ledger")
-    assert err.value.hint == "memctl ledger adopt ledgers/article-theme-ledger.tsv --columns a,b,c"
+    assert err.value.hint == "adopt it, naming its columns"
+    assert hints.worded(err.value)[1] == "memctl ledger adopt ledgers/article-theme-ledger.tsv --columns a,b,c"
 
 
 # ---------------------------------------------------------------- reading

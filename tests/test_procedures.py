@@ -93,7 +93,7 @@ def test_record_refuses_bad_input(store):
         proc.record(store, "nope", True)
     with pytest.raises(BadInput, match="^fact 'a-fact' is a project fact, not a procedure$"):
         proc.record(store, "a-fact", True)
-    with pytest.raises(BadInput, match="^--score must be between 0 and 10, got 11$"):
+    with pytest.raises(BadInput, match="^score must be between 0 and 10, got 11$"):
         proc.record(store, "publish-zenn", True, 11)
     assert not (store.ledgers_dir / "procedure-outcomes.tsv").exists()
 

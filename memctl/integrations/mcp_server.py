@@ -93,8 +93,10 @@ def _recall_index():
 
 
 def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, MemctlError):
-        return f"memctl: error: {exc.one_line()}"
+    if isinstance(exc, MemctlError):  # worded as the CLI words it: agents know the command line
+        from ..cli import hints
+
+        return f"memctl: error: {hints.one_line(exc)}"
     return f"memctl: error: {type(exc).__name__}: {exc}".replace("\n", " ")
 
 
