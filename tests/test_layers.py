@@ -26,7 +26,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     5: ("episodes", "state", "neardup", "sync"),
     6: ("recall", "jobs", "lifecycle", "transcripts"),
     7: ("context", "doctor", "maintain"),
-    8: ("cli", "integrations", "__main__"),  # integrations: other programs' formats, used only by cli/
+    8: ("cli", "integrations", "api", "__main__"),  # integrations: other programs' formats, used only by cli/;
+    # api: the functions `import memctl` offers (docs/PYTHON.md), which cli/ and integrations/ call too
     9: ("__init__",),  # `import memctl`: the Python face over everything
 }
 
