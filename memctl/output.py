@@ -94,3 +94,23 @@ def info(message: str) -> None:
 def error(message: str) -> None:
     sys.stderr.write(f"memctl: error: {message}\n")
     sys.stderr.flush()
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether a command line asks for JSON (then its errors are JSON too); `--` ends the options."""
+    args = list(argv)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def failure(message: str, hint: str | None, exit_code: int, *, json: bool = False) -> None:
+    """An error on stderr: one line `memctl: error: ... (hint: ...)`, or with --json one object
+    `{"error", "hint", "exit_code"}` (docs/JSON.md)."""
+    message = message.replace("\n", " ")
+    if json:
+        import json as json_mod  # noqa: PLC0415
+
+        data = {"error": message, "hint": hint.replace("\n", " ") if hint else None, "exit_code": exit_code}
+        sys.stderr.write(json_mod.dumps(data, ensure_ascii=False) + "\n")
+        sys.stderr.flush()
+        return
+    error(message + (f" (hint: {hint})" if hint else ""))

@@ -47,16 +47,16 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
         output.info(f"{rel}: +{done.count}")
 
 
-def near_dup_error(exc: BaseException) -> int | None:
+def near_dup_error(exc: BaseException, json: bool = False) -> int | None:
     """near-dup's contract: any error exits 2, never 1 (which means "near-duplicate")."""
     from .. import output
     from ..errors import MemctlError
 
     if isinstance(exc, MemctlError):
-        output.error(exc.one_line())
+        output.failure(exc.message, exc.hint, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
     if isinstance(exc, (UnicodeError, ValueError, OSError)) and not isinstance(exc, BrokenPipeError):
-        output.error(f"{type(exc).__name__}: {exc}".replace("\n", " "))
+        output.failure(f"{type(exc).__name__}: {exc}", None, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
     return None
 
@@ -384,12 +384,13 @@ def run(argv: list[str]) -> int | None:
         sys.stderr.write("\nAborted!\n")  # as click does
         return errors.FAILED
     except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer commands map them)
-        code = on_error(exc) if on_error else None
+        json = bool(kwargs.get("json"))
+        code = on_error(exc, json) if on_error else None
         if code is not None:
             return code
         if isinstance(exc, OSError):
             exc = errors.from_os_error(exc)
         if isinstance(exc, errors.MemctlError):
-            output.error(exc.one_line())
+            output.failure(exc.message, exc.hint, exc.exit_code, json=json)
             return exc.exit_code
         raise
