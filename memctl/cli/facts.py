@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import facts, output, store as store_mod
+from .. import facts, jsonshape, output, store as store_mod
 from ..errors import BadInput, FAILED
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
@@ -109,9 +109,7 @@ def show(
         why = f"superseded by {replaced}" if replaced else f"forgotten: {found.meta('archived_reason') or 'no reason recorded'}"
         output.info(f"{store.rel(found.path)} is archived ({why})")
     if json:
-        data = found.to_dict()
-        data["path"] = store.rel(found.path)
-        output.emit_json(data)
+        output.emit_json(jsonshape.fact(store, found))
     else:
         output.emit_text(found.path.read_text(encoding="utf-8"))
     from .. import recall
@@ -130,14 +128,7 @@ def list_(
     """List facts: name, type, description, path."""
     store = store_from(ctx)
     found = facts.list_facts(store, fact_type=type_, tag=tag, include_archived=all_)
-    rows = [
-        {
-            "name": f.name or f.stem, "type": f.type, "description": f.description,
-            "path": store.rel(f.path), "status": "archived" if f.archived else "live",
-            "importance": f.meta("importance"), "tags": f.tags,
-        }
-        for f in found
-    ]
+    rows = [jsonshape.fact(store, f, body=False) for f in found]
     if json:
         output.emit_json(rows)
     else:
@@ -189,7 +180,8 @@ def index(
     if check:
         drift = facts.index_drift(store)
         if json:
-            output.emit_json({"ok": not drift, "drift": [d.__dict__ for d in drift]})
+            output.emit_json({"ok": not drift, "drift": [{"kind": d.kind, "target": d.target, "line": d.lineno,
+                                                          "message": d.message, "file": d.file} for d in drift]})
         else:
             where = [store.rel(store.memory_dir / d.file) if d.file else store.rel(store.index_path) for d in drift]
             output.emit_lines(f"{rel}:{d.lineno}: {d.message}" if d.lineno else f"{rel}: {d.message}" for rel, d in zip(where, drift))

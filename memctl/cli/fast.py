@@ -113,11 +113,9 @@ def near_dup_check(store, text: str | None, *, ledger: str | None, column: str |
 
 
 def _hit_rows(hits, explain: bool) -> list[dict]:
-    rows = []
-    for rank, hit in enumerate(hits, start=1):
-        row = {"rank": rank, **hit.to_dict(explain)}
-        rows.append(row)
-    return rows
+    from .. import jsonshape
+
+    return jsonshape.hits(hits, explain)
 
 
 def _flat(row: dict) -> dict:
@@ -165,7 +163,7 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         output.warn(note)
     found = any(results)
     if queries is not None:
-        output.emit_ndjson({"query": q, "hits": [h.to_dict(explain) for h in hits]} for q, hits in zip(asked, results))
+        output.emit_ndjson({"query": q, "hits": _hit_rows(hits, explain)} for q, hits in zip(asked, results))
     elif paths:
         hits = results[0]
         output.emit_lines(dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in hits))
