@@ -64,8 +64,8 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("ledger verify", ["ledger", "verify", "themes", "--json"], None, (0,)),
         ("ledger commit", ["ledger", "commit", "themes", "--json"], None, (0,)),
         ("episode add", ["episode", "add", "デプロイ手順を変更した", "-t", "decision", "--outcome", "成功した", "--tag", "deploy", "--json"], None, (0,)),
-        ("episode list", ["episode", "list", "--json"], None, (0,)),
         ("episode import", ["episode", "import", "messages", str(transcript), "--json"], None, (0,)),
+        ("episode list", ["episode", "list", "--json"], None, (0,)),
         ("episode recall", ["episode", "recall", "デプロイ", "--json"], None, (0,)),
         ("recall", ["recall", "デプロイ", "--json"], None, (0,)),
         ("recall --explain", ["recall", "デプロイ", "--source", "all", "--json", "--explain", "--no-log"], None, (0,)),
@@ -298,6 +298,9 @@ def test_one_record_has_the_same_values_wherever_it_appears(runs):
     added = json.loads(runs["episode add"][0].stdout)
     listed = {e["id"]: e for e in json.loads(runs["episode list"][0].stdout)}
     assert added["line"] >= 2 and added == listed[added["id"]]
+    imported = json.loads(runs["episode import"][0].stdout)["episodes"]
+    assert len(imported) == 2 and all(e == listed[e["id"]] for e in imported)
+    assert [e["line"] for e in imported] == [added["line"] + 1, added["line"] + 2]
     [hit] = [h for h in json.loads(runs["episode recall"][0].stdout) if h["id"] == added["id"]]
     assert (hit["name"], hit["description"], hit["outcome"]) == (added["id"], "デプロイ手順を変更した", "成功した")
     assert hit["path"] == f"ledgers/episodes.tsv:{added['line']}"
