@@ -2,8 +2,9 @@
 
 SHAPES is the single description: docs/JSON.md's tables are generated from it
 (scripts/gen_json_docs.py) and tests/test_json_contract.py runs every command
-with --json and checks its output against it with `validate`. The functions
-at the end build the shapes that several commands share (fact, hit, audit row).
+with --json and checks its output against it with `validate`. The shapes that
+several commands share are built by one function each in output.py (fact_json,
+hit_json, audit_row_json, state_json): this module is only the description.
 
 Types: string, integer, number, boolean, object (keys vary), list[T],
 map[T] (an object whose keys vary and whose values are T), @shape (another
@@ -688,53 +689,3 @@ def render_markdown() -> str:
         out.append("")
     return "\n".join(out)
 
-
-# ---------------------------------------------------------------- shared shapes
-
-def fact(store, found, *, body: bool = True) -> dict[str, Any]:
-    """A fact (`show`, `list`, `audit --never-shown`); `body` is null where bodies are not printed."""
-    meta = found.front.get("metadata")
-    status = "live"
-    if found.archived:
-        status = "superseded" if found.meta("superseded_by") else "archived"
-    importance = found.meta("importance")
-    return {
-        "name": found.name or found.stem, "path": store.rel(found.path), "type": found.type,
-        "description": found.description, "status": status,
-        "importance": importance if isinstance(importance, (int, float)) and not isinstance(importance, bool) else None,
-        "tags": list(found.tags), "metadata": dict(meta) if isinstance(meta, dict) else {},
-        "body": found.body if body else None,
-    }
-
-
-def hit(found, rank: int, explain: bool = False) -> dict[str, Any]:
-    """A recall hit (`recall`, `recall --queries`, `episode recall`, the MCP server's recall)."""
-    data = found.to_dict(explain)
-    item = found.item
-    episode = item.kind == "episode"
-    data = {
-        "rank": rank, "kind": item.kind, "name": item.key, "id": item.key if episode else None, "path": item.path,
-        "type": item.type, "description": data["description"], "outcome": getattr(item, "outcome", "") if episode else None,
-        **{k: v for k, v in data.items() if k not in ("kind", "name", "id", "path", "type", "description")},
-    }
-    return data
-
-
-def hits(found, explain: bool = False) -> list[dict[str, Any]]:
-    return [hit(h, rank, explain) for rank, h in enumerate(found, start=1)]
-
-
-def audit_row(row: dict[str, Any]) -> dict[str, Any]:
-    """An access-log row as `audit` prints it: the line number a number, the keys shown a list."""
-    shown = row.get("shown", "")
-    return {
-        "line": int(row["line"]), "ts": row.get("ts", ""), "agent": row.get("agent", ""),
-        "command": row.get("command", ""), "query": row.get("query", ""),
-        "shown": [key for key in shown.split(",") if key] if isinstance(shown, str) else list(shown),
-    }
-
-
-def state(rel_path: str, snapshot) -> dict[str, Any]:
-    """STATE.md as `state show` prints it; `state update` adds message and commit."""
-    return {"path": rel_path, "updated": snapshot.updated, "generator": snapshot.generator,
-            "numbers": dict(snapshot.numbers), "body": snapshot.body}

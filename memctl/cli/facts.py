@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import facts, jsonshape, output, store as store_mod
+from .. import facts, output, store as store_mod
 from ..errors import BadInput, FAILED
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
@@ -109,7 +109,7 @@ def show(
         why = f"superseded by {replaced}" if replaced else f"forgotten: {found.meta('archived_reason') or 'no reason recorded'}"
         output.info(f"{store.rel(found.path)} is archived ({why})")
     if json:
-        output.emit_json(jsonshape.fact(store, found))
+        output.emit_json(output.fact_json(store, found))
     else:
         output.emit_text(found.path.read_text(encoding="utf-8"))
     from .. import recall
@@ -128,7 +128,7 @@ def list_(
     """List facts: name, type, description, path."""
     store = store_from(ctx)
     found = facts.list_facts(store, fact_type=type_, tag=tag, include_archived=all_)
-    rows = [jsonshape.fact(store, f, body=False) for f in found]
+    rows = [output.fact_json(store, f, body=False) for f in found]
     if json:
         output.emit_json(rows)
     else:

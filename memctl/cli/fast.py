@@ -113,9 +113,9 @@ def near_dup_check(store, text: str | None, *, ledger: str | None, column: str |
 
 
 def _hit_rows(hits, explain: bool) -> list[dict]:
-    from .. import jsonshape
+    from .. import output
 
-    return jsonshape.hits(hits, explain)
+    return output.hits_json(hits, explain)
 
 
 def _flat(row: dict) -> dict:

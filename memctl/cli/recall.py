@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import jsonshape, output
+from .. import output
 from ..errors import BadInput
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
@@ -108,13 +108,13 @@ def audit(
             from .. import facts
 
             names = {i.key for i in items}
-            output.emit_json([jsonshape.fact(store, f, body=False) for f in facts.list_facts(store)
+            output.emit_json([output.fact_json(store, f, body=False) for f in facts.list_facts(store)
                               if (f.name or f.stem) in names])
             return
         rows = [{"name": i.key, "type": i.type, "description": i.description, "path": i.path} for i in items]
         output.emit_table(rows, ["name", "type", "description", "path"])
         return
-    rows = [jsonshape.audit_row(r) for r in recall_mod.audit(store, agent=agent, since=since, fact=fact)]
+    rows = [output.audit_row_json(r) for r in recall_mod.audit(store, agent=agent, since=since, fact=fact)]
     if json:
         output.emit_json(rows)
     else:

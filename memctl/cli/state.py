@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import jsonshape, output, state
+from .. import output, state
 from ..errors import FAILED, BadInput
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
@@ -56,7 +56,7 @@ def update(
     done = state.update(store, scope=name, numbers=numbers, note=note, commit_changes=not no_commit)
     rel = store.rel(done.path)
     if json:
-        output.emit_json({**jsonshape.state(rel, done.snapshot), "message": done.message, "commit": done.commit})
+        output.emit_json({**output.state_json(rel, done.snapshot), "message": done.message, "commit": done.commit})
     else:
         output.emit_text(rel)
         output.info(f"committed: {done.message}" if done.commit else "written, not committed")
@@ -68,7 +68,7 @@ def show(ctx: typer.Context, name: ScopeOpt = None, json: JsonOpt = False) -> No
     store = store_from(ctx)
     path, text, snapshot = state.show(store, name)
     if json:
-        output.emit_json(jsonshape.state(store.rel(path), snapshot))
+        output.emit_json(output.state_json(store.rel(path), snapshot))
     else:
         output.emit_text(text)
 

@@ -210,9 +210,9 @@ def build(root: Path):
             include_all=include_all, min_score=min_score))
         recall_mod.log_access(s, "mcp-recall", [(query, [h.item.key for h in hits])])
         own_write(s)
-        from .. import jsonshape  # the CLI's shapes (docs/JSON.md)
+        from .. import output  # the CLI's hit shape (docs/JSON.md)
 
-        return {"query": query, "hits": jsonshape.hits(hits), "notes": corpus.notes}
+        return {"query": query, "hits": output.hits_json(hits), "notes": corpus.notes}
 
     @tool
     def context(
@@ -235,9 +235,9 @@ def build(root: Path):
         s = store()
         found = facts.find(s, name)
         recall_mod.log_access(s, "used:mcp", [("", [found.name or found.stem])])
-        from .. import jsonshape  # the CLI's fact shape (docs/JSON.md), and the file's text
+        from .. import output  # the CLI's fact shape (docs/JSON.md), and the file's text
 
-        return {**jsonshape.fact(s, found), "text": found.path.read_text(encoding="utf-8")}
+        return {**output.fact_json(s, found), "text": found.path.read_text(encoding="utf-8")}
 
     @tool
     def forget(
