@@ -168,7 +168,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
                                                     min_score=min_score)
             for hit in episode_hits:
                 when = hit.item.when.date().isoformat() if hit.item.when else "?"
-                parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.description} ({hit.item.path})", hit.item.key))
+                parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.summary} ({hit.item.path})", hit.item.key))
         if include_index:
             parts += _index_parts(store)
         stale_days = float(store.config.raw.get("recall", {}).get("stale_days", 90))

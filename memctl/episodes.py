@@ -122,6 +122,13 @@ def ensure_ledger(store: Store, *, commit_changes: bool = True) -> ledger.Ledger
     return ledger.open_ledger(store, LEDGER)
 
 
+def _line_of(path, episode_id: str) -> int:
+    """The file line number of the record with this id (ids are unique and lines never move)."""
+    data = path.read_bytes()
+    at = data.find(b"\n" + episode_id.encode("utf-8") + b"\t")
+    return data.count(b"\n", 0, at) + 2 if at != -1 else 1
+
+
 def add(store: Store, description: str, episode_type: str, *, agent: str | None = None, outcome: str = "",
         importance: float | None = None, tags: Sequence[str] = (), refs: Sequence[str] = (),
         commit_changes: bool = True) -> Episode:
@@ -145,8 +152,8 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
     ensure_ledger(store, commit_changes=commit_changes)
     for attempt in range(_ID_ATTEMPTS):
         try:
-            ledger.append(store, LEDGER, [to_record(episode)], unique="id", commit_changes=commit_changes)
-            return episode
+            done = ledger.append(store, LEDGER, [to_record(episode)], unique="id", commit_changes=commit_changes)
+            return replace(episode, lineno=_line_of(done.path, episode.id))
         except Refused:
             # Same second, same 16 random bits: draw again.
             if attempt == _ID_ATTEMPTS - 1:

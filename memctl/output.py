@@ -94,3 +94,74 @@ def info(message: str) -> None:
 def error(message: str) -> None:
     sys.stderr.write(f"memctl: error: {message}\n")
     sys.stderr.flush()
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether a command line asks for JSON (then its errors are JSON too); `--` ends the options."""
+    args = list(argv)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def failure(message: str, hint: str | None, exit_code: int, *, json: bool = False) -> None:
+    """An error on stderr: one line `memctl: error: ... (hint: ...)`, or with --json one object
+    `{"error", "hint", "exit_code"}` (docs/JSON.md)."""
+    message = message.replace("\n", " ")
+    if json:
+        import json as json_mod  # noqa: PLC0415
+
+        data = {"error": message, "hint": hint.replace("\n", " ") if hint else None, "exit_code": exit_code}
+        sys.stderr.write(json_mod.dumps(data, ensure_ascii=False) + "\n")
+        sys.stderr.flush()
+        return
+    error(message + (f" (hint: {hint})" if hint else ""))
+
+
+# ---------------------------------------------------------------- JSON shapes (docs/JSON.md)
+
+def fact_json(store, found, *, body: bool = True) -> dict[str, Any]:
+    """A fact (`show`, `list`, `audit --never-shown`); `body` is null where bodies are not printed."""
+    meta = found.front.get("metadata")
+    status = "live"
+    if found.archived:
+        status = "superseded" if found.meta("superseded_by") else "archived"
+    importance = found.meta("importance")
+    return {
+        "name": found.name or found.stem, "path": store.rel(found.path), "type": found.type,
+        "description": found.description, "status": status,
+        "importance": importance if isinstance(importance, (int, float)) and not isinstance(importance, bool) else None,
+        "tags": list(found.tags), "metadata": dict(meta) if isinstance(meta, dict) else {},
+        "body": found.body if body else None,
+    }
+
+
+def hit_json(found, rank: int, explain: bool = False) -> dict[str, Any]:
+    """A recall hit (`recall`, `recall --queries`, `episode recall`, the MCP server's recall)."""
+    data = found.to_dict(explain)
+    item = found.item
+    episode = item.kind == "episode"
+    data = {
+        "rank": rank, "kind": item.kind, "name": item.key, "id": item.key if episode else None, "path": item.path,
+        "type": item.type, "description": data["description"], "outcome": getattr(item, "outcome", "") if episode else None,
+        **{k: v for k, v in data.items() if k not in ("kind", "name", "id", "path", "type", "description")},
+    }
+    return data
+
+
+def hits_json(found, explain: bool = False) -> list[dict[str, Any]]:
+    return [hit_json(h, rank, explain) for rank, h in enumerate(found, start=1)]
+
+
+def audit_row_json(row: dict[str, Any]) -> dict[str, Any]:
+    """An access-log row as `audit` prints it: the line number a number, the keys shown a list."""
+    shown = row.get("shown", "")
+    return {
+        "line": int(row["line"]), "ts": row.get("ts", ""), "agent": row.get("agent", ""),
+        "command": row.get("command", ""), "query": row.get("query", ""),
+        "shown": [key for key in shown.split(",") if key] if isinstance(shown, str) else list(shown),
+    }
+
+
+def state_json(rel_path: str, snapshot) -> dict[str, Any]:
+    """STATE.md as `state show` prints it; `state update` adds message and commit."""
+    return {"path": rel_path, "updated": snapshot.updated, "generator": snapshot.generator,
+            "numbers": dict(snapshot.numbers), "body": snapshot.body}

@@ -124,6 +124,12 @@ class Item(NamedTuple):
     when: datetime | None
     pinned: bool = False
     status: str = "live"  # live | archived | superseded | expired
+    outcome: str = ""  # an episode's outcome (its description without it)
+
+    @property
+    def summary(self) -> str:
+        """The description, and an episode's outcome after it: one line for people."""
+        return f"{self.description} {self.outcome}" if self.outcome else self.description
 
 
 class Hit(NamedTuple):
@@ -226,8 +232,11 @@ def _item(doc, now_ts: float) -> Item:
     if status == "live" and doc.expires is not None and doc.expires < now_ts:
         status = "expired"
     when = datetime.fromtimestamp(doc.ts).astimezone() if doc.ts is not None else None
-    return Item(doc.kind, doc.key, doc.title, doc.description, "", doc.path, doc.type, doc.tags,
-                doc.importance, doc.confidence, when, doc.pinned, status)
+    from .rindex import SEP
+
+    description, _, outcome = doc.description.partition(SEP)
+    return Item(doc.kind, doc.key, doc.title, description, "", doc.path, doc.type, doc.tags,
+                doc.importance, doc.confidence, when, doc.pinned, status, outcome)
 
 
 # ---------------------------------------------------------------- access log

@@ -26,7 +26,7 @@ from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "6"  # 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "7"  # 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -373,7 +373,8 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
 
 def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
     text = ep.description + (" " + ep.outcome if ep.outcome else "")
-    _insert(conn, "episode", ep.id, ep.id, text, text, text + " " + " ".join(ep.tags), f"{rel}:{ep.lineno}",
+    shown = ep.description + (SEP + ep.outcome if ep.outcome else "")  # recall._item splits them again
+    _insert(conn, "episode", ep.id, ep.id, shown, text, text + " " + " ".join(ep.tags), f"{rel}:{ep.lineno}",
             ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None, ep.agent)
 
 

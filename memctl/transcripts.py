@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -306,6 +306,9 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
             done = ledger.append(store, episodes.LEDGER, [episodes.to_record(e) for e in made], unique="id",
                                  commit_changes=commit_changes, lock=False)
             result.commit = done.commit
+            # One record a line, appended last under the lock we hold: their file line numbers.
+            last = done.path.read_bytes().count(b"\n")
+            result.episodes = [replace(e, lineno=last - len(made) + 1 + i) for i, e in enumerate(made)]
         for read in reads:
             state[_key(read.path)] = {"end": read.parsed.end, "line": read.next_line, "tail": read.tail}
         store.cache_dir.mkdir(parents=True, exist_ok=True)

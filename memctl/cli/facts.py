@@ -106,9 +106,7 @@ def show(
         why = f"superseded by {replaced}" if replaced else f"forgotten: {found.meta('archived_reason') or 'no reason recorded'}"
         output.info(f"{store.rel(found.path)} is archived ({why})")
     if json:
-        data = found.to_dict()
-        data["path"] = store.rel(found.path)
-        output.emit_json(data)
+        output.emit_json(output.fact_json(store, found))
     else:
         output.emit_text(found.path.read_text(encoding="utf-8"))
 
@@ -124,14 +122,7 @@ def list_(
     """List facts: name, type, description, path."""
     store = store_from(ctx)
     found = api.list_facts(store, type=type_, tag=tag, archived=all_)
-    rows = [
-        {
-            "name": f.name or f.stem, "type": f.type, "description": f.description,
-            "path": store.rel(f.path), "status": "archived" if f.archived else "live",
-            "importance": f.meta("importance"), "tags": f.tags,
-        }
-        for f in found
-    ]
+    rows = [output.fact_json(store, f, body=False) for f in found]
     if json:
         output.emit_json(rows)
     else:
@@ -183,7 +174,8 @@ def index(
     if check:
         drift = facts.index_drift(store)
         if json:
-            output.emit_json({"ok": not drift, "drift": [d.__dict__ for d in drift]})
+            output.emit_json({"ok": not drift, "drift": [{"kind": d.kind, "target": d.target, "line": d.lineno,
+                                                          "message": d.message, "file": d.file} for d in drift]})
         else:
             where = [store.rel(store.memory_dir / d.file) if d.file else store.rel(store.index_path) for d in drift]
             output.emit_lines(f"{rel}:{d.lineno}: {d.message}" if d.lineno else f"{rel}: {d.message}" for rel, d in zip(where, drift))

@@ -47,17 +47,17 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
         output.info(f"{rel}: +{done.count}")
 
 
-def near_dup_error(exc: BaseException) -> int | None:
+def near_dup_error(exc: BaseException, json: bool = False) -> int | None:
     """near-dup's contract: any error exits 2, never 1 (which means "near-duplicate")."""
     from .. import output
     from ..errors import MemctlError
     from . import hints
 
     if isinstance(exc, MemctlError):
-        output.error(hints.one_line(exc))
+        output.failure(*hints.worded(exc), NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
     if isinstance(exc, (UnicodeError, ValueError, OSError)) and not isinstance(exc, BrokenPipeError):
-        output.error(f"{type(exc).__name__}: {exc}".replace("\n", " "))
+        output.failure(f"{type(exc).__name__}: {exc}", None, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
     return None
 
@@ -114,11 +114,9 @@ def near_dup_check(store, text: str | None, *, ledger: str | None, column: str |
 
 
 def _hit_rows(hits, explain: bool) -> list[dict]:
-    rows = []
-    for rank, hit in enumerate(hits, start=1):
-        row = {"rank": rank, **hit.to_dict(explain)}
-        rows.append(row)
-    return rows
+    from .. import output
+
+    return output.hits_json(hits, explain)
 
 
 def _flat(row: dict) -> dict:
@@ -166,7 +164,7 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         output.warn(note)
     found = any(results)
     if queries is not None:
-        output.emit_ndjson({"query": q, "hits": [h.to_dict(explain) for h in hits]} for q, hits in zip(asked, results))
+        output.emit_ndjson({"query": q, "hits": _hit_rows(hits, explain)} for q, hits in zip(asked, results))
     elif paths:
         hits = results[0]
         output.emit_lines(dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in hits))
@@ -386,12 +384,13 @@ def run(argv: list[str]) -> int | None:
         sys.stderr.write("\nAborted!\n")  # as click does
         return errors.FAILED
     except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer commands map them)
-        code = on_error(exc) if on_error else None
+        json = bool(kwargs.get("json"))
+        code = on_error(exc, json) if on_error else None
         if code is not None:
             return code
         if isinstance(exc, OSError):
             exc = errors.from_os_error(exc)
         if isinstance(exc, errors.MemctlError):
-            output.error(hints.one_line(exc))
+            output.failure(*hints.worded(exc), exc.exit_code, json=json)
             return exc.exit_code
         raise

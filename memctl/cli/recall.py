@@ -104,13 +104,17 @@ def audit(
     store = store_from(ctx)
     if never_shown:
         items = recall_mod.never_shown(store)
-        rows = [{"name": i.key, "type": i.type, "description": i.description, "path": i.path} for i in items]
         if json:
-            output.emit_json(rows)
-        else:
-            output.emit_table(rows, ["name", "type", "description", "path"])
+            from .. import facts
+
+            names = {i.key for i in items}
+            output.emit_json([output.fact_json(store, f, body=False) for f in facts.list_facts(store)
+                              if (f.name or f.stem) in names])
+            return
+        rows = [{"name": i.key, "type": i.type, "description": i.description, "path": i.path} for i in items]
+        output.emit_table(rows, ["name", "type", "description", "path"])
         return
-    rows = recall_mod.audit(store, agent=agent, since=since, fact=fact)
+    rows = [output.audit_row_json(r) for r in recall_mod.audit(store, agent=agent, since=since, fact=fact)]
     if json:
         output.emit_json(rows)
     else:
@@ -124,7 +128,8 @@ def _pin(ctx: typer.Context, name: str, pinned: bool, no_commit: bool, json: boo
     change = facts.set_pinned(store, name, pinned, commit_changes=not no_commit)
     path = store.rel(change.fact.path)
     if json:
-        output.emit_json({"action": change.action, "name": change.fact.name, "path": path, "pinned": pinned})
+        output.emit_json({"action": change.action, "name": change.fact.name, "path": path, "commit": change.commit,
+                          "pinned": pinned})
     else:
         output.emit_text(path)
 

@@ -17,38 +17,46 @@ _click = getattr(typer.core, "_click", None) or __import__("click")
 
 
 class _Group(typer.core.TyperGroup):
-    """Turns library errors into `memctl: error: ... (hint: ...)` and an exit code."""
+    """Turns library errors into `memctl: error: ... (hint: ...)` and an exit code (with --json
+    among the arguments, one JSON object on stderr instead: docs/JSON.md)."""
 
-    def make_context(self, *args, **kwargs):  # type: ignore[override]
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
+        json = output.wants_json(args)
         try:
-            return super().make_context(*args, **kwargs)
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
         except _click.exceptions.NoArgsIsHelpError:
             raise
         except _click.exceptions.UsageError as exc:
-            _usage_error(exc)
+            _usage_error(exc, json)
+        ctx.meta.setdefault(_JSON, json)
+        return ctx
 
     def invoke(self, ctx):  # type: ignore[override]
+        json = ctx.meta.get(_JSON, False)
         try:
             return super().invoke(ctx)
         except errors.MemctlError as exc:
-            output.error(hints.one_line(exc))
+            output.failure(*hints.worded(exc), exc.exit_code, json=json)
             raise typer.Exit(exc.exit_code) from None
         except _click.exceptions.NoArgsIsHelpError:
             raise
         except _click.exceptions.UsageError as exc:
-            _usage_error(exc)
+            _usage_error(exc, json)
         except BrokenPipeError:
             raise typer.Exit(errors.OK) from None
         except OSError as exc:  # disk full, file too large, permissions: one line, never a traceback
             failure = errors.from_os_error(exc)
-            output.error(failure.one_line())
+            output.failure(failure.message, failure.hint, failure.exit_code, json=json)
             raise typer.Exit(failure.exit_code) from None
 
 
-def _usage_error(exc) -> None:
+_JSON = "memctl.json"  # ctx.meta key: the command line asked for --json
+
+
+def _usage_error(exc, json: bool = False) -> None:
     """One line, like every other error; the full usage is one --help away."""
     where = exc.ctx.command_path if exc.ctx else "memctl"
-    output.error(f"{exc.format_message()} (hint: {where} --help)")
+    output.failure(exc.format_message(), f"{where} --help", errors.USAGE, json=json)
     raise typer.Exit(errors.USAGE) from None
 
 

@@ -56,8 +56,7 @@ def update(
     done = state.update(store, scope=name, numbers=numbers, note=note, commit_changes=not no_commit)
     rel = store.rel(done.path)
     if json:
-        output.emit_json({"path": rel, "updated": done.snapshot.updated, "numbers": done.snapshot.numbers,
-                          "message": done.message, "commit": done.commit})
+        output.emit_json({**output.state_json(rel, done.snapshot), "message": done.message, "commit": done.commit})
     else:
         output.emit_text(rel)
         output.info(f"committed: {done.message}" if done.commit else "written, not committed")
@@ -69,8 +68,7 @@ def show(ctx: typer.Context, name: ScopeOpt = None, json: JsonOpt = False) -> No
     store = store_from(ctx)
     path, text, snapshot = state.show(store, name)
     if json:
-        output.emit_json({"path": store.rel(path), "updated": snapshot.updated, "generator": snapshot.generator,
-                          "numbers": snapshot.numbers, "body": snapshot.body})
+        output.emit_json(output.state_json(store.rel(path), snapshot))
     else:
         output.emit_text(text)
 

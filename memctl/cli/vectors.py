@@ -60,7 +60,7 @@ def _exit_2_on_error(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return func(*args, **kwargs)
         except Exception as exc:
-            code = fast.near_dup_error(exc)
+            code = fast.near_dup_error(exc, bool(kwargs.get("json")))
             if code is None:
                 raise
             raise typer.Exit(code) from None

@@ -210,7 +210,9 @@ def build(root: Path):
             include_all=include_all, min_score=min_score))
         recall_mod.log_access(s, "mcp-recall", [(query, [h.item.key for h in hits])])
         own_write(s)
-        return {"query": query, "hits": [{**h.to_dict(), "rank": i} for i, h in enumerate(hits, 1)], "notes": corpus.notes}
+        from .. import output  # the CLI's hit shape (docs/JSON.md)
+
+        return {"query": query, "hits": output.hits_json(hits), "notes": corpus.notes}
 
     @tool
     def context(
@@ -233,7 +235,9 @@ def build(root: Path):
         s = store()
         found = facts.find(s, name)
         recall_mod.log_access(s, "used:mcp", [("", [found.name or found.stem])])
-        return {**found.to_dict(), "path": s.rel(found.path), "text": found.path.read_text(encoding="utf-8")}
+        from .. import output  # the CLI's fact shape (docs/JSON.md), and the file's text
+
+        return {**output.fact_json(s, found), "text": found.path.read_text(encoding="utf-8")}
 
     @tool
     def forget(

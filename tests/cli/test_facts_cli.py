@@ -109,7 +109,7 @@ def test_supersede_then_show_old(root):
     assert "superseded_by: new-rule" in r.stdout and "valid_to:" in r.stdout
     assert "superseded by new-rule" in r.stderr
     r = cli(root, "show", "old-rule", "--json")
-    assert json.loads(r.stdout)["archived"] is True
+    assert json.loads(r.stdout)["status"] == "superseded"  # docs/JSON.md: the fact shape
     assert [l for l in _index_lines(root)] == ["- [new-rule](new-rule.md) — No deploys after Thursday noon"]
     assert _commits(root)[0] == "memory: remember new-rule (supersedes old-rule)"
     assert cli(root, "doctor").exit_code == 0

@@ -28,10 +28,15 @@ def pipeline(command: str, cwd: Path) -> str:
     return subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
 
 
-def one_line_error(result, code: int) -> str:
+def one_line_error(result, code: int, as_json: bool = False) -> str:
     assert result.exit_code == code, (result.stdout, result.stderr)
     assert result.stdout == ""
-    assert result.stderr.startswith("memctl: error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    if as_json:  # with --json an error is one JSON object (docs/JSON.md)
+        data = json.loads(result.stderr)
+        assert data["exit_code"] == code, data
+        return data["error"]
+    assert result.stderr.startswith("memctl: error: "), result.stderr
     return result.stderr
 
 
@@ -156,7 +161,7 @@ def test_bad_input_is_one_line_an_exit_code_and_nothing_written(root, args, stdi
     before = path.read_bytes()
     head = git(root, "rev-parse", "HEAD")
     result = cli(root, *args, input=stdin)
-    assert message in one_line_error(result, code)
+    assert message in one_line_error(result, code, as_json="--json" in args)
     assert path.read_bytes() == before
     assert git(root, "rev-parse", "HEAD") == head
     assert sorted(p.name for p in (root / "ledgers").iterdir()) == [".gitkeep", "t.tsv"]

@@ -1,0 +1,691 @@
+"""The JSON contract: one shape per kind of object, and which shape each command prints with --json.
+
+SHAPES is the single description: docs/JSON.md's tables are generated from it
+(scripts/gen_json_docs.py) and tests/test_json_contract.py runs every command
+with --json and checks its output against it with `validate`. The shapes that
+several commands share are built by one function each in output.py (fact_json,
+hit_json, audit_row_json, state_json): this module is only the description.
+
+Types: string, integer, number, boolean, object (keys vary), list[T],
+map[T] (an object whose keys vary and whose values are T), @shape (another
+shape), and T|null. A field whose name ends in `?` is present only in the
+case its meaning names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Field = tuple[str, str, str]  # (name, type, meaning)
+
+SHAPES: dict[str, tuple[Field, ...]] = {
+    # ------------------------------------------------ the kinds of object
+    "error": (
+        ("error", "string", "What went wrong, one line (the text after `memctl: error: `)."),
+        ("hint", "string|null", "What to do about it; null when there is no hint."),
+        ("exit_code", "integer", "The process exit code (the same number)."),
+    ),
+    "fact": (
+        ("name", "string", "The fact's name (its file stem when the name is not a valid one)."),
+        ("path", "string", "The file, relative to the store."),
+        ("type", "string", "user, feedback, project, reference, procedure, ..."),
+        ("description", "string", "The one-line description (frontmatter)."),
+        ("status", "string", "live, archived (forgotten) or superseded."),
+        ("importance", "number|null", "metadata.importance; null when the file does not set it."),
+        ("tags", "list[string]", "metadata.tags."),
+        ("metadata", "object", "The frontmatter's metadata mapping as written."),
+        ("body", "string|null", "The markdown body; null where bodies are not printed (`list`, `audit --never-shown`)."),
+    ),
+    "episode": (
+        ("id", "string", "ep-YYYYMMDDHHMMSS-xxxx."),
+        ("ts", "string", "When, ISO 8601 with offset."),
+        ("agent", "string", "Who (may be empty)."),
+        ("type", "string", "decision, error, success, feedback, conflict, ..."),
+        ("description", "string", "What happened."),
+        ("outcome", "string", "How it turned out (may be empty); never joined into description."),
+        ("importance", "number", "0-1."),
+        ("tags", "list[string]", "Tags."),
+        ("refs", "list[string]", "Fact names, episode ids, commits it refers to."),
+        ("line", "integer", "Its line in ledgers/episodes.tsv, the same in `episode add`, `episode import` and `episode list` (0: not written, `--dry-run`)."),
+    ),
+    "ledger_row": (),  # generated as a map: see _MAPS
+    "hit": (
+        ("rank", "integer", "1 for the best hit."),
+        ("kind", "string", "fact or episode."),
+        ("name", "string", "The fact's name, or the episode's id."),
+        ("id", "string|null", "The episode's id; null for a fact."),
+        ("path", "string", "The fact file, or ledgers/episodes.tsv:LINE."),
+        ("type", "string", "The fact's or episode's type."),
+        ("description", "string", "The description (an episode's without its outcome)."),
+        ("outcome", "string|null", "An episode's outcome (may be empty); null for a fact."),
+        ("score", "number", "The ranking score."),
+        ("relevance", "number", "Absolute relevance to the query, 0-1."),
+        ("status", "string", "live, archived, superseded or expired."),
+        ("factors?", "map[number]", "Only with --explain: relevance, importance, confidence, recency, frequency."),
+        ("signals?", "map[number|null]", "Only with --explain: bm25, keyword, cosine, vector, window (null when not computed)."),
+    ),
+    "audit_row": (
+        ("line", "integer", "Its line in ledgers/access.tsv."),
+        ("ts", "string", "When."),
+        ("agent", "string", "Who."),
+        ("command", "string", "recall, context, show, used, mcp-recall, ..."),
+        ("query", "string", "The query (empty for show and used)."),
+        ("shown", "list[string]", "The fact names and episode ids shown or used."),
+    ),
+    "near_dup_match": (
+        ("score", "number", "Cosine similarity."),
+        ("overlap", "number", "Lexical overlap (Jaccard of words / kana-kanji bigrams), 0-1."),
+        ("id", "string", "The row: a ledger line number, or a fact name."),
+        ("text", "string", "The matched text."),
+        ("where", "string", "file:line of the match."),
+    ),
+    "job": (
+        ("job", "string", "The job's name ([jobs.NAME])."),
+        ("schedule", "string", "Cron-style schedule."),
+        ("max_age", "string", "How old its last success may get."),
+        ("last_run", "string|null", "When it last ran; null if never."),
+        ("last_exit", "integer|null", "Its last exit code; null if never run."),
+        ("last_success", "string|null", "When it last succeeded; null if never."),
+        ("state", "string", "ok, failed, stale, never run, running."),
+        ("running", "boolean", "A run holds its lock now."),
+        ("log", "string", "Its log file, relative to the store."),
+        ("log_tail", "list[string]", "The log's last lines."),
+    ),
+    "state": (
+        ("path", "string", "STATE.md, relative to the store."),
+        ("updated", "string|null", "Frontmatter `updated`."),
+        ("generator", "string|null", "Frontmatter `generator`."),
+        ("numbers", "map[number]", "The key numbers (dotted names)."),
+        ("body", "string", "The markdown after the frontmatter."),
+    ),
+    "state_version": (
+        ("commit", "string", "The commit of this version of STATE.md."),
+        ("subject", "string", "Its subject."),
+        ("updated", "string|null", "Frontmatter `updated` of that version."),
+        ("numbers", "map[number]", "Its key numbers."),
+    ),
+    "problem": (
+        ("path", "string", "The file, relative to the store."),
+        ("line", "integer", "The line (0: the whole file)."),
+        ("code", "string", "A stable identifier of the kind of problem."),
+        ("message", "string", "What is wrong."),
+        ("severity", "string", "error or warning."),
+    ),
+    "drift": (
+        ("kind", "string", "missing, orphan, duplicate, too-long, too-big."),
+        ("target", "string", "The fact file the line points at."),
+        ("line", "integer", "The line in the index (0: none)."),
+        ("message", "string", "What is wrong."),
+        ("file", "string", "The index file: empty for MEMORY.md, else the topic file."),
+    ),
+    "similar_fact": (
+        ("path", "string", "The similar fact's file."),
+        ("score", "number", "How similar."),
+        ("shared", "integer", "Keywords both share."),
+        ("exact", "boolean", "The same description after normalisation."),
+        ("method", "string", "keyword or the embedder that found it."),
+    ),
+    "value_count": (
+        ("value", "string", "A value (unescaped)."),
+        ("count", "integer", "How many records hold it."),
+    ),
+    # ------------------------------------------------ parts of envelopes
+    "import_file": (
+        ("path", "string", "The transcript (as given)."),
+        ("records", "integer", "Records read."),
+        ("imported", "integer", "New episodes from it."),
+        ("already", "integer", "Records imported before."),
+        ("bad", "integer", "Records that could not be read."),
+        ("left_out", "integer", "Records of no episode kind."),
+        ("torn", "boolean", "The file ends in a partial line (read up to it)."),
+        ("resumed_at", "integer", "The line reading resumed at (0: from the start)."),
+        ("problem", "string", "Why the file was skipped (empty: it was not)."),
+        ("first_bad", "string", "Where the first bad record is (empty: none)."),
+    ),
+    "calibration_point": (
+        ("threshold", "number", "A threshold."),
+        ("precision", "number", "Precision at it."),
+        ("recall", "number", "Recall at it."),
+        ("f1", "number", "F1 at it."),
+        ("tp", "integer", "True positives."),
+        ("fp", "integer", "False positives."),
+        ("fn", "integer", "False negatives."),
+        ("tn", "integer", "True negatives."),
+    ),
+    "embedder_status": (
+        ("backend", "string", "The backend that would embed."),
+        ("model", "string", "Its model."),
+        ("label", "string", "backend (model), as other commands name it."),
+        ("configured", "string", "[embedding] backend in memctl.toml."),
+        ("available", "boolean", "It can run here."),
+        ("notes", "list[string]", "Why not, what to install."),
+    ),
+    "cache_entry": (
+        ("source", "string", "What the vectors are of (recall-facts, ledger:NAME:COL, ...)."),
+        ("backend", "string", "The backend that made them (? when unreadable)."),
+        ("model", "string", "The model."),
+        ("kind", "string", "query or passage."),
+        ("dim", "integer", "Dimensions (0 when unreadable)."),
+        ("rows", "integer", "Vectors."),
+        ("embedded_last", "integer", "Rows embedded by the last update."),
+        ("embedded_total", "integer", "Rows embedded since the cache was made."),
+        ("updated", "string", "When it was last updated (empty when unknown)."),
+        ("bytes", "integer", "Size on disk."),
+        ("folder", "string", "The folder, relative to the store."),
+        ("problem", "string|null", "Why it is unusable (then it is rebuilt); null when fine."),
+    ),
+    "state_file": (
+        ("path", "string", "STATE.md, relative to the store."),
+        ("updated", "string", "When it was updated (from `source`)."),
+        ("source", "string", "updated (frontmatter), commit or mtime."),
+        ("age", "string", "Its age, e.g. 3h."),
+        ("age_seconds", "integer", "Its age in seconds."),
+        ("max_age", "string", "The age at which it is stale."),
+        ("stale", "boolean", "Older than max_age."),
+    ),
+    "conflict_copy": (
+        ("kind", "string", "merge."),
+        ("name", "string", "The fact."),
+        ("path", "string", "The fact in place."),
+        ("copy", "string", "The other version, memory/conflicts/NAME.HASH.md."),
+        ("hunk", "list[string]", "The lines that differ: - in place, + in the copy."),
+    ),
+    "resolution": (
+        ("path", "string", "The file merged."),
+        ("kind", "string", "index, state, ledger, fact, archive."),
+        ("how", "string", "What was done, in words."),
+    ),
+    "agent_file_change": (
+        ("path", "string", "The settings or MCP file (absolute)."),
+        ("action", "string", "create, update or remove."),
+        ("changes", "list[string]", "What changes, in words."),
+        ("content", "object|null", "The file's JSON after the change; null when it is removed."),
+    ),
+    # ------------------------------------------------ per-command envelopes
+    "init": (
+        ("root", "string", "The store's directory."),
+        ("created", "list[string]", "What was created."),
+    ),
+    "fact_change": (
+        ("action", "string", "created, updated, forgotten."),
+        ("name", "string", "The fact."),
+        ("path", "string", "Its file now."),
+        ("commit", "string|null", "The commit; null with --no-commit."),
+        ("similar?", "list[@similar_fact]", "`remember` only: similar facts found."),
+        ("superseded?", "list[string]", "`remember` only: files archived by --supersedes."),
+        ("pinned?", "boolean", "`pin` / `unpin` only: pinned now."),
+        ("from?", "string", "`restore` only: where the fact was."),
+    ),
+    "log_entry": (
+        ("commit", "string", "The commit."),
+        ("date", "string", "Its date."),
+        ("message", "string", "Its subject."),
+        ("added", "integer", "Lines added to the file."),
+        ("removed", "integer", "Lines removed."),
+        ("path", "string", "The file at that commit."),
+    ),
+    "ledger": (
+        ("name", "string", "The ledger's name."),
+        ("path", "string", "Its file."),
+        ("rows", "integer", "Records."),
+        ("columns", "list[string]", "Column names."),
+        ("unique", "string|null", "The unique column; null for none."),
+        ("declared", "boolean", "Declared in memctl.toml."),
+    ),
+    "ledger_created": (
+        ("ledger", "string", "The ledger's name."),
+        ("path", "string", "Its file."),
+        ("columns", "list[string]", "Column names."),
+        ("unique", "string|null", "The unique column; null for none."),
+        ("header?", "boolean", "`adopt` only: the file has a header line."),
+        ("rows?", "integer", "`adopt` only: records in the file."),
+        ("duplicates?", "integer", "`adopt` only: values of the unique column that already repeat."),
+        ("commit?", "string|null", "`adopt` only: the commit."),
+    ),
+    "ledger_write": (
+        ("ledger", "string", "The ledger's name."),
+        ("path", "string", "Its file."),
+        ("appended", "integer", "Records appended (or committed by `ledger commit`)."),
+        ("commit", "string|null", "The commit; null with --no-commit or nothing to commit."),
+    ),
+    "check": (
+        ("ok", "boolean", "No errors (warnings allowed)."),
+        ("problems", "list[@problem]", "What was found."),
+    ),
+    "index_check": (
+        ("ok", "boolean", "MEMORY.md matches the facts."),
+        ("drift", "list[@drift]", "What differs."),
+    ),
+    "index_write": (
+        ("changed", "boolean", "MEMORY.md was rewritten."),
+        ("commit", "string|null", "The commit; null when unchanged or --no-commit."),
+    ),
+    "verification": (
+        ("ledger", "string", "The ledger."),
+        ("path", "string", "Its file."),
+        ("commits", "integer", "Commits checked."),
+        ("ok", "boolean", "Only ever appended to."),
+        ("commit", "string|null", "The first commit that rewrote history; null when ok."),
+        ("subject", "string|null", "Its subject."),
+        ("line", "integer|null", "The first line changed or lost."),
+        ("message", "string", "The verdict in words."),
+    ),
+    "episode_import": (
+        ("imported", "integer", "Episodes appended."),
+        ("redacted", "map[integer]", "Secrets redacted, by kind."),
+        ("bad_records", "integer", "Records that could not be read."),
+        ("dry_run", "boolean", "Nothing was written."),
+        ("commit", "string|null", "The commit."),
+        ("files", "list[@import_file]", "Per transcript."),
+        ("episodes", "list[@episode]", "The episodes appended (or that would be)."),
+    ),
+    "query_hits": (
+        ("query", "string", "One line of --queries."),
+        ("hits", "list[@hit]", "Its hits."),
+    ),
+    "context": (
+        ("budget", "integer", "The token budget."),
+        ("tokens", "integer", "Tokens used (estimated)."),
+        ("sections", "map[integer]", "Parts per section."),
+        ("dropped", "integer", "Parts left out for the budget."),
+        ("shown", "list[string]", "Fact names and episode ids in the bundle."),
+        ("text", "string", "The bundle."),
+    ),
+    "used": (
+        ("used", "list[string]", "The keys recorded as used."),
+    ),
+    "near_dup_check": (
+        ("text", "string", "The text checked."),
+        ("verdict", "string", "near-duplicate or new."),
+        ("best", "number", "The best score."),
+        ("threshold", "number", "The threshold applied."),
+        ("hits", "list[@near_dup_match]", "The top matches."),
+        ("embedder", "string", "The embedder."),
+        ("source?", "string", "Without --stdin: what was compared with."),
+        ("backend?", "string", "Without --stdin: the embedding backend."),
+        ("model?", "string", "Without --stdin: the model."),
+        ("threshold_origin?", "string", "Without --stdin: where the threshold came from."),
+        ("rows?", "integer", "Without --stdin: rows compared with."),
+        ("embedded?", "integer", "Without --stdin: rows embedded by this call."),
+        ("via?", "string", "Without --stdin: in-process or embed-server."),
+        ("notes?", "list[string]", "Without --stdin: notes."),
+    ),
+    "near_dup_scan": (
+        ("source", "string", "What was scanned."),
+        ("embedder", "string", "The embedder."),
+        ("threshold", "number", "The threshold."),
+        ("threshold_origin", "string", "Where it came from."),
+        ("rows", "integer", "Rows scanned."),
+        ("embedded", "integer", "Rows embedded by this call."),
+        ("notes", "list[string]", "Notes."),
+        ("pairs", "list[object]", "Pairs at or above the threshold: score, overlap, a and b ({id, text, where})."),
+    ),
+    "calibration": (
+        ("embedder", "string", "The embedder."),
+        ("backend", "string", "Backend."),
+        ("model", "string", "Model."),
+        ("pairs", "integer", "Labelled pairs."),
+        ("positives", "integer", "Pairs labelled duplicate."),
+        ("min_precision", "number", "The precision the recommendation needs."),
+        ("target_met", "boolean", "A threshold reached it."),
+        ("recommended", "@calibration_point|null", "The recommended threshold; null when no threshold reaches min_precision."),
+        ("notes", "list[string]", "Notes."),
+        ("points", "list[@calibration_point]", "Every threshold tried."),
+        ("saved", "string|null", "What --save wrote; null without it."),
+    ),
+    "cache_status": (
+        ("embedder", "@embedder_status", "The configured embedder."),
+        ("caches", "list[@cache_entry]", "Every cache folder."),
+    ),
+    "cache_rebuilt": (
+        ("source", "string", "The cache's source."),
+        ("rows", "integer", "Rows embedded."),
+        ("embedder", "string", "The embedder."),
+    ),
+    "cache_cleared": (
+        ("removed", "list[string]", "Folders removed."),
+    ),
+    "embed_server": (
+        ("stopped?", "boolean", "--stop: a server was stopped."),
+        ("server?", "object|null", "--stop: the server that was stopped (the fields below); null if none."),
+        ("ready?", "boolean", "Serving: printed once the model is loaded."),
+        ("pid?", "integer", "Serving: the server's process id."),
+        ("backend?", "string", "Serving: the embedding backend."),
+        ("model?", "string", "Serving: the model."),
+        ("fingerprint?", "string", "Serving: the embedder's fingerprint (cache key)."),
+        ("label?", "string", "Serving: the embedder's label."),
+        ("notes?", "list[string]", "Serving: notes."),
+        ("socket?", "string", "Serving: the socket, relative to the store."),
+    ),
+    "state_update": (
+        ("path", "string", "STATE.md, relative to the store."),
+        ("updated", "string|null", "Frontmatter `updated`."),
+        ("generator", "string|null", "Frontmatter `generator`."),
+        ("numbers", "map[number]", "The key numbers."),
+        ("body", "string", "The markdown after the frontmatter."),
+        ("message", "string", "The commit message."),
+        ("commit", "string|null", "The commit; null with --no-commit."),
+    ),
+    "state_check": (
+        ("ok", "boolean", "Nothing is stale."),
+        ("files", "list[@state_file]", "Every STATE.md."),
+    ),
+    "schedule_render": (
+        ("written", "list[string]", "Plists written."),
+        ("removed", "list[string]", "Plists removed."),
+        ("unchanged", "list[string]", "Plists already current."),
+        ("crontab", "string", "The crontab block."),
+    ),
+    "schedule_plan": (
+        ("scheduler", "string", "cron or launchd."),
+        ("changed", "boolean", "Something changes (or would)."),
+        ("dry_run", "boolean", "Nothing was changed."),
+        ("steps", "list[string]", "What is (or would be) run."),
+        ("crontab", "string", "The crontab after the change."),
+        ("notes", "list[string]", "Notes."),
+    ),
+    "procedure": (
+        ("name", "string", "The procedure fact."),
+        ("description", "string", "Its description."),
+        ("trigger", "string", "When to use it."),
+        ("version", "integer", "Its version."),
+        ("match", "number", "How well it matches the task (best)."),
+        ("runs", "integer", "Runs recorded."),
+        ("successes", "integer", "Successful runs."),
+        ("scored", "integer", "Runs with a score."),
+        ("success_rate", "number", "successes / runs (smoothed)."),
+        ("quality", "number", "Mean score, 0-1."),
+        ("rank", "number", "The combined rank."),
+        ("path", "string", "Its file."),
+    ),
+    "procedure_recorded": (
+        ("name", "string", "The procedure."),
+        ("recorded", "@ledger_row", "The row appended to the procedure-runs ledger."),
+        ("runs", "integer", "Runs recorded."),
+        ("successes", "integer", "Successful runs."),
+        ("scored", "integer", "Runs with a score."),
+        ("success_rate", "number", "successes / runs (smoothed)."),
+        ("quality", "number", "Mean score, 0-1."),
+        ("rank", "number", "The combined rank."),
+        ("commit", "string|null", "The commit."),
+    ),
+    "procedure_evolved": (
+        ("action", "string", "updated."),
+        ("name", "string", "The procedure."),
+        ("version", "integer", "Its new version."),
+        ("path", "string", "Its file."),
+        ("commit", "string|null", "The commit."),
+    ),
+    "conflicts": (
+        ("merge", "list[@conflict_copy]", "Versions a merge kept aside (docs/SYNC.md)."),
+        ("total", "integer", "Conflicting pairs found."),
+        ("groups", "integer", "Facts involved."),
+        ("shown", "integer", "Pairs shown (--limit)."),
+        ("conflicts", "list[object]", "Pairs: a, b, score, overlap, verdict, differs, description_a, description_b, fact, strength."),
+    ),
+    "consolidation": (
+        ("embedder", "string", "The embedder."),
+        ("threshold", "number", "Merge threshold."),
+        ("threshold_origin", "string", "Where it came from."),
+        ("topic_threshold", "number", "Same-topic threshold."),
+        ("merge_overlap", "number", "Lexical overlap a merge needs."),
+        ("conflict_overlap", "number", "Lexical overlap a conflict needs."),
+        ("facts", "integer", "Live facts considered."),
+        ("merges", "list[object]", "survivor, description, absorbed, pairs, tags, source."),
+        ("conflicts", "list[object]", "Judged pairs."),
+        ("notes", "list[string]", "Notes."),
+        ("applied", "boolean", "The merges were made."),
+        ("commit", "string|null", "The commit."),
+        ("archived", "list[string]", "Files archived."),
+    ),
+    "distillation": (
+        ("considered", "integer", "Episodes considered."),
+        ("embedder", "string", "The embedder (empty when none was needed)."),
+        ("similarity", "number", "Cluster similarity."),
+        ("min_cluster", "integer", "Smallest cluster."),
+        ("notes", "list[string]", "Notes."),
+        ("clusters", "list[object]", "Clusters of episodes and the fact each would become."),
+        ("outcomes?", "list[object]", "With --llm-cmd: per cluster, status, fact, episodes, reason."),
+        ("commit?", "string|null", "With --llm-cmd: the commit (null with --dry-run)."),
+    ),
+    "policy_run": (
+        ("dry_run", "boolean", "Nothing was changed."),
+        ("applied", "boolean", "Changes were made."),
+        ("commit", "string|null", "The commit."),
+        ("summary", "string", "In words."),
+        ("steps", "list[object]", "What each policy archives."),
+        ("kept", "list[object]", "What a policy would take but a rule keeps."),
+        ("notes", "list[string]", "Notes."),
+    ),
+    "maintenance": (
+        ("index", "@index_write", "The index regenerated."),
+        ("access", "object|null", "The access log: appended, commit; null when it was not committed."),
+        ("ok", "boolean", "doctor found no errors."),
+        ("problems", "list[@problem]", "doctor's findings."),
+    ),
+    "agent_status": (
+        ("scope", "string", "project, local or user."),
+        ("settings", "string", "The settings file."),
+        ("mcp_file", "string", "The MCP configuration file."),
+        ("hooks", "map[string]", "memctl's hooks installed, by event."),
+        ("mcp", "object|null", "memctl's MCP server entry; null if absent."),
+        ("problems", "list[string]", "What is wrong."),
+    ),
+    "agent_change": (
+        ("scope", "string", "project, local or user."),
+        ("dry_run", "boolean", "Nothing was written."),
+        ("changes", "list[@agent_file_change]", "Per file written (or that would be)."),
+    ),
+    "sync": (
+        ("remote", "string", "The remote."),
+        ("branch", "string", "The branch."),
+        ("incoming", "integer", "Commits that came in."),
+        ("outgoing", "integer", "Commits the remote did not have."),
+        ("pushed", "boolean", "Pushed."),
+        ("files_in", "list[string]", "Files the merge changed here."),
+        ("resolved", "list[@resolution]", "Files memctl merged."),
+        ("conflicts", "list[string]", "Conflict copies this sync created."),
+        ("duplicates", "list[object]", "Unique values now repeated: ledger, column, value, count."),
+        ("merge_commit", "string|null", "The merge commit."),
+        ("attempts", "integer", "Fetch-merge-push attempts."),
+        ("setup", "list[string]", "Merge drivers set up by this run."),
+    ),
+    "resolved": (
+        ("name", "string", "The fact."),
+        ("keep", "string", "local, remote or both."),
+        ("path", "string", "The fact kept (with both: the copy's new file)."),
+        ("removed", "string|null", "The conflict copy removed."),
+        ("commit", "string|null", "The commit."),
+    ),
+}
+
+# Shapes that are maps rather than records: (value type, meaning).
+MAPS: dict[str, tuple[str, str]] = {
+    "ledger_row": ("string", "A ledger record: one key per column (as declared), its value unescaped."),
+}
+
+# What each command prints with --json: case -> (form, shape). form: object (one JSON value),
+# array (a JSON array of the shape), ndjson (one object per line). A case is a command path,
+# optionally with the option that changes what it prints.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("object", "init"),
+    "remember": ("object", "fact_change"),
+    "show": ("object", "fact"),
+    "list": ("array", "fact"),
+    "log": ("array", "log_entry"),
+    "forget": ("object", "fact_change"),
+    "forget --policies": ("object", "policy_run"),
+    "restore": ("object", "fact_change"),
+    "pin": ("object", "fact_change"),
+    "unpin": ("object", "fact_change"),
+    "index": ("object", "index_write"),
+    "index --check": ("object", "index_check"),
+    "doctor": ("object", "check"),
+    "ledger create": ("object", "ledger_created"),
+    "ledger adopt": ("object", "ledger_created"),
+    "ledger append": ("object", "ledger_write"),
+    "ledger commit": ("object", "ledger_write"),
+    "ledger list": ("array", "ledger"),
+    "ledger rows": ("array", "ledger_row"),
+    "ledger stats": ("array", "value_count"),
+    "ledger dups": ("array", "value_count"),
+    "ledger check": ("object", "check"),
+    "ledger verify": ("object", "verification"),
+    "episode add": ("object", "episode"),
+    "episode list": ("array", "episode"),
+    "episode import": ("object", "episode_import"),
+    "episode recall": ("array", "hit"),
+    "recall": ("array", "hit"),
+    "recall --explain": ("array", "hit"),
+    "recall --queries": ("ndjson", "query_hits"),
+    "context": ("object", "context"),
+    "used": ("object", "used"),
+    "audit": ("array", "audit_row"),
+    "audit --never-shown": ("array", "fact"),
+    "near-dup check": ("object", "near_dup_check"),
+    "near-dup check --stdin": ("ndjson", "near_dup_check"),
+    "near-dup scan": ("object", "near_dup_scan"),
+    "near-dup calibrate": ("object", "calibration"),
+    "cache status": ("object", "cache_status"),
+    "cache rebuild": ("array", "cache_rebuilt"),
+    "cache clear": ("object", "cache_cleared"),
+    "embed-server": ("object", "embed_server"),
+    "state update": ("object", "state_update"),
+    "state show": ("object", "state"),
+    "state history": ("array", "state_version"),
+    "state check": ("object", "state_check"),
+    "schedule render": ("object", "schedule_render"),
+    "schedule status": ("array", "job"),
+    "schedule install": ("object", "schedule_plan"),
+    "schedule uninstall": ("object", "schedule_plan"),
+    "maintain": ("object", "maintenance"),
+    "procedure record": ("object", "procedure_recorded"),
+    "procedure list": ("array", "procedure"),
+    "procedure best": ("object", "procedure"),
+    "procedure evolve": ("object", "procedure_evolved"),
+    "conflicts": ("object", "conflicts"),
+    "consolidate": ("object", "consolidation"),
+    "distill": ("object", "distillation"),
+    "agent status": ("array", "agent_status"),
+    "agent install": ("object", "agent_change"),
+    "agent uninstall": ("object", "agent_change"),
+    "sync": ("object", "sync"),
+    "resolve": ("object", "resolved"),
+}
+
+
+# ---------------------------------------------------------------- validation
+
+def _split(type_: str) -> list[str]:
+    """`list[a|b]|null` -> ["list[a|b]", "null"]: alternatives at the top level only."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(type_):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "|" and depth == 0:
+            parts.append(type_[start:i])
+            start = i + 1
+    parts.append(type_[start:])
+    return parts
+
+
+def _check(value: Any, type_: str, where: str, problems: list[str], seen: set | None) -> None:
+    alternatives = _split(type_)
+    if len(alternatives) == 1:  # say what inside it is wrong
+        before = len(problems)
+        if not _matches(value, type_, where, problems, seen) and len(problems) == before:
+            problems.append(f"{where}: {value!r:.80} is not {type_}")
+        return
+    for alternative in alternatives:
+        if _matches(value, alternative, where, [], None):
+            _matches(value, alternative, where, problems, seen)
+            return
+    problems.append(f"{where}: {value!r:.80} is not {type_}")
+
+
+def _matches(value: Any, type_: str, where: str, problems: list[str], seen: set | None) -> bool:
+    before = len(problems)
+    if type_ == "null":
+        return value is None
+    if type_ == "string":
+        return isinstance(value, str)
+    if type_ == "boolean":
+        return isinstance(value, bool)
+    if type_ == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_ == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if type_ == "object":
+        return isinstance(value, dict)
+    if type_.startswith("list[") and type_.endswith("]"):
+        if not isinstance(value, list):
+            return False
+        for i, item in enumerate(value):
+            _check(item, type_[5:-1], f"{where}[{i}]", problems, seen)
+        return len(problems) == before
+    if type_.startswith("map[") and type_.endswith("]"):
+        if not isinstance(value, dict):
+            return False
+        for key, item in value.items():
+            _check(item, type_[4:-1], f"{where}.{key}", problems, seen)
+        return len(problems) == before
+    if type_.startswith("@"):
+        if not isinstance(value, dict):
+            return False
+        _object(value, type_[1:], where, problems, seen)
+        return len(problems) == before
+    raise ValueError(f"unknown type {type_!r} in jsonshape.SHAPES")
+
+
+def _object(value: dict, shape: str, where: str, problems: list[str], seen: set | None) -> None:
+    if shape in MAPS:
+        if seen is not None:
+            seen.add((shape, ""))
+        _check(value, f"map[{MAPS[shape][0]}]", where, problems, seen)
+        return
+    fields = SHAPES[shape]
+    names = {name.rstrip("?"): (name.endswith("?"), type_) for name, type_, _ in fields}
+    for key in value:
+        if key not in names:
+            problems.append(f"{where}: field {key!r} is not documented in shape {shape}")
+    for name, (optional, type_) in names.items():
+        if name not in value:
+            if not optional:
+                problems.append(f"{where}: field {name!r} of shape {shape} is missing")
+            continue
+        if seen is not None:
+            seen.add((shape, name))
+        _check(value[name], type_, f"{where}.{name}", problems, seen)
+
+
+def validate(document: Any, form: str, shape: str, *, seen: set | None = None) -> list[str]:
+    """What does not match: [] when `document` is one `shape` (form object or ndjson) or a list of them (array)."""
+    problems: list[str] = []
+    if form == "array":
+        _check(document, f"list[@{shape}]", "$", problems, seen)
+    else:
+        _check(document, f"@{shape}", "$", problems, seen)
+    return problems
+
+
+# ---------------------------------------------------------------- docs
+
+def render_markdown() -> str:
+    """The generated part of docs/JSON.md: one table per shape, and which commands print it."""
+    by_shape: dict[str, list[str]] = {}
+    for case, (form, shape) in COMMANDS.items():
+        by_shape.setdefault(shape, []).append(f"`memctl {case}`" + {"array": " (array)", "ndjson": " (one per line)"}.get(form, ""))
+    out = []
+    for shape, fields in SHAPES.items():
+        out.append(f"### {shape}\n")
+        if shape in by_shape:
+            out.append("Printed by " + ", ".join(sorted(by_shape[shape])) + ".\n")
+        if shape in MAPS:
+            out.append(f"An object: {MAPS[shape][1]} Every value is a `{MAPS[shape][0]}`.\n")
+            continue
+        out.append("| field | type | meaning |\n|---|---|---|")
+        for name, type_, meaning in fields:
+            out.append(f"| `{name}` | `{type_.replace('|', ' or ')}` | {meaning} |")
+        out.append("")
+    return "\n".join(out)
+
