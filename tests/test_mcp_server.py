@@ -33,8 +33,8 @@ class Server:
 
     def __init__(self, root):
         self.root = root
-        self.query, self.own_write = mcp_server._recall_index()
-        self.kept = mcp_server._resident_vectors()
+        self.query, self.own_write = mcp_server._recall_index(keep_synced=False)
+        self.kept, _ = mcp_server._resident_vectors()
         self.given: list = []  # what the kept vectors_for returned, per call
 
     def vectors_for(self, *args):

@@ -247,3 +247,34 @@ def test_hybrid_recall_equals_the_cli(root):
                                                                           include_all=True))[1]["hits"])
 
     anyio.run(run)
+
+
+def test_the_index_is_kept_synced_between_calls(root):
+    """After a call the server syncs the recall index in the background (an in-place edit reaches the
+    index before the next call asks); it stops ACTIVE_SECONDS after the last call."""
+    import sqlite3
+
+    assert cli(root, "remember", "pager", "-d", "The pager rotates every Monday").exit_code == 0
+
+    def indexed() -> str:
+        with contextlib.closing(sqlite3.connect(root / ".memctl" / "recall.sqlite")) as conn:
+            return conn.execute("SELECT description FROM docs WHERE key='pager' AND kind='fact'").fetchone()[0]
+
+    async def run():
+        async with server(root) as client:
+            error, found = await call(client, "recall", query="pager rotation")
+            assert not error and _names(found) == ["pager"]
+            path = root / "memory" / "pager.md"
+            with open(path, "r+", encoding="utf-8") as handle:  # in place: no folder or ledger changes
+                text = handle.read()
+                handle.seek(0)
+                handle.write(text.replace("The pager rotates every Monday", "The pager swaps each Thursday"))
+            assert indexed() == "The pager rotates every Monday"
+            deadline = time.monotonic() + 3 * mcp_server.RESYNC_SECONDS
+            while indexed() != "The pager swaps each Thursday" and time.monotonic() < deadline:
+                await anyio.sleep(0.1)
+            assert indexed() == "The pager swaps each Thursday"  # synced with no call in between
+            error, found = await call(client, "recall", query="pager swaps Thursday")
+            assert not error and _names(found) == ["pager"]
+
+    anyio.run(run)
