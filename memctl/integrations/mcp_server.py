@@ -426,6 +426,10 @@ def build(root: Path):
 
 def serve(root: str | os.PathLike | None) -> None:
     """Run the server on stdin/stdout until the client closes stdin."""
+    # recall's cosines are one (1 x 384) x (384 x N) product: memory-bound, 0.2 ms on one thread at
+    # 10,000 facts, while OpenBLAS's spinning worker threads make it 20 ms when the cores are busy
+    # (bench/bench_hook.py). Read when numpy loads, so set before anything imports it.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ..store import open_store
     from .claude_code import resolve_root
 
@@ -436,9 +440,5 @@ def serve(root: str | os.PathLike | None) -> None:
     except ImportError:
         raise MemctlError("the MCP server needs the mcp package", hint="pip install 'memctl[mcp]'") from None
     os.environ.setdefault("MEMCTL_AGENT", "mcp")
-    # recall's cosines are one (1 x 384) x (384 x N) product: memory-bound, 0.2 ms on one thread at
-    # 10,000 facts, while OpenBLAS's spinning worker threads make it 20 ms when the cores are busy
-    # (bench/bench_hook.py). Read when numpy loads, so set before the first call imports it.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     build(path).run("stdio")
 
