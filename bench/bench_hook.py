@@ -1,7 +1,8 @@
 """Agent integration budgets (issue 14): the UserPromptSubmit hook and MCP `recall`.
 
     python bench/bench_hook.py [--facts 1000] [--runs 15] [--mcp-facts 10000] [--calls 50]
-                               [--mcp-modes keyword,default] [--keep DIR] [--strict]
+                               [--mcp-modes keyword,default] [--idle-calls 5] [--breakdown]
+                               [--keep DIR] [--strict]
 
 1. Builds a store of --facts facts (half Japanese), installs the Claude Code
    hooks into a throwaway project (`agent install claude-code --root STORE`),
@@ -21,6 +22,8 @@
    of a hybrid call no cache removes. --idle-calls calls after IDLE_SECONDS of
    idleness each (information: an agent's calls are that far apart, and the
    server re-syncs the recall index on the first call after RESYNC_SECONDS).
+   --breakdown: recall's parts timed in one process, interleaved (ratios hold
+   on a busy machine when wall times do not).
 memctl runs byte-compiled, as an installed package does. The load average
 before and after is printed: on a shared machine it moves every number.
 --keep DIR keeps the built stores there and reuses them on the next run (with
@@ -173,6 +176,45 @@ def mcp_round(memctl: str, stores: Path, facts_count: int, calls: int, modes: li
     return samples
 
 
+def breakdown_round(stores: Path, facts_count: int, calls: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """What a recall call on the server costs without the stdio round trip, interleaved in one process:
+    keyword only, hybrid with the kept vectors (the server's path), hybrid re-reading them (what every
+    call did before the server kept them), and the query's embedding alone."""
+    code = """if True:
+        import json, sys, time
+        from pathlib import Path
+        from memctl import recall
+        from memctl.integrations import mcp_server
+        from memctl.store import open_store
+        root, queries = Path(sys.argv[1]), json.loads(sys.argv[2])
+        query, _ = mcp_server._recall_index(keep_synced=False)
+        kept, _ = mcp_server._resident_vectors()
+        ways = {"answer keyword": {"mode": "keyword"}, "answer hybrid, kept": {"vectors_for": kept},
+                "answer hybrid, re-read": {}}
+        def once(q, options):
+            s = open_store(root)
+            start = time.perf_counter()
+            query(s, lambda conn: recall.answer(s, conn, [q], k=5, **options))
+            return (time.perf_counter() - start) * 1000
+        for options in ways.values():
+            once("warm up", options)
+        embedder = recall._embedder(open_store(root), recall.Corpus(), required=True)
+        times = {name: [] for name in [*ways, "embed the query"]}
+        for i, q in enumerate(queries):
+            for name, options in ways.items():
+                times[name].append(once(f"{q} ({name})", options))
+            start = time.perf_counter()
+            embedder.embed([q + " (embed)"], "query")
+            times["embed the query"].append((time.perf_counter() - start) * 1000)
+        print(json.dumps(times))
+    """
+    env = {**env, "OPENBLAS_NUM_THREADS": env.get("OPENBLAS_NUM_THREADS", "1")}  # as `memctl mcp` sets it
+    root = stores / f"mcp-store-{facts_count}"
+    done = subprocess.run([sys.executable, "-c", code, str(root), json.dumps(distinct_queries(calls))],
+                          capture_output=True, text=True, env=env, check=True)
+    return {f"in-process: {name}": values for name, values in json.loads(done.stdout).items()}
+
+
 def embed_round(calls: int, env: dict[str, str]) -> dict[str, list[float]]:
     """The default embedder on one short query at a time, in a fresh process (as the server holds it)."""
     code = """if True:
@@ -220,6 +262,8 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--mcp-modes", default="keyword,default", help="recall modes to time; default = the store's own")
     parser.add_argument("--idle-calls", type=int, default=5, help=f"calls after {IDLE_SECONDS:.0f} s of idleness (information)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time recall's parts in one process, interleaved (after the MCP round)")
     parser.add_argument("--keep", metavar="DIR", help="keep the built stores in DIR and reuse them next time")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is missed")
     args = parser.parse_args()
@@ -240,6 +284,8 @@ def main() -> int:
         modes = [None if m == "default" else m for m in args.mcp_modes.split(",")]
         mcp = mcp_round(memctl, stores, args.mcp_facts, args.calls, modes, env, args.idle_calls) if args.mcp_facts else {}
         embed = embed_round(args.calls, env) if args.mcp_facts and None in modes else {}
+        if args.breakdown and args.mcp_facts:
+            embed.update(breakdown_round(stores, args.mcp_facts, args.calls, env))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load_after = os.getloadavg()
@@ -255,7 +301,8 @@ def main() -> int:
     if embed:
         print()
         report(embed, {}, None)
-        print(f"({args.calls} distinct short queries, one at a time, in a process of its own)")
+        print(f"({args.calls} distinct short queries, one at a time, in a process of its own"
+              f"{'; in-process rows interleaved, same store, OPENBLAS_NUM_THREADS=1' if args.breakdown else ''})")
     print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f},"
           f" after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} cores)")
     return 1 if missed and args.strict else 0
