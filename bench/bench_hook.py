@@ -17,11 +17,11 @@
    calls `recall` --calls times through the SDK's own stdio client, after
    warm-up calls, in keyword mode and in the store's default mode (hybrid:
    its first call embeds every fact), every call with a query of its own
-   (budget: median <= 30 ms per call at 10,000 facts). Then, in this process,
-   the embedder's time for one short query (distinct queries again), the part
-   of a hybrid call no cache removes. --idle-calls calls after IDLE_SECONDS of
-   idleness each (information: an agent's calls are that far apart, and the
-   server re-syncs the recall index on the first call after RESYNC_SECONDS).
+   (budget: median <= 30 ms per call at 10,000 facts). Then, in a process of
+   its own, the embedder's time for one short query (distinct queries again),
+   the part of a hybrid call no cache removes. --idle-calls: calls after
+   IDLE_SECONDS of idleness each (information: an agent's calls are that far
+   apart; the index's periodic sync, every RESYNC_SECONDS, happens meanwhile).
    --breakdown: recall's parts timed in one process, interleaved (ratios hold
    on a busy machine when wall times do not).
 memctl runs byte-compiled, as an installed package does. The load average
