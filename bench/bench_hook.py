@@ -1,7 +1,8 @@
 """Agent integration budgets (issue 14): the UserPromptSubmit hook and MCP `recall`.
 
     python bench/bench_hook.py [--facts 1000] [--runs 15] [--mcp-facts 10000] [--calls 50]
-                               [--mcp-modes keyword,default] [--strict]
+                               [--mcp-modes keyword,default] [--idle-calls 5] [--breakdown]
+                               [--keep DIR] [--strict]
 
 1. Builds a store of --facts facts (half Japanese), installs the Claude Code
    hooks into a throwaway project (`agent install claude-code --root STORE`),
@@ -15,9 +16,18 @@
 2. Builds a store of --mcp-facts facts, starts `memctl mcp --root STORE` and
    calls `recall` --calls times through the SDK's own stdio client, after
    warm-up calls, in keyword mode and in the store's default mode (hybrid:
-   its first call embeds every fact) (budget: median <= 30 ms per call at
-   10,000 facts).
-memctl runs byte-compiled, as an installed package does.
+   its first call embeds every fact), every call with a query of its own
+   (budget: median <= 30 ms per call at 10,000 facts). Then, in a process of
+   its own, the embedder's time for one short query (distinct queries again),
+   the part of a hybrid call no cache removes. --idle-calls: calls after
+   IDLE_SECONDS of idleness each (information: an agent's calls are that far
+   apart; the index's periodic sync, every RESYNC_SECONDS, happens meanwhile).
+   --breakdown: recall's parts timed in one process, interleaved (ratios hold
+   on a busy machine when wall times do not).
+memctl runs byte-compiled, as an installed package does. The load average
+before and after is printed: on a shared machine it moves every number.
+--keep DIR keeps the built stores there and reuses them on the next run (with
+their recall index and embedding cache: embedding 10,000 facts takes minutes).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from pathlib import Path
 
 HOOK_BUDGET_MS = 150.0
 MCP_BUDGET_MS = 30.0
+IDLE_SECONDS = 3.0  # > the server's RESYNC_SECONDS: the call after a pause re-syncs the recall index
 PROMPTS = {
     "relevant": "does deploy job 42 run before the morning report?",
     "irrelevant": "猫の餌の選び方を教えて",
@@ -46,6 +57,12 @@ def build_store(root: Path, count: int) -> None:
     from memctl import fact, facts
     from memctl.store import init_store, open_store
 
+    built = root.with_name(root.name + ".built")
+    if built.is_file():  # kept by an earlier run (--keep)
+        print(f"reusing the store in {root}", file=sys.stderr)
+        return
+    if root.exists():
+        shutil.rmtree(root)  # a build that did not finish
     init_store(root)
     store = open_store(root)
     for i in range(count):
@@ -62,6 +79,7 @@ def build_store(root: Path, count: int) -> None:
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@localhost",
                     "commit", "-qm", "bench store"], check=True)
+    built.touch()
 
 
 def time_once(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
@@ -70,8 +88,9 @@ def time_once(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float
     return (time.perf_counter() - start) * 1000, done.stdout
 
 
-def hook_round(memctl: str, tmp: Path, facts_count: int, runs: int, env: dict[str, str]) -> dict[str, list[float]]:
-    root = tmp / "hook-store"
+def hook_round(memctl: str, tmp: Path, stores: Path, facts_count: int, runs: int,
+               env: dict[str, str]) -> dict[str, list[float]]:
+    root = stores / f"hook-store-{facts_count}"
     print(f"building a store of {facts_count} facts ...", file=sys.stderr)
     build_store(root, facts_count)
     project = tmp / "project"
@@ -101,15 +120,23 @@ def hook_round(memctl: str, tmp: Path, facts_count: int, runs: int, env: dict[st
     return samples
 
 
-def mcp_round(memctl: str, tmp: Path, facts_count: int, calls: int, modes: list[str | None],
-              env: dict[str, str]) -> dict[str, list[float]]:
+def distinct_queries(count: int) -> list[str]:
+    """`count` different short queries, half Japanese, each matching some facts (no two alike)."""
+    english = ["deploy job {} retries", "morning report rule {}", "does job {} run before the report?", "retries for rule {}"]
+    japanese = ["記事{}の公開は朝9時", "ルール{}のタイトルは何文字？", "記事{}のタイトル", "朝9時に公開する記事{}"]
+    return [(english if i % 2 else japanese)[(i // 2) % 4].format(7 * i + 3) for i in range(count)]
+
+
+def mcp_round(memctl: str, stores: Path, facts_count: int, calls: int, modes: list[str | None],
+              env: dict[str, str], idle_calls: int = 0) -> dict[str, list[float]]:
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    root = tmp / "mcp-store"
+    root = stores / f"mcp-store-{facts_count}"
     print(f"building a store of {facts_count} facts ...", file=sys.stderr)
     build_store(root, facts_count)
-    queries = ["deploy job retries", "記事の公開は朝9時", "morning report", "タイトルは32文字以内", "rule 4242"]
+    warm = ["deploy job retries", "記事の公開は朝9時", "morning report", "タイトルは32文字以内", "rule 4242"]
+    queries = iter(distinct_queries(len(modes) * (calls + idle_calls)))
     samples: dict[str, list[float]] = {}
 
     async def run() -> None:
@@ -120,20 +147,95 @@ def mcp_round(memctl: str, tmp: Path, facts_count: int, calls: int, modes: list[
                 for mode in modes:
                     label = f"mcp recall ({mode or 'default mode'})"
                     arguments = {"k": 5, **({"mode": mode} if mode else {})}
-                    for query in queries:  # warm: the index, the embedder, the vector cache
+                    for query in warm:  # warm: the index, the embedder, the vector cache
                         result = await session.call_tool("recall", {**arguments, "query": query})
                         assert not result.is_error, result.content
                     notes = (result.structured_content or {}).get("notes") or []
                     print(f"{label}: {len(result.structured_content['hits'])} hits; notes: {notes}", file=sys.stderr)
                     samples[label] = []
-                    for i in range(calls):
+                    hits = 0
+                    for _ in range(calls):
+                        query = next(queries)
                         start = time.perf_counter()
-                        result = await session.call_tool("recall", {**arguments, "query": queries[i % len(queries)]})
+                        result = await session.call_tool("recall", {**arguments, "query": query})
                         samples[label].append((time.perf_counter() - start) * 1000)
                         assert not result.is_error, result.content
+                        hits += bool(result.structured_content["hits"])
+                    print(f"{label}: {hits} of {calls} distinct queries had hits", file=sys.stderr)
+                    if idle_calls:
+                        idle = f"{label[:-1]}, idle {IDLE_SECONDS:.0f} s)"
+                        samples[idle] = []
+                        for _ in range(idle_calls):  # as an agent calls: the periodic resync falls on the call
+                            await anyio.sleep(IDLE_SECONDS)
+                            start = time.perf_counter()
+                            result = await session.call_tool("recall", {**arguments, "query": next(queries)})
+                            samples[idle].append((time.perf_counter() - start) * 1000)
+                            assert not result.is_error, result.content
 
     anyio.run(run)
     return samples
+
+
+def breakdown_round(stores: Path, facts_count: int, calls: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """What a recall call on the server costs without the stdio round trip, interleaved in one process:
+    keyword only, hybrid with the kept vectors (the server's path), hybrid re-reading them (what every
+    call did before the server kept them), and the query's embedding alone."""
+    code = """if True:
+        import json, sys, time
+        from pathlib import Path
+        from memctl import recall
+        from memctl.integrations import mcp_server
+        from memctl.store import open_store
+        root, queries = Path(sys.argv[1]), json.loads(sys.argv[2])
+        query, _ = mcp_server._recall_index(keep_synced=False)
+        kept, _ = mcp_server._resident_vectors()
+        ways = {"answer keyword": {"mode": "keyword"}, "answer hybrid, kept": {"vectors_for": kept},
+                "answer hybrid, re-read": {}}
+        def once(q, options):
+            s = open_store(root)
+            start = time.perf_counter()
+            query(s, lambda conn: recall.answer(s, conn, [q], k=5, **options))
+            return (time.perf_counter() - start) * 1000
+        for options in ways.values():
+            once("warm up", options)
+        embedder = recall._embedder(open_store(root), recall.Corpus(), required=True)
+        times = {name: [] for name in [*ways, "embed the query"]}
+        for i, q in enumerate(queries):
+            for name, options in ways.items():
+                times[name].append(once(f"{q} ({name})", options))
+            start = time.perf_counter()
+            embedder.embed([q + " (embed)"], "query")
+            times["embed the query"].append((time.perf_counter() - start) * 1000)
+        print(json.dumps(times))
+    """
+    env = {**env, "OPENBLAS_NUM_THREADS": env.get("OPENBLAS_NUM_THREADS", "1")}  # as `memctl mcp` sets it
+    root = stores / f"mcp-store-{facts_count}"
+    done = subprocess.run([sys.executable, "-c", code, str(root), json.dumps(distinct_queries(calls))],
+                          capture_output=True, text=True, env=env, check=True)
+    return {f"in-process: {name}": values for name, values in json.loads(done.stdout).items()}
+
+
+def embed_round(calls: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """The default embedder on one short query at a time, in a fresh process (as the server holds it)."""
+    code = """if True:
+        import json, os, sys, time
+        from memctl.embed import choose, label, settings_from
+        embedder = choose(settings_from({})).embedder
+        queries = json.loads(sys.argv[1])
+        embedder.embed(["warm up"], "query")
+        times = []
+        for q in queries:
+            start = time.perf_counter()
+            embedder.embed([q], "query")
+            times.append((time.perf_counter() - start) * 1000)
+        print(json.dumps({"label": label(embedder), "times": times}))
+    """
+    queries = [f"{q} (embed)" for q in distinct_queries(calls)]
+    env = {**env, "OPENBLAS_NUM_THREADS": env.get("OPENBLAS_NUM_THREADS", "1")}  # as `memctl mcp` sets it
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(queries)], capture_output=True, text=True, env=env,
+                          check=True)
+    data = json.loads(done.stdout)
+    return {f"embed 1 query ({data['label']})"[:30]: data["times"]}
 
 
 def report(samples: dict[str, list[float]], budgets: dict[str, float], floor: float | None) -> bool:
@@ -159,6 +261,10 @@ def main() -> int:
     parser.add_argument("--mcp-facts", type=int, default=10000, help="0 skips the MCP round")
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--mcp-modes", default="keyword,default", help="recall modes to time; default = the store's own")
+    parser.add_argument("--idle-calls", type=int, default=5, help=f"calls after {IDLE_SECONDS:.0f} s of idleness (information)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time recall's parts in one process, interleaved (after the MCP round)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the built stores in DIR and reuse them next time")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is missed")
     args = parser.parse_args()
 
@@ -168,22 +274,37 @@ def main() -> int:
         return 2
     memctl = str(Path(memctl).absolute())
     tmp = Path(tempfile.mkdtemp(prefix="memctl-bench-"))
+    stores = Path(args.keep).absolute() if args.keep else tmp
+    stores.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "MEMCTL_ROOT")}
     env.update(PYTHONPYCACHEPREFIX=str(tmp / "pycache"), HF_HUB_OFFLINE="1")
+    load_before = os.getloadavg()
     try:
-        hooks = hook_round(memctl, tmp, args.facts, args.runs, env)
+        hooks = hook_round(memctl, tmp, stores, args.facts, args.runs, env)
         modes = [None if m == "default" else m for m in args.mcp_modes.split(",")]
-        mcp = mcp_round(memctl, tmp, args.mcp_facts, args.calls, modes, env) if args.mcp_facts else {}
+        mcp = mcp_round(memctl, stores, args.mcp_facts, args.calls, modes, env, args.idle_calls) if args.mcp_facts else {}
+        embed = embed_round(args.calls, env) if args.mcp_facts and None in modes else {}
+        if args.breakdown and args.mcp_facts:
+            embed.update(breakdown_round(stores, args.mcp_facts, args.calls, env))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    load_after = os.getloadavg()
 
     floor = statistics.median(hooks["python -c pass"])
     missed = report(hooks, {"hook prompt (relevant)": HOOK_BUDGET_MS, "hook prompt (nothing)": HOOK_BUDGET_MS}, floor)
     print(f"({args.runs} interleaved runs each through sh -c, {args.facts} facts, {os.cpu_count()} cores)")
     if mcp:
         print()
-        missed |= report(mcp, {name: MCP_BUDGET_MS for name in mcp}, None)
-        print(f"({args.calls} calls each on one running server, {args.mcp_facts} facts, SDK stdio client)")
+        missed |= report(mcp, {name: MCP_BUDGET_MS for name in mcp if "idle" not in name}, None)
+        print(f"({args.calls} calls each on one running server, {args.mcp_facts} facts, SDK stdio client,"
+              " a distinct query per call)")
+    if embed:
+        print()
+        report(embed, {}, None)
+        print(f"({args.calls} distinct short queries, one at a time, in a process of its own"
+              f"{'; in-process rows interleaved, same store, OPENBLAS_NUM_THREADS=1' if args.breakdown else ''})")
+    print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f},"
+          f" after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} cores)")
     return 1 if missed and args.strict else 0
 
 

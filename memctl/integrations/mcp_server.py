@@ -33,6 +33,7 @@ of writing a second copy."""
 
 
 RESYNC_SECONDS = 2.0  # a fact file edited in place (no rename) is seen by `recall` within this time
+ACTIVE_SECONDS = 60.0  # after a recall, the index is kept synced in the background this long
 
 
 def _stamp(paths: list[Path]) -> tuple:
@@ -46,7 +47,7 @@ def _stamp(paths: list[Path]) -> tuple:
     return tuple(stamps)
 
 
-def _recall_index():
+def _recall_index(after_sync: Callable[[Any], None] | None = None, *, keep_synced: bool = True):
     """`recall`'s index for a running server: one connection kept open, synced only when needed.
 
     `rindex.opened` brings the index up to date by stat-ing every fact file,
@@ -54,13 +55,17 @@ def _recall_index():
     calls, so it syncs when a cheap signal says the store may have changed
     (the folders' and ledgers' stat: every memctl write and every rename-based
     save changes them) and at least every RESYNC_SECONDS (a fact file edited in
-    place), and otherwise queries the connection it keeps.
+    place), and otherwise queries the connection it keeps. With `keep_synced`,
+    for ACTIVE_SECONDS after a call a background thread does the periodic sync
+    (then `after_sync(conn)`), so that an agent's next call, seconds later,
+    does not pay for it; an idle server does nothing.
     """
     import sqlite3
 
     from .. import rindex
 
-    state: dict[str, Any] = {"conn": None, "ino": None, "stamp": None, "synced": 0.0}
+    state: dict[str, Any] = {"conn": None, "ino": None, "stamp": None, "synced": 0.0, "store": None,
+                             "called": 0.0, "poller": None}
     lock = threading.Lock()
 
     def watched(s) -> list[Path]:
@@ -68,21 +73,45 @@ def _recall_index():
         return [s.memory_dir, s.archive_dir, ledgers, ledgers / "episodes.tsv", ledgers / "access.tsv",
                 ledgers / "episode-tombstones.tsv", s.config_path]
 
+    def sync(s, stamp) -> None:
+        with rindex.opened(s):
+            pass  # synced under the index's own lock, as any memctl process does
+        path = s.cache_dir / rindex.FILE
+        ino = os.stat(path).st_ino
+        if ino != state["ino"]:  # first call, or the index was rebuilt as a new file
+            if state["conn"] is not None:
+                state["conn"].close()
+            state["conn"] = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+            state["ino"] = ino
+        state["stamp"], state["synced"] = stamp, time.monotonic()
+
     def query(s, ask: Callable[[Any], Any]):
         with lock:
             stamp = _stamp(watched(s))
             if state["conn"] is None or stamp != state["stamp"] or time.monotonic() - state["synced"] > RESYNC_SECONDS:
-                with rindex.opened(s):
-                    pass  # synced under the index's own lock, as any memctl process does
-                path = s.cache_dir / rindex.FILE
-                ino = os.stat(path).st_ino
-                if ino != state["ino"]:  # first call, or the index was rebuilt as a new file
-                    if state["conn"] is not None:
-                        state["conn"].close()
-                    state["conn"] = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-                    state["ino"] = ino
-                state["stamp"], state["synced"] = stamp, time.monotonic()
+                sync(s, stamp)
+            state["store"], state["called"] = s, time.monotonic()
+            if keep_synced and state["poller"] is None:
+                state["poller"] = threading.Thread(target=poll, name="memctl-recall-sync", daemon=True)
+                state["poller"].start()
             return ask(state["conn"])
+
+    def poll() -> None:
+        while True:
+            time.sleep(RESYNC_SECONDS / 2)
+            with lock:
+                if time.monotonic() - state["called"] > ACTIVE_SECONDS:
+                    state["poller"] = None
+                    return
+                if time.monotonic() - state["synced"] < RESYNC_SECONDS / 2:
+                    continue  # a call synced just now
+                s = state["store"]
+                try:
+                    sync(s, _stamp(watched(s)))
+                    if after_sync is not None:
+                        after_sync(state["conn"])
+                except Exception:  # noqa: BLE001 - the next call syncs again and reports what fails
+                    state["synced"] = 0.0
 
     def forget_own_write(s) -> None:
         """After the server's own access-log row: not a change that needs a sync before the next call."""
@@ -90,6 +119,73 @@ def _recall_index():
             state["stamp"] = _stamp(watched(s))
 
     return query, forget_own_write
+
+
+ANSWERS_KEPT = 4  # filter combinations whose allowed vectors are kept at once
+
+
+def _resident_vectors():
+    """recall's document vectors kept in memory between calls: `vectors_for` for recall.answer.
+
+    Without it each call re-reads every document's text from the index, hashes
+    them against the embedding cache's manifest, maps the .npy and lists the
+    documents that pass the filters (at 10,000 facts several times the cost of
+    the query). What is kept is valid for one index connection and its `PRAGMA
+    data_version`, which changes whenever another connection commits: any sync
+    of the index, by this server or by another process. While both are the same
+    nothing is read. When they changed, the documents that pass the filters are
+    listed again, and each kind's (id, cache id, text) rows are read again and
+    compared with the kept ones: only when they differ is the embedding cache
+    synced (embedding exactly the changed texts) and its matrix loaded again.
+    The embedder's model stays loaded in its own module (embed/e5q4.py, st.py).
+    """
+    from .. import recall as recall_mod
+    from .. import rindex
+
+    kinds_kept: dict[str, tuple] = {}  # kind -> (identity, rows, (doc ids, matrix) or None)
+    answers: dict[tuple, tuple] = {}  # (identity, kinds, filters) -> allowed_vectors' result
+    seen: list = [None, None]  # the connection and data_version `answers` hold for
+    last: list = []  # the last call's (store, embedder, kinds, filters)
+    lock = threading.Lock()
+
+    def identity(s, embedder) -> tuple:
+        return (str(s.cache_dir), embedder.backend, embedder.model, embedder.fingerprint)
+
+    def vectors_of(s, conn, embedder, kind: str):
+        import numpy as np
+
+        ident = identity(s, embedder)
+        rows = rindex.vector_texts(conn, kind)
+        held = kinds_kept.get(kind)
+        if held is not None and held[0] == ident and held[1] == rows:
+            return held[2]
+        found = recall_mod.kind_vectors(s, conn, embedder, kind, rows)
+        if found is not None:  # in memory, not a map of a file that a later save replaces
+            found = (found[0], np.array(found[1], dtype=np.float32))
+        kinds_kept[kind] = (ident, rows, found)
+        return found
+
+    def vectors_for(s, conn, embedder, kinds, filters: dict[str, Any]):
+        version = conn.execute("PRAGMA data_version").fetchone()[0]  # read first: a commit after it rereads next time
+        key = (identity(s, embedder), tuple(kinds), tuple(sorted(filters.items())))
+        with lock:
+            last[:] = [s, embedder, kinds, filters]
+            if seen[0] is not conn or seen[1] != version:
+                answers.clear()
+                seen[:] = [conn, version]
+            if key not in answers:
+                if len(answers) >= ANSWERS_KEPT:
+                    answers.pop(next(iter(answers)))
+                answers[key] = recall_mod.allowed_vectors(s, conn, embedder, kinds, filters, vectors_of)
+            return answers[key]
+
+    def refresh(conn) -> None:
+        """After a background sync: bring the last call's vectors up to date before the next call asks."""
+        if last:
+            s, embedder, kinds, filters = last
+            vectors_for(s, conn, embedder, kinds, filters)
+
+    return vectors_for, refresh
 
 
 def _error_text(exc: BaseException) -> str:
@@ -146,7 +242,8 @@ def build(root: Path):
 
         return register
 
-    index_query, own_write = _recall_index()
+    vectors_for, refresh_vectors = _resident_vectors()
+    index_query, own_write = _recall_index(after_sync=refresh_vectors)
     Text = Optional[str]
     Tags = Optional[list[str]]
 
@@ -207,7 +304,7 @@ def build(root: Path):
         s = store()
         corpus, (hits,) = index_query(s, lambda conn: recall_mod.answer(
             s, conn, [query], k=k, source=source, mode=mode, fact_type=type, tag=tag, since=since,
-            include_all=include_all, min_score=min_score))
+            include_all=include_all, min_score=min_score, vectors_for=vectors_for))
         recall_mod.log_access(s, "mcp-recall", [(query, [h.item.key for h in hits])])
         own_write(s)
         from .. import output  # the CLI's hit shape (docs/JSON.md)
@@ -333,6 +430,10 @@ def build(root: Path):
 
 def serve(root: str | os.PathLike | None) -> None:
     """Run the server on stdin/stdout until the client closes stdin."""
+    # recall's cosines are one (1 x 384) x (384 x N) product: memory-bound, 0.2 ms on one thread at
+    # 10,000 facts, while OpenBLAS's spinning worker threads make it 20 ms when the cores are busy
+    # (bench/bench_hook.py). Read when numpy loads, so set before anything imports it.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ..store import open_store
     from .claude_code import resolve_root
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import cli, git, memctl
+from memctl.integrations import mcp_server
 
 mcp = pytest.importorskip("mcp")
 anyio = pytest.importorskip("anyio")
@@ -146,3 +151,130 @@ def test_not_a_store_fails_before_serving(tmp_path):
     result = memctl(None, "mcp", "--root", str(tmp_path))
     assert result.returncode == 3
     assert result.stderr == f"memctl: error: {tmp_path} is not a memctl store (hint: run `memctl init` there)\n"
+
+
+def _names(found) -> list[str]:
+    return [h["name"] for h in found["hits"]]
+
+
+def test_hybrid_recall_sees_every_write_while_keeping_its_vectors(root, tmp_path):
+    """In the default (hybrid) mode: a fact remembered through the server, one remembered by the CLI in
+    another process, one that arrives by `git pull`, one edited in place, then forgotten ones, and the
+    index and vector cache deleted under the running server."""
+
+    async def run():
+        async with server(root) as client:
+            error, found = await call(client, "recall", query="backup schedule")
+            assert not error and found == {"query": "backup schedule", "hits": [], "notes": []}
+            error, _ = await call(client, "remember", name="backup-schedule", type="project",
+                                  description="The backup schedule runs nightly at 02:00")
+            assert not error
+            error, found = await call(client, "recall", query="backup schedule")
+            assert not error and _names(found) == ["backup-schedule"] and found["notes"] == []
+            done = memctl(root, "remember", "release-train", "-d", "リリーストレインは毎週木曜の午後に出発する")
+            assert done.returncode == 0, done.stderr
+            error, found = await call(client, "recall", query="リリーストレインはいつ出発する？")
+            assert not error and _names(found)[0] == "release-train"
+
+            other = tmp_path / "clone"
+            subprocess.run(["git", "clone", "-q", str(root), str(other)], check=True)
+            done = memctl(other, "remember", "oncall-rota", "-d", "The on-call rota changes every Monday at noon")
+            assert done.returncode == 0, done.stderr
+            subprocess.run(["git", "-C", str(root), "pull", "-q", "--ff-only", str(other), "HEAD"], check=True,
+                           env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"})
+            error, found = await call(client, "recall", query="on-call rota Monday")
+            assert not error and _names(found)[0] == "oncall-rota"
+
+            path = root / "memory" / "oncall-rota.md"
+            with open(path, "r+", encoding="utf-8") as handle:  # in place: same inode, no folder change
+                text = handle.read()
+                handle.seek(0)
+                handle.write(text.replace("The on-call rota changes every Monday at noon",
+                                          "The pager duty swaps on Thursdays after lunch"))
+            time.sleep(mcp_server.RESYNC_SECONDS + 0.2)
+            error, found = await call(client, "recall", query="pager duty swaps")
+            assert not error and _names(found)[0] == "oncall-rota"
+
+            error, _ = await call(client, "forget", name="backup-schedule", reason="moved to the ops repo")
+            assert not error
+            done = memctl(root, "forget", "release-train", "--reason", "no more trains")
+            assert done.returncode == 0, done.stderr
+            error, found = await call(client, "recall", query="backup schedule")
+            assert not error and "backup-schedule" not in _names(found)
+            error, found = await call(client, "recall", query="リリーストレインはいつ出発する？")
+            assert not error and "release-train" not in _names(found)
+
+            shutil.rmtree(root / ".memctl")
+            error, found = await call(client, "recall", query="pager duty swaps")
+            assert not error and _names(found)[0] == "oncall-rota"
+
+    anyio.run(run)
+
+
+QUERIES = ["when does the payment service deploy?", "Zennの投稿ルール", "会議室は何階？", "cat food", "deploy freeze",
+           "書籍の宣伝"]
+
+
+def test_hybrid_recall_equals_the_cli(root):
+    """The server's default-mode answers are the CLI's `recall --json`: same names, same relevance, in order."""
+    for name, description in [
+        ("deploy-friday", "Never deploy the payment service on Fridays"),
+        ("zenn-limit", "Zenn投稿は1日1件まで。書籍CTAを全記事に含める"),
+        ("tokyo-office", "東京オフィスの会議室は3階にある"),
+        ("cat-food", "The office cat eats salmon kibble twice a day"),
+        ("freeze", "Code freeze starts two days before each release"),
+        ("old-freeze", "Code freeze used to start a week before each release"),
+    ]:
+        assert cli(root, "remember", name, "-d", description, "--force").exit_code == 0
+    assert cli(root, "forget", "old-freeze", "--reason", "shorter now").exit_code == 0
+    assert cli(root, "episode", "add", "Moved the deploy freeze to Thursdays", "--type", "decision").exit_code == 0
+
+    def cli_answer(query: str, *options: str):
+        done = memctl(root, "recall", query, "--json", "--explain", "--no-log", *options)
+        assert done.returncode in (0, 1), done.stderr
+        rows = json.loads(done.stdout)
+        assert all(r["signals"]["vector"] is not None for r in rows)  # the CLI answered in hybrid mode
+        return [(r["name"], r["relevance"]) for r in rows]
+
+    async def run():
+        async with server(root) as client:
+            for options, arguments in [((), {}), (("--all",), {"include_all": True}), (("--source", "all"), {"source": "all"})]:
+                for query in QUERIES:
+                    error, found = await call(client, "recall", query=query, **arguments)
+                    assert not error and found["notes"] == []
+                    assert [(h["name"], h["relevance"]) for h in found["hits"]] == cli_answer(query, *options), (query, options)
+            assert any(h["name"] == "old-freeze" for h in (await call(client, "recall", query="deploy freeze",
+                                                                          include_all=True))[1]["hits"])
+
+    anyio.run(run)
+
+
+def test_the_index_is_kept_synced_between_calls(root):
+    """After a call the server syncs the recall index in the background (an in-place edit reaches the
+    index before the next call asks); it stops ACTIVE_SECONDS after the last call."""
+    import sqlite3
+
+    assert cli(root, "remember", "pager", "-d", "The pager rotates every Monday").exit_code == 0
+
+    def indexed() -> str:
+        with contextlib.closing(sqlite3.connect(root / ".memctl" / "recall.sqlite")) as conn:
+            return conn.execute("SELECT description FROM docs WHERE key='pager' AND kind='fact'").fetchone()[0]
+
+    async def run():
+        async with server(root) as client:
+            error, found = await call(client, "recall", query="pager rotation")
+            assert not error and _names(found) == ["pager"]
+            path = root / "memory" / "pager.md"
+            with open(path, "r+", encoding="utf-8") as handle:  # in place: no folder or ledger changes
+                text = handle.read()
+                handle.seek(0)
+                handle.write(text.replace("The pager rotates every Monday", "The pager swaps each Thursday"))
+            assert indexed() == "The pager rotates every Monday"
+            deadline = time.monotonic() + 3 * mcp_server.RESYNC_SECONDS
+            while indexed() != "The pager swaps each Thursday" and time.monotonic() < deadline:
+                await anyio.sleep(0.1)
+            assert indexed() == "The pager swaps each Thursday"  # synced with no call in between
+            error, found = await call(client, "recall", query="pager swaps Thursday")
+            assert not error and _names(found) == ["pager"]
+
+    anyio.run(run)
