@@ -227,3 +227,24 @@ def test_a_japanese_branch_and_store_path_take_the_fast_path(tmp_path):
         (fast, fast_git), (full, _) = both(root, "--json")
         assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
         assert json.loads(fast.stdout)["branch"] == "メモ" and "fetch" not in fast_git and "ls-remote" in fast_git
+
+
+def test_a_claude_code_memory_directory_takes_the_fast_path_too(tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "MEMORY.md").write_text("# Memory\n\n- [Role](role.md) — データ分析者\n", encoding="utf-8")
+    (a / "role.md").write_text("---\nname: role\ndescription: データ分析者\ntype: user\n---\nx\n", encoding="utf-8")
+    git(a, "init", "-q")
+    git(a, "add", "-A")
+    git(a, *ID, "commit", "-qm", "a Claude Code memory directory")
+    git(a, "remote", "add", "origin", str(remote))
+    assert cli(a, "sync").exit_code == 0
+    (fast, fast_git), (full, _) = both(a)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
+    assert fast.returncode == 0 and "fetch" not in fast_git and "ls-remote" in fast_git
+    (a / "notes.md").write_text("---\nname: notes\ndescription: 手で書いた\n---\n", encoding="utf-8")  # at the top: memctl's
+    (fast, fast_git), (full, _) = both(a)
+    assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
+    assert fast.returncode == 1 and "notes.md has uncommitted changes" in fast.stderr and "ls-remote" in fast_git
