@@ -161,14 +161,14 @@ def main() -> int:
                         help="keep PYTHONDONTWRITEBYTECODE as given (memctl compiled from source at each start)")
     parser.add_argument("--breakdown", action="store_true", help="also time the parts of a sync with nothing to do")
     args = parser.parse_args()
+    from memctl.store import init_store
+
+    work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
     if not args.no_bytecode:
         # As an installed package is: byte-compiled (the cache in the temp dir, whatever the caller's
         # PYTHONDONTWRITEBYTECODE says); the warm-up runs below write it.
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-        os.environ["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench-sync-pyc-")
-    from memctl.store import init_store
-
-    work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
+        os.environ["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     try:
         base = work / "base"
         init_store(base)

@@ -242,7 +242,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
     runs beside it. The remote-tracking ref must be at HEAD too, where sync()'s fetch would leave it.
     A remote that cannot be reached raises sync()'s error. Under the store lock, as sync() is.
     """
-    top = _work_tree(store.root)
+    top = _work_tree(store.root) if gitstore.git_executable() is not None else None
     gitdir = gitstore.git_dir(top) if top is not None else None
     if top is None or gitdir is None or (gitdir / LOG_NAME).exists() or _legacy_remotes(gitdir):
         return None
