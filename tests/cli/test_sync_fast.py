@@ -138,7 +138,7 @@ def test_hand_edits_untracked_facts_and_appended_rows_fall_through(pair):
     assert "fetch" in ran and git(b, "status", "--porcelain") == ""
 
 
-def test_mid_merge_no_remote_a_missing_remote_and_an_unreachable_one_match_the_full_path(pair, tmp_path):
+def test_no_remote_a_missing_one_an_unreachable_one_and_two_remotes_match_the_full_path(pair, tmp_path):
     a, b, remote = pair
     lone = tmp_path / "記憶"
     assert cli(None, "init", str(lone), env={"GIT_AUTHOR_DATE": "2001-01-01T00:00:00+0000",
