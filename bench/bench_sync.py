@@ -1,6 +1,7 @@
 """`memctl sync` against a local bare remote, beside `git pull` + `git push` of the same change (issue 15).
 
-    python bench/bench_sync.py [--facts 10000] [--new-facts 100] [--new-episodes 1000] [--runs 3] [--budget 2]
+    python bench/bench_sync.py [--facts 10000] [--new-facts 100] [--new-episodes 1000] [--runs 3]
+                               [--idle-repeats 5] [--budget 2] [--no-bytecode] [--breakdown]
 
 Builds a store of N facts (and as many episodes) in one commit, pushes it to a
 bare remote, then makes the same kind of change on two clones: M new facts (files
@@ -12,9 +13,14 @@ times, as subprocesses:
   - git: `git pull --no-rebase --no-edit` + `git push` in a copy whose
     `.git/info/attributes` says `* merge=union`, so that plain git also finishes
     without a human (without it the pull stops on MEMORY.md);
-and the same two with nothing to do. Runs alternate memctl and git; medians are
-compared. Prints PASS or FAIL against the budget (memctl <= budget x git, change
-case); exits 1 on FAIL.
+and the same with nothing to do (the remote already at the clone's commit), where
+memctl is timed twice: as shipped (its fast path, memctl/sync_fast.py) and with
+MEMCTL_NO_FAST=1 (the full path). Runs alternate memctl and git; medians are
+compared, of wall time and of the CPU time (user + system) of the processes run,
+which the machine's load disturbs less. memctl runs byte-compiled, as an installed
+package does (--no-bytecode: as the caller's environment says). --breakdown times
+the parts of a sync with nothing to do. Prints PASS or FAIL against the budget
+(memctl <= budget x git wall time, both cases); exits 1 on FAIL.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ID = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
@@ -81,12 +89,64 @@ def change(root: Path, tag: str, facts: int, episodes: int, seed: int, hour: int
     sh("git", "commit", "-qm", f"{tag}: {facts} facts, {episodes} episodes", cwd=root)
 
 
-def timed(argvs: list[list[str]], cwd: Path) -> float:
-    env = {**os.environ, **ID}
+class Sample(NamedTuple):
+    wall: float  # seconds
+    cpu: float  # user + system seconds of the processes run (the machine's load counts less)
+
+
+def timed(argvs: list[list[str]], cwd: Path, extra: dict[str, str] | None = None) -> Sample:
+    env = {**os.environ, **ID, **(extra or {})}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     for argv in argvs:
         subprocess.run(argv, cwd=cwd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - began
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return Sample(wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+
+
+def median(samples: list[Sample], what: str) -> float:
+    return statistics.median(getattr(s, what) for s in samples)
+
+
+def describe(samples: list[Sample]) -> str:
+    return (f"{median(samples, 'wall') * 1000:6.0f} ms ({min(s.wall for s in samples) * 1000:4.0f}); "
+            f"cpu {median(samples, 'cpu') * 1000:4.0f} ms")
+
+
+def breakdown(work: Path, here: Path, remote: Path, branch: str) -> None:
+    """Where a sync with nothing to do spends its time: the interpreter, memctl's imports, each git command."""
+    target, remote_copy = work / "breakdown", work / "breakdown.git"
+    shutil.copytree(here, target, symlinks=True)
+    shutil.copytree(remote, remote_copy)
+    sh("git", "remote", "set-url", "origin", str(remote_copy), cwd=target)
+    sh("git", "push", "-q", "origin", f"HEAD:{branch}", cwd=target)
+    memctl(target, "sync")
+    from memctl import sync_fast
+    from memctl.store import open_store
+
+    store = open_store(target)
+    parts = {
+        "python -c pass": [[sys.executable, "-c", "pass"]],
+        "python: import the fast path's modules": [[sys.executable, "-c", "import memctl.cli.fast, memctl.cli.fastsync, "
+                                                    "memctl.sync_fast, memctl.output, subprocess, json"]],
+        "git config --get-regexp": [["git", "config", "-z", "--get-regexp", r"^(merge\.memctl-|remote\.|branch\.)"]],
+        "git status (memctl's paths)": [["git", *sync_fast._status_args(store, target)]],
+        "git ls-remote": [["git", "ls-remote", "--heads", "origin", f"refs/heads/{branch}"]],
+        "memctl sync (fast path)": [[sys.executable, "-m", "memctl", "sync"]],
+        "git fetch (the full path's)": [["git", "fetch", "-q", "--no-tags", "origin", f"refs/heads/{branch}"]],
+        "git pull": [["git", "pull", "-q", "--no-rebase", "--no-edit", "origin", branch]],
+        "git push": [["git", "push", "-q", "origin", f"HEAD:{branch}"]],
+    }
+    times: dict[str, list[Sample]] = {name: [] for name in parts}
+    for _ in range(15):
+        for name, argvs in parts.items():
+            times[name].append(timed(argvs, target))
+    print("where the time goes, nothing to do (15 runs each, interleaved):")
+    for name, samples in times.items():
+        print(f"  {name:42s} {describe(samples)}")
+    shutil.rmtree(target)
+    shutil.rmtree(remote_copy)
 
 
 def main() -> int:
@@ -96,10 +156,19 @@ def main() -> int:
     parser.add_argument("--new-episodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--budget", type=float, default=2.0)
+    parser.add_argument("--idle-repeats", type=int, default=5, help="timings per run of the nothing-to-do case")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE as given (memctl compiled from source at each start)")
+    parser.add_argument("--breakdown", action="store_true", help="also time the parts of a sync with nothing to do")
     args = parser.parse_args()
     from memctl.store import init_store
 
     work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
+    if not args.no_bytecode:
+        # As an installed package is: byte-compiled (the cache in the temp dir, whatever the caller's
+        # PYTHONDONTWRITEBYTECODE says); the warm-up runs below write it.
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     try:
         base = work / "base"
         init_store(base)
@@ -127,8 +196,8 @@ def main() -> int:
         sh("git", "push", "-q", "origin", f"HEAD:{branch}", cwd=other)
         change(here, "here", args.new_facts, args.new_episodes, 2, 4)
 
-        def copy(kind: str, run: int, remote_dir: Path, reset_to_origin: bool) -> Path:
-            target = work / f"{kind}-{run}"
+        def copy(kind: str, run: int, remote_dir: Path, reset_to_origin: bool, name: str = "") -> Path:
+            target = work / f"{name or kind}-{run}"
             shutil.copytree(here, target, symlinks=True)
             sh("git", "remote", "set-url", "origin", str(remote_dir), cwd=target)
             if reset_to_origin:
@@ -143,39 +212,59 @@ def main() -> int:
 
         mem_argv = [[sys.executable, "-m", "memctl", "sync"]]
         git_argv = [["git", "pull", "-q", "--no-rebase", "--no-edit", "origin", branch], ["git", "push", "-q", "origin", f"HEAD:{branch}"]]
-        results: dict[str, dict[str, list[float]]] = {"change": {"memctl": [], "git": []}, "idle": {"memctl": [], "git": []}}
+        kinds = {"memctl": (mem_argv, {}), "full": (mem_argv, {"MEMCTL_NO_FAST": "1"}), "git": (git_argv, {})}
+        results: dict[str, dict[str, list[Sample]]] = {"change": {"memctl": [], "git": []},
+                                                       "idle": {k: [] for k in kinds}}
         for run in range(args.runs):
-            for case in ("change", "idle"):
-                for kind, argvs in (("memctl", mem_argv), ("git", git_argv)):
-                    remote_copy = work / f"remote-{case}-{kind}-{run}.git"
-                    shutil.copytree(remote if case == "change" else idle_remote, remote_copy)
-                    if case == "idle":
-                        # Nothing to do: the remote already has this clone's commit.
-                        target = copy(kind, run, remote_copy, reset_to_origin=False)
-                        sh("git", "push", "-q", "origin", f"HEAD:{branch}", cwd=target)
-                    else:
-                        target = copy(kind, run, remote_copy, reset_to_origin=False)
-                    if kind == "memctl":
-                        memctl(target, "list", "--json")  # copied caches point at the old paths: warm them
-                    results[case][kind].append(timed(argvs, target))
-                    if case == "change":
-                        files = sh("git", "ls-files", cwd=target).count("\n")
-                        merged = sh("git", "log", "-1", "--format=%P", cwd=target).count(" ") == 1
-                        assert merged and files > args.facts, "the run did not merge"
-                    shutil.rmtree(target)
-                    shutil.rmtree(remote_copy)
+            for kind in ("memctl", "git"):  # change on both sides: a fresh copy and remote per run
+                remote_copy = work / f"remote-change-{kind}-{run}.git"
+                shutil.copytree(remote, remote_copy)
+                target = copy(kind, run, remote_copy, reset_to_origin=False)
+                if kind == "memctl":
+                    memctl(target, "list", "--json")  # copied caches point at the old paths: warm them
+                results["change"][kind].append(timed(kinds[kind][0], target))
+                files = sh("git", "ls-files", cwd=target).count("\n")
+                merged = sh("git", "log", "-1", "--format=%P", cwd=target).count(" ") == 1
+                assert merged and files > args.facts, "the run did not merge"
+                shutil.rmtree(target)
+                shutil.rmtree(remote_copy)
+            # Nothing to do: the remote already has this clone's commit. One copy per kind, timed
+            # --idle-repeats times, the kinds interleaved (a sync with nothing to do leaves nothing behind).
+            targets = {}
+            for kind in kinds:
+                remote_copy = work / f"remote-idle-{kind}-{run}.git"
+                shutil.copytree(idle_remote, remote_copy)
+                targets[kind] = copy(kind if kind == "git" else "memctl", run, remote_copy, reset_to_origin=False, name=f"idle-{kind}")
+                sh("git", "push", "-q", "origin", f"HEAD:{branch}", cwd=targets[kind])
+                if kind != "git":
+                    memctl(targets[kind], "list", "--json")
+            for _ in range(args.idle_repeats):
+                for kind, (argvs, extra) in kinds.items():
+                    results["idle"][kind].append(timed(argvs, targets[kind], extra))
+            for kind, target in targets.items():
+                assert sh("git", "status", "--porcelain", cwd=target) == "", "an idle sync changed the clone"
+                assert sh("git", "rev-parse", "HEAD", cwd=target) == sh("git", "rev-parse", branch, cwd=work / f"remote-idle-{kind}-{run}.git")
+                shutil.rmtree(target)
+                shutil.rmtree(work / f"remote-idle-{kind}-{run}.git")
         ok = True
         print(f"store: {args.facts} facts + {args.facts} episodes; each side: {args.new_facts} new facts, "
-              f"{args.new_episodes} new episodes; {args.runs} runs, medians")
+              f"{args.new_episodes} new episodes; memctl {'byte-compiled' if not args.no_bytecode else 'compiled at each start'}; "
+              f"{args.runs} runs (nothing to do: x{args.idle_repeats} each), medians; load average {os.getloadavg()[0]:.1f}")
+        print("  wall ms median (min); cpu ms (user+sys of the processes) median")
         for case, label in (("idle", "nothing to do"), ("change", "change on both sides")):
-            mem = statistics.median(results[case]["memctl"])
-            git = statistics.median(results[case]["git"])
-            ratio = mem / git
-            line = f"{label:22s} memctl sync {mem * 1000:8.0f} ms   git pull + git push {git * 1000:8.0f} ms   {ratio:.2f}x"
-            if case == "change":
-                ok = ratio <= args.budget
-                line += f"   (budget <= {args.budget}x)"
-            print(line)
+            git = results[case]["git"]
+            for kind in [k for k in ("memctl", "full") if k in results[case]]:
+                mem = results[case][kind]
+                ratio = median(mem, "wall") / median(git, "wall")
+                name = "memctl sync" if kind == "memctl" else "memctl sync, MEMCTL_NO_FAST=1"
+                line = (f"{label:21s} {name:31s} {describe(mem)}   git pull + git push {describe(git)}   "
+                        f"{ratio:.2f}x (cpu {median(mem, 'cpu') / median(git, 'cpu'):.2f}x)")
+                if kind == "memctl":
+                    ok = ok and ratio <= args.budget
+                    line += f"   (budget <= {args.budget}x)"
+                print(line)
+        if args.breakdown:
+            breakdown(work, here, idle_remote, branch)
         print("PASS" if ok else "FAIL")
         return 0 if ok else 1
     finally:

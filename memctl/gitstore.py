@@ -606,6 +606,28 @@ def run(top: Path, *args: str, author: Author | None = None) -> GitResult:
                      done.stderr.decode("utf-8", "replace").strip())
 
 
+def start(top: Path, *args: str):
+    """Start a read-only git command and return at once (sync_fast.py runs a few side by side);
+    `finish()` collects it. Paths are literal and printed unquoted, as with `checked()`."""
+    import subprocess  # noqa: PLC0415
+
+    exe = git_executable()
+    if exe is None:
+        raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
+    try:
+        return subprocess.Popen([exe, "--literal-pathspecs", "-c", "core.quotePath=false", *args], cwd=top,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as exc:  # git vanished, or the directory did
+        raise GitError(f"cannot run git: {exc}") from None
+
+
+def finish(started) -> GitResult:
+    """Wait for a command `start()` started and return what it printed."""
+    out, err = started.communicate()
+    text = out.decode("utf-8", "surrogateescape")
+    return GitResult(started.returncode, text[:-1] if text.endswith("\n") else text, err.decode("utf-8", "replace").strip())
+
+
 def checked(top: Path, *args: str, author: Author | None = None) -> str:
     """Run git; a failure raises GitError with git's last line."""
     return _run(top, *args, env=_env(author) if author else None)

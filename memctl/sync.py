@@ -6,6 +6,7 @@ plain `git pull` resolves memctl's files; and here, in-process, on the three
 versions git leaves staged when `sync` merges with those drivers switched off
 (one Python per file would cost more than the merge). `sync` holds the store
 lock from start to end, so no memctl write lands between its fetch and its push.
+When there is nothing to do, sync_fast.py answers first (its checks are these).
 """
 
 from __future__ import annotations
@@ -14,73 +15,20 @@ import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import atomic_write
-from .store import GITATTRIBUTES, INDEX_FILE, Store
+from .store import Store
+from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
+                        remote_branch)
 
 PUSH_ATTEMPTS = 3
 INDEX_CLEAN = "block merged by line"
 INDEX_UNCLEAN = "block merged by line; a line changed on both sides"
-LOG_NAME = "memctl-merge.log"  # in the git directory: what the merge drivers resolved, for sync's summary
-
-
-@dataclass(frozen=True)
-class Resolution:
-    path: str  # relative to the store
-    kind: str  # index | state | ledger | fact | archive
-    how: str  # what was done, in words
-
-    def to_dict(self) -> dict:
-        return {"path": self.path, "kind": self.kind, "how": self.how}
-
-
-@dataclass(frozen=True)
-class Duplicate:
-    ledger: str
-    column: str
-    value: str
-    count: int
-
-    def to_dict(self) -> dict:
-        return {"ledger": self.ledger, "column": self.column, "value": self.value, "count": self.count}
-
-
-@dataclass(frozen=True)
-class SyncResult:
-    remote: str
-    branch: str
-    incoming: int = 0  # commits that came in
-    outgoing: int = 0  # commits the remote did not have
-    pushed: bool = False
-    files_in: tuple[str, ...] = ()  # files the merge changed here
-    resolved: tuple[Resolution, ...] = ()
-    conflicts: tuple[str, ...] = ()  # conflict copies this sync created (memctl conflicts)
-    duplicates: tuple[Duplicate, ...] = ()
-    merge_commit: str | None = None
-    attempts: int = 1
-    setup: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        return {
-            "remote": self.remote, "branch": self.branch, "incoming": self.incoming, "outgoing": self.outgoing,
-            "pushed": self.pushed, "files_in": list(self.files_in), "resolved": [r.to_dict() for r in self.resolved],
-            "conflicts": list(self.conflicts), "duplicates": [d.to_dict() for d in self.duplicates],
-            "merge_commit": self.merge_commit, "attempts": self.attempts, "setup": list(self.setup),
-        }
 
 
 # ---------------------------------------------------------------- setup: attributes and drivers
-
-def attribute_lines(store: Store) -> list[str]:
-    """The .gitattributes lines (relative to the store root) that send memctl's files to its drivers."""
-    if store.layout != "claude":
-        return GITATTRIBUTES.splitlines()
-    return ["ledgers/*.tsv merge=union", "*.md merge=memctl-fact", f"{INDEX_FILE} merge=memctl-index",
-            "archive/*.md merge=memctl-archive"]
-
 
 def setup(store: Store) -> list[str]:
     """Write the attributes and register the drivers in this clone; return what changed (idempotent).
@@ -168,55 +116,6 @@ def _kind(store: Store, rel_top: str, top: Path) -> str | None:
     return None
 
 
-def _pick_remote(top: Path, remote: str | None, upstream: str) -> str:
-    if remote is None and "/" in upstream:
-        return upstream.split("/", 1)[0]  # the branch's upstream: git checked its remote exists
-    names = [n for n in gitstore.run(top, "remote").out.splitlines() if n]
-    if remote is not None:
-        if remote not in names:
-            raise NotFound(f"no git remote named {remote!r}" + (f" (remotes: {', '.join(names)})" if names else ""),
-                           hint="git -C <store> remote -v lists them; add one with `git remote add NAME URL`")
-        return remote
-    if "origin" in names:
-        return "origin"
-    if len(names) == 1:
-        return names[0]
-    if not names:
-        raise NotFound("no git remote is configured for this store",
-                       hint="add one: git -C <store> remote add origin URL (docs/SYNC.md)")
-    raise BadInput(f"several remotes ({', '.join(names)}) and none is the branch's upstream", hint="name the remote", kind="which-remote")
-
-
-class _Branch(NamedTuple):
-    head: str  # commit id
-    name: str  # "" when HEAD is detached
-    upstream: str  # "origin/main", or ""
-    dirty: list[str]  # memctl's paths with uncommitted changes, relative to the work tree
-
-
-def _branch(store: Store, top: Path) -> _Branch:
-    """HEAD, its branch and upstream, and memctl's uncommitted paths: one `git status` (sync runs often)."""
-    paths = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
-                                                store.root / ".gitattributes") if p.exists()]
-    out = gitstore.checked(top, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *paths)
-    head = name = upstream = ""
-    dirty: list[str] = []
-    entries = iter(out.split("\0"))
-    for entry in entries:
-        if entry.startswith("# branch.oid "):
-            head = entry[len("# branch.oid "):]
-        elif entry.startswith("# branch.head "):
-            name = entry[len("# branch.head "):]
-        elif entry.startswith("# branch.upstream "):
-            upstream = entry[len("# branch.upstream "):]
-        elif entry[:2] in ("1 ", "2 ", "u ", "? "):
-            fields = {"1": 8, "2": 9, "u": 10, "?": 1}[entry[0]]
-            dirty.append(entry.split(" ", fields)[fields])
-            if entry[0] == "2":
-                next(entries, None)  # the rename's original path
-    return _Branch(head, "" if name == "(detached)" else name, upstream, dirty)
-
-
 def _tracked(top: Path, rel: str) -> str:
     return gitstore.checked(top, "ls-files", "--", rel)
 
@@ -246,16 +145,6 @@ def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
         from .store import commit  # noqa: PLC0415
 
         commit(store, appended, "memctl: commit appended rows and conflict copies before sync")
-
-
-def _fetch_head(top: Path) -> str:
-    """The commit `git fetch` just brought (FETCH_HEAD's first line), read without another git run."""
-    gitdir = gitstore.git_dir(top)
-    if gitdir is not None and (gitdir / "FETCH_HEAD").exists():
-        first = (gitdir / "FETCH_HEAD").read_text(encoding="utf-8", errors="replace").split("\t", 1)[0].strip()
-        if len(first) in (40, 64):
-            return first
-    return gitstore.checked(top, "rev-parse", "FETCH_HEAD")
 
 
 def _blob(top: Path, sha: str | None) -> bytes:
@@ -464,14 +353,15 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             commit(store, [store.root / ".gitattributes"], "memctl: route memctl's files to its merge drivers")
         if setup_only:
             return SyncResult("", "", setup=tuple(changed))
-        state = _branch(store, top)
+        state = branch(store, top)
         _refuse_hand_edits(store, top, state.dirty)
         if state.dirty:
-            state = _branch(store, top)
-        name = _pick_remote(top, remote, state.upstream)
+            state = branch(store, top)
+        names = [] if remote is None and "/" in state.upstream else [n for n in gitstore.run(top, "remote").out.splitlines() if n]
+        name = choose_remote(remote, state.upstream, names)
         if not state.name:
             raise Refused("HEAD is detached: sync needs a branch", hint="git -C <store> switch BRANCH")
-        remote_branch = state.upstream.split("/", 1)[1] if state.upstream.startswith(name + "/") else state.name
+        on_remote = remote_branch(name, state.upstream, state.name)
         _read_log(top, store)  # what an earlier `git pull` resolved is history now
         start = head = state.head
         resolved: list[Resolution] = []
@@ -481,17 +371,10 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
         pushed = False
         attempt = 0
         for attempt in range(1, PUSH_ATTEMPTS + 1):
-            fetched = gitstore.run(top, "fetch", "-q", "--no-tags", name, f"refs/heads/{remote_branch}")
-            if fetched.code != 0 and "couldn't find remote ref" in fetched.err:
-                theirs = None  # an empty remote, or a branch not pushed yet
-            elif fetched.code != 0:
-                raise GitError(f"cannot fetch from {name}: {fetched.err.splitlines()[-1] if fetched.err else 'git fetch failed'}",
-                               hint="check the remote's URL and your access: git -C <store> remote -v")
-            else:
-                theirs = _fetch_head(top)
+            theirs = fetch(top, name, on_remote)
             if theirs is not None and theirs != head and gitstore.run(top, "merge-base", "--is-ancestor", theirs, head).code != 0:
                 incoming += int(gitstore.checked(top, "rev-list", "--count", f"{head}..{theirs}"))
-                commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{remote_branch}")
+                commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{on_remote}")
                 resolved += done
                 copies += new
                 if commit_id:
@@ -500,7 +383,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             ahead = 0 if head == theirs else int(gitstore.checked(top, "rev-list", "--count", head if theirs is None else f"{theirs}..{head}"))
             if not push or ahead == 0:
                 break
-            sent = gitstore.run(top, "push", "-q", name, f"HEAD:refs/heads/{remote_branch}")
+            sent = gitstore.run(top, "push", "-q", name, f"HEAD:refs/heads/{on_remote}")
             if sent.code == 0:
                 outgoing, pushed = ahead, True
                 break
@@ -514,7 +397,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
         files_in = [f for f in gitstore.checked(top, "diff", "--name-only", "-z", start, end).split("\0") if f] if end != start else []
         duplicates = _duplicates(store, top, start, end) if any(
             _kind(store, f, top) == "ledger" for f in files_in) else []
-    return SyncResult(name, remote_branch, incoming, outgoing, pushed,
+    return SyncResult(name, on_remote, incoming, outgoing, pushed,
                       tuple(store.rel(top / f) for f in files_in), tuple(resolved), tuple(copies), tuple(duplicates),
                       merges[-1] if merges else None, attempt, tuple(changed))
 

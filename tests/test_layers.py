@@ -23,7 +23,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     2: ("fact", "config", "fsutil", "gitstore", "importers"),
     3: ("store", "index", "parsecache", "embed", "merge"),
     4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access"),
-    5: ("episodes", "state", "neardup", "sync"),
+    5: ("episodes", "state", "neardup", "sync", "sync_fast"),
     6: ("recall", "jobs", "lifecycle", "transcripts"),
     7: ("context", "doctor", "maintain"),
     8: ("cli", "integrations", "api", "__main__"),  # integrations: other programs' formats, used only by cli/;

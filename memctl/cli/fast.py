@@ -362,6 +362,12 @@ def run(argv: list[str]) -> int | None:
     """Run argv here and return its exit code, or None when the Typer app should handle it."""
     if os.environ.get("MEMCTL_NO_FAST", "") not in ("", "0"):
         return None
+    if "sync" in argv:  # `memctl sync` with nothing to do (fastsync.py)
+        from .fastsync import run as run_sync
+
+        code = run_sync(argv)
+        if code is not None:
+            return code
     plan = _plan(argv)
     if plan is None:
         return None

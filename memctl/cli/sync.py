@@ -1,4 +1,7 @@
-"""sync, resolve, merge-driver: one memory over several machines (docs/SYNC.md)."""
+"""sync, resolve, merge-driver: one memory over several machines (docs/SYNC.md).
+
+With nothing to do, `memctl sync` is answered by fastsync.py before this module is imported.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +11,9 @@ from typing import Annotated, Optional
 import typer
 
 from .. import output
+from . import fastsync
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 @app.command()
@@ -30,28 +30,12 @@ def sync(
     store = store_from(ctx)
     result = sync_mod.sync(store, remote=remote, push=not no_push, setup_only=setup)
     if json:
-        output.emit_json(result.to_dict())
+        fastsync.summary(result, json=True)
         return
     if setup:
         output.info("set up: " + ", ".join(result.setup) if result.setup else "merge drivers already set up; nothing changed")
         return
-    for item in result.resolved:
-        output.emit_text(f"resolved\t{item.path}\t{item.how}")
-    for copy in result.conflicts:
-        output.emit_text(f"conflict\t{copy}")
-    for dup in result.duplicates:
-        output.emit_text(f"duplicate\t{dup.ledger}\t{dup.column}={dup.value}\t{dup.count}")
-    where = f"{result.remote}/{result.branch}"
-    sent = f"{_n(result.outgoing, 'commit')} pushed" if result.pushed else (
-        f"{_n(result.outgoing, 'commit')} not pushed (--no-push)" if result.outgoing else "nothing to push")
-    output.info(f"{where}: {_n(result.incoming, 'commit')} in ({_n(len(result.files_in), 'file')}), {sent}"
-                + (f", {_n(len(result.resolved), 'file')} resolved" if result.resolved else ""))
-    if result.conflicts:
-        output.warn(f"{_n(len(result.conflicts), 'fact')} changed on both sides: the other version is kept aside",
-                    hint="memctl conflicts; memctl resolve NAME --keep local|remote|both")
-    if result.duplicates:
-        output.warn(f"{_n(len(result.duplicates), 'unique value')} appended on two machines while apart",
-                    hint="memctl ledger dups NAME --column COLUMN")
+    fastsync.summary(result, json=False)
 
 
 @app.command()

@@ -1,0 +1,77 @@
+"""`memctl sync` without the Typer app when there is nothing to do (memctl/sync_fast.py).
+
+A sync job runs every few minutes and mostly finds the remote where this clone
+is; building the Typer app and importing the merge machinery would cost more
+than the git commands. `run()` takes the plain forms (`sync [--remote NAME]
+[--no-push] [--json]`), asks `sync_fast.nothing_to_do`, and prints the summary
+the Typer command prints (`summary()`, shared with it); anything else, and
+every case with work to do, returns None and goes to the Typer command.
+"""
+
+from __future__ import annotations
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def summary(result, *, json: bool) -> None:
+    """What came in, what went out, what was resolved how: stdout for data, stderr for the rest."""
+    from .. import output
+
+    if json:
+        output.emit_json(result.to_dict())
+        return
+    for item in result.resolved:
+        output.emit_text(f"resolved\t{item.path}\t{item.how}")
+    for copy in result.conflicts:
+        output.emit_text(f"conflict\t{copy}")
+    for dup in result.duplicates:
+        output.emit_text(f"duplicate\t{dup.ledger}\t{dup.column}={dup.value}\t{dup.count}")
+    where = f"{result.remote}/{result.branch}"
+    sent = f"{_n(result.outgoing, 'commit')} pushed" if result.pushed else (
+        f"{_n(result.outgoing, 'commit')} not pushed (--no-push)" if result.outgoing else "nothing to push")
+    output.info(f"{where}: {_n(result.incoming, 'commit')} in ({_n(len(result.files_in), 'file')}), {sent}"
+                + (f", {_n(len(result.resolved), 'file')} resolved" if result.resolved else ""))
+    if result.conflicts:
+        output.warn(f"{_n(len(result.conflicts), 'fact')} changed on both sides: the other version is kept aside",
+                    hint="memctl conflicts; memctl resolve NAME --keep local|remote|both")
+    if result.duplicates:
+        output.warn(f"{_n(len(result.duplicates), 'unique value')} appended on two machines while apart",
+                    hint="memctl ledger dups NAME --column COLUMN")
+
+
+def run(argv: list[str]) -> int | None:
+    """The exit code of `memctl [--root DIR] sync ...` when it had nothing to do; None otherwise."""
+    from .fast import _options, _root
+
+    split = _root(argv)
+    if split is None or split[1][:1] != ["sync"]:
+        return None
+    root, rest = split
+    parsed = _options(rest[1:], {"--no-push", "--json"}, {"--remote"})
+    if parsed is None or parsed[0]:
+        return None  # --setup, --help, a stray argument: the Typer command
+    opts = parsed[1]
+    from .. import errors, output
+    from ..store import load_store
+    from ..sync_fast import nothing_to_do
+
+    try:
+        # --no-push changes nothing here: with the remote at HEAD there is nothing to push.
+        result = nothing_to_do(load_store(root), remote=opts.get("--remote"))
+    except BrokenPipeError:
+        return errors.OK
+    except KeyboardInterrupt:
+        return 130  # as click does: no traceback
+    except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer command maps them)
+        if isinstance(exc, OSError):
+            exc = errors.from_os_error(exc)
+        if isinstance(exc, errors.MemctlError):
+            output.error(exc.one_line())
+            return exc.exit_code
+        raise
+    if result is None:
+        return None
+    summary(result, json="--json" in opts)
+    return errors.OK
