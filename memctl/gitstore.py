@@ -613,7 +613,7 @@ def start(top: Path, *args: str):
 
     exe = git_executable()
     if exe is None:
-        raise GitError("git not found", hint="install git, or use --no-commit / MEMCTL_NO_COMMIT=1")
+        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
     try:
         return subprocess.Popen([exe, "--literal-pathspecs", "-c", "core.quotePath=false", *args], cwd=top,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
