@@ -412,17 +412,43 @@ def _cosines(store: Store, conn, embedder, kinds, allowed: list[int], queries: S
 
 def _conversation_links(conn, docs) -> dict[int, tuple[int | None, int | None]]:
     """(previous, next) turn of each document's conversation, for `docs` and every turn within
-    2 x WINDOW_RADIUS of them (the context of a neighbour that is itself a candidate)."""
+    2 x WINDOW_RADIUS of them (the context of a neighbour that is itself a candidate); turns are
+    consecutive documents (ledger order), so one query reads them all."""
     from . import rindex
 
-    links: dict[int, tuple[int | None, int | None]] = {}
-    frontier = set(docs)
-    for _ in range(2 * WINDOW_RADIUS + 1):
-        if not frontier:
-            break
-        links.update(rindex.conversation_neighbours(conn, sorted(frontier), WINDOW_GAP_SECONDS, EVENT_TYPES))
-        frontier = {n for d in frontier for n in links[d] if n is not None and n not in links}
-    return links
+    reach = 2 * WINDOW_RADIUS
+    around = {d + step for d in docs for step in range(-reach, reach + 1) if d + step > 0}
+    return rindex.conversation_neighbours(conn, sorted(around), WINDOW_GAP_SECONDS, EVENT_TYPES)
+
+
+def _term_counts(tokens: list[str], terms) -> dict[str, int]:
+    """How often each query term occurs in `tokens`, as rindex.coverage counts it (absent terms left out)."""
+    from . import textnorm
+
+    found = {}
+    for t in terms:
+        if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (rindex._match_expression)
+            tf = sum(1 for token in tokens if token.startswith(t))
+        else:
+            tf = tokens.count(t)
+        if tf:
+            found[t] = tf
+    return found
+
+
+def _joined_coverage(parts, idf) -> float:
+    """rindex.coverage of the concatenated tokens of several turns, from each turn's (term counts, length)."""
+    tf: dict[str, int] = {}
+    for counts, _ in parts:
+        for t, n in counts.items():
+            tf[t] = tf.get(t, 0) + n
+    whole = sum(idf.values())
+    if not tf or not whole:
+        return 0.0
+    from .rindex import B, K1, REFERENCE_LENGTH
+
+    norm = K1 * (1 - B + B * sum(n for _, n in parts) / REFERENCE_LENGTH)
+    return sum(idf[t] * min(1.0, n * (K1 + 1) / (n + norm)) for t, n in tf.items()) / whole
 
 
 def _window_of(doc: int, links) -> tuple[int, ...]:
@@ -467,16 +493,17 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
     if use != "vector":
         terms, idf = rindex.query_terms(conn, query)
         tokens = rindex.tokens_of(conn, members)
+        parts = {m: (_term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
     share = keyword_share(query)
     extra: dict[int, tuple[float, float | None]] = {}
     for d in windows:  # a turn met only as context: its own signals, as recall would score it
         if d not in own:
-            kw = rindex.coverage(tokens.get(d, []), terms, idf) if use != "vector" else 0.0
+            kw = _joined_coverage([parts[d]], idf) if use != "vector" else 0.0
             vec = calibrated(float(sims[column[d]]), calibration) if use != "keyword" and sims is not None and d in column else None
             extra[d] = (kw, vec)
     best: dict[int, float] = {}
     for d, window in windows.items():
-        kw = rindex.coverage([t for m in window for t in tokens.get(m, [])], terms, idf) if use != "vector" else 0.0
+        kw = _joined_coverage([parts[m] for m in window], idf) if use != "vector" else 0.0
         vec = None
         inside = [column[m] for m in window if m in column] if use != "keyword" and sims is not None else []
         if inside:

@@ -458,3 +458,24 @@ def test_a_window_vector_is_the_normalised_sum_of_its_turns_and_a_filter_keeps_c
     summed = vectors[[0, 2]].sum(axis=0)
     expected = recall.calibrated(float(q @ summed) / float(np.linalg.norm(summed)), calibration)
     assert all(h.window == pytest.approx(expected, abs=1e-4) for h in mel)
+
+
+@pytest.mark.parametrize("query", ["pottery workshop Kyoto Saturday", "陶芸 京都", "京", "sister photos photos"])
+def test_a_window_keyword_coverage_is_the_coverage_of_its_joined_turns(root, query):
+    from memctl import rindex
+
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    texts = ["Mel: did you finally try the pottery workshop?", "Caroline: 京都の陶芸教室に行った、姉と一緒に",
+             "Mel: lovely, send photos photos photos", "Caroline: 京都駅は混んでいた"]
+    _turns(store, [(t, "dialog", text) for text in texts])
+    with rindex.opened(store) as conn:
+        terms, idf = rindex.query_terms(conn, query)
+        ids = rindex.ids(conn, kinds=("episode",), statuses=("live",))
+        tokens = rindex.tokens_of(conn, ids)
+    for lo in range(len(ids)):
+        for hi in range(lo + 1, len(ids) + 1):
+            members = ids[lo:hi]
+            joined = [tok for m in members for tok in tokens[m]]
+            parts = [(recall._term_counts(tokens[m], terms), len(tokens[m])) for m in members]
+            assert recall._joined_coverage(parts, idf) == pytest.approx(rindex.coverage(joined, terms, idf))
