@@ -1,6 +1,6 @@
 """Fusion variants for conversation recall on LoCoMo, compared in-process (docs/RECALL.md "Variants").
 
-    python bench/locomo_variants.py [PATH/TO/locomo-dev.json] --embedder test-model|e5-small-q4 [--only NAME,...]
+    python bench/locomo_variants.py [PATH/TO/locomo-dev.json] --embedder test-model|e5-small-q4 [--only NAME,...] [--floor 0.35]
 
 What bench/locomo.py measures end to end through the CLI, this script measures
 for many ranking rules at once: it builds each conversation's store as
@@ -9,7 +9,9 @@ pair (keyword coverage from rindex.coverage over the index's tokens and idf;
 the cosine of the embedder's query and passage vectors through
 recall.calibration_for; hybrid = recall.combine's mean with keyword_share),
 then ranks ALL turns of the conversation by each rule and prints recall@10
-(every evidence turn in the top 10; categories 1-4, evidence as published).
+(every evidence turn in the top 10; categories 1-4, evidence as published),
+and, for three rules whose value is a relevance, how many evidence and other
+turns reach the floor.
 Differences from the CLI: no candidate cut (recall scores the best 200 per
 signal and the turns around them), no five-factor score (on LoCoMo's 2023
 dates recency is ~0 and importance constant, so the order is the relevance's).
@@ -227,6 +229,7 @@ def main() -> int:
     parser.add_argument("data", nargs="?", type=Path, default=locomo.DEFAULT_DATA)
     parser.add_argument("--embedder", default="test-model", choices=("test-model", "e5-small-q4"))
     parser.add_argument("--only", default="", help="comma-separated rule names (default: all)")
+    parser.add_argument("--floor", type=float, default=0.35, help="relevance floor for the last table (default 0.35)")
     args = parser.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     convs = [locomo.build_conversation(i, conv, {}) for i, conv in enumerate(data)]
@@ -247,6 +250,18 @@ def main() -> int:
                 cats.append(q["cat"])
         found, cats = np.array(found), np.array(cats)
         print(f"{name:<20} {found.mean():>6.3f}" + "".join(f" {found[cats == k].mean():>6.3f}" for k in (1, 2, 3, 4)), flush=True)
+    print(f"\nat the floor {args.floor:g}: share of evidence turns at or above it; other turns at or above it per question")
+    for name in ("single", "pairs_max09", "c5_mean"):
+        rule, above, evidence, wrong, asked = rules()[name], 0, 0, 0, 0
+        for c in prepared:
+            relevance = rule(c)
+            for qi, q in enumerate(c["questions"]):
+                mask = np.array([ref in q["ev"] for ref in c["refs"]])
+                above += int((relevance[qi][mask] >= args.floor).sum())
+                evidence += int(mask.sum())
+                wrong += int((relevance[qi][~mask] >= args.floor).sum())
+                asked += 1
+        print(f"{name:<20} {above / evidence:>6.3f} {wrong / asked:>6.1f}")
     return 0
 
 
