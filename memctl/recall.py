@@ -41,7 +41,8 @@ ACCESS_COLUMNS = access_mod.COLUMNS
 CANDIDATES = 200  # items per signal considered before the floor and the five factors
 DEFAULT_MIN_SCORE = 0.35  # the relevance floor, chosen on dev data: docs/RECALL.md "Calibration"
 FREQUENCY_SATURATION = 20  # uses at which the frequency factor reaches 1
-WINDOW_WEIGHT = 0.9  # a turn's relevance may be this share of its best conversation window's
+WINDOW_RADIUS = 2  # a turn's conversation window: up to this many turns before it and after it ...
+WINDOW_SHARE = 0.5  # ... whose relevance is this share of the turn's (its own text's is the rest)
 WINDOW_GAP_SECONDS = 1800  # consecutive episodes of one type this close are turns of one conversation ...
 EVENT_TYPES = ("decision", "error", "success", "feedback", "conflict")  # ... unless they are events, not turns
 MAX_QUERY_CHARS = 10_000  # longer queries are cut here (a 100 KB paste is answered, not hung on)
@@ -442,38 +443,109 @@ def _cosines(embedder, queries: Sequence[str], vectors):
     return embedded @ vectors.T
 
 
-def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors) -> dict[int, float]:
-    """Relevance of conversation windows (two neighbouring turns), per member episode: its best window.
+def _conversation_links(conn, docs) -> dict[int, tuple[int | None, int | None]]:
+    """(previous, next) turn of each document's conversation, for `docs` and every turn within
+    2 x WINDOW_RADIUS of them (the context of a neighbour that is itself a candidate); turns are
+    consecutive documents (ledger order), so one query reads them all."""
+    from . import rindex
 
-    A question's answer often spans a turn and its reply; the pair is scored
-    as one text with the same absolute signals (keyword coverage of the joined
-    tokens; the cosine of the normalised sum of the two turn vectors), and each
-    turn may take WINDOW_WEIGHT x its best window's relevance (docs/RECALL.md).
+    reach = 2 * WINDOW_RADIUS
+    around = {d + step for d in docs for step in range(-reach, reach + 1) if d + step > 0}
+    return rindex.conversation_neighbours(conn, sorted(around), WINDOW_GAP_SECONDS, EVENT_TYPES)
+
+
+def _term_counts(tokens: list[str], terms) -> dict[str, int]:
+    """How often each query term occurs in `tokens`, as rindex.coverage counts it (absent terms left out)."""
+    from . import textnorm
+
+    found = {}
+    for t in terms:
+        if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (rindex._match_expression)
+            tf = sum(1 for token in tokens if token.startswith(t))
+        else:
+            tf = tokens.count(t)
+        if tf:
+            found[t] = tf
+    return found
+
+
+def _joined_coverage(parts, idf) -> float:
+    """rindex.coverage of the concatenated tokens of several turns, from each turn's (term counts, length)."""
+    tf: dict[str, int] = {}
+    for counts, _ in parts:
+        for t, n in counts.items():
+            tf[t] = tf.get(t, 0) + n
+    whole = sum(idf.values())
+    if not tf or not whole:
+        return 0.0
+    from .rindex import B, K1, REFERENCE_LENGTH
+
+    norm = K1 * (1 - B + B * sum(n for _, n in parts) / REFERENCE_LENGTH)
+    return sum(idf[t] * min(1.0, n * (K1 + 1) / (n + norm)) for t, n in tf.items()) / whole
+
+
+def _window_of(doc: int, links) -> tuple[int, ...]:
+    """The turns around `doc`, centred on it: up to WINDOW_RADIUS before and after, in order."""
+    before, after = [], []
+    prev = nxt = doc
+    for _ in range(WINDOW_RADIUS):
+        prev = links.get(prev, (None, None))[0] if prev is not None else None
+        nxt = links.get(nxt, (None, None))[1] if nxt is not None else None
+        if prev is not None:
+            before.append(prev)
+        if nxt is not None:
+            after.append(nxt)
+    return (*reversed(before), doc, *after)
+
+
+def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors):
+    """Conversation windows: (relevance of each turn's window, (keyword, vector) of turns found only as context).
+
+    A turn is read in its context: the window centred on it (up to
+    WINDOW_RADIUS turns before and after, same conversation) is scored as one
+    text with the same absolute signals as a single item (keyword coverage of
+    the joined tokens; the calibrated cosine of the normalised sum of the
+    member vectors; members the vector filters left out count for the keyword
+    part only). Candidates are the best CANDIDATES items by their own relevance
+    and the turns within WINDOW_RADIUS of them; a turn's relevance is then
+    (1 - WINDOW_SHARE) x its own + WINDOW_SHARE x its window's (docs/RECALL.md).
     """
     from . import rindex
 
     pool = sorted(own, key=lambda d: (-own[d], d))[:CANDIDATES]
-    neighbours = rindex.conversation_neighbours(conn, pool, WINDOW_GAP_SECONDS, EVENT_TYPES)
-    pairs = {(a, b) for d, (prev, nxt) in neighbours.items() for a, b in ((prev, d), (d, nxt)) if a is not None and b is not None}
-    if not pairs:
-        return {}
-    members = sorted({d for pair in pairs for d in pair})
+    links = _conversation_links(conn, pool)
+    windows = {}
+    for d in pool:
+        for member in _window_of(d, links):
+            if member not in windows:
+                windows[member] = _window_of(member, links)
+    windows = {d: w for d, w in windows.items() if len(w) > 1}
+    if not windows:
+        return {}, {}
+    members = sorted({m for w in windows.values() for m in w})
     if use != "vector":
         terms, idf = rindex.query_terms(conn, query)
         tokens = rindex.tokens_of(conn, members)
+        parts = {m: (_term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
+    share = keyword_share(query)
+    extra: dict[int, tuple[float, float | None]] = {}
+    for d in windows:  # a turn met only as context: its own signals, as recall would score it
+        if d not in own:
+            kw = _joined_coverage([parts[d]], idf) if use != "vector" else 0.0
+            vec = calibrated(float(sims[column[d]]), calibration) if use != "keyword" and sims is not None and d in column else None
+            extra[d] = (kw, vec)
     best: dict[int, float] = {}
-    for a, b in pairs:
-        kw = rindex.coverage(tokens.get(a, []) + tokens.get(b, []), terms, idf) if use != "vector" else 0.0
+    for d, window in windows.items():
+        kw = _joined_coverage([parts[m] for m in window], idf) if use != "vector" else 0.0
         vec = None
-        if use != "keyword" and sims is not None and a in column and b in column:
-            ia, ib = column[a], column[b]
-            norm = math.sqrt(max(1e-12, 2.0 + 2.0 * float(vectors[ia] @ vectors[ib])))
-            vec = calibrated((float(sims[ia]) + float(sims[ib])) / norm, calibration)
-        rel = kw if use == "keyword" else (vec or 0.0) if use == "vector" else combine(kw, vec or 0.0, keyword_share(query))
-        for d in (a, b):
-            if rel > best.get(d, 0.0):
-                best[d] = rel
-    return best
+        inside = [column[m] for m in window if m in column] if use != "keyword" and sims is not None else []
+        if inside:
+            import numpy as np
+
+            norm = float(np.linalg.norm(vectors[inside].sum(axis=0))) if len(inside) > 1 else 1.0
+            vec = calibrated(float(sims[inside].sum()) / max(norm, 1e-6), calibration)
+        best[d] = kw if use == "keyword" else (vec or 0.0) if use == "vector" else combine(kw, vec or 0.0, share)
+    return best, extra
 
 
 def check_query(query: str) -> str:
@@ -563,16 +635,23 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
             else:
                 vector[doc] = calibrated(cosine[doc], calibration) if doc in cosine else 0.0
                 own[doc] = vector[doc] if use == "vector" else combine(kw, vector[doc], share)
+        coverage = {doc: value[1] for doc, value in keyword.items()}
         window: dict[int, float] = {}
         if "episode" in kinds and own and settings.windows:
-            window = _windows(conn, query, own, use, calibration, sims[qi] if column else None, column, vectors)
-            outside = [d for d in window if d not in own]  # a neighbour the filters may exclude
+            window, extra = _windows(conn, query, own, use, calibration, sims[qi] if column else None, column, vectors)
+            outside = [d for d in window if d not in own]  # a turn met as context: the filters may exclude it
             if outside:
                 keep = rindex.passing(conn, outside, **filters)
                 window = {d: v for d, v in window.items() if d in own or d in keep}
+            for doc, (kw, vec) in extra.items():
+                if doc in window:
+                    coverage[doc] = kw
+                    if use != "keyword":
+                        vector[doc] = vec or 0.0
+                    own[doc] = kw if use == "keyword" else vector[doc] if use == "vector" else combine(kw, vector[doc], share)
         relevance = {}
-        for doc in set(own) | set(window):
-            rel = max(own.get(doc, 0.0), WINDOW_WEIGHT * window.get(doc, 0.0))
+        for doc in own:
+            rel = own[doc] if doc not in window else (1.0 - WINDOW_SHARE) * own[doc] + WINDOW_SHARE * window[doc]
             if rel >= floor and rel > 0:
                 relevance[doc] = rel
         candidates = sorted(relevance, key=lambda i: (-relevance[i], i))[:CANDIDATES]
@@ -595,7 +674,7 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
                 "frequency": use_frequency(count),
             }
             score = sum(weights[name] * value for name, value in factors.items())
-            hits.append(Hit(item, score, factors, keyword[i][1] if i in keyword else 0.0, vector.get(i) if use != "keyword" else None,
+            hits.append(Hit(item, score, factors, coverage.get(i, 0.0), vector.get(i) if use != "keyword" else None,
                             keyword[i][0] if i in keyword else None, cosine.get(i), window.get(i)))
         hits.sort(key=lambda h: (-h.score, h.item.path))
         results.append(hits[:k])

@@ -342,9 +342,15 @@ def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
     by = {h.item.key: h for h in hits}
     # the question turn and the answer turn each hold half of the query; together all of it
     assert by["ep-0000"].keyword == pytest.approx(0.5, abs=0.1) and by["ep-0001"].keyword == pytest.approx(0.5, abs=0.1)
+    # their window (the three turns of that session: ep-0003 is another, ep-0004 an event) holds all of it
     assert by["ep-0000"].window == pytest.approx(1.0) == by["ep-0001"].window
-    assert by["ep-0000"].relevance == by["ep-0001"].relevance == pytest.approx(recall.WINDOW_WEIGHT)
+    for key in ("ep-0000", "ep-0001"):
+        expected = (1 - recall.WINDOW_SHARE) * by[key].keyword + recall.WINDOW_SHARE * by[key].window
+        assert by[key].relevance == pytest.approx(expected) and by[key].relevance > by[key].keyword
     assert {h.item.key for h in hits[:2]} == {"ep-0000", "ep-0001"}
+    # the reply that holds no query word is found through its context, below the turns that hold some
+    assert by["ep-0002"].keyword == 0 and by["ep-0002"].relevance == pytest.approx(recall.WINDOW_SHARE * by["ep-0002"].window)
+    assert by["ep-0002"].relevance < min(by["ep-0000"].relevance, by["ep-0001"].relevance)
     # the next session and the decision are not joined to the dialog
     assert by["ep-0003"].window is None or by["ep-0003"].window < 0.9
     assert by["ep-0004"].relevance == pytest.approx(by["ep-0004"].keyword)
@@ -385,3 +391,91 @@ def test_events_are_never_joined_into_windows(root):
                    (t, "error", "Backup job timed out at night")])
     _, (hits,) = recall.recall(store, ["payment backup"], source="episodes", mode="keyword", log=False, min_score=0)
     assert all(h.window is None for h in hits)
+
+
+def test_a_turn_is_read_with_two_turns_either_side_and_no_further(root):
+    """The window is centred on the turn: WINDOW_RADIUS turns before and after it, its conversation only."""
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    _turns(store, [
+        (t, "dialog", "Mel: the glaze recipe uses cobalt"),  # 3 turns before ep-0003: outside its window
+        (t, "dialog", "Caroline: how was the weekend?"),
+        (t, "dialog", "Mel: quiet, mostly reading"),
+        (t, "dialog", "Caroline: I finally fired the vase"),
+        (t, "dialog", "Mel: which kiln did you use?"),
+        (t, "dialog", "Caroline: the community kiln downtown"),  # 2 turns after ep-0003: inside
+    ])
+    assert recall.WINDOW_RADIUS == 2
+    _, (hits,) = recall.recall(store, ["vase community kiln downtown"], source="episodes", mode="keyword",
+                               log=False, min_score=0)
+    by = {h.item.key: h for h in hits}
+    # ep-0003's window (ep-0001..ep-0005) holds every query word; ep-0001's (ep-0000..ep-0003) only the vase
+    assert by["ep-0003"].window == pytest.approx(1.0)
+    assert by["ep-0001"].keyword == 0 and by["ep-0001"].window < 0.5
+    assert hits[0].item.key in {"ep-0003", "ep-0005"}
+    # the cobalt turn shares no word with the query and ep-0005 is outside its window
+    _, (cobalt,) = recall.recall(store, ["cobalt kiln"], source="episodes", mode="keyword", log=False, min_score=0)
+    got = {h.item.key: h for h in cobalt}
+    # ep-0000's window (ep-0000..ep-0002) holds cobalt only; ep-0002's (ep-0000..ep-0004) cobalt and kiln
+    assert got["ep-0000"].keyword > 0 and got["ep-0002"].keyword == 0
+    assert got["ep-0000"].window < got["ep-0002"].window == pytest.approx(1.0)
+    # a lone episode (no conversation) keeps its own relevance exactly
+    from memctl import episodes
+
+    episodes.add(store, "Cobalt glaze ordered", "success", commit_changes=False)
+    _, (lone,) = recall.recall(store, ["cobalt glaze"], source="episodes", mode="keyword", log=False, min_score=0)
+    event = next(h for h in lone if h.item.type == "success")
+    assert event.window is None and event.relevance == pytest.approx(event.keyword)
+
+
+def test_a_window_vector_is_the_normalised_sum_of_its_turns_and_a_filter_keeps_context(root):
+    import numpy as np
+
+    from memctl import embed
+
+    _use_test_model(root)
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    texts = ["Mel: did you finally try the pottery workshop?", "Caroline: yes, last Saturday in Kyoto with my sister",
+             "Mel: lovely, send photos"]
+    _turns(store, [(t, "dialog", text) for text in texts], agents=("mel", "caroline", "mel"))
+    query = "where did Caroline go for the ceramics class"
+    _, (hits,) = recall.recall(store, [query], source="episodes", mode="vector", log=False, min_score=0)
+    by = {h.item.key: h for h in hits}
+    embedder = embed.choose(embed.settings_for(store)).embedder
+    vectors = np.asarray(embedder.embed(texts, kind="passage"))
+    q = np.asarray(embedder.embed([query], kind="query"))[0]
+    calibration = recall.calibration_for(embedder)
+    for key, window in (("ep-0000", [0, 1, 2]), ("ep-0001", [0, 1, 2]), ("ep-0002", [0, 1, 2])):
+        summed = vectors[window].sum(axis=0)
+        expected = recall.calibrated(float(q @ summed) / float(np.linalg.norm(summed)), calibration)
+        assert by[key].window == pytest.approx(expected, abs=1e-4)
+        assert by[key].relevance == pytest.approx(0.5 * by[key].vector + 0.5 * by[key].window)
+    # with --agent mel, Caroline's turn is not returned; the vectors compared are those the filters
+    # pass, so Mel's windows are the normalised sum of Mel's two turns (the keyword part keeps every turn)
+    _, (mel,) = recall.recall(store, [query], source="episodes", mode="vector", log=False, min_score=0, agent="mel")
+    assert sorted(h.item.key for h in mel) == ["ep-0000", "ep-0002"]
+    summed = vectors[[0, 2]].sum(axis=0)
+    expected = recall.calibrated(float(q @ summed) / float(np.linalg.norm(summed)), calibration)
+    assert all(h.window == pytest.approx(expected, abs=1e-4) for h in mel)
+
+
+@pytest.mark.parametrize("query", ["pottery workshop Kyoto Saturday", "陶芸 京都", "京", "sister photos photos"])
+def test_a_window_keyword_coverage_is_the_coverage_of_its_joined_turns(root, query):
+    from memctl import rindex
+
+    store = open_store(root)
+    t = "2026-05-08T13:56:00+00:00"
+    texts = ["Mel: did you finally try the pottery workshop?", "Caroline: 京都の陶芸教室に行った、姉と一緒に",
+             "Mel: lovely, send photos photos photos", "Caroline: 京都駅は混んでいた"]
+    _turns(store, [(t, "dialog", text) for text in texts])
+    with rindex.opened(store) as conn:
+        terms, idf = rindex.query_terms(conn, query)
+        ids = rindex.ids(conn, kinds=("episode",), statuses=("live",))
+        tokens = rindex.tokens_of(conn, ids)
+    for lo in range(len(ids)):
+        for hi in range(lo + 1, len(ids) + 1):
+            members = ids[lo:hi]
+            joined = [tok for m in members for tok in tokens[m]]
+            parts = [(recall._term_counts(tokens[m], terms), len(tokens[m])) for m in members]
+            assert recall._joined_coverage(parts, idf) == pytest.approx(rindex.coverage(joined, terms, idf))
