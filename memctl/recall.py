@@ -388,25 +388,34 @@ def _cosines(store: Store, conn, embedder, kinds, allowed: list[int], queries: S
     doc_ids: list[int] = []
     blocks = []
     for kind in kinds:
-        rows = rindex.vector_texts(conn, kind)
-        if not rows:
-            continue
-        # One cache per kind over all its documents, so filters and sources never churn it.
-        vectors = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
-                              kind="passage", quiet=len(rows) < 300)
-        doc_ids += [doc for doc, _, _ in rows]
-        blocks.append(np.asarray(vectors.matrix))
+        # One cache per kind over all its documents, so filters and sources never churn it; keyed by
+        # the index's generation of that kind, so an unchanged kind loads without rehashing its texts.
+        with rindex.snapshot(conn):  # the key and the rows of one state of the index
+            key = rindex.generation(conn, kind)
+            matrix = vcache.current(store, f"recall-{kind}s", embedder, "passage", key)
+            ids = rindex.kind_ids(conn, kind) if matrix is not None else []
+            rows = rindex.vector_texts(conn, kind) if matrix is None or len(ids) != len(matrix) else None
+        if rows is not None:
+            if not rows:
+                continue
+            matrix = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
+                                 kind="passage", quiet=len(rows) < 300, key=key).matrix
+            ids = [doc for doc, _, _ in rows]
+        doc_ids += ids
+        blocks.append(matrix)
     if not blocks:
         return [], np.zeros((len(queries), 0), dtype=np.float32), None
-    matrix = np.vstack(blocks)
+    matrix = blocks[0] if len(blocks) == 1 else np.vstack(blocks)
     position = {doc: i for i, doc in enumerate(doc_ids)}
     keep = [d for d in allowed if d in position]
     rows_allowed = np.array([position[d] for d in keep], dtype=np.int64)
     if rows_allowed.size == 0:
         return [], np.zeros((len(queries), 0), dtype=np.float32), None
-    sub = matrix[rows_allowed]
+    # Every row, in order (the usual case): the memory-mapped cache as it is, no copy.
+    whole = rows_allowed.size == len(matrix) and bool((rows_allowed == np.arange(len(matrix))).all())
+    sub = matrix if whole else matrix[rows_allowed]
     embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
-    return keep, embedded @ sub.T, sub
+    return keep, np.asarray(embedded @ sub.T), sub
 
 
 def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors) -> dict[int, float]:

@@ -167,8 +167,14 @@ def opened(store: Store) -> Iterator[sqlite3.Connection]:
 def _sync(store: Store, conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        changed = _sync_facts(store, conn)
-        changed = _sync_episodes(store, conn) or changed
+        facts_changed = _sync_facts(store, conn)
+        episodes_changed = _sync_episodes(store, conn)
+        changed = facts_changed or episodes_changed
+        for kind, moved in (("fact", facts_changed), ("episode", episodes_changed)):
+            if moved or _meta(conn, f"generation.{kind}") is None:
+                # A new name for this kind's documents whenever any changed: the vector cache
+                # keyed by it (vcache.current) is then known to be current without rehashing.
+                _set_meta(conn, f"generation.{kind}", os.urandom(8).hex())
         _sync_access(store, conn)
         if changed or _meta(conn, "ndocs") is None:
             # The corpus statistic of keyword()'s idf: the document count (counted only after a change:
@@ -608,6 +614,30 @@ def ids(conn: sqlite3.Connection, *, kinds: Sequence[str], statuses: Sequence[st
         tag: str | None = None, since: float | None = None, agent: str | None = None) -> list[int]:
     where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
     return [row[0] for row in conn.execute(f"SELECT d.id FROM docs d WHERE {where} ORDER BY d.id", args)]
+
+
+@contextlib.contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """Reads in one transaction: they see one state of the index, whatever other processes commit."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+def generation(conn: sqlite3.Connection, kind: str) -> str | None:
+    """A name for the current state of `kind`'s documents: it changes whenever any of them changes
+    (and when the index is rebuilt), so a cache derived from them can be keyed by it."""
+    return _meta(conn, f"generation.{kind}")
+
+
+def kind_ids(conn: sqlite3.Connection, kind: str) -> list[int]:
+    """The ids of every document of `kind`, in vector_texts' order."""
+    return [row[0] for row in conn.execute("SELECT id FROM docs WHERE kind=? ORDER BY id", (kind,))]
 
 
 def vector_texts(conn: sqlite3.Connection, kind: str) -> list[tuple[int, str, str]]:

