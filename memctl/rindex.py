@@ -29,7 +29,7 @@ from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "7"  # 7: docs.body (context reads facts from the index), racy stamps; 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "7"  # 7: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -43,6 +43,7 @@ CREATE TABLE docs(
     pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER, body TEXT);
 CREATE INDEX docs_kind ON docs(kind);
 CREATE INDEX docs_pinned ON docs(kind, status, pinned);
+CREATE INDEX docs_status ON docs(kind, status);
 CREATE INDEX docs_ts ON docs(kind, status, ts);
 CREATE TABLE access(key TEXT PRIMARY KEY, count INTEGER, last REAL);
 CREATE VIRTUAL TABLE fts USING fts5(tokens, kind, tokenize = "unicode61 remove_diacritics 0");

