@@ -246,7 +246,9 @@ def main() -> int:
             commands["memctl recall --mode hybrid (e5)"] = [*memctl, "recall", args.query, "--mode", "hybrid", "--no-log"]
         budgets = {name: BUDGETS_MS[name] for name in commands if name in BUDGETS_MS}
         runs = {name: (argv, empty if "empty" in name else root, env) for name, argv in commands.items()}
-        if args.baseline_src is not None:
+        for argv, cwd, run_env in runs.values():  # warm: the recall index, vector cache, page cache, bytecode cache
+            time_once(argv, run_env, cwd)
+        if args.baseline_src is not None:  # copied warm: the baseline reuses the vectors (by content hash)
             base_root, base_empty = tmp / "store-base", tmp / "empty-base"
             shutil.copytree(root, base_root, symlinks=True)
             shutil.copytree(empty, base_empty, symlinks=True)
@@ -255,8 +257,7 @@ def main() -> int:
                 if name.startswith("memctl"):
                     twin = [str(base_root) if a == str(root) else str(base_empty) if a == str(empty) else a for a in argv]
                     runs[f"{name} [baseline]"] = (twin, base_empty if "empty" in name else base_root, base_env)
-        for argv, cwd, run_env in runs.values():  # warm: the recall index, vector cache, page cache, bytecode cache
-            time_once(argv, run_env, cwd)
+                    time_once(twin, base_env, base_empty if "empty" in name else base_root)
         found = check_outputs(runs)
         load_before = os.getloadavg()[0]
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
