@@ -250,7 +250,10 @@ def main() -> int:
             time_once(argv, run_env, cwd)
         if args.baseline_src is not None:  # copied warm: the baseline reuses the vectors (by content hash)
             base_root, base_empty = tmp / "store-base", tmp / "empty-base"
-            shutil.copytree(root, base_root, symlinks=True)
+            # The vector caches hard-linked: a copy would be a new inode, which the manifest's stamp
+            # of vectors.npy rejects (re-embedding 10,000 facts); saves replace files by rename.
+            shutil.copytree(root, base_root, symlinks=True, copy_function=lambda src, dst: (
+                os.link(src, dst) if f"{os.sep}vectors{os.sep}" in src else shutil.copy2(src, dst)))
             shutil.copytree(empty, base_empty, symlinks=True)
             base_env = dict(env, PYTHONPATH=str(args.baseline_src.resolve()))
             for name, argv in commands.items():
