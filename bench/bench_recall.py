@@ -1,7 +1,8 @@
 """Recall and context latency (issue 6), measured beside `grep -rl` and `python -c pass`.
 
     python bench/bench_recall.py [--facts 10000] [--episodes 50000] [--runs 10] [--strict]
-                                 [--query "deploy schedule"] [--word deploy] [--keep]
+                                 [--query "deploy schedule"] [--word deploy] [--keep] [--hybrid]
+                                 [--baseline-src DIR]
 
 Builds a throwaway git store: N fact files (half Japanese, half English
 descriptions and bodies) written directly with memctl.fact.render and indexed
@@ -20,7 +21,13 @@ then times, interleaved so machine noise hits all alike:
     after a warm-up run that fills the facts' vector cache          (budget <= 150 ms)
 
 Reports medians, minimums and ratios to grep and to python start-up, with
-PASS/FAIL per budget; --strict exits 1 on a miss. memctl runs with a bytecode
+PASS/FAIL per budget (on the median wall time); --strict exits 1 on a miss.
+Each row also has the median CPU time (user + system) of the process, which
+other work on a shared machine disturbs much less than the wall time.
+--baseline-src DIR times the same memctl commands a second time, interleaved,
+with memctl imported from DIR (e.g. `git archive COMMIT memctl | tar -x -C DIR`), on
+a copy of the store (so that two index versions do not rebuild each other's):
+a before/after comparison under the same load. memctl runs with a bytecode
 cache in the temp dir, as an installed package would (pip compiles .pyc
 files); --no-bytecode-cache measures it with the environment as it is.
 """
@@ -150,33 +157,40 @@ def build_store(root: Path, facts: int, episodes: int, env: dict[str, str]) -> N
     if episodes:
         episodes_mod.ensure_ledger(store, commit_changes=False)
         ledger.append(store, episodes_mod.LEDGER, episode_records(episodes, rng), commit_changes=False)
-    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    # gc.auto=0: no background repack racing the timed runs (or the copy of the store for --baseline-src)
+    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "gc.auto=0"]
     subprocess.run([*git, "add", "-A"], check=True, env=env)
     subprocess.run([*git, "commit", "-qm", "bench store"], check=True, env=env)
 
 
-def time_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def time_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall ms, CPU ms: user + system of the child) of one run."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     took = (time.perf_counter() - start) * 1000
-    if proc.returncode not in (0, 1) or (proc.returncode == 1 and argv[0] != "grep" and cwd.name != "empty"):
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    if proc.returncode not in (0, 1) or (proc.returncode == 1 and argv[0] != "grep" and not cwd.name.startswith("empty")):
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr.decode(errors='replace')}")
-    return took
+    return took, cpu
 
 
-def check_outputs(commands: dict[str, list[str]], env: dict[str, str], root: Path) -> dict[str, str]:
+def check_outputs(commands: dict[str, tuple[list[str], Path, dict[str, str]]]) -> dict[str, str]:
     """What each command found, so the table shows nothing is timed doing nothing."""
     seen = {}
-    for name, argv in commands.items():
+    for name, (argv, cwd, env) in commands.items():
         if name == "python -c pass" or "empty store" in name:
             continue
-        out = subprocess.run(argv, env=env, cwd=root, capture_output=True, text=True).stdout
+        out = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True).stdout
         if name.startswith("grep"):
             seen[name] = f"{len(out.splitlines())} files"
         elif name.startswith("memctl recall"):
             seen[name] = f"{len(out.splitlines())} hits"  # one TSV line a hit when piped
         else:
-            bundle = json.loads(subprocess.run([*argv, "--json"], env=env, cwd=root, capture_output=True, text=True).stdout)
+            bundle = json.loads(subprocess.run([*argv, "--json"], env=env, cwd=cwd, capture_output=True, text=True).stdout)
             parts = ", ".join(f"{section} {count}" for section, count in bundle["sections"].items())
             seen[name] = f"{bundle['tokens']} tokens: {parts}; {bundle['dropped']} parts dropped"
         if not out.strip():
@@ -196,6 +210,8 @@ def main() -> int:
     parser.add_argument("--no-bytecode-cache", action="store_true", help="do not give memctl a .pyc cache")
     parser.add_argument("--hybrid", action="store_true",
                         help="also time recall --mode hybrid with e5-small-q4 (the warm-up embeds every fact once)")
+    parser.add_argument("--baseline-src", type=Path, default=None,
+                        help="also time every memctl command with memctl imported from this source tree")
     args = parser.parse_args()
     word = args.word or args.query.split()[0]
 
@@ -229,13 +245,28 @@ def main() -> int:
                 handle.write('\n[embedding]\nbackend = "e5-small-q4"\nfallback = "fail"\n')
             commands["memctl recall --mode hybrid (e5)"] = [*memctl, "recall", args.query, "--mode", "hybrid", "--no-log"]
         budgets = {name: BUDGETS_MS[name] for name in commands if name in BUDGETS_MS}
-        for name, argv in commands.items():  # warm: the recall index, vector cache, page cache, bytecode cache
-            time_once(argv, env, empty if "empty" in name else root)
-        found = check_outputs(commands, env, root)
-        samples: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(args.runs):
+        runs = {name: (argv, empty if "empty" in name else root, env) for name, argv in commands.items()}
+        for argv, cwd, run_env in runs.values():  # warm: the recall index, vector cache, page cache, bytecode cache
+            time_once(argv, run_env, cwd)
+        if args.baseline_src is not None:  # copied warm: the baseline reuses the vectors (by content hash)
+            base_root, base_empty = tmp / "store-base", tmp / "empty-base"
+            # The vector caches hard-linked: a copy would be a new inode, which the manifest's stamp
+            # of vectors.npy rejects (re-embedding 10,000 facts); saves replace files by rename.
+            shutil.copytree(root, base_root, symlinks=True, copy_function=lambda src, dst: (
+                os.link(src, dst) if f"{os.sep}vectors{os.sep}" in src else shutil.copy2(src, dst)))
+            shutil.copytree(empty, base_empty, symlinks=True)
+            base_env = dict(env, PYTHONPATH=str(args.baseline_src.resolve()))
             for name, argv in commands.items():
-                samples[name].append(time_once(argv, env, empty if "empty" in name else root))
+                if name.startswith("memctl"):
+                    twin = [str(base_root) if a == str(root) else str(base_empty) if a == str(empty) else a for a in argv]
+                    runs[f"{name} [baseline]"] = (twin, base_empty if "empty" in name else base_root, base_env)
+                    time_once(twin, base_env, base_empty if "empty" in name else base_root)
+        found = check_outputs(runs)
+        load_before = os.getloadavg()[0]
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+        for _ in range(args.runs):
+            for name, (argv, cwd, run_env) in runs.items():
+                samples[name].append(time_once(argv, run_env, cwd))
         if (root / "ledgers" / "access.tsv").exists():
             raise SystemExit("--no-log wrote ledgers/access.tsv")
     finally:
@@ -244,22 +275,28 @@ def main() -> int:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    floor = statistics.median(samples["python -c pass"])
-    grep = statistics.median(samples[f"grep -rl {word} memory/ ledgers/"])
+    floor = statistics.median(w for w, _ in samples["python -c pass"])
+    floor_cpu = statistics.median(c for _, c in samples["python -c pass"])
+    grep = statistics.median(w for w, _ in samples[f"grep -rl {word} memory/ ledgers/"])
     missed = False
-    print(f"{'command':<32} {'median ms':>10} {'min ms':>8} {'x grep':>7} {'x python':>9} {'budget':>7}  result  found")
+    width = max(len(name) for name in samples) + 1
+    print(f"{'command':<{width}} {'median ms':>10} {'min ms':>8} {'x grep':>7} {'x python':>9} {'cpu ms':>7} "
+          f"{'cpu x py':>8} {'budget':>7}  result  found")
     for name, values in samples.items():
-        median = statistics.median(values)
+        median = statistics.median(w for w, _ in values)
+        cpu = statistics.median(c for _, c in values)
         budget = budgets.get(name)
         verdict = ""
         if budget is not None:
             verdict = "PASS" if median <= budget else "FAIL"
             missed |= median > budget
-        print(f"{name:<32} {median:>10.1f} {min(values):>8.1f} {median / grep:>7.2f} {median / floor:>9.2f} "
-              f"{budget or '':>7}  {verdict:<6}  {found.get(name, '')}")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"{name:<{width}} {median:>10.1f} {min(w for w, _ in values):>8.1f} {median / grep:>7.2f} "
+              f"{median / floor:>9.2f} {cpu:>7.1f} {cpu / floor_cpu:>8.2f} {budget or '':>7}  {verdict:<6}  "
+              f"{found.get(name, '')}")
+    load = os.getloadavg()[0]
     print(f"({args.runs} interleaved runs each; {args.facts} facts, {args.episodes} episodes; query {args.query!r}; "
-          f"warm caches; keyword path except the hybrid row; {os.cpu_count()} cores, load average {load:.1f}; "
+          f"warm caches; keyword path except the hybrid row; {os.cpu_count()} cores, load average "
+          f"{load_before:.1f} before the timed runs, {load:.1f} after; "
           f"bytecode cache: {'no' if args.no_bytecode_cache else 'yes'})")
     return 1 if missed and args.strict else 0
 

@@ -11,9 +11,8 @@ seconds, so two runs give the same bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import clock, recall as recall_mod, textnorm
 from .errors import BadInput
@@ -31,8 +30,7 @@ ORDER = list(SECTIONS)
 STALE_LIMIT = 100  # the order sections are printed in (not their priority)
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):  # not dataclasses: `import dataclasses` costs context's start-up ~5 ms
     section: str
     text: str
     key: str | None = None  # what the access ledger records as shown
@@ -43,8 +41,7 @@ class Part:
         return textnorm.estimate_tokens(self.text) + 1  # + the newline that joins it
 
 
-@dataclass(frozen=True)
-class Bundle:
+class Bundle(NamedTuple):
     text: str
     tokens: int
     budget: int
@@ -62,37 +59,21 @@ class Bundle:
         }
 
 
-def _file_text(store: Store, rel: str) -> str | None:
-    try:
-        return (store.root / rel).read_text(encoding="utf-8").rstrip()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _fact_text(store: Store, rel: str) -> str | None:
-    """A fact as an agent reads it: its description, then its body (the **Why:** / **How to apply:**
-    lines by convention); the file as it is when its frontmatter cannot be read."""
-    from . import fact as fact_mod
-
-    text = _file_text(store, rel)
-    if text is None:
-        return None
-    try:
-        fact = fact_mod.parse(text, rel.rsplit("/", 1)[-1].removesuffix(".md"))
-    except fact_mod.FactParseError:
-        return text
-    return "\n".join(part for part in (fact.description.strip(), fact.body.strip()) if part)
-
-
-def _pinned_parts(store: Store, conn) -> list[Part]:
+def _fact_texts(conn, paths: list[str]) -> dict[str, str]:
+    """Facts as an agent reads them: the description, then the body (the **Why:** / **How to apply:**
+    lines by convention), from the index just synced (no file read, no YAML parse)."""
     from . import rindex
 
-    parts = []
-    for doc in rindex.live_facts_where(conn, "pinned = 1", order="importance DESC, key"):
-        text = _fact_text(store, doc.path)
-        if text is not None:
-            parts.append(Part("pinned", f"### {doc.path}\n{text}", doc.key))
-    return parts
+    return {path: "\n".join(part for part in (description.strip(), body.strip()) if part)
+            for path, (description, body) in rindex.fact_bodies(conn, paths).items()}
+
+
+def _pinned_parts(conn) -> list[Part]:
+    from . import rindex
+
+    pinned = rindex.live_facts_where(conn, "pinned = 1", order="importance DESC, key")
+    texts = _fact_texts(conn, [doc.path for doc in pinned])
+    return [Part("pinned", f"### {doc.path}\n{texts[doc.path]}", doc.key) for doc in pinned if doc.path in texts]
 
 
 def _index_parts(store: Store) -> list[Part]:
@@ -155,13 +136,14 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     from . import rindex
 
     with rindex.opened(store) as conn:
-        parts = _pinned_parts(store, conn) + _state_parts(store)
+        parts = _pinned_parts(conn) + _state_parts(store)
         pinned_keys = {p.key for p in parts if p.section == "pinned"}
         if query:
             _, (fact_hits,) = recall_mod.answer(store, conn, [query], k=k, source="facts", mode=mode,
                                                  min_score=min_score)
+            texts = _fact_texts(conn, [hit.item.path for hit in fact_hits if hit.item.key not in pinned_keys])
             for hit in fact_hits:
-                text = None if hit.item.key in pinned_keys else _fact_text(store, hit.item.path)
+                text = texts.get(hit.item.path)
                 if text is not None:
                     parts.append(Part("facts", f"### {hit.item.path} (score {hit.score:.2f})\n{text}", hit.item.key))
             _, (episode_hits,) = recall_mod.answer(store, conn, [query], k=k, source="episodes", mode=mode,

@@ -398,11 +398,22 @@ def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, 
     """
     from . import rindex, vcache
 
-    rows = rindex.vector_texts(conn, kind) if rows is None else rows
+    # Keyed by the index's generation of that kind, so an unchanged kind loads (memory-mapped)
+    # without rehashing its texts.
+    key = None  # rows read by the caller: no key (it might name a later state of the index)
+    if rows is None:
+        with rindex.snapshot(conn):  # the key and the rows of one state of the index
+            key = rindex.generation(conn, kind)
+            matrix = vcache.current(store, f"recall-{kind}s", embedder, "passage", key)
+            if matrix is not None:
+                ids = rindex.kind_ids(conn, kind)
+                if len(ids) == len(matrix):
+                    return ids, matrix
+            rows = rindex.vector_texts(conn, kind)
     if not rows:
         return None
     vectors = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
-                          kind="passage", quiet=len(rows) < 300)
+                          kind="passage", quiet=len(rows) < 300, key=key)
     return [doc for doc, _, _ in rows], vectors.matrix
 
 
@@ -430,6 +441,7 @@ def allowed_vectors(store: Store, conn, embedder, kinds, filters: dict[str, Any]
     keep = [d for d in rindex.ids(conn, **filters) if d in position]
     if not keep:
         return [], None
+    # Every row, in order (the usual case): the memory-mapped cache as it is, no copy.
     return keep, matrix if keep == doc_ids else matrix[np.array([position[d] for d in keep], dtype=np.int64)]
 
 

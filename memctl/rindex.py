@@ -12,8 +12,11 @@ ranking is FTS5's BM25 (k1 = 1.2, b = 0.75). Deleting the file loses nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
+import operator
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
 
@@ -26,7 +29,7 @@ from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "7"  # 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "8"  # 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -37,9 +40,10 @@ CREATE TABLE files(path TEXT PRIMARY KEY, stamp TEXT, doc INTEGER);
 CREATE TABLE docs(
     id INTEGER PRIMARY KEY, kind TEXT, key TEXT, title TEXT, description TEXT, vtext TEXT,
     path TEXT, type TEXT, tags TEXT, importance REAL, confidence REAL, ts REAL,
-    pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER);
+    pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER, body TEXT);
 CREATE INDEX docs_kind ON docs(kind);
 CREATE INDEX docs_pinned ON docs(kind, status, pinned);
+CREATE INDEX docs_status ON docs(kind, status);
 CREATE INDEX docs_ts ON docs(kind, status, ts);
 CREATE TABLE access(key TEXT PRIMARY KEY, count INTEGER, last REAL);
 CREATE VIRTUAL TABLE fts USING fts5(tokens, kind, tokenize = "unicode61 remove_diacritics 0");
@@ -164,13 +168,18 @@ def opened(store: Store) -> Iterator[sqlite3.Connection]:
 def _sync(store: Store, conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        _sync_facts(store, conn)
-        _sync_episodes(store, conn)
+        facts_changed = _sync_facts(store, conn)
+        episodes_changed = _sync_episodes(store, conn)
+        changed = facts_changed or episodes_changed
+        for kind, moved in (("fact", facts_changed), ("episode", episodes_changed)):
+            if moved or _meta(conn, f"generation.{kind}") is None:
+                # A new name for this kind's documents whenever any changed: the vector cache
+                # keyed by it (vcache.current) is then known to be current without rehashing.
+                _set_meta(conn, f"generation.{kind}", os.urandom(8).hex())
         _sync_access(store, conn)
-        shape = "{}:{}".format(*conn.execute("SELECT max(id), count(*) FROM docs").fetchone())
-        if _meta(conn, "shape") != shape:
-            # The corpus statistic of keyword()'s idf: the document count.
-            _set_meta(conn, "shape", shape)
+        if changed or _meta(conn, "ndocs") is None:
+            # The corpus statistic of keyword()'s idf: the document count (counted only after a change:
+            # counting 60,000 rows costs 2 ms).
             _set_meta(conn, "ndocs", str(conn.execute("SELECT count(*) FROM docs").fetchone()[0]))
         conn.execute("COMMIT")
     except BaseException:
@@ -192,13 +201,13 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
 
 def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
             path: str, type_: str, tags: Sequence[str], importance: float, confidence: float, ts: float | None,
-            pinned: bool, status: str, expires: float | None, agent: str = "") -> int:
+            pinned: bool, status: str, expires: float | None, agent: str = "", body: str = "") -> int:
     tokens = search_tokens(text, document=True)
     cur = conn.execute(
         "INSERT INTO docs(kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned,"
-        " status, expires, agent, ntok) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " status, expires, agent, ntok, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned),
-         status, expires, agent, len(tokens)),
+         status, expires, agent, len(tokens), body),
     )
     doc = cur.lastrowid
     conn.execute("INSERT INTO fts(rowid, tokens, kind) VALUES (?, ?, ?)", (doc, " ".join(tokens), kind))
@@ -210,58 +219,92 @@ def _delete_doc(conn: sqlite3.Connection, doc: int) -> None:
     conn.execute("DELETE FROM fts WHERE rowid=?", (doc,))
 
 
-def _fact_files(store: Store) -> dict[str, tuple[str, bool]]:
-    """path -> (stamp, archived) for every fact file, live and archived."""
-    import stat as stat_mod
+_STAMP = operator.attrgetter("st_ino", "st_size", "st_mtime_ns", "st_ctime_ns", "st_mode")
+RACY_NS = 2_000_000_000  # a file changed this close to a sync is read again by the next one (see _sync_facts)
 
-    found = {}
+
+def _fact_stats(store: Store) -> list[tuple[str, bool, list[str], list[os.stat_result]]]:
+    """(folder, archived, names, stats) for the fact files of memory/ and its archive: one listdir
+    and one stat per file, made in C (map), which is the floor of a check that sees in-place edits."""
+    out = []
     for folder, archived in ((store.memory_dir, False), (store.archive_dir, True)):
         try:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         except (FileNotFoundError, NotADirectoryError):
             continue
         try:  # stat by name relative to the open folder: the cheapest way to stat 10,000 files
-            prefix = os.path.join(folder, "")
-            for name in os.listdir(fd):
-                if not name.endswith(".md") or name == "MEMORY.md" or name.startswith("."):
-                    continue
-                try:
-                    st = os.stat(name, dir_fd=fd)
-                except FileNotFoundError:
-                    continue  # removed since the listing
-                if stat_mod.S_ISREG(st.st_mode):
-                    found[prefix + name] = (f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}", archived)
+            names = [n for n in os.listdir(fd) if n.endswith(".md") and n != "MEMORY.md" and not n.startswith(".")]
+            try:
+                stats = list(map(functools.partial(os.stat, dir_fd=fd), names))
+            except FileNotFoundError:  # one was removed since the listing: the slow way, without it
+                kept = []
+                for name in names:
+                    with contextlib.suppress(FileNotFoundError):
+                        kept.append((name, os.stat(name, dir_fd=fd)))
+                names, stats = [n for n, _ in kept], [st for _, st in kept]
         finally:
             os.close(fd)
-    return found
+        out.append((os.path.join(folder, ""), archived, names, stats))
+    return out
 
 
-def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
-    on_disk = _fact_files(store)
-    # One digest of every (path, stamp): when it matches, no file changed and the 10,000-row
-    # comparison below is skipped (the stat of each file above is what sees a hand edit).
-    digest = blake2b("\n".join(sorted(f"{p}\t{st}\t{a:d}" for p, (st, a) in on_disk.items())).encode("utf-8", "surrogateescape"),
-                     digest_size=16).hexdigest()
+def _facts_digest(listing) -> str:
+    """One digest of every fact file's name, inode, size, mtime, ctime and mode (ctime: a write that
+    puts the mtime back, as `touch -r` or `rsync -t` do, still moves it)."""
+    digest = blake2b(digest_size=16)
+    for prefix, archived, names, stats in listing:
+        digest.update(f"{prefix}\0{archived:d}\0{len(names)}\0".encode("utf-8", "surrogateescape"))
+        digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
+        # hash() of a tuple of ints is the same in every process (only str and bytes hashes are
+        # salted) and runs in C: 64 bits that change when any number does, at half array()'s cost.
+        digest.update(hash(tuple(map(_STAMP, stats))).to_bytes(8, "little", signed=True))
+    return digest.hexdigest()
+
+
+def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
+    """Bring the fact documents up to date with the files; True when any changed.
+
+    The fast path is one listdir and one stat per file (no way around it that
+    still sees an in-place write: it changes the file's mtime and ctime but not
+    its folder's; docs/RECALL.md "Freshness") hashed into one digest; only when
+    the digest differs are the stamps compared file by file. A file whose ctime
+    is within RACY_NS of the sync may change again within one timestamp tick
+    without its stamp changing, so it is recorded as racy and read again by the
+    next sync (git's "racy git" rule).
+    """
+    import stat as stat_mod
+
+    started = time.time_ns()
+    listing = _fact_stats(store)
+    digest = _facts_digest(listing)
     if _meta(conn, "facts.digest") == digest:
-        return
-    _set_meta(conn, "facts.digest", digest)
+        return False
+    on_disk: dict[str, tuple[str, bool]] = {}
+    racy = False
+    for prefix, archived, names, stats in listing:
+        for name, st in zip(names, stats):
+            if stat_mod.S_ISREG(st.st_mode):
+                stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+                if st.st_ctime_ns >= started - RACY_NS:
+                    stamp, racy = "racy:" + stamp, True  # never equal to a stamp read later: read again
+                on_disk[prefix + name] = (stamp, archived)
+    _set_meta(conn, "facts.digest", "" if racy else digest)
     known = dict(conn.execute("SELECT path, stamp FROM files"))
     for path, stamp in known.items():
-        if path not in on_disk or on_disk[path][0] != stamp:
+        if path not in on_disk or on_disk[path][0] != stamp or stamp.startswith("racy:"):
             row = conn.execute("SELECT doc FROM files WHERE path=?", (path,)).fetchone()
             if row and row[0] is not None:
                 _delete_doc(conn, row[0])
             conn.execute("DELETE FROM files WHERE path=?", (path,))
     root = str(store.root) + os.sep
-    changed = [(path, stamp, archived) for path, (stamp, archived) in on_disk.items() if known.get(path) != stamp]
+    changed = [(path, stamp, archived) for path, (stamp, archived) in on_disk.items()
+               if known.get(path) != stamp or stamp.startswith("racy:")]
     if not changed:
-        return
-    from . import fact as fact_mod  # yaml: only when a file has to be parsed
+        return bool(set(known) - set(on_disk))
+    from . import fact as fact_mod  # PyYAML: imported only when a fact file changed (the prompt hook's budget)
 
     for path, stamp, archived in changed:
         doc = None
-        from . import fact as fact_mod  # PyYAML: imported only when a fact file changed (the prompt hook's budget)
-
         try:
             fact = fact_mod.load(Path(path), archived=archived)
         except (fact_mod.FactParseError, OSError):
@@ -279,9 +322,10 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> None:
                 _unit(fact.meta("importance"), store.config.importance_for(fact.type)),
                 _unit(fact.meta("confidence"), store.config.confidence_for(fact.type)),
                 _epoch(fact.meta("updated")) or _epoch(fact.meta("created")),
-                bool(fact.meta("pinned")), status, _epoch(fact.meta("expires")),
+                bool(fact.meta("pinned")), status, _epoch(fact.meta("expires")), body=fact.body,
             )
         conn.execute("INSERT INTO files VALUES (?, ?, ?)", (path, stamp, doc))
+    return True
 
 
 def _file_state(path: Path) -> tuple[int, str]:
@@ -332,7 +376,8 @@ def _reset(conn: sqlite3.Connection, name: str) -> None:
         conn.execute("DELETE FROM meta WHERE key=?", (f"{name}.{key}",))
 
 
-def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
+def _sync_episodes(store: Store, conn: sqlite3.Connection) -> bool:
+    """Bring the episode documents up to date with the ledger; True when any changed."""
     path = store.ledgers_dir / "episodes.tsv"
     tombstones = store.ledgers_dir / "episode-tombstones.tsv"  # episodes.TOMBSTONES
     stamp = "{}:{}".format(*_file_state(tombstones))
@@ -351,7 +396,7 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
         rebuild = False
     lines_before, lines = new
     if not lines:
-        return
+        return rebuild
     import dataclasses
 
     from . import episodes, ledger  # only when there is something to read
@@ -369,6 +414,7 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> None:
                 continue
             ep = dataclasses.replace(ep, description=mark["description"], outcome=mark["outcome"])
         _insert_episode(conn, ep, rel)
+    return True
 
 
 def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
@@ -482,16 +528,15 @@ def coverage(tokens: Sequence[str], terms: Sequence[str], idf: dict[str, float])
     whole = sum(idf.values())
     if not whole:
         return 0.0
-    counts: dict[str, int] = {}
-    for token in tokens:
-        counts[token] = counts.get(token, 0) + 1
+    if not isinstance(tokens, list):
+        tokens = list(tokens)
     norm = K1 * (1 - B + B * len(tokens) / REFERENCE_LENGTH)
     got = 0.0
-    for t in terms:
+    for t in terms:  # list.count runs in C: counting only the query's terms is the cheap way
         if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (see _match_expression)
-            tf = sum(c for tok, c in counts.items() if tok.startswith(t))
+            tf = sum(1 for tok in tokens if tok.startswith(t))
         else:
-            tf = counts.get(t, 0)
+            tf = tokens.count(t)
         if tf:
             got += idf[t] * min(1.0, tf * (K1 + 1) / (tf + norm))
     return got / whole
@@ -517,8 +562,8 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
         expression = f"kind : {kinds[0]} AND {expression}"
     where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
     rows = conn.execute(
-        f"SELECT d.id, -bm25(fts, 1.0, 0.0) FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
-        " ORDER BY bm25(fts, 1.0, 0.0) LIMIT ?",
+        f"SELECT d.id, -bm25(fts, 1.0, 0.0) AS score FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
+        " ORDER BY score DESC LIMIT ?",  # BM25 computed once a row (ORDER BY bm25(...) would compute it again)
         [expression, *args, limit],
     ).fetchall()
     if not rows:
@@ -573,6 +618,30 @@ def ids(conn: sqlite3.Connection, *, kinds: Sequence[str], statuses: Sequence[st
     return [row[0] for row in conn.execute(f"SELECT d.id FROM docs d WHERE {where} ORDER BY d.id", args)]
 
 
+@contextlib.contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """Reads in one transaction: they see one state of the index, whatever other processes commit."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
+def generation(conn: sqlite3.Connection, kind: str) -> str | None:
+    """A name for the current state of `kind`'s documents: it changes whenever any of them changes
+    (and when the index is rebuilt), so a cache derived from them can be keyed by it."""
+    return _meta(conn, f"generation.{kind}")
+
+
+def kind_ids(conn: sqlite3.Connection, kind: str) -> list[int]:
+    """The ids of every document of `kind`, in vector_texts' order."""
+    return [row[0] for row in conn.execute("SELECT id FROM docs WHERE kind=? ORDER BY id", (kind,))]
+
+
 def vector_texts(conn: sqlite3.Connection, kind: str) -> list[tuple[int, str, str]]:
     """(doc id, cache id, text) of every document of `kind`, for the embedding cache."""
     return [(doc, f"{kind}:{key}", text) for doc, key, text in
@@ -624,3 +693,15 @@ def live_facts_where(conn: sqlite3.Connection, condition: str, args: Sequence = 
     wanted = [r[0] for r in rows]
     found = docs(conn, wanted)
     return [found[i] for i in wanted]
+
+
+def fact_bodies(conn: sqlite3.Connection, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(description, body) of the fact documents at `paths` (store-relative), as last synced."""
+    found: dict[str, tuple[str, str]] = {}
+    paths = list(dict.fromkeys(paths))
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        for path, description, body in conn.execute(
+                f"SELECT path, description, body FROM docs WHERE kind='fact' AND path IN ({','.join('?' * len(chunk))})", chunk):
+            found[path] = (description, body or "")
+    return found

@@ -5,6 +5,11 @@ One folder per (source, backend, model, kind) under ``.memctl/vectors/``:
     vectors.npy     float32, (rows, dim), L2-normalised, row i <-> manifest row i
     manifest.json   backend, model, fingerprint, kind, dim, and each row's id
                     and content hash (blake2b-64 of the UTF-8 text)
+    current.json    optional, small: the caller's key for the rows (recall: the
+                    recall index's generation of that kind of document) with the
+                    identity and the vectors file's stamp, so that a caller whose
+                    rows did not change loads the vectors without reading,
+                    hashing or comparing 10,000 texts (`current`)
 
 `sync` makes the cache match a list of (id, text) items: a text whose content
 hash is already cached reuses its vector, so after an append exactly the new
@@ -21,7 +26,6 @@ The text files stay the source of truth: deleting `.memctl/` loses nothing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 import shutil
@@ -33,6 +37,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from . import clock, output
 from .fsutil import atomic_write, file_lock, sweep_temps
 
+try:  # hashlib would load OpenSSL (~6 ms of recall's start-up) for a blake2b it does not need
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -41,13 +50,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FORMAT = 1
 SUBDIR = "vectors"
+CURRENT = "current.json"
 HASH_CHARS = 16  # blake2b with an 8-byte digest, hex
 BATCH = 256
 PROGRESS_OVER = 300  # show progress when embedding more texts than this
 
 
 def content_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=HASH_CHARS // 2).hexdigest()
+    return blake2b(text.encode("utf-8"), digest_size=HASH_CHARS // 2).hexdigest()
 
 
 @dataclass
@@ -92,7 +102,7 @@ def root_dir(store: "Store") -> Path:
 
 def folder_for(store: "Store", source: str, embedder: "Embedder", kind: str) -> Path:
     ident = "\0".join((source, embedder.backend, embedder.model, kind))
-    tag = hashlib.blake2b(ident.encode("utf-8"), digest_size=4).hexdigest()
+    tag = blake2b(ident.encode("utf-8"), digest_size=4).hexdigest()
     name = f"{_slug(embedder.backend)}--{_slug(Path(embedder.model).name or embedder.model)}--{kind}-{tag}"
     return root_dir(store) / _slug(source.replace(":", "-")) / name
 
@@ -170,6 +180,36 @@ def load(store: "Store", source: str, embedder: "Embedder", kind: str = "query")
     return Vectors(source, meta["ids"], _split(meta["hashes"]), matrix, int(meta["dim"]), 0, None, folder)
 
 
+def current(store: "Store", source: str, embedder: "Embedder", kind: str, key: str | None) -> "np.ndarray | None":
+    """The cached matrix (memory-mapped) when `sync` last recorded `key` for it, else None.
+
+    One small JSON read and one stat: no row ids, no content hashes. The key is
+    the caller's promise that the rows are unchanged (recall passes the recall
+    index's generation, which changes with any change to that kind of document);
+    the stamp of vectors.npy, the identity and the shape are checked as `load` does.
+    """
+    if not key:
+        return None
+    folder = folder_for(store, source, embedder, kind)
+    try:
+        data = json.loads((folder / CURRENT).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
+        return None
+    try:
+        _check_identity(data, embedder, kind)
+        return _open_vectors(folder, data)
+    except (_Invalid, KeyError, TypeError):
+        return None
+
+
+def _record_current(folder: Path, meta: dict[str, Any], key: str) -> None:
+    data = {name: meta.get(name) for name in ("format", "backend", "model", "fingerprint", "kind", "dim", "count", "npy")}
+    data["key"] = key
+    atomic_write(folder / CURRENT, json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
 def _split(hashes: str) -> list[str]:
     return [hashes[i : i + HASH_CHARS] for i in range(0, len(hashes), HASH_CHARS)]
 
@@ -186,8 +226,11 @@ def sync(
     kind: str = "query",
     rebuild: bool = False,
     quiet: bool = False,
+    key: str | None = None,
 ) -> Vectors:
-    """Bring the cache for `source` up to date with `items` (id, text) and return it."""
+    """Bring the cache for `source` up to date with `items` (id, text) and return it.
+
+    `key`, when given, names this state of `items` for `current` (recorded in current.json)."""
     import numpy as np
 
     folder = folder_for(store, source, embedder, kind)
@@ -201,6 +244,8 @@ def sync(
             output.warn(f"vector cache {store.rel(folder)}: {reason}; rebuilding it")
         if old is not None and old[0]["ids"] == ids and old[0]["hashes"] == joined:
             meta, matrix = old
+            if key:
+                _record_current(folder, meta, key)
             return Vectors(source, ids, hashes, matrix, int(meta["dim"]), 0, None, folder)
         if old is not None and not old[0]["count"]:
             old = None  # an empty cache has nothing to reuse (and no dimension yet)
@@ -250,6 +295,8 @@ def sync(
             "hashes": joined,
         }
         _save(folder, matrix, meta)
+        if key:
+            _record_current(folder, meta, key)
     return Vectors(source, ids, hashes, matrix, int(dim), len(todo), reason, folder)
 
 
