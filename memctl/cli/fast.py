@@ -48,13 +48,14 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
 
 
 def near_dup_error(exc: BaseException) -> int | None:
-    """near-dup's contract: any error exits 2, never 1 (which means "near-duplicate")."""
+    """near-dup's contract: an error never exits 1 (which means "near-duplicate"): not found is 3 and
+    a lock timeout 4 as everywhere (errors.BY_CONDITION), any other error 2."""
     from .. import output
-    from ..errors import MemctlError
+    from ..errors import LOCKED, NOT_FOUND, MemctlError
 
     if isinstance(exc, MemctlError):
         output.error(exc.one_line())
-        return NEAR_DUP_ERROR
+        return exc.exit_code if exc.exit_code in (NOT_FOUND, LOCKED) else NEAR_DUP_ERROR
     if isinstance(exc, (UnicodeError, ValueError, OSError)) and not isinstance(exc, BrokenPipeError):
         output.error(f"{type(exc).__name__}: {exc}".replace("\n", " "))
         return NEAR_DUP_ERROR

@@ -95,7 +95,7 @@ def check(
     max_age: Annotated[Optional[str], typer.Option("--max-age", help="Older than this is stale: 30m, 24h, 2d (default: [state] max_age, else 24h).", metavar="AGE")] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Print `STALE: <path> (...)` for every STATE.md older than allowed; exit 1 if any, else print nothing."""
+    """Print `STALE: <path> (...)` for every STATE.md older than allowed; exit 1 if any, 3 if none exists."""
     limit = state.parse_duration(max_age, "--max-age") if max_age is not None else None
     store = store_from(ctx)
     found = state.check(store, limit)

@@ -74,7 +74,9 @@ def test_no_commit(root):
 
 
 def test_check_fresh_prints_nothing(root):
-    assert cli(root, "state", "check", "--max-age", "24h").exit_code == 0  # no STATE.md at all
+    r = cli(root, "state", "check", "--max-age", "24h")  # no STATE.md at all: not found, never a silent pass
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert r.stderr == "memctl: error: no state/STATE.md yet, so nothing to check (hint: memctl state update)\n"
     cli(root, "state", "update")
     r = cli(root, "state", "check", "--max-age", "24h")
     assert (r.exit_code, r.stdout, r.stderr) == (0, "", "")
