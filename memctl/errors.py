@@ -91,3 +91,9 @@ def from_os_error(exc: OSError) -> OSFailure:
         where = f"{where} -> {exc.filename2}"
     message = f"{reason}: {os.fsdecode(where)}" if where else reason
     return OSFailure(message + (f" ({name})" if name else ""), hint=_OS_HINTS.get(name))
+
+
+def not_utf8(what: str, exc: UnicodeError | None = None) -> BadInput:
+    """Text that is not valid UTF-8 (an argument, stdin, a file, an environment value): bad input."""
+    detail = f" ({exc.reason} at position {exc.start})" if isinstance(exc, (UnicodeDecodeError, UnicodeEncodeError)) else ""
+    return BadInput(f"{what} is not valid UTF-8{detail}", hint="check the file's, the terminal's or the caller's encoding")

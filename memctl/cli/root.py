@@ -38,6 +38,10 @@ class _Group(typer.core.TyperGroup):
             _usage_error(exc)
         except BrokenPipeError:
             raise typer.Exit(errors.OK) from None
+        except UnicodeError as exc:  # a file or stdin a command read as text: one line, never a traceback
+            failure = errors.not_utf8("the input", exc)
+            output.error(failure.one_line())
+            raise typer.Exit(failure.exit_code) from None
         except OSError as exc:  # disk full, file too large, permissions: one line, never a traceback
             failure = errors.from_os_error(exc)
             output.error(failure.one_line())
