@@ -21,6 +21,27 @@ EXIT_CODES = {
 }
 
 
+# The same condition gets the same exit code from every command: (key, condition, code).
+# docs/CLI.md prints this table (cli/reference.py); tests/test_validation.py triggers every
+# condition through every command that can meet it and checks the code. Two commands keep
+# their own meaning of 1 and so map it elsewhere: near-dup (1 is "near-duplicate": the
+# conditions of exit 1 give 2 there) and `hook` (always 0: it never fails a prompt).
+BY_CONDITION: tuple[tuple[str, str, int], ...] = (
+    ("not-found", "a fact, ledger, STATE.md, job, file or store that does not exist", NOT_FOUND),
+    ("bad-name", "a name that breaks the naming rule (fact, ledger, column), or a path given as a name", USAGE),
+    ("bad-value", "a malformed or out-of-range value: importance, date, duration, count, an unknown column", USAGE),
+    ("unknown-type", "an episode type that is not declared (the list is in the message)", USAGE),
+    ("bad-ref", "an episode ref that names no fact and no episode", USAGE),
+    ("not-utf8", "text that is not valid UTF-8: an argument, a MEMCTL_* variable, stdin, a file given to read", USAGE),
+    ("nul", "a NUL character in a value to be written", USAGE),
+    ("usage", "an unknown option, a missing argument or option value", USAGE),
+    ("exists", "a name or unique value that exists already", FAILED),
+    ("damaged", "a file memctl will not write after: a ledger's last line without LF (rows: after printing the rest), "
+                "conflict markers, a damaged index block", FAILED),
+    ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT", LOCKED),
+)
+
+
 class MemctlError(Exception):
     """Base class: a message, an optional hint, and an exit code."""
 

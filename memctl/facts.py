@@ -215,13 +215,16 @@ def _unit(value: float | None, label: str) -> float | None:
 
 
 def _check_text(value: str | None, label: str) -> None:
-    """Arguments that are not valid UTF-8 arrive as surrogates: refuse them before anything is written."""
+    """Arguments that are not valid UTF-8 arrive as surrogates, and NUL makes a file binary: refuse both
+    before anything is written."""
     if value is None:
         return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise BadInput(f"{label} is not valid UTF-8", hint="check the terminal's or the caller's encoding") from None
+    if "\x00" in value:  # a fact file holding one is unreadable (fact.py: binary)
+        raise BadInput(f"{label} contains a NUL character", hint="remove it; fact files are text")
 
 
 def check_key(key: str) -> str:

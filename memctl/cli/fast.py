@@ -67,13 +67,16 @@ def near_dup_error(exc: BaseException) -> int | None:
 
 def _read_text(source: str) -> str:
     """A file's text, or stdin's for `-`; not valid UTF-8 is bad input naming the source."""
-    from ..errors import not_utf8
+    from ..errors import NotFound, not_utf8
 
     if source == "-":
         data = sys.stdin.buffer.read()
     else:
-        with open(source, "rb") as handle:
-            data = handle.read()
+        try:
+            with open(source, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            raise NotFound(f"no such file: {source}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import output, state
-from ..errors import FAILED, BadInput
+from ..errors import FAILED, BadInput, NotFound
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
@@ -32,6 +32,8 @@ def _read_json(source: str) -> dict:
     else:
         try:
             data, label = Path(source).read_bytes(), source
+        except FileNotFoundError:
+            raise NotFound(f"--from-json {source}: no such file") from None
         except OSError as exc:
             raise BadInput(f"--from-json {source}: {exc.strerror or exc}") from None
     try:

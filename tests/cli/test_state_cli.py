@@ -114,7 +114,7 @@ def test_check_stale_by_updated_and_by_mtime(root):
     (["state", "update", "--from-json", "-"], '[48]', 2, "memctl: error: stdin: expected a JSON object of numbers, got list (hint: e.g. {\"completed\": 48, \"in_progress\": 0})"),
     (["state", "update", "--from-json", "-"], '{"log": "line 1\\nline 2"}', 2, "memctl: error: stdin: 'log' must be a number, not str (hint: STATE.md holds summarised numbers, never raw logs)"),
     (["state", "update", "--from-json", "-"], b'\xff\xfe', 2, "memctl: error: stdin: not valid UTF-8"),
-    (["state", "update", "--from-json", "missing.json"], None, 2, "memctl: error: --from-json missing.json: No such file or directory"),
+    (["state", "update", "--from-json", "missing.json"], None, 3, "memctl: error: --from-json missing.json: no such file"),
     (["state", "update", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
     (["state", "update", "--name", ".."], None, 2, "memctl: error: invalid state scope '..' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
     (["state", "show", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
