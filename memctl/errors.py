@@ -118,3 +118,48 @@ def not_utf8(what: str, exc: UnicodeError | None = None) -> BadInput:
     """Text that is not valid UTF-8 (an argument, stdin, a file, an environment value): bad input."""
     detail = f" ({exc.reason} at position {exc.start})" if isinstance(exc, (UnicodeDecodeError, UnicodeEncodeError)) else ""
     return BadInput(f"{what} is not valid UTF-8{detail}", hint="check the file's, the terminal's or the caller's encoding")
+
+
+# ---------------------------------------------------------------- warnings
+
+# Library code never writes to stderr: it calls warn(), inform() or progress() below. They go to
+# Python's logging (the `memctl` logger, imported only then), or, once the CLI has named itself with
+# set_reporter(), to the CLI's `memctl: warning: ...` lines: the CLI need not import logging on
+# every start (start-up is a budget, bench/bench_startup.py).
+_reporter = None
+
+
+def set_reporter(reporter) -> None:
+    """Send warnings to `reporter` (anything with warn(message, hint), info(message) and
+    progress(total, what), such as memctl.output); None sends them to logging again."""
+    global _reporter
+    _reporter = reporter
+
+
+def warn(message: str, hint: str | None = None) -> None:
+    """Something the user should know that does not stop the command (a skipped file, an uncommitted write)."""
+    if _reporter is not None:
+        _reporter.warn(message, hint=hint)
+        return
+    import logging  # noqa: PLC0415
+
+    logging.getLogger("memctl").warning(message + (f" (hint: {hint})" if hint else ""))
+
+
+def inform(message: str) -> None:
+    """A note on what a long step is doing (e.g. how many texts it embeds)."""
+    if _reporter is not None:
+        _reporter.info(message)
+        return
+    import logging  # noqa: PLC0415
+
+    logging.getLogger("memctl").info(message)
+
+
+def progress(total: int, what: str):
+    """A context manager yielding advance(n): the reporter's progress bar, else nothing to show."""
+    if _reporter is not None:
+        return _reporter.progress(total, what)
+    import contextlib  # noqa: PLC0415
+
+    return contextlib.nullcontext(lambda n: None)

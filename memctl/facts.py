@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from . import clock, fact as fact_mod, gitstore, index as index_mod, output, textnorm
+from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, NotFound, Refused
 from .fsutil import atomic_move, atomic_write, escapes
 from .markers import refuse_conflicts
@@ -119,7 +119,7 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
 
 def warn_problems(scan_result: Scan) -> None:
     for problem in scan_result.problems:
-        output.warn(f"skipped {problem}", hint="run `memctl doctor`")
+        errors.warn(f"skipped {problem}", hint="run `memctl doctor`")
 
 
 def live_facts(store: Store, *, quiet: bool = False) -> list[fact_mod.Fact]:

@@ -94,3 +94,22 @@ def info(message: str) -> None:
 def error(message: str) -> None:
     sys.stderr.write(f"memctl: error: {message}\n")
     sys.stderr.flush()
+
+
+def progress(total: int, what: str):
+    """A context manager yielding advance(n): a transient bar on a terminal's stderr, else nothing."""
+    import contextlib  # noqa: PLC0415
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(lambda n: None)
+
+    @contextlib.contextmanager
+    def bar():
+        from rich.console import Console  # noqa: PLC0415
+        from rich.progress import Progress  # noqa: PLC0415
+
+        with Progress(console=Console(stderr=True), transient=True) as shown:
+            task = shown.add_task(what, total=total)
+            yield lambda n: shown.advance(task, n)
+
+    return bar()

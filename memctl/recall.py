@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Sequence
 
 from . import access as access_mod
 from . import clock
-from . import output
+from . import errors
 from .errors import BadInput, MemctlError
 from .store import Store
 
@@ -256,7 +256,7 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
     try:
         access_mod.append(store, command, rows, agent=agent)
     except (MemctlError, OSError) as exc:
-        output.warn(f"not recorded in {access_mod.FILE}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None))
+        errors.warn(f"not recorded in {access_mod.FILE}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None))
 
 
 def record_use(store: Store, names: Sequence[str], *, command: str = "used", agent: str | None = None,

@@ -314,3 +314,78 @@ def test_state_check_without_state_md_says_so(base, tmp_path):
     assert _run(root, ["state", "update"], None, {}).returncode == 0
     fresh = _run(root, ["state", "check"], None, {})
     assert (fresh.returncode, fresh.stdout, fresh.stderr) == (0, b"", b"")
+
+
+# ---------------------------------------------------------------- the library never prints
+
+PACKAGE = Path(__file__).resolve().parent.parent / "memctl"
+# Where printing belongs: the CLI, the one output module, and the two command bodies that other
+# programs run (the MCP server's stdio; `memctl hook`, whose stderr line is its report by contract).
+MAY_PRINT = ("cli/", "output.py", "integrations/mcp_server.py", "integrations/hooks.py")
+
+
+def printing(path: Path) -> list[str]:
+    """What in a module's source prints: print(), sys.stdout/sys.stderr, importing memctl.output or rich."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            found.append(f"{node.lineno}: print()")
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "sys"
+              and node.attr in ("stdout", "stderr", "__stdout__", "__stderr__")):
+            found.append(f"{node.lineno}: sys.{node.attr}")
+        elif isinstance(node, ast.ImportFrom):
+            names = {alias.name for alias in node.names}
+            if node.module in ("output", "memctl.output") or (node.module in (None, "memctl") and "output" in names):
+                found.append(f"{node.lineno}: imports output")
+            if (node.module or "").split(".")[0] == "rich":
+                found.append(f"{node.lineno}: imports rich")
+        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "rich" or a.name == "memctl.output" for a in node.names):
+            found.append(f"{node.lineno}: imports {node.names[0].name}")
+    return found
+
+
+def test_no_library_module_prints():
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(MAY_PRINT[0]) or rel in MAY_PRINT[1:]:
+            continue
+        if printing(path):
+            offenders[rel] = printing(path)
+    assert offenders == {}
+
+
+def test_the_print_check_sees_each_way_of_printing(tmp_path):
+    """So that test_no_library_module_prints can fail."""
+    for source in ("print('x')\n", "import sys\nsys.stderr.write('x')\n", "from . import output\n",
+                   "from .output import warn\n", "from rich.console import Console\n", "import rich\n"):
+        module = tmp_path / "m.py"
+        module.write_text(source, encoding="utf-8")
+        assert printing(module), source
+    (tmp_path / "m.py").write_text("from . import errors\nerrors.warn('x')\n", encoding="utf-8")
+    assert printing(tmp_path / "m.py") == []
+
+
+def test_library_warnings_go_to_logging_without_the_cli(base, tmp_path, caplog):
+    """A Python user sees the library's warnings through the `memctl` logger; the CLI through its stderr lines."""
+    import logging
+
+    from memctl import errors as errors_mod, facts
+    from memctl.store import open_store
+
+    root = _copy(base, tmp_path)
+    (root / "memory" / "broken.md").write_text("---\nname: broken\ndescription: [unclosed\n---\n", encoding="utf-8")
+    before = errors_mod._reporter
+    errors_mod.set_reporter(None)
+    try:
+        with caplog.at_level(logging.WARNING, logger="memctl"):
+            facts.live_facts(open_store(root))
+    finally:
+        errors_mod.set_reporter(before)
+    assert [r.name for r in caplog.records] == ["memctl"]
+    assert caplog.records[0].getMessage().startswith("skipped memory/broken.md")
+    done = _run(root, ["list"], None, {})
+    assert done.returncode == 0
+    assert done.stderr.decode().startswith("memctl: warning: skipped memory/broken.md")

@@ -12,12 +12,12 @@ from __future__ import annotations
 def main() -> None:
     import sys
 
+    from .. import errors, output
     from .fast import run
 
+    errors.set_reporter(output)  # the library's warnings become `memctl: warning: ...` lines
     bad = undecodable(sys.argv[1:])
     if bad is not None:
-        from .. import output
-
         output.error(bad.one_line())
         sys.exit(bad.exit_code)
     code = run(sys.argv[1:])

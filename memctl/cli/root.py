@@ -27,6 +27,7 @@ class _Group(typer.core.TyperGroup):
             _usage_error(exc)
 
     def invoke(self, ctx):  # type: ignore[override]
+        errors.set_reporter(output)  # also when the app is called without main() (tests, docs)
         try:
             return super().invoke(ctx)
         except errors.MemctlError as exc:
