@@ -3,7 +3,7 @@
 
 A cron job or an agent runs `memctl ledger append ...` once per record and
 `memctl near-dup TEXT ...` once per candidate, so their start-up is a budget
-(issues 3 and 5), and building the Typer app costs more than the work itself.
+(bench/bench_ledger.py and bench/bench_neardup.py measure it), and building the Typer app costs more than the work itself.
 `run()` parses their plain forms by hand and returns None for anything else
 (--help, an unknown or malformed option, `--`, a bad number), which then goes
 to the Typer app and gets its usual handling and messages.
