@@ -484,6 +484,10 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     if chosen not in MODES:
         raise BadInput(f"unknown --mode {chosen!r}", hint="keyword, vector or hybrid")
     queries = [check_query(q) for q in queries]
+    if fact_type is not None and source == "episodes":  # one rule for episode types (episodes.check_type)
+        from .episodes import check_type
+
+        check_type(store, fact_type)
     after = None
     if since:
         try:

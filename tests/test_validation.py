@@ -73,6 +73,8 @@ CASES: dict[str, list[tuple[list[str], bytes | None, dict[str, str]]]] = {
     "unknown-type": [
         (["episode", "add", "x", "--type", "bogus"], None, {}),
         (["episode", "list", "--type", "bogus"], None, {}),
+        (["episode", "recall", "決めた", "--type", "bogus"], None, {}),
+        (["recall", "決めた", "--source", "episodes", "--type", "bogus"], None, {}),
     ],
     "bad-ref": [
         (["episode", "add", "x", "--type", "decision", "--ref", "does-not-exist"], None, {}),
