@@ -6,6 +6,7 @@ declaration), appending text so that the user's comments and layout stay.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
@@ -14,6 +15,10 @@ from typing import Any, Mapping, NamedTuple
 from .errors import BadInput
 
 FACT_TYPES = ("user", "feedback", "project", "reference", "procedure")
+# Episode types: what agents record, then what `episode import` writes (docs/TRANSCRIPTS.md).
+# `[episodes] types = [...]` in memctl.toml adds to them (docs/FORMAT.md).
+EPISODE_TYPES = ("decision", "error", "success", "feedback", "conflict", "prompt", "reply", "tool")
+EPISODE_TYPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 DEFAULT_IMPORTANCE = {
     "user": 0.7,
@@ -75,6 +80,7 @@ class Config(NamedTuple):
     default_importance: Mapping[str, float] = MappingProxyType(DEFAULT_IMPORTANCE)
     default_confidence: Mapping[str, float] = MappingProxyType(DEFAULT_CONFIDENCE)
     ledgers: Mapping[str, LedgerDecl] = MappingProxyType({})
+    episode_types: tuple[str, ...] = EPISODE_TYPES
     raw: Mapping[str, Any] = MappingProxyType({})
 
     def importance_for(self, fact_type: str | None) -> float:
@@ -115,6 +121,7 @@ def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config
             unique=decl.get("unique"),
         )
     return Config(
+        episode_types=_episode_types(raw.get("episodes", {}), source),
         commit=bool(git.get("commit", True)),
         author_name=str(git.get("author_name", "memctl")),
         author_email=str(git.get("author_email", "memctl@localhost")),
@@ -125,6 +132,15 @@ def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config
         ledgers=ledgers,
         raw=raw,
     )
+
+
+def _episode_types(table: Any, source: Path | str) -> tuple[str, ...]:
+    """The default episode types, then those `[episodes] types` adds (each once, in order)."""
+    extra = table.get("types", []) if isinstance(table, dict) else None
+    if not isinstance(extra, list) or not all(isinstance(t, str) and EPISODE_TYPE_RE.match(t) for t in extra):
+        raise BadInput(f"{source}: [episodes] types must be a list of slugs (a-z first, then a-z 0-9 - _; at most 32)",
+                       hint='types = ["review", "incident"]')
+    return tuple(dict.fromkeys((*EPISODE_TYPES, *extra)))
 
 
 def toml_value(value: Any) -> str:

@@ -18,6 +18,7 @@ def run(store: Store) -> list[Problem]:
     problems += facts.check(store)
     problems += ledger_ops.check_all(store)
     problems += marker_problems(store)
+    problems += nul_problems(store)
     problems += state.problems(store)  # a stale STATE.md: agents would act on old numbers
     problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
@@ -84,6 +85,32 @@ def marker_problems(store: Store) -> list[Problem]:
             continue
         for number in conflict_lines(path.read_bytes()):
             found.append(Problem(store.rel(path), number, "conflict-marker", "an unresolved merge conflict marker"))
+    return found
+
+
+def _text_files(store: Store) -> list[Path]:
+    """memctl's own text files besides facts and ledgers (which check their own): MEMORY.md, its topic
+    files, memctl.toml, every STATE.md."""
+    paths = [store.index_path, store.config_path]
+    topics = store.index_path.parent / "memory-index"
+    if topics.is_dir():
+        paths += sorted(topics.glob("*.md"))
+    if store.state_dir.is_dir():
+        paths += sorted(store.state_dir.rglob("*.md"))
+    return [p for p in paths if p.is_file() and escapes(store.root, p) is None]
+
+
+def nul_problems(store: Store) -> list[Problem]:
+    """A NUL byte in MEMORY.md, a topic file, memctl.toml or a STATE.md, by line (facts and ledgers
+    report their own): git and grep take such a file for binary."""
+    found = []
+    for path in _text_files(store):
+        data = path.read_bytes()
+        start = data.find(b"\0")
+        while start != -1:
+            line = data[:start].count(b"\n") + 1
+            found.append(Problem(store.rel(path), line, "nul", "a NUL byte (git and grep take the file for binary)"))
+            start = data.find(b"\0", data.find(b"\n", start) + 1) if data.find(b"\n", start) != -1 else -1
     return found
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
-from . import clock, ledger, textnorm
+from . import clock, config, ledger, textnorm
 from .errors import BadInput, NotFound, Refused
 from .store import Store
 
@@ -23,11 +23,14 @@ COLUMNS = ("id", "ts", "agent", "type", "description", "outcome", "importance", 
 # Forgetting an episode appends here; episodes.tsv itself is never rewritten.
 TOMBSTONES = "episode-tombstones"
 TOMBSTONE_COLUMNS = ("ts", "id", "action", "policy", "reason", "description", "outcome")
-TYPES = ("decision", "error", "success", "feedback", "conflict")
+TYPES = config.EPISODE_TYPES  # a store's own list adds `[episodes] types` to these (store.config.episode_types)
 DEFAULT_IMPORTANCE = {"decision": 0.7, "error": 0.8, "success": 0.5, "feedback": 0.9, "conflict": 0.85}
-FALLBACK_IMPORTANCE = 0.5  # a type outside TYPES (docs/FORMAT.md lets the list grow)
+FALLBACK_IMPORTANCE = 0.5  # any other declared type
 FRESHNESS_DECAY_PER_DAY = 0.01
-TYPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+TYPE_RE = config.EPISODE_TYPE_RE
+# A ref with a scheme (`session:`, `record:`, `commit:`, `https://`, ...) points outside the store and is
+# kept as written; one without is a fact name or an episode id, and must name one (docs/FORMAT.md).
+SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]*:")
 _ID_ATTEMPTS = 5
 
 
@@ -69,6 +72,39 @@ def _check_items(label: str, items: Iterable[str]) -> tuple[str, ...]:
         if item and item not in cleaned:
             cleaned.append(item)
     return tuple(cleaned)
+
+
+def check_type(store: Store, episode_type: str | None) -> str:
+    """`episode_type` when the store declares it, else BadInput naming the declared types."""
+    allowed = store.config.episode_types
+    if episode_type not in allowed:
+        raise BadInput(f"unknown episode type {episode_type!r}; the types are {' | '.join(allowed)}",
+                       hint="declare more in memctl.toml: [episodes] types = [\"review\"]")
+    return episode_type
+
+
+def check_refs(store: Store, refs: Sequence[str]) -> None:
+    """Every ref without a scheme names a fact (live or archived) or an episode in the ledger."""
+    local = [ref for ref in refs if not SCHEME_RE.match(ref)]
+    if not local:
+        return
+    from . import facts  # noqa: PLC0415  (only when a ref needs looking up)
+
+    every = facts.live_facts(store, quiet=True) + facts.scan_archive(store)
+    known = {fact.stem for fact in every} | {fact.name for fact in every if fact.name}
+    episode_ids = _episode_ids(store) if any(ref.startswith("ep-") for ref in local) else set()
+    for ref in local:
+        if ref not in known and ref not in episode_ids:
+            raise BadInput(f"ref {ref!r} names no fact and no episode",
+                           hint="give a fact name (memctl list), an episode id (memctl episode list), "
+                                "or a ref with a scheme such as commit:<sha> or https://...")
+
+
+def _episode_ids(store: Store) -> set[str]:
+    try:
+        return {row.values["id"] for row in ledger.read_rows(store, LEDGER)}
+    except NotFound:
+        return set()
 
 
 def default_importance(episode_type: str) -> float:
@@ -136,8 +172,7 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
     description = description.strip()
     if not description:
         raise BadInput("an episode needs a description")
-    if not TYPE_RE.match(episode_type or ""):
-        raise BadInput(f"invalid episode type {episode_type!r}", hint=" | ".join(TYPES))
+    check_type(store, episode_type)
     if importance is None:
         importance = default_importance(episode_type)
     if not 0.0 <= importance <= 1.0:
@@ -149,6 +184,7 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
         type=episode_type, description=description, outcome=outcome, importance=importance,
         tags=_check_items("tag", tags), refs=_check_items("ref", refs),
     )
+    check_refs(store, episode.refs)
     ensure_ledger(store, commit_changes=commit_changes)
     for attempt in range(_ID_ATTEMPTS):
         try:
@@ -203,6 +239,8 @@ def list_episodes(store: Store, *, agent: str | None = None, episode_type: str |
     `include_forgotten` asks for the ledger as written (then in file order too).
     """
     after = _since(since)
+    if episode_type is not None:
+        check_type(store, episode_type)
     try:
         rows = ledger.read_rows(store, LEDGER)
     except NotFound:

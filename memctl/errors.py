@@ -24,6 +24,27 @@ EXIT_CODES = {
 }
 
 
+# The same condition gets the same exit code from every command: (key, condition, code).
+# docs/CLI.md prints this table (cli/reference.py); tests/test_validation.py triggers every
+# condition through every command that can meet it and checks the code. Two commands keep
+# their own meaning of 1 and so map it elsewhere: near-dup (1 is "near-duplicate": the
+# conditions of exit 1 give 2 there) and `hook` (always 0: it never fails a prompt).
+BY_CONDITION: tuple[tuple[str, str, int], ...] = (
+    ("not-found", "a fact, ledger, STATE.md, job, file or store that does not exist", NOT_FOUND),
+    ("bad-name", "a name that breaks the naming rule (fact, ledger, column), or a path given as a name", USAGE),
+    ("bad-value", "a malformed or out-of-range value: importance, date, duration, count, an unknown column", USAGE),
+    ("unknown-type", "an episode type that is not declared (the list is in the message)", USAGE),
+    ("bad-ref", "an episode ref that names no fact and no episode", USAGE),
+    ("not-utf8", "text that is not valid UTF-8: an argument, a MEMCTL_* variable, stdin, a file given to read", USAGE),
+    ("nul", "a NUL character in a value to be written", USAGE),
+    ("usage", "an unknown option, a missing argument or option value", USAGE),
+    ("exists", "a name or unique value that exists already", FAILED),
+    ("damaged", "a file memctl will not write after: a ledger's last line without LF (rows: after printing the rest), "
+                "conflict markers, a damaged index block", FAILED),
+    ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT", LOCKED),
+)
+
+
 class MemctlError(Exception):
     """Base class: a message, an optional hint, and an exit code."""
 
@@ -98,3 +119,54 @@ def from_os_error(exc: OSError) -> OSFailure:
         where = f"{where} -> {exc.filename2}"
     message = f"{reason}: {os.fsdecode(where)}" if where else reason
     return OSFailure(message + (f" ({name})" if name else ""), hint=_OS_HINTS.get(name))
+
+
+def not_utf8(what: str, exc: UnicodeError | None = None) -> BadInput:
+    """Text that is not valid UTF-8 (an argument, stdin, a file, an environment value): bad input."""
+    detail = f" ({exc.reason} at position {exc.start})" if isinstance(exc, (UnicodeDecodeError, UnicodeEncodeError)) else ""
+    return BadInput(f"{what} is not valid UTF-8{detail}", hint="check the file's, the terminal's or the caller's encoding")
+
+
+# ---------------------------------------------------------------- warnings
+
+# Library code never writes to stderr: it calls warn(), inform() or progress() below. They go to
+# Python's logging (the `memctl` logger, imported only then), or, once the CLI has named itself with
+# set_reporter(), to the CLI's `memctl: warning: ...` lines: the CLI need not import logging on
+# every start (start-up is a budget, bench/bench_startup.py).
+_reporter = None
+
+
+def set_reporter(reporter) -> None:
+    """Send warnings to `reporter` (anything with warn(message, hint), info(message) and
+    progress(total, what), such as memctl.output); None sends them to logging again."""
+    global _reporter
+    _reporter = reporter
+
+
+def warn(message: str, hint: str | None = None) -> None:
+    """Something the user should know that does not stop the command (a skipped file, an uncommitted write)."""
+    if _reporter is not None:
+        _reporter.warn(message, hint=hint)
+        return
+    import logging  # noqa: PLC0415
+
+    logging.getLogger("memctl").warning(message + (f" (hint: {hint})" if hint else ""))
+
+
+def inform(message: str) -> None:
+    """A note on what a long step is doing (e.g. how many texts it embeds)."""
+    if _reporter is not None:
+        _reporter.info(message)
+        return
+    import logging  # noqa: PLC0415
+
+    logging.getLogger("memctl").info(message)
+
+
+def progress(total: int, what: str):
+    """A context manager yielding advance(n): the reporter's progress bar, else nothing to show."""
+    if _reporter is not None:
+        return _reporter.progress(total, what)
+    import contextlib  # noqa: PLC0415
+
+    return contextlib.nullcontext(lambda n: None)

@@ -189,8 +189,9 @@ def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = N
 
 def load(path: Path, *, archived: bool = False) -> Fact:
     data = path.read_bytes()
-    if b"\x00" in data:
-        raise FactParseError("binary file (contains NUL bytes)", 0)
+    nul = data.find(b"\x00")
+    if nul != -1:
+        raise FactParseError("a NUL byte (a binary file, or a damaged one)", data[:nul].count(b"\n") + 1)
     conflict = first_conflict(data)
     if conflict is not None:
         raise FactParseError("unresolved merge conflict markers (resolve them, then commit)", conflict)

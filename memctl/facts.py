@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from . import clock, fact as fact_mod, gitstore, index as index_mod, output, textnorm
+from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, NotFound, Refused
 from .fsutil import atomic_move, atomic_write, escapes
 from .markers import refuse_conflicts
@@ -119,7 +119,7 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
 
 def warn_problems(scan_result: Scan) -> None:
     for problem in scan_result.problems:
-        output.warn(f"skipped {problem}", hint="run `memctl doctor`")
+        errors.warn(f"skipped {problem}", hint="run `memctl doctor`")
 
 
 def live_facts(store: Store, *, quiet: bool = False) -> list[fact_mod.Fact]:
@@ -216,13 +216,16 @@ def _unit(value: float | None, label: str) -> float | None:
 
 
 def _check_text(value: str | None, label: str) -> None:
-    """Arguments that are not valid UTF-8 arrive as surrogates: refuse them before anything is written."""
+    """Arguments that are not valid UTF-8 arrive as surrogates, and NUL makes a file binary: refuse both
+    before anything is written."""
     if value is None:
         return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise BadInput(f"{label} is not valid UTF-8", hint="check the terminal's or the caller's encoding", arg=label) from None
+    if "\x00" in value:  # a fact file holding one is unreadable (fact.py: binary)
+        raise BadInput(f"{label} contains a NUL character", hint="remove it; fact files are text", arg=label)
 
 
 def check_key(key: str) -> str:

@@ -192,9 +192,9 @@ def remove_stale_lock(top: Path, lock: Path) -> bool:
         return True
     except OSError:
         return False
-    from . import output  # noqa: PLC0415
+    from . import errors  # noqa: PLC0415
 
-    output.warn(f"removed a stale git lock: {lock} (its git process is gone)")
+    errors.warn(f"removed a stale git lock: {lock} (its git process is gone)")
     return True
 
 

@@ -95,10 +95,6 @@ def format_line(title: str, target: str, hook: str) -> str:
     return line + SEPARATOR + hook if hook else line
 
 
-def index_line(fact: Fact) -> str:
-    return format_line(title_for(fact), fact.file_name, fact.description)
-
-
 def topic_file(group: str) -> str:
     return f"{TOPIC_DIR}/{group}.md"
 

@@ -154,17 +154,30 @@ def require_header(ledger: Ledger, first: bytes) -> None:
         )
 
 
-def refuse_torn_tail(ledger: Ledger, data: bytes | mmap.mmap) -> None:
-    """A last line without LF is a cut-off record (or a hand edit): appending would seal it as a row."""
+def refuse_torn_tail(ledger: Ledger, data: bytes | mmap.mmap, done: str = "nothing was appended") -> None:
+    """A last line without LF is a cut-off record (or a hand edit): appending would seal it as a row,
+    and readers leave it out (iter_rows), so `done` says what became of it."""
     if not data or data[-1:] == b"\n":
         return
     rel = _rel(ledger.path)
     end = data.rfind(b"\n") + 1
     line = data[:end].count(b"\n") + 1
     raise Refused(
-        f"{rel}:{line}: the last line has no LF (a cut-off record?); nothing was appended",
+        f"{rel}:{line}: the last line has no LF (a cut-off record?); {done}",
         hint=f"if that line is cut off: truncate -s {end} {rel}; if it is a whole record: printf '\\n' >> {rel}",
     )
+
+
+def check_tail(ledger: Ledger) -> None:
+    """Refused when the ledger's last line has no LF: for a reader to report the line it left out."""
+    if not ledger.path.is_file() or ledger.path.stat().st_size == 0:
+        return
+    with open(ledger.path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        refuse_torn_tail(ledger, handle.read(), done="that line was left out")
 
 
 def _first_line(path: Path) -> bytes:
@@ -490,7 +503,8 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
 # ---------------------------------------------------------------- reading
 
 def iter_rows(ledger: Ledger) -> Iterator[Row]:
-    """Stream a ledger's records (the header skipped); invalid UTF-8 reads as U+FFFD."""
+    """Stream a ledger's records (the header skipped); invalid UTF-8 reads as U+FFFD.
+    A last line without LF is left out: see check_tail."""
     if not ledger.path.exists():
         return
     columns = ledger.columns
@@ -499,9 +513,9 @@ def iter_rows(ledger: Ledger) -> Iterator[Row]:
             if lineno == 1 and ledger.header:
                 require_header(ledger, raw)
                 continue
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            yield Row(lineno, parse_record(raw.decode("utf-8", "replace"), columns))
+            if not raw.endswith(b"\n"):
+                return  # a last line without LF is a cut-off record, not a row (check_tail names it)
+            yield Row(lineno, parse_record(raw[:-1].decode("utf-8", "replace"), columns))
 
 
 def read_rows(store: Store, name: str) -> Iterator[Row]:

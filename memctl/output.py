@@ -165,3 +165,22 @@ def state_json(rel_path: str, snapshot) -> dict[str, Any]:
     """STATE.md as `state show` prints it; `state update` adds message and commit."""
     return {"path": rel_path, "updated": snapshot.updated, "generator": snapshot.generator,
             "numbers": dict(snapshot.numbers), "body": snapshot.body}
+
+
+def progress(total: int, what: str):
+    """A context manager yielding advance(n): a transient bar on a terminal's stderr, else nothing."""
+    import contextlib  # noqa: PLC0415
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(lambda n: None)
+
+    @contextlib.contextmanager
+    def bar():
+        from rich.console import Console  # noqa: PLC0415
+        from rich.progress import Progress  # noqa: PLC0415
+
+        with Progress(console=Console(stderr=True), transient=True) as shown:
+            task = shown.add_task(what, total=total)
+            yield lambda n: shown.advance(task, n)
+
+    return bar()

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Sequence
 
 from . import access as access_mod
 from . import clock
-from . import output
+from . import errors
 from .errors import BadInput, MemctlError
 from .store import Store
 
@@ -267,7 +267,7 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
     try:
         access_mod.append(store, command, rows, agent=agent)
     except (MemctlError, OSError) as exc:
-        output.warn(f"not recorded in {access_mod.FILE}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None))
+        errors.warn(f"not recorded in {access_mod.FILE}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None))
 
 
 def record_use(store: Store, names: Sequence[str], *, command: str = "used", agent: str | None = None,
@@ -604,6 +604,10 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     if chosen not in MODES:
         raise BadInput(f"unknown mode {chosen!r}", hint="keyword, vector or hybrid", arg="mode")
     queries = [check_query(q) for q in queries]
+    if fact_type is not None and source == "episodes":  # one rule for episode types (episodes.check_type)
+        from .episodes import check_type
+
+        check_type(store, fact_type)
     after = None
     if since:
         try:

@@ -637,10 +637,16 @@ def _scope_of(store: Store, path: Path) -> str | None:
 
 
 def check(store: Store, max_age: int | None = None) -> list[Freshness]:
-    """Every STATE.md with its age; `stale` when older than `max_age` (else its scope's max_age)."""
+    """Every STATE.md with its age; `stale` when older than `max_age` (else its scope's max_age).
+
+    No STATE.md at all is NotFound: a check that found nothing to check must not pass for a fresh one.
+    """
     now = clock.now()
     results = []
-    for path in state_files(store):
+    paths = state_files(store)
+    if not paths:
+        raise NotFound(f"no {store.rel(store.state_dir / STATE_FILE)} yet, so nothing to check", hint="memctl state update")
+    for path in paths:
         scope = _scope_of(store, path)
         limit = max_age if max_age is not None else state_config(store, scope if scope and SCOPE_RE.match(scope) else None).max_age
         when, source = when_updated(store, path)
@@ -656,6 +662,8 @@ def problems(store: Store) -> list:
     try:
         state_config(store)
         found = check(store)
+    except NotFound:
+        return []  # no snapshot yet: nothing can be stale
     except BadInput as exc:
         return [Problem("memctl.toml", 0, "state-config", exc.one_line())]
     return [

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from . import config as config_mod
-from . import output
+from . import errors
 from .errors import GitError, NotFound, Refused
 from .fsutil import atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, settle, touched, undo_log, undoing
 
@@ -202,7 +202,7 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
     if not git:
         return created
     if gitstore.git_executable() is None:
-        output.warn("git not found on PATH; the directory is adopted but not committed", hint="install git, or pass --no-git")
+        errors.warn("git not found on PATH; the directory is adopted but not committed", hint="install git, or pass --no-git")
         return created
     new_repo = gitstore.toplevel(root) is None
     if new_repo:
@@ -300,10 +300,10 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
     from . import gitstore  # noqa: PLC0415  (not on the path of --no-commit writes)
 
     if gitstore.git_executable() is None:
-        output.warn("git not found on PATH; change written but not committed", hint="install git or set MEMCTL_NO_COMMIT=1")
+        errors.warn("git not found on PATH; change written but not committed", hint="install git or set MEMCTL_NO_COMMIT=1")
         return None
     if gitstore.toplevel(store.root) is None:
-        output.warn(f"{store.root} is not a git repository; change written but not committed", hint="git init, or set MEMCTL_NO_COMMIT=1")
+        errors.warn(f"{store.root} is not a git repository; change written but not committed", hint="git init, or set MEMCTL_NO_COMMIT=1")
         return None
     author = gitstore.Author(store.config.author_name, store.config.author_email)
     try:
@@ -339,7 +339,7 @@ def finish_interrupted(store: Store) -> list[str]:
             return []
     undone = rollback(store.undo_path)
     names = sorted({store.rel(p) for p in undone})
-    output.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
+    errors.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
     return names
 
 
@@ -373,7 +373,7 @@ def config_committable(store: Store, enabled: bool = True, what: str = "the chan
 
     if not gitstore.dirty_paths(store.root, [store.config_path]):
         return True
-    output.warn(f"{CONFIG_FILE} has uncommitted changes: {what} is written to it but not committed",
+    errors.warn(f"{CONFIG_FILE} has uncommitted changes: {what} is written to it but not committed",
                 hint=f"review and commit {CONFIG_FILE} yourself (git -C <store> diff {CONFIG_FILE})")
     return False
 

@@ -165,6 +165,8 @@ def _read(path: Path, fmt: str, *, tools: bool, settings: Settings, saved: Any) 
     from .importers import claude_code, messages
 
     try:
+        if not path.exists():
+            raise NotFound(f"no such file: {path}")
         if not path.is_file():
             raise BadInput(f"{path}: not a file")
         size = path.stat().st_size

@@ -29,12 +29,11 @@ import contextlib
 import json
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from . import clock, output
+from . import clock, errors
 from .fsutil import atomic_write, file_lock, sweep_temps
 
 try:  # hashlib would load OpenSSL (~6 ms of recall's start-up) for a blake2b it does not need
@@ -241,7 +240,7 @@ def sync(
     with file_lock(folder.parent / f".{folder.name}.lock"):
         old, reason = _usable(folder, embedder, kind, rebuild)
         if reason and not quiet and reason != "rebuild requested":
-            output.warn(f"vector cache {store.rel(folder)}: {reason}; rebuilding it")
+            errors.warn(f"vector cache {store.rel(folder)}: {reason}; rebuilding it")
         if old is not None and old[0]["ids"] == ids and old[0]["hashes"] == joined:
             meta, matrix = old
             if key:
@@ -262,7 +261,7 @@ def sync(
         if old is not None and len(todo) and dim != int(old[0]["dim"]):
             # Same fingerprint, another dimension: the model changed under the same name.
             if not quiet:
-                output.warn(f"vector cache {store.rel(folder)}: dimension changed; rebuilding it")
+                errors.warn(f"vector cache {store.rel(folder)}: dimension changed; rebuilding it")
             reuse, old = {}, None
             todo = dict(zip(hashes, texts))
             fresh = embed_texts(embedder, list(todo.values()), kind, quiet=quiet)
@@ -343,16 +342,9 @@ def _progress(total: int, embedder: "Embedder", *, quiet: bool) -> Iterator[Call
         return
     from .embed import label
 
-    output.info(f"embedding {total} texts with {label(embedder)}")
-    if not sys.stderr.isatty():
-        yield lambda n: None
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("embedding", total=total)
-        yield lambda n: bar.advance(task, n)
+    errors.inform(f"embedding {total} texts with {label(embedder)}")
+    with errors.progress(total, "embedding") as advance:
+        yield advance
 
 
 def _save(folder: Path, matrix: "np.ndarray", meta: dict[str, Any]) -> None:

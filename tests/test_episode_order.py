@@ -1,4 +1,4 @@
-"""`episode list` reads in time order (the `ts` column), whatever order a merge left the rows in (issue 15)."""
+"""`episode list` reads in time order (the `ts` column), whatever order a merge left the rows in (docs/FORMAT.md, Ledgers)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ NOW = "2026-09-14T22:00:22+09:00"
 def test_add_creates_and_declares_the_ledger(root, store, monkeypatch):
     monkeypatch.setenv("MEMCTL_NOW", NOW)
     monkeypatch.setenv("MEMCTL_AGENT", "writer")
+    (root / "memory" / "feedback-zenn-rate-limit.md").write_text(
+        "---\nname: feedback-zenn-rate-limit\ndescription: Zennは1日1件まで\n---\n", encoding="utf-8")  # the ref's fact
     episode = episodes.add(store, "  Zennに記事と書籍を同日公開した ", "error", outcome="rate limit", tags=["zenn", "publish"], refs=["feedback-zenn-rate-limit"])
     assert re.fullmatch(r"ep-20260914130022-[0-9a-f]{4}", episode.id)
     assert (episode.ts, episode.agent, episode.type, episode.importance) == (NOW, "writer", "error", 0.8)
@@ -41,8 +43,10 @@ def test_add_creates_and_declares_the_ledger(root, store, monkeypatch):
 
 
 @pytest.mark.parametrize("kind,expected", [("decision", 0.7), ("error", 0.8), ("success", 0.5), ("feedback", 0.9), ("conflict", 0.85), ("insight", 0.5)])
-def test_default_importance_by_type(store, kind, expected):
-    assert episodes.add(store, "something happened", kind, commit_changes=False).importance == expected
+def test_default_importance_by_type(root, kind, expected):
+    with open(root / "memctl.toml", "a", encoding="utf-8") as toml:
+        toml.write('\n[episodes]\ntypes = ["insight"]\n')  # a declared type outside the defaults
+    assert episodes.add(open_store(root), "something happened", kind, commit_changes=False).importance == expected
 
 
 def test_add_rejects_bad_input_and_writes_nothing(root, store):

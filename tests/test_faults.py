@@ -1,4 +1,4 @@
-"""Fault injection (issue 16): full disks, file size limits, git locks, kill -9, links out of the store,
+"""Fault injection (docs/RELIABILITY.md): full disks, file size limits, git locks, kill -9, links out of the store,
 lost headers and conflict markers. Real processes, real git, real file systems; docs/RELIABILITY.md
 names each test here next to the guarantee it proves.
 """

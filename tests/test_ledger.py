@@ -316,7 +316,7 @@ def test_check_reports_each_problem_with_its_line(root, store):
         ("ledgers/t.tsv", 6, "raw-cr", "error"),
         ("ledgers/t.tsv", 7, "field-count", "error"),
         ("ledgers/t.tsv", 8, "bad-escape", "error"),
-        ("ledgers/t.tsv", 9, "no-final-newline", "error"),  # a cut-off record? (issue 16)
+        ("ledgers/t.tsv", 9, "no-final-newline", "error"),  # a cut-off record? (docs/FORMAT.md, Ledgers)
     ]
     assert str(problems[1]) == "ledgers/t.tsv:4: invalid escape '\\a' (only \\\\ \\t \\n \\r)"
 

@@ -1,4 +1,4 @@
-"""Four machines, one memory: a seeded simulation with real processes and real git (issue 15, point 5).
+"""Four machines, one memory: a seeded simulation with real processes and real git (docs/SYNC.md).
 
 A bare remote in a temp dir and four clones. Round after round, each clone (in
 an order the seed shuffles) runs a few random operations as `memctl`

@@ -10,8 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memctl import vcache
+from memctl import errors, output, vcache
 from memctl.embed.ngram import NgramEmbedder
+
+
+@pytest.fixture(autouse=True)
+def _warnings_on_stderr():
+    """The library's warnings as the CLI shows them (errors.set_reporter), so capsys sees them."""
+    before = errors._reporter
+    errors.set_reporter(output)
+    yield
+    errors.set_reporter(before)
 
 
 class Counting:

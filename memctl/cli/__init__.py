@@ -12,8 +12,14 @@ from __future__ import annotations
 def main() -> None:
     import sys
 
+    from .. import errors, output
     from .fast import run
 
+    errors.set_reporter(output)  # the library's warnings become `memctl: warning: ...` lines
+    bad = undecodable(sys.argv[1:])
+    if bad is not None:
+        output.error(bad.one_line())
+        sys.exit(bad.exit_code)
     code = run(sys.argv[1:])
     if code is not None:
         sys.exit(code)
@@ -21,3 +27,31 @@ def main() -> None:
 
     load_commands(sys.argv[1:])
     app()
+
+
+def undecodable(argv: list[str]):
+    """BadInput for the first argument or MEMCTL_* variable that is not valid UTF-8, else None.
+
+    Python hands such bytes over as lone surrogates (surrogateescape); refused here, once, no
+    command ever meets them. A hook (`memctl hook ...`) is left to exit 0 as its contract says.
+    """
+    import os
+
+    def broken(text: str) -> bool:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+
+    from .. import errors
+
+    if argv[:1] == ["hook"]:
+        return None
+    for number, arg in enumerate(argv, 1):
+        if broken(arg):
+            return errors.not_utf8(f"argument {number} ({repr(os.fsencode(arg))[2:-1]})")
+    for name, value in os.environ.items():
+        if name.startswith("MEMCTL_") and broken(value):
+            return errors.not_utf8(f"the environment variable {name}")
+    return None

@@ -3,7 +3,7 @@
 
 A cron job or an agent runs `memctl ledger append ...` once per record and
 `memctl near-dup TEXT ...` once per candidate, so their start-up is a budget
-(issues 3 and 5), and building the Typer app costs more than the work itself.
+(bench/bench_ledger.py and bench/bench_neardup.py measure it), and building the Typer app costs more than the work itself.
 `run()` parses their plain forms by hand and returns None for anything else
 (--help, an unknown or malformed option, `--`, a bad number), which then goes
 to the Typer app and gets its usual handling and messages.
@@ -48,18 +48,42 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
 
 
 def near_dup_error(exc: BaseException, json: bool = False) -> int | None:
-    """near-dup's contract: any error exits 2, never 1 (which means "near-duplicate")."""
-    from .. import output
-    from ..errors import MemctlError
+    """near-dup's contract: an error never exits 1 (which means "near-duplicate"): not found is 3 and
+    a lock timeout 4 as everywhere (errors.BY_CONDITION), any other error 2."""
+    from .. import errors, output
+    from ..errors import LOCKED, NOT_FOUND, MemctlError
     from . import hints
 
     if isinstance(exc, MemctlError):
-        output.failure(*hints.worded(exc), NEAR_DUP_ERROR, json=json)
+        code = exc.exit_code if exc.exit_code in (NOT_FOUND, LOCKED) else NEAR_DUP_ERROR
+        output.failure(*hints.worded(exc), code, json=json)
+        return code
+    if isinstance(exc, UnicodeError):
+        failure = errors.not_utf8("the input", exc)
+        output.failure(failure.message, failure.hint, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
-    if isinstance(exc, (UnicodeError, ValueError, OSError)) and not isinstance(exc, BrokenPipeError):
+    if isinstance(exc, (ValueError, OSError)) and not isinstance(exc, BrokenPipeError):
         output.failure(f"{type(exc).__name__}: {exc}", None, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
     return None
+
+
+def _read_text(source: str) -> str:
+    """A file's text, or stdin's for `-`; not valid UTF-8 is bad input naming the source."""
+    from ..errors import NotFound, not_utf8
+
+    if source == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        try:
+            with open(source, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            raise NotFound(f"no such file: {source}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_utf8("stdin" if source == "-" else source, exc) from None
 
 
 def verdict_line(report, check) -> str:
@@ -81,7 +105,7 @@ def near_dup_check(store, text: str | None, *, ledger: str | None, column: str |
     if stdin == (text is not None):
         raise BadInput("give TEXT or --stdin (one text per line), not both" if stdin else "nothing to check",
                        hint="memctl near-dup TEXT --ledger NAME --column COL")
-    texts = [line for line in sys.stdin.read().splitlines() if line.strip()] if stdin else [text or ""]
+    texts = [line for line in _read_text("-").splitlines() if line.strip()] if stdin else [text or ""]
     source = neardup.source_for(store, ledger=ledger, column=column, facts=facts)
     top = neardup.DEFAULT_TOP if top is None else top
     report = neardup.check(store, texts, source, top=top, threshold=threshold)
@@ -148,7 +172,7 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
     if queries is not None:
         if query is not None:
             raise BadInput("give a QUERY or --queries FILE, not both")
-        text = sys.stdin.read() if queries == "-" else open(queries, encoding="utf-8").read()
+        text = _read_text(queries)
         asked = [line.strip() for line in text.splitlines() if line.strip()]
         if not asked:
             raise BadInput(f"no queries in {queries}", hint="one query a line")
@@ -396,6 +420,8 @@ def run(argv: list[str]) -> int | None:
             return code
         if isinstance(exc, OSError):
             exc = errors.from_os_error(exc)
+        elif isinstance(exc, UnicodeError):
+            exc = errors.not_utf8("the input", exc)
         if isinstance(exc, errors.MemctlError):
             output.failure(*hints.worded(exc), exc.exit_code, json=json)
             return exc.exit_code

@@ -115,13 +115,15 @@ def rows(
     tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N matching records.", metavar="N")] = None,
     json: Annotated[bool, typer.Option("--json", help="Print a JSON array of objects with unescaped values.")] = False,
 ) -> None:
-    """Print records (TSV, escaped as in the file, when piped; a table on a terminal)."""
+    """Print records (TSV, escaped as in the file, when piped; a table on a terminal); exit 1 after them
+    when the last line has no LF (named on stderr, not printed)."""
     store = store_from(ctx)
     found, selected = ledger.select_rows(store, name, where=ledger.parse_assignments(where or []), since=since, tail=tail)
     if json:
         output.emit_json([row.values for row in selected])
     else:
         output.emit_table([row.values for row in selected], found.columns)
+    ledger.check_tail(found)  # a cut-off last line: the rows above are printed, then it is named (exit 1)
 
 
 @ledger_app.command("dups")
@@ -212,12 +214,12 @@ AgentFilter = Annotated[Optional[str], typer.Option("--agent", help="Only this a
 def episode_add(
     ctx: typer.Context,
     description: Annotated[str, typer.Argument(help="What happened, in one line.")],
-    type_: Annotated[str, typer.Option("--type", "-t", help="decision | error | success | feedback | conflict.")],
+    type_: Annotated[str, typer.Option("--type", "-t", help="decision | error | success | feedback | conflict | prompt | reply | tool, or one declared in memctl.toml ([episodes] types).")],
     agent: Annotated[Optional[str], typer.Option("--agent", help="Who (default: MEMCTL_AGENT).")] = None,
     outcome: Annotated[str, typer.Option("--outcome", help="How it turned out.")] = "",
     importance: Annotated[Optional[float], typer.Option("--importance", help="0-1 (default by type: decision 0.7, error 0.8, success 0.5, feedback 0.9, conflict 0.85).")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag; repeat for more.")] = None,
-    ref: Annotated[Optional[list[str]], typer.Option("--ref", help="A fact name or episode id; repeat for more.")] = None,
+    ref: Annotated[Optional[list[str]], typer.Option("--ref", help="A fact name or episode id that exists, or scheme:anything (commit:<sha>, https://...); repeat for more.")] = None,
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
 ) -> None:

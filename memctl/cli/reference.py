@@ -32,7 +32,20 @@ def render() -> str:
         result = runner.invoke(app, [*path, "--help"], env=env, terminal_width=100)
         title = " ".join(["memctl", *path])
         parts.append(f"## `{title}`\n\n```\n{result.stdout.rstrip()}\n```\n")
+    parts.append(exit_table())
     return "\n".join(parts)
+
+
+def exit_table() -> str:
+    """errors.BY_CONDITION as a Markdown table."""
+    from .. import errors
+
+    rows = "".join(f"| {text} | {code} |\n" for _key, text, code in errors.BY_CONDITION)
+    return ("## Exit codes by condition\n\n"
+            "The same condition gives the same exit code in every command (`memctl/errors.py`, `BY_CONDITION`; "
+            "`tests/test_validation.py` checks each one through every command that can meet it). "
+            "`near-dup` keeps 1 for \"near-duplicate\", so what is 1 below is 2 there; `hook` always exits 0.\n\n"
+            "| condition | exit code |\n|---|---|\n" + rows)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,6 +33,7 @@ class _Group(typer.core.TyperGroup):
 
     def invoke(self, ctx):  # type: ignore[override]
         json = ctx.meta.get(_JSON, False)
+        errors.set_reporter(output)  # also when the app is called without main() (tests, docs)
         try:
             return super().invoke(ctx)
         except errors.MemctlError as exc:
@@ -44,6 +45,10 @@ class _Group(typer.core.TyperGroup):
             _usage_error(exc, json)
         except BrokenPipeError:
             raise typer.Exit(errors.OK) from None
+        except UnicodeError as exc:  # a file or stdin a command read as text: one line, never a traceback
+            failure = errors.not_utf8("the input", exc)
+            output.failure(failure.message, failure.hint, failure.exit_code, json=json)
+            raise typer.Exit(failure.exit_code) from None
         except OSError as exc:  # disk full, file too large, permissions: one line, never a traceback
             failure = errors.from_os_error(exc)
             output.failure(failure.message, failure.hint, failure.exit_code, json=json)

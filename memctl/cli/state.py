@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import output, state
-from ..errors import FAILED, BadInput
+from ..errors import FAILED, BadInput, NotFound
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
@@ -32,6 +32,8 @@ def _read_json(source: str) -> dict:
     else:
         try:
             data, label = Path(source).read_bytes(), source
+        except FileNotFoundError:
+            raise NotFound(f"--from-json {source}: no such file") from None
         except OSError as exc:
             raise BadInput(f"--from-json {source}: {exc.strerror or exc}") from None
     try:
@@ -93,7 +95,7 @@ def check(
     max_age: Annotated[Optional[str], typer.Option("--max-age", help="Older than this is stale: 30m, 24h, 2d (default: [state] max_age, else 24h).", metavar="AGE")] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Print `STALE: <path> (...)` for every STATE.md older than allowed; exit 1 if any, else print nothing."""
+    """Print `STALE: <path> (...)` for every STATE.md older than allowed; exit 1 if any, 3 if none exists."""
     limit = state.parse_duration(max_age, "--max-age") if max_age is not None else None
     store = store_from(ctx)
     found = state.check(store, limit)

@@ -3,7 +3,7 @@
 `memctl near-dup TEXT` and `memctl near-dup scan|calibrate ...` share one
 group: a first word that is not a subcommand is the TEXT of `near-dup check`
 (write `near-dup check scan`, or `near-dup [OPTIONS] -- scan`, to check the word "scan").
-near-dup's exit codes are its own: 0 new, 1 near-duplicate, 2 error.
+near-dup's exit codes: 0 new, 1 near-duplicate, 2 bad input or any other error, 3 not found, 4 lock timeout.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ near_dup_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     help="Find near-duplicates by meaning: `near-dup TEXT --ledger NAME --column COL` (or --facts).\n\n"
-    "Exit codes: 0 new, 1 near-duplicate, 2 error.",
+    "Exit codes: 0 new, 1 near-duplicate, 2 bad input or another error, 3 not found (ledger, column), 4 lock timeout.",
 )
 cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The embedding cache under .memctl/: status, rebuild, clear.")
 app.add_typer(near_dup_app, name="near-dup")
@@ -53,7 +53,7 @@ ThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", help="Near
 
 
 def _exit_2_on_error(func: Callable[..., Any]) -> Callable[..., Any]:
-    """near-dup's contract: any error exits 2 (not the store-wide codes)."""
+    """near-dup's contract: an error never exits 1 (see fast.near_dup_error)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

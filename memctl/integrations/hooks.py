@@ -62,8 +62,9 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
 
 
 def _note(event: str, message: str) -> None:
-    sys.stderr.write(f"memctl: hook {event}: nothing added: {message}".replace("\n", " ") + "\n")
-    sys.stderr.flush()
+    from .. import output
+
+    output.info(f"hook {event}: nothing added: {message}".replace("\n", " "))
 
 
 def _timeout() -> float:
@@ -139,8 +140,12 @@ def parse_prompt(data: bytes) -> str | None:
     import json
 
     try:
-        payload = json.loads(data.decode("utf-8")) if data.strip() else None
-    except (UnicodeDecodeError, ValueError):
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the hook input on stdin is not valid UTF-8") from None
+    try:
+        payload = json.loads(text) if text.strip() else None
+    except ValueError:
         raise ValueError("the hook input on stdin is not JSON") from None
     prompt = payload.get("prompt") if isinstance(payload, dict) else None
     return prompt if isinstance(prompt, str) and prompt.strip() else None

@@ -110,7 +110,7 @@ NEAR = ["near-dup", "--ledger", "themes", "--column", "theme"]
     (NEAR + ["a", "b"], None, 2),
     (NEAR + ["x", "--top", "many"], None, 2),
     (["near-dup", "x", "--ledger", "themes", "--column", "nope"], None, 2),
-    (["near-dup", "x", "--ledger", "missing"], None, 2),
+    (["near-dup", "x", "--ledger", "missing"], None, 3),
     (["near-dup", "x"], None, 2),
     (NEAR, None, 2),
 ])

@@ -255,6 +255,7 @@ def test_cli_appends_from_sixteen_real_processes_at_once(root):
 
 def test_episode_add_list_recall(root, monkeypatch):
     env = {"MEMCTL_NOW": "2026-09-14T22:00:22+09:00", "MEMCTL_AGENT": "writer"}
+    assert cli(root, "remember", "feedback-zenn-rate-limit", "-d", "Zennは1日1件まで").exit_code == 0  # what --ref names
     added = cli(root, "episode", "add", "Zennに記事と書籍を同日公開して失敗した", "--type", "error", "--outcome", "deploy failed",
                 "--tag", "zenn", "--ref", "feedback-zenn-rate-limit", env=env)
     assert added.exit_code == 0 and re.fullmatch(r"ep-20260914130022-[0-9a-f]{4}\n", added.stdout)
@@ -275,7 +276,7 @@ def test_episode_add_list_recall(root, monkeypatch):
     bad = cli(root, "episode", "add", "x", "--type", "error", "--importance", "2")
     assert "importance 2.0 is not between 0 and 1" in one_line_error(bad, 2)
     bad = cli(root, "episode", "add", "x", "--type", "Not A Type")
-    assert "invalid episode type" in one_line_error(bad, 2)
+    assert "unknown episode type 'Not A Type'; the types are decision | error" in one_line_error(bad, 2)
 
 
 def test_create_and_adopt_never_sweep_hand_edits_of_memctl_toml_into_their_commit(root):

@@ -74,7 +74,9 @@ def test_no_commit(root):
 
 
 def test_check_fresh_prints_nothing(root):
-    assert cli(root, "state", "check", "--max-age", "24h").exit_code == 0  # no STATE.md at all
+    r = cli(root, "state", "check", "--max-age", "24h")  # no STATE.md at all: not found, never a silent pass
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert r.stderr == "memctl: error: no state/STATE.md yet, so nothing to check (hint: memctl state update)\n"
     cli(root, "state", "update")
     r = cli(root, "state", "check", "--max-age", "24h")
     assert (r.exit_code, r.stdout, r.stderr) == (0, "", "")
@@ -112,7 +114,7 @@ def test_check_stale_by_updated_and_by_mtime(root):
     (["state", "update", "--from-json", "-"], '[48]', 2, "memctl: error: stdin: expected a JSON object of numbers, got list (hint: e.g. {\"completed\": 48, \"in_progress\": 0})"),
     (["state", "update", "--from-json", "-"], '{"log": "line 1\\nline 2"}', 2, "memctl: error: stdin: 'log' must be a number, not str (hint: STATE.md holds summarised numbers, never raw logs)"),
     (["state", "update", "--from-json", "-"], b'\xff\xfe', 2, "memctl: error: stdin: not valid UTF-8"),
-    (["state", "update", "--from-json", "missing.json"], None, 2, "memctl: error: --from-json missing.json: No such file or directory"),
+    (["state", "update", "--from-json", "missing.json"], None, 3, "memctl: error: --from-json missing.json: no such file"),
     (["state", "update", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
     (["state", "update", "--name", ".."], None, 2, "memctl: error: invalid state scope '..' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),
     (["state", "show", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _ (no /, no ..))"),

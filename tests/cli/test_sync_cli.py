@@ -1,5 +1,5 @@
 """`memctl sync`, `resolve`, `conflicts`, the merge drivers under a plain `git pull`, and writes during
-an unfinished merge (issue 15). Real git: a bare remote in a temp dir and two clones."""
+an unfinished merge (docs/SYNC.md). Real git: a bare remote in a temp dir and two clones."""
 
 from __future__ import annotations
 
