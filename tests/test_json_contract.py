@@ -250,7 +250,7 @@ ERRORS = [
     (["ledger", "stats", "themes", "--json"], 2, "typer (missing option)"),
     (["ledger", "append", "nope", "a=1", "--json"], 3, "fast"),
     (["ledger", "append", "themes", "--json"], 2, "fast"),
-    (["near-dup", "x", "--ledger", "nope", "--json"], 2, "fast"),
+    (["near-dup", "x", "--ledger", "nope", "--json"], 3, "fast"),
     (["recall", "--json"], 2, "fast"),
     (["recall", "x", "--k", "abc", "--json"], 2, "typer (bad number)"),
     (["context", "--budget", "x", "--json"], 2, "typer (bad number)"),
