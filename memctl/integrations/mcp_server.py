@@ -351,11 +351,11 @@ def build(root: Path):
     @tool
     def episode_add(
         description: Annotated[str, Field(description="What happened, in one line.")],
-        type: Annotated[str, Field(description="decision | error | success | feedback | conflict.")],
+        type: Annotated[str, Field(description="decision | error | success | feedback | conflict | prompt | reply | tool, or a type declared in memctl.toml ([episodes] types).")],
         outcome: Annotated[str, Field(description="What came of it.")] = "",
         importance: Annotated[Optional[float], Field(description="0-1 (default by type).", ge=0, le=1)] = None,
         tags: Annotated[Tags, Field(description="Tags.")] = None,
-        refs: Annotated[Tags, Field(description="Fact names, commits, URLs it refers to.")] = None,
+        refs: Annotated[Tags, Field(description="What it refers to: fact names, episode ids, or scheme:value (commit:SHA, https://...).")] = None,
     ) -> dict[str, Any]:
         """Append one episode (a decision, error, success or feedback) to the episodes ledger, and commit."""
         from .. import episodes
