@@ -137,5 +137,7 @@ def test_readme_layout_agrees_with_the_table():
             if name:
                 said[name] = int(floor)
     assert len(said) >= 20, said
+    missing = [name for names in LAYERS.values() for name in names if name not in said and name != "__main__"]
+    assert not missing, f"README's Layout names no floor for: {missing}"
     wrong = {name: (floor, floor_of(name)) for name, floor in said.items() if floor_of(name) != floor}
     assert not wrong, f"README floor vs tests/test_layers.py LAYERS: {wrong}"

@@ -43,6 +43,14 @@ def test_every_python_block_of_the_docs_runs_in_order(tmp_path, monkeypatch):
     assert [row["name"] for row in listed] == ["review-day", "deploy-day", "deploy-window"]
 
 
+def test_the_readme_python_example_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (block,) = python_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+    exec(compile(block, "README.md python block", "exec"), {})  # noqa: S102
+    assert capsys.readouterr().out.split()[1:] == ["deploy-window"]
+    assert git(tmp_path / "mem", "log", "-1", "--format=%s").strip() == "memory: remember deploy-window"
+
+
 def test_the_docs_test_can_fail(tmp_path, monkeypatch):
     """A block that raises stops the run (so the test above is not vacuous)."""
     monkeypatch.chdir(tmp_path)
