@@ -213,8 +213,11 @@ def test_ctrl_c_while_reading_stdin_ends_the_same_both_ways(pair, args):
         env.pop("MEMCTL_NO_FAST", None)
         if not fast:
             env["MEMCTL_NO_FAST"] = "1"
+        # A suite started in the background (`cmd &`, nohup) has SIGINT ignored, and children inherit
+        # that: give the child the default disposition a terminal's Ctrl-C meets.
         proc = subprocess.Popen([sys.executable, "-m", "memctl", *args], cwd=root, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         wchan = f"/proc/{proc.pid}/wchan"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # wait until it is blocked reading the pipe (Linux)
