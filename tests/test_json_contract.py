@@ -252,6 +252,7 @@ ERRORS = [
     (["ledger", "append", "themes", "--json"], 2, "fast"),
     (["near-dup", "x", "--ledger", "nope", "--json"], 3, "fast"),
     (["recall", "--json"], 2, "fast"),
+    (["sync", "--remote", "nope", "--json"], 3, "fast (sync)"),
     (["recall", "x", "--k", "abc", "--json"], 2, "typer (bad number)"),
     (["context", "--budget", "x", "--json"], 2, "typer (bad number)"),
     (["episode", "add", "", "-t", "decision", "--json"], 2, "typer"),

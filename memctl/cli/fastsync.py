@@ -56,7 +56,9 @@ def run(argv: list[str]) -> int | None:
     from .. import errors, output
     from ..store import load_store
     from ..sync_fast import nothing_to_do
+    from . import hints
 
+    json = "--json" in opts
     try:
         # --no-push changes nothing here: with the remote at HEAD there is nothing to push.
         result = nothing_to_do(load_store(root), remote=opts.get("--remote"))
@@ -67,11 +69,13 @@ def run(argv: list[str]) -> int | None:
     except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer command maps them)
         if isinstance(exc, OSError):
             exc = errors.from_os_error(exc)
+        elif isinstance(exc, UnicodeError):
+            exc = errors.not_utf8("the input", exc)
         if isinstance(exc, errors.MemctlError):
-            output.error(exc.one_line())
+            output.failure(*hints.worded(exc), exc.exit_code, json=json)
             return exc.exit_code
         raise
     if result is None:
         return None
-    summary(result, json="--json" in opts)
+    summary(result, json=json)
     return errors.OK
