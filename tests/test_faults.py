@@ -400,17 +400,22 @@ def test_kill_9_at_random_points_of_every_writing_command(root):
     expected: list[str] = []
     killed = 0
     i = 0
+    # The kill lands at a random point of the command's own run: uniform over its last whole
+    # run's length (a fixed range lets a fast machine finish nearly every command first).
+    lasted: dict[str, float] = {}
     while killed < kills:
         i += 1
         argv, message = rng.choice(writers(i))
+        started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), *argv],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        time.sleep(rng.uniform(0.05, 0.9))
+        time.sleep(rng.uniform(0.02, lasted.get(argv[0], 0.9)))
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
         if proc.returncode == 0:
             assert b"Traceback" not in err
+            lasted[argv[0]] = max(0.05, time.monotonic() - started)
             if message:
                 expected.append(message)
             continue
