@@ -475,10 +475,8 @@ def embed_early(store: Store, queries: Sequence[str], mode: str | None) -> None:
         checked = tuple(check_query(q) for q in queries)
     except BadInput:
         return  # answer() reports it
-    from . import embed
-
-    embedder = embed.choose(embed.settings_for(store)).embedder
-    if embedder.backend == "char-ngram":
+    embedder = _embedder(store, Corpus(), required=False)  # the one answer() will pick
+    if embedder is None or embedder.backend == "char-ngram":
         return
     import threading
 

@@ -400,9 +400,8 @@ def run(argv: list[str]) -> int | None:
         from ..integrations import hooks
 
         return hooks.run(root, kwargs["event"])
-    from .. import errors, output
+    from .. import errors
     from ..store import load_store
-    from . import hints
 
     try:
         return body(load_store(root), **kwargs) or errors.OK
@@ -416,13 +415,24 @@ def run(argv: list[str]) -> int | None:
     except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer commands map them)
         json = bool(kwargs.get("json"))
         code = on_error(exc, json) if on_error else None
-        if code is not None:
-            return code
-        if isinstance(exc, OSError):
-            exc = errors.from_os_error(exc)
-        elif isinstance(exc, UnicodeError):
-            exc = errors.not_utf8("the input", exc)
-        if isinstance(exc, errors.MemctlError):
-            output.failure(*hints.worded(exc), exc.exit_code, json=json)
-            return exc.exit_code
-        raise
+        if code is None:
+            code = report(exc, json)
+        if code is None:
+            raise
+        return code
+
+
+def report(exc: Exception, json: bool) -> int | None:
+    """An error as the Typer commands report it (one line, or the JSON object): its exit code;
+    None for an exception that is a bug (the caller re-raises it)."""
+    from .. import errors, output
+    from . import hints
+
+    if isinstance(exc, OSError):
+        exc = errors.from_os_error(exc)
+    elif isinstance(exc, UnicodeError):
+        exc = errors.not_utf8("the input", exc)
+    if not isinstance(exc, errors.MemctlError):
+        return None
+    output.failure(*hints.worded(exc), exc.exit_code, json=json)
+    return exc.exit_code

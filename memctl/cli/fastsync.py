@@ -43,7 +43,7 @@ def summary(result, *, json: bool) -> None:
 
 def run(argv: list[str]) -> int | None:
     """The exit code of `memctl [--root DIR] sync ...` when it had nothing to do; None otherwise."""
-    from .fast import _options, _root
+    from .fast import _options, _root, report
 
     split = _root(argv)
     if split is None or split[1][:1] != ["sync"]:
@@ -53,10 +53,9 @@ def run(argv: list[str]) -> int | None:
     if parsed is None or parsed[0]:
         return None  # --setup, --help, a stray argument: the Typer command
     opts = parsed[1]
-    from .. import errors, output
+    from .. import errors
     from ..store import load_store
     from ..sync_fast import nothing_to_do
-    from . import hints
 
     json = "--json" in opts
     try:
@@ -67,14 +66,10 @@ def run(argv: list[str]) -> int | None:
     except KeyboardInterrupt:
         return 130  # as click does: no traceback
     except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer command maps them)
-        if isinstance(exc, OSError):
-            exc = errors.from_os_error(exc)
-        elif isinstance(exc, UnicodeError):
-            exc = errors.not_utf8("the input", exc)
-        if isinstance(exc, errors.MemctlError):
-            output.failure(*hints.worded(exc), exc.exit_code, json=json)
-            return exc.exit_code
-        raise
+        code = report(exc, json)
+        if code is None:
+            raise
+        return code
     if result is None:
         return None
     summary(result, json=json)
