@@ -2,7 +2,7 @@
 
     python bench/bench_recall.py [--facts 10000] [--episodes 50000] [--runs 10] [--strict]
                                  [--query "deploy schedule"] [--word deploy] [--keep] [--hybrid]
-                                 [--baseline-src DIR]
+                                 [--baseline-src DIR] [--installed]
 
 Builds a throwaway git store: N fact files (half Japanese, half English
 descriptions and bodies) written directly with memctl.fact.render and indexed
@@ -17,8 +17,10 @@ then times, interleaved so machine noise hits all alike:
   - memctl recall QUERY --mode keyword --no-log                      (budget <= 100 ms)
   - memctl recall QUERY --source all --mode keyword --no-log         (budget <= 100 ms)
   - memctl context --query QUERY --mode keyword --no-log --budget 4000 (budget <= 120 ms)
-  - with --hybrid: memctl recall QUERY --mode hybrid --no-log, e5-small-q4 in-process,
-    after a warm-up run that fills the facts' vector cache          (budget <= 150 ms)
+  - with --hybrid: memctl recall QUERY --mode hybrid --no-log, e5-small-q4 in-process
+    (MEMCTL_NO_SERVER=1), after a warm-up run that fills the facts' vector cache, and the
+    same with `memctl embed-server` running for the store (it answers the vector part
+    with its model loaded and the vectors in memory)             (budget <= 150 ms, each)
 
 Reports medians, minimums and ratios to grep and to python start-up, with
 PASS/FAIL per budget (on the median wall time); --strict exits 1 on a miss.
@@ -30,6 +32,9 @@ a copy of the store (so that two index versions do not rebuild each other's):
 a before/after comparison under the same load. memctl runs with a bytecode
 cache in the temp dir, as an installed package would (pip compiles .pyc
 files); --no-bytecode-cache measures it with the environment as it is.
+--installed times memctl as a user installs it: `pip install '.[e5]'`, not
+editable, into a venv of its own (bench/installed.py; byte-compiled by pip), and
+the `python -c pass` row with that venv's interpreter.
 """
 
 from __future__ import annotations
@@ -48,7 +53,9 @@ from datetime import timedelta
 from pathlib import Path
 
 BUDGETS_MS = {"memctl recall (facts)": 100.0, "memctl recall --source all": 100.0,
-              "memctl context --query": 120.0, "memctl recall --mode hybrid (e5)": 150.0}
+              "memctl context --query": 120.0, "memctl recall --mode hybrid (e5)": 150.0,
+              "memctl recall --mode hybrid (e5, embed-server)": 150.0}
+INSTALLED: list[Path] = []  # the venv of --installed
 FACT_TYPES = ("user", "feedback", "project", "reference", "procedure")
 EPISODE_TYPES = ("decision", "error", "success", "feedback", "conflict")
 EN_WORDS = (
@@ -78,6 +85,8 @@ EN_TEMPLATES = (
 
 
 def memctl_command() -> list[str]:
+    if INSTALLED:
+        return [str(INSTALLED[0] / "bin" / "memctl")]
     script = Path(sys.executable).with_name("memctl")
     return [str(script)] if script.exists() else [sys.executable, "-m", "memctl"]
 
@@ -178,6 +187,17 @@ def time_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, f
     return took, cpu
 
 
+def start_server(memctl: list[str], env: dict[str, str], root: Path) -> subprocess.Popen:
+    """`memctl embed-server` for the store, once it says it is ready."""
+    proc = subprocess.Popen([*memctl, "embed-server"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (root / ".memctl" / "embed.sock").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"embed-server did not start: {proc.stderr.read() if proc.poll() is not None else 'timeout'}")
+        time.sleep(0.05)
+    return proc
+
+
 def check_outputs(commands: dict[str, tuple[list[str], Path, dict[str, str]]]) -> dict[str, str]:
     """What each command found, so the table shows nothing is timed doing nothing."""
     seen = {}
@@ -210,15 +230,27 @@ def main() -> int:
     parser.add_argument("--no-bytecode-cache", action="store_true", help="do not give memctl a .pyc cache")
     parser.add_argument("--hybrid", action="store_true",
                         help="also time recall --mode hybrid with e5-small-q4 (the warm-up embeds every fact once)")
+    parser.add_argument("--installed", action="store_true",
+                        help="time memctl installed by `pip install .[e5]` into a venv of its own (bench/installed.py)")
     parser.add_argument("--baseline-src", type=Path, default=None,
                         help="also time every memctl command with memctl imported from this source tree")
     args = parser.parse_args()
     word = args.word or args.query.split()[0]
 
+    if args.installed:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from installed import installed_venv
+
+        INSTALLED.append(installed_venv("e5"))
+    python = str(INSTALLED[0] / "bin" / "python") if INSTALLED else sys.executable
     tmp = Path(tempfile.mkdtemp(prefix="memctl-bench-recall-"))
     env = dict(os.environ, MEMCTL_NO_COMMIT="1")
     env.pop("MEMCTL_ROOT", None)
-    if not args.no_bytecode_cache:
+    server = None
+    if args.installed:  # pip compiled it into site-packages: a cache prefix would hide those .pyc files
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    elif not args.no_bytecode_cache:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     try:
@@ -231,7 +263,7 @@ def main() -> int:
         empty = tmp / "empty"
         subprocess.run([*memctl_command(), "init", "--no-git", str(empty)], env=env, check=True, capture_output=True)
         commands = {
-            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c pass": [python, "-c", "pass"],
             "memctl recall, empty store": [*memctl_command(), "--root", str(empty), "recall", args.query, "--mode",
                                            "keyword", "--no-log"],
             f"grep -rl {word} memory/ ledgers/": ["grep", "-rl", word, "memory/", "ledgers/"],
@@ -244,8 +276,13 @@ def main() -> int:
             with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
                 handle.write('\n[embedding]\nbackend = "e5-small-q4"\nfallback = "fail"\n')
             commands["memctl recall --mode hybrid (e5)"] = [*memctl, "recall", args.query, "--mode", "hybrid", "--no-log"]
+            commands["memctl recall --mode hybrid (e5, embed-server)"] = commands["memctl recall --mode hybrid (e5)"]
         budgets = {name: BUDGETS_MS[name] for name in commands if name in BUDGETS_MS}
-        runs = {name: (argv, empty if "empty" in name else root, env) for name, argv in commands.items()}
+        runs = {name: (argv, empty if "empty" in name else root,
+                       env if "embed-server" in name else dict(env, MEMCTL_NO_SERVER="1"))
+                for name, argv in commands.items()}
+        if args.hybrid:
+            server = start_server(memctl, env, root)
         for argv, cwd, run_env in runs.values():  # warm: the recall index, vector cache, page cache, bytecode cache
             time_once(argv, run_env, cwd)
         if args.baseline_src is not None:  # copied warm: the baseline reuses the vectors (by content hash)
@@ -270,6 +307,9 @@ def main() -> int:
         if (root / "ledgers" / "access.tsv").exists():
             raise SystemExit("--no-log wrote ledgers/access.tsv")
     finally:
+        if server is not None:
+            subprocess.run([*memctl, "embed-server", "--stop"], env=env, capture_output=True)
+            server.wait(timeout=60)
         if args.keep:
             print(f"store kept in {tmp / 'store'}", file=sys.stderr)
         else:
@@ -297,7 +337,8 @@ def main() -> int:
     print(f"({args.runs} interleaved runs each; {args.facts} facts, {args.episodes} episodes; query {args.query!r}; "
           f"warm caches; keyword path except the hybrid row; {os.cpu_count()} cores, load average "
           f"{load_before:.1f} before the timed runs, {load:.1f} after; "
-          f"bytecode cache: {'no' if args.no_bytecode_cache else 'yes'})")
+          f"bytecode cache: {'no' if args.no_bytecode_cache else 'yes'}; memctl: "
+          f"{'installed by pip into ' + str(INSTALLED[0]) if INSTALLED else ' '.join(memctl_command())})")
     return 1 if missed and args.strict else 0
 
 

@@ -139,15 +139,15 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         parts = _pinned_parts(conn) + _state_parts(store)
         pinned_keys = {p.key for p in parts if p.section == "pinned"}
         if query:
-            _, (fact_hits,) = recall_mod.answer(store, conn, [query], k=k, source="facts", mode=mode,
-                                                 min_score=min_score)
+            _, (fact_hits,) = recall_mod.answered(store, conn, [query], k=k, source="facts", mode=mode,
+                                                   min_score=min_score)
             texts = _fact_texts(conn, [hit.item.path for hit in fact_hits if hit.item.key not in pinned_keys])
             for hit in fact_hits:
                 text = texts.get(hit.item.path)
                 if text is not None:
                     parts.append(Part("facts", f"### {hit.item.path} (score {hit.score:.2f})\n{text}", hit.item.key))
-            _, (episode_hits,) = recall_mod.answer(store, conn, [query], k=k, source="episodes", mode=mode,
-                                                    min_score=min_score)
+            _, (episode_hits,) = recall_mod.answered(store, conn, [query], k=k, source="episodes", mode=mode,
+                                                      min_score=min_score)
             for hit in episode_hits:
                 when = hit.item.when.date().isoformat() if hit.item.when else "?"
                 parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.summary} ({hit.item.path})", hit.item.key))

@@ -867,8 +867,12 @@ def stop_server(store: "Store") -> dict[str, Any] | None:
     return server.stop(store)
 
 
-def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None = None) -> None:
-    """`memctl embed-server`: load the embedder once, then answer until stopped."""
+def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None = None,
+               more: Callable[[Any], dict[str, Any]] | None = None) -> None:
+    """`memctl embed-server`: load the embedder once, then answer until stopped.
+
+    `more(embedder)`: further request handlers, built on the loaded embedder (resident.recall_handlers).
+    """
     from .embed import server
 
     settings = embed.settings_for(store)
@@ -883,4 +887,5 @@ def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None
         "notes": engine.notes,
     }
     warm = Warm(store, engine)
-    server.serve(store, settings.key(), info, warm.handlers(), ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None)
+    handlers = {**warm.handlers(), **(more(engine.embedder) if more else {})}
+    server.serve(store, settings.key(), info, handlers, ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None)

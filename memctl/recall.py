@@ -625,54 +625,148 @@ def check_query(query: str) -> str:
     return query[:MAX_QUERY_CHARS]
 
 
-def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
-           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
-           include_all: bool = False, min_score: float | None = None, log: bool = True,
-           command: str = "recall") -> tuple[Corpus, list[list[Hit]]]:
-    """Answer each query from the recall index; log one access row per query (a display, not a use)."""
-    from . import rindex
-
-    with rindex.opened(store) as conn:
-        corpus, results = answer(store, conn, queries, k=k, source=source, mode=mode, fact_type=fact_type,
-                                 tag=tag, since=since, agent=agent, include_all=include_all, min_score=min_score)
-    if log:
-        log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
-    return corpus, results
-
-
-def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
-           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
-           include_all: bool = False, min_score: float | None = None, vectors_for=None) -> tuple[Corpus, list[list[Hit]]]:
-    """The hits for each query with relevance >= the floor, best score first, from an opened index.
-
-    `vectors_for`: a function like allowed_vectors, from a caller that keeps them between calls (the MCP server).
-    """
-    from . import rindex
-
-    if k < 1:
+def _checked(store: Store, queries: Sequence[str], options: dict[str, Any]) -> dict[str, Any]:
+    """answer()'s arguments checked (BadInput naming the argument) and resolved against the settings."""
+    if options.get("k", 10) < 1:
         raise BadInput("k must be at least 1", arg="k")
+    source = options.get("source", "facts")
     kinds = _kinds(source)
     settings = settings_for(store)
+    min_score = options.get("min_score")
     floor = settings.min_score if min_score is None else check_min_score(min_score)
-    chosen = mode or settings.mode
+    chosen = options.get("mode") or settings.mode
     if chosen not in MODES:
         raise BadInput(f"unknown mode {chosen!r}", hint="keyword, vector or hybrid", arg="mode")
-    queries = [check_query(q) for q in queries]
+    checked = [check_query(q) for q in queries]
+    fact_type = options.get("fact_type")
     if fact_type is not None and source == "episodes":  # one rule for episode types (episodes.check_type)
         from .episodes import check_type
 
         check_type(store, fact_type)
     after = None
-    if since:
+    since = options.get("since")
+    if isinstance(since, (int, float)) and not isinstance(since, bool):
+        after = float(since)  # an instant already (from served())
+    elif since:
         try:
             after = clock.parse_date(since).timestamp()
         except ValueError:
             raise BadInput(f"invalid since {since!r}", hint="use YYYY-MM-DD", arg="since") from None
+    return {"kinds": kinds, "settings": settings, "floor": floor, "mode": chosen, "queries": checked, "after": after}
+
+
+def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
+           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
+           include_all: bool = False, min_score: float | None = None, log: bool = True,
+           command: str = "recall") -> tuple[Corpus, list[list[Hit]]]:
+    """Answer each query from the recall index; log one access row per query (a display, not a use).
+
+    The index is synced here, in this process, so the answer sees every change made before the
+    call. The vector part is then answered by a running `embed-server` for this store when there
+    is one (its model loaded, its vectors in memory: served()), else in this process.
+    """
+    from . import rindex
+
+    options = {"k": k, "source": source, "mode": mode, "fact_type": fact_type, "tag": tag, "since": since,
+               "agent": agent, "include_all": include_all, "min_score": min_score}
+    with rindex.opened(store) as conn:
+        corpus, results = answered(store, conn, queries, **options)
+    if log:
+        log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
+    return corpus, results
+
+
+# ---------------------------------------------------------------- answered by the embed-server
+
+def answered(store: Store, conn, queries: Sequence[str], **options: Any) -> tuple[Corpus, list[list[Hit]]]:
+    """answer(), by a running embed-server when there is one (served()), else in this process.
+    `conn`: the index, just synced by the caller (rindex.opened)."""
+    found = served(store, queries, options)
+    return found if found is not None else answer(store, conn, queries, **options)
+
+
+def served(store: Store, queries: Sequence[str], options: dict[str, Any]) -> tuple[Corpus, list[list[Hit]]] | None:
+    """answer()'s result from a running embed-server for this store and configuration, or None.
+
+    Asked only for the vector and hybrid modes, after the caller synced the index (the server
+    reads the same index file) and after the arguments passed the checks answer() makes here,
+    so a bad argument is reported by this process, with its flag. Times are sent as instants:
+    the server's time zone never shows. Anything unusual (no server, another configuration, a
+    server busy with a long request, a server without a model or without this request, one that
+    stops answering or fails) is None: the caller answers in-process, and reports any error.
+    """
+    import os
+
+    if options.get("mode") == "keyword" or os.environ.get("MEMCTL_NO_SERVER", "") not in ("", "0"):
+        return None
+    from .embed import server
+
+    if not server.socket_path(store).exists():
+        return None
+    checked = _checked(store, queries, options)
+    if checked["mode"] == "keyword":
+        return None
+    request = {**options, "queries": checked["queries"], "now": clock.now().timestamp(),
+               "since": checked["after"]}
+    if server.hello(store) is None:  # none for this configuration, or one busy with a long request
+        return None
+    try:
+        reply = server.ask(store, "recall", {"request": request})
+    except MemctlError:  # e.g. a server of an older memctl, which has no `recall` request
+        return None
+    if reply is None or "results" not in reply[0]:
+        return None
+    return corpus_from_wire(reply[0]["corpus"]), [[hit_from_wire(h) for h in hits] for hits in reply[0]["results"]]
+
+
+def hit_to_wire(hit: Hit) -> list:
+    item = hit.item
+    return [[item.kind, item.key, item.title, item.description, item.path, item.type, list(item.tags),
+             item.importance, item.confidence, item.when.timestamp() if item.when else None, item.pinned,
+             item.status, item.outcome], hit.score, hit.factors, hit.keyword, hit.vector, hit.bm25, hit.cosine, hit.window]
+
+
+def hit_from_wire(data: list) -> Hit:
+    (kind, key, title, description, path, type_, tags, importance, confidence, when, pinned, status, outcome) = data[0]
+    item = Item(kind, key, title, description, "", path, type_, tuple(tags), importance, confidence,
+                datetime.fromtimestamp(when).astimezone() if when is not None else None, pinned, status, outcome)
+    return Hit(item, *data[1:])
+
+
+def corpus_to_wire(corpus: Corpus) -> dict[str, Any]:
+    return {"notes": corpus.notes, "vector_backend": corpus.vector_backend, "min_score": corpus.min_score}
+
+
+def corpus_from_wire(data: dict[str, Any]) -> Corpus:
+    corpus = Corpus(float(data["min_score"]))
+    corpus.notes = list(data["notes"])
+    corpus.vector_backend = data["vector_backend"]
+    return corpus
+
+
+def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
+           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
+           include_all: bool = False, min_score: float | None = None, vectors_for=None, embedder=None,
+           now: datetime | None = None) -> tuple[Corpus, list[list[Hit]]]:
+    """The hits for each query with relevance >= the floor, best score first, from an opened index.
+
+    `vectors_for`: a function like allowed_vectors, from a caller that keeps them between calls (the MCP server).
+    `embedder`: the one to use instead of choosing (a server's own); `now`: the caller's clock.
+    """
+    from . import rindex
+
+    checked = _checked(store, queries, {"k": k, "source": source, "mode": mode, "fact_type": fact_type,
+                                        "since": since, "min_score": min_score})
+    kinds, settings, floor, chosen, queries, after = (checked[name] for name in ("kinds", "settings", "floor", "mode",
+                                                                                  "queries", "after"))
     statuses = ("live", "archived", "superseded") if include_all else ("live",)
     corpus = Corpus(min_score=floor)
-    now = clock.now()
+    now = clock.now() if now is None else now
     now_ts = now.timestamp()
-    embedder = _embedder(store, corpus, required=chosen == "vector") if chosen != "keyword" else None
+    if embedder is None and chosen != "keyword":
+        embedder = _embedder(store, corpus, required=chosen == "vector")
+    elif chosen == "keyword":
+        embedder = None
     filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": after, "agent": agent}
     doc_ids: list[int] = []
     sims = vectors = None

@@ -25,7 +25,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access"),
     5: ("episodes", "state", "neardup", "sync", "sync_fast"),
     6: ("recall", "jobs", "lifecycle", "transcripts"),
-    7: ("context", "doctor", "maintain"),
+    7: ("context", "doctor", "maintain", "resident"),
     8: ("cli", "integrations", "api", "__main__"),  # integrations: other programs' formats, used only by cli/;
     # api: the functions `import memctl` offers (docs/PYTHON.md), which cli/ and integrations/ call too
     9: ("__init__",),  # `import memctl`: the Python face over everything

@@ -1,4 +1,4 @@
-"""The MCP server's resident recall data (memctl/integrations/mcp_server.py), in-process, on real stores.
+"""The resident recall data (memctl/resident.py, used by the MCP server), in-process, on real stores.
 
 The server keeps recall's document vectors between calls and reads them again
 only when the index changed; these tests hold it to "the same answer as a fresh
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memctl import episodes, facts, recall
+from memctl import episodes, facts, recall, resident
 from memctl.integrations import mcp_server
 from memctl.store import open_store
 
@@ -34,7 +34,7 @@ class Server:
     def __init__(self, root):
         self.root = root
         self.query, self.own_write = mcp_server._recall_index(keep_synced=False)
-        self.kept, _ = mcp_server._resident_vectors()
+        self.kept, _ = resident.kept_vectors()
         self.given: list = []  # what the kept vectors_for returned, per call
 
     def vectors_for(self, *args):

@@ -200,7 +200,10 @@ def embed_server(
     stop: Annotated[bool, typer.Option("--stop", help="Stop the running server.")] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Keep the embedding model loaded behind a Unix socket in .memctl/ (foreground; Ctrl-C stops)."""
+    """Keep the embedding model loaded behind a Unix socket in .memctl/ (foreground; Ctrl-C stops).
+
+    While it runs, near-dup, remember's check and recall's vector part use it.
+    """
     store = store_from(ctx)
     if stop:
         info = neardup.stop_server(store)
@@ -216,4 +219,6 @@ def embed_server(
         else:
             output.info(f"embed server ready on {info['socket']} with {info['label']} (pid {info['pid']})")
 
-    neardup.run_server(store, ready=ready)
+    from .. import resident
+
+    neardup.run_server(store, ready=ready, more=lambda embedder: resident.recall_handlers(store.root, embedder))

@@ -121,73 +121,6 @@ def _recall_index(after_sync: Callable[[Any], None] | None = None, *, keep_synce
     return query, forget_own_write
 
 
-ANSWERS_KEPT = 4  # filter combinations whose allowed vectors are kept at once
-
-
-def _resident_vectors():
-    """recall's document vectors kept in memory between calls: `vectors_for` for recall.answer.
-
-    Without it each call re-reads every document's text from the index, hashes
-    them against the embedding cache's manifest, maps the .npy and lists the
-    documents that pass the filters (at 10,000 facts several times the cost of
-    the query). What is kept is valid for one index connection and its `PRAGMA
-    data_version`, which changes whenever another connection commits: any sync
-    of the index, by this server or by another process. While both are the same
-    nothing is read. When they changed, the documents that pass the filters are
-    listed again, and each kind's (id, cache id, text) rows are read again and
-    compared with the kept ones: only when they differ is the embedding cache
-    synced (embedding exactly the changed texts) and its matrix loaded again.
-    The embedder's model stays loaded in its own module (embed/e5q4.py, st.py).
-    """
-    from .. import recall as recall_mod
-    from .. import rindex
-
-    kinds_kept: dict[str, tuple] = {}  # kind -> (identity, rows, (doc ids, matrix) or None)
-    answers: dict[tuple, tuple] = {}  # (identity, kinds, filters) -> allowed_vectors' result
-    seen: list = [None, None]  # the connection and data_version `answers` hold for
-    last: list = []  # the last call's (store, embedder, kinds, filters)
-    lock = threading.Lock()
-
-    def identity(s, embedder) -> tuple:
-        return (str(s.cache_dir), embedder.backend, embedder.model, embedder.fingerprint)
-
-    def vectors_of(s, conn, embedder, kind: str):
-        import numpy as np
-
-        ident = identity(s, embedder)
-        rows = rindex.vector_texts(conn, kind)
-        held = kinds_kept.get(kind)
-        if held is not None and held[0] == ident and held[1] == rows:
-            return held[2]
-        found = recall_mod.kind_vectors(s, conn, embedder, kind, rows)
-        if found is not None:  # in memory, not a map of a file that a later save replaces
-            found = (found[0], np.array(found[1], dtype=np.float32))
-        kinds_kept[kind] = (ident, rows, found)
-        return found
-
-    def vectors_for(s, conn, embedder, kinds, filters: dict[str, Any]):
-        version = conn.execute("PRAGMA data_version").fetchone()[0]  # read first: a commit after it rereads next time
-        key = (identity(s, embedder), tuple(kinds), tuple(sorted(filters.items())))
-        with lock:
-            last[:] = [s, embedder, kinds, filters]
-            if seen[0] is not conn or seen[1] != version:
-                answers.clear()
-                seen[:] = [conn, version]
-            if key not in answers:
-                if len(answers) >= ANSWERS_KEPT:
-                    answers.pop(next(iter(answers)))
-                answers[key] = recall_mod.allowed_vectors(s, conn, embedder, kinds, filters, vectors_of)
-            return answers[key]
-
-    def refresh(conn) -> None:
-        """After a background sync: bring the last call's vectors up to date before the next call asks."""
-        if last:
-            s, embedder, kinds, filters = last
-            vectors_for(s, conn, embedder, kinds, filters)
-
-    return vectors_for, refresh
-
-
 def _error_text(exc: BaseException) -> str:
     if isinstance(exc, MemctlError):  # worded as the CLI words it: agents know the command line
         from ..cli import hints
@@ -208,6 +141,7 @@ def build(root: Path):
     from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
     from pydantic import Field
 
+    from .. import resident
     from ..store import open_store
 
     server = MCPServer("memctl", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
@@ -242,7 +176,7 @@ def build(root: Path):
 
         return register
 
-    vectors_for, refresh_vectors = _resident_vectors()
+    vectors_for, refresh_vectors = resident.kept_vectors()
     index_query, own_write = _recall_index(after_sync=refresh_vectors)
     Text = Optional[str]
     Tags = Optional[list[str]]

@@ -1,0 +1,137 @@
+"""What a long-running process keeps between recall calls: the vectors, and the index connection.
+
+Two residents answer recall: the MCP server (integrations/mcp_server.py) and the
+embed-server (`memctl embed-server`), which answers the vector and hybrid
+modes of the commands' `recall` (recall.served) as well as embedding. Both keep
+the documents' vectors in memory (kept_vectors); the embed-server also keeps a
+connection to the recall index (recall_handlers), which its clients sync
+before they ask, so the answer sees every change made before the call.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import datetime
+from typing import Any
+
+from . import recall as recall_mod
+from . import rindex
+
+ANSWERS_KEPT = 4  # filter combinations whose allowed vectors are kept at once
+
+
+def kept_vectors():
+    """recall's document vectors kept in memory between calls: (`vectors_for` for recall.answer, refresh).
+
+    Without it each call re-reads every document's text from the index, hashes
+    them against the embedding cache's manifest, maps the .npy and lists the
+    documents that pass the filters (at 10,000 facts several times the cost of
+    the query). What is kept is valid for one index connection and its `PRAGMA
+    data_version`, which changes whenever another connection commits: any sync
+    of the index, by this process or by another. While both are the same
+    nothing is read. When they changed, the documents that pass the filters are
+    listed again; a kind whose generation (rindex.generation: it changes with
+    any of its documents) is the kept one keeps its vectors; otherwise its
+    (id, cache id, text) rows are read again and compared with the kept ones:
+    only when they differ is the embedding cache synced (embedding exactly the
+    changed texts) and its matrix loaded again. The embedder's model stays
+    loaded in its own module (embed/e5q4.py, st.py).
+    """
+    kinds_kept: dict[str, tuple] = {}  # kind -> (identity, generation, rows, (doc ids, matrix) or None)
+    answers: dict[tuple, tuple] = {}  # (identity, kinds, filters) -> allowed_vectors' result
+    seen: list = [None, None]  # the connection and data_version `answers` hold for
+    last: list = []  # the last call's (store, embedder, kinds, filters)
+    lock = threading.Lock()
+
+    def identity(s, embedder) -> tuple:
+        return (str(s.cache_dir), embedder.backend, embedder.model, embedder.fingerprint)
+
+    def vectors_of(s, conn, embedder, kind: str):
+        import numpy as np
+
+        ident = identity(s, embedder)
+        with rindex.snapshot(conn):  # the generation and the rows of one state of the index
+            generation = rindex.generation(conn, kind)
+            held = kinds_kept.get(kind)
+            if held is not None and held[0] == ident and generation is not None and held[1] == generation:
+                return held[3]
+            rows = rindex.vector_texts(conn, kind)
+        if held is not None and held[0] == ident and held[2] == rows:
+            kinds_kept[kind] = (ident, generation, rows, held[3])
+            return held[3]
+        found = recall_mod.kind_vectors(s, conn, embedder, kind, rows)
+        if found is not None:  # in memory, not a map of a file that a later save replaces
+            found = (found[0], np.array(found[1], dtype=np.float32))
+        kinds_kept[kind] = (ident, generation, rows, found)
+        return found
+
+    def vectors_for(s, conn, embedder, kinds, filters: dict[str, Any]):
+        version = conn.execute("PRAGMA data_version").fetchone()[0]  # read first: a commit after it rereads next time
+        key = (identity(s, embedder), tuple(kinds), tuple(sorted(filters.items())))
+        with lock:
+            last[:] = [s, embedder, kinds, filters]
+            if seen[0] is not conn or seen[1] != version:
+                answers.clear()
+                seen[:] = [conn, version]
+            if key not in answers:
+                if len(answers) >= ANSWERS_KEPT:
+                    answers.pop(next(iter(answers)))
+                answers[key] = recall_mod.allowed_vectors(s, conn, embedder, kinds, filters, vectors_of)
+            return answers[key]
+
+    def refresh(conn) -> None:
+        """After a background sync: bring the last call's vectors up to date before the next call asks."""
+        if last:
+            s, embedder, kinds, filters = last
+            vectors_for(s, conn, embedder, kinds, filters)
+
+    return vectors_for, refresh
+
+
+def recall_handlers(root, embedder) -> dict[str, Any]:
+    """The embed-server's `recall` request: recall.answer over a kept index connection and kept vectors.
+
+    The client (recall.served) synced the index just before asking and checked the arguments;
+    this answers with the server's model (`embedder`), or declines ({"declined": why}: the client
+    answers in-process) when that model is the n-gram fallback of a configuration that asked for
+    another. The connection is opened again when the index file was replaced (a rebuild).
+    """
+    import sqlite3
+
+    from .store import open_store
+
+    vectors_for, _ = kept_vectors()
+    held: dict[str, Any] = {"conn": None, "ino": None}
+
+    def connection(store):
+        path = store.cache_dir / rindex.FILE
+        ino = os.stat(path).st_ino  # the client synced it: it exists
+        if held["ino"] != ino:
+            if held["conn"] is not None:
+                held["conn"].close()
+            held["conn"] = sqlite3.connect(path, timeout=30, isolation_level=None)
+            held["ino"] = ino
+        return held["conn"]
+
+    def recall(request: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        from . import embed
+
+        asked = dict(request["request"])
+        store = open_store(root)  # memctl.toml read again: weights and the floor may have changed
+        if embedder.backend == "char-ngram" and embed.settings_for(store).backend != "char-ngram":
+            return {"declined": "this server has no sentence-embedding model"}, b""
+        try:
+            conn = connection(store)
+        except OSError as exc:
+            return {"declined": f"no recall index: {exc.strerror}"}, b""
+        queries, now = asked.pop("queries"), datetime.fromtimestamp(float(asked.pop("now"))).astimezone()
+        try:
+            corpus, results = recall_mod.answer(store, conn, queries, vectors_for=vectors_for, embedder=embedder,
+                                                now=now, **asked)
+        except Exception as exc:  # noqa: BLE001 - the client answers in-process, and reports any error as its own
+            return {"declined": f"{type(exc).__name__}: {exc}"}, b""
+        return {"corpus": recall_mod.corpus_to_wire(corpus),
+                "results": [[recall_mod.hit_to_wire(h) for h in hits] for hits in results]}, b""
+
+    return {"recall": recall}

