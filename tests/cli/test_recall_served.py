@@ -117,3 +117,13 @@ def test_access_is_logged_by_the_client(served_root):
     assert done.returncode == 0, done.stderr
     rows = log.read_text(encoding="utf-8").splitlines()[1:]
     assert rows[:-1] == before and rows[-1].split("\t")[2:] == ["recall", "いつデプロイしていい？", "deploy-window"]
+
+
+def test_many_queries_in_one_request(served_root, tmp_path):
+    """--queries answers each line; the server gets them in one request, the same answers come back."""
+    lines = "いつデプロイしていい？\nrelease Thursday\nzzzz qqq nothing\n"
+    args = ("recall", "--queries", "-", "--source", "all", "--mode", "hybrid", "--no-log")
+    alone = memctl(served_root, *args, input=lines, env={"MEMCTL_NO_SERVER": "1"})
+    served = memctl(served_root, *args, input=lines, env=numpy_hidden(tmp_path))
+    assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), served.stderr
+    assert len(alone.stdout.splitlines()) == 3 and alone.stdout.splitlines()[0] != alone.stdout.splitlines()[1]
