@@ -242,11 +242,14 @@ def _item(doc, now_ts: float) -> Item:
 
 # ---------------------------------------------------------------- access log
 
-def access_stats(store: Store) -> tuple[dict[str, int], dict[str, datetime]]:
-    """How often, and when last, each fact or episode was shown or used (for forget's policies)."""
+def access_stats(store: Store, *, uses_only: bool = False) -> tuple[dict[str, int], dict[str, datetime]]:
+    """How often, and when last, each fact or episode was shown or used; with `uses_only`, used
+    (`show`, `memctl used`, the agent tools: access.is_use), which is what forget's policies read."""
     counts: dict[str, int] = {}
     last: dict[str, datetime] = {}
     for _, values in access_mod.rows(store):
+        if uses_only and not access_mod.is_use(values.get("command", "")):
+            continue
         when = _time(values.get("ts"))
         for key in filter(None, values.get("shown", "").split(",")):
             counts[key] = counts.get(key, 0) + 1

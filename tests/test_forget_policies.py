@@ -248,7 +248,7 @@ def days(when: datetime) -> float:
 
 
 def generate(root: Path, seed: int = 8) -> dict:
-    """300 facts, 10,000 episodes over 400 days, 2,000 access rows; returns what was generated."""
+    """300 facts, 10,000 episodes over 400 days, 2,000 access rows (uses and displays); returns what was generated."""
     rng = random.Random(seed)
     store = open_store(root)
     gen = {"facts": {}, "episodes": {}, "access": {}}
@@ -303,11 +303,13 @@ def generate(root: Path, seed: int = 8) -> dict:
         when = NOW - timedelta(days=rng.uniform(0, 400))
         # 1,500 reads of a few hot keys (counts >= 2), 500 single reads of any key (a count of 1, a recent touch)
         shown = sorted(set(rng.sample(hot, rng.choice([1, 2, 3])))) if n < 1500 else [rng.choice(keys)]
-        for key in shown:
+        # a use (show, used, an agent's `used:` tool) counts; being shown by recall or context does not
+        command = rng.choice(["show", "used", "used:mcp", "recall", "context"])
+        for key in shown if command in ("show", "used", "used:mcp") else ():
             seen = gen["access"].setdefault(key, [0, None])
             seen[0] += 1
             seen[1] = when if seen[1] is None or when > seen[1] else seen[1]
-        access.append({"ts": when.isoformat(timespec="seconds"), "agent": "gen", "command": "recall",
+        access.append({"ts": when.isoformat(timespec="seconds"), "agent": "gen", "command": command,
                        "query": "q", "shown": ",".join(shown)})
     recall.ensure_access_ledger(store)
     ledger.append(store, recall.ACCESS_LEDGER, access, commit_changes=False)

@@ -288,7 +288,7 @@ class Snapshot:
 
 
 def gather(store: Store, now: datetime) -> Snapshot:
-    counts, last = access_stats(store)
+    counts, last = access_stats(store, uses_only=True)  # being shown keeps nothing alive: only use does
     config = store.config
     snap = Snapshot()
     snap.live_facts = facts_mod.live_facts(store)
