@@ -72,14 +72,42 @@ class Store(NamedTuple):
         """The store lock, and the undo log of the writes made under it (see fsutil, docs/RELIABILITY.md).
 
         An earlier command's change that was cut off (killed, power lost) is
-        settled first: found committed, or rolled back.
+        settled first: found committed, or rolled back. Re-entrant in one thread:
+        a write made while this thread holds the lock (a command made of other
+        writes, as `distill` is of `remember` and ledger appends) joins the
+        outer undo log, so the whole is committed or undone as one; such a write
+        may not commit by itself (commit() refuses).
         """
+        import _thread
+
+        key = (_thread.get_ident(), os.path.abspath(self.cache_dir))
+        if key in _HELD:
+            _HELD[key] += 1
+            try:
+                yield
+            finally:
+                _HELD[key] -= 1
+            return
         refuse_escape(self.root, self.cache_dir)
         with file_lock(self.cache_dir / "lock"):
-            refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
-            finish_interrupted(self)
-            with undo_log(self.undo_path, self.root, self.cache_dir):
-                yield
+            _HELD[key] = 1
+            try:
+                refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
+                finish_interrupted(self)
+                with undo_log(self.undo_path, self.root, self.cache_dir):
+                    yield
+            finally:
+                del _HELD[key]
+
+
+_HELD: dict[tuple[int, str], int] = {}  # (thread, store's .memctl) -> depth of the store locks held
+
+
+def nested_lock(store: Store) -> bool:
+    """Whether this thread holds the store lock more than once (a write inside another's)."""
+    import _thread
+
+    return _HELD.get((_thread.get_ident(), os.path.abspath(store.cache_dir)), 0) > 1
 
 
 def refuse_unfinished_merge(root: Path) -> None:
@@ -297,6 +325,9 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
     """Commit the touched paths, or warn once and carry on when that is impossible."""
     if not enabled or not commit_enabled(store):
         return None
+    if nested_lock(store):  # a programming error: the outer write commits, or undoes, the whole
+        raise errors.MemctlError("internal error: a commit inside another write's store lock",
+                                 hint="report it: the change was not committed and will be undone")
     from . import gitstore  # noqa: PLC0415  (not on the path of --no-commit writes)
 
     if gitstore.git_executable() is None:

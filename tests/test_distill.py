@@ -19,7 +19,7 @@ import pytest
 from conftest import git
 from test_consolidate import e5
 from memctl import episodes, facts, ledger
-from memctl.errors import BadInput
+from memctl.errors import BadInput, GitError
 from memctl.cli import hints
 from memctl.lifecycle import distill as dist
 
@@ -311,3 +311,24 @@ def test_episodes_distilled_meanwhile_are_refused_before_the_lesson_is_written(r
         ("rejected", f"episode {ids['pytest'][1]} is already distilled"), ("created", "")]
     assert not (store.memory_dir / f"{made.clusters[0].fact_name}.md").exists()
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_failed_commit_undoes_every_lesson_and_ledger_row(root, store, monkeypatch, tmp_path):
+    """The lessons are written under one store lock: when the commit fails, the whole is undone
+    (no lesson without its ledger rows, nothing left uncommitted), and the error says so."""
+    seed(store, monkeypatch)
+    cmd, _ = llm(tmp_path, ANSWERS)
+    head = git(root, "rev-parse", "HEAD").strip()
+    before = sorted(p.name for p in (root / "memory").iterdir())
+    hook = root / ".git" / "hooks" / "reference-transaction"  # refuses to move any ref: the commit fails
+    hook.write_text('#!/bin/sh\n[ "$1" = prepared ] && { echo refused by the hook >&2; exit 1; }\nexit 0\n', encoding="utf-8")
+    hook.chmod(0o755)
+    with pytest.raises(GitError) as caught:
+        run(store, cmd)
+    assert caught.value.message.startswith("not committed, so the change was undone")
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert sorted(p.name for p in (root / "memory").iterdir()) == before
+    hook.unlink()
+    done = run(store, cmd)  # and nothing is left that stops the next run
+    assert [o.status for o in done.outcomes] == ["created", "created"] and done.commit is not None

@@ -676,3 +676,45 @@ def test_committing_a_folder_leaves_gits_index_in_step_with_head(root):
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
     assert sorted(git(root, "show", "--name-status", "--format=", "HEAD").splitlines()) == [
         "A\tmemory/new.md", "D\tmemory/alpha.md", "M\tmemory/beta.md"]
+
+
+def test_the_store_lock_is_reentrant_in_one_thread_only(root):
+    """A write inside another's (distill's remember) joins its lock and its undo log; another thread,
+    or another process, still waits; a commit from inside is refused (the outer write commits)."""
+    import threading
+
+    from memctl import errors, facts
+    from memctl.store import commit, open_store
+
+    store = open_store(root)
+    waited: list[str] = []
+
+    def other_thread() -> None:
+        try:
+            with store.lock():
+                waited.append("got it")
+        except errors.LockTimeout:
+            waited.append("timed out")
+
+    os.environ["MEMCTL_LOCK_TIMEOUT"] = "0.3"
+    try:
+        with store.lock():
+            facts.remember(store, facts.FactInput(name="inner", description="内側の書き込み"), commit_changes=False)
+            with store.lock():  # nested: no wait, no second undo log
+                pass
+            thread = threading.Thread(target=other_thread)
+            thread.start()
+            thread.join()
+            other = memctl(root, "remember", "outside", "-d", "another process")
+            with pytest.raises(errors.MemctlError, match="a commit inside another write's store lock"):
+                with store.lock():
+                    commit(store, [root / "memory"], "memory: nested")
+            raise RuntimeError("the outer write fails")
+    except RuntimeError:
+        pass
+    finally:
+        del os.environ["MEMCTL_LOCK_TIMEOUT"]
+    assert waited == ["timed out"]
+    assert other.returncode == 4, other.stderr
+    assert not (root / "memory" / "inner.md").exists()  # undone with the outer write, nested parts and all
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""

@@ -356,13 +356,18 @@ def _write(store: "Store", cluster: Cluster, answer: Answer) -> tuple[list[Path]
 def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_cluster: int = DEFAULT_MIN_CLUSTER,
             similarity: float = DEFAULT_SIMILARITY, timeout: float | None = None, dry_run: bool = False,
             embedder: "Embedder | None" = None, commit_changes: bool = True) -> Result:
-    """Ask the command for each cluster's lesson; write the valid ones (one commit), report the others."""
+    """Ask the command for each cluster's lesson; write the valid ones (one commit), report the others.
+
+    The command is asked first, without the store lock (it may take minutes); the lessons are then
+    written and committed under one store lock, so that the whole is committed or undone as one
+    (a kill or a failed commit leaves no lesson without its ledger rows, nothing uncommitted).
+    """
     argv = parse_command(llm_cmd)
     seconds = timeout_for(store, timeout)
     _check_options(min_cluster, similarity, seconds)
     made = plan(store, since=since, min_cluster=min_cluster, similarity=similarity, embedder=embedder)
-    outcomes: list[Outcome] = []
-    touched: list[Path] = []
+    outcomes: list[Outcome | None] = []
+    answers: list[tuple[int, Cluster, Answer]] = []
     for cluster in made.clusters:
         try:
             answer = parse_answer(run_command(argv, prompt(cluster), seconds, cwd=store.root))
@@ -372,17 +377,24 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
         if dry_run:
             outcomes.append(Outcome(cluster, "planned", fact=cluster.fact_name, answer=answer))
             continue
-        try:
-            touched += _ensure_ledger(store, commit_changes)
-            paths, name = _write(store, cluster, answer)
-        except (Refused, BadInput) as exc:
-            outcomes.append(Outcome(cluster, "rejected", exc.message, answer=answer))
-            continue
-        touched += paths
-        outcomes.append(Outcome(cluster, "created", fact=name, answer=answer))
-    created = [o for o in outcomes if o.status == "created"]
-    sha = commit(store, touched, _message(created), enabled=commit_changes) if touched else None
-    return Result(made, outcomes, sha)
+        answers.append((len(outcomes), cluster, answer))
+        outcomes.append(None)  # written below
+    sha = None
+    if answers:
+        with store.lock():
+            touched: list[Path] = []
+            for at, cluster, answer in answers:
+                try:
+                    touched += _ensure_ledger(store, commit_changes)
+                    paths, name = _write(store, cluster, answer)
+                except (Refused, BadInput) as exc:
+                    outcomes[at] = Outcome(cluster, "rejected", exc.message, answer=answer)
+                    continue
+                touched += paths
+                outcomes[at] = Outcome(cluster, "created", fact=name, answer=answer)
+            created = [o for o in outcomes if o is not None and o.status == "created"]
+            sha = commit(store, touched, _message(created), enabled=commit_changes) if touched else None
+    return Result(made, [o for o in outcomes if o is not None], sha)
 
 
 def _message(created: Sequence[Outcome]) -> str:
