@@ -22,6 +22,10 @@ GITATTRIBUTES = (
     "ledgers/*.tsv merge=union\nmemory/*.md merge=memctl-fact\nmemory/MEMORY.md merge=memctl-index\n"
     "memory/archive/*.md merge=memctl-archive\nstate/STATE.md merge=memctl-state\nstate/*/STATE.md merge=memctl-state\n"
 )
+# The same for a Claude Code memory directory (facts and MEMORY.md at the top).
+GITATTRIBUTES_CLAUDE = (
+    f"ledgers/*.tsv merge=union\n*.md merge=memctl-fact\n{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n"
+)
 
 
 class Store(NamedTuple):
@@ -249,9 +253,26 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
         files = [p for p in files if top is not None and str(p.resolve().relative_to(top)) in dirty
                  and gitstore.committed_text(root, p) is None]
     adopted = [p for p in files if p.parent == root and p.name != INDEX_FILE]
+    # memctl's merge drivers, as for a memctl store: two machines' MEMORY.md merge by meaning (docs/SYNC.md)
+    attributes = root / ".gitattributes"
+    if new_repo or not gitstore.dirty_paths(root, [attributes]):  # never commit a hand edit of it
+        if _add_lines(attributes, GITATTRIBUTES_CLAUDE):
+            created.append(".gitattributes")
+            files.append(attributes)
     if files and commit(store, files, "memctl: adopt Claude Code memory directory", enabled=git) and adopted:
         created.append(f"{len(adopted)} fact files (adopted)")
+    gitstore.register_merge_drivers(root)
     return created
+
+
+def _add_lines(path: Path, text: str) -> bool:
+    """Add the lines of `text` that `path` lacks, without disturbing the others; whether it changed."""
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    missing = [line for line in text.splitlines() if line not in current.splitlines()]
+    if missing:
+        sep = "" if current.endswith("\n") or not current else "\n"
+        atomic_write(path, current + sep + "\n".join(missing) + "\n")
+    return bool(missing)
 
 
 def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
@@ -290,15 +311,9 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
             atomic_write(path, text)
             created.append(rel)
             touched.append(path)
-        elif rel in (".gitignore", ".gitattributes"):
-            # Add our lines to an existing file without disturbing it.
-            current = path.read_text(encoding="utf-8")
-            missing = [line for line in text.splitlines() if line not in current.splitlines()]
-            if missing:
-                sep = "" if current.endswith("\n") or not current else "\n"
-                atomic_write(path, current + sep + "\n".join(missing) + "\n")
-                created.append(rel + " (updated)")
-                touched.append(path)
+        elif rel in (".gitignore", ".gitattributes") and _add_lines(path, text):
+            created.append(rel + " (updated)")
+            touched.append(path)
     from . import gitstore  # noqa: PLC0415
 
     if git and gitstore.git_executable() is not None and gitstore.toplevel(root) is None:

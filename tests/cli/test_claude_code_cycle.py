@@ -93,7 +93,9 @@ def test_the_whole_cycle_in_a_claude_code_directory(tmp_path, with_git):
         assert "3 fact files (adopted)" in r.stderr
         committed = git(d, "show", "--name-only", "--format=%s", "HEAD").split("\n")
         assert committed[0] == "memctl: adopt Claude Code memory directory"
-        assert set(committed[1:]) - {""} == {"MEMORY.md", "feedback_testing.md", "user_role.md", "project_deadline.md"}
+        # with the merge-driver attributes, as init writes for a memctl store (docs/SYNC.md)
+        assert set(committed[1:]) - {""} == {"MEMORY.md", "feedback_testing.md", "user_role.md", "project_deadline.md",
+                                             ".gitattributes"}
         clean(d, with_git)
     assert cli(d, "index", "--check").exit_code == 0
     assert cli(d, "doctor").exit_code == 0
@@ -190,7 +192,8 @@ def test_init_in_a_repository_adopts_only_what_git_has_never_seen(tmp_path):
     assert r.exit_code == 0, r.stderr
     assert "2 fact files (adopted)" in r.stderr
     changed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
-    assert sorted(changed) == ["projects/-home-me-app/memory/feedback_testing.md",
+    assert sorted(changed) == ["projects/-home-me-app/memory/.gitattributes",
+                               "projects/-home-me-app/memory/feedback_testing.md",
                                "projects/-home-me-app/memory/project_deadline.md"]
     assert git(repo, "status", "--porcelain") == " M projects/-home-me-app/memory/user_role.md\n"
     assert not (d / "memory").exists()

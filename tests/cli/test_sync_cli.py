@@ -379,3 +379,40 @@ def test_two_machines_declaring_different_ledgers_merge_memctl_toml_but_the_same
     r = cli(b, "sync")
     assert r.exit_code == 1 and r.stderr.startswith("memctl: error: both sides changed ")
     assert same()
+
+
+def test_a_claude_code_directory_adopted_by_init_merges_under_a_plain_git_pull(tmp_path):
+    """init writes the Claude Code layout's attributes (committed with the adoption) and registers the
+    drivers, as it does for a memctl store: after `sync --setup` on the second clone, two machines'
+    MEMORY.md merge by meaning under a plain `git pull`, and the folder stays Claude Code's (no memory/,
+    no memctl.toml)."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a = tmp_path / "home" / ".claude" / "projects" / "-work-app" / "memory"
+    a.mkdir(parents=True)
+    (a / "MEMORY.md").write_text("# Memory\n\n- [Role](role.md) — The user is a data scientist\n", encoding="utf-8")
+    (a / "role.md").write_text("---\nname: role\ndescription: The user is a data scientist\ntype: user\n---\nx\n",
+                               encoding="utf-8")
+    r = cli(None, "init", str(a))
+    assert r.exit_code == 0, r.stderr
+    assert (a / ".gitattributes").read_text(encoding="utf-8").splitlines() == [
+        "ledgers/*.tsv merge=union", "*.md merge=memctl-fact", "MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive"]
+    assert git(a, "ls-files").split() == [".gitattributes", "MEMORY.md", "role.md"]
+    assert len(git(a, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()) == 5
+    assert git(a, "status", "--porcelain") == "" and not (a / "memory").exists() and not (a / "memctl.toml").exists()
+    git(a, "remote", "add", "origin", str(remote))
+    git(a, "push", "-q", "origin", "HEAD:master")
+    b = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
+    assert cli(b, "sync", "--setup").exit_code == 0
+    assert cli(a, "remember", "from_a", "-d", "Aで決めたこと", "-t", "project").exit_code == 0
+    assert cli(b, "remember", "from_b", "-d", "decided on b", "-t", "project").exit_code == 0
+    git(a, "push", "-q", "origin", "HEAD:master")
+    done = subprocess.run(["git", "-C", str(b), *ID, "pull", "--no-rebase", "--no-edit", "-q", "origin", "master"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    index = (b / "MEMORY.md").read_text(encoding="utf-8")
+    assert "(from_a.md) — Aで決めたこと" in index and "(from_b.md) — decided on b" in index and "<<<<<<<" not in index
+    assert cli(b, "index", "--check").exit_code == 0 and cli(b, "doctor").exit_code == 0
+    again = cli(None, "init", str(a))  # idempotent: nothing more to add or commit
+    assert again.exit_code == 0 and git(a, "status", "--porcelain") == ""
