@@ -5,7 +5,8 @@ set -euo pipefail
 memctl=${1:-memctl}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/memctl-demo.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+server=''
+trap '[ -z "$server" ] || kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 export MEMCTL_ROOT="$work/store" MEMCTL_AGENT=demo-agent HF_HUB_OFFLINE=1
 
 if [ -t 2 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
@@ -58,6 +59,16 @@ if "$memctl" near-dup --help >/dev/null 2>&1; then
 fi
 
 run recall "記事のタイトル" --explain
+if "$memctl" embed-server --help >/dev/null 2>&1; then
+  # A resident model: recall's vector part is answered by it (the same hits as without it, sooner)
+  step "memctl embed-server &"
+  "$memctl" embed-server 2>/dev/null & server=$!
+  for _ in $(seq 300); do [ -S "$work/store/.memctl/embed.sock" ] && break; sleep 0.1; done
+  run recall "タイトルは何文字まで？" --k 3
+  run embed-server --stop
+  wait "$server" || true
+  server=''
+fi
 run recall "when does the morning report run from launchd" --paths
 run pin feedback-zenn-rate-limit
 run context --query "記事を公開する" --budget 800
