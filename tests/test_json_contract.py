@@ -45,10 +45,16 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
     old = a / "ledgers" / "old.tsv"
     project = tmp / "project"
     project.mkdir()
+    lesson = tmp / "lesson.py"  # an LLM command that answers with a valid lesson
+    lesson.write_text('import sys\nsys.stdin.read()\nprint(\'{"summary": "Reset the fixture between tests", '
+                      '"category": "error_pattern", "confidence": 0.8}\')\n', encoding="utf-8")
     return [
         ("remember", ["remember", "deploy-friday", "-d", "本番デプロイは金曜に行わない", "-t", "feedback", "--tag", "deploy", "--json"], None, (0,)),
         ("remember", ["remember", "zenn-rule", "-d", "Zenn posts at most one a day", "--json"], None, (0,)),
         ("remember", ["remember", "publish", "-d", "Publish an article to Zenn", "-t", "procedure", "--body", "1. write", "--json"], None, (0,)),
+        # near duplicates and a conflict, for scan pairs, consolidation merges and judged pairs
+        ("remember", ["remember", "deploy-friday-2", "-d", "本番デプロイは金曜日に行わない", "--force", "--json"], None, (0,)),
+        ("remember", ["remember", "deploy-thu", "-d", "本番デプロイは木曜に行う", "--force", "--json"], None, (0,)),
         ("show", ["show", "deploy-friday", "--json"], None, (0,)),
         ("list", ["list", "--json"], None, (0,)),
         ("log", ["log", "deploy-friday", "--json"], None, (0,)),
@@ -99,6 +105,7 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("conflicts", ["conflicts", "--json"], None, (0,)),
         ("consolidate", ["consolidate", "--dry-run", "--json"], None, (0,)),
         ("distill", ["distill", "--dry-run", "--json"], None, (0,)),
+        ("distill", ["distill", "--llm-cmd", f"{sys.executable} {lesson}", "--dry-run", "--json"], None, (0,)),
         ("index", ["index", "--json"], None, (0,)),
         ("index --check", ["index", "--check", "--json"], None, (0,)),
         ("doctor", ["doctor", "--json"], None, (0,)),
@@ -130,6 +137,15 @@ def runs(tmp_path_factory) -> dict[str, list[subprocess.CompletedProcess]]:
     (a / "ledgers" / "old.tsv").write_text("2026-01-01\tx\n", encoding="utf-8")
     git(a, *ID, "add", "-A")
     git(a, *ID, "commit", "-qm", "test: char-ngram embedder, an old ledger")
+    # Old memories: episodes to distil and tombstone, facts to archive and one a never-forget class keeps.
+    for day in (1, 2, 3):
+        past = dict(env, MEMCTL_NOW=f"2025-01-0{day}T09:00:00+00:00")
+        assert _run(past, a, "episode", "add", f"pytest failed: the database fixture was not reset ({day})", "-t", "error",
+                    "--outcome", "fixed by resetting it", "--importance", "0.3").returncode == 0
+    past = dict(env, MEMCTL_NOW="2024-01-01T09:00:00+00:00")
+    for name, kind in (("old-note", "project"), ("old-feedback", "feedback")):
+        assert _run(past, a, "remember", name, "-d", f"an old {kind} note, long unused", "-t", kind,
+                    "--confidence", "0.1").returncode == 0
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     git(a, "remote", "add", "origin", str(remote))
     for case, argv, stdin, codes in _cases(a, tmp):
