@@ -292,6 +292,49 @@ def touched(records: list[Undo]) -> list[Path]:
 def rollback(log_path: Path) -> list[Path]:
     """Undo the logged writes, newest first; return the paths put back. The log is then cleared."""
     records = read_undo(log_path)
+    _undo(records)
+    clear_undo(log_path)
+    return touched(records)
+
+
+def savepoint() -> int | None:
+    """Where the active undo log stands (its size), for rollback_to; None when no write is logged."""
+    if _LOG is None:
+        return None
+    try:
+        return os.path.getsize(_LOG.path)
+    except FileNotFoundError:
+        return 0
+
+
+def rollback_to(mark: int | None) -> None:
+    """Undo the writes logged since `mark` (newest first) and drop them from the log: a write made
+    inside another's lock that failed is undone as its own lock would have undone it, the outer
+    write's earlier changes stay logged."""
+    if _LOG is None or mark is None:
+        return
+    try:
+        with open(_LOG.path, "rb") as handle:
+            handle.seek(mark)
+            tail = handle.read()
+    except FileNotFoundError:
+        return
+    fields = tail.split(b"\0")[:-1]
+    records = [Undo(*(os.fsdecode(f) for f in fields[i:i + 4])) for i in range(0, len(fields) - len(fields) % 4, 4)]
+    _undo(records)
+    for rec in records:  # their temp files; the backups were consumed putting the old files back
+        if rec.op == "W" and rec.tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(rec.tmp)
+    fd = os.open(_LOG.path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, mark)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _undo(records: list[Undo]) -> None:
     for rec in reversed(records):
         path = Path(rec.path)
         if rec.op == "W":
@@ -314,8 +357,6 @@ def rollback(log_path: Path) -> list[Path]:
             if os.path.exists(rec.arg) and not path.exists():
                 os.replace(rec.arg, path)
         _fsync_dir(path.parent)
-    clear_undo(log_path)
-    return touched(records)
 
 
 def clear_undo(log_path: Path) -> None:

@@ -684,16 +684,20 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
 def answered(store: Store, conn, queries: Sequence[str], **options: Any) -> tuple[Corpus, list[list[Hit]]]:
     """answer(), by a running embed-server when there is one (served()), else in this process.
     `conn`: the index, just synced by the caller (rindex.opened)."""
-    found = served(store, queries, options)
+    found = served(store, conn, queries, options)
     return found if found is not None else answer(store, conn, queries, **options)
 
 
-def served(store: Store, queries: Sequence[str], options: dict[str, Any]) -> tuple[Corpus, list[list[Hit]]] | None:
+def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any]) -> tuple[Corpus, list[list[Hit]]] | None:
     """answer()'s result from a running embed-server for this store and configuration, or None.
 
-    Asked only for the vector and hybrid modes, after the caller synced the index (the server
-    reads the same index file) and after the arguments passed the checks answer() makes here,
-    so a bad argument is reported by this process, with its flag. Times are sent as instants:
+    Asked only for the vector and hybrid modes, after the caller synced the index (`conn`; the
+    server reads the same index file) and after the arguments passed the checks answer() makes
+    here, so a bad argument is reported by this process, with its flag. The server declines when
+    it would first have to embed more than a few changed texts (resident.SERVED_EMBED_LIMIT):
+    the caller then answers in-process once, bringing the cache up to date (the server embedding
+    the texts in batches, with progress on this process's stderr), and the next call is served.
+    Times are sent as instants:
     the server's time zone never shows. Anything unusual (no server, another configuration, a
     server busy with a long request, a server without a model or without this request, one that
     stops answering or fails) is None: the caller answers in-process, and reports any error.

@@ -19,6 +19,9 @@ from . import recall as recall_mod
 from . import rindex
 
 ANSWERS_KEPT = 4  # filter combinations whose allowed vectors are kept at once
+# A recall request that would first embed more changed texts than this is declined: the client
+# brings the cache up to date itself (in batches, with progress), instead of waiting on one request.
+SERVED_EMBED_LIMIT = 64
 
 
 def kept_vectors():
@@ -32,13 +35,12 @@ def kept_vectors():
     of the index, by this process or by another. While both are the same
     nothing is read. When they changed, the documents that pass the filters are
     listed again; a kind whose generation (rindex.generation: it changes with
-    any of its documents) is the kept one keeps its vectors; otherwise its
-    (id, cache id, text) rows are read again and compared with the kept ones:
-    only when they differ is the embedding cache synced (embedding exactly the
-    changed texts) and its matrix loaded again. The embedder's model stays
-    loaded in its own module (embed/e5q4.py, st.py).
+    any of its documents) is the kept one keeps its vectors; otherwise they are
+    loaded again as recall.kind_vectors does (the cache, when current for that
+    generation; else synced, embedding exactly the changed texts). The
+    embedder's model stays loaded in its own module (embed/e5q4.py, st.py).
     """
-    kinds_kept: dict[str, tuple] = {}  # kind -> (identity, generation, rows, (doc ids, matrix) or None)
+    kinds_kept: dict[str, tuple] = {}  # kind -> (identity, generation, (doc ids, matrix) or None)
     answers: dict[tuple, tuple] = {}  # (identity, kinds, filters) -> allowed_vectors' result
     seen: list = [None, None]  # the connection and data_version `answers` hold for
     last: list = []  # the last call's (store, embedder, kinds, filters)
@@ -51,19 +53,15 @@ def kept_vectors():
         import numpy as np
 
         ident = identity(s, embedder)
-        with rindex.snapshot(conn):  # the generation and the rows of one state of the index
-            generation = rindex.generation(conn, kind)
-            held = kinds_kept.get(kind)
-            if held is not None and held[0] == ident and generation is not None and held[1] == generation:
-                return held[3]
-            rows = rindex.vector_texts(conn, kind)
-        if held is not None and held[0] == ident and held[2] == rows:
-            kinds_kept[kind] = (ident, generation, rows, held[3])
-            return held[3]
-        found = recall_mod.kind_vectors(s, conn, embedder, kind, rows)
+        generation = rindex.generation(conn, kind)
+        held = kinds_kept.get(kind)
+        if held is not None and held[0] == ident and generation is not None and held[1] == generation:
+            return held[2]
+        # Keyed by the generation: a cache already current for it loads without rehashing any text.
+        found = recall_mod.kind_vectors(s, conn, embedder, kind)
         if found is not None:  # in memory, not a map of a file that a later save replaces
             found = (found[0], np.array(found[1], dtype=np.float32))
-        kinds_kept[kind] = (ident, generation, rows, found)
+        kinds_kept[kind] = (ident, generation, found)
         return found
 
     def vectors_for(s, conn, embedder, kinds, filters: dict[str, Any]):
@@ -117,16 +115,16 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
     def recall(request: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         from . import embed
 
-        asked = dict(request["request"])
-        store = open_store(root)  # memctl.toml read again: weights and the floor may have changed
-        if embedder.backend == "char-ngram" and embed.settings_for(store).backend != "char-ngram":
-            return {"declined": "this server has no sentence-embedding model"}, b""
         try:
+            asked = dict(request["request"])
+            queries, now = asked.pop("queries"), datetime.fromtimestamp(float(asked.pop("now"))).astimezone()
+            store = open_store(root)  # memctl.toml read again: weights and the floor may have changed
+            if embedder.backend == "char-ngram" and embed.settings_for(store).backend != "char-ngram":
+                return {"declined": "this server has no sentence-embedding model"}, b""
             conn = connection(store)
-        except OSError as exc:
-            return {"declined": f"no recall index: {exc.strerror}"}, b""
-        queries, now = asked.pop("queries"), datetime.fromtimestamp(float(asked.pop("now"))).astimezone()
-        try:
+            stale = _to_embed(store, conn, embedder, asked.get("source", "facts"))
+            if stale > SERVED_EMBED_LIMIT:
+                return {"declined": f"{stale} texts to embed first"}, b""
             corpus, results = recall_mod.answer(store, conn, queries, vectors_for=vectors_for, embedder=embedder,
                                                 now=now, **asked)
         except Exception as exc:  # noqa: BLE001 - the client answers in-process, and reports any error as its own
@@ -135,3 +133,18 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
                 "results": [[recall_mod.hit_to_wire(h) for h in hits] for hits in results]}, b""
 
     return {"recall": recall}
+
+
+def _to_embed(store, conn, embedder, source: str) -> int:
+    """How many texts answering `source` would embed first (0 while each kind's cache is current)."""
+    from . import vcache
+
+    total = 0
+    for kind in {"facts": ("fact",), "episodes": ("episode",)}.get(source, ("fact", "episode")):
+        name = f"recall-{kind}s"
+        with rindex.snapshot(conn):
+            if vcache.is_current(store, name, embedder, "passage", rindex.generation(conn, kind)):
+                continue
+            texts = [text for _, _, text in rindex.vector_texts(conn, kind)]
+        total += vcache.missing(store, name, texts, embedder, "passage")
+    return total

@@ -10,7 +10,8 @@ from typing import Iterator, NamedTuple
 from . import config as config_mod
 from . import errors
 from .errors import GitError, NotFound, Refused
-from .fsutil import atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, settle, touched, undo_log, undoing
+from .fsutil import (atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, rollback_to, savepoint, settle,
+                     touched, undo_log, undoing)
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -79,16 +80,22 @@ class Store(NamedTuple):
         settled first: found committed, or rolled back. Re-entrant in one thread:
         a write made while this thread holds the lock (a command made of other
         writes, as `distill` is of `remember` and ledger appends) joins the
-        outer undo log, so the whole is committed or undone as one; such a write
-        may not commit by itself (commit() refuses).
+        outer undo log, so the whole is committed or undone as one; when the
+        inner write fails, its own changes are undone at once (a savepoint), so
+        a caller that goes on after the error keeps only whole writes. Such a
+        write may not commit by itself (commit() refuses).
         """
         import _thread
 
         key = (_thread.get_ident(), os.path.abspath(self.cache_dir))
         if key in _HELD:
             _HELD[key] += 1
+            mark = savepoint()
             try:
                 yield
+            except BaseException:
+                rollback_to(mark)  # this write's own changes, as its own lock would have undone them
+                raise
             finally:
                 _HELD[key] -= 1
             return
@@ -259,6 +266,12 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
         if _add_lines(attributes, GITATTRIBUTES_CLAUDE):
             created.append(".gitattributes")
             files.append(attributes)
+    else:
+        have = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
+        lacking = [line for line in GITATTRIBUTES_CLAUDE.splitlines() if line not in have]
+        if lacking:
+            errors.warn(".gitattributes has uncommitted changes, so memctl's merge-driver lines were not added: "
+                        + "; ".join(lacking), hint="commit your change, then run `memctl sync --setup` (docs/SYNC.md)")
     if files and commit(store, files, "memctl: adopt Claude Code memory directory", enabled=git) and adopted:
         created.append(f"{len(adopted)} fact files (adopted)")
     gitstore.register_merge_drivers(root)

@@ -189,6 +189,33 @@ def current(store: "Store", source: str, embedder: "Embedder", kind: str, key: s
     index's generation, which changes with any change to that kind of document);
     the stamp of vectors.npy, the identity and the shape are checked as `load` does.
     """
+    found = _current_record(store, source, embedder, kind, key)
+    if found is None:
+        return None
+    try:
+        return _open_vectors(*found)
+    except (_Invalid, KeyError, TypeError):
+        return None
+
+
+def is_current(store: "Store", source: str, embedder: "Embedder", kind: str, key: str | None) -> bool:
+    """Whether current() would find the matrix, told without numpy: the record and the stamp of
+    vectors.npy (not the sampled rows). A caller that only needs to know asks this."""
+    found = _current_record(store, source, embedder, kind, key)
+    if found is None:
+        return False
+    folder, data = found
+    try:
+        st = (folder / "vectors.npy").stat()
+    except OSError:
+        return False
+    want = data.get("npy") or {}
+    return (st.st_ino, st.st_size, st.st_mtime_ns) == (want.get("inode"), want.get("size"), want.get("mtime_ns"))
+
+
+def _current_record(store: "Store", source: str, embedder: "Embedder", kind: str,
+                    key: str | None) -> tuple[Path, dict[str, Any]] | None:
+    """(the cache's folder, what `sync` recorded as current) when that record is for `key` and this embedder."""
     if not key:
         return None
     folder = folder_for(store, source, embedder, kind)
@@ -200,9 +227,24 @@ def current(store: "Store", source: str, embedder: "Embedder", kind: str, key: s
         return None
     try:
         _check_identity(data, embedder, kind)
-        return _open_vectors(folder, data)
-    except (_Invalid, KeyError, TypeError):
+    except _Invalid:
         return None
+    return folder, data
+
+
+def missing(store: "Store", source: str, texts: Sequence[str], embedder: "Embedder", kind: str) -> int:
+    """How many distinct texts `sync` would embed now for `texts`: those whose content hash the
+    cache's manifest does not hold (all of them when there is no usable manifest). Reads the
+    manifest only: no numpy, no lock (an estimate a moment old, for deciding who embeds)."""
+    folder = folder_for(store, source, embedder, kind)
+    try:
+        meta = _read_manifest(folder)
+        if meta is not None:
+            _check_identity(meta, embedder, kind)
+    except _Invalid:
+        meta = None
+    held = set(_split(meta["hashes"])) if meta is not None else set()
+    return len({content_hash(t) for t in texts} - held)
 
 
 def _record_current(folder: Path, meta: dict[str, Any], key: str) -> None:

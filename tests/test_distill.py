@@ -332,3 +332,24 @@ def test_a_failed_commit_undoes_every_lesson_and_ledger_row(root, store, monkeyp
     hook.unlink()
     done = run(store, cmd)  # and nothing is left that stops the next run
     assert [o.status for o in done.outcomes] == ["created", "created"] and done.commit is not None
+
+
+def test_a_cluster_whose_writes_fail_half_way_leaves_nothing_of_itself(root, store, monkeypatch, tmp_path):
+    """The distilled ledger's last line is torn (no LF): each lesson's fact is written, then its
+    ledger rows are refused. Each cluster's writes are undone together, so no lesson is left
+    without its provenance, and nothing is committed."""
+    ids = seed(store, monkeypatch)
+    cmd, _ = llm(tmp_path, ANSWERS)
+    dist._ensure_ledger(store, True)
+    path = root / "ledgers" / f"{dist.LEDGER}.tsv"
+    path.write_bytes(path.read_bytes() + b"2026-01-01T00:00:00+00:00\tep-x\tlesson-x")  # no LF
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a torn distilled ledger")
+    head = git(root, "rev-parse", "HEAD").strip()
+    before = sorted(p.name for p in (root / "memory").iterdir())
+    result = run(store, cmd)
+    assert [(o.status, o.cluster.ids) for o in result.outcomes] == [("rejected", ids["pytest"]), ("rejected", ids["Zenn"])]
+    assert all("LF" in o.reason or "newline" in o.reason or "last line" in o.reason for o in result.outcomes), result.outcomes
+    assert result.commit is None and git(root, "rev-parse", "HEAD").strip() == head
+    assert sorted(p.name for p in (root / "memory").iterdir()) == before
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""

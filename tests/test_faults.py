@@ -684,6 +684,7 @@ def test_the_store_lock_is_reentrant_in_one_thread_only(root):
     import threading
 
     from memctl import errors, facts
+    from memctl.fsutil import atomic_write
     from memctl.store import commit, open_store
 
     store = open_store(root)
@@ -702,6 +703,13 @@ def test_the_store_lock_is_reentrant_in_one_thread_only(root):
             facts.remember(store, facts.FactInput(name="inner", description="内側の書き込み"), commit_changes=False)
             with store.lock():  # nested: no wait, no second undo log
                 pass
+            with pytest.raises(RuntimeError):  # a nested write that fails is undone at once (a savepoint) ...
+                with store.lock():
+                    atomic_write(root / "memory" / "half.md", "---\nname: half\n---\n")
+                    atomic_write(root / "memory" / "inner.md", "overwritten by the failing write\n")
+                    raise RuntimeError("the inner write fails")
+            assert not (root / "memory" / "half.md").exists()
+            assert "内側の書き込み" in (root / "memory" / "inner.md").read_text(encoding="utf-8")  # ... the outer's stays
             thread = threading.Thread(target=other_thread)
             thread.start()
             thread.join()

@@ -140,8 +140,26 @@ def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: by
     return reply, data
 
 
+_UNANSWERED: dict[str, float] = {}  # socket path -> when a hello to it got no answer (this process)
+UNANSWERED_SECONDS = 10.0  # ... which is not asked again for this long: one command waits once, not per step
+
+
 def hello(store: "Store") -> dict[str, Any] | None:
+    """The server's description, or None (no server, another configuration, or one too busy to answer).
+
+    A server that did not answer within HELLO_TIMEOUT is passed over for UNANSWERED_SECONDS
+    without asking again, so that a command that would ask several times (recall, then its
+    in-process fallback; context's two sources) waits once.
+    """
+    import time
+
+    path = str(socket_path(store))
+    if time.monotonic() - _UNANSWERED.get(path, -1e9) < UNANSWERED_SECONDS:
+        return None
+    began = time.monotonic()
     answer = ask(store, "hello", timeout=HELLO_TIMEOUT)
+    if answer is None and time.monotonic() - began >= HELLO_TIMEOUT * 0.9:
+        _UNANSWERED[path] = time.monotonic()
     return answer[0] if answer else None
 
 
@@ -275,7 +293,15 @@ def _answer(conn: socket.socket, key: str, info: dict[str, Any], handlers: dict[
         except MemctlError as exc:
             send(conn, {"status": "error", "error_class": type(exc).__name__, "message": exc.message, "hint": exc.hint})
             return False
-        send(conn, {"status": "ok", **reply}, data)
+        except Exception as exc:  # noqa: BLE001 - a request the handler could not take: say so, keep serving
+            send(conn, {"status": "error", "error_class": "MemctlError",
+                        "message": f"the embed server could not answer {op!r}: {type(exc).__name__}: {exc}"})
+            return False
+        try:
+            send(conn, {"status": "ok", **reply}, data)
+        except TypeError as exc:  # a reply JSON cannot hold (nothing was sent: json.dumps comes first)
+            send(conn, {"status": "error", "error_class": "MemctlError", "message": f"the embed server's reply to {op!r} "
+                        f"could not be sent: {exc}"})
     except (OSError, ConnectionError, ValueError, struct.error):
         pass  # a client that went away or sent garbage: keep serving the others
     return False

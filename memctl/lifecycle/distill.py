@@ -385,8 +385,10 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
             touched: list[Path] = []
             for at, cluster, answer in answers:
                 try:
-                    touched += _ensure_ledger(store, commit_changes)
-                    paths, name = _write(store, cluster, answer)
+                    with store.lock():  # one cluster's writes: undone together if any of them fails
+                        ledger_paths = _ensure_ledger(store, commit_changes)
+                        paths, name = _write(store, cluster, answer)
+                    touched += ledger_paths
                 except (Refused, BadInput) as exc:
                     outcomes[at] = Outcome(cluster, "rejected", exc.message, answer=answer)
                     continue

@@ -13,6 +13,7 @@ import json
 import pytest
 
 from conftest import memctl
+from memctl.errors import MemctlError
 from test_vectors_cli import start_server
 
 FACTS = [
@@ -86,7 +87,7 @@ def test_without_the_server_the_hidden_numpy_fails(served_root, tmp_path):
 
 def test_an_edit_just_made_is_seen(served_root, tmp_path):
     """The client syncs the index before asking: a fact rewritten in place a moment ago is answered
-    with its new text (the server embeds it), as without a server."""
+    with its new text (the server embeds that one text), as without a server."""
     args = ("recall", "猫のごはん", "--mode", "hybrid", "--json", "--explain", "--no-log")
     before = json.loads(memctl(served_root, *args, env=numpy_hidden(tmp_path)).stdout)
     path = served_root / "memory" / "cat-food.md"
@@ -98,6 +99,41 @@ def test_an_edit_just_made_is_seen(served_root, tmp_path):
     after = json.loads(served.stdout)
     assert after[0]["name"] == "cat-food" and after[0]["description"] == "猫のごはんは朝と夜の二回"
     assert after[0]["relevance"] > next((h["relevance"] for h in before if h["name"] == "cat-food"), 0.0)
+
+
+def test_many_new_texts_are_embedded_by_the_command_not_inside_one_request(served_root, tmp_path):
+    """More than SERVED_EMBED_LIMIT texts to embed: the server declines, the command brings the
+    cache up to date itself (it cannot with numpy hidden: the proof that it was asked to), and
+    the next call is served."""
+    from memctl.resident import SERVED_EMBED_LIMIT
+
+    args = ("recall", "nightly backup", "--source", "episodes", "--mode", "hybrid", "--json", "--no-log")
+    rows = "".join(f"ep-bulk-{i:04d}\t2026-11-29T{i // 60:02d}:{i % 60:02d}:00+00:00\timporter\tdecision\t"
+                   f"nightly backup run {i} finished\t\t0.5\t\t\n" for i in range(SERVED_EMBED_LIMIT + 16))
+    with open(served_root / "ledgers" / "episodes.tsv", "a", encoding="utf-8") as handle:
+        handle.write(rows)
+    declined = memctl(served_root, *args, env=numpy_hidden(tmp_path))
+    assert declined.returncode != 0 and "hidden by the test" in declined.stderr
+    first = memctl(served_root, *args)  # in-process: the server embeds the rows in batches for it
+    assert first.returncode == 0, first.stderr
+    served = memctl(served_root, *args, env=numpy_hidden(tmp_path))
+    assert (served.returncode, served.stdout) == (0, first.stdout), served.stderr
+
+
+def test_a_request_the_server_cannot_take_leaves_it_serving(served_root):
+    """A malformed request (an older or newer client) is declined or answered with an error;
+    the server goes on answering."""
+    from memctl.embed import server
+    from memctl.store import open_store
+
+    store = open_store(served_root)
+    reply = server.ask(store, "recall", {"request": {"queries": ["x"]}})  # no clock
+    assert reply is not None and "declined" in reply[0] and "results" not in reply[0]
+    with pytest.raises(MemctlError, match="could not answer 'embed'"):
+        server.ask(store, "embed", {"texts": None})
+    assert server.hello(store) is not None
+    done = memctl(served_root, "recall", "いつデプロイしていい？", "--mode", "hybrid", "--no-log")
+    assert done.returncode == 0 and "deploy-window" in done.stdout
 
 
 def test_bad_arguments_are_the_clients_errors(served_root):

@@ -416,3 +416,16 @@ def test_a_claude_code_directory_adopted_by_init_merges_under_a_plain_git_pull(t
     assert cli(b, "index", "--check").exit_code == 0 and cli(b, "doctor").exit_code == 0
     again = cli(None, "init", str(a))  # idempotent: nothing more to add or commit
     assert again.exit_code == 0 and git(a, "status", "--porcelain") == ""
+
+
+def test_init_of_a_claude_code_directory_leaves_a_hand_edited_gitattributes_alone_and_says_so(tmp_path):
+    d = tmp_path / ".claude" / "projects" / "-app" / "memory"
+    d.mkdir(parents=True)
+    (d / "MEMORY.md").write_text("# Memory\n", encoding="utf-8")
+    git(d, "init", "-q")
+    (d / ".gitattributes").write_text("*.png binary\n", encoding="utf-8")  # the user's, not committed
+    r = cli(None, "init", str(d))
+    assert r.exit_code == 0, r.stderr
+    assert "memctl: warning: .gitattributes has uncommitted changes" in r.stderr and "MEMORY.md merge=memctl-index" in r.stderr
+    assert (d / ".gitattributes").read_text(encoding="utf-8") == "*.png binary\n"
+    assert "?? .gitattributes" in git(d, "status", "--porcelain")

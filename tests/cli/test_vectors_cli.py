@@ -315,6 +315,16 @@ from memctl.store import open_store
 
 store = open_store(sys.argv[1])
 busy, release = pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+asked = busy.with_name("asked")  # every request's op, one a line (hellos included: they queue while busy)
+receive = server.receive
+
+def logged(sock):
+    request, blob = receive(sock)
+    with open(asked, "a") as handle:
+        handle.write(str(request.get("op")) + "\\n")
+    return request, blob
+
+server.receive = logged
 
 def check(request):
     busy.touch()  # inside a long request, as when embedding a large new source
@@ -351,7 +361,14 @@ def test_a_busy_server_does_not_hold_up_other_commands(ngram_root, tmp_path):
         timer.join()
         client.join(timeout=60)
         assert answers and answers[0][0]["done"] is True  # the long request still got its answer
-        assert server.hello(store)["model"] == "busy"
+        assert server.hello(store) is None  # this process passes over the unanswered server for a while ...
+        server._UNANSWERED.clear()
+        assert server.hello(store)["model"] == "busy"  # ... then asks again
+        # After the long request: the hellos that queued while it ran (this process's, the recall's)
+        # and this process's last; the recall asked once, not again for its in-process fallback
+        # (one wait of HELLO_TIMEOUT, not two)
+        asked = (tmp_path / "asked").read_text().split()
+        assert asked[asked.index("check"):] == ["check", "hello", "hello", "hello"]
     finally:
         release.touch()
         proc.terminate()
