@@ -12,7 +12,6 @@ records only the paths the caller touched.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -40,12 +39,21 @@ class LogEntry(NamedTuple):
 
 def git_executable() -> str | None:
     given = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE")
-    found = given if given and os.access(given, os.X_OK) else shutil.which("git")
+    found = given if given and os.access(given, os.X_OK) else _on_path("git")
     if found:
         return found
     for candidate in _FALLBACK_GITS:
         if os.access(candidate, os.X_OK):
             return candidate
+    return None
+
+
+def _on_path(name: str) -> str | None:
+    """`shutil.which(name)` on POSIX, without importing shutil (`memctl sync` runs often, see sync_fast.py)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or os.curdir, name)
+        if os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path):
+            return path
     return None
 
 
@@ -333,6 +341,8 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             listed = _run(top, "ls-files", "-s", "-z", "--", *keep, env=env)
             entries = {line.split("\t", 1)[1]: line for line in listed.split("\0") if "\t" in line}
             if real.exists():
+                import shutil  # noqa: PLC0415
+
                 shutil.copyfile(real, staged)
             else:
                 _unlink(staged)
@@ -663,6 +673,7 @@ def merge_driver_command(kind: str) -> str:
 def register_merge_drivers(root: Path) -> list[str]:
     """Define memctl's merge drivers in this clone's .git/config, and send ledgers to theirs in
     .git/info/attributes (this clone only: a clone never set up keeps git's union merge).
+    Turns git's untracked cache on unless a git config (any level) sets core.untrackedCache.
     Returns what changed; nothing when all is in place."""
     top = toplevel(root)
     if top is None:
@@ -676,6 +687,11 @@ def register_merge_drivers(root: Path) -> list[str]:
                 _run(top, "config", key, value)
                 if key.endswith(".driver"):
                     changed.append(key)
+    if _git(top, "config", "core.untrackedCache").returncode == 1:  # set nowhere: no one chose otherwise
+        # `git status` remembers which folders held no untracked file and lists only those that
+        # changed since: the hand-edit check of `memctl sync` over 10,000 facts (docs/SYNC.md, "Speed").
+        _run(top, "config", "core.untrackedCache", "true")
+        changed.append("core.untrackedCache")
     prefix = Path(os.path.relpath(Path(root).resolve(), top)).as_posix()
     line = ("" if prefix == "." else prefix + "/") + "ledgers/*.tsv merge=memctl-ledger"
     gitdir = git_dir(top)

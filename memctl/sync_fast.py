@@ -180,9 +180,14 @@ def _work_tree(root: Path) -> Path | None:
     return None
 
 
+# memctl's merge drivers, the remotes, the branches, and whether anyone chose an untracked cache
+# (git names keys in lower case here).
+CONFIG_KEYS = r"^(merge\.memctl-|remote\.|branch\.|core\.untrackedcache$)"
+
+
 def _config(top: Path) -> dict[str, list[str]] | None:
     """memctl's merge-driver keys, the remotes and the branches, from one `git config` (None: unreadable)."""
-    done = gitstore.run(top, "config", "-z", "--get-regexp", r"^(merge\.memctl-|remote\.|branch\.)")
+    done = gitstore.run(top, "config", "-z", "--get-regexp", CONFIG_KEYS)
     if done.code not in (0, 1):  # 1: no key matched
         return None
     values: dict[str, list[str]] = {}
@@ -199,7 +204,11 @@ def _remote_names(values: dict[str, list[str]]) -> list[str]:
 
 
 def _set_up(store: Store, top: Path, gitdir: Path, values: dict[str, list[str]]) -> bool:
-    """Whether `setup()` would change nothing: attributes written, drivers registered for this Python."""
+    """Whether `setup()` would change nothing: attributes written, drivers registered for this Python,
+    core.untrackedCache set (by setup, or by the user either way: a clone set up before memctl set it
+    takes the full path once, whose setup() sets it)."""
+    if "core.untrackedcache" not in values:
+        return False
     path = store.root / ".gitattributes"
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     if any(line not in lines for line in attribute_lines(store)):
