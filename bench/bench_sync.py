@@ -141,7 +141,7 @@ def breakdown(work: Path, here: Path, remote: Path, branch: str) -> None:
     parts = {
         "python -c pass": [[PYTHON, "-c", "pass"]],
         "python: import the fast path's modules": [[PYTHON, "-c", "import memctl.cli.fast, memctl.cli.fastsync, "
-                                                    "memctl.sync_fast, memctl.output, subprocess, json"]],
+                                                    "memctl.sync_fast, memctl.store, subprocess, shlex"]],
         "git config --get-regexp": [["git", "config", "-z", "--get-regexp", sync_fast.CONFIG_KEYS]],
         "git status (memctl's paths)": [["git", *sync_fast._status_args(store, target)]],
         "git ls-remote": [["git", "ls-remote", "--heads", "origin", f"refs/heads/{branch}"]],
