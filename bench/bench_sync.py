@@ -143,7 +143,8 @@ def breakdown(work: Path, here: Path, remote: Path, branch: str) -> None:
         "python: import the fast path's modules": [[PYTHON, "-c", "import memctl.cli.fast, memctl.cli.fastsync, "
                                                     "memctl.sync_fast, memctl.store, subprocess, shlex"]],
         "git config --get-regexp": [["git", "config", "-z", "--get-regexp", sync_fast.CONFIG_KEYS]],
-        "git status (memctl's paths)": [["git", *sync_fast._status_args(store, target)]],
+        "git status (the fast path's: -unormal)": [["git", *sync_fast.FAST_STATUS]],
+        "git status (the full path's: paths, -uall)": [["git", *sync_fast._status_args(store, target)]],
         "git ls-remote": [["git", "ls-remote", "--heads", "origin", f"refs/heads/{branch}"]],
         "memctl sync (fast path)": [[*MEMCTL, "sync"]],
         "git fetch (the full path's)": [["git", "fetch", "-q", "--no-tags", "origin", f"refs/heads/{branch}"]],
@@ -234,6 +235,7 @@ def main() -> int:
                 sh("git", "reset", "-q", "--hard", f"origin/{branch}", cwd=target)
             # A copy has new inodes and times: refresh git's index now, not inside the timed commands.
             subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=target, capture_output=True)
+            subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True)  # and its untracked cache
             if kind == "git":
                 (target / ".git" / "info" / "attributes").write_text("* merge=union\n")
                 sh("git", "config", "--remove-section", "merge.memctl-index", cwd=target)

@@ -90,10 +90,29 @@ class Branch(NamedTuple):
     ahead_behind: str = ""  # "+0 -0": HEAD against its upstream's remote-tracking ref, when both exist
 
 
+def _memctl_paths(store: Store, top: Path) -> list[str]:
+    """memctl's paths that exist, relative to the work tree: where a change is a hand edit."""
+    return [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
+                                              store.root / ".gitattributes") if p.exists()]
+
+
 def _status_args(store: Store, top: Path) -> list[str]:
-    paths = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
-                                                store.root / ".gitattributes") if p.exists()]
-    return ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *paths]
+    return ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *_memctl_paths(store, top)]
+
+
+# The fast path's `git status`: the whole work tree, untracked folders shown as folders, so that git's
+# untracked cache (core.untrackedCache, set by setup) answers for every folder that did not change;
+# git uses it neither under a pathspec nor with --untracked-files=all. _memctls() keeps memctl's paths.
+FAST_STATUS = ("status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal")
+
+
+def _memctls(paths: list[str], store: Store, top: Path) -> list[str]:
+    """The paths of `git status` that are memctl's, or hold some of memctl's (an untracked folder)."""
+    mine = [Path(p).as_posix() for p in _memctl_paths(store, top)]
+    if "." in mine:  # the store is the work tree's root, as a Claude Code memory folder is
+        return list(paths)
+    return [path for path in paths if any(path == m or path.startswith(m + "/") or (path.endswith("/") and m.startswith(path))
+                                          for m in mine)]
 
 
 def _parse_status(out: str) -> Branch:
@@ -259,7 +278,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
     if local is None or gitstore.unfinished_operation(top) is not None:
         return None  # detached, or mid-merge: sync() says so
     with store.lock():
-        status = gitstore.start(top, *_status_args(store, top))  # the slowest: 10,000 files to stat
+        status = gitstore.start(top, *FAST_STATUS)  # the slowest: 10,000 files to stat
         started = [status]
         try:
             values = _config(top)
@@ -284,7 +303,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
                 started.append(read)
             done = gitstore.finish(status)
             state = _parse_status(done.out) if done.code == 0 else None
-            if state is None or state.dirty or state.name != local or state.upstream != upstream \
+            if state is None or _memctls(state.dirty, store, top) or state.name != local or state.upstream != upstream \
                     or len(state.head) not in (40, 64):
                 return None
             listed = gitstore.finish(asked)

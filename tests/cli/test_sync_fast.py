@@ -291,3 +291,32 @@ def test_an_untracked_hand_added_file_is_refused_with_the_untracked_cache_warm(p
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
     assert fast.returncode == 1 and fast.stderr.startswith(f"memctl: error: {where} has uncommitted changes"), fast.stderr
     assert "fetch" not in fast_git
+
+
+def test_a_store_in_a_folder_of_a_larger_repository_counts_only_its_own_paths(tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README").write_text("a project\n", encoding="utf-8")
+    git(repo, "add", "README")
+    git(repo, *ID, "commit", "-qm", "a project")
+    store = repo / "記憶"
+    assert cli(None, "init", str(store)).exit_code == 0
+    git(repo, "remote", "add", "origin", str(remote))
+    assert cli(store, "sync").exit_code == 0
+    # Outside memctl's paths (the project's files, the store's launchd/ folder): not hand edits to memctl.
+    (repo / "README").write_text("changed\n", encoding="utf-8")
+    (repo / "scratch").mkdir()
+    (repo / "scratch" / "メモ.txt").write_text("x\n", encoding="utf-8")
+    (store / "launchd" / "note.txt").write_text("x\n", encoding="utf-8")
+    (fast, fast_git), (full, _) = both(store)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr) == (0, "", QUIET)
+    assert "fetch" not in fast_git
+    # Inside them, an untracked folder (git status shows it as a folder): a hand edit, as the full path says.
+    (store / "state" / "下書き").mkdir()
+    (store / "state" / "下書き" / "a.md").write_text("x\n", encoding="utf-8")
+    (fast, fast_git), (full, _) = both(store)
+    assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
+    assert fast.returncode == 1 and fast.stderr.startswith("memctl: error: state/下書き/a.md has uncommitted changes"), fast.stderr
