@@ -206,7 +206,7 @@ CONFIG_KEYS = r"^(merge\.memctl-|remote\.|branch\.|core\.untrackedcache$)"
 
 def _config(top: Path) -> dict[str, list[str]] | None:
     """memctl's merge-driver keys, the remotes and the branches, from one `git config` (None: unreadable)."""
-    done = gitstore.run(top, "config", "-z", "--get-regexp", CONFIG_KEYS)
+    done = gitstore.finish(gitstore.start(top, "config", "-z", "--get-regexp", CONFIG_KEYS))
     if done.code not in (0, 1):  # 1: no key matched
         return None
     values: dict[str, list[str]] = {}
@@ -280,6 +280,11 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
     with store.lock():
         status = gitstore.start(top, *FAST_STATUS)  # the slowest: 10,000 files to stat
         started = [status]
+
+        def collect(proc: gitstore.Started) -> gitstore.GitResult:
+            started.remove(proc)
+            return gitstore.finish(proc)
+
         try:
             values = _config(top)
             if values is None or not _set_up(store, top, gitdir, values):
@@ -301,12 +306,12 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
                 if tracking and upstream != f"{name}/{on_remote}" else None
             if read is not None:
                 started.append(read)
-            done = gitstore.finish(status)
+            done = collect(status)
             state = _parse_status(done.out) if done.code == 0 else None
             if state is None or _memctls(state.dirty, store, top) or state.name != local or state.upstream != upstream \
                     or len(state.head) not in (40, 64):
                 return None
-            listed = gitstore.finish(asked)
+            listed = collect(asked)
             if listed.code != 0:  # where sync() would fetch, and fail the same way
                 raise GitError(f"cannot fetch from {name}: {listed.err.splitlines()[-1] if listed.err else 'git ls-remote failed'}",
                                hint="check the remote's URL and your access: git -C <store> remote -v")
@@ -315,12 +320,11 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
             if theirs != [state.head]:
                 return None
             if read is not None:
-                if gitstore.finish(read).out != state.head:
+                if collect(read).out != state.head:
                     return None
             elif tracking and state.ahead_behind != "+0 -0":
                 return None
         finally:
             for proc in started:
-                if proc.returncode is None:
-                    gitstore.finish(proc)  # every git started here has ended before the lock is let go
+                gitstore.finish(proc)  # every git started here has ended before the lock is let go
     return SyncResult(name, on_remote)
