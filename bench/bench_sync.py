@@ -141,7 +141,7 @@ def breakdown(work: Path, here: Path, remote: Path, branch: str) -> None:
     parts = {
         "python -c pass": [[PYTHON, "-c", "pass"]],
         "python: import the fast path's modules": [[PYTHON, "-c", "import memctl.cli.fast, memctl.cli.fastsync, "
-                                                    "memctl.sync_fast, memctl.store, subprocess, shlex"]],
+                                                    "memctl.sync_fast, memctl.store, select, shlex"]],
         "git config --get-regexp": [["git", "config", "-z", "--get-regexp", sync_fast.CONFIG_KEYS]],
         "git status (the fast path's: -unormal)": [["git", *sync_fast.FAST_STATUS]],
         "git status (the full path's: paths, -uall)": [["git", *sync_fast._status_args(store, target)]],
