@@ -1,7 +1,7 @@
 """`memctl sync` against a local bare remote, beside `git pull` + `git push` of the same change (issue 15).
 
     python bench/bench_sync.py [--facts 10000] [--new-facts 100] [--new-episodes 1000] [--runs 3]
-                               [--idle-repeats 5] [--budget 2] [--no-bytecode] [--breakdown]
+                               [--idle-repeats 5] [--budget 2] [--no-bytecode] [--breakdown] [--installed]
 
 Builds a store of N facts (and as many episodes) in one commit, pushes it to a
 bare remote, then makes the same kind of change on two clones: M new facts (files
@@ -19,8 +19,14 @@ MEMCTL_NO_FAST=1 (the full path). Runs alternate memctl and git; medians are
 compared, of wall time and of the CPU time (user + system) of the processes run,
 which the machine's load disturbs less. memctl runs byte-compiled, as an installed
 package does (--no-bytecode: as the caller's environment says). --breakdown times
-the parts of a sync with nothing to do. Prints PASS or FAIL against the budget
-(memctl <= budget x git wall time, both cases); exits 1 on FAIL.
+the parts of a sync with nothing to do. --installed times the memctl that
+bench/installed.py installs (`pip install .` into a venv of its own, as pipx or
+uv tool leave it: no editable finder, no other project's .pth files at start-up,
+byte-compiled by pip) for every memctl run, set-up included (the merge drivers
+name that venv's python), and its python for the `python -c pass` row; by
+default, this interpreter's `python -m memctl` (a checkout's development venv).
+Prints which memctl it timed, then PASS or FAIL against the budget (memctl <=
+budget x git wall time, both cases); exits 1 on FAIL.
 """
 
 from __future__ import annotations
@@ -47,8 +53,14 @@ def sh(*args: str, cwd: Path | None = None) -> str:
     return subprocess.run(args, cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
+# The memctl every run of the bench calls, and the python beside it: this interpreter's
+# `python -m memctl` unless --installed names the console script of an installed venv.
+MEMCTL: list[str] = [sys.executable, "-m", "memctl"]
+PYTHON = sys.executable
+
+
 def memctl(root: Path, *args: str) -> None:
-    sh(sys.executable, "-m", "memctl", "--root", str(root), *args)
+    sh(*MEMCTL, "--root", str(root), *args)
 
 
 def write_facts(root: Path, names: list[str], rng: random.Random, stamp: str) -> None:
@@ -127,13 +139,14 @@ def breakdown(work: Path, here: Path, remote: Path, branch: str) -> None:
 
     store = open_store(target)
     parts = {
-        "python -c pass": [[sys.executable, "-c", "pass"]],
-        "python: import the fast path's modules": [[sys.executable, "-c", "import memctl.cli.fast, memctl.cli.fastsync, "
-                                                    "memctl.sync_fast, memctl.output, subprocess, json"]],
-        "git config --get-regexp": [["git", "config", "-z", "--get-regexp", r"^(merge\.memctl-|remote\.|branch\.)"]],
-        "git status (memctl's paths)": [["git", *sync_fast._status_args(store, target)]],
+        "python -c pass": [[PYTHON, "-c", "pass"]],
+        "python: import the fast path's modules": [[PYTHON, "-c", "import memctl.cli.fast, memctl.cli.fastsync, "
+                                                    "memctl.sync_fast, memctl.store, select, shlex"]],
+        "git config --get-regexp": [["git", "config", "-z", "--get-regexp", sync_fast.CONFIG_KEYS]],
+        "git status (the fast path's: -unormal)": [["git", *sync_fast.FAST_STATUS]],
+        "git status (the full path's: paths, -uall)": [["git", *sync_fast._status_args(store, target)]],
         "git ls-remote": [["git", "ls-remote", "--heads", "origin", f"refs/heads/{branch}"]],
-        "memctl sync (fast path)": [[sys.executable, "-m", "memctl", "sync"]],
+        "memctl sync (fast path)": [[*MEMCTL, "sync"]],
         "git fetch (the full path's)": [["git", "fetch", "-q", "--no-tags", "origin", f"refs/heads/{branch}"]],
         "git pull": [["git", "pull", "-q", "--no-rebase", "--no-edit", "origin", branch]],
         "git push": [["git", "push", "-q", "origin", f"HEAD:{branch}"]],
@@ -160,11 +173,28 @@ def main() -> int:
     parser.add_argument("--no-bytecode", action="store_true",
                         help="keep PYTHONDONTWRITEBYTECODE as given (memctl compiled from source at each start)")
     parser.add_argument("--breakdown", action="store_true", help="also time the parts of a sync with nothing to do")
+    parser.add_argument("--installed", action="store_true",
+                        help="time memctl installed by bench/installed.py (pip install ., a venv of its own)")
     args = parser.parse_args()
     from memctl.store import init_store
 
+    global MEMCTL, PYTHON
+    if args.installed:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from installed import installed_venv
+
+        venv = installed_venv("")
+        MEMCTL, PYTHON = [str(venv / "bin" / "memctl")], str(venv / "bin" / "python")
+        which = f"{MEMCTL[0]} (pip install ., a venv of its own)"
+    else:
+        which = f"{sys.executable} -m memctl (this interpreter's environment)"
+    print(f"memctl timed: {which}")
     work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
-    if not args.no_bytecode:
+    if args.installed:
+        # pip byte-compiled the package into site-packages; a PYTHONPYCACHEPREFIX would hide those
+        # .pyc files, and PYTHONDONTWRITEBYTECODE does not matter to files already there.
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+    elif not args.no_bytecode:
         # As an installed package is: byte-compiled (the cache in the temp dir, whatever the caller's
         # PYTHONDONTWRITEBYTECODE says); the warm-up runs below write it.
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -205,12 +235,13 @@ def main() -> int:
                 sh("git", "reset", "-q", "--hard", f"origin/{branch}", cwd=target)
             # A copy has new inodes and times: refresh git's index now, not inside the timed commands.
             subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=target, capture_output=True)
+            subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True)  # and its untracked cache
             if kind == "git":
                 (target / ".git" / "info" / "attributes").write_text("* merge=union\n")
                 sh("git", "config", "--remove-section", "merge.memctl-index", cwd=target)
             return target
 
-        mem_argv = [[sys.executable, "-m", "memctl", "sync"]]
+        mem_argv = [[*MEMCTL, "sync"]]
         git_argv = [["git", "pull", "-q", "--no-rebase", "--no-edit", "origin", branch], ["git", "push", "-q", "origin", f"HEAD:{branch}"]]
         kinds = {"memctl": (mem_argv, {}), "full": (mem_argv, {"MEMCTL_NO_FAST": "1"}), "git": (git_argv, {})}
         results: dict[str, dict[str, list[Sample]]] = {"change": {"memctl": [], "git": []},
@@ -248,7 +279,7 @@ def main() -> int:
                 shutil.rmtree(work / f"remote-idle-{kind}-{run}.git")
         ok = True
         print(f"store: {args.facts} facts + {args.facts} episodes; each side: {args.new_facts} new facts, "
-              f"{args.new_episodes} new episodes; memctl {'byte-compiled' if not args.no_bytecode else 'compiled at each start'}; "
+              f"{args.new_episodes} new episodes; memctl {'installed' if args.installed else 'byte-compiled' if not args.no_bytecode else 'compiled at each start'}; "
               f"{args.runs} runs (nothing to do: x{args.idle_repeats} each), medians; load average {os.getloadavg()[0]:.1f}")
         print("  wall ms median (min); cpu ms (user+sys of the processes) median")
         for case, label in (("idle", "nothing to do"), ("change", "change on both sides")):
@@ -265,7 +296,7 @@ def main() -> int:
                 print(line)
         if args.breakdown:
             breakdown(work, here, idle_remote, branch)
-        print("PASS" if ok else "FAIL")
+        print(("PASS" if ok else "FAIL") + f" (memctl timed: {'installed, pip install . in a venv of its own' if args.installed else 'python -m memctl of ' + sys.executable})")
         return 0 if ok else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -2,12 +2,16 @@
 
 Reading uses tomllib. memctl only ever *adds* tables to the file (a ledger
 declaration), appending text so that the user's comments and layout stay.
+What tomllib read is kept in `.memctl/config.marshal` beside the file's exact
+text: a later command whose memctl.toml has that text takes it from there
+without importing tomllib (~5 ms at every start: `memctl sync` with nothing to
+do, `ledger append` in loops).
 """
 
 from __future__ import annotations
 
+import os
 import re
-import tomllib
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
@@ -95,10 +99,45 @@ def load(path: Path) -> Config:
     if not path.exists():
         return Config()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+        raw = _parsed(path, text)
+    except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: invalid TOML: {exc}", hint="fix the file by hand") from None
     return from_dict(raw, source=path)
+
+
+PARSED_CACHE = ".memctl/config.marshal"  # (text, what tomllib made of it): a cache, rebuilt at will
+
+
+def _parsed(path: Path, text: str) -> dict[str, Any]:
+    """tomllib.loads(text), from the cache when it holds exactly this text."""
+    import marshal  # noqa: PLC0415  (built in: costs nothing)
+
+    cache = path.parent / PARSED_CACHE
+    try:
+        kept_text, kept = marshal.loads(cache.read_bytes())
+        if kept_text == text and isinstance(kept, dict):
+            return kept
+    except (OSError, EOFError, ValueError, TypeError):
+        pass  # none yet, another Python's, or torn: parse
+    import tomllib  # noqa: PLC0415
+
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: invalid TOML: {exc}", hint="fix the file by hand") from None
+    try:
+        data = marshal.dumps((text, raw))  # ValueError for dates and times: those files are parsed each time
+        if cache.parent.is_dir() and not cache.parent.is_symlink():
+            tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, cache)
+    except (OSError, ValueError):
+        pass  # a read-only store: parsed each time
+    return raw
 
 
 def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config:
@@ -188,6 +227,8 @@ def add_ledger_decl(path: Path, decl: LedgerDecl) -> None:
     })
     sep = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
     new_text = text + sep + table
+    import tomllib  # noqa: PLC0415
+
     try:
         tomllib.loads(new_text)
     except tomllib.TOMLDecodeError as exc:
@@ -228,6 +269,8 @@ def save_threshold(path: Path, model: str, value: float) -> str:
                 insert -= 1
             lines.insert(insert, line)
         new_text = "\n".join(lines) + "\n"
+    import tomllib  # noqa: PLC0415
+
     try:
         tomllib.loads(new_text)  # never write a file memctl could not read back
     except tomllib.TOMLDecodeError as exc:
@@ -239,6 +282,8 @@ def save_threshold(path: Path, model: str, value: float) -> str:
 def _same_key(written: str, model: str) -> bool:
     if written == model:
         return True
+    import tomllib  # noqa: PLC0415
+
     try:
         return tomllib.loads(f"{written} = 0\n") == {model: 0}
     except tomllib.TOMLDecodeError:

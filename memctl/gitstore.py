@@ -12,7 +12,6 @@ records only the paths the caller touched.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -40,12 +39,21 @@ class LogEntry(NamedTuple):
 
 def git_executable() -> str | None:
     given = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE")
-    found = given if given and os.access(given, os.X_OK) else shutil.which("git")
+    found = given if given and os.access(given, os.X_OK) else _on_path("git")
     if found:
         return found
     for candidate in _FALLBACK_GITS:
         if os.access(candidate, os.X_OK):
             return candidate
+    return None
+
+
+def _on_path(name: str) -> str | None:
+    """`shutil.which(name)` on POSIX, without importing shutil (`memctl sync` runs often, see sync_fast.py)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or os.curdir, name)
+        if os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path):
+            return path
     return None
 
 
@@ -333,6 +341,8 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             listed = _run(top, "ls-files", "-s", "-z", "--", *keep, env=env)
             entries = {line.split("\t", 1)[1]: line for line in listed.split("\0") if "\t" in line}
             if real.exists():
+                import shutil  # noqa: PLC0415
+
                 shutil.copyfile(real, staged)
             else:
                 _unlink(staged)
@@ -606,26 +616,63 @@ def run(top: Path, *args: str, author: Author | None = None) -> GitResult:
                      done.stderr.decode("utf-8", "replace").strip())
 
 
-def start(top: Path, *args: str):
-    """Start a read-only git command and return at once (sync_fast.py runs a few side by side);
-    `finish()` collects it. Paths are literal and printed unquoted, as with `checked()`."""
-    import subprocess  # noqa: PLC0415
+class Started(NamedTuple):
+    """A git command `start()` started: its process id and the read ends of its stdout and stderr."""
 
+    pid: int
+    out: int
+    err: int
+
+
+def start(top: Path, *args: str) -> Started:
+    """Start a read-only git command and return at once (sync_fast.py runs a few side by side);
+    `finish()` collects it. Paths are literal and printed unquoted, as with `checked()`.
+
+    os.posix_spawn, not subprocess: `import subprocess` costs more (~3 ms) than a sync with
+    nothing to do can spare (docs/SYNC.md, "Speed"). git runs in `top` by its `-C`.
+    """
     exe = git_executable()
     if exe is None:
         raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
+    argv = [exe, "-C", str(top), "--literal-pathspecs", "-c", "core.quotePath=false", *args]
+    out_r, out_w = os.pipe()  # both ends close on exec; the child's copies (dup2) stay open
+    err_r, err_w = os.pipe()
     try:
-        return subprocess.Popen([exe, "--literal-pathspecs", "-c", "core.quotePath=false", *args], cwd=top,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:  # git vanished, or the directory did
+        pid = os.posix_spawn(exe, argv, os.environ, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
+    except OSError as exc:  # git vanished
+        os.close(out_r)
+        os.close(err_r)
         raise GitError(f"cannot run git: {exc}") from None
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return Started(pid, out_r, err_r)
 
 
-def finish(started) -> GitResult:
-    """Wait for a command `start()` started and return what it printed."""
-    out, err = started.communicate()
-    text = out.decode("utf-8", "surrogateescape")
-    return GitResult(started.returncode, text[:-1] if text.endswith("\n") else text, err.decode("utf-8", "replace").strip())
+def finish(started: Started) -> GitResult:
+    """Wait for a command `start()` started and return what it printed (both pipes read as they
+    fill, so that a long stderr cannot stall git)."""
+    import select  # noqa: PLC0415
+
+    chunks: dict[int, list[bytes]] = {started.out: [], started.err: []}
+    reading = [started.out, started.err]
+    try:
+        while reading:
+            for fd in select.select(reading, [], [])[0]:
+                data = os.read(fd, 1 << 16)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    reading.remove(fd)
+    finally:
+        for fd in (started.out, started.err):
+            os.close(fd)
+        code = os.waitstatus_to_exitcode(os.waitpid(started.pid, 0)[1])
+    text = b"".join(chunks[started.out]).decode("utf-8", "surrogateescape")
+    return GitResult(code, text[:-1] if text.endswith("\n") else text,
+                     b"".join(chunks[started.err]).decode("utf-8", "replace").strip())
 
 
 def checked(top: Path, *args: str, author: Author | None = None) -> str:
@@ -663,6 +710,7 @@ def merge_driver_command(kind: str) -> str:
 def register_merge_drivers(root: Path) -> list[str]:
     """Define memctl's merge drivers in this clone's .git/config, and send ledgers to theirs in
     .git/info/attributes (this clone only: a clone never set up keeps git's union merge).
+    Turns git's untracked cache on unless a git config (any level) sets core.untrackedCache.
     Returns what changed; nothing when all is in place."""
     top = toplevel(root)
     if top is None:
@@ -676,6 +724,11 @@ def register_merge_drivers(root: Path) -> list[str]:
                 _run(top, "config", key, value)
                 if key.endswith(".driver"):
                     changed.append(key)
+    if _git(top, "config", "core.untrackedCache").returncode == 1:  # set nowhere: no one chose otherwise
+        # `git status` remembers which folders held no untracked file and lists only those that
+        # changed since: the hand-edit check of `memctl sync` over 10,000 facts (docs/SYNC.md, "Speed").
+        _run(top, "config", "core.untrackedCache", "true")
+        changed.append("core.untrackedCache")
     prefix = Path(os.path.relpath(Path(root).resolve(), top)).as_posix()
     line = ("" if prefix == "." else prefix + "/") + "ledgers/*.tsv merge=memctl-ledger"
     gitdir = git_dir(top)

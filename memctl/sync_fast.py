@@ -90,10 +90,29 @@ class Branch(NamedTuple):
     ahead_behind: str = ""  # "+0 -0": HEAD against its upstream's remote-tracking ref, when both exist
 
 
+def _memctl_paths(store: Store, top: Path) -> list[str]:
+    """memctl's paths that exist, relative to the work tree: where a change is a hand edit."""
+    return [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
+                                              store.root / ".gitattributes") if p.exists()]
+
+
 def _status_args(store: Store, top: Path) -> list[str]:
-    paths = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path,
-                                                store.root / ".gitattributes") if p.exists()]
-    return ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *paths]
+    return ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *_memctl_paths(store, top)]
+
+
+# The fast path's `git status`: the whole work tree, untracked folders shown as folders, so that git's
+# untracked cache (core.untrackedCache, set by setup) answers for every folder that did not change;
+# git uses it neither under a pathspec nor with --untracked-files=all. _memctls() keeps memctl's paths.
+FAST_STATUS = ("status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal")
+
+
+def _memctls(paths: list[str], store: Store, top: Path) -> list[str]:
+    """The paths of `git status` that are memctl's, or hold some of memctl's (an untracked folder)."""
+    mine = [Path(p).as_posix() for p in _memctl_paths(store, top)]
+    if "." in mine:  # the store is the work tree's root, as a Claude Code memory folder is
+        return list(paths)
+    return [path for path in paths if any(path == m or path.startswith(m + "/") or (path.endswith("/") and m.startswith(path))
+                                          for m in mine)]
 
 
 def _parse_status(out: str) -> Branch:
@@ -180,9 +199,14 @@ def _work_tree(root: Path) -> Path | None:
     return None
 
 
+# memctl's merge drivers, the remotes, the branches, and whether anyone chose an untracked cache
+# (git names keys in lower case here).
+CONFIG_KEYS = r"^(merge\.memctl-|remote\.|branch\.|core\.untrackedcache$)"
+
+
 def _config(top: Path) -> dict[str, list[str]] | None:
     """memctl's merge-driver keys, the remotes and the branches, from one `git config` (None: unreadable)."""
-    done = gitstore.run(top, "config", "-z", "--get-regexp", r"^(merge\.memctl-|remote\.|branch\.)")
+    done = gitstore.finish(gitstore.start(top, "config", "-z", "--get-regexp", CONFIG_KEYS))
     if done.code not in (0, 1):  # 1: no key matched
         return None
     values: dict[str, list[str]] = {}
@@ -199,7 +223,11 @@ def _remote_names(values: dict[str, list[str]]) -> list[str]:
 
 
 def _set_up(store: Store, top: Path, gitdir: Path, values: dict[str, list[str]]) -> bool:
-    """Whether `setup()` would change nothing: attributes written, drivers registered for this Python."""
+    """Whether `setup()` would change nothing: attributes written, drivers registered for this Python,
+    core.untrackedCache set (by setup, or by the user either way: a clone set up before memctl set it
+    takes the full path once, whose setup() sets it)."""
+    if "core.untrackedcache" not in values:
+        return False
     path = store.root / ".gitattributes"
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     if any(line not in lines for line in attribute_lines(store)):
@@ -250,8 +278,13 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
     if local is None or gitstore.unfinished_operation(top) is not None:
         return None  # detached, or mid-merge: sync() says so
     with store.lock():
-        status = gitstore.start(top, *_status_args(store, top))  # the slowest: 10,000 files to stat
+        status = gitstore.start(top, *FAST_STATUS)  # the slowest: 10,000 files to stat
         started = [status]
+
+        def collect(proc: gitstore.Started) -> gitstore.GitResult:
+            started.remove(proc)
+            return gitstore.finish(proc)
+
         try:
             values = _config(top)
             if values is None or not _set_up(store, top, gitdir, values):
@@ -273,12 +306,12 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
                 if tracking and upstream != f"{name}/{on_remote}" else None
             if read is not None:
                 started.append(read)
-            done = gitstore.finish(status)
+            done = collect(status)
             state = _parse_status(done.out) if done.code == 0 else None
-            if state is None or state.dirty or state.name != local or state.upstream != upstream \
+            if state is None or _memctls(state.dirty, store, top) or state.name != local or state.upstream != upstream \
                     or len(state.head) not in (40, 64):
                 return None
-            listed = gitstore.finish(asked)
+            listed = collect(asked)
             if listed.code != 0:  # where sync() would fetch, and fail the same way
                 raise GitError(f"cannot fetch from {name}: {listed.err.splitlines()[-1] if listed.err else 'git ls-remote failed'}",
                                hint="check the remote's URL and your access: git -C <store> remote -v")
@@ -287,12 +320,11 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
             if theirs != [state.head]:
                 return None
             if read is not None:
-                if gitstore.finish(read).out != state.head:
+                if collect(read).out != state.head:
                     return None
             elif tracking and state.ahead_behind != "+0 -0":
                 return None
         finally:
             for proc in started:
-                if proc.returncode is None:
-                    gitstore.finish(proc)  # every git started here has ended before the lock is let go
+                gitstore.finish(proc)  # every git started here has ended before the lock is let go
     return SyncResult(name, on_remote)

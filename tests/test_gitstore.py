@@ -33,3 +33,36 @@ def test_log_prints_japanese_paths_as_they_are(tmp_path):
     git(d, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "claude memory")
     entries = json.loads(cli(d, "log", "日本 語", "--json").stdout)
     assert [e["path"] for e in entries] == ["日本 語.md"]
+
+
+def test_start_and_finish_run_git_side_by_side_with_long_output_and_errors(tmp_path):
+    """gitstore.start/finish (os.posix_spawn, sync_fast.py's): outputs longer than a pipe holds,
+    read while both commands run; exit codes and stderr as git gave them; git runs in `top`."""
+    import os
+
+    from memctl import gitstore
+
+    top = tmp_path / "作業 tree"
+    top.mkdir()
+    git(top, "init", "-q")
+    names = [f"メモ-{i:05d}.md" for i in range(4000)]  # ~90 KB of names: more than a pipe's 64 KB
+    for name in names:
+        (top / name).write_text("x\n", encoding="utf-8")
+    listing = gitstore.start(top, "ls-files", "-z", "--others")
+    failing = gitstore.start(top, "rev-parse", "--verify", "no-such-ref")
+    missing = gitstore.start(tmp_path / "gone", "status")
+    listed, failed, lost = gitstore.finish(listing), gitstore.finish(failing), gitstore.finish(missing)
+    assert listed.code == 0 and sorted(listed.out.split("\0")[:-1]) == names
+    assert (failed.code, failed.out) == (128, "") and failed.err.endswith("Needed a single revision")
+    assert lost.code == 128 and "gone" in lost.err
+    for started in (listing, failing, missing):  # reaped, and the pipes closed
+        try:
+            os.waitpid(started.pid, os.WNOHANG)
+            raise AssertionError("a child process was left")
+        except ChildProcessError:
+            pass
+        try:
+            os.fstat(started.out)
+            raise AssertionError("a pipe was left open")
+        except OSError:
+            pass

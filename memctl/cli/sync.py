@@ -21,7 +21,7 @@ def sync(
     ctx: typer.Context,
     remote: Annotated[Optional[str], typer.Option("--remote", help="Git remote (default: the branch's upstream, else origin).", metavar="NAME")] = None,
     no_push: Annotated[bool, typer.Option("--no-push", help="Fetch and merge only.")] = False,
-    setup: Annotated[bool, typer.Option("--setup", help="Only register the merge drivers in this clone (and commit .gitattributes).")] = False,
+    setup: Annotated[bool, typer.Option("--setup", help="Only set this clone up: merge drivers, git's untracked cache (and commit .gitattributes).")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Fetch, merge and push the store; memctl's files are resolved by meaning, never with markers."""

@@ -188,7 +188,7 @@ def test_a_clone_not_set_up_falls_through_and_is_set_up(pair, tmp_path):
     done, ran = traced(c, "--json")
     assert done.returncode == 0 and "fetch" in ran
     assert json.loads(done.stdout)["setup"] == [f"merge.memctl-{k}.driver" for k in ("index", "state", "ledger", "fact", "archive")] + [
-        "info/attributes"]
+        "core.untrackedCache", "info/attributes"]
     done, ran = traced(c, "--json")
     assert (done.returncode, json.loads(done.stdout)["setup"], "fetch" in ran) == (0, [], False)
 
@@ -248,3 +248,75 @@ def test_a_claude_code_memory_directory_takes_the_fast_path_too(tmp_path):
     (fast, fast_git), (full, _) = both(a)
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
     assert fast.returncode == 1 and "notes.md has uncommitted changes" in fast.stderr and "ls-remote" in fast_git
+
+
+def test_setup_turns_the_untracked_cache_on_unless_someone_chose(pair, tmp_path):
+    a, b, remote = pair
+    for root in (a, b):  # init and sync --setup both set it
+        assert git(root, "config", "--local", "core.untrackedCache").strip() == "true"
+    c = tmp_path / "c"
+    subprocess.run(["git", "clone", "-q", str(remote), str(c)], check=True)
+    git(c, "config", "core.untrackedCache", "false")  # the user's choice stays
+    r = cli(c, "sync", "--setup")
+    assert r.exit_code == 0 and "core.untrackedCache" not in r.stderr
+    assert git(c, "config", "core.untrackedCache").strip() == "false"
+    done, ran = traced(c)  # set up all the same: the fast path, without the cache
+    assert (done.returncode, done.stderr, "fetch" in ran) == (0, QUIET, False)
+
+
+def test_a_clone_set_up_before_the_untracked_cache_takes_the_full_path_once(pair):
+    a, b, remote = pair
+    assert cli(b, "sync").exit_code == 0
+    git(b, "config", "--unset", "core.untrackedCache")  # as `sync --setup` left a clone before
+    done, ran = traced(b, "--json")
+    assert done.returncode == 0 and "fetch" in ran and json.loads(done.stdout)["setup"] == ["core.untrackedCache"]
+    assert git(b, "config", "core.untrackedCache").strip() == "true"
+    done, ran = traced(b)
+    assert (done.returncode, done.stderr, "fetch" in ran) == (0, QUIET, False)
+
+
+@pytest.mark.parametrize("where", ["memory/手書き.md", "memory/notes/新しい.md", "memory/archive/old.md", "state/note.md"])
+def test_an_untracked_hand_added_file_is_refused_with_the_untracked_cache_warm(pair, where):
+    a, b, remote = pair
+    assert cli(b, "sync").exit_code == 0
+    for _ in range(2):  # git status writes the cache into the index; the second run reads it
+        done, ran = traced(b)
+        assert (done.returncode, done.stderr, "fetch" in ran) == (0, QUIET, False)
+    index = (b / ".git" / "index").read_bytes()
+    assert b"UNTR" in index  # the untracked cache is in git's index: status trusts it for unchanged folders
+    path = b / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("手で足した\n", encoding="utf-8")
+    (fast, fast_git), (full, _) = both(b)
+    assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
+    assert fast.returncode == 1 and fast.stderr.startswith(f"memctl: error: {where} has uncommitted changes"), fast.stderr
+    assert "fetch" not in fast_git
+
+
+def test_a_store_in_a_folder_of_a_larger_repository_counts_only_its_own_paths(tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README").write_text("a project\n", encoding="utf-8")
+    git(repo, "add", "README")
+    git(repo, *ID, "commit", "-qm", "a project")
+    store = repo / "記憶"
+    assert cli(None, "init", str(store)).exit_code == 0
+    git(repo, "remote", "add", "origin", str(remote))
+    assert cli(store, "sync").exit_code == 0
+    # Outside memctl's paths (the project's files, the store's launchd/ folder): not hand edits to memctl.
+    (repo / "README").write_text("changed\n", encoding="utf-8")
+    (repo / "scratch").mkdir()
+    (repo / "scratch" / "メモ.txt").write_text("x\n", encoding="utf-8")
+    (store / "launchd" / "note.txt").write_text("x\n", encoding="utf-8")
+    (fast, fast_git), (full, _) = both(store)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr) == (0, "", QUIET)
+    assert "fetch" not in fast_git
+    # Inside them, an untracked folder (git status shows it as a folder): a hand edit, as the full path says.
+    (store / "state" / "下書き").mkdir()
+    (store / "state" / "下書き" / "a.md").write_text("x\n", encoding="utf-8")
+    (fast, fast_git), (full, _) = both(store)
+    assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
+    assert fast.returncode == 1 and fast.stderr.startswith("memctl: error: state/下書き/a.md has uncommitted changes"), fast.stderr
