@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from . import early
+from .early import git_executable
 from .errors import GitError
-
-# Where git usually lives when a scheduled job runs with a minimal PATH.
-_FALLBACK_GITS = ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git")
 
 
 # NamedTuples rather than dataclasses: every committing command imports this module (see config.py).
@@ -35,26 +34,6 @@ class LogEntry(NamedTuple):
     added: int
     removed: int
     path: str
-
-
-def git_executable() -> str | None:
-    given = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE")
-    found = given if given and os.access(given, os.X_OK) else _on_path("git")
-    if found:
-        return found
-    for candidate in _FALLBACK_GITS:
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-def _on_path(name: str) -> str | None:
-    """`shutil.which(name)` on POSIX, without importing shutil (`memctl sync` runs often, see sync_fast.py)."""
-    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(folder or os.curdir, name)
-        if os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path):
-            return path
-    return None
 
 
 def _git_module():
@@ -631,24 +610,15 @@ def start(top: Path, *args: str) -> Started:
     os.posix_spawn, not subprocess: `import subprocess` costs more (~3 ms) than a sync with
     nothing to do can spare (docs/SYNC.md, "Speed"). git runs in `top` by its `-C`.
     """
-    exe = git_executable()
-    if exe is None:
+    found = early.take(str(top), args)  # `memctl sync` started its status before the imports (early.py)
+    if found is not None:
+        return Started(*found)
+    if git_executable() is None:
         raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
-    argv = [exe, "-C", str(top), "--literal-pathspecs", "-c", "core.quotePath=false", *args]
-    out_r, out_w = os.pipe()  # both ends close on exec; the child's copies (dup2) stay open
-    err_r, err_w = os.pipe()
     try:
-        pid = os.posix_spawn(exe, argv, os.environ, file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
+        return Started(*early.spawn(str(top), args))
     except OSError as exc:  # git vanished
-        os.close(out_r)
-        os.close(err_r)
         raise GitError(f"cannot run git: {exc}") from None
-    finally:
-        os.close(out_w)
-        os.close(err_w)
-    return Started(pid, out_r, err_r)
 
 
 def finish(started: Started) -> GitResult:

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from . import gitstore
+from . import early, gitstore
 from .errors import BadInput, GitError, NotFound
 from .store import GITATTRIBUTES, INDEX_FILE, Store
 
@@ -100,10 +100,9 @@ def _status_args(store: Store, top: Path) -> list[str]:
     return ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", *_memctl_paths(store, top)]
 
 
-# The fast path's `git status`: the whole work tree, untracked folders shown as folders, so that git's
-# untracked cache (core.untrackedCache, set by setup) answers for every folder that did not change;
-# git uses it neither under a pathspec nor with --untracked-files=all. _memctls() keeps memctl's paths.
-FAST_STATUS = ("status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal")
+# The fast path's `git status` (the whole work tree; _memctls() keeps memctl's paths): early.py
+# starts it before the imports when the command line is a plain `memctl sync`.
+FAST_STATUS = early.FAST_STATUS
 
 
 def _memctls(paths: list[str], store: Store, top: Path) -> list[str]:
@@ -191,7 +190,7 @@ def _fetch_head(top: Path) -> str:
 def _work_tree(root: Path) -> Path | None:
     """The folder holding `.git` above the store, as `git rev-parse --show-toplevel` would find it
     when no GIT_* variable redirects git (then the answer is left to sync())."""
-    if any(os.environ.get(name) for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES")):
+    if any(os.environ.get(name) for name in early.GIT_REDIRECTS):
         return None
     for folder in (root, *root.parents):
         if (folder / ".git").exists():
@@ -254,6 +253,23 @@ def _local_branch(gitdir: Path) -> str | None:
     return text[len("ref: refs/heads/"):].rstrip("\n") if text.startswith("ref: refs/heads/") else None
 
 
+def _branch_commit(gitdir: Path, local: str) -> str | None:
+    """The commit branch `local` is at, read from its ref file or packed-refs (None: stored some
+    other way, as in a linked work tree or a reftable: then the caller does not trust what it saw)."""
+    try:
+        return (gitdir / "refs" / "heads" / local).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeError):
+        pass
+    try:
+        packed = (gitdir / "packed-refs").read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return None
+    for line in packed.splitlines():
+        if line.endswith(f" refs/heads/{local}"):
+            return line.split(" ", 1)[0]
+    return None
+
+
 def _upstream(values: dict[str, list[str]], local: str) -> str:
     """The upstream `git status` names ("origin/main") when the branch has one fetched the default way."""
     remote, ref = values.get(f"branch.{local}.remote", [""])[-1], values.get(f"branch.{local}.merge", [""])[-1]
@@ -311,6 +327,8 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
             if state is None or _memctls(state.dirty, store, top) or state.name != local or state.upstream != upstream \
                     or len(state.head) not in (40, 64):
                 return None
+            if _branch_commit(gitdir, local) != state.head:
+                return None  # HEAD moved since the status looked (it may have started before the lock)
             listed = collect(asked)
             if listed.code != 0:  # where sync() would fetch, and fail the same way
                 raise GitError(f"cannot fetch from {name}: {listed.err.splitlines()[-1] if listed.err else 'git ls-remote failed'}",

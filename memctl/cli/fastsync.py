@@ -43,6 +43,15 @@ def summary(result, *, json: bool) -> None:
 
 def run(argv: list[str]) -> int | None:
     """The exit code of `memctl [--root DIR] sync ...` when it had nothing to do; None otherwise."""
+    from .. import early
+
+    try:
+        return _run(argv)
+    finally:
+        early.discard()  # a status started early and not used (another form, or work to do)
+
+
+def _run(argv: list[str]) -> int | None:
     from .fast import _options, _root, report
 
     split = _root(argv)

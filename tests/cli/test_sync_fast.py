@@ -205,7 +205,9 @@ def test_the_fast_path_waits_for_the_store_lock_like_every_write(pair):
         (fast, fast_git), (full, _) = both(b, env={"MEMCTL_LOCK_TIMEOUT": "0.2"})
         assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
         assert fast.returncode == 4 and fast.stderr.startswith("memctl: error: store is locked by another process")
-        assert fast_git == []  # nothing ran before the lock was had
+        # before the lock, only the read-only status started with the imports (memctl/early.py): its
+        # answer is not used unless HEAD is still where it saw it once the lock is had
+        assert fast_git == ["status"]
     finally:
         holder.kill()
         holder.wait()
@@ -320,3 +322,34 @@ def test_a_store_in_a_folder_of_a_larger_repository_counts_only_its_own_paths(tm
     (fast, fast_git), (full, _) = both(store)
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
     assert fast.returncode == 1 and fast.stderr.startswith("memctl: error: state/下書き/a.md has uncommitted changes"), fast.stderr
+
+
+def test_a_commit_after_the_early_status_is_not_taken_for_nothing_to_do(pair):
+    """`memctl sync` starts its `git status` before the store lock (memctl/early.py). When a commit
+    lands between that status and the lock, the status's HEAD is stale: the fast path must not say
+    "nothing to push" from it. It reads HEAD again under the lock and leaves the case to sync()."""
+    import os
+    import time
+
+    from memctl import early, sync_fast
+    from memctl.store import open_store
+
+    a, b, remote = pair
+    assert cli(b, "sync").exit_code == 0
+    early.start_sync_status(["--root", str(b), "sync"])
+    (pid, _, _), = early._STARTED.values()
+    deadline = time.monotonic() + 30
+    while open(f"/proc/{pid}/stat").read().split(") ", 1)[1][0] != "Z":  # its answer is in the pipe, HEAD as it was
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert cli(b, "remember", "late", "-d", "committed after the status looked").exit_code == 0  # HEAD moves
+    try:
+        assert sync_fast.nothing_to_do(open_store(b)) is None  # took the early status, saw HEAD had moved
+        assert early._STARTED == {}
+    finally:
+        early.discard()
+    before = remote_head(remote)
+    done = memctl(b, "sync")
+    assert done.returncode == 0 and "1 commit pushed" in done.stderr, done.stderr
+    assert remote_head(remote) != before == git(b, "rev-parse", "HEAD~1").strip()
+    assert not os.path.exists(f"/proc/{pid}")
