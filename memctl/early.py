@@ -1,15 +1,17 @@
-"""Finding git, and starting the `git status` of `memctl sync` before Python imports the rest.
+"""Finding git, and starting the `git status` (and `git config`) of `memctl sync` before Python imports the rest.
 
 A sync with nothing to do (sync_fast.py) is bounded by two things that can run at
 once on two cores: Python importing memctl's modules (~15 ms) and `git status`
 stat-ing every file of the work tree (~11 ms at 10,000 facts). So `memctl sync`
-starts that status first (`start_sync_status`, called by the CLI's entry point
-with only `os` and `sys` loaded), and gitstore.start() hands the running process
-to sync_fast when it asks for the same command in the same folder (`take`).
+starts that status first, and the `git config` it reads (`start_sync_status`,
+called by the CLI's entry point with only `os` and `sys` loaded), and
+gitstore.start() hands a running process to sync_fast when it asks for the same
+command in the same folder (`take`).
 Whatever is not taken is collected and dropped (`discard`).
 
-The status runs before the store lock is taken: sync_fast reads HEAD again under
-the lock and trusts the status only when HEAD is where the status saw it.
+They run before the store lock is taken: sync_fast reads HEAD again under the
+lock and trusts the status only when HEAD is where the status saw it (the config
+is read-only and only says whether the clone is set up).
 Nothing here imports more than `os`; it is on the start-up path of `memctl sync`.
 """
 
@@ -23,6 +25,9 @@ FALLBACK_GITS = ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git")
 # untracked cache (core.untrackedCache, set by setup) answers for every folder that did not change;
 # git uses it neither under a pathspec nor with --untracked-files=all (sync_fast._memctls keeps memctl's paths).
 FAST_STATUS = ("status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal")
+# ... and its `git config`: memctl's merge drivers, the remotes, the branches, and whether anyone
+# chose an untracked cache (git names keys in lower case here).
+FAST_CONFIG = ("config", "-z", "--get-regexp", r"^(merge\.memctl-|remote\.|branch\.|core\.untrackedcache$)")
 GIT_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES")
 
 _STARTED: dict[tuple[str, tuple[str, ...]], tuple[int, int, int]] = {}  # (folder, args) -> (pid, out, err)
@@ -94,10 +99,11 @@ def start_sync_status(argv: list[str]) -> None:
     top = _work_tree(root) if root else None
     if top is None:
         return
-    try:
-        _STARTED[(top, FAST_STATUS)] = spawn(top, FAST_STATUS)
-    except OSError:
-        pass
+    for args in (FAST_STATUS, FAST_CONFIG):
+        try:
+            _STARTED[(top, args)] = spawn(top, args)
+        except OSError:
+            return
 
 
 def take(top: str, args: tuple[str, ...]) -> tuple[int, int, int] | None:

@@ -200,12 +200,12 @@ def _work_tree(root: Path) -> Path | None:
 
 # memctl's merge drivers, the remotes, the branches, and whether anyone chose an untracked cache
 # (git names keys in lower case here).
-CONFIG_KEYS = r"^(merge\.memctl-|remote\.|branch\.|core\.untrackedcache$)"
+CONFIG_KEYS = early.FAST_CONFIG[-1]
 
 
 def _config(top: Path) -> dict[str, list[str]] | None:
     """memctl's merge-driver keys, the remotes and the branches, from one `git config` (None: unreadable)."""
-    done = gitstore.finish(gitstore.start(top, "config", "-z", "--get-regexp", CONFIG_KEYS))
+    done = gitstore.finish(gitstore.start(top, *early.FAST_CONFIG))
     if done.code not in (0, 1):  # 1: no key matched
         return None
     values: dict[str, list[str]] = {}
