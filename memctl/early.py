@@ -3,8 +3,9 @@
 A sync with nothing to do (sync_fast.py) is bounded by two things that can run at
 once on two cores: Python importing memctl's modules (~15 ms) and `git status`
 stat-ing every file of the work tree (~11 ms at 10,000 facts). So `memctl sync`
-starts that status first, and the `git config` it reads (`start_sync_status`,
-called by the CLI's entry point with only `os` and `sys` loaded), and
+starts that status first, with the `git config` and `git ls-remote` it will ask
+for (`start_sync_status`, called by the CLI's entry point with only `os` and
+`sys` loaded; the remote guessed from .git/config as sync chooses it), and
 gitstore.start() hands a running process to sync_fast when it asks for the same
 command in the same folder (`take`).
 Whatever is not taken is collected and dropped (`discard`).
@@ -29,6 +30,10 @@ FAST_STATUS = ("status", "--porcelain=v2", "--branch", "-z", "--untracked-files=
 # chose an untracked cache (git names keys in lower case here).
 FAST_CONFIG = ("config", "-z", "--get-regexp", r"^(merge\.memctl-|remote\.|branch\.|core\.untrackedcache$)")
 GIT_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES")
+# What git leaves in its directory while an operation is unfinished (gitstore.unfinished_operation) ...
+UNFINISHED = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
+              ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert"))
+MERGE_LOG = "memctl-merge.log"  # ... and memctl's merge drivers, until sync reads it (sync_fast.LOG_NAME)
 
 _STARTED: dict[tuple[str, tuple[str, ...]], tuple[int, int, int]] = {}  # (folder, args) -> (pid, out, err)
 
@@ -99,11 +104,60 @@ def start_sync_status(argv: list[str]) -> None:
     top = _work_tree(root) if root else None
     if top is None:
         return
-    for args in (FAST_STATUS, FAST_CONFIG):
+    started = [FAST_STATUS, FAST_CONFIG]
+    asked = _ls_remote(top, argv[i + 1:])
+    if asked is not None:
+        started.append(asked)
+    for args in started:
         try:
             _STARTED[(top, args)] = spawn(top, args)
         except OSError:
             return
+
+
+def _ls_remote(top: str, rest: list[str]) -> tuple[str, ...] | None:
+    """The `git ls-remote` sync_fast will ask for, guessed as it chooses (--remote, else the branch's
+    upstream in .git/config, else origin); None when HEAD is not on a branch or .git is not a folder.
+    A wrong guess costs one unused ls-remote: sync_fast starts its own when the arguments differ."""
+    gitdir = os.path.join(top, ".git")
+    try:
+        with open(os.path.join(gitdir, "HEAD"), encoding="utf-8") as handle:
+            head = handle.read().strip()
+    except (OSError, UnicodeError):
+        return None
+    if not head.startswith("ref: refs/heads/") or any(
+            os.path.exists(os.path.join(gitdir, name)) for name in (MERGE_LOG, *(n for n, _ in UNFINISHED))):
+        return None  # sync_fast asks the remote nothing then
+    local = head[len("ref: refs/heads/"):]
+    given = None
+    for k, arg in enumerate(rest):
+        if arg == "--remote" and k + 1 < len(rest):
+            given = rest[k + 1]
+        elif arg.startswith("--remote="):
+            given = arg[len("--remote="):]
+    upstream, merge = _branch_config(gitdir, local)
+    name = given or upstream or "origin"
+    on_remote = merge[len("refs/heads/"):] if upstream == name and merge.startswith("refs/heads/") else local
+    return ("ls-remote", "--heads", name, f"refs/heads/{on_remote}")
+
+
+def _branch_config(gitdir: str, local: str) -> tuple[str, str]:
+    """(remote, merge) of `[branch "local"]` in .git/config, read plainly ("" when absent or unclear)."""
+    try:
+        with open(os.path.join(gitdir, "config"), encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeError):
+        return "", ""
+    section, found = "", {"remote": "", "merge": ""}
+    for line in lines:
+        text = line.strip()
+        if text.startswith("["):
+            section = text
+        elif section == f'[branch "{local}"]' and "=" in text:
+            key, _, value = text.partition("=")
+            if key.strip().lower() in found:
+                found[key.strip().lower()] = value.strip()
+    return found["remote"], found["merge"]
 
 
 def take(top: str, args: tuple[str, ...]) -> tuple[int, int, int] | None:

@@ -544,8 +544,7 @@ def refresh_index(root: Path, paths: list[Path]) -> None:
 
 # ---------------------------------------------------------------- unfinished merges and remotes (docs/SYNC.md)
 
-_UNFINISHED = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
-               ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert"))
+_UNFINISHED = early.UNFINISHED
 
 
 def git_dir(root: Path) -> Path | None:

@@ -23,7 +23,7 @@ from . import early, gitstore
 from .errors import BadInput, GitError, NotFound
 from .store import GITATTRIBUTES, INDEX_FILE, Store
 
-LOG_NAME = "memctl-merge.log"  # in the git directory: what the merge drivers resolved, for sync's summary
+LOG_NAME = early.MERGE_LOG  # in the git directory: what the merge drivers resolved, for sync's summary
 
 
 class Resolution(NamedTuple):
