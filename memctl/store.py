@@ -23,10 +23,22 @@ GITATTRIBUTES = (
     "ledgers/*.tsv merge=union\nmemory/*.md merge=memctl-fact\nmemory/MEMORY.md merge=memctl-index\n"
     "memory/archive/*.md merge=memctl-archive\nstate/STATE.md merge=memctl-state\nstate/*/STATE.md merge=memctl-state\n"
 )
-# The same for a Claude Code memory directory (facts and MEMORY.md at the top).
+# The same for a Claude Code memory directory (facts and MEMORY.md at the top; anchored with "/",
+# so that markdown files in its subfolders, memory-index/ topics or notes, keep git's own merge).
 GITATTRIBUTES_CLAUDE = (
-    f"ledgers/*.tsv merge=union\n*.md merge=memctl-fact\n{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n"
+    f"ledgers/*.tsv merge=union\n/*.md merge=memctl-fact\n/{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n"
 )
+# Lines an earlier memctl wrote there, unanchored: replaced by the anchored ones where found.
+_CLAUDE_UNANCHORED = {"*.md merge=memctl-fact": "/*.md merge=memctl-fact",
+                      f"{INDEX_FILE} merge=memctl-index": f"/{INDEX_FILE} merge=memctl-index"}
+
+
+def anchor_claude_attributes(text: str) -> str:
+    """`.gitattributes` of a Claude Code directory with memctl's old unanchored lines anchored."""
+    lines = text.splitlines()
+    if not any(line in _CLAUDE_UNANCHORED for line in lines):
+        return text
+    return "\n".join(_CLAUDE_UNANCHORED.get(line, line) for line in lines) + "\n"
 
 
 class Store(NamedTuple):
@@ -263,6 +275,11 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
     # memctl's merge drivers, as for a memctl store: two machines' MEMORY.md merge by meaning (docs/SYNC.md)
     attributes = root / ".gitattributes"
     if new_repo or not gitstore.dirty_paths(root, [attributes]):  # never commit a hand edit of it
+        anchored = attributes.exists() and anchor_claude_attributes(attributes.read_text(encoding="utf-8"))
+        if anchored and anchored != attributes.read_text(encoding="utf-8"):
+            atomic_write(attributes, anchored)
+            created.append(".gitattributes (anchored)")
+            files.append(attributes)
         if _add_lines(attributes, GITATTRIBUTES_CLAUDE):
             created.append(".gitattributes")
             files.append(attributes)

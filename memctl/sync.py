@@ -19,7 +19,7 @@ from pathlib import Path
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import atomic_write
-from .store import Store
+from .store import Store, anchor_claude_attributes
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
 
@@ -42,11 +42,12 @@ def setup(store: Store) -> list[str]:
         raise Refused(f"{store.root} is not in a git repository", hint="git init, or clone the store's remote")
     changed: list[str] = []
     path = store.root / ".gitattributes"
-    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    read = path.read_text(encoding="utf-8") if path.exists() else ""
+    current = anchor_claude_attributes(read) if store.layout == "claude" else read
     missing = [line for line in attribute_lines(store) if line not in current.splitlines()]
-    if missing:
-        sep = "" if current.endswith("\n") or not current else "\n"
-        atomic_write(path, current + sep + "\n".join(missing) + "\n")
+    if missing or current != read:
+        sep = "" if current.endswith("\n") or not current or not missing else "\n"
+        atomic_write(path, current + sep + "".join(line + "\n" for line in missing))
         changed.append(".gitattributes")
     changed += gitstore.register_merge_drivers(store.root)
     return changed

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from . import early, gitstore
 from .errors import BadInput, GitError, NotFound
-from .store import GITATTRIBUTES, INDEX_FILE, Store
+from .store import GITATTRIBUTES, GITATTRIBUTES_CLAUDE, INDEX_FILE, Store
 
 LOG_NAME = early.MERGE_LOG  # in the git directory: what the merge drivers resolved, for sync's summary
 
@@ -70,10 +70,7 @@ class SyncResult(NamedTuple):
 
 def attribute_lines(store: Store) -> list[str]:
     """The .gitattributes lines (relative to the store root) that send memctl's files to its drivers."""
-    if store.layout != "claude":
-        return GITATTRIBUTES.splitlines()
-    return ["ledgers/*.tsv merge=union", "*.md merge=memctl-fact", f"{INDEX_FILE} merge=memctl-index",
-            "archive/*.md merge=memctl-archive"]
+    return (GITATTRIBUTES if store.layout != "claude" else GITATTRIBUTES_CLAUDE).splitlines()
 
 
 def ledger_attribute_line(store: Store, top: Path) -> str:
