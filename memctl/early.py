@@ -88,24 +88,17 @@ def start_sync_status(argv: list[str]) -> None:
     """For `memctl [--root DIR] sync [--remote NAME] [--no-push] [--json]`: start the fast path's
     `git status` in the work tree holding the store, now. Any doubt (another command, another
     form, no store found the simple way, git redirected or missing): nothing is started."""
-    if os.environ.get("MEMCTL_NO_FAST", "") not in ("", "0") or any(os.environ.get(n) for n in GIT_REDIRECTS):
+    if os.environ.get("MEMCTL_NO_FAST", "") not in ("", "0"):
         return
-    root, i = None, 0
-    while i < len(argv) and argv[i].startswith("--root"):
-        if argv[i] == "--root" and i + 1 < len(argv):
-            root, i = argv[i + 1], i + 2
-        elif argv[i].startswith("--root="):
-            root, i = argv[i][len("--root="):], i + 1
-        else:
-            return
-    if argv[i:i + 1] != ["sync"] or any(a in ("--setup", "--help", "-h") for a in argv[i + 1:]):
+    split = root_option(argv)
+    if split is None or split[1][:1] != ["sync"] or any(a in ("--setup", "--help", "-h") for a in split[1][1:]):
         return
-    root = _store_root(root or os.environ.get("MEMCTL_ROOT"))
-    top = _work_tree(root) if root else None
+    root = _store_root(split[0] or os.environ.get("MEMCTL_ROOT"))
+    top = work_tree(root) if root else None
     if top is None:
         return
     started = [FAST_STATUS, FAST_CONFIG]
-    asked = _ls_remote(top, argv[i + 1:])
+    asked = _ls_remote(top, split[1][1:])
     if asked is not None:
         started.append(asked)
     for args in started:
@@ -160,6 +153,20 @@ def _branch_config(gitdir: str, local: str) -> tuple[str, str]:
     return found["remote"], found["merge"]
 
 
+def root_option(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(--root's value or None, the rest) when the root group's only options are --root (--version,
+    --help and the like: None, for Typer)."""
+    root, i = None, 0
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] == "--root" and i + 1 < len(argv):
+            root, i = argv[i + 1], i + 2
+        elif argv[i].startswith("--root="):
+            root, i = argv[i][len("--root="):], i + 1
+        else:
+            return None
+    return root, argv[i:]
+
+
 def take(top: str, args: tuple[str, ...]) -> tuple[int, int, int] | None:
     """The process started early for exactly this command in this folder, now the caller's to finish."""
     return _STARTED.pop((top, tuple(args)), None)
@@ -198,7 +205,11 @@ def _store_root(given: str | None) -> str | None:
     return None
 
 
-def _work_tree(root: str) -> str | None:
+def work_tree(root: str) -> str | None:
+    """The folder holding `.git` at or above `root`, as git finds it when no GIT_* variable
+    redirects it (None then, and when there is none: the caller asks git)."""
+    if any(os.environ.get(name) for name in GIT_REDIRECTS):
+        return None
     folder = root
     while True:
         if os.path.exists(os.path.join(folder, ".git")):

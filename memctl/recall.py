@@ -372,7 +372,8 @@ def keyword_share(query: str) -> float:
     return KEYWORD_SHARE_CJK if textnorm.has_cjk(query) else KEYWORD_SHARE
 
 
-def _kinds(source: str) -> tuple[str, ...]:
+def kinds_of(source: str) -> tuple[str, ...]:
+    """The kinds of document a source covers (BadInput for an unknown source)."""
     if source not in SOURCES:
         raise BadInput(f"unknown source {source!r}", hint="facts, episodes or all", arg="source")
     return {"facts": ("fact",), "episodes": ("episode",), "all": ("fact", "episode")}[source]
@@ -633,7 +634,7 @@ def _checked(store: Store, queries: Sequence[str], options: dict[str, Any]) -> d
     if options.get("k", 10) < 1:
         raise BadInput("k must be at least 1", arg="k")
     source = options.get("source", "facts")
-    kinds = _kinds(source)
+    kinds = kinds_of(source)
     settings = settings_for(store)
     min_score = options.get("min_score")
     floor = settings.min_score if min_score is None else check_min_score(min_score)

@@ -140,7 +140,7 @@ def _to_embed(store, conn, embedder, source: str) -> int:
     from . import vcache
 
     total = 0
-    for kind in {"facts": ("fact",), "episodes": ("episode",)}.get(source, ("fact", "episode")):
+    for kind in recall_mod.kinds_of(source):
         name = f"recall-{kind}s"
         with rindex.snapshot(conn):
             if vcache.is_current(store, name, embedder, "passage", rindex.generation(conn, kind)):

@@ -29,16 +29,10 @@ GITATTRIBUTES_CLAUDE = (
     f"ledgers/*.tsv merge=union\n/*.md merge=memctl-fact\n/{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n"
 )
 # Lines an earlier memctl wrote there, unanchored: replaced by the anchored ones where found.
-_CLAUDE_UNANCHORED = {"*.md merge=memctl-fact": "/*.md merge=memctl-fact",
+CLAUDE_UNANCHORED = {"*.md merge=memctl-fact": "/*.md merge=memctl-fact",
                       f"{INDEX_FILE} merge=memctl-index": f"/{INDEX_FILE} merge=memctl-index"}
 
 
-def anchor_claude_attributes(text: str) -> str:
-    """`.gitattributes` of a Claude Code directory with memctl's old unanchored lines anchored."""
-    lines = text.splitlines()
-    if not any(line in _CLAUDE_UNANCHORED for line in lines):
-        return text
-    return "\n".join(_CLAUDE_UNANCHORED.get(line, line) for line in lines) + "\n"
 
 
 class Store(NamedTuple):
@@ -97,9 +91,7 @@ class Store(NamedTuple):
         a caller that goes on after the error keeps only whole writes. Such a
         write may not commit by itself (commit() refuses).
         """
-        import _thread
-
-        key = (_thread.get_ident(), os.path.abspath(self.cache_dir))
+        key = _lock_key(self)
         if key in _HELD:
             _HELD[key] += 1
             mark = savepoint()
@@ -126,11 +118,15 @@ class Store(NamedTuple):
 _HELD: dict[tuple[int, str], int] = {}  # (thread, store's .memctl) -> depth of the store locks held
 
 
-def nested_lock(store: Store) -> bool:
-    """Whether this thread holds the store lock more than once (a write inside another's)."""
+def _lock_key(store: Store) -> tuple[int, str]:
     import _thread
 
-    return _HELD.get((_thread.get_ident(), os.path.abspath(store.cache_dir)), 0) > 1
+    return _thread.get_ident(), os.path.abspath(store.cache_dir)
+
+
+def nested_lock(store: Store) -> bool:
+    """Whether this thread holds the store lock more than once (a write inside another's)."""
+    return _HELD.get(_lock_key(store), 0) > 1
 
 
 def refuse_unfinished_merge(root: Path) -> None:
@@ -275,12 +271,7 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
     # memctl's merge drivers, as for a memctl store: two machines' MEMORY.md merge by meaning (docs/SYNC.md)
     attributes = root / ".gitattributes"
     if new_repo or not gitstore.dirty_paths(root, [attributes]):  # never commit a hand edit of it
-        anchored = attributes.exists() and anchor_claude_attributes(attributes.read_text(encoding="utf-8"))
-        if anchored and anchored != attributes.read_text(encoding="utf-8"):
-            atomic_write(attributes, anchored)
-            created.append(".gitattributes (anchored)")
-            files.append(attributes)
-        if _add_lines(attributes, GITATTRIBUTES_CLAUDE):
+        if add_lines(attributes, GITATTRIBUTES_CLAUDE, replacing=CLAUDE_UNANCHORED):
             created.append(".gitattributes")
             files.append(attributes)
     else:
@@ -295,14 +286,19 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
     return created
 
 
-def _add_lines(path: Path, text: str) -> bool:
-    """Add the lines of `text` that `path` lacks, without disturbing the others; whether it changed."""
-    current = path.read_text(encoding="utf-8") if path.exists() else ""
+def add_lines(path: Path, text: str, *, replacing: dict[str, str] | None = None) -> bool:
+    """Add the lines of `text` that `path` lacks, without disturbing the others (a line that is a
+    key of `replacing` becomes its value first); whether the file changed."""
+    read = path.read_text(encoding="utf-8") if path.exists() else ""
+    current = read
+    if replacing and any(line in replacing for line in read.splitlines()):
+        current = "\n".join(replacing.get(line, line) for line in read.splitlines()) + "\n"
     missing = [line for line in text.splitlines() if line not in current.splitlines()]
     if missing:
-        sep = "" if current.endswith("\n") or not current else "\n"
-        atomic_write(path, current + sep + "\n".join(missing) + "\n")
-    return bool(missing)
+        current += ("" if current.endswith("\n") or not current else "\n") + "\n".join(missing) + "\n"
+    if current != read:
+        atomic_write(path, current)
+    return current != read
 
 
 def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
@@ -341,7 +337,7 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
             atomic_write(path, text)
             created.append(rel)
             touched.append(path)
-        elif rel in (".gitignore", ".gitattributes") and _add_lines(path, text):
+        elif rel in (".gitignore", ".gitattributes") and add_lines(path, text):
             created.append(rel + " (updated)")
             touched.append(path)
     from . import gitstore  # noqa: PLC0415

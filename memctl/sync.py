@@ -19,7 +19,7 @@ from pathlib import Path
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import atomic_write
-from .store import Store, anchor_claude_attributes
+from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
 
@@ -41,13 +41,8 @@ def setup(store: Store) -> list[str]:
     if top is None:
         raise Refused(f"{store.root} is not in a git repository", hint="git init, or clone the store's remote")
     changed: list[str] = []
-    path = store.root / ".gitattributes"
-    read = path.read_text(encoding="utf-8") if path.exists() else ""
-    current = anchor_claude_attributes(read) if store.layout == "claude" else read
-    missing = [line for line in attribute_lines(store) if line not in current.splitlines()]
-    if missing or current != read:
-        sep = "" if current.endswith("\n") or not current or not missing else "\n"
-        atomic_write(path, current + sep + "".join(line + "\n" for line in missing))
+    if add_lines(store.root / ".gitattributes", "\n".join(attribute_lines(store)),
+                 replacing=CLAUDE_UNANCHORED if store.layout == "claude" else None):
         changed.append(".gitattributes")
     changed += gitstore.register_merge_drivers(store.root)
     return changed

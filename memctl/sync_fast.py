@@ -185,14 +185,9 @@ def _fetch_head(top: Path) -> str:
 # ---------------------------------------------------------------- nothing to do
 
 def _work_tree(root: Path) -> Path | None:
-    """The folder holding `.git` above the store, as `git rev-parse --show-toplevel` would find it
-    when no GIT_* variable redirects git (then the answer is left to sync())."""
-    if any(os.environ.get(name) for name in early.GIT_REDIRECTS):
-        return None
-    for folder in (root, *root.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
+    """early.work_tree, as a Path (None: no `.git` above the store, or git redirected: sync() asks git)."""
+    found = early.work_tree(str(root))
+    return Path(found) if found else None
 
 
 # memctl's merge drivers, the remotes, the branches, and whether anyone chose an untracked cache

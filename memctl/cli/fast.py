@@ -244,19 +244,6 @@ def _options(args: list[str], flags: set[str], valued: set[str]) -> tuple[list[s
     return positional, options
 
 
-def _root(argv: list[str]) -> tuple[str | None, list[str]] | None:
-    """The root group's own options: only --root is taken here (--version, --help go to Typer)."""
-    root, i = None, 0
-    while i < len(argv) and argv[i].startswith("-"):
-        if argv[i] == "--root" and i + 1 < len(argv):
-            root, i = argv[i + 1], i + 2
-        elif argv[i].startswith("--root="):
-            root, i = argv[i][len("--root="):], i + 1
-        else:
-            return None
-    return root, argv[i:]
-
-
 def _ledger_append(args: list[str]):
     parsed = _options(args, {"--no-commit", "--json"}, {"--unique"})
     if parsed is None or not parsed[0]:
@@ -358,7 +345,9 @@ def _context(args: list[str]):
 
 
 def _plan(argv: list[str]):
-    split = _root(argv)
+    from ..early import root_option
+
+    split = root_option(argv)
     if split is None:
         return None
     root, rest = split

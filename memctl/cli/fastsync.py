@@ -52,9 +52,10 @@ def run(argv: list[str]) -> int | None:
 
 
 def _run(argv: list[str]) -> int | None:
-    from .fast import _options, _root, report
+    from ..early import root_option
+    from .fast import _options, report
 
-    split = _root(argv)
+    split = root_option(argv)
     if split is None or split[1][:1] != ["sync"]:
         return None
     root, rest = split
