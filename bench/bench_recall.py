@@ -32,7 +32,7 @@ a copy of the store (so that two index versions do not rebuild each other's):
 a before/after comparison under the same load. memctl runs with a bytecode
 cache in the temp dir, as an installed package would (pip compiles .pyc
 files); --no-bytecode-cache measures it with the environment as it is.
---installed times memctl as a user installs it: `pip install '.[e5]'`, not
+--installed times memctl as a user installs it: `pip install .`, not
 editable, into a venv of its own (bench/installed.py; byte-compiled by pip), and
 the `python -c pass` row with that venv's interpreter.
 """
@@ -231,7 +231,7 @@ def main() -> int:
     parser.add_argument("--hybrid", action="store_true",
                         help="also time recall --mode hybrid with e5-small-q4 (the warm-up embeds every fact once)")
     parser.add_argument("--installed", action="store_true",
-                        help="time memctl installed by `pip install .[e5]` into a venv of its own (bench/installed.py)")
+                        help="time memctl installed by `pip install .` into a venv of its own (bench/installed.py)")
     parser.add_argument("--baseline-src", type=Path, default=None,
                         help="also time every memctl command with memctl imported from this source tree")
     args = parser.parse_args()
@@ -241,7 +241,7 @@ def main() -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from installed import installed_venv
 
-        INSTALLED.append(installed_venv("e5"))
+        INSTALLED.append(installed_venv())
     python = str(INSTALLED[0] / "bin" / "python") if INSTALLED else sys.executable
     tmp = Path(tempfile.mkdtemp(prefix="memctl-bench-recall-"))
     env = dict(os.environ, MEMCTL_NO_COMMIT="1")

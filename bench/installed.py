@@ -1,7 +1,7 @@
 """memctl as a user installs it, for the benchmarks that time whole commands.
 
     from installed import installed_venv
-    venv = installed_venv(extras="e5")   # venv / "bin" / "memctl", venv / "bin" / "python"
+    venv = installed_venv()   # venv / "bin" / "memctl", venv / "bin" / "python"
 
 `pip install '.[extras]'` (not editable) into a venv of its own, as `pipx install`
 or `uv tool install` leave it: byte-compiled by pip, no editable finder and no
@@ -43,7 +43,7 @@ def installed_venv(extras: str = "") -> Path:
         return venv
     shutil.rmtree(venv, ignore_errors=True)
     venv.parent.mkdir(parents=True, exist_ok=True)
-    print(f"installing memctl{f'[{extras}]' if extras else ''} into {venv} (pip install, not editable) ...", file=sys.stderr)
+    print(f"installing memctl-memory{f'[{extras}]' if extras else ''} into {venv} (pip install, not editable) ...", file=sys.stderr)
     base = getattr(sys, "_base_executable", sys.executable)  # not this venv's python: a venv of its own
     subprocess.run([base, "-m", "venv", str(venv)], check=True)
     target = f"{REPO}[{extras}]" if extras else str(REPO)

@@ -196,7 +196,7 @@ def ask(root: Path, queries: Path, mode: str, k: int, env: dict[str, str], min_s
     if proc.returncode not in (0, 1):  # 1: no query found anything at this floor
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr}")
     for line in proc.stderr.splitlines():
-        if "unavailable" in line or "keyword relevance only" in line:
+        if "unavailable" in line or "ranking by keywords only" in line:
             raise SystemExit(f"{mode}: no embedder: {line}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()], seconds
 

@@ -45,6 +45,17 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
 )
 
 
+# The package index's "memctl" is an unrelated project: every install hint names this one.
+DISTRIBUTION = "memctl-memory"
+
+
+def install_hint(extra: str = "") -> str:
+    """The command that brings a missing piece: the distribution by name, or the clone by path."""
+    if extra:
+        return f"pip install '{DISTRIBUTION}[{extra}]', or pip install '.[{extra}]' in a clone of memctl"
+    return f"reinstall memctl: pip install --force-reinstall {DISTRIBUTION}, or pip install . in a clone"
+
+
 class MemctlError(Exception):
     """Base class: a message, an optional hint, and an exit code."""
 

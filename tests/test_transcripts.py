@@ -207,7 +207,8 @@ def test_without_detect_secrets_the_import_refuses(root, tmp_path):
                          capture_output=True, text=True)
     assert (run.returncode, run.stdout) == (1, "")
     assert run.stderr == ("memctl: error: episode import needs the detect-secrets library to keep secrets out of the "
-                          "ledger; nothing was imported (hint: pip install 'memctl[import]')\n")
+                          "ledger; nothing was imported (hint: reinstall memctl: pip install --force-reinstall memctl-memory, "
+                          "or pip install . in a clone)\n")
     assert not (root / "ledgers" / "episodes.tsv").exists()
 
 

