@@ -11,10 +11,19 @@ export MEMCTL_ROOT="$work/store" MEMCTL_AGENT=demo-agent HF_HUB_OFFLINE=1
 
 if [ -t 2 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
 step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain" >&2; }
-run() { step "memctl $*"; "$memctl" "$@"; }
-expect_fail() { step "memctl $*   # expected to be refused"; if "$memctl" "$@"; then echo "demo: expected a refusal" >&2; exit 1; else echo "(exit $?)" >&2; fi; }
+# One word as it must be typed to reach the command unchanged: bare when it holds nothing a shell
+# reads (Japanese included in what gets quoted), else in single quotes, a ' inside as '\''.
+quote() {
+  local word=$1
+  if [[ -n $word && $word != *[!A-Za-z0-9_./:=,@%+-]* ]]; then printf '%s' "$word"
+  else printf "'%s'" "${word//\'/\'\\\'\'}"; fi
+}
+command_line() { local line='memctl' word; for word in "$@"; do line+=" $(quote "$word")"; done; printf '%s' "$line"; }
+run() { step "$(command_line "$@")"; "$memctl" "$@"; }
+expect_fail() { step "$(command_line "$@")   # expected to be refused"; if "$memctl" "$@"; then echo "demo: expected a refusal" >&2; exit 1; else echo "(exit $?)" >&2; fi; }
 
 mkdir -p "$work/store"
+step "export MEMCTL_ROOT=$(quote "$work/store")   # every command below works on this copy"
 cp -R "$repo/memory" "$repo/ledgers" "$repo/state" "$repo/memctl.toml" "$work/store/"
 run init "$work/store"
 git -C "$work/store" log --oneline | cat
