@@ -30,6 +30,19 @@ def _clean_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
+# One instant for tests whose commands read the clock and compare with what earlier commands wrote
+# (STATE.md's age, an episode's order): pinned, so that they pass on any date and under a shifted
+# system clock (scripts/test.sh runs the suite again under faketime +400d).
+PINNED_NOW = "2026-11-30T12:00:00+00:00"
+
+
+@pytest.fixture
+def pinned_clock(monkeypatch) -> str:
+    """Every command the test runs, in-process or as a subprocess, reads PINNED_NOW as the time."""
+    monkeypatch.setenv("MEMCTL_NOW", PINNED_NOW)
+    return PINNED_NOW
+
+
 @pytest.fixture
 def root(tmp_path) -> Path:
     """An initialised store (with a git repository) in a temp dir."""

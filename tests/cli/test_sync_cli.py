@@ -22,6 +22,11 @@ def _files(root: Path) -> dict[str, bytes]:
             if p.is_file() and ".git" not in p.parts and ".memctl" not in p.parts and "logs" not in p.parts}
 
 
+@pytest.fixture(autouse=True)
+def _clock(pinned_clock):
+    """STATE.md is written at fixed times below and doctor judges its age: every command reads one clock."""
+
+
 @pytest.fixture
 def pair(tmp_path):
     """(a, b, remote): a store pushed to a bare remote, and a second clone set up with `sync --setup`."""
@@ -76,7 +81,7 @@ def test_both_clones_remember_update_state_and_add_episodes_then_sync_resolves_e
     episodes = (a / "ledgers" / "episodes.tsv").read_text(encoding="utf-8").splitlines()
     assert sum(line.startswith("id\tts\t") for line in episodes) == 1 and len(episodes) == 4
     listed = [e["description"] for e in json.loads(cli(a, "episode", "list", "--json").stdout)]
-    assert listed == ["b episode", "a episode", "seed"]  # by ts: the seed was written now, after 10:30 JST
+    assert listed == ["b episode", "a episode", "seed"]  # by ts: the seed was written at PINNED_NOW, after 10:30 JST
     for root in (a, b):
         assert cli(root, "ledger", "verify", "episodes").exit_code == 0
         assert cli(root, "doctor").exit_code == 0
