@@ -192,9 +192,14 @@ def _store_root(given: str | None) -> str | None:
     if given:
         path = os.path.realpath(os.path.expanduser(given))
         return path if os.path.isdir(path) else None
-    here = os.path.realpath(os.getcwd())
+    return nearest_store(os.path.realpath(os.getcwd()))
+
+
+def nearest_store(start: str) -> str | None:
+    """The nearest folder at or above `start` (a real path) holding memctl.toml, else the nearest
+    holding MEMORY.md (store.find_root's search)."""
     for name in ("memctl.toml", "MEMORY.md"):
-        folder = here
+        folder = start
         while True:
             if os.path.exists(os.path.join(folder, name)):
                 return folder

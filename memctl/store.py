@@ -181,15 +181,19 @@ def find_root(explicit: str | os.PathLike | None = None) -> Path:
             raise NotFound(f"store directory does not exist: {path}", hint="check the path (or MEMCTL_ROOT), or create a store there",
                            kind="no-store-dir")
         return path.resolve()
-    here = Path.cwd().resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / CONFIG_FILE).exists():
-            return candidate
-    for candidate in (here, *here.parents):
-        if (candidate / INDEX_FILE).exists():
-            return candidate
-    raise NotFound("no memctl store here or in any parent directory", hint="create one, or give the store's path",
-                   kind="no-store")
+    found = nearest_root(Path.cwd())
+    if found is None:
+        raise NotFound("no memctl store here or in any parent directory", hint="create one, or give the store's path",
+                       kind="no-store")
+    return found
+
+
+def nearest_root(start: str | os.PathLike) -> Path | None:
+    """The nearest folder at or above `start` holding memctl.toml, else the nearest holding a bare MEMORY.md."""
+    from .early import nearest_store
+
+    found = nearest_store(os.path.realpath(os.path.expanduser(start)))
+    return None if found is None else Path(found)
 
 
 def load_store(explicit: str | os.PathLike | None = None) -> Store:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memctl.errors import BadInput
+from memctl.errors import BadInput, NotFound
 from memctl.integrations import claude_code as cc
 
 EXE = ["/opt/venv/bin/memctl"]
@@ -177,7 +177,12 @@ def test_status_names_what_is_installed(tmp_path):
     assert set(rows["project"]["hooks"]) == {"SessionStart", "UserPromptSubmit"}
     assert rows["project"]["mcp"] == "/opt/venv/bin/memctl mcp"
     assert "/opt/venv/bin/memctl does not exist" in " ".join(rows["project"]["problems"])
-    assert rows["user"]["hooks"] == {} and rows["user"]["mcp"] is None
+    entries = {e["item"]: e for e in rows["project"]["entries"]}
+    assert set(entries) == {"SessionStart hook", "UserPromptSubmit hook", "MCP server"}
+    assert all(e["answers"] is False and e["store"] is None for e in entries.values())
+    assert "/opt/venv/bin/memctl" in entries["UserPromptSubmit hook"]["error"]  # sh: ... not found
+    assert entries["MCP server"]["error"] == "/opt/venv/bin/memctl: No such file or directory"
+    assert rows["user"]["hooks"] == {} and rows["user"]["mcp"] is None and rows["user"]["entries"] == []
 
 
 def test_project_memory_dir_follows_claude_codes_naming(tmp_path, monkeypatch):
@@ -194,18 +199,29 @@ def test_snippet_is_short_and_names_the_three_habits():
 
 
 def test_which_store_a_hook_or_the_server_uses(tmp_path, monkeypatch, root):
+    """--root > MEMCTL_ROOT > from cwd > from CLAUDE_PROJECT_DIR (each: its memory directory, else the
+    nearest store at or above it) > the store named at install."""
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     home = Path(__import__("os").environ["HOME"])
-    project = tmp_path / "proj"
-    project.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
-    assert cc.resolve_root() == root.resolve()  # no memory directory yet: the nearest store
+    project, elsewhere, named = tmp_path / "proj", tmp_path / "elsewhere", tmp_path / "named"
+    for folder in (project, elsewhere, named):
+        folder.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    with pytest.raises(NotFound, match="no memctl store found from "):
+        cc.locate()
+    assert cc.locate(store=named) == cc.Found(named.resolve(), "--store")
+    with pytest.raises(NotFound, match="the store named at install does not exist"):
+        cc.locate(store=tmp_path / "gone")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root / "sub"))
+    assert cc.locate(store=named) == cc.Found(root.resolve(), "CLAUDE_PROJECT_DIR")  # the store above it
     memory = cc.project_memory_dir(project)
     assert memory == home / ".claude" / "projects" / cc.project_key(project) / "memory"
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_text("# Memory index\n", encoding="utf-8")
-    assert cc.resolve_root() == memory.resolve()
-    assert cc.resolve_root(str(root)) == root.resolve()  # --root wins
+    assert cc.locate(cwd=project, store=named) == cc.Found(memory.resolve(), "cwd")  # before CLAUDE_PROJECT_DIR
+    monkeypatch.chdir(project)
+    assert cc.resolve_root() == memory.resolve()  # the working directory when no cwd is given
+    assert cc.locate(str(root), cwd=project) == cc.Found(root.resolve(), "--root")  # --root wins
     monkeypatch.setenv("MEMCTL_ROOT", str(root))
-    assert cc.resolve_root() == root.resolve()  # and MEMCTL_ROOT
+    assert cc.locate(cwd=project) == cc.Found(root.resolve(), "MEMCTL_ROOT")  # and MEMCTL_ROOT

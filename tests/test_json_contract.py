@@ -115,6 +115,7 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("maintain", ["maintain", "--json"], None, (0,)),
         ("agent status", ["agent", "status", "--project", str(project), "--json"], None, (0,)),
         ("agent install", ["agent", "install", "claude-code", "--project", str(project), "--json"], None, (0,)),
+        ("agent status", ["agent", "status", "--project", str(project), "--json"], None, (0,)),  # each entry run
         ("agent uninstall", ["agent", "uninstall", "claude-code", "--project", str(project), "--json"], None, (0,)),
         ("sync", ["sync", "--json"], None, (0,)),
     ]

@@ -22,6 +22,7 @@ ScopeOpt = Annotated[str, typer.Option("--scope", help="project (.claude/setting
 ProjectOpt = Annotated[Optional[Path], typer.Option("--project", help="The project directory (default: the current one).", metavar="DIR")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the files as they would be written; write nothing.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (for agents and scripts).")]
+HookStoreOpt = Annotated[Optional[str], typer.Option("--store", help="The store to use when none is found from the hook input's cwd or CLAUDE_PROJECT_DIR (written by `agent install --store`).", metavar="DIR")]
 
 
 def _client(name: str) -> None:
@@ -60,15 +61,20 @@ def install(
     client: ClientArg,
     scope: ScopeOpt = "project",
     project: ProjectOpt = None,
+    store: Annotated[Optional[str], typer.Option("--store", help="The store the hooks and the MCP server use when none is found from where Claude Code works (needed where no store can be found).", metavar="DIR")] = None,
     transcripts: Annotated[bool, typer.Option("--transcripts", help="Also a SessionEnd hook that imports the session's transcript as episodes (secrets redacted).")] = False,
     dry_run: DryRunOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Install the SessionStart and UserPromptSubmit hooks and the MCP server entry. Safe to re-run."""
+    """Install the SessionStart and UserPromptSubmit hooks and the MCP server entry. Safe to re-run.
+
+    Refused (exit 1, nothing written) where the hooks would find no store and no --store is given,
+    and when the MCP server entry does not start and answer."""
     from ..integrations import claude_code
 
     _client(client)
-    changes = claude_code.install(scope, project or Path.cwd(), root=_root(ctx), dry_run=dry_run, transcripts=transcripts)
+    changes = claude_code.install(scope, project or Path.cwd(), root=_root(ctx), store=store, dry_run=dry_run,
+                                  transcripts=transcripts)
     _report(changes, scope=scope, dry_run=dry_run, json=json, nothing=f"already installed ({scope} scope); nothing changed")
 
 
@@ -90,24 +96,41 @@ def uninstall(
 
 @agent_app.command()
 def status(project: ProjectOpt = None, json: JsonOpt = False) -> None:
-    """What memctl has installed for Claude Code, in which file, per scope."""
+    """What memctl installed for Claude Code, and whether each entry answers.
+
+    Per scope, each hook and the MCP server entry, in which file; each is run once as Claude Code
+    runs it (a hook through `sh -c` with a hook's JSON on stdin, the server asked initialize and
+    tools/list) and says which store it reached. Exit 1 when one does not answer."""
     from ..integrations import claude_code
 
     rows = claude_code.status(project or Path.cwd())
     if json:
         output.emit_json(rows)
-        return
-    table = []
+    else:
+        output.emit_table(_status_table(rows), ["scope", "item", "installed", "answers", "store", "file", "command"])
+    failing = [(row["scope"], entry) for row in rows for entry in row["entries"] if not entry["answers"]]
+    for scope, entry in failing:
+        output.warn(f"{scope} scope: {entry['item']} does not answer: {entry['error']}")
     for row in rows:
-        for hook in claude_code.ALL_HOOKS:
-            commands = row["hooks"].get(hook.event, [])
-            table.append({"scope": row["scope"], "item": f"{hook.event} hook", "installed": "yes" if commands else "no",
-                          "file": row["settings"], "command": "; ".join(commands)})
-        table.append({"scope": row["scope"], "item": "MCP server", "installed": "yes" if row["mcp"] else "no",
-                      "file": row["mcp_file"], "command": row["mcp"] or ""})
         for problem in row["problems"]:
             output.warn(f"{row['scope']} scope: {problem}")
-    output.emit_table(table, ["scope", "item", "installed", "file", "command"])
+    if failing or any(row["problems"] for row in rows):
+        raise typer.Exit(1)
+
+
+def _status_table(rows) -> list[dict]:
+    from ..integrations import claude_code
+
+    table = []
+    for row in rows:
+        items = [(f"{hook.event} hook", row["settings"]) for hook in claude_code.ALL_HOOKS] + [("MCP server", row["mcp_file"])]
+        for item, file in items:
+            entries = [e for e in row["entries"] if e["item"] == item]
+            table.append({"scope": row["scope"], "item": item, "installed": "yes" if entries else "no",
+                          "answers": ", ".join("yes" if e["answers"] else "no" for e in entries),
+                          "store": ", ".join(e["store"] or "" for e in entries), "file": file,
+                          "command": "; ".join(e["command"] for e in entries)})
+    return table
 
 
 @agent_app.command()
@@ -118,19 +141,19 @@ def snippet() -> None:
     output.emit_text(claude_code.SNIPPET)
 
 
-def _hook(ctx: typer.Context, event: str) -> None:
+def _hook(ctx: typer.Context, event: str, store: str | None) -> None:
     from ..integrations import hooks
 
-    raise typer.Exit(hooks.run(_root(ctx), event))
+    raise typer.Exit(hooks.run(_root(ctx), event, store=store))
 
 
 @hook_app.command("session-start")
-def session_start(ctx: typer.Context) -> None:
-    """Print the session-start bundle (`memctl context`) for Claude Code's SessionStart hook."""
-    _hook(ctx, "session-start")
+def session_start(ctx: typer.Context, store: HookStoreOpt = None) -> None:
+    """Read the SessionStart hook's JSON on stdin; print the session-start bundle (`memctl context`)."""
+    _hook(ctx, "session-start", store)
 
 
 @hook_app.command()
-def prompt(ctx: typer.Context) -> None:
+def prompt(ctx: typer.Context, store: HookStoreOpt = None) -> None:
     """Read the UserPromptSubmit hook's JSON on stdin; print the facts relevant to its prompt, if any."""
-    _hook(ctx, "prompt")
+    _hook(ctx, "prompt", store)

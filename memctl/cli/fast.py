@@ -344,6 +344,17 @@ def _context(args: list[str]):
     )
 
 
+def _store_option(args: list[str]) -> str | None:
+    """A hook's `--store PATH` (or --store=PATH) as installed: its value, "" without it, None for anything else."""
+    if not args:
+        return ""
+    if len(args) == 2 and args[0] == "--store" and args[1]:
+        return args[1]
+    if len(args) == 1 and args[0].startswith("--store=") and len(args[0]) > len("--store="):
+        return args[0][len("--store="):]
+    return None
+
+
 def _plan(argv: list[str]):
     from ..early import root_option
 
@@ -351,11 +362,13 @@ def _plan(argv: list[str]):
     if split is None:
         return None
     root, rest = split
-    if len(rest) == 2 and rest[0] == "hook":
+    if rest[:1] == ["hook"]:
         from ..integrations.hooks import EVENTS
 
         # A hook finds its store itself and never fails: it is not a body of the kind below.
-        return (root, None, None, {"event": rest[1]}) if rest[1] in EVENTS else None
+        store = _store_option(rest[2:])
+        return (root, None, None, {"event": rest[1], "store": store or None}) if (
+            len(rest) > 1 and rest[1] in EVENTS and store is not None) else None
     if rest[:2] == ["ledger", "append"]:
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:
@@ -388,7 +401,7 @@ def run(argv: list[str]) -> int | None:
     if body is None:
         from ..integrations import hooks
 
-        return hooks.run(root, kwargs["event"])
+        return hooks.run(root, kwargs["event"], store=kwargs["store"])
     from .. import errors
     from ..store import load_store
 

@@ -18,6 +18,7 @@ FLAGS = {"fact_type": "--type", "include_all": "--all", "numbers": "--from-json"
 # kind -> the message, where the library's names two arguments.
 MESSAGES = {
     "facts-or-ledger": "give either --facts or --ledger, not both",
+    "root-or-store": "give --root (always that store) or --store (when none is found), not both",
 }
 
 # kind -> the hint, formatted with the error's details.
@@ -38,6 +39,10 @@ HINTS = {
     "no-git": "install git, or use --no-commit / MEMCTL_NO_COMMIT=1",
     "no-store-dir": "check --root / MEMCTL_ROOT, or run `memctl init DIR`",
     "no-store": "run `memctl init`, or pass --root DIR",
+    "no-store-found": "memctl agent install claude-code --store DIR names the store to use then",
+    "installed-store-gone": "put it back, or name its new place: memctl agent install claude-code --store DIR",
+    "install-no-store": "pass --store DIR (the store's directory), or run `memctl init` in the project first",
+    "no-store-named": "check --store, or create the store there first: memctl init DIR",
     "no-ledger": "memctl ledger create {name} --columns a,b,c",
     "adopt-ledger": "memctl ledger adopt {path} --columns a,b,c",
     "check-columns": "check --columns; nothing was declared",

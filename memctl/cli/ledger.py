@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .. import episodes, ledger, ledger_ops, output
-from ..errors import FAILED, MemctlError
-from . import fast, hints
+from ..errors import FAILED
+from . import fast
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 
@@ -273,6 +273,7 @@ def episode_import(
     files: Annotated[Optional[list[Path]], typer.Argument(help="Transcript files (.jsonl).", metavar="[FILE]...", show_default=False)] = None,
     project: Annotated[Optional[Path], typer.Option("--project", help="Every *.jsonl of a Claude Code project folder, or of the folder Claude Code keeps for this working directory.", metavar="DIR")] = None,
     hook: Annotated[bool, typer.Option("--hook", help="Read a Claude Code hook's JSON on stdin and import its transcript_path; always exits 0.")] = False,
+    store: Annotated[Optional[str], typer.Option("--store", help="With --hook: the store to use when none is found from the hook input's cwd or CLAUDE_PROJECT_DIR (written by `agent install --store`).", metavar="DIR")] = None,
     tools: Annotated[bool, typer.Option("--tools", help="Also import tool calls (names) and failed tool results.")] = False,
     agent: Annotated[Optional[str], typer.Option("--agent", help="The agent column (default: MEMCTL_AGENT, else claude-code / agent).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be imported; write nothing.")] = False,
@@ -283,8 +284,12 @@ def episode_import(
     from .. import transcripts
 
     if hook:
-        _import_hook(ctx, format_, tools, agent, no_commit, json)
+        _import_hook(ctx, format_, tools, agent, no_commit, json, store)
         return
+    if store is not None:
+        from ..errors import BadInput
+
+        raise BadInput("--store goes with --hook", hint="--root DIR names the store otherwise")
     if files and project is not None:
         from ..errors import BadInput
 
@@ -296,25 +301,30 @@ def episode_import(
     _render_import(result, json)
 
 
-def _import_hook(ctx: typer.Context, format_: str, tools: bool, agent: Optional[str], no_commit: bool, json: bool) -> None:
+def _import_hook(ctx: typer.Context, format_: str, tools: bool, agent: Optional[str], no_commit: bool, json: bool,
+                 store: Optional[str]) -> None:
     """Claude Code's SessionEnd/Stop hook: never fail the session; say why on stderr instead."""
     import os
     import sys
 
     from .. import transcripts
+    from ..integrations import hooks  # the store every Claude Code hook uses (docs/AGENTS.md)
 
     os.environ.setdefault("MEMCTL_LOCK_TIMEOUT", "10")  # a hook is waited for: do not hang on a busy store
+    found, problem = None, None
     try:
-        path = transcripts.hook_transcript(sys.stdin.read())
-        from ..integrations.hooks import find_store  # the store every Claude Code hook uses (docs/AGENTS.md)
-
-        store = find_store((ctx.obj or {}).get("root"))
-        result = transcripts.import_files(store, format_, [path], tools=tools, agent=agent,
-                                          commit_changes=not no_commit)
-        _render_import(result, json, quiet=True)
+        text = sys.stdin.read()
+        path = transcripts.hook_transcript(text)
+        found = hooks.locate((ctx.obj or {}).get("root"), hooks.parse_input(text), store)
+        if not hooks.checked():
+            result = transcripts.import_files(hooks.open_found(found), format_, [path], tools=tools, agent=agent,
+                                              commit_changes=not no_commit)
+            _render_import(result, json, quiet=True)
     except Exception as exc:  # noqa: BLE001 - a hook must never fail the session
-        reason = hints.one_line(exc) if isinstance(exc, MemctlError) else f"{type(exc).__name__}: {exc}"
-        output.warn(f"episode import --hook: nothing imported: {reason}")
+        problem = hooks.reason(exc)
+        output.warn(f"episode import --hook: nothing imported: {problem}")
+    if hooks.checked():
+        hooks.say_checked(found, problem)
 
 
 def _render_import(result, json: bool, *, quiet: bool = False) -> None:

@@ -12,9 +12,13 @@ from .root import app
 @app.command()
 def mcp(
     ctx: typer.Context,
-    root: Annotated[Optional[str], typer.Option("--root", help="Store directory (default: memctl's --root, MEMCTL_ROOT, the Claude Code memory directory of CLAUDE_PROJECT_DIR, else the nearest store).", metavar="DIR")] = None,
+    root: Annotated[Optional[str], typer.Option("--root", help="Store directory (default: memctl's --root, MEMCTL_ROOT, else the store found from the working directory, then CLAUDE_PROJECT_DIR, then --store).", metavar="DIR")] = None,
+    store: Annotated[Optional[str], typer.Option("--store", help="The store to serve when none is found otherwise (written by `agent install --store`).", metavar="DIR")] = None,
 ) -> None:
     """Run the MCP server on stdin/stdout (tools: remember, recall, context, show, ...)."""
-    from ..integrations import mcp_server
+    from ..integrations import claude_code, hooks, mcp_server
 
-    mcp_server.serve(root or (ctx.find_root().obj or {}).get("root"))
+    found = claude_code.locate(root or (ctx.find_root().obj or {}).get("root"), store=store)
+    if hooks.checked():
+        hooks.say_checked(found, None)
+    mcp_server.serve(found.root)

@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from ..errors import BadInput
 
@@ -69,19 +69,60 @@ def project_memory_dir(project: Path, home: Path | None = None) -> Path:
     return claude_dir(home) / "projects" / project_key(project) / "memory"
 
 
-def resolve_root(root: str | os.PathLike | None = None) -> Path:
-    """The store a hook or `memctl mcp` works on: --root > MEMCTL_ROOT > the Claude Code memory
-    directory of CLAUDE_PROJECT_DIR (set by Claude Code for hooks and MCP servers) when it holds
-    MEMORY.md or memctl.toml > the nearest store above the working directory."""
+class Found(NamedTuple):
+    root: Path  # the store's directory
+    found_by: str  # what led to it: --root, MEMCTL_ROOT, cwd, CLAUDE_PROJECT_DIR or --store
+
+
+def locate(root: str | os.PathLike | None = None, *, cwd: str | os.PathLike | None = None,
+           store: str | os.PathLike | None = None, env: Mapping[str, str] = os.environ) -> Found:
+    """The store a hook or `memctl mcp` works on, the first of (docs/AGENTS.md, "Which store"):
+    `root` (--root), else MEMCTL_ROOT: exactly that directory; the store found from `cwd` (the hook
+    input's, else the working directory), then from CLAUDE_PROJECT_DIR (Claude Code sets it): that
+    folder's Claude Code memory directory when it holds MEMORY.md or memctl.toml, else the nearest
+    store at or above it; `store`, the one named at install. NotFound when none is there."""
+    from ..errors import NotFound
     from ..store import find_root
 
-    project = os.environ.get("CLAUDE_PROJECT_DIR")
-    if not root and not os.environ.get("MEMCTL_ROOT") and project:
-        for path in dict.fromkeys([Path(project), Path(project).resolve()]):
-            memory = project_memory_dir(path)
-            if (memory / "MEMORY.md").is_file() or (memory / "memctl.toml").is_file():
-                return memory.resolve()
-    return find_root(root)
+    if root or env.get("MEMCTL_ROOT"):
+        return Found(find_root(root or env["MEMCTL_ROOT"]), "--root" if root else "MEMCTL_ROOT")
+    places = {"cwd": str(cwd or _working_directory()), "CLAUDE_PROJECT_DIR": env.get("CLAUDE_PROJECT_DIR") or ""}
+    for found_by, place in places.items():
+        found = place and _store_from(place)
+        if found:
+            return Found(found, found_by)
+    if store:
+        path = Path(store).expanduser()
+        if not path.is_dir():
+            raise NotFound(f"the store named at install does not exist: {path}", kind="installed-store-gone")
+        return Found(path.resolve(), "--store")
+    searched = " or ".join(dict.fromkeys(p for p in places.values() if p)) or "the working directory (removed)"
+    raise NotFound(f"no memctl store found from {searched} (at or above, or in the Claude Code memory directory)",
+                   hint="name the store at install", kind="no-store-found")
+
+
+def _working_directory() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed while Claude Code was in it: the other places remain
+        return ""
+
+
+def _store_from(place: str) -> Path | None:
+    from ..early import nearest_store
+
+    real = os.path.realpath(os.path.expanduser(place))
+    for path in dict.fromkeys([place, real]):
+        memory = project_memory_dir(Path(path))
+        if (memory / "MEMORY.md").is_file() or (memory / "memctl.toml").is_file():
+            return memory.resolve()
+    found = nearest_store(real)
+    return None if found is None else Path(found)
+
+
+def resolve_root(root: str | os.PathLike | None = None) -> Path:
+    """The store `memctl mcp` serves (see `locate`)."""
+    return locate(root).root
 
 
 # NamedTuples, not dataclasses: the prompt hook imports this module on every prompt (see config.py).
@@ -124,20 +165,22 @@ def memctl_executable() -> list[str]:
     return [sys.executable, "-m", "memctl"]
 
 
-def hook_command(executable: list[str], root: str | None, hook: Hook) -> str:
-    return shlex.join([*executable, *(["--root", root] if root else []), *hook.args])
+def hook_command(executable: list[str], root: str | None, hook: Hook, store: str | None = None) -> str:
+    """The command line of a hook, quoted for `sh -c` (spaces, quotes, any script in the paths)."""
+    return shlex.join([*executable, *(["--root", root] if root else []), *hook.args, *(["--store", store] if store else [])])
 
 
-def server_entry(executable: list[str], root: str | None) -> dict[str, Any]:
+def server_entry(executable: list[str], root: str | None, store: str | None = None) -> dict[str, Any]:
     return {
         "type": "stdio", "command": executable[0],
-        "args": [*executable[1:], "mcp", *(["--root", root] if root else [])],
+        "args": [*executable[1:], "mcp", *(["--root", root] if root else []), *(["--store", store] if store else [])],
         "env": {"MEMCTL_AGENT": AGENT_NAME},
     }
 
 
 def memctl_args(command: str) -> list[str] | None:
-    """The arguments after `memctl [--root DIR]` when `command` runs memctl, else None."""
+    """The arguments after `memctl [--root DIR]`, without a trailing `--store DIR`, when `command` runs
+    memctl, else None."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -152,6 +195,10 @@ def memctl_args(command: str) -> list[str] | None:
         rest = rest[2:]
     elif rest and rest[0].startswith("--root="):
         rest = rest[1:]
+    if len(rest) >= 2 and rest[-2] == "--store":
+        rest = rest[:-2]
+    elif rest and rest[-1].startswith("--store="):
+        rest = rest[:-1]
     return rest
 
 
@@ -290,16 +337,16 @@ def _change(path: Path, before: dict[str, Any] | None, after: dict[str, Any], wh
 
 
 def plan_install(tgt: Target, executable: list[str], root: str | None,
-                 hooks: tuple[Hook, ...] = HOOKS) -> list[FileChange]:
+                 hooks: tuple[Hook, ...] = HOOKS, store: str | None = None) -> list[FileChange]:
     """The files an install changes, with their new content; empty when all is installed already."""
     changes = []
     before = read_json(tgt.settings)
     after = copy.deepcopy(before or {})
-    what = _with_hooks(after, tgt.settings, [(h, hook_command(executable, root, h)) for h in hooks])
+    what = _with_hooks(after, tgt.settings, [(h, hook_command(executable, root, h, store)) for h in hooks])
     mcp_before = read_json(tgt.mcp_file)
     mcp_after = copy.deepcopy(mcp_before or {})
     servers = _servers(mcp_after, tgt.mcp_file, tgt.mcp_keys, create=True)
-    entry = server_entry(executable, root)
+    entry = server_entry(executable, root, store)
     mcp_what = []
     if servers.get(SERVER_NAME) != entry:
         servers[SERVER_NAME] = entry
@@ -345,21 +392,69 @@ def apply(changes: list[FileChange]) -> None:
             atomic_write(change.path, render(change.after))
 
 
-def install(scope: str, project: Path, *, root: str | None = None, dry_run: bool = False,
+def install(scope: str, project: Path, *, root: str | None = None, store: str | None = None, dry_run: bool = False,
             home: Path | None = None, transcripts: bool = False) -> list[FileChange]:
     """`agent install claude-code`: plan, and apply unless dry_run; every file is read before any is written.
 
-    `transcripts` adds the SessionEnd hook that imports the session's transcript as episodes;
-    without it an installed transcript hook is left as it is (uninstall removes it)."""
-    tgt = target(scope, project, home)
-    if root:
-        from ..store import load_store
+    `root` goes into every command (always that store); `store` is the one they fall back to when
+    none is found from where Claude Code works (`locate`). Without either, a store must be found
+    from `project` the way the hooks will look for it. A new or changed MCP server entry must start
+    and answer. Otherwise nothing is written. `transcripts` adds the SessionEnd hook that imports
+    the session's transcript as episodes; without it an installed transcript hook is left as it is
+    (uninstall removes it)."""
+    from ..errors import BadInput
+    from ..store import load_store
 
-        root = str(load_store(root).root)  # a store that exists, as an absolute path
-    changes = plan_install(tgt, memctl_executable(), root, HOOKS + ((TRANSCRIPT_HOOK,) if transcripts else ()))
+    if root and store:
+        raise BadInput("give root or store, not both", kind="root-or-store")
+    tgt = target(scope, project, home)
+    project = project.resolve()
+    root = str(load_store(root).root) if root else None  # a store that exists, as an absolute path
+    store = _named_store(store) if store else None
+    executable = memctl_executable()
+    changes = plan_install(tgt, executable, root, HOOKS + ((TRANSCRIPT_HOOK,) if transcripts else ()), store)
+    if not (root or store):
+        _refuse_without_a_store(project)
+    if any(change.path == tgt.mcp_file for change in changes):
+        _refuse_a_server_that_does_not_answer(server_entry(executable, root, store), project)
     if not dry_run:
         apply(changes)
     return changes
+
+
+def _named_store(path: str) -> str:
+    """The store named at install, as an absolute path; NotFound unless it is one."""
+    from ..errors import NotFound
+    from ..store import open_store
+
+    given = Path(path).expanduser()
+    if not given.is_dir():
+        raise NotFound(f"store directory does not exist: {given}", kind="no-store-named")
+    return str(open_store(given).root)
+
+
+def _refuse_without_a_store(project: Path) -> None:
+    """Refused when the hooks, run by Claude Code in `project` (as cwd and CLAUDE_PROJECT_DIR), would find no store."""
+    from ..errors import NotFound, Refused
+
+    try:
+        locate(cwd=project, env={"CLAUDE_PROJECT_DIR": str(project)})  # MEMCTL_ROOT here is not Claude Code's
+    except NotFound as exc:
+        raise Refused(f"{exc.message}; the hooks would add nothing, so nothing was written",
+                      hint="name the store", kind="install-no-store") from None
+
+
+def _refuse_a_server_that_does_not_answer(entry: dict[str, Any], project: Path) -> None:
+    """Refused when the MCP server entry, started as Claude Code starts it, does not answer."""
+    import re
+
+    from ..errors import Refused
+    from . import probe
+
+    checked = probe.server(entry, project)
+    if not checked.answers:
+        message, hint = re.fullmatch(r"(?:memctl: error: )?(.*?)(?: \(hint: (.*)\))?", checked.error or "").groups()
+        raise Refused(f"the MCP server entry does not start: {message}; nothing was written", hint=hint)
 
 
 def uninstall(scope: str, project: Path, *, dry_run: bool = False, home: Path | None = None) -> list[FileChange]:
@@ -372,12 +467,17 @@ def uninstall(scope: str, project: Path, *, dry_run: bool = False, home: Path | 
 # ---------------------------------------------------------------- status
 
 def status(project: Path, home: Path | None = None) -> list[dict[str, Any]]:
-    """Per scope: which of memctl's hooks and which MCP entry are installed, and where."""
+    """Per scope: which of memctl's hooks and which MCP entry are installed, and where; and each one,
+    run once as Claude Code runs it (integrations/probe.py), whether it reaches a store and answers."""
+    from . import probe
+
+    project = project.resolve()
     rows = []
     for scope in SCOPES:
         tgt = target(scope, project, home)
         row: dict[str, Any] = {"scope": scope, "settings": str(tgt.settings), "mcp_file": str(tgt.mcp_file),
-                               "hooks": {}, "mcp": None, "problems": []}
+                               "hooks": {}, "mcp": None, "entries": [], "problems": []}
+        server = None
         try:
             doc = read_json(tgt.settings) or {}
             table = doc.get("hooks") if isinstance(doc.get("hooks"), dict) else {}
@@ -387,15 +487,18 @@ def status(project: Path, home: Path | None = None) -> list[dict[str, Any]]:
                          for e in g["hooks"] if _is_ours(e, hook)]
                 if found:
                     row["hooks"][hook.event] = found
+                row["entries"] += [{"item": f"{hook.event} hook", "command": command,
+                                    **probe.hook(command, hook.event, project, hook.timeout)._asdict()} for command in found]
         except BadInput as exc:
             row["problems"].append(exc.message)
         try:
             servers = _servers(read_json(tgt.mcp_file) or {}, tgt.mcp_file, tgt.mcp_keys, create=False)
-            entry = (servers or {}).get(SERVER_NAME)
-            if isinstance(entry, dict):
-                row["mcp"] = shlex.join([str(entry.get("command", "")), *map(str, entry.get("args") or [])])
+            server = (servers or {}).get(SERVER_NAME)
         except BadInput as exc:
             row["problems"].append(exc.message)
+        if isinstance(server, dict):
+            row["mcp"] = shlex.join([str(server.get("command", "")), *map(str, server.get("args") or [])])
+            row["entries"].append({"item": "MCP server", "command": row["mcp"], **probe.server(server, project)._asdict()})
         for command in [*(c for cs in row["hooks"].values() for c in cs), *([row["mcp"]] if row["mcp"] else [])]:
             program = shlex.split(command)[0]
             if os.path.isabs(program) and not os.access(program, os.X_OK):

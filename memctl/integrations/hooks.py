@@ -1,9 +1,11 @@
 """What Claude Code's hooks run: `memctl hook session-start` and `memctl hook prompt`.
 
 Both sit on Claude Code's critical path, so they never fail a session or a
-prompt: whatever goes wrong (no store, a broken file, the store lock held too
-long, the time limit) prints nothing on stdout, one line on stderr, and exits 0.
-What they print on stdout is what Claude Code adds to the model's context.
+prompt: whatever goes wrong (no store found, input that is not JSON, a broken
+file, the store lock held too long, the time limit) prints nothing on stdout,
+one line on stderr, and exits 0. What they print on stdout is what Claude Code
+adds to the model's context. Each reads the hook's JSON on stdin and finds its
+store from the input's `cwd` first (claude_code.locate has the order).
 
 `prompt` runs on every prompt and stays light: keyword recall over the recall
 index (no embedding model is loaded), only facts at or above recall's
@@ -27,38 +29,63 @@ LOGGED_CHARS = 200  # ... and what the access log keeps of it
 # Keyword: a hybrid call embeds the prompt and, on a cold vector cache, every fact first; on every
 # prompt that does not fit the hook's time limit (measured: bench/bench_hook.py, docs/AGENTS.md).
 PROMPT_MODE = "keyword"
+# `agent status` runs each installed hook with this set: the hook writes nothing (no access log) and
+# says on stderr, in a line starting with CHECK_LINE, which store it reached (integrations/probe.py).
+CHECK_ENV = "MEMCTL_AGENT_CHECK"
+CHECK_LINE = "check: "
 
 
 class HookTimeout(BaseException):
     """The time limit ran out (a BaseException, so no `except Exception` on the way swallows it)."""
 
 
-def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
-    """Run one hook; always exit code 0 (see the module docstring)."""
+def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
+        store: str | None = None) -> int:
+    """Run one hook; always exit code 0 (see the module docstring). `store`: the one named at install."""
     from .claude_code import AGENT_NAME
 
     stdout = stdout or sys.stdout
     os.environ.setdefault("MEMCTL_AGENT", AGENT_NAME)
+    checking = checked()
     limit = _timeout()
+    found, problem = None, None
     try:
         cancel = _guard(limit, event)
         try:
+            payload = read_input(stdin or sys.stdin.buffer)
+            asked = prompt_of(payload)
+            text = ""
             if event == "session-start":
-                text = session_start(find_store(root))
-            else:
-                data = (stdin or sys.stdin.buffer).read()
-                prompt_text = parse_prompt(data)
-                text = prompt(find_store(root), prompt_text) if prompt_text else ""
+                found = locate(root, payload, store)
+                text = session_start(open_found(found), log=not checking)
+            elif asked:  # no prompt: nothing to do, not even finding the store
+                found = locate(root, payload, store)
+                text = prompt(open_found(found), asked, log=not checking)
         finally:
             cancel()  # before any handler below runs, so the alarm cannot fire inside one
         if text:
             stdout.write(text)
             stdout.flush()
     except HookTimeout:
-        _note(event, f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)")
+        problem = f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)"
     except Exception as exc:  # noqa: BLE001  (a hook never fails the prompt; the reason goes to stderr)
-        _note(event, getattr(exc, "one_line", lambda: f"{type(exc).__name__}: {exc}")())
+        problem = reason(exc)
+    if problem:
+        _note(event, problem)
+    if checking:
+        say_checked(found, problem)
     return 0
+
+
+def reason(exc: BaseException) -> str:
+    """An exception as one line: a memctl error in the CLI's words, anything else with its type."""
+    from ..errors import MemctlError
+
+    if isinstance(exc, MemctlError):
+        from ..cli.hints import one_line
+
+        return one_line(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _note(event: str, message: str) -> None:
@@ -112,46 +139,83 @@ def _guard(seconds: float, event: str):
     return cancel
 
 
+# ---------------------------------------------------------------- the hook's input
+
+def read_input(stdin: IO[bytes]) -> dict:
+    """The hook's JSON input from stdin ({} from a terminal, which is never read)."""
+    return {} if stdin.isatty() else parse_input(stdin.read())
+
+
+def parse_input(data: bytes | str) -> dict:
+    """The hook's JSON input: an object ({} for none, or for JSON that is not an object)."""
+    import json
+
+    from ..errors import BadInput
+
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise BadInput("the hook input on stdin is not valid UTF-8") from None
+    try:
+        payload = json.loads(text) if text.strip() else None
+    except ValueError:
+        raise BadInput("the hook input on stdin is not JSON") from None
+    return payload if isinstance(payload, dict) else {}
+
+
+def prompt_of(payload: dict) -> str | None:
+    """The input's `prompt`; None when there is none (nothing to do)."""
+    prompt = payload.get("prompt")
+    return prompt if isinstance(prompt, str) and prompt.strip() else None
+
+
 # ---------------------------------------------------------------- which store
 
-def find_store(root: str | None):
-    """The store (see claude_code.resolve_root for the order in which it is looked for)."""
-    from ..store import open_store
-    from .claude_code import resolve_root
+def locate(root: str | None, payload: dict, store: str | None):
+    """Where the hook's store is (claude_code.locate): from the hook input's cwd first."""
+    from .claude_code import locate as locate_store
 
-    return open_store(resolve_root(root))
+    cwd = payload.get("cwd")
+    return locate_store(root, cwd=cwd if isinstance(cwd, str) and cwd else None, store=store)
+
+
+def open_found(found):
+    from ..store import open_store
+
+    return open_store(found.root)
+
+
+def checked() -> bool:
+    """Whether `agent status` runs this (MEMCTL_AGENT_CHECK)."""
+    return os.environ.get(CHECK_ENV, "") not in ("", "0")
+
+
+def say_checked(found, problem: str | None) -> None:
+    """Under MEMCTL_AGENT_CHECK (`agent status`): one line on stderr saying which store was reached, and
+    what went wrong (probe.py reads it)."""
+    import json
+
+    from .. import output
+
+    output.info(CHECK_LINE + json.dumps({"store": str(found.root) if found else None,
+                                         "found_by": found.found_by if found else None, "error": problem},
+                                        ensure_ascii=False))
 
 
 # ---------------------------------------------------------------- SessionStart
 
-def session_start(store) -> str:
+def session_start(store, log: bool = True) -> str:
     """The session-start bundle (`memctl context`), or nothing when the store has nothing to show."""
     from .. import context
 
     # Claude Code already loads the MEMORY.md of its own memory directory: the bundle leaves it out there.
-    bundle = context.build(store, budget=SESSION_BUDGET, log=True, include_index=store.layout != "claude")
+    bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude")
     return bundle.text if bundle.included else ""
 
 
 # ---------------------------------------------------------------- UserPromptSubmit
 
-def parse_prompt(data: bytes) -> str | None:
-    """The `prompt` field of the hook's JSON input; None when there is none (nothing to do)."""
-    import json
-
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError("the hook input on stdin is not valid UTF-8") from None
-    try:
-        payload = json.loads(text) if text.strip() else None
-    except ValueError:
-        raise ValueError("the hook input on stdin is not JSON") from None
-    prompt = payload.get("prompt") if isinstance(payload, dict) else None
-    return prompt if isinstance(prompt, str) and prompt.strip() else None
-
-
-def prompt(store, text: str) -> str:
+def prompt(store, text: str, log: bool = True) -> str:
     """Lines for the facts relevant to a prompt, or "" when none reaches the floor.
 
     Relevance and its floor are recall's own (`[recall] min_score`, docs/RECALL.md):
@@ -174,5 +238,6 @@ def prompt(store, text: str) -> str:
         used += cost
     if not shown:
         return ""
-    recall.log_access(store, "hook-prompt", [(query[:LOGGED_CHARS], shown)])
+    if log:
+        recall.log_access(store, "hook-prompt", [(query[:LOGGED_CHARS], shown)])
     return "\n".join(lines) + "\n"

@@ -25,8 +25,8 @@ def _files(project: Path) -> dict[str, bytes]:
 
 # ---------------------------------------------------------------- agent install / uninstall / status
 
-def test_dry_run_prints_the_files_and_writes_nothing(project):
-    result = cli(None, "agent", "install", "claude-code", "--project", str(project), "--dry-run")
+def test_dry_run_prints_the_files_and_writes_nothing(project, root):
+    result = cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(root), "--dry-run")
     assert result.exit_code == 0, result.stderr
     assert f"# {project / '.claude' / 'settings.json'}\n" in result.stdout
     assert '"UserPromptSubmit"' in result.stdout and '"mcpServers"' in result.stdout
@@ -34,12 +34,12 @@ def test_dry_run_prints_the_files_and_writes_nothing(project):
     assert _files(project) == {}
 
 
-def test_install_twice_changes_nothing(project):
-    first = cli(None, "agent", "install", "claude-code", "--project", str(project))
+def test_install_twice_changes_nothing(project, root):
+    first = cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(root))
     assert first.exit_code == 0, first.stderr
     assert first.stdout.splitlines() == [str(project / ".claude" / "settings.json"), str(project / ".mcp.json")]
     written = _files(project)
-    second = cli(None, "agent", "install", "claude-code", "--project", str(project), "--json")
+    second = cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(root), "--json")
     assert second.exit_code == 0
     assert json.loads(second.stdout) == {"scope": "project", "dry_run": False, "changes": []}
     assert _files(project) == written
@@ -59,10 +59,12 @@ def test_install_bakes_in_an_existing_root(project, root):
 @pytest.mark.parametrize("args, code, words", [
     (["--scope", "global"], 2, "unknown scope 'global' (hint: project, local or user)"),
     (["--root", "/nonexistent/store"], 3, "store directory does not exist"),
-], ids=["scope", "root"])
+    (["--store", "/nonexistent/store"], 3, "store directory does not exist: /nonexistent/store (hint: check --store"),
+    ([], 1, "no memctl store found from "),
+], ids=["scope", "root", "store", "no-store"])
 def test_bad_options_write_nothing(project, args, code, words):
     argv = ["agent", "install", "claude-code", "--project", str(project)]
-    if args[0] == "--root":
+    if args[:1] == ["--root"]:
         argv = args + argv
     else:
         argv += args
@@ -93,12 +95,12 @@ def test_bad_settings_file_exit_2_nothing_written(project, content, words):
     assert _files(project) == {".claude/settings.json": content.encode()}
 
 
-def test_uninstall_removes_what_install_added(project):
+def test_uninstall_removes_what_install_added(project, root):
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     mine = {"env": {"FOO": "1"}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
     settings.write_text(json.dumps(mine), encoding="utf-8")
-    assert cli(None, "agent", "install", "claude-code", "--project", str(project)).exit_code == 0
+    assert cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(root)).exit_code == 0
     result = cli(None, "agent", "uninstall", "claude-code", "--project", str(project))
     assert result.exit_code == 0, result.stderr
     assert json.loads(settings.read_text(encoding="utf-8")) == mine
@@ -107,18 +109,20 @@ def test_uninstall_removes_what_install_added(project):
     assert again.exit_code == 0 and "nothing of memctl's installed" in again.stderr
 
 
-def test_status_shows_what_is_installed_where(project):
-    cli(None, "agent", "install", "claude-code", "--project", str(project), "--scope", "local")
+def test_status_shows_what_is_installed_where(project, root):
+    assert cli(root, "agent", "install", "claude-code", "--project", str(project), "--scope", "local").exit_code == 0
     result = cli(None, "agent", "status", "--project", str(project), "--json")
-    assert result.exit_code == 0
+    assert result.exit_code == 0, result.stderr
     rows = {r["scope"]: r for r in json.loads(result.stdout)}
     assert set(rows["local"]["hooks"]) == {"SessionStart", "UserPromptSubmit"}
     assert rows["local"]["settings"] == str(project / ".claude" / "settings.local.json")
     assert rows["local"]["mcp_file"] == str(Path(os.environ["HOME"]) / ".claude.json")
-    assert rows["local"]["mcp"].endswith("memctl mcp")
-    assert rows["project"]["hooks"] == {} and rows["project"]["mcp"] is None
+    assert rows["local"]["mcp"].endswith(f"memctl mcp --root {root.resolve()}")
+    assert [(e["item"], e["answers"], e["found_by"]) for e in rows["local"]["entries"]] == [
+        ("SessionStart hook", True, "--root"), ("UserPromptSubmit hook", True, "--root"), ("MCP server", True, "--root")]
+    assert rows["project"]["hooks"] == {} and rows["project"]["mcp"] is None and rows["project"]["entries"] == []
     table = cli(None, "agent", "status", "--project", str(project))
-    assert "local\tUserPromptSubmit hook\tyes\t" in table.stdout
+    assert f"local\tUserPromptSubmit hook\tyes\tyes\t{root.resolve()}\t" in table.stdout
     assert "project\tMCP server\tno\t" in table.stdout
 
 
@@ -205,7 +209,7 @@ def test_hook_input_without_a_prompt_prints_nothing(facts_store, payload):
 def test_errors_never_fail_the_prompt(facts_store, tmp_path):
     garbage = _prompt(facts_store, "this is not json")
     assert (garbage.returncode, garbage.stdout) == (0, "")
-    assert garbage.stderr == "memctl: hook prompt: nothing added: ValueError: the hook input on stdin is not JSON\n"
+    assert garbage.stderr == "memctl: hook prompt: nothing added: the hook input on stdin is not JSON\n"
     (facts_store / "memctl.toml").write_text("[recall]\nmin_score = 'high'\n", encoding="utf-8")
     bad = _prompt(facts_store, {"prompt": "deploy"})
     assert (bad.returncode, bad.stdout) == (0, "")
