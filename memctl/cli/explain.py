@@ -8,10 +8,10 @@
        factors  relevance  1.000   importance 0.600   confidence 0.700
                 recency    1.000   frequency  0.000
 
-Widths are display cells (a kana or kanji takes two, as rich measures them): text is wrapped
-never inside a character. Only ASCII is added (no "·" or "…", which
-East Asian terminals may draw two cells wide). Only used on a terminal; a pipe gets the TSV
-lines of `fast.EXPLAIN_COLUMNS`, as before.
+Widths are display cells (a kana or kanji takes two, as rich measures them); text is wrapped at
+spaces, or between characters where it has none (Japanese), never inside one. Only ASCII is
+added (no "·" or "…", which East Asian terminals may draw two cells wide). Only used on a
+terminal; a pipe gets the TSV lines of `fast.EXPLAIN_COLUMNS`, as before.
 """
 
 from __future__ import annotations

@@ -214,8 +214,10 @@ def test_blocks_never_pass_the_width_and_keep_every_character(width):
            "path": "memory/a-rather-long-fact-name.md", "description": JA + " " + EN, "outcome": "守られている",
            "score": 0.795, "signals": {"bm25": 13.21, "keyword": 1.0, "cosine": 0.871, "vector": None, "window": 0.5},
            "factors": {"relevance": 1.0, "importance": 0.6, "confidence": 0.7, "recency": 1.0, "frequency": 0.0}}
-    lines = blocks([row, {**row, "rank": 2}], width)
+    named_in_japanese = {**row, "rank": 2, "name": "デプロイの決まりごと（火曜日の午前中だけ、凍結期間の後は確認）"}
+    lines = blocks([row, named_in_japanese], width)
     assert max(cell_len(line) for line in lines) <= width
     joined = "".join(line.strip() for line in lines)
-    assert JA in joined and row["name"] in joined and "13.210" in joined and "守られている" in joined
+    assert JA in joined and row["name"] in joined and named_in_japanese["name"] in joined
+    assert "13.210" in joined and "守られている" in joined
     assert lines.count("") == 1  # one blank line between the two hits
