@@ -18,11 +18,12 @@ from typing import Any, Mapping, NamedTuple
 
 from .errors import BadInput
 
+# Fact types: Claude Code's four, then memctl's own; `[facts] types = [...]` in memctl.toml replaces them.
 FACT_TYPES = ("user", "feedback", "project", "reference", "procedure")
 # Episode types: what agents record, then what `episode import` writes (docs/TRANSCRIPTS.md).
 # `[episodes] types = [...]` in memctl.toml adds to them (docs/FORMAT.md).
 EPISODE_TYPES = ("decision", "error", "success", "feedback", "conflict", "prompt", "reply", "tool")
-EPISODE_TYPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+TYPE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # a declared fact or episode type
 
 DEFAULT_IMPORTANCE = {
     "user": 0.7,
@@ -45,6 +46,7 @@ author_name = "memctl"
 author_email = "memctl@localhost"
 
 [facts]
+types = ["user", "feedback", "project", "reference", "procedure"]  # the types a fact may have
 max_index_lines = 200              # Claude Code loads only the first 200 lines of MEMORY.md
 max_index_bytes = 25000            # ... and at most 25 KB
 
@@ -84,8 +86,13 @@ class Config(NamedTuple):
     default_importance: Mapping[str, float] = MappingProxyType(DEFAULT_IMPORTANCE)
     default_confidence: Mapping[str, float] = MappingProxyType(DEFAULT_CONFIDENCE)
     ledgers: Mapping[str, LedgerDecl] = MappingProxyType({})
+    fact_types: tuple[str, ...] = FACT_TYPES
     episode_types: tuple[str, ...] = EPISODE_TYPES
     raw: Mapping[str, Any] = MappingProxyType({})
+
+    def default_fact_type(self) -> str:
+        """A new fact's type when none is given: project, else the first declared type."""
+        return "project" if "project" in self.fact_types else self.fact_types[0]
 
     def importance_for(self, fact_type: str | None) -> float:
         return self.default_importance.get(fact_type or "", FALLBACK_IMPORTANCE)
@@ -160,6 +167,7 @@ def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config
             unique=decl.get("unique"),
         )
     return Config(
+        fact_types=_fact_types(facts, source),
         episode_types=_episode_types(raw.get("episodes", {}), source),
         commit=bool(git.get("commit", True)),
         author_name=str(git.get("author_name", "memctl")),
@@ -173,13 +181,27 @@ def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config
     )
 
 
+def _fact_types(table: Any, source: Path | str) -> tuple[str, ...]:
+    """`[facts] types` (each once, in order), else the defaults; an empty list is refused (no fact could be written)."""
+    declared = _types(table.get("types", list(FACT_TYPES)), source, "[facts] types",
+                      '"user", "feedback", "project", "reference", "procedure"')
+    if not declared:
+        raise BadInput(f"{source}: [facts] types is empty", hint=f"types = {toml_value(list(FACT_TYPES))}")
+    return tuple(dict.fromkeys(declared))
+
+
 def _episode_types(table: Any, source: Path | str) -> tuple[str, ...]:
     """The default episode types, then those `[episodes] types` adds (each once, in order)."""
-    extra = table.get("types", []) if isinstance(table, dict) else None
-    if not isinstance(extra, list) or not all(isinstance(t, str) and EPISODE_TYPE_RE.match(t) for t in extra):
-        raise BadInput(f"{source}: [episodes] types must be a list of slugs (a-z first, then a-z 0-9 - _; at most 32)",
-                       hint='types = ["review", "incident"]')
+    extra = _types(table.get("types", []) if isinstance(table, dict) else None, source, "[episodes] types",
+                   '"review", "incident"')
     return tuple(dict.fromkeys((*EPISODE_TYPES, *extra)))
+
+
+def _types(value: Any, source: Path | str, key: str, example: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and TYPE_RE.match(t) for t in value):
+        raise BadInput(f"{source}: {key} must be a list of slugs (a-z first, then a-z 0-9 - _; at most 32)",
+                       hint=f"types = [{example}]")
+    return value
 
 
 def toml_value(value: Any) -> str:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
 from . import clock, config, ledger, textnorm
-from .errors import BadInput, NotFound, Refused
+from .errors import BadInput, NotFound, Refused, undeclared_type
 from .store import Store
 
 LEDGER = "episodes"
@@ -27,7 +27,7 @@ TYPES = config.EPISODE_TYPES  # a store's own list adds `[episodes] types` to th
 DEFAULT_IMPORTANCE = {"decision": 0.7, "error": 0.8, "success": 0.5, "feedback": 0.9, "conflict": 0.85}
 FALLBACK_IMPORTANCE = 0.5  # any other declared type
 FRESHNESS_DECAY_PER_DAY = 0.01
-TYPE_RE = config.EPISODE_TYPE_RE
+TYPE_RE = config.TYPE_RE
 # A ref with a scheme (`session:`, `record:`, `commit:`, `https://`, ...) points outside the store and is
 # kept as written; one without is a fact name or an episode id, and must name one (docs/FORMAT.md).
 SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]*:")
@@ -76,10 +76,8 @@ def _check_items(label: str, items: Iterable[str]) -> tuple[str, ...]:
 
 def check_type(store: Store, episode_type: str | None) -> str:
     """`episode_type` when the store declares it, else BadInput naming the declared types."""
-    allowed = store.config.episode_types
-    if episode_type not in allowed:
-        raise BadInput(f"unknown episode type {episode_type!r}; the types are {' | '.join(allowed)}",
-                       hint="declare more in memctl.toml: [episodes] types = [\"review\"]")
+    if episode_type not in store.config.episode_types:
+        raise undeclared_type("episode", episode_type, store.config.episode_types, '[episodes] types = ["review"]')
     return episode_type
 
 

@@ -33,7 +33,7 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
     ("not-found", "a fact, ledger, STATE.md, job, file or store that does not exist", NOT_FOUND),
     ("bad-name", "a name that breaks the naming rule (fact, ledger, column), or a path given as a name", USAGE),
     ("bad-value", "a malformed or out-of-range value: importance, date, duration, count, an unknown column", USAGE),
-    ("unknown-type", "an episode type that is not declared (the list is in the message)", USAGE),
+    ("unknown-type", "a fact or episode type that is not declared (the list is in the message, the closest one in the hint)", USAGE),
     ("bad-ref", "an episode ref that names no fact and no episode", USAGE),
     ("not-utf8", "text that is not valid UTF-8: an argument, a MEMCTL_* variable, stdin, a file given to read", USAGE),
     ("nul", "a NUL character in a value to be written", USAGE),
@@ -130,6 +130,18 @@ def from_os_error(exc: OSError) -> OSFailure:
         where = f"{where} -> {exc.filename2}"
     message = f"{reason}: {os.fsdecode(where)}" if where else reason
     return OSFailure(message + (f" ({name})" if name else ""), hint=_OS_HINTS.get(name))
+
+
+def undeclared_type(what: str, given: str | None, declared: tuple[str, ...], where: str, *, of: str = "") -> BadInput:
+    """A `what` ("fact", "episode") type not in `declared`: the list in the message (`of`: whose
+    type it is, when the caller did not give it), the closest declared type (when one is close)
+    and where to declare more (`where`) in the hint."""
+    import difflib  # noqa: PLC0415  (only for this error)
+
+    closest = difflib.get_close_matches(given, declared, n=1) if isinstance(given, str) else []
+    hint = (f"did you mean {closest[0]!r}? " if closest else "") + f"to add a type, declare it in memctl.toml: {where}"
+    whose = f" ({of})" if of else ""
+    return BadInput(f"unknown {what} type {given!r}{whose}; the types are {' | '.join(declared)}", hint=hint)
 
 
 def not_utf8(what: str, exc: UnicodeError | None = None) -> BadInput:

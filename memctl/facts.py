@@ -238,7 +238,15 @@ def check_key(key: str) -> str:
     return key
 
 
-def _check_input(spec: FactInput, update: bool = False) -> None:
+def check_type(store: Store, fact_type: str, *, of: str = "") -> str:
+    """`fact_type` when memctl.toml declares it (`[facts] types`), else BadInput naming the declared
+    types and the closest one; `of` says whose type it is when the caller did not give it."""
+    if fact_type not in store.config.fact_types:
+        raise errors.undeclared_type("fact", fact_type, store.config.fact_types, "[facts] types", of=of)
+    return fact_type
+
+
+def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
     for label in ("description", "type", "body", "why", "how", "source", "expires"):
         _check_text(getattr(spec, label), label)
     for tag in spec.tags or ():
@@ -253,8 +261,8 @@ def _check_input(spec: FactInput, update: bool = False) -> None:
         check_key(old)
     if spec.description is not None:
         fact_mod.validate_description(spec.description)
-    if spec.type is not None and not fact_mod.NAME_RE.match(spec.type):
-        raise BadInput(f"invalid type {spec.type!r}", hint="user, feedback, project, reference or procedure")
+    if spec.type is not None:
+        check_type(store, spec.type)
     _unit(spec.importance, "importance")
     _unit(spec.confidence, "confidence")
     for tag in spec.tags or ():
@@ -271,7 +279,7 @@ def _check_input(spec: FactInput, update: bool = False) -> None:
 
 
 def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:
-    fact_type = spec.type or "project"
+    fact_type = spec.type or store.config.default_fact_type()
     metadata: dict[str, Any] = {
         "type": fact_type,
         "importance": spec.importance if spec.importance is not None else store.config.importance_for(fact_type),
@@ -480,7 +488,7 @@ def remember(
     keyword ones (reported, refused only with strict). It runs before the lock
     is taken: loading a model must not hold up other writers.
     """
-    _check_input(spec, update)
+    _check_input(store, spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:
         vector_hits = vector_check(spec.description, {spec.name} | set(spec.supersedes))
@@ -538,7 +546,10 @@ def remember(
         _refuse_hand_edited_index(store, commit_changes, facts)
         now = clock.stamp()
         if existing is None:
-            new = _new_fact(store, _inherit(spec, old_facts), now)
+            given = _inherit(spec, old_facts)
+            if given.type != spec.type:  # taken from the fact it supersedes: declared too, or refused
+                check_type(store, given.type or "", of=f"the type of {old_facts[0].name or old_facts[0].stem}")
+            new = _new_fact(store, given, now)
             action = "created"
         else:
             new = _updated_fact(existing, spec)
@@ -578,7 +589,7 @@ def update_many(
     before anything is written (a plan made earlier that no longer holds).
     """
     for spec in specs:
-        _check_input(spec, update=True)
+        _check_input(store, spec, update=True)
     with store.lock():
         facts = live_facts(store)
         if guard is not None:
@@ -714,6 +725,10 @@ def check(store: Store) -> list[Problem]:
             problems.append(Problem(rel, 2, "missing-description", "frontmatter has no 'description'"))
         if not item.archived and item.name:
             names.setdefault(item.name, []).append(item)
+        if not item.archived and item.type and item.type not in store.config.fact_types:
+            problems.append(Problem(rel, _key_line(item, "type"), "undeclared-type",
+                                    f"type {item.type!r} is not declared ([facts] types in memctl.toml: "
+                                    f"{' | '.join(store.config.fact_types)}); the fact is read as usual", "warning"))
         for old in item.supersedes:
             if old not in known:
                 problems.append(Problem(rel, 0, "dangling-supersedes", f"supersedes {old!r}, which does not exist"))
@@ -742,6 +757,20 @@ def check(store: Store) -> list[Problem]:
             problems.append(Problem(rel_index, 0, "index-too-big", f"{len(raw)} bytes; Claude Code loads only the first {limit_bytes} (run `memctl index`)"))
     problems += _git_problems(store)
     return problems
+
+
+def _key_line(fact: fact_mod.Fact, key: str) -> int:
+    """The line of the frontmatter where `key:` is (at any depth), 0 when it cannot be found."""
+    try:
+        lines = fact.path.read_text(encoding="utf-8").split("\n") if fact.path else []
+    except (OSError, UnicodeError):
+        return 0
+    for number, line in enumerate(lines[1:], start=2):
+        if line.rstrip("\r") in ("---", "..."):
+            break
+        if line.lstrip().startswith(f"{key}:"):
+            return number
+    return 0
 
 
 def _git_problems(store: Store) -> list[Problem]:

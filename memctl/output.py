@@ -20,6 +20,13 @@ def stdout_is_tty() -> bool:
     return sys.stdout.isatty()
 
 
+def terminal_width() -> int:
+    """The terminal's width in cells (COLUMNS when set, as rich reads it; 80 when there is none)."""
+    from rich.console import Console  # noqa: PLC0415
+
+    return Console().width
+
+
 def _escape(value: Any) -> str:
     text = "" if value is None else str(value)
     if isinstance(value, (list, tuple)):
@@ -54,28 +61,44 @@ def emit_text(text: str) -> None:
     sys.stdout.flush()
 
 
-def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
-    """A rich table on a TTY; otherwise one TAB-separated line per row, no header."""
-    if stdout_is_tty():
-        from rich.console import Console  # noqa: PLC0415
-        from rich.table import Table  # noqa: PLC0415
+# Past this many rows a terminal gets the header line and the piped lines: rich lays out ~4,000 rows a second.
+TABLE_ROWS = 2000
 
-        table = Table(title=title, show_lines=False)
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(_cell(row.get(c)) for c in columns))
-        Console().print(table)
+
+def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], plain: str | None = None) -> None:
+    """A rich table with a header row on a terminal (nothing when there are no rows); otherwise
+    `plain`, by default one TAB-separated line per row, no header."""
+    terminal = stdout_is_tty()
+    if terminal and len(rows) <= TABLE_ROWS:
+        _rich_table([[_cell(row.get(c)) for c in columns] for row in rows], columns)
         return
-    emit_lines("\t".join(_escape(row.get(c)) for c in columns) for row in rows)
+    if terminal:
+        emit_lines(["\t".join(columns)])  # the header still, above what a pipe gets
+    if plain is not None:
+        emit_text(plain)
+    else:
+        emit_lines("\t".join(_escape(row.get(c)) for c in columns) for row in rows)
+
+
+def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
+    if not cells:
+        return
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415  (cells as plain text: no markup is read in them)
+
+    table = Table(show_lines=False)
+    for column in columns:
+        table.add_column(Text(column), overflow="fold")
+    for line in cells:
+        table.add_row(*map(Text, line))
+    Console().print(table)
 
 
 def _cell(value: Any) -> str:
-    from rich.markup import escape  # noqa: PLC0415
-
     if isinstance(value, (list, tuple)):
-        value = ", ".join(str(v) for v in value)
-    return escape("" if value is None else str(value))
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
 
 
 def warn(message: str, hint: str | None = None) -> None:

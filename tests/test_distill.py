@@ -22,6 +22,7 @@ from memctl import episodes, facts, ledger
 from memctl.errors import BadInput, GitError
 from memctl.cli import hints
 from memctl.lifecycle import distill as dist
+from memctl.store import open_store
 
 THEN = "2026-01-10T09:00:00+09:00"
 NOW = "2026-04-10T09:00:00+09:00"  # 90 days later: freshness 0.1
@@ -259,6 +260,21 @@ def test_one_bad_answer_does_not_stop_the_good_one_and_is_asked_again(root, stor
     retry = run(store, cmd)
     assert [(o.status, o.cluster.ids) for o in retry.outcomes] == [("created", ids["Zenn"])]
     assert len(prompts(log)) == 1
+
+
+def test_a_lesson_of_a_type_memctl_toml_does_not_declare_is_rejected(root, monkeypatch, tmp_path):
+    """A lesson is a project fact (a user fact for a preference): where those are not declared, it is refused."""
+    toml = root / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace(
+        'types = ["user", "feedback", "project", "reference", "procedure"]', 'types = ["feedback"]'), encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "only feedback facts")
+    store = open_store(root)
+    seed(store, monkeypatch)
+    cmd, _log = llm(tmp_path, ANSWERS)
+    result = run(store, cmd)
+    assert [(o.status, o.reason) for o in result.outcomes] == [
+        ("rejected", "unknown fact type 'project'; the types are feedback")] * 2
+    assert not dist.distilled_ids(store) and git(root, "status", "--porcelain") == ""
 
 
 def test_dry_run_asks_and_validates_but_writes_nothing(root, store, monkeypatch, tmp_path):

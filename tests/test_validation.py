@@ -72,6 +72,9 @@ CASES: dict[str, list[tuple[list[str], bytes | None, dict[str, str]]]] = {
         (["remember", "ok", "-d", "x", "--importance", "high"], None, {}),
     ],
     "unknown-type": [
+        (["remember", "ok", "-d", "x", "--type", "feeback"], None, {}),
+        (["remember", "fa", "--update", "--type", "banana"], None, {}),
+        (["remember", "ok", "-d", "x", "--supersedes", "fa", "--type", "banana"], None, {}),
         (["episode", "add", "x", "--type", "bogus"], None, {}),
         (["episode", "list", "--type", "bogus"], None, {}),
         (["episode", "recall", "決めた", "--type", "bogus"], None, {}),
@@ -311,6 +314,78 @@ def test_declared_episode_types_extend_the_defaults(base, tmp_path):
                                       .replace('types = ["review", "incident"]', 'types = ["Not A Slug"]'), encoding="utf-8")
     bad = _run(root, ["episode", "list"], None, {})
     assert bad.returncode == 2 and "[episodes] types must be a list of slugs" in bad.stderr.decode()
+
+
+DECLARED = "user | feedback | project | reference | procedure"
+
+
+def test_an_undeclared_fact_type_is_refused_naming_the_declared_ones_and_the_closest(base, tmp_path):
+    """`--type feeback` once added a `## feeback` section to MEMORY.md; now exit 2, nothing written."""
+    root = _copy(base, tmp_path)
+    index = (root / "memory" / "MEMORY.md").read_bytes()
+    typo = _run(root, ["remember", "deploy", "-d", "Deploys on Tuesdays", "--type", "feeback"], None, {})
+    assert (typo.returncode, typo.stdout) == (2, b"")
+    assert typo.stderr.decode() == (f"memctl: error: unknown fact type 'feeback'; the types are {DECLARED} (hint: did you "
+                                    "mean 'feedback'? to add a type, declare it in memctl.toml: [facts] types)\n")
+    banana = _run(root, ["remember", "deploy", "-d", "Deploys on Tuesdays", "--type", "banana"], None, {})
+    assert banana.returncode == 2
+    assert banana.stderr.decode() == (f"memctl: error: unknown fact type 'banana'; the types are {DECLARED} "
+                                      "(hint: to add a type, declare it in memctl.toml: [facts] types)\n")
+    assert (root / "memory" / "MEMORY.md").read_bytes() == index and not (root / "memory" / "deploy.md").exists()
+    # The Python API refuses it with the same error (the MCP tool calls the same function).
+    import memctl
+    from memctl.errors import BadInput
+
+    with pytest.raises(BadInput, match="unknown fact type 'Feedback'.*") as caught:
+        memctl.remember(memctl.open_store(root), "deploy", "Deploys on Tuesdays", type="Feedback")
+    assert caught.value.exit_code == 2 and caught.value.hint.startswith("did you mean 'feedback'?")
+    assert (root / "memory" / "MEMORY.md").read_bytes() == index
+
+
+def test_memctl_toml_declares_the_fact_types(base, tmp_path):
+    root = _copy(base, tmp_path)
+    toml = root / "memctl.toml"
+    written = toml.read_text(encoding="utf-8")
+    line = 'types = ["user", "feedback", "project", "reference", "procedure"]'
+    assert f"[facts]\n" in written and f"\n{line}  #" in written  # init wrote it, for people to see and change
+    toml.write_text(written.replace(line, 'types = ["feedback", "howto"]'), encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "declare howto")
+    assert _run(root, ["remember", "howto-deploy", "-d", "How to deploy", "--type", "howto"], None, {}).returncode == 0
+    refused = _run(root, ["remember", "deploy", "-d", "Deploys on Tuesdays", "--type", "project"], None, {})
+    assert refused.returncode == 2 and "the types are feedback | howto (hint: " in refused.stderr.decode()
+    # without --type a new fact is a project fact, or of the first declared type when project is not declared
+    assert _run(root, ["remember", "plain", "-d", "A fact without a type"], None, {}).returncode == 0
+    assert "\n  type: feedback\n" in (root / "memory" / "plain.md").read_text(encoding="utf-8")
+    assert "## howto\n- [howto-deploy](howto-deploy.md)" in (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    # `fa` (a project fact from before) is read as usual: listed, found, and changed when no type is given
+    listed = _run(root, ["list"], None, {}).stdout.decode()
+    assert "fa\tproject\tZenn投稿は1日1件まで\tmemory/fa.md\n" in listed
+    assert _run(root, ["recall", "Zenn投稿"], None, {}).stdout.decode().split("\t")[3] == "fa"
+    assert _run(root, ["remember", "fa", "--update", "--importance", "0.9"], None, {}).returncode == 0
+    # ... a fact superseding it takes its type only when declared
+    inherit = _run(root, ["remember", "fb", "-d", "Zenn: one post a day", "--supersedes", "fa"], None, {})
+    assert inherit.returncode == 2 and inherit.stderr.decode().startswith(
+        "memctl: error: unknown fact type 'project' (the type of fa); the types are feedback | howto (hint: ")
+    for bad, message in (('types = []', "[facts] types is empty"), ('types = ["Bad Type"]', "[facts] types must be a list of slugs"),
+                         ('types = "user"', "[facts] types must be a list of slugs")):
+        toml.write_text(written.replace(line, bad), encoding="utf-8")
+        done = _run(root, ["list"], None, {})
+        assert done.returncode == 2 and message in done.stderr.decode(), (bad, done.stderr)
+
+
+def test_doctor_warns_of_a_fact_on_disk_whose_type_is_not_declared(base, tmp_path):
+    root = _copy(base, tmp_path)
+    (root / "memory" / "old-note.md").write_text("---\nname: old-note\ndescription: 古いメモ banana\nmetadata:\n"
+                                                 "  importance: 0.5\n  type: banana\n---\nbody\n", encoding="utf-8")
+    assert _run(root, ["index"], None, {}).returncode == 0
+    git(root, "add", "memory")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a fact of an old type")
+    done = _run(root, ["doctor"], None, {})
+    assert [line for line in done.stdout.decode().splitlines() if "old-note" in line] == [
+        f"memory/old-note.md:6: warning: type 'banana' is not declared ([facts] types in memctl.toml: {DECLARED}); "
+        "the fact is read as usual"]
+    assert "old-note\tbanana\t古いメモ banana" in _run(root, ["list"], None, {}).stdout.decode()
+    assert _run(root, ["show", "old-note"], None, {}).returncode == 0
 
 
 def test_state_check_without_state_md_says_so(base, tmp_path):

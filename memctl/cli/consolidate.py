@@ -204,7 +204,9 @@ def procedure_record(
     else:
         s = done.stats
         quality = "-" if s.quality is None else f"{s.quality:.4f}"
-        output.emit_text(f"{done.name}\truns {s.runs}\tsuccess_rate {s.success_rate:.4f}\tquality {quality}\trank {s.rank:.4f}")
+        row = {"name": done.name, "runs": s.runs, "success_rate": f"{s.success_rate:.4f}", "quality": quality, "rank": f"{s.rank:.4f}"}
+        output.emit_table([row], list(row), plain=(
+            f"{done.name}\truns {s.runs}\tsuccess_rate {row['success_rate']}\tquality {quality}\trank {row['rank']}"))
 
 
 @proc_app.command("best")

@@ -194,6 +194,10 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         output.emit_lines(dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in hits))
     elif json:
         output.emit_json(_hit_rows(results[0], explain))
+    elif found and explain and output.stdout_is_tty():
+        from .explain import blocks
+
+        output.emit_lines(blocks(_hit_rows(results[0], explain), output.terminal_width()))
     elif found:
         columns = EXPLAIN_COLUMNS if explain else ["rank", "score", "relevance", "name", "type", "description", "path"]
         output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns)

@@ -139,7 +139,8 @@ def dups(
     if json:
         output.emit_json([vc.to_dict() for vc in found])
     else:
-        output.emit_text("".join(vc.field + "\n" for vc in found))  # one write: dups can be 100,000s of lines
+        output.emit_table([{column: vc.field} for vc in found], [column],  # a terminal gets a header
+                          plain="".join(vc.field + "\n" for vc in found))  # one write: dups can be 100,000s of lines
 
 
 @ledger_app.command("stats")
@@ -155,8 +156,10 @@ def stats(
     if json:
         output.emit_json([vc.to_dict() for vc in found])
     else:
-        # uniq -c's own layout: the count right-aligned in 7 columns, a space, the field.
-        output.emit_text("".join(f"{vc.count:7d} {vc.field}\n" for vc in found))
+        # piped, uniq -c's own layout: the count right-aligned in 7 columns, a space, the field
+        count = "records" if by == "count" else "count"
+        output.emit_table([{count: vc.count, by: vc.field} for vc in found], [count, by],
+                          plain="".join(f"{vc.count:7d} {vc.field}\n" for vc in found))
 
 
 @ledger_app.command("check")

@@ -32,8 +32,26 @@ def render() -> str:
         result = runner.invoke(app, [*path, "--help"], env=env, terminal_width=100)
         title = " ".join(["memctl", *path])
         parts.append(f"## `{title}`\n\n```\n{result.stdout.rstrip()}\n```\n")
+    from ..output import TABLE_ROWS
+
+    parts.append(OUTPUT.format(rows=TABLE_ROWS))
     parts.append(exit_table())
     return "\n".join(parts)
+
+
+OUTPUT = """## Output
+
+stdout carries data, stderr everything else (notes, warnings, progress, errors). Piped, a command that
+lists things prints one TAB-separated line per item with no header (fields escaped as in a ledger:
+`\\\\ \\t \\n \\r`), for `grep`, `cut` and `sort`; `ledger dups` and `ledger stats` print what
+`cut | sort | uniq -d` / `uniq -c` would. On a terminal (or with `MEMCTL_FORCE_TTY=1`) the same items
+are a table with a header row, sized to the terminal and measured in display cells (a kana or kanji
+is two), a table with no rows prints nothing, and past {rows:,} rows the header line comes above the
+piped lines. `recall --explain` and `episode recall --explain` print a block per hit there: the
+rank, name and score, the type and path, the description wrapped, then the raw signals and the five
+factors as labelled values, as many a line as the width allows (80 columns and narrower included).
+`--json` prints JSON everywhere (docs/JSON.md).
+"""
 
 
 def exit_table() -> str:

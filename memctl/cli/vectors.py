@@ -158,7 +158,9 @@ def cache_status(ctx: typer.Context, json: JsonOpt = False) -> None:
         output.emit_json(status)
         return
     using = status["embedder"]
-    output.emit_text(f"embedder\t{using.get('label', using['backend'])}\tconfigured: {using.get('configured', using['backend'])}\tvia: {using.get('via', 'in-process')}")
+    row = {"embedder": using.get("label", using["backend"]), "configured": using.get("configured", using["backend"]),
+           "via": using.get("via", "in-process")}
+    output.emit_table([row], list(row), plain=f"embedder\t{row['embedder']}\tconfigured: {row['configured']}\tvia: {row['via']}")
     _notes(using.get("notes", []))
     output.emit_table(
         [{**c, "embedder": f"{c['backend']} ({c['model']})", "size": f"{c['bytes'] / 1e6:.1f} MB", "problem": c["problem"] or ""} for c in status["caches"]],
@@ -175,7 +177,8 @@ def cache_rebuild(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: Cac
     if json:
         output.emit_json(done)
     else:
-        output.emit_lines(f"{d['source']}\t{d['rows']} rows\t{d['embedder']}" for d in done)
+        output.emit_table(done, ["source", "rows", "embedder"],
+                          plain="".join(f"{d['source']}\t{d['rows']} rows\t{d['embedder']}\n" for d in done))
         if not done:
             output.info("no caches to rebuild")
 

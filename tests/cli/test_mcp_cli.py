@@ -129,6 +129,26 @@ def test_every_tool_and_resource(root):
     anyio.run(run)
 
 
+def test_remember_refuses_a_type_memctl_toml_does_not_declare(root):
+    """The tool calls the same library function as the CLI: the same one line, nothing written."""
+    index = (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+
+    async def run():
+        async with server(root) as client:
+            error, text = await call(client, "remember", name="deploy-window", type="feeback",
+                                     description="Deploys run only on weekday mornings")
+            assert error and text == ("memctl: error: unknown fact type 'feeback'; the types are user | feedback | project | "
+                                      "reference | procedure (hint: did you mean 'feedback'? to add a type, declare it in "
+                                      "memctl.toml: [facts] types)")
+            error, data = await call(client, "remember", name="deploy-window", type="feedback",
+                                     description="Deploys run only on weekday mornings")
+            assert not error and data["action"] == "created"
+
+    anyio.run(run)
+    after = (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert after != index and "## feedback\n" in after and "feeback" not in after
+
+
 def test_recall_sees_what_other_processes_write(root):
     """The server keeps its recall index open; a write by another memctl shows up in the next call."""
 
