@@ -272,6 +272,7 @@ def test_a_live_git_lock_is_waited_for_then_exit_4_and_nothing_changes(root):
     clean(root)
 
 
+@pytest.mark.file_times
 def test_a_fresh_lock_without_a_git_process_is_stale_after_a_few_seconds(root):
     lock = root / ".git" / "index.lock"
     lock.touch()

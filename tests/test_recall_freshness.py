@@ -54,6 +54,7 @@ def _digest(store) -> str:
         return conn.execute("SELECT value FROM meta WHERE key='facts.digest'").fetchone()[0]
 
 
+@pytest.mark.file_times
 def test_in_place_edit_same_size_mtime_kept_right_after_a_write(root):
     """Within RACY_NS of a write the stamps cannot be trusted (one timestamp tick): the file is read again."""
     store = _seed(root)

@@ -343,6 +343,7 @@ def test_check_fresh_then_stale_by_updated(root, store, monkeypatch):
     assert state.check(store, max_age=26 * 3600)[0].stale is False
 
 
+@pytest.mark.file_times
 def test_check_without_updated_uses_mtime_when_uncommitted(root, store):
     path = root / "state" / "blog" / "STATE.md"
     path.parent.mkdir(parents=True)
