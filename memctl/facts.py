@@ -7,6 +7,7 @@ fact file(s) atomically, regenerate MEMORY.md, commit exactly those paths.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -417,6 +418,9 @@ def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[
     return found
 
 
+TITLE_CHARS = 100  # a Claude Code title (`name`) longer than this is reported by doctor
+
+
 def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
     _refuse_damaged_index(store)
@@ -719,6 +723,10 @@ def check(store: Store) -> list[Problem]:
         rel = store.rel(item.path) if item.path else item.file_name
         if not item.name:
             problems.append(Problem(rel, 2, "missing-name", "frontmatter has no 'name'"))
+        elif store.layout == "claude":  # Claude Code's `name` is a short title, in any script
+            if len(item.name) > TITLE_CHARS:
+                problems.append(Problem(rel, 2, "long-title", f"the title ('name') is {len(item.name)} characters; "
+                                        f"Claude Code's titles are short (up to {TITLE_CHARS})", "warning"))
         elif not fact_mod.NAME_RE.match(item.name):
             problems.append(Problem(rel, 2, "bad-name", f"name {item.name!r} is not a slug", "warning"))
         if not item.description:
@@ -789,6 +797,7 @@ def _git_problems(store: Store) -> list[Problem]:
         if name.startswith(".") or name == "access.tsv":
             continue
         rel = store.rel(top / path) if top is not None else path
+        where, what = shlex.quote(str(store.root)), shlex.quote(rel)
         problems.append(Problem(rel, 0, "uncommitted", "memctl's file has changes that are not committed "
-                                "(commit them: git -C <store> add -- <path> && git -C <store> commit; or discard them)"))
+                                f"(commit them: git -C {where} add -- {what} && git -C {where} commit; or discard them)"))
     return problems

@@ -218,6 +218,10 @@ def say_checked(found, problem: str | None) -> None:
 def session_start(store, log: bool = True) -> str:
     """The session-start bundle (`memctl context`), or nothing when the store has nothing to show."""
     from .. import context
+    from ..claude_memory import take_in_now
+
+    if log:  # not under `agent status`, which writes nothing
+        take_in_now(store)  # what Claude Code wrote in its directory last session: its own commit
     # Claude Code already loads the MEMORY.md of its own memory directory: the bundle leaves it out there.
     bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude",
                            max_chars=MAX_CHARS, state_root=True)
