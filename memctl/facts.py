@@ -419,6 +419,35 @@ def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[
 
 
 TITLE_CHARS = 100  # a Claude Code title (`name`) longer than this is reported by doctor
+RECENT_DAYS = 7  # a fact written or used this lately keeps its line in MEMORY.md (index.fair_order)
+
+
+def _recent(store: Store, facts: list[fact_mod.Fact]) -> set[str]:
+    """File names of the facts written or used in the last RECENT_DAYS: by their `updated` / `created`,
+    by a commit or an uncommitted change to the file (Claude Code writes no timestamps), or by a use
+    in the access log. Only asked for when the index would pass its limits."""
+    from datetime import datetime, timedelta
+
+    from . import access
+
+    if len(facts) < 50:  # far below any limit: nothing to choose
+        return set()
+    since = clock.now() - timedelta(days=RECENT_DAYS)
+    found = set()
+    for fact in facts:
+        stamp = fact.meta("updated") or fact.meta("created")
+        try:
+            when = datetime.fromisoformat(str(stamp)) if stamp else None
+        except ValueError:
+            when = None
+        if when is not None and (when if when.tzinfo else when.astimezone()) >= since:
+            found.add(fact.file_name)
+    found |= {os.path.basename(p) for p in gitstore.changed_since(store.root, store.memory_dir, since)}
+    stems = {fact.stem: fact.file_name for fact in facts}
+    for _, row in access.rows(store):
+        if access.is_use(row.get("command", "")) and row.get("ts", "") >= since.isoformat(timespec="seconds")[:10]:
+            found |= {stems[key] for key in row.get("shown", "").split(",") if key in stems}
+    return found
 
 
 def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
@@ -431,7 +460,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     layout = index_mod.build_layout(
         current, facts, archived=_archived_names(store), topics=topics, refresh=refresh,
         limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
-        rank=index_mod.rank_key(store.config.importance_for),
+        rank=index_mod.rank_key(store.config.importance_for), recent=_recent(store, facts),
     )
     touched = [path]
     changed = False
