@@ -87,3 +87,101 @@ def take_in_now(store) -> str | None:
             return take_in(store)
     except (MemctlError, OSError):  # a read-only directory, git refusing: doctor names what stays uncommitted
         return None
+
+
+# ---------------------------------------------------------------- Claude Code's dialect, and the sidecar
+
+SIDECAR = "memctl-facts.tsv"  # in the directory, committed; union-merged (docs/FORMAT.md)
+SIDECAR_COLUMNS = ("ts", "file", "title", "key", "value")
+CLAUDE_KEYS = ("name", "description", "type")  # all Claude Code writes in a fact's frontmatter
+TITLE_CHARS = 100  # a title (`name`) longer than this is refused for a new fact, named by doctor
+
+
+def claude_stem(title: str, fact_type: str) -> str:
+    """A file stem in Claude Code's style for a fact titled `title`: the title itself when it is a slug,
+    else `<type>_<ascii words>` (`<type>_<8 hex>` for a title in Japanese only)."""
+    import hashlib
+    import re
+
+    from .fact import NAME_RE
+
+    if NAME_RE.match(title):
+        return title
+    words = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:60]
+    return f"{fact_type}_{words or hashlib.sha1(title.encode('utf-8')).hexdigest()[:8]}"
+
+
+def _sidecar_rows(store) -> list[dict[str, str]]:
+    from .tsv import unescape
+
+    path = store.memory_dir / SIDECAR
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    rows = [dict(zip(SIDECAR_COLUMNS, map(unescape, line.split("\t")))) for line in lines[1:] if line.strip()]
+    return sorted((r for r in rows if r.get("key")), key=lambda r: r.get("ts", ""))  # stable: file order within a ts
+
+
+def overlay(store, facts: list, present: set[str] | None = None) -> list:
+    """Facts with what the sidecar keeps for them as their `metadata` (in memory only): found by file,
+    else by title (a file Claude Code renamed). Latest row per key wins; a null value removes."""
+    import json
+    from dataclasses import replace
+
+    rows = _sidecar_rows(store)
+    if store.layout != "claude" or not rows:
+        return facts
+    by_file: dict[str, dict] = {}
+    titles: dict[str, str] = {}
+    for row in rows:
+        values = by_file.setdefault(row["file"], {})
+        try:
+            values[row["key"]] = json.loads(row.get("value") or "null")
+        except ValueError:
+            continue
+        if row.get("title"):
+            titles[row["title"]] = row["file"]
+    present = present if present is not None else {f.file_name for f in facts}
+    result = []
+    for fact in facts:
+        values = by_file.get(fact.file_name)
+        if values is None and titles.get(fact.name) not in present:
+            values = by_file.get(titles.get(fact.name, ""))
+        if not values:
+            result.append(fact)
+            continue
+        own = fact.front.get("metadata") if isinstance(fact.front.get("metadata"), dict) else {}
+        merged = {k: v for k, v in values.items() if v is not None and k not in fact.front}
+        result.append(replace(fact, front={**fact.front, "metadata": {**merged, **own}}))
+    return result
+
+
+def write_fact(store, fact, before=None) -> list[Path]:
+    """Write a fact; in an adopted directory only Claude Code's keys go into its file, and every other
+    (`metadata:` of memctl's form) becomes rows of the sidecar. The paths written."""
+    import json
+
+    from . import clock, fact as fact_mod
+    from .fsutil import append_bytes, atomic_write
+    from .tsv import escape
+
+    if store.layout != "claude":
+        atomic_write(fact.path, fact_mod.render(fact))
+        return [fact.path]
+    meta = dict(fact.front.get("metadata") or {}) if isinstance(fact.front.get("metadata"), dict) else {}
+    front = {k: v for k, v in fact.front.items() if k != "metadata"}
+    if "type" in meta and "type" not in front:
+        front["type"] = meta.pop("type")
+    old = dict((before.front.get("metadata") or {})) if before is not None and isinstance(before.front.get("metadata"), dict) else {}
+    changed = {k: v for k, v in meta.items() if old.get(k) != v} | {k: None for k in old if k not in meta and k != "type"}
+    atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
+    if not changed:
+        return [fact.path]
+    path = store.memory_dir / SIDECAR
+    stamp = clock.stamp()
+    lines = ["\t".join(map(escape, [stamp, fact.file_name, fact.name, key, json.dumps(value, ensure_ascii=False, default=str)]))
+             for key, value in sorted(changed.items())]
+    payload = ("" if path.exists() and path.stat().st_size else "\t".join(SIDECAR_COLUMNS) + "\n") + "".join(l + "\n" for l in lines)
+    append_bytes(path, payload.encode("utf-8"))
+    return [fact.path, path]

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, NotFound, Refused
 from .fsutil import atomic_move, atomic_write, escapes
+from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .store import Store, commit, refuse_uncommitted, will_commit
@@ -115,6 +116,10 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
     if not archived:
         seen |= {k for k in cache.entries if Path(k).parent == store.archive_dir}
     cache.save(seen)
+    if store.layout == "claude":  # what memctl keeps per fact there lives in the sidecar
+        from .claude_memory import overlay
+
+        facts = overlay(store, facts)
     return Scan(facts, problems)
 
 
@@ -256,6 +261,8 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
         _check_text(old, "supersedes")
     if update:
         check_key(spec.name)
+    elif store.layout == "claude" and not fact_mod.NAME_RE.match(spec.name):
+        _check_title(spec.name)  # Claude Code's `name` is a title; the file gets a stem of its own
     else:
         fact_mod.validate_name(spec.name)
     for old in spec.supersedes:
@@ -279,6 +286,15 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
             raise BadInput(f"{label} must be one line", hint="drop the newline")
 
 
+def _check_title(title: str) -> None:
+    from .claude_memory import TITLE_CHARS
+
+    check_key(title)
+    if len(title) > TITLE_CHARS or any(c in title for c in "[]\n\r\t"):
+        raise BadInput(f"invalid fact title {title[:40]!r}{'...' if len(title) > 40 else ''}",
+                       hint=f"a short title: up to {TITLE_CHARS} characters on one line, without [ or ]")
+
+
 def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:
     fact_type = spec.type or store.config.default_fact_type()
     metadata: dict[str, Any] = {
@@ -298,7 +314,12 @@ def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:
     metadata.update({k: v for k, v in optional.items() if v is not None})
     front = {"name": spec.name, "description": spec.description, "metadata": metadata}
     body = fact_mod.compose_body(spec.body, spec.why, spec.how)
-    return fact_mod.Fact(stem=spec.name, front=front, body=body, path=store.memory_dir / f"{spec.name}.md")
+    stem = spec.name
+    if store.layout == "claude":
+        from .claude_memory import claude_stem
+
+        stem = claude_stem(spec.name, fact_type)
+    return fact_mod.Fact(stem=stem, front=front, body=body, path=store.memory_dir / f"{stem}.md")
 
 
 def _updated_fact(current: fact_mod.Fact, spec: FactInput) -> fact_mod.Fact:
@@ -418,7 +439,6 @@ def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[
     return found
 
 
-TITLE_CHARS = 100  # a Claude Code title (`name`) longer than this is reported by doctor
 RECENT_DAYS = 7  # a fact written or used this lately keeps its line in MEMORY.md (index.fair_order)
 
 
@@ -591,8 +611,7 @@ def remember(
             new = new.with_meta(updated=now)
             action = "updated"
         assert new.path is not None
-        atomic_write(new.path, fact_mod.render(new))
-        touched = [new.path]
+        touched = write_fact(store, new, existing)
         archived = []
         for old in old_facts:
             moved, paths = _archive(store, old, superseded_by=spec.name, valid_to=now)
@@ -652,8 +671,7 @@ def update_many(
         for spec, (current, olds) in zip(specs, pairs):
             new = _updated_fact(current, spec).with_meta(updated=now)
             assert new.path is not None
-            atomic_write(new.path, fact_mod.render(new))
-            touched.append(new.path)
+            touched += write_fact(store, new, current)
             archived = []
             for old in olds:
                 moved, paths = _archive(store, old, superseded_by=current.name or current.stem, valid_to=now)
@@ -753,6 +771,8 @@ def check(store: Store) -> list[Problem]:
         if not item.name:
             problems.append(Problem(rel, 2, "missing-name", "frontmatter has no 'name'"))
         elif store.layout == "claude":  # Claude Code's `name` is a short title, in any script
+            from .claude_memory import TITLE_CHARS
+
             if len(item.name) > TITLE_CHARS:
                 problems.append(Problem(rel, 2, "long-title", f"the title ('name') is {len(item.name)} characters; "
                                         f"Claude Code's titles are short (up to {TITLE_CHARS})", "warning"))

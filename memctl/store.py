@@ -26,7 +26,7 @@ GITATTRIBUTES = (
 # The same for a Claude Code memory directory (facts and MEMORY.md at the top; anchored with "/",
 # so that markdown files in its subfolders, memory-index/ topics or notes, keep git's own merge).
 GITATTRIBUTES_CLAUDE = (
-    f"ledgers/*.tsv merge=union\n/*.md merge=memctl-fact\n/{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n"
+    f"ledgers/*.tsv merge=union\n/*.md merge=memctl-fact\n/{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n/memctl-facts.tsv merge=union\n"
 )
 # Lines an earlier memctl wrote there, unanchored: replaced by the anchored ones where found.
 CLAUDE_UNANCHORED = {"*.md merge=memctl-fact": "/*.md merge=memctl-fact",
