@@ -239,7 +239,9 @@ def test_prose_edits_outside_the_block_still_refuse_but_claude_code_lines_do_not
     claude_fact(d, "user_tz", "Time zone", "The user is in JST", "user", "x\n")
     r = cli(d, "pin", "user_tz")
     assert r.exit_code == 0, r.stderr
-    assert "user_tz.md" in git(d, "show", "--name-only", "--format=", "HEAD").split()
+    # (issue 24: taken in as Claude Code's own commit; the pin itself goes to the sidecar, not the file)
+    assert git(d, "show", "--name-only", "--format=%an", "HEAD~1").split() == ["claude-code", "user_tz.md"]
+    assert "memctl-facts.tsv" in git(d, "show", "--name-only", "--format=", "HEAD").split()
     assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
     # an edit of a committed fact (Claude Code's, issue 24) is taken in as its own commit before memctl's
     with open(d / "user_tz.md", "a", encoding="utf-8") as handle:
