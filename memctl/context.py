@@ -119,7 +119,8 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
 
 
 def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
-          min_score: float | None = None, log: bool = True, include_index: bool = True) -> Bundle:
+          min_score: float | None = None, log: bool = True, include_index: bool = True,
+          max_chars: int | None = None, state_root: bool = False) -> Bundle:
     """The bundle within `budget` estimated tokens.
 
     Priority (what is dropped last comes first): pinned facts, STATE.md files,
@@ -127,7 +128,10 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     list of old facts. With a large store the index alone can fill a small
     budget; an agent that asked a question gets its answers first.
     `include_index=False` leaves MEMORY.md out, for agents that load it
-    themselves (Claude Code does, at session start).
+    themselves (Claude Code does, at session start). `max_chars` caps the
+    text in characters as well (Claude Code shows the model only a preview of
+    longer hook output); `state_root` says under the title the store's
+    absolute root, the folder every path in the bundle is relative to.
     """
     if budget < 50:
         raise BadInput(f"budget {budget} is too small", hint="give at least 50 tokens", arg="budget")
@@ -157,20 +161,27 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         parts += _stale_parts(conn, stale_days, {p.key for p in parts if p.key})
 
     title = "# memctl context" + (f" — query: {query}" if query else "")
+    if state_root:
+        title += f"\nStore: {store.root} (every path below is relative to it)"
     used = textnorm.estimate_tokens(title) + 1
+    chars = len(title) + 1  # the text's exact length: each line and its newline (see _render)
+    char_limit = max_chars if max_chars is not None else float("inf")
     included: list[Part] = []
     dropped: list[Part] = []
     opened: set[str] = set()
     opened_headings: set[tuple[str, str]] = set()
     for part in parts:  # in priority order, best first within each section
-        cost = part.tokens
+        cost, length = part.tokens, len(part.text) + 1
         if part.section not in opened:
             cost += textnorm.estimate_tokens(SECTIONS[part.section]) + 2
+            length += len(SECTIONS[part.section]) + 2
         if part.heading is not None and (part.section, part.heading) not in opened_headings:
             cost += textnorm.estimate_tokens(part.heading) + 1  # a heading is paid for by its first line
-        if used + cost <= budget:
+            length += len(part.heading) + 1
+        if used + cost <= budget and chars + length <= char_limit:
             included.append(part)
             used += cost
+            chars += length
             opened.add(part.section)
             if part.heading is not None:
                 opened_headings.add((part.section, part.heading))

@@ -14,6 +14,9 @@ from .store import Store, pending
 
 
 def run(store: Store) -> list[Problem]:
+    from .claude_memory import take_in_now
+
+    take_in_now(store)  # Claude Code's own writes in its directory: committed as its own, not reported
     problems = link_problems(store)  # first: the other checks do not follow such links
     problems += facts.check(store)
     problems += ledger_ops.check_all(store)

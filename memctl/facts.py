@@ -7,6 +7,7 @@ fact file(s) atomically, regenerate MEMORY.md, commit exactly those paths.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -14,6 +15,7 @@ from typing import Any, Callable
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, NotFound, Refused
 from .fsutil import atomic_move, atomic_write, escapes
+from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .store import Store, commit, refuse_uncommitted, will_commit
@@ -114,6 +116,10 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
     if not archived:
         seen |= {k for k in cache.entries if Path(k).parent == store.archive_dir}
     cache.save(seen)
+    if store.layout == "claude":  # what memctl keeps per fact there lives in the sidecar
+        from .claude_memory import overlay
+
+        facts = overlay(store, facts)
     return Scan(facts, problems)
 
 
@@ -255,6 +261,8 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
         _check_text(old, "supersedes")
     if update:
         check_key(spec.name)
+    elif store.layout == "claude" and not fact_mod.NAME_RE.match(spec.name):
+        _check_title(spec.name)  # Claude Code's `name` is a title; the file gets a stem of its own
     else:
         fact_mod.validate_name(spec.name)
     for old in spec.supersedes:
@@ -278,6 +286,15 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
             raise BadInput(f"{label} must be one line", hint="drop the newline")
 
 
+def _check_title(title: str) -> None:
+    from .claude_memory import TITLE_CHARS
+
+    check_key(title)
+    if len(title) > TITLE_CHARS or any(c in title for c in "[]\n\r\t"):
+        raise BadInput(f"invalid fact title {title[:40]!r}{'...' if len(title) > 40 else ''}",
+                       hint=f"a short title: up to {TITLE_CHARS} characters on one line, without [ or ]")
+
+
 def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:
     fact_type = spec.type or store.config.default_fact_type()
     metadata: dict[str, Any] = {
@@ -297,7 +314,12 @@ def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:
     metadata.update({k: v for k, v in optional.items() if v is not None})
     front = {"name": spec.name, "description": spec.description, "metadata": metadata}
     body = fact_mod.compose_body(spec.body, spec.why, spec.how)
-    return fact_mod.Fact(stem=spec.name, front=front, body=body, path=store.memory_dir / f"{spec.name}.md")
+    stem = spec.name
+    if store.layout == "claude":
+        from .claude_memory import claude_stem
+
+        stem = claude_stem(spec.name, fact_type)
+    return fact_mod.Fact(stem=stem, front=front, body=body, path=store.memory_dir / f"{stem}.md")
 
 
 def _updated_fact(current: fact_mod.Fact, spec: FactInput) -> fact_mod.Fact:
@@ -417,6 +439,37 @@ def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[
     return found
 
 
+RECENT_DAYS = 7  # a fact written or used this lately keeps its line in MEMORY.md (index.fair_order)
+
+
+def _recent(store: Store, facts: list[fact_mod.Fact]) -> set[str]:
+    """File names of the facts written or used in the last RECENT_DAYS: by their `updated` / `created`,
+    by a commit or an uncommitted change to the file (Claude Code writes no timestamps), or by a use
+    in the access log. Only asked for when the index would pass its limits."""
+    from datetime import datetime, timedelta
+
+    from . import access
+
+    if len(facts) < 50:  # far below any limit: nothing to choose
+        return set()
+    since = clock.now() - timedelta(days=RECENT_DAYS)
+    found = set()
+    for fact in facts:
+        stamp = fact.meta("updated") or fact.meta("created")
+        try:
+            when = datetime.fromisoformat(str(stamp)) if stamp else None
+        except ValueError:
+            when = None
+        if when is not None and (when if when.tzinfo else when.astimezone()) >= since:
+            found.add(fact.file_name)
+    found |= {os.path.basename(p) for p in gitstore.changed_since(store.root, store.memory_dir, since)}
+    stems = {fact.stem: fact.file_name for fact in facts}
+    for _, row in access.rows(store):
+        if access.is_use(row.get("command", "")) and row.get("ts", "") >= since.isoformat(timespec="seconds")[:10]:
+            found |= {stems[key] for key in row.get("shown", "").split(",") if key in stems}
+    return found
+
+
 def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> tuple[list[Path], bool]:
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
     _refuse_damaged_index(store)
@@ -427,7 +480,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     layout = index_mod.build_layout(
         current, facts, archived=_archived_names(store), topics=topics, refresh=refresh,
         limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
-        rank=index_mod.rank_key(store.config.importance_for),
+        rank=index_mod.rank_key(store.config.importance_for), recent=_recent(store, facts),
     )
     touched = [path]
     changed = False
@@ -558,8 +611,7 @@ def remember(
             new = new.with_meta(updated=now)
             action = "updated"
         assert new.path is not None
-        atomic_write(new.path, fact_mod.render(new))
-        touched = [new.path]
+        touched = write_fact(store, new, existing)
         archived = []
         for old in old_facts:
             moved, paths = _archive(store, old, superseded_by=spec.name, valid_to=now)
@@ -619,8 +671,7 @@ def update_many(
         for spec, (current, olds) in zip(specs, pairs):
             new = _updated_fact(current, spec).with_meta(updated=now)
             assert new.path is not None
-            atomic_write(new.path, fact_mod.render(new))
-            touched.append(new.path)
+            touched += write_fact(store, new, current)
             archived = []
             for old in olds:
                 moved, paths = _archive(store, old, superseded_by=current.name or current.stem, valid_to=now)
@@ -719,6 +770,12 @@ def check(store: Store) -> list[Problem]:
         rel = store.rel(item.path) if item.path else item.file_name
         if not item.name:
             problems.append(Problem(rel, 2, "missing-name", "frontmatter has no 'name'"))
+        elif store.layout == "claude":  # Claude Code's `name` is a short title, in any script
+            from .claude_memory import TITLE_CHARS
+
+            if len(item.name) > TITLE_CHARS:
+                problems.append(Problem(rel, 2, "long-title", f"the title ('name') is {len(item.name)} characters; "
+                                        f"Claude Code's titles are short (up to {TITLE_CHARS})", "warning"))
         elif not fact_mod.NAME_RE.match(item.name):
             problems.append(Problem(rel, 2, "bad-name", f"name {item.name!r} is not a slug", "warning"))
         if not item.description:
@@ -789,6 +846,7 @@ def _git_problems(store: Store) -> list[Problem]:
         if name.startswith(".") or name == "access.tsv":
             continue
         rel = store.rel(top / path) if top is not None else path
+        where, what = shlex.quote(str(store.root)), shlex.quote(rel)
         problems.append(Problem(rel, 0, "uncommitted", "memctl's file has changes that are not committed "
-                                "(commit them: git -C <store> add -- <path> && git -C <store> commit; or discard them)"))
+                                f"(commit them: git -C {where} add -- {what} && git -C {where} commit; or discard them)"))
     return problems

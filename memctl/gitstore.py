@@ -413,6 +413,17 @@ def log(root: Path, path: Path) -> list[LogEntry]:
     return entries
 
 
+def changed_since(root: Path, under: Path, since) -> set[str]:
+    """Paths under `under` (relative to the work tree) committed at or after `since` (a datetime), or
+    changed and not committed yet; empty outside a repository."""
+    top = toplevel(root)
+    if top is None or git_executable() is None:
+        return set()
+    rel = os.path.relpath(under, top)
+    out = _run(top, "log", f"--since={since.isoformat()}", "--name-only", "--format=", "-z", "--", rel)
+    return {p.strip("\n") for p in out.split("\0") if p.strip("\n")} | set(dirty_paths(root, [under]))
+
+
 def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
     """Every committed version of `path`, oldest first: (commit, subject, bytes)."""
     repo = _repo(root)

@@ -7,8 +7,10 @@ outside the block, or in a MEMORY.md without markers (Claude Code's own
 index), moves into the block, so no fact is listed twice. Claude Code loads
 only the first 200 lines of MEMORY.md: when the index would be longer, the
 facts that matter most (pinned, then importance, then recency) stay in it and
-the rest go to one topic file per type, linked from the block. The rules are
-in docs/FORMAT.md, section `memory/MEMORY.md`.
+the rest go to one topic file per type, linked from the block: pinned facts
+first, then the best of every type (no type with facts drops to zero lines),
+then the facts written or used lately, then every type in proportion to its
+size (`fair_order`). The rules are in docs/FORMAT.md, section `memory/MEMORY.md`.
 """
 
 from __future__ import annotations
@@ -220,6 +222,42 @@ def _known(text: str, topics: dict[str, str]) -> dict[str, tuple[str, str]]:
     return known
 
 
+def fair_order(entries: list[_Entry], rank: Callable[[Fact], tuple], recent: set[str] = frozenset()) -> list[_Entry]:
+    """The order in which facts keep their line in MEMORY.md when not all fit (deterministic).
+
+    Pinned facts first (by `rank`); then each type's best, larger types first,
+    so no type with facts drops to zero lines; then the facts in `recent`
+    (file names written or used in the last days); then the rest. Within
+    the last two, each type in proportion to its size: a type's i-th fact
+    comes at (i + 1) / (its facts), so any prefix holds every type's share.
+    """
+    ranked = sorted(entries, key=lambda e: rank(e.fact))
+    size: dict[str, int] = {}
+    for entry in ranked:
+        size[entry.group] = size.get(entry.group, 0) + 1
+    pinned = [e for e in ranked if e.fact.meta("pinned") is True]
+    placed = {id(e) for e in pinned}
+    best: dict[str, _Entry] = {}
+    for entry in ranked:
+        if id(entry) not in placed and entry.group not in best and entry.group not in {e.group for e in pinned}:
+            best[entry.group] = entry
+    firsts = sorted(best.values(), key=lambda e: (-size[e.group], e.group))
+    placed |= {id(e) for e in firsts}
+
+    def shared(chosen: list[_Entry]) -> list[_Entry]:
+        seen: dict[str, int] = {}
+        keyed = []
+        for position, entry in enumerate(chosen):
+            seen[entry.group] = seen.get(entry.group, 0) + 1
+            keyed.append(((seen[entry.group]) / size[entry.group], -size[entry.group], entry.group, position, entry))
+        return [item[-1] for item in sorted(keyed, key=lambda item: item[:4])]
+
+    lately = [e for e in ranked if id(e) not in placed and e.fact.file_name in recent]
+    placed |= {id(e) for e in lately}
+    rest = [e for e in ranked if id(e) not in placed]
+    return pinned + firsts + shared(lately) + shared(rest)
+
+
 def render_block(entries: Iterable[_Entry], overflow: dict[str, int] | None = None) -> list[str]:
     """The generated lines (markers included): the entries grouped by type, sorted by stem;
     `overflow` adds per type a line linking the topic file that holds its other facts."""
@@ -268,6 +306,7 @@ def build_layout(
     limit_lines: int | None = None,
     limit_bytes: int | None = None,
     rank: Callable[[Fact], tuple] | None = None,
+    recent: set[str] = frozenset(),
 ) -> Layout:
     """MEMORY.md with the block replaced, and the topic files; the user's text is kept byte for byte.
 
@@ -276,8 +315,9 @@ def build_layout(
     Lines outside the block that point at a live fact, or at a file memctl has
     archived (`archived`: file names in archive/), leave the user's text: the
     live ones are listed in the block instead. When MEMORY.md would pass
-    `limit_lines` / `limit_bytes`, the facts first by `rank` stay in the block
-    and the others are listed in `memory-index/<type>.md`.
+    `limit_lines` / `limit_bytes`, the facts first in `fair_order` (by `rank`,
+    `recent`: file names written or used lately) stay in the block and the
+    others are listed in `memory-index/<type>.md`.
     """
     topics = topics or {}
     known = _known(text, topics)
@@ -320,7 +360,7 @@ def build_layout(
         result = "\n".join(before + block + after)
         return result if result.endswith("\n") else result + "\n"
 
-    ranked = sorted(entries, key=lambda e: rank(e.fact)) if rank else entries
+    ranked = fair_order(entries, rank, recent) if rank else entries
 
     def attempt(n: int) -> tuple[str, list[_Entry]]:
         rest = ranked[n:]

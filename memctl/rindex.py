@@ -261,6 +261,17 @@ def _facts_digest(listing) -> str:
     return digest.hexdigest()
 
 
+def _sidecar_stamp(store: Store) -> str:
+    """The stat of a Claude Code directory's sidecar (claude_memory.SIDECAR), "" when there is none."""
+    if store.layout != "claude":
+        return ""
+    try:
+        st = os.stat(store.memory_dir / "memctl-facts.tsv")
+    except OSError:
+        return ""
+    return f"+{st.st_size}:{st.st_mtime_ns}"
+
+
 def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
     """Bring the fact documents up to date with the files; True when any changed.
 
@@ -276,7 +287,8 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
 
     started = time.time_ns()
     listing = _fact_stats(store)
-    digest = _facts_digest(listing)
+    sidecar = _sidecar_stamp(store)  # what memctl keeps per fact in a Claude Code directory: in every stamp
+    digest = _facts_digest(listing) + sidecar
     if _meta(conn, "facts.digest") == digest:
         return False
     on_disk: dict[str, tuple[str, bool]] = {}
@@ -284,7 +296,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
     for prefix, archived, names, stats in listing:
         for name, st in zip(names, stats):
             if stat_mod.S_ISREG(st.st_mode):
-                stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+                stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}{sidecar}"
                 if st.st_ctime_ns >= started - RACY_NS:
                     stamp, racy = "racy:" + stamp, True  # never equal to a stamp read later: read again
                 on_disk[prefix + name] = (stamp, archived)
@@ -303,12 +315,21 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
         return bool(set(known) - set(on_disk))
     from . import fact as fact_mod  # PyYAML: imported only when a fact file changed (the prompt hook's budget)
 
+    loaded = []
     for path, stamp, archived in changed:
-        doc = None
         try:
-            fact = fact_mod.load(Path(path), archived=archived)
+            loaded.append(fact_mod.load(Path(path), archived=archived))
         except (fact_mod.FactParseError, OSError):
-            fact = None  # doctor reports it; recall skips it until it is fixed
+            loaded.append(None)  # doctor reports it; recall skips it until it is fixed
+    if sidecar:
+        from .claude_memory import overlay
+
+        present = {os.path.basename(path) for path, (_, archived) in on_disk.items() if not archived}
+        live = overlay(store, [f for f in loaded if f is not None and not f.archived], present)
+        by_path = {str(f.path): f for f in live}
+        loaded = [by_path.get(str(f.path), f) if f is not None else None for f in loaded]
+    for (path, stamp, archived), fact in zip(changed, loaded):
+        doc = None
         if fact is not None:
             status = "live"
             if archived:

@@ -26,7 +26,7 @@ GITATTRIBUTES = (
 # The same for a Claude Code memory directory (facts and MEMORY.md at the top; anchored with "/",
 # so that markdown files in its subfolders, memory-index/ topics or notes, keep git's own merge).
 GITATTRIBUTES_CLAUDE = (
-    f"ledgers/*.tsv merge=union\n/*.md merge=memctl-fact\n/{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n"
+    f"ledgers/*.tsv merge=union\n/*.md merge=memctl-fact\n/{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n/memctl-facts.tsv merge=union\n"
 )
 # Lines an earlier memctl wrote there, unanchored: replaced by the anchored ones where found.
 CLAUDE_UNANCHORED = {"*.md merge=memctl-fact": "/*.md merge=memctl-fact",
@@ -109,6 +109,10 @@ class Store(NamedTuple):
             try:
                 refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
                 finish_interrupted(self)
+                if self.layout == "claude":  # Claude Code's own writes: their own commit, before memctl's
+                    from .claude_memory import take_in  # noqa: PLC0415
+
+                    take_in(self)
                 with undo_log(self.undo_path, self.root, self.cache_dir):
                     yield
             finally:
@@ -450,8 +454,14 @@ def config_committable(store: Store, enabled: bool = True, what: str = "the chan
     if not gitstore.dirty_paths(store.root, [store.config_path]):
         return True
     errors.warn(f"{CONFIG_FILE} has uncommitted changes: {what} is written to it but not committed",
-                hint=f"review and commit {CONFIG_FILE} yourself (git -C <store> diff {CONFIG_FILE})")
+                hint=f"review and commit {CONFIG_FILE} yourself (git -C {_quoted(store.root)} diff {CONFIG_FILE})")
     return False
+
+
+def _quoted(path: Path) -> str:
+    import shlex  # noqa: PLC0415
+
+    return shlex.quote(str(path))
 
 
 def refuse_uncommitted(store: Store, paths: list[Path], enabled: bool = True) -> None:
@@ -468,6 +478,6 @@ def refuse_uncommitted(store: Store, paths: list[Path], enabled: bool = True) ->
                 continue  # a fact Claude Code wrote and git never saw: adopted by this commit (docs/CLAUDE_CODE.md)
             raise Refused(
                 f"{store.rel(path)} has uncommitted changes",
-                hint="commit or discard them first (git -C <store> status), or write without committing (MEMCTL_NO_COMMIT=1)",
-                kind="uncommitted",
+                hint=f"commit or discard them first (git -C {_quoted(store.root)} status), or write without committing (MEMCTL_NO_COMMIT=1)",
+                kind="uncommitted", store=_quoted(store.root),
             )

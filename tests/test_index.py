@@ -112,8 +112,12 @@ def _check_limit(layout, facts, limit_lines, limit_bytes, user_lines=0):
     assert topics == {t for t in where if index.is_topic_link(t)}  # ... and every topic file linked from MEMORY.md
     kept = [f for f in facts if where[f.file_name] == ["MEMORY.md"]]
     moved = [f for f in facts if where[f.file_name] != ["MEMORY.md"]]
-    if kept and moved:  # the ones that matter most stay
-        assert max(RANK(f) for f in kept) < min(RANK(f) for f in moved)
+    if kept and moved:  # within each type the ones that matter most stay, and every type keeps lines (issue 24)
+        kinds = {f.type for f in facts}
+        if len(kept) >= sum(1 for f in facts if f.meta("pinned")) + len(kinds):  # room for each type's best
+            assert {f.type for f in kept} == kinds
+        for kind in {f.type for f in moved} & {f.type for f in kept}:
+            assert max(RANK(f) for f in kept if f.type == kind) < min(RANK(f) for f in moved if f.type == kind)
     return kept, moved
 
 

@@ -35,7 +35,7 @@ HINTS = {
     "same-description": "use --update on that fact, --supersedes it, or --force",
     "similar-fact": "check it; --update or --supersedes it, or drop --strict",
     "index-edited": "commit or discard them first, or use --no-commit",
-    "uncommitted": "commit or discard them first (git -C <store> status), or use --no-commit (MEMCTL_NO_COMMIT=1)",
+    "uncommitted": "commit or discard them first (git -C {store} status), or use --no-commit (MEMCTL_NO_COMMIT=1)",
     "no-git": "install git, or use --no-commit / MEMCTL_NO_COMMIT=1",
     "no-store-dir": "check --root / MEMCTL_ROOT, or run `memctl init DIR`",
     "no-store": "run `memctl init`, or pass --root DIR",

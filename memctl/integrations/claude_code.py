@@ -318,12 +318,15 @@ def _servers(doc: dict[str, Any], path: Path, keys: tuple[str, ...], create: boo
 
 
 def _prune(doc: dict[str, Any], keys: tuple[str, ...]) -> None:
-    """Drop the containers on `keys` that are left empty, innermost first (never `doc` itself)."""
+    """Drop the containers on `keys` that are left empty, innermost first (never `doc` itself): an empty
+    one goes when it is at the top or its parent holds nothing else (Claude Code keeps an empty
+    `mcpServers` in each project entry of ~/.claude.json: that one stays, as it was before install)."""
     for depth in range(len(keys), 0, -1):
         parent = doc
         for key in keys[: depth - 1]:
             parent = parent[key]
-        if parent.get(keys[depth - 1]) == {}:
+        innermost = depth == len(keys)
+        if parent.get(keys[depth - 1]) == {} and (not innermost or depth == 1 or len(parent) == 1):
             del parent[keys[depth - 1]]
         else:
             break
@@ -372,24 +375,51 @@ def plan_uninstall(tgt: Target, hooks: tuple[Hook, ...] = ALL_HOOKS) -> list[Fil
             del servers[SERVER_NAME]
             _prune(mcp_after, tgt.mcp_keys)
             what.append(f"- MCP server {SERVER_NAME!r}")
-        # ~/.claude.json is Claude Code's own file: never removed, even if it were left empty.
-        changes.append(_change(tgt.mcp_file, mcp_before, mcp_after, what, removable=tgt.mcp_file.name == ".mcp.json"))
+        # A file left empty is one install created (Claude Code's own ~/.claude.json never is): removed.
+        changes.append(_change(tgt.mcp_file, mcp_before, mcp_after, what, removable=True))
     return [c for c in changes if c is not None]
 
 
-def render(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+def render(doc: dict[str, Any], like: str | None = None) -> str:
+    """`doc` as JSON in the style of the text it replaces (`like`): its indent (spaces or tabs, or none),
+    its final newline, its escapes, so an uninstall gives back the user's bytes. Without one: two
+    spaces and a newline."""
+    if not like:
+        return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    import re
+
+    body = like.strip()
+    indent = re.search(r"^[{\[]\r?\n([ \t]+)\S", body)
+    ascii_only = "\\u" in like and like.isascii()
+    if indent:
+        text = json.dumps(doc, ensure_ascii=ascii_only, indent=indent.group(1))
+    else:  # one line
+        separators = (", ", ": ") if re.search(r"[:,] ", body) or len(doc) == 0 else (",", ":")
+        text = json.dumps(doc, ensure_ascii=ascii_only, separators=separators)
+    if "\r\n" in like:
+        text = text.replace("\n", "\r\n")
+    return text + like[len(like.rstrip()):]
 
 
 def apply(changes: list[FileChange]) -> None:
-    """Write (or remove) each planned file atomically."""
+    """Write (or remove) each planned file atomically, in the style of the file it replaces. A folder
+    left empty by a removed file (.claude/, created by install) goes too."""
     from ..fsutil import atomic_write
 
     for change in changes:
         if change.after is None:
             change.path.unlink(missing_ok=True)
+            if change.path.parent.name == ".claude":
+                try:
+                    change.path.parent.rmdir()
+                except OSError:  # not empty: the user's
+                    pass
         else:
-            atomic_write(change.path, render(change.after))
+            try:
+                like = change.path.read_text(encoding="utf-8") if change.before is not None else None
+            except OSError:
+                like = None
+            atomic_write(change.path, render(change.after, like))
 
 
 def install(scope: str, project: Path, *, root: str | None = None, store: str | None = None, dry_run: bool = False,

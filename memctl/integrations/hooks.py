@@ -22,6 +22,9 @@ from typing import IO
 EVENTS = ("session-start", "prompt")
 TIMEOUT_SECONDS = 5.0  # MEMCTL_HOOK_TIMEOUT overrides; Claude Code's own limit is in the settings file
 SESSION_BUDGET = 4000  # estimated tokens of the session-start bundle
+# Claude Code saves hook output over 10,000 characters to a file and shows the model a 2 KB preview:
+# whatever a hook prints stays within this many characters (not tokens), Japanese included.
+MAX_CHARS = 9000
 PROMPT_K = 3  # facts the prompt hook shows at most
 PROMPT_BUDGET = 300  # estimated tokens of what the prompt hook prints
 PROMPT_CHARS = 2000  # the prompt's first characters are what recall looks at (a pasted log can be huge)
@@ -64,7 +67,7 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
         finally:
             cancel()  # before any handler below runs, so the alarm cannot fire inside one
         if text:
-            stdout.write(text)
+            stdout.write(within(text, MAX_CHARS))
             stdout.flush()
     except HookTimeout:
         problem = f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)"
@@ -75,6 +78,14 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
     if checking:
         say_checked(found, problem)
     return 0
+
+
+def within(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a line's end (the parts are already sized to fit:
+    this only guards the limit)."""
+    if len(text) <= limit:
+        return text
+    return text[: text.rfind("\n", 0, limit) + 1]
 
 
 def reason(exc: BaseException) -> str:
@@ -207,9 +218,13 @@ def say_checked(found, problem: str | None) -> None:
 def session_start(store, log: bool = True) -> str:
     """The session-start bundle (`memctl context`), or nothing when the store has nothing to show."""
     from .. import context
+    from ..claude_memory import take_in_now
 
+    if log:  # not under `agent status`, which writes nothing
+        take_in_now(store)  # what Claude Code wrote in its directory last session: its own commit
     # Claude Code already loads the MEMORY.md of its own memory directory: the bundle leaves it out there.
-    bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude")
+    bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude",
+                           max_chars=MAX_CHARS, state_root=True)
     return bundle.text if bundle.included else ""
 
 
@@ -227,11 +242,12 @@ def prompt(store, text: str, log: bool = True) -> str:
     _, (hits,) = recall.recall(store, [query], k=PROMPT_K, source="facts", mode=PROMPT_MODE, log=False)
     header = "Facts from memctl that may bear on this prompt (open the file for the whole fact):"
     lines, shown = [header], []
-    used = textnorm.estimate_tokens(header) + 1
+    used, chars = textnorm.estimate_tokens(header) + 1, len(header) + 1
     for hit in hits:
         line = f"- {hit.item.key}: {hit.item.description} ({store.root / hit.item.path})"
         cost = textnorm.estimate_tokens(line) + 1
-        if used + cost > PROMPT_BUDGET:
+        chars += len(line) + 1
+        if used + cost > PROMPT_BUDGET or chars > MAX_CHARS:
             break
         lines.append(line)
         shown.append(hit.item.key)

@@ -130,10 +130,11 @@ def test_the_whole_cycle_in_a_claude_code_directory(tmp_path, with_git):
     assert where["user_role.md"] == [("MEMORY.md", "User role", "データサイエンティスト、可観測性が専門")]
     assert where["reference_grafana.md"] == [("MEMORY.md", "Grafana", "ダッシュボードはチームフォルダ")]
     assert "Notes Claude Code keeps by hand" in (d / "MEMORY.md").read_text(encoding="utf-8")
-    clean(d, with_git)  # Claude Code's new fact went into memctl's commit with its line
+    clean(d, with_git)  # Claude Code's new fact and line went into a commit of its own (issue 24), then memctl's
     if with_git:
-        changed = git(d, "show", "--name-only", "--format=", "HEAD").split()
-        assert "reference_grafana.md" in changed and "feedback_review.md" in changed
+        assert "feedback_review.md" in git(d, "show", "--name-only", "--format=", "HEAD").split()
+        theirs = git(d, "show", "--name-only", "--format=%an", "HEAD~1").split()
+        assert theirs == ["claude-code", "MEMORY.md", "reference_grafana.md"]
     assert cli(d, "index", "--check").exit_code == 0 and cli(d, "doctor").exit_code == 0
 
     # 5. 230 facts: Claude Code keeps writing until MEMORY.md passes 200 lines
@@ -238,10 +239,13 @@ def test_prose_edits_outside_the_block_still_refuse_but_claude_code_lines_do_not
     claude_fact(d, "user_tz", "Time zone", "The user is in JST", "user", "x\n")
     r = cli(d, "pin", "user_tz")
     assert r.exit_code == 0, r.stderr
-    assert "user_tz.md" in git(d, "show", "--name-only", "--format=", "HEAD").split()
+    # (issue 24: taken in as Claude Code's own commit; the pin itself goes to the sidecar, not the file)
+    assert git(d, "show", "--name-only", "--format=%an", "HEAD~1").split() == ["claude-code", "user_tz.md"]
+    assert "memctl-facts.tsv" in git(d, "show", "--name-only", "--format=", "HEAD").split()
     assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
-    # an uncommitted edit of a committed fact is still refused
+    # an edit of a committed fact (Claude Code's, issue 24) is taken in as its own commit before memctl's
     with open(d / "user_tz.md", "a", encoding="utf-8") as handle:
         handle.write("draft\n")
     r = cli(d, "unpin", "user_tz")
-    assert r.exit_code == 1 and "user_tz.md has uncommitted changes" in r.stderr
+    assert r.exit_code == 0, r.stderr
+    assert git(d, "show", "--name-only", "--format=%an", "HEAD~1").split() == ["claude-code", "user_tz.md"]

@@ -352,7 +352,8 @@ def test_a_claude_code_memory_directory_syncs_between_two_machines(tmp_path):
     r = cli(a, "sync")
     assert r.exit_code == 0, r.stderr
     assert (a / ".gitattributes").read_text().splitlines() == [
-        "ledgers/*.tsv merge=union", "/*.md merge=memctl-fact", "/MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive"]
+        "ledgers/*.tsv merge=union", "/*.md merge=memctl-fact", "/MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive",
+        "/memctl-facts.tsv merge=union"]
     b = tmp_path / "b"
     subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
     assert cli(b, "sync", "--setup").exit_code == 0
@@ -401,7 +402,8 @@ def test_a_claude_code_directory_adopted_by_init_merges_under_a_plain_git_pull(t
     r = cli(None, "init", str(a))
     assert r.exit_code == 0, r.stderr
     assert (a / ".gitattributes").read_text(encoding="utf-8").splitlines() == [
-        "ledgers/*.tsv merge=union", "/*.md merge=memctl-fact", "/MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive"]
+        "ledgers/*.tsv merge=union", "/*.md merge=memctl-fact", "/MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive",
+        "/memctl-facts.tsv merge=union"]
     assert git(a, "ls-files").split() == [".gitattributes", "MEMORY.md", "role.md"]
     assert len(git(a, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()) == 5
     assert git(a, "status", "--porcelain") == "" and not (a / "memory").exists() and not (a / "memctl.toml").exists()
@@ -452,5 +454,6 @@ def test_a_claude_code_directorys_attributes_reach_only_its_top_and_old_lines_ar
     git(d, *ID, "commit", "-qam", "attributes as an earlier memctl wrote them")
     r = cli(d, "sync", "--setup")
     assert r.exit_code == 0, r.stderr
-    assert (d / ".gitattributes").read_text(encoding="utf-8") == old.replace("\n*.md", "\n/*.md").replace("\nMEMORY.md", "\n/MEMORY.md")
+    assert (d / ".gitattributes").read_text(encoding="utf-8") == old.replace("\n*.md", "\n/*.md").replace(
+        "\nMEMORY.md", "\n/MEMORY.md") + "/memctl-facts.tsv merge=union\n"
     assert "notes/readme.md: merge: unspecified" in git(d, "check-attr", "merge", "--", "notes/readme.md")

@@ -1,0 +1,187 @@
+"""An adopted Claude Code memory directory: what Claude Code writes there itself.
+
+Claude Code keeps writing its memory files (fact files at the top, lines it
+appends to MEMORY.md) while memctl works in the same directory. memctl's next
+write there, `doctor`, and the SessionStart hook first commit those changes
+(files created, edited or deleted) as a commit of their own, authored
+`claude-code`, before memctl's own change: so the history says who wrote what,
+`doctor` stays clean and `remember --update` works. Only the top-level `*.md`
+files of the memory directory are taken in: nothing outside it (a repository
+above it, the user's other files) and nothing of memctl's own (its cache, the
+sidecar, memctl.toml) ever is. MEMORY.md is taken in when all that changed
+is its index lines (`- [Title](file.md) — hook`: appended, removed, edited);
+any other edit there is a person's, and memctl's write refuses as before, rather
+than commit their draft under another name. docs/CLAUDE_CODE.md describes it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+AUTHOR = ("claude-code", "claude-code@localhost")
+MESSAGE = "claude-code: its own writes in the memory directory, taken in"
+
+
+def claude_code_writes(store) -> list[Path]:
+    """The top-level markdown files of the memory directory that differ from HEAD (new, edited, deleted)."""
+    from . import gitstore
+
+    top = gitstore.toplevel(store.root)
+    if top is None:
+        return []
+    memory = store.memory_dir.resolve()
+    found = []
+    for entry in gitstore.dirty_paths(store.root, [store.memory_dir]):
+        path = Path(os.path.normpath(top / entry.strip('"')))
+        if path.parent == memory and path.suffix == ".md" and not path.name.startswith("."):
+            if path != store.index_path.resolve() or _only_index_lines_changed(store, path):
+                found.append(path)
+    return sorted(set(found))
+
+
+def _only_index_lines_changed(store, path: Path) -> bool:
+    """Whether MEMORY.md differs from HEAD only in its index lines (added, removed or edited)."""
+    from . import gitstore
+
+    before = gitstore.committed_text(store.root, path)
+    try:
+        now = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return before is not None and _prose(before) == _prose(now)
+
+
+def _prose(text: str) -> list[str]:
+    """MEMORY.md without its index lines and blank lines."""
+    from . import index
+
+    numbers = {line.lineno for line in index.parse_lines(text)}
+    return [line for number, line in enumerate(text.split("\n"), start=1) if number not in numbers and line.strip()]
+
+
+def take_in(store) -> str | None:
+    """Commit Claude Code's own writes (see the module docstring); the commit id, or None when there were
+    none or memctl commits nothing here. Call it holding the store lock, before the command's change."""
+    from . import gitstore
+    from .store import will_commit
+
+    if store.layout != "claude" or will_commit(store) is None:
+        return None
+    paths = claude_code_writes(store)
+    if not paths:
+        return None
+    return gitstore.commit(store.root, paths, MESSAGE, gitstore.Author(*AUTHOR))
+
+
+def take_in_now(store) -> str | None:
+    """take_in under the store lock, for commands that write nothing else (`doctor`, the SessionStart
+    hook); an interrupted command's change is left for the next write (or `doctor --fix`) to settle."""
+    from .errors import MemctlError
+    from .fsutil import file_lock
+
+    if store.layout != "claude":
+        return None
+    try:
+        with file_lock(store.cache_dir / "lock"):
+            return take_in(store)
+    except (MemctlError, OSError):  # a read-only directory, git refusing: doctor names what stays uncommitted
+        return None
+
+
+# ---------------------------------------------------------------- Claude Code's dialect, and the sidecar
+
+SIDECAR = "memctl-facts.tsv"  # in the directory, committed; union-merged (docs/FORMAT.md)
+SIDECAR_COLUMNS = ("ts", "file", "title", "key", "value")
+CLAUDE_KEYS = ("name", "description", "type")  # all Claude Code writes in a fact's frontmatter
+TITLE_CHARS = 100  # a title (`name`) longer than this is refused for a new fact, named by doctor
+
+
+def claude_stem(title: str, fact_type: str) -> str:
+    """A file stem in Claude Code's style for a fact titled `title`: the title itself when it is a slug,
+    else `<type>_<ascii words>` (`<type>_<8 hex>` for a title in Japanese only)."""
+    import hashlib
+    import re
+
+    from .fact import NAME_RE
+
+    if NAME_RE.match(title):
+        return title
+    words = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:60]
+    return f"{fact_type}_{words or hashlib.sha1(title.encode('utf-8')).hexdigest()[:8]}"
+
+
+def _sidecar_rows(store) -> list[dict[str, str]]:
+    from .tsv import unescape
+
+    path = store.memory_dir / SIDECAR
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    rows = [dict(zip(SIDECAR_COLUMNS, map(unescape, line.split("\t")))) for line in lines[1:] if line.strip()]
+    return sorted((r for r in rows if r.get("key")), key=lambda r: r.get("ts", ""))  # stable: file order within a ts
+
+
+def overlay(store, facts: list, present: set[str] | None = None) -> list:
+    """Facts with what the sidecar keeps for them as their `metadata` (in memory only): found by file,
+    else by title (a file Claude Code renamed). Latest row per key wins; a null value removes."""
+    import json
+    from dataclasses import replace
+
+    rows = _sidecar_rows(store)
+    if store.layout != "claude" or not rows:
+        return facts
+    by_file: dict[str, dict] = {}
+    titles: dict[str, str] = {}
+    for row in rows:
+        values = by_file.setdefault(row["file"], {})
+        try:
+            values[row["key"]] = json.loads(row.get("value") or "null")
+        except ValueError:
+            continue
+        if row.get("title"):
+            titles[row["title"]] = row["file"]
+    present = present if present is not None else {f.file_name for f in facts}
+    result = []
+    for fact in facts:
+        values = by_file.get(fact.file_name)
+        if values is None and titles.get(fact.name) not in present:
+            values = by_file.get(titles.get(fact.name, ""))
+        if not values:
+            result.append(fact)
+            continue
+        own = fact.front.get("metadata") if isinstance(fact.front.get("metadata"), dict) else {}
+        merged = {k: v for k, v in values.items() if v is not None and k not in fact.front}
+        result.append(replace(fact, front={**fact.front, "metadata": {**merged, **own}}))
+    return result
+
+
+def write_fact(store, fact, before=None) -> list[Path]:
+    """Write a fact; in an adopted directory only Claude Code's keys go into its file, and every other
+    (`metadata:` of memctl's form) becomes rows of the sidecar. The paths written."""
+    import json
+
+    from . import clock, fact as fact_mod
+    from .fsutil import append_bytes, atomic_write
+    from .tsv import escape
+
+    if store.layout != "claude":
+        atomic_write(fact.path, fact_mod.render(fact))
+        return [fact.path]
+    meta = dict(fact.front.get("metadata") or {}) if isinstance(fact.front.get("metadata"), dict) else {}
+    front = {k: v for k, v in fact.front.items() if k != "metadata"}
+    if "type" in meta and "type" not in front:
+        front["type"] = meta.pop("type")
+    old = dict((before.front.get("metadata") or {})) if before is not None and isinstance(before.front.get("metadata"), dict) else {}
+    changed = {k: v for k, v in meta.items() if old.get(k) != v} | {k: None for k in old if k not in meta and k != "type"}
+    atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
+    if not changed:
+        return [fact.path]
+    path = store.memory_dir / SIDECAR
+    stamp = clock.stamp()
+    lines = ["\t".join(map(escape, [stamp, fact.file_name, fact.name, key, json.dumps(value, ensure_ascii=False, default=str)]))
+             for key, value in sorted(changed.items())]
+    payload = ("" if path.exists() and path.stat().st_size else "\t".join(SIDECAR_COLUMNS) + "\n") + "".join(l + "\n" for l in lines)
+    append_bytes(path, payload.encode("utf-8"))
+    return [fact.path, path]

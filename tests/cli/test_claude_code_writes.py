@@ -1,0 +1,99 @@
+"""Claude Code's own writes are taken in (issue 24, point 2).
+
+The memory directory sits inside a larger repository (~/.claude under git, as dotfiles often are).
+Claude Code creates a fact, edits one, deletes one and appends its index line to MEMORY.md; memctl's
+next command there commits exactly those, authored `claude-code`, then makes its own commit; doctor
+stays clean, `remember --update` works, and nothing outside the memory directory is committed.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import PINNED_NOW, cli, git, memctl
+from test_claude_code_cycle import claude_appends, claude_fact, make_claude_dir
+
+
+def _adopted(tmp_path):
+    d = make_claude_dir(tmp_path)
+    repo = tmp_path / ".claude"
+    git(repo, "init", "-q")
+    (repo / "settings.json").write_text("{}\n", encoding="utf-8")
+    git(repo, "add", "settings.json")
+    git(repo, "-c", "user.name=me", "-c", "user.email=me@localhost", "commit", "-qm", "dotfiles")
+    assert cli(None, "init", str(d)).exit_code == 0
+    return d, repo
+
+
+def _claude_code_writes(d, repo):
+    claude_fact(d, "feedback_deploys", "デプロイ規則", "Deploys only on Tuesdays after the suite passes", "feedback",
+                "**Why:** a Friday deploy broke billing.\n**How to apply:** wait for Tuesday.\n")
+    claude_appends(d, "- [デプロイ規則](feedback_deploys.md) — Deploys only on Tuesdays after the suite passes")
+    with open(d / "project_deadline.md", "a", encoding="utf-8") as handle:
+        handle.write("モバイル版は12月3日。\n")
+    (d / "user_role.md").unlink()  # ... and its line in MEMORY.md
+    index = d / "MEMORY.md"
+    index.write_text("".join(line for line in index.read_text(encoding="utf-8").splitlines(keepends=True)
+                             if "(user_role.md)" not in line), encoding="utf-8")
+    (repo / "settings.json").write_text('{"model": "opus"}\n', encoding="utf-8")  # outside: never memctl's
+    (repo / "history.jsonl").write_text("{}\n", encoding="utf-8")
+
+
+def _commit(repo, rev):
+    author = git(repo, "log", "-1", "--format=%an <%ae>", rev).strip()
+    changed = git(repo, "show", "--name-status", "--format=", rev).split("\n")
+    return author, sorted(line for line in changed if line)
+
+
+def test_the_next_command_commits_claude_codes_writes_first(tmp_path):
+    d, repo = _adopted(tmp_path)
+    _claude_code_writes(d, repo)
+    done = cli(d, "remember", "project_freeze", "--type", "project", "-d", "No releases in the holidays")
+    assert done.exit_code == 0, done.stderr
+
+    memctls, theirs = _commit(repo, "HEAD"), _commit(repo, "HEAD~1")
+    base = "projects/-home-me-app/memory/"
+    assert theirs == ("claude-code <claude-code@localhost>", [
+        f"A\t{base}feedback_deploys.md", f"D\t{base}user_role.md", f"M\t{base}MEMORY.md", f"M\t{base}project_deadline.md"])
+    assert memctls[0] != theirs[0] and f"A\t{base}project_freeze.md" in memctls[1]
+    assert git(repo, "status", "--porcelain", "--untracked-files=all").splitlines() == [
+        " M settings.json", "?? history.jsonl"]  # outside the memory directory: left alone
+
+    again = cli(d, "doctor")
+    assert again.exit_code == 0, again.stdout + again.stderr
+
+
+def test_doctor_and_update_after_claude_code_edited_a_fact(tmp_path):
+    d, repo = _adopted(tmp_path)
+    with open(d / "feedback_testing.md", "a", encoding="utf-8") as handle:
+        handle.write("追記: E2E も実DB。\n")
+    head = git(repo, "rev-parse", "HEAD")
+    done = cli(d, "doctor")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert git(repo, "rev-parse", "HEAD~1") == head and _commit(repo, "HEAD")[0].startswith("claude-code ")
+
+    with open(d / "feedback_testing.md", "a", encoding="utf-8") as handle:
+        handle.write("追記2\n")
+    done = cli(d, "remember", "feedback_testing", "--update", "-d", "統合テストもE2Eも実DBに当てる")
+    assert done.exit_code == 0, done.stderr
+    assert "追記2" in git(repo, "show", "HEAD~1:projects/-home-me-app/memory/feedback_testing.md")
+    assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_persons_prose_in_memory_md_is_not_taken_in(tmp_path):
+    d, repo = _adopted(tmp_path)
+    claude_appends(d, "my private draft")
+    head = git(repo, "rev-parse", "HEAD")
+    done = cli(d, "remember", "b_fact", "-d", "second")
+    assert done.exit_code == 1 and "outside the memctl block" in done.stderr
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
+def test_the_session_start_hook_takes_them_in(tmp_path):
+    d, repo = _adopted(tmp_path)
+    _claude_code_writes(d, repo)
+    done = memctl(d, "hook", "session-start", input=json.dumps({"hook_event_name": "SessionStart"}),
+                  env={"MEMCTL_NOW": PINNED_NOW})
+    assert done.returncode == 0 and "nothing added" not in done.stderr, done.stderr
+    assert _commit(repo, "HEAD")[0] == "claude-code <claude-code@localhost>"
+    assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""

@@ -1,0 +1,66 @@
+"""Claude Code's dialect in Claude Code's directory (issue 24, point 1).
+
+memctl writes a new fact there with exactly Claude Code's fields (top-level `name` as a title,
+`description`, `type`), a file name in Claude Code's style and a body with **Why:** / **How to
+apply:**; a pin on a file Claude Code wrote leaves the file byte for byte; what memctl keeps per fact
+is in the sidecar, and survives Claude Code renaming the file. Facts are found by stem or title.
+"""
+
+from __future__ import annotations
+
+from conftest import PINNED_NOW, cli, git
+from memctl import fact
+from memctl.claude_memory import SIDECAR
+from test_claude_code_cycle import make_claude_dir
+
+ENV = {"MEMCTL_NOW": PINNED_NOW}
+
+
+def _adopted(tmp_path):
+    d = make_claude_dir(tmp_path)
+    assert cli(None, "init", str(d)).exit_code == 0
+    return d
+
+
+def test_a_new_fact_is_written_in_claude_codes_dialect(tmp_path):
+    d = _adopted(tmp_path)
+    done = cli(d, "remember", "デプロイ規則", "--type", "feedback", "-d", "Deploys only on Tuesdays after the suite passes",
+               "--why", "a Friday deploy broke billing", "--how", "wait for Tuesday", "--importance", "0.9", env=ENV)
+    assert done.exit_code == 0, done.stderr
+    written = [p for p in d.glob("feedback_*.md") if p.name != "feedback_testing.md"]
+    assert len(written) == 1
+    text = written[0].read_text(encoding="utf-8")
+    loaded = fact.load(written[0])
+    assert list(loaded.front) == ["name", "description", "type"] and "metadata" not in text
+    assert loaded.front == {"name": "デプロイ規則", "description": "Deploys only on Tuesdays after the suite passes",
+                            "type": "feedback"}
+    assert "**Why:** a Friday deploy broke billing" in text and "**How to apply:** wait for Tuesday" in text
+    sidecar = (d / SIDECAR).read_text(encoding="utf-8")
+    assert f"\t{written[0].name}\tデプロイ規則\timportance\t0.9\n" in sidecar
+    assert cli(d, "show", "デプロイ規則").exit_code == 0 and cli(d, "show", written[0].stem).exit_code == 0
+    assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
+    checked = cli(d, "doctor", env=ENV)
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
+
+
+def test_a_pin_never_touches_claude_codes_file_and_survives_a_rename(tmp_path):
+    d = _adopted(tmp_path)
+    before = (d / "feedback_testing.md").read_bytes()
+    done = cli(d, "pin", "テスト方針", env=ENV)
+    assert done.exit_code == 0, done.stderr
+    assert (d / "feedback_testing.md").read_bytes() == before
+    assert "\tfeedback_testing.md\tテスト方針\tpinned\ttrue\n" in (d / SIDECAR).read_text(encoding="utf-8")
+    bundle = cli(d, "context", env=ENV).stdout
+    assert "## Pinned facts" in bundle and "### feedback_testing.md" in bundle
+
+    (d / "feedback_testing.md").rename(d / "feedback_database.md")  # Claude Code renames it
+    bundle = cli(d, "context", env=ENV).stdout
+    assert "### feedback_database.md" in bundle.split("## Pinned facts")[1]
+
+
+def test_a_title_too_long_for_claude_code_is_refused(tmp_path):
+    d = _adopted(tmp_path)
+    head = git(d, "rev-parse", "HEAD")
+    done = cli(d, "remember", "長" * 300, "--type", "feedback", "-d", "x", env=ENV)
+    assert done.exit_code != 0 and "invalid fact title" in done.stderr and "(hint: " in done.stderr
+    assert git(d, "rev-parse", "HEAD") == head and not (d / SIDECAR).exists()
