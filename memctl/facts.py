@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
-from .errors import BadInput, NotFound, Refused
+from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import atomic_move, atomic_write, escapes
 from .markers import refuse_conflicts
 from .parsecache import FactCache
-from .store import Store, commit, refuse_uncommitted, will_commit
+from .store import Store, commit, commit_enabled, refuse_uncommitted, will_commit
 
 
 @dataclass(frozen=True)
@@ -745,21 +745,23 @@ def check(store: Store) -> list[Problem]:
 
 
 def _git_problems(store: Store) -> list[Problem]:
-    if gitstore.git_executable() is None:
-        return [Problem(".", 0, "no-git", "git is not installed or not on PATH; changes are not versioned", "warning")]
-    if gitstore.toplevel(store.root) is None:
-        return [Problem(".", 0, "not-a-repo", "the store is not a git repository; changes are not versioned (git init)", "warning")]
+    try:
+        top = gitstore.work_tree(store.root)
+    except GitError as exc:  # an error while commits are on: every write is refused (store.will_commit)
+        if commit_enabled(store):
+            return [Problem(".", 0, exc.kind or "no-git", f"{exc.message}: every write is refused until it is fixed "
+                            f"(hint: {exc.hint})")]
+        return [Problem(".", 0, exc.kind or "no-git", f"{exc.message}; commits are off, so changes are not versioned", "warning")]
     # memctl's files: a change to them that is not committed would be missing from every clone.
     # (access.tsv is appended without a commit on purpose; `memctl ledger commit access` commits it.)
     owned = [store.memory_dir] + ([store.ledgers_dir, store.state_dir] if store.layout == "memctl" else [])
     dirty = gitstore.dirty_paths(store.root, [d for d in owned if d.exists()])
-    top = gitstore.toplevel(store.root)
     problems = []
     for path in dirty:
         name = os.path.basename(path)
         if name.startswith(".") or name == "access.tsv":
             continue
-        rel = store.rel(top / path) if top is not None else path
+        rel = store.rel(top / path)
         problems.append(Problem(rel, 0, "uncommitted", "memctl's file has changes that are not committed "
                                 "(commit them: git -C <store> add -- <path> && git -C <store> commit; or discard them)"))
     return problems

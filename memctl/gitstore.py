@@ -36,10 +36,19 @@ class LogEntry(NamedTuple):
     path: str
 
 
+def no_git() -> GitError:
+    """git cannot be found: where memctl looked, and what to do."""
+    named = os.environ.get("MEMCTL_GIT")
+    where = (f"MEMCTL_GIT={named} is not an executable file" if named else
+             "not on PATH, nor at " + ", ".join(early.FALLBACK_GITS))
+    return GitError(f"git not found ({where})", hint="install git (or name it in MEMCTL_GIT), or write without "
+                    "committing (MEMCTL_NO_COMMIT=1, or [git] commit = false in memctl.toml)", kind="no-git")
+
+
 def _git_module():
     exe = git_executable()
     if exe is None:
-        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
+        raise no_git()
     os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
     os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = exe
     import git  # noqa: PLC0415  (lazy: keeps `memctl --help` fast)
@@ -61,34 +70,50 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
 
     exe = git_executable()
     if exe is None:
-        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
+        raise no_git()
     try:
         return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
                               input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
     except OSError as exc:  # git vanished, or the directory did
-        raise GitError(f"cannot run git: {exc}") from None
+        raise GitError(f"cannot run git: {exc}", hint="check that git runs (MEMCTL_GIT, PATH)", kind="git-fails") from None
 
 
 _TOPLEVELS: dict[str, Path] = {}  # found work trees, per directory asked about: one command asks often
 
 
 def toplevel(path: Path) -> Path | None:
-    """The work tree holding `path`, or None (no repository, or no git)."""
-    if git_executable() is None or not Path(path).is_dir():
-        return None
-    known = _TOPLEVELS.get(str(path))
-    if known is not None and (known / ".git").exists():
-        return known
+    """The work tree holding `path`, or None (no repository, or no git that runs)."""
     try:
-        done = _git(path, "rev-parse", "--show-toplevel")
+        return work_tree(path)
     except GitError:
         return None
+
+
+def work_tree(path: Path) -> Path:
+    """The work tree holding `path`; GitError saying why there is none: git not found (kind
+    "no-git"), git does not run or fails there ("git-fails"), no repository ("not-a-repo")."""
+    known = _TOPLEVELS.get(str(path))
+    if known is not None and (known / ".git").exists() and git_executable() is not None:
+        return known
+    if git_executable() is None:
+        raise no_git()
+    if not Path(path).is_dir():
+        raise GitError(f"{path} is not a folder", kind="not-a-repo")
+    done = _git(path, "rev-parse", "--show-toplevel")  # GitError when git cannot be started
     top = done.stdout.decode("utf-8", "surrogateescape")
     top = top[:-1] if top.endswith("\n") else top  # only the newline: a name may end in a space
-    if done.returncode != 0 or not top:
-        return None
-    _TOPLEVELS[str(path)] = Path(top)
-    return Path(top)
+    if done.returncode == 0 and top:
+        _TOPLEVELS[str(path)] = Path(top)
+        return Path(top)
+    if git_dir(Path(path)) is None:  # asked of the folders themselves: git's message may be in any language
+        raise GitError(f"{path} is not a git repository (nor inside one)",
+                       hint="run `git init` there, or write without committing (MEMCTL_NO_COMMIT=1, "
+                       "or [git] commit = false in memctl.toml)", kind="not-a-repo")
+    stderr = done.stderr.decode("utf-8", "replace").strip()
+    detail = stderr.splitlines()[-1] if stderr else f"exit status {done.returncode}"
+    raise GitError(f"git does not work in {path}: `{git_executable()} rev-parse` failed: {detail}",
+                   hint="check that this git runs (MEMCTL_GIT, PATH), or write without committing (MEMCTL_NO_COMMIT=1)",
+                   kind="git-fails")
 
 
 def init(path: Path) -> None:
@@ -283,9 +308,7 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     nothing of memctl's is ever staged for someone else's commit, and a ref
     moved meanwhile by other means is kept (memctl's commit is built again on it).
     """
-    top = toplevel(root)
-    if top is None:
-        raise GitError(f"{root} is not a git repository")
+    top = work_tree(root)
     rel = sorted({os.path.relpath(Path(p).resolve() if Path(p).exists() else Path(p), top) for p in paths})
     git_dir = top / ".git"
     if not git_dir.is_dir():  # a linked work tree or a submodule: ask git
@@ -387,9 +410,7 @@ def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:
 
 def log(root: Path, path: Path) -> list[LogEntry]:
     """The history of one file, following renames (an archived fact keeps its past)."""
-    top = toplevel(root)
-    if top is None:
-        raise GitError(f"{root} is not a git repository")
+    top = work_tree(root)
     rel = os.path.relpath(path, top)
     sep = "\x1f"
     out = _run(
@@ -468,9 +489,7 @@ def _committed(top: Path, path: Path, rev: str) -> bytes | None:
 
 def file_at(root: Path, path: Path, rev: str = "HEAD") -> bytes:
     """The bytes of `path` at `rev` (b"" when it does not exist there)."""
-    top = toplevel(root)
-    if top is None:
-        raise GitError(f"{root} is not a git repository")
+    top = work_tree(root)
     return _committed(top, path, rev) or b""
 
 
@@ -613,7 +632,7 @@ def start(top: Path, *args: str) -> Started:
     if found is not None:
         return Started(*found)
     if git_executable() is None:
-        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
+        raise no_git()
     try:
         return Started(*early.spawn(str(top), args))
     except OSError as exc:  # git vanished

@@ -35,7 +35,9 @@ def _commit_access(store: Store) -> ledger_ops.Committed | None:
 
 
 def maintain(store: Store, *, commit_changes: bool = True) -> Maintenance:
-    """Index, access log, doctor: in that order, so that doctor sees the regenerated index."""
+    """Index, access log, doctor: in that order, so that doctor sees the regenerated index.
+    With commits on, git that cannot commit refuses it all first (nothing is written)."""
+    will_commit(store, commit_changes)
     changed, sha = facts.reindex(store, commit_changes=commit_changes)
     access = _commit_access(store) if commit_changes else None
     return Maintenance(changed, sha, access, tuple(doctor.run(store)))
