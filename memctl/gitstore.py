@@ -4,9 +4,10 @@ Commands run the git CLI directly (`_run`): finding the work tree, status,
 log and commits. GitPython is kept for reading blobs out of history (its
 persistent `cat-file` process makes `ledger verify` and `state history`
 cheap on long histories) and imported only there: importing it costs ~85 ms,
-more than most writes take. The author comes from memctl.toml so that
-launchd/cron jobs do not depend on ~/.gitconfig, and a commit stages and
-records only the paths the caller touched.
+more than most writes take. A commit is the user's git identity when one is
+configured, else memctl.toml's author (so that a launchd/cron job without
+~/.gitconfig still commits), and it stages and records only the paths the
+caller touched.
 """
 
 from __future__ import annotations
@@ -131,6 +132,21 @@ def _env(author: Author) -> dict[str, str]:
     }
 
 
+def _as_user_or(author: Author, top: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run a git command that records who made a commit (commit-tree, commit) as the user's git
+    identity when one is configured, as git resolves it for this repository (GIT_AUTHOR_* and
+    GIT_COMMITTER_*, then author.*, committer.*, user.* in the repository's config, ~/.gitconfig,
+    the XDG config), else as `author` (memctl.toml's), never as a name git guesses from the host.
+
+    git is told not to guess (user.useConfigOnly), so a missing identity makes the command fail and
+    it runs again as `author`: with an identity configured, nothing runs twice (docs/SYNC.md, "Who").
+    """
+    try:
+        return _run(top, *args, env=env, settings=("user.useConfigOnly=true",))
+    except GitError:
+        return _run(top, *args, env={**(env or {}), **_env(author)})
+
+
 _LOCK_RE = None  # compiled on first use: "Unable to create '<path>.lock': File exists."
 STALE_LOCK_SECONDS = 5.0  # a git lock this old, with no git process on the repository, is a dead git's
 
@@ -210,8 +226,10 @@ def remove_stale_lock(top: Path, lock: Path) -> bool:
     return True
 
 
-def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
-    """Run a git command in `top`, waiting while another git process holds one of git's locks.
+def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
+         settings: tuple[str, ...] = ()) -> str:
+    """Run a git command in `top` (`settings`: `-c key=value` for this run), waiting while another
+    git process holds one of git's locks.
 
     A lock whose git is gone (`stale_lock`) is removed with a warning and the
     command runs again; a live one is waited for up to MEMCTL_LOCK_TIMEOUT, then
@@ -219,10 +237,11 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
     """
     deadline = None
     delay = 0.02
+    given = [arg for setting in settings for arg in ("-c", setting)]
     while True:
         # Paths are file names, never patterns: `note[1].md` must not match `note1.md`;
         # and they are printed as they are (not "\346\227\245..."-quoted).
-        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *args, env=env, input=input)
+        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *given, *args, env=env, input=input)
         if done.returncode == 0:
             out = done.stdout.decode("utf-8", "surrogateescape")
             return out[:-1] if out.endswith("\n") else out
@@ -317,7 +336,7 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     real, lock = git_dir / "index", git_dir / "index.lock"
     private = git_dir / f"memctl-index-{os.getpid()}"
     staged = git_dir / f"memctl-index-{os.getpid()}.real"
-    env = {**_env(author), "GIT_INDEX_FILE": str(private)}
+    env = {"GIT_INDEX_FILE": str(private)}
     _take_index_lock(top, lock)
     owned = True
     try:
@@ -336,7 +355,7 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             tree = _run(top, "write-tree", env=env)
             if tree == head_tree:
                 return None  # the paths are as HEAD has them: nothing to commit
-            sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
+            sha = _as_user_or(author, top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
             # git's index as it will be: its own entries, with those of `paths` as in the new commit
             # (plumbing: `git reset -- paths` would hash every touched file once more)
             # (a path may be a folder: every entry under it counts)
@@ -664,8 +683,9 @@ def finish(started: Started) -> GitResult:
 
 
 def checked(top: Path, *args: str, author: Author | None = None) -> str:
-    """Run git; a failure raises GitError with git's last line."""
-    return _run(top, *args, env=_env(author) if author else None)
+    """Run git; a failure raises GitError with git's last line. A command that commits names the
+    `author` to use when the user has no git identity (`_as_user_or`)."""
+    return _as_user_or(author, top, *args) if author else _run(top, *args)
 
 
 def blob(top: Path, sha: str) -> bytes:
