@@ -391,8 +391,9 @@ def _topic_texts(store: Store) -> dict[str, str]:
 
 def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[Path]:
     """Fact files never committed whose index line was added outside the block (Claude Code's new facts):
-    the block adopts the line, and the commit takes the file along so that the committed index links a committed file."""
-    if will_commit(store) is None:
+    the block adopts the line, and the commit takes the file along so that the committed index links a committed file.
+    (Asked whether or not this write commits: with no repository there is nothing to adopt.)"""
+    if not commit_enabled(store) or gitstore.toplevel(store.root) is None:
         return []
     live = {f.file_name: f.path for f in facts if f.path is not None}
     outside = [line.target for line in index_mod.parse_lines(text) if not line.generated and line.target in live]

@@ -25,7 +25,7 @@ def _read_stdin(label: str) -> str:
 @app.command()
 def init(
     directory: Annotated[Path, typer.Argument(help="Where to create the store.", metavar="[DIR]")] = Path("."),
-    no_git: Annotated[bool, typer.Option("--no-git", help="Do not run `git init` or commit.")] = False,
+    no_git: Annotated[bool, typer.Option("--no-git", help="No repository, no commits: memctl.toml gets [git] commit = false.")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Create a store: memctl.toml, memory/MEMORY.md, ledgers/, state/, git. Safe to re-run.

@@ -83,7 +83,9 @@ def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
     d.mkdir()
     (d / "MEMORY.md").write_text("# Memory\n- [デプロイ規則.md](デプロイ規則.md) — 金曜はデプロイしない\n", encoding="utf-8")
     (d / "デプロイ規則.md").write_text("---\nname: deploy-rule\ndescription: 金曜はデプロイしない\ntype: feedback\n---\n", encoding="utf-8")
-    assert cli(d, "forget", "デプロイ規則", "--reason", "変更").exit_code == 0
+    refused = cli(d, "forget", "デプロイ規則", "--reason", "変更")  # no repository here: exit 0 would mean committed
+    assert refused.exit_code == 1 and "is not a git repository" in refused.stderr and (d / "デプロイ規則.md").exists()
+    assert cli(d, "forget", "デプロイ規則", "--reason", "変更", "--no-commit").exit_code == 0
     assert "デプロイ規則.md" not in (d / "MEMORY.md").read_text(encoding="utf-8")
     assert cli(d, "index", "--check").exit_code == 0
 
