@@ -357,6 +357,9 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             commit(store, [store.root / ".gitattributes"], "memctl: route memctl's files to its merge drivers")
         if setup_only:
             return SyncResult("", "", setup=tuple(changed))
+        from . import access  # noqa: PLC0415
+
+        access.move_pending(store)  # the rows reads left pending: committed below, with other appended rows
         state = branch(store, top)
         _refuse_hand_edits(store, top, state.dirty)
         if state.dirty:

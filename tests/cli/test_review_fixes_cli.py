@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import cli, git
+from conftest import access_log, cli, git
 from memctl import facts
 from memctl.store import open_store
 
@@ -75,7 +75,7 @@ def test_recall_does_not_touch_memctl_toml(root):
     cli(root, "remember", "a", "--description", "friday deploys")
     assert cli(root, "recall", "friday", "--mode", "keyword").exit_code == 0
     assert (root / "memctl.toml").read_bytes() == before
-    assert (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").startswith("ts\tagent\tcommand\tquery\tshown\n")
+    assert access_log(root).startswith("ts\tagent\tcommand\tquery\tshown\n")
 
 
 def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
