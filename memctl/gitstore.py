@@ -139,7 +139,8 @@ def _as_user_or(author: Author, top: Path, *args: str, env: dict[str, str] | Non
     the XDG config), else as `author` (memctl.toml's), never as a name git guesses from the host.
 
     git is told not to guess (user.useConfigOnly), so a missing identity makes the command fail and
-    it runs again as `author`: with an identity configured, nothing runs twice (docs/SYNC.md, "Who").
+    it runs again as `author`: with an identity configured, nothing runs twice (docs/SYNC.md, "Who
+    changed what").
     """
     try:
         return _run(top, *args, env=env, settings=("user.useConfigOnly=true",))
