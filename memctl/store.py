@@ -321,7 +321,8 @@ def _commits_back_on(root: Path, created: list[str]) -> None:
 def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
     """Create the store's files and folders; return what was created (empty when nothing was).
 
-    A Claude Code memory directory is adopted as it is instead (`is_claude_code_dir`).
+    A Claude Code memory directory is adopted as it is instead (`is_claude_code_dir`). With `git`,
+    git must run (GitError before anything is written); without it, memctl.toml turns commits off.
     """
     from . import gitstore  # noqa: PLC0415
 

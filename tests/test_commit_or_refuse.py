@@ -60,6 +60,7 @@ def seeded(tmp_path) -> Path:
     (root / "ledgers" / "hosts.tsv").write_text("a\t1\nb\t2\n", encoding="utf-8")
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "conflict copy and a file to adopt")
+    (root.parent / "pairs.tsv").write_text("デプロイは火曜\tデプロイは火曜日\t1\n猫\t犬\t0\n", encoding="utf-8")
     (root.parent / "talk.jsonl").write_text(json.dumps({"role": "user", "content": "デプロイは火曜", "ts": "2026-03-01T09:00:00+09:00"},
                                                        ensure_ascii=False) + "\n", encoding="utf-8")
     return root
@@ -88,6 +89,9 @@ def writers(root: Path) -> list[tuple[str, ...]]:
         ("forget", "--policies"),
         ("resolve", "beta", "--keep", "remote"),
         ("maintain",),
+        ("procedure", "record", "alpha", "--success"),
+        ("procedure", "evolve", "alpha", "--template", str(root.parent / "talk.jsonl")),
+        ("near-dup", "calibrate", str(root.parent / "pairs.tsv"), "--save"),
     ]
 
 
@@ -111,7 +115,8 @@ def test_every_writing_command_refuses_with_one_line_and_changes_nothing(seeded,
     head = git(seeded, "rev-parse", "HEAD") if which != "no repository" else None
     for argv in writers(seeded):
         done = run(seeded, *argv, env=env)
-        assert done.returncode == 1, (argv, done.returncode, done.stdout, done.stderr)
+        expected = 2 if argv[0] == "near-dup" else 1  # near-dup's 1 means "near-duplicate" (errors.BY_CONDITION)
+        assert done.returncode == expected, (argv, done.returncode, done.stdout, done.stderr)
         assert "Traceback" not in done.stderr
         lines = done.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("memctl: error: "), (argv, done.stderr)
