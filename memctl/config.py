@@ -42,7 +42,7 @@ DEFAULT_TOML = """\
 
 [git]
 commit = true                      # commit every change (MEMCTL_NO_COMMIT=1 or --no-commit to skip)
-author_name = "memctl"
+author_name = "memctl"             # who commits when git has no identity configured (git config user.name)
 author_email = "memctl@localhost"
 
 [facts]

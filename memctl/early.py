@@ -39,6 +39,11 @@ _STARTED: dict[tuple[str, tuple[str, ...]], tuple[int, int, int]] = {}  # (folde
 
 
 def git_executable() -> str | None:
+    """The git memctl runs: MEMCTL_GIT when set (that one only: None when it does not run), else
+    GIT_PYTHON_GIT_EXECUTABLE, else git on PATH, else FALLBACK_GITS (a scheduled job's PATH is minimal)."""
+    named = os.environ.get("MEMCTL_GIT")
+    if named:
+        return named if os.access(named, os.X_OK) and not os.path.isdir(named) else None
     given = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE")
     found = given if given and os.access(given, os.X_OK) else _on_path("git")
     if found:

@@ -42,6 +42,8 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
     ("damaged", "a file memctl will not write after: a ledger's last line without LF (rows: after printing the rest), "
                 "conflict markers, a damaged index block", FAILED),
     ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT", LOCKED),
+    ("no-git", "a write while commits are on, with git not found (MEMCTL_GIT, PATH), failing, or the store in no git "
+               "repository: refused before anything changed (exit 0 means committed)", FAILED),
 )
 
 

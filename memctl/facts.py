@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
-from .errors import BadInput, NotFound, Refused
+from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import atomic_move, atomic_write, escapes
 from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
-from .store import Store, commit, refuse_uncommitted, will_commit
+from .store import Store, commit, commit_enabled, refuse_uncommitted, will_commit
 
 
 @dataclass(frozen=True)
@@ -421,8 +421,9 @@ def _topic_texts(store: Store) -> dict[str, str]:
 
 def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[Path]:
     """Fact files never committed whose index line was added outside the block (Claude Code's new facts):
-    the block adopts the line, and the commit takes the file along so that the committed index links a committed file."""
-    if will_commit(store) is None:
+    the block adopts the line, and the commit takes the file along so that the committed index links a committed file.
+    (Asked whether or not this write commits: with no repository there is nothing to adopt.)"""
+    if not commit_enabled(store) or gitstore.toplevel(store.root) is None:
         return []
     live = {f.file_name: f.path for f in facts if f.path is not None}
     outside = [line.target for line in index_mod.parse_lines(text) if not line.generated and line.target in live]
@@ -831,15 +832,17 @@ def _key_line(fact: fact_mod.Fact, key: str) -> int:
 
 
 def _git_problems(store: Store) -> list[Problem]:
-    if gitstore.git_executable() is None:
-        return [Problem(".", 0, "no-git", "git is not installed or not on PATH; changes are not versioned", "warning")]
-    if gitstore.toplevel(store.root) is None:
-        return [Problem(".", 0, "not-a-repo", "the store is not a git repository; changes are not versioned (git init)", "warning")]
+    try:
+        top = gitstore.work_tree(store.root)
+    except GitError as exc:  # an error while commits are on: every write is refused (store.will_commit)
+        if commit_enabled(store):
+            return [Problem(".", 0, exc.kind or "no-git", f"{exc.message}: every write is refused until it is fixed "
+                            f"(hint: {exc.hint})")]
+        return [Problem(".", 0, exc.kind or "no-git", f"{exc.message}; commits are off, so changes are not versioned", "warning")]
     # memctl's files: a change to them that is not committed would be missing from every clone.
     # (access.tsv is appended without a commit on purpose; `memctl ledger commit access` commits it.)
     owned = [store.memory_dir] + ([store.ledgers_dir, store.state_dir] if store.layout == "memctl" else [])
     dirty = gitstore.dirty_paths(store.root, [d for d in owned if d.exists()])
-    top = gitstore.toplevel(store.root)
     problems = []
     for path in dirty:
         name = os.path.basename(path)

@@ -7,7 +7,7 @@ midway is cut back to the old length.
 
 While the store lock is held (`undo_log`, opened by `Store.lock`), each write
 first records how to undo it: the old file (a hard link), the old length of an
-appended file, the two names of a move. A command that fails before its commit
+appended file, the two names of a move, a removed file. A command that fails before its commit
 is undone on the spot; one that was killed is undone (or found committed) by the
 next command that takes the lock. So a change is in git whole, or not at all.
 See docs/RELIABILITY.md.
@@ -157,25 +157,27 @@ def lock_timeout() -> float:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
-    """An exclusive flock on `path`, waiting up to `timeout` seconds.
+def file_lock(path: Path, timeout: float | None = None, *, shared: bool = False) -> Iterator[None]:
+    """An exclusive flock on `path` (`shared`: one that only excludes exclusive holders, on a lock
+    file that exists already), waiting up to `timeout` seconds.
 
     The kernel releases the lock when the holder dies, so a killed process
     never leaves the store locked.
     """
     if timeout is None:
         timeout = lock_timeout()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not shared:
+        path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise MemctlError(f"the lock file {path} is not a regular file",
                           hint=f"remove it (rm -r {path}); memctl makes a new one")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    fd = os.open(path, (os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT) | os.O_NOFOLLOW, 0o666)
     deadline = time.monotonic() + timeout
     delay = 0.005
     try:
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
                 break
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
@@ -217,7 +219,7 @@ def refuse_escape(root: Path, path: Path) -> None:
 
 class _Log(NamedTuple):
     path: Path  # the log file (in .memctl/undo/)
-    root: Path  # the store: writes outside it are refused, writes in `skip` are not logged
+    root: Path  # the store: writes outside it are refused, writes in `skip` are not logged (but `remove_logged`)
     skip: Path  # .memctl/: derived data, rebuilt rather than undone
 
 
@@ -253,6 +255,10 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
         fields = ("A", str(path), str(size), "")
     else:
         fields = ("M", str(path), str(other), "")
+    _log_record(log, fields)
+
+
+def _log_record(log: _Log, fields: tuple[str, ...]) -> None:
     record = b"".join(os.fsencode(f) + b"\0" for f in fields)
     fd = os.open(log.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
@@ -262,10 +268,27 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
         os.close(fd)
 
 
+def remove_logged(path: Path) -> None:
+    """Remove `path`, which the undo log puts back if the change is undone, even in `.memctl/`
+    (machine-local data that is not derived: the access rows being moved, access.py). The file
+    goes into the log's folder (a rename: `.memctl/` is one file system) and stays there until
+    the change is committed or undone."""
+    log = _LOG
+    if log is None:
+        path.unlink()
+        return
+    refuse_escape(log.root, path)
+    backup = log.path.parent / f"{os.getpid()}.{os.urandom(6).hex()}"
+    _log_record(log, ("D", str(path), str(backup), ""))
+    os.replace(path, backup)
+    _fsync_dir(path.parent)
+    _fsync_dir(backup.parent)
+
+
 class Undo(NamedTuple):
-    op: str  # W (replace), A (append), M (move)
+    op: str  # W (replace), A (append), M (move), D (remove)
     path: str
-    arg: str  # W: the old file's backup ("" = it did not exist); A: old size (-1 = new); M: where it went
+    arg: str  # W, D: the old file's backup (W: "" = it did not exist); A: old size (-1 = new); M: where it went
     tmp: str  # W: the temp file
 
 
@@ -353,7 +376,7 @@ def _undo(records: list[Undo]) -> None:
                     path.unlink()
             elif path.exists() and path.stat().st_size > size:
                 os.truncate(path, size)
-        elif rec.op == "M":
+        elif rec.op in ("M", "D"):
             if os.path.exists(rec.arg) and not path.exists():
                 os.replace(rec.arg, path)
         _fsync_dir(path.parent)

@@ -4,9 +4,10 @@ Commands run the git CLI directly (`_run`): finding the work tree, status,
 log and commits. GitPython is kept for reading blobs out of history (its
 persistent `cat-file` process makes `ledger verify` and `state history`
 cheap on long histories) and imported only there: importing it costs ~85 ms,
-more than most writes take. The author comes from memctl.toml so that
-launchd/cron jobs do not depend on ~/.gitconfig, and a commit stages and
-records only the paths the caller touched.
+more than most writes take. A commit is the user's git identity when one is
+configured, else memctl.toml's author (so that a launchd/cron job without
+~/.gitconfig still commits), and it stages and records only the paths the
+caller touched.
 """
 
 from __future__ import annotations
@@ -36,10 +37,19 @@ class LogEntry(NamedTuple):
     path: str
 
 
+def no_git() -> GitError:
+    """git cannot be found: where memctl looked, and what to do."""
+    named = os.environ.get("MEMCTL_GIT")
+    where = (f"MEMCTL_GIT={named} is not an executable file" if named else
+             "not on PATH, nor at " + ", ".join(early.FALLBACK_GITS))
+    return GitError(f"git not found ({where})", hint="install git (or name it in MEMCTL_GIT), or write without "
+                    "committing (MEMCTL_NO_COMMIT=1, or [git] commit = false in memctl.toml)", kind="no-git")
+
+
 def _git_module():
     exe = git_executable()
     if exe is None:
-        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
+        raise no_git()
     os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
     os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = exe
     import git  # noqa: PLC0415  (lazy: keeps `memctl --help` fast)
@@ -61,34 +71,50 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
 
     exe = git_executable()
     if exe is None:
-        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
+        raise no_git()
     try:
         return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
                               input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
     except OSError as exc:  # git vanished, or the directory did
-        raise GitError(f"cannot run git: {exc}") from None
+        raise GitError(f"cannot run git: {exc}", hint="check that git runs (MEMCTL_GIT, PATH)", kind="git-fails") from None
 
 
 _TOPLEVELS: dict[str, Path] = {}  # found work trees, per directory asked about: one command asks often
 
 
 def toplevel(path: Path) -> Path | None:
-    """The work tree holding `path`, or None (no repository, or no git)."""
-    if git_executable() is None or not Path(path).is_dir():
-        return None
-    known = _TOPLEVELS.get(str(path))
-    if known is not None and (known / ".git").exists():
-        return known
+    """The work tree holding `path`, or None (no repository, or no git that runs)."""
     try:
-        done = _git(path, "rev-parse", "--show-toplevel")
+        return work_tree(path)
     except GitError:
         return None
+
+
+def work_tree(path: Path) -> Path:
+    """The work tree holding `path`; GitError saying why there is none: git not found (kind
+    "no-git"), git does not run or fails there ("git-fails"), no repository ("not-a-repo")."""
+    known = _TOPLEVELS.get(str(path))
+    if known is not None and (known / ".git").exists() and git_executable() is not None:
+        return known
+    if git_executable() is None:
+        raise no_git()
+    if not Path(path).is_dir():
+        raise GitError(f"{path} is not a folder", kind="not-a-repo")
+    done = _git(path, "rev-parse", "--show-toplevel")  # GitError when git cannot be started
     top = done.stdout.decode("utf-8", "surrogateescape")
     top = top[:-1] if top.endswith("\n") else top  # only the newline: a name may end in a space
-    if done.returncode != 0 or not top:
-        return None
-    _TOPLEVELS[str(path)] = Path(top)
-    return Path(top)
+    if done.returncode == 0 and top:
+        _TOPLEVELS[str(path)] = Path(top)
+        return Path(top)
+    if git_dir(Path(path)) is None:  # asked of the folders themselves: git's message may be in any language
+        raise GitError(f"{path} is not a git repository (nor inside one)",
+                       hint="run `git init` there, or write without committing (MEMCTL_NO_COMMIT=1, "
+                       "or [git] commit = false in memctl.toml)", kind="not-a-repo")
+    stderr = done.stderr.decode("utf-8", "replace").strip()
+    detail = stderr.splitlines()[-1] if stderr else f"exit status {done.returncode}"
+    raise GitError(f"git does not work in {path}: `{git_executable()} rev-parse` failed: {detail}",
+                   hint="check that this git runs (MEMCTL_GIT, PATH), or write without committing (MEMCTL_NO_COMMIT=1)",
+                   kind="git-fails")
 
 
 def init(path: Path) -> None:
@@ -104,6 +130,22 @@ def _env(author: Author) -> dict[str, str]:
         "GIT_COMMITTER_NAME": author.name,
         "GIT_COMMITTER_EMAIL": author.email,
     }
+
+
+def _as_user_or(author: Author, top: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run a git command that records who made a commit (commit-tree, commit) as the user's git
+    identity when one is configured, as git resolves it for this repository (GIT_AUTHOR_* and
+    GIT_COMMITTER_*, then author.*, committer.*, user.* in the repository's config, ~/.gitconfig,
+    the XDG config), else as `author` (memctl.toml's), never as a name git guesses from the host.
+
+    git is told not to guess (user.useConfigOnly), so a missing identity makes the command fail and
+    it runs again as `author`: with an identity configured, nothing runs twice (docs/SYNC.md, "Who
+    changed what").
+    """
+    try:
+        return _run(top, *args, env=env, settings=("user.useConfigOnly=true",))
+    except GitError:
+        return _run(top, *args, env={**(env or {}), **_env(author)})
 
 
 _LOCK_RE = None  # compiled on first use: "Unable to create '<path>.lock': File exists."
@@ -185,8 +227,10 @@ def remove_stale_lock(top: Path, lock: Path) -> bool:
     return True
 
 
-def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
-    """Run a git command in `top`, waiting while another git process holds one of git's locks.
+def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
+         settings: tuple[str, ...] = ()) -> str:
+    """Run a git command in `top` (`settings`: `-c key=value` for this run), waiting while another
+    git process holds one of git's locks.
 
     A lock whose git is gone (`stale_lock`) is removed with a warning and the
     command runs again; a live one is waited for up to MEMCTL_LOCK_TIMEOUT, then
@@ -194,10 +238,11 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
     """
     deadline = None
     delay = 0.02
+    given = [arg for setting in settings for arg in ("-c", setting)]
     while True:
         # Paths are file names, never patterns: `note[1].md` must not match `note1.md`;
         # and they are printed as they are (not "\346\227\245..."-quoted).
-        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *args, env=env, input=input)
+        done = _git(top, "--literal-pathspecs", "-c", "core.quotePath=false", *given, *args, env=env, input=input)
         if done.returncode == 0:
             out = done.stdout.decode("utf-8", "surrogateescape")
             return out[:-1] if out.endswith("\n") else out
@@ -283,9 +328,7 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     nothing of memctl's is ever staged for someone else's commit, and a ref
     moved meanwhile by other means is kept (memctl's commit is built again on it).
     """
-    top = toplevel(root)
-    if top is None:
-        raise GitError(f"{root} is not a git repository")
+    top = work_tree(root)
     rel = sorted({os.path.relpath(Path(p).resolve() if Path(p).exists() else Path(p), top) for p in paths})
     git_dir = top / ".git"
     if not git_dir.is_dir():  # a linked work tree or a submodule: ask git
@@ -294,7 +337,7 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     real, lock = git_dir / "index", git_dir / "index.lock"
     private = git_dir / f"memctl-index-{os.getpid()}"
     staged = git_dir / f"memctl-index-{os.getpid()}.real"
-    env = {**_env(author), "GIT_INDEX_FILE": str(private)}
+    env = {"GIT_INDEX_FILE": str(private)}
     _take_index_lock(top, lock)
     owned = True
     try:
@@ -313,7 +356,7 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             tree = _run(top, "write-tree", env=env)
             if tree == head_tree:
                 return None  # the paths are as HEAD has them: nothing to commit
-            sha = _run(top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
+            sha = _as_user_or(author, top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
             # git's index as it will be: its own entries, with those of `paths` as in the new commit
             # (plumbing: `git reset -- paths` would hash every touched file once more)
             # (a path may be a folder: every entry under it counts)
@@ -387,9 +430,7 @@ def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:
 
 def log(root: Path, path: Path) -> list[LogEntry]:
     """The history of one file, following renames (an archived fact keeps its past)."""
-    top = toplevel(root)
-    if top is None:
-        raise GitError(f"{root} is not a git repository")
+    top = work_tree(root)
     rel = os.path.relpath(path, top)
     sep = "\x1f"
     out = _run(
@@ -479,9 +520,7 @@ def _committed(top: Path, path: Path, rev: str) -> bytes | None:
 
 def file_at(root: Path, path: Path, rev: str = "HEAD") -> bytes:
     """The bytes of `path` at `rev` (b"" when it does not exist there)."""
-    top = toplevel(root)
-    if top is None:
-        raise GitError(f"{root} is not a git repository")
+    top = work_tree(root)
     return _committed(top, path, rev) or b""
 
 
@@ -624,7 +663,7 @@ def start(top: Path, *args: str) -> Started:
     if found is not None:
         return Started(*found)
     if git_executable() is None:
-        raise GitError("git not found", hint="install git, or write without committing (MEMCTL_NO_COMMIT=1)", kind="no-git")
+        raise no_git()
     try:
         return Started(*early.spawn(str(top), args))
     except OSError as exc:  # git vanished
@@ -656,8 +695,9 @@ def finish(started: Started) -> GitResult:
 
 
 def checked(top: Path, *args: str, author: Author | None = None) -> str:
-    """Run git; a failure raises GitError with git's last line."""
-    return _run(top, *args, env=_env(author) if author else None)
+    """Run git; a failure raises GitError with git's last line. A command that commits names the
+    `author` to use when the user has no git identity (`_as_user_or`)."""
+    return _as_user_or(author, top, *args) if author else _run(top, *args)
 
 
 def blob(top: Path, sha: str) -> bytes:

@@ -65,7 +65,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("signals?", "map[number|null]", "Only with --explain: bm25, keyword, cosine, vector, window (null when not computed)."),
     ),
     "audit_row": (
-        ("line", "integer", "Its line in ledgers/access.tsv."),
+        ("line", "integer", "Its line in ledgers/access.tsv (for a row still pending in .memctl/access/, the line it gets there)."),
         ("ts", "string", "When."),
         ("agent", "string", "Who."),
         ("command", "string", "recall, context, show, used, mcp-recall, ..."),

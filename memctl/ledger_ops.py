@@ -362,19 +362,21 @@ class Committed:
 
 
 def commit_appended(store: Store, name: str) -> Committed:
-    """One commit for the records appended since the last one (`--no-commit` appends, the access log).
+    """One commit for the records appended since the last one (`--no-commit` appends; for the access
+    log, the rows that reads left pending too: access.move_pending).
 
     Refused when the working file is not the committed version plus new lines:
     an edit of an old line must never ride along with "append".
     """
-    from . import gitstore  # noqa: PLC0415
+    from . import access, gitstore  # noqa: PLC0415
 
-    ledger = open_ledger(store, name)
-    rel = store.rel(ledger.path)
-    if will_commit(store) is None:
-        raise Refused(f"cannot commit {rel}: commits are turned off or the store is not in a git repository",
-                      hint="[git] commit in memctl.toml, MEMCTL_NO_COMMIT, or `git init`")
+    if will_commit(store) is None:  # GitError when git cannot commit
+        raise Refused(f"cannot commit ledger {name!r}: commits are turned off", hint="[git] commit in memctl.toml, or MEMCTL_NO_COMMIT")
     with store.lock():
+        if name == access.LEDGER:
+            access.move_pending(store)  # undone with the rest if the commit does not happen
+        ledger = open_ledger(store, name)
+        rel = store.rel(ledger.path)
         committed = gitstore.file_at(store.root, ledger.path, "HEAD")
         working = ledger.path.read_bytes() if ledger.path.exists() else b""
         if not working.startswith(committed):

@@ -1,7 +1,7 @@
 """Daily upkeep in one call: what the default `daily-maintenance` job runs (docs/JOBS.md).
 
-Regenerate the MEMORY.md index, commit the recall access log (appended without
-commits), then run every doctor check. Each step is an existing library call;
+Regenerate the MEMORY.md index, commit the access log (the rows reads left
+pending, access.py), then run every doctor check. Each step is an existing library call;
 this module only strings them together so that a scheduled job needs no script.
 """
 
@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import doctor, facts, ledger_ops
+from . import access as access_mod, doctor, facts, ledger_ops
 from .errors import NotFound
 from .facts import Problem
 from .store import Store, will_commit
-
-ACCESS_LEDGER = "access"  # the recall access log (docs/FORMAT.md)
 
 
 @dataclass(frozen=True)
@@ -26,16 +24,20 @@ class Maintenance:
 
 
 def _commit_access(store: Store) -> ledger_ops.Committed | None:
-    if will_commit(store) is None or not (store.ledgers_dir / f"{ACCESS_LEDGER}.tsv").is_file():
+    if store.layout == "claude" or will_commit(store) is None:
+        return None  # a Claude Code directory's log is machine-local; pending rows wait for commits
+    if not access_mod.path_for(store).is_file() and not access_mod.has_pending(store):
         return None
     try:
-        return ledger_ops.commit_appended(store, ACCESS_LEDGER)
+        return ledger_ops.commit_appended(store, access_mod.LEDGER)
     except NotFound:
         return None
 
 
 def maintain(store: Store, *, commit_changes: bool = True) -> Maintenance:
-    """Index, access log, doctor: in that order, so that doctor sees the regenerated index."""
+    """Index, access log, doctor: in that order, so that doctor sees the regenerated index.
+    With commits on, git that cannot commit refuses it all first (nothing is written)."""
+    will_commit(store, commit_changes)
     changed, sha = facts.reindex(store, commit_changes=commit_changes)
     access = _commit_access(store) if commit_changes else None
     return Maintenance(changed, sha, access, tuple(doctor.run(store)))

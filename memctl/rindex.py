@@ -29,7 +29,7 @@ from . import clock, textnorm
 from .fsutil import file_lock
 from .store import Store
 
-VERSION = "8"  # 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "9"  # 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -46,6 +46,7 @@ CREATE INDEX docs_pinned ON docs(kind, status, pinned);
 CREATE INDEX docs_status ON docs(kind, status);
 CREATE INDEX docs_ts ON docs(kind, status, ts);
 CREATE TABLE access(key TEXT PRIMARY KEY, count INTEGER, last REAL);
+CREATE TABLE access_pending(key TEXT PRIMARY KEY, count INTEGER, last REAL);
 CREATE VIRTUAL TABLE fts USING fts5(tokens, kind, tokenize = "unicode61 remove_diacritics 0");
 """
 
@@ -446,26 +447,60 @@ def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
 
 
 def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
-    """Use counts and last use per key (display rows are skipped: access.is_use)."""
+    """Use counts and last use per key (display rows are skipped: access.is_use): the log's in
+    `access`, the rows still pending in `access_pending` (access.py), read while no move runs."""
     from . import access as access_mod
 
     path = access_mod.path_for(store)
-    new = _new_lines(path, conn, "access")
-    if new is None or _meta(conn, "access.path") != str(path):
-        conn.execute("DELETE FROM access")
-        _reset(conn, "access")
-        _set_meta(conn, "access.path", str(path))
+    with access_mod.reading(store):
         new = _new_lines(path, conn, "access")
+        if new is None or _meta(conn, "access.path") != str(path):
+            conn.execute("DELETE FROM access")
+            _reset(conn, "access")
+            _set_meta(conn, "access.path", str(path))
+            new = _new_lines(path, conn, "access")
+            assert new is not None
+        _count_uses(conn, "access", new, access_mod.header(path))
+        _sync_pending(store, conn)
+
+
+def _sync_pending(store: Store, conn: sqlite3.Connection) -> None:
+    """`access_pending`: the rows being moved (rare: a move cut short) counted whole whenever they
+    change, pending.tsv by byte offset; both again when pending.tsv was moved away."""
+    from . import access as access_mod
+
+    files = access_mod.pending_files(store)
+    pending = access_mod.pending_path(store)
+    moving = [p for p in files if p != pending]
+    stamp = ";".join(f"{p.name}:{_file_state(p)}" for p in moving)
+    new = _new_lines(pending, conn, "pending") if stamp == (_meta(conn, "access.moving") or "") else None
+    if new is None:
+        conn.execute("DELETE FROM access_pending")
+        _reset(conn, "pending")
+        _set_meta(conn, "access.moving", stamp)
+        for path in moving:
+            with contextlib.suppress(FileNotFoundError):
+                data = path.read_bytes()
+                _count_uses(conn, "access_pending", (0, data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n")),
+                            (access_mod.COLUMNS, False))
+        new = _new_lines(pending, conn, "pending")
         assert new is not None
+    _count_uses(conn, "access_pending", new, (access_mod.COLUMNS, False))
+
+
+def _count_uses(conn: sqlite3.Connection, table: str, new: tuple[int, list[bytes]], header: tuple[tuple[str, ...], bool]) -> None:
+    """Add the use rows among `new` (lines read before them, the lines) to `table`'s counts."""
+    from . import access as access_mod
+
     lines_before, lines = new
     if not lines:
         return
     from . import ledger
 
-    columns, header = access_mod.header(path)
+    columns, has_header = header
     counts: dict[str, list] = {}
     for number, raw in enumerate(lines, start=lines_before + 1):
-        if number == 1 and header:
+        if number == 1 and has_header:
             continue
         values = ledger.parse_record(raw.decode("utf-8", "replace"), columns)
         if not access_mod.is_use(values.get("command", "")):
@@ -478,7 +513,7 @@ def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
                 entry[1] = when
     for key, (count, last) in counts.items():
         conn.execute(
-            "INSERT INTO access VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET count = count + excluded.count,"
+            f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET count = count + excluded.count,"
             " last = max(coalesce(last, 0), coalesce(excluded.last, 0))",
             (key, count, last),
         )
@@ -684,16 +719,20 @@ def docs(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, Doc]:
 
 
 def access(conn: sqlite3.Connection, keys: Sequence[str]) -> tuple[dict[str, tuple[int, float | None]], int]:
-    """(count, last access) for `keys`, and the highest count of any key."""
-    found = {}
+    """(count, last access) for `keys`, and the highest count of any key: the log's rows and the pending ones."""
+    found: dict[str, tuple[int, float | None]] = {}
     keys = list(dict.fromkeys(keys))
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        for key, count, last in conn.execute(
-            f"SELECT key, count, last FROM access WHERE key IN ({','.join('?' * len(chunk))})", chunk
-        ):
-            found[key] = (count, last)
-    most = conn.execute("SELECT max(count) FROM access").fetchone()[0] or 0
+        for table in ("access", "access_pending"):
+            for key, count, last in conn.execute(
+                f"SELECT key, count, last FROM {table} WHERE key IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                had, when = found.get(key, (0, None))
+                found[key] = (had + count, max((t for t in (when, last) if t is not None), default=None))
+    most = max(conn.execute("SELECT max(count) FROM access").fetchone()[0] or 0,
+               conn.execute("SELECT max(coalesce(a.count, 0) + p.count) FROM access_pending p"
+                            " LEFT JOIN access a ON a.key = p.key").fetchone()[0] or 0)
     return found, most
 
 

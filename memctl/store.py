@@ -237,9 +237,10 @@ def _top_level_facts(root: Path) -> list:
     return found
 
 
-def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
-    """Adopt a Claude Code memory directory as it is: no memory/ folder, no memctl.toml; MEMORY.md only
-    when it is missing; the facts (and MEMORY.md) go into the first commit. See docs/CLAUDE_CODE.md."""
+def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
+    """Adopt a Claude Code memory directory as it is: no memory/ folder, no memctl.toml (without git,
+    one that turns commits off); MEMORY.md only when it is missing; the facts (and MEMORY.md) go into
+    the first commit (`new_repo`: git init made the repository just now). See docs/CLAUDE_CODE.md."""
     from . import gitstore, index as index_mod  # noqa: PLC0415
 
     created: list[str] = []
@@ -255,14 +256,10 @@ def _init_claude_code_dir(root: Path, git: bool) -> list[str]:
                 atomic_write(root / rel, text)
         created.append(INDEX_FILE)
     if not git:
+        if not (root / CONFIG_FILE).exists():
+            atomic_write(root / CONFIG_FILE, NO_COMMIT_CLAUDE_TOML)
+            created.append(CONFIG_FILE)
         return created
-    if gitstore.git_executable() is None:
-        errors.warn("git not found on PATH; the directory is adopted but not committed", hint="install git, or pass --no-git")
-        return created
-    new_repo = gitstore.toplevel(root) is None
-    if new_repo:
-        gitstore.init(root)
-        created.append(".git/")
     store = open_store(root)  # also makes .memctl/ ignore itself
     files = [root / INDEX_FILE, *(f.path for f in facts)]
     for folder in ("archive", index_mod.TOPIC_DIR):
@@ -309,11 +306,38 @@ def add_lines(path: Path, text: str, *, replacing: dict[str, str] | None = None)
     return current != read
 
 
+# `init --no-git`: a store that says so, so that its writes are not refused for want of a repository.
+NO_COMMIT_TOML = config_mod.DEFAULT_TOML.replace("\ncommit = true ", "\ncommit = false", 1)
+NO_COMMIT_CLAUDE_TOML = "# memctl: this directory is not versioned (`memctl init --no-git`); see docs/FORMAT.md.\n[git]\ncommit = false\n"
+
+
+def _commits_back_on(root: Path, created: list[str]) -> None:
+    """`init` with git where `init --no-git` wrote memctl.toml (untouched since): commits on again."""
+    path = root / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return
+    if text == NO_COMMIT_CLAUDE_TOML:
+        path.unlink()
+        created.append(f"{CONFIG_FILE} (removed: commits on)")
+    elif text == NO_COMMIT_TOML:
+        atomic_write(path, config_mod.DEFAULT_TOML)
+        created.append(f"{CONFIG_FILE} (commit = true)")
+
+
 def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
     """Create the store's files and folders; return what was created (empty when nothing was).
 
-    A Claude Code memory directory is adopted as it is instead (`is_claude_code_dir`).
+    A Claude Code memory directory is adopted as it is instead (`is_claude_code_dir`). With `git`,
+    git must run (GitError before anything is written); without it, memctl.toml turns commits off.
     """
+    from . import gitstore  # noqa: PLC0415
+
+    if git and gitstore.git_executable() is None:  # git first: without it nothing is written
+        exc = gitstore.no_git()
+        raise GitError(f"{exc.message}; nothing was created", hint="install git (or name it in MEMCTL_GIT), "
+                       "or create the store without git (commits off)", kind="no-git-init")
     root = Path(root).expanduser()
     created: list[str] = []
     claude = is_claude_code_dir(root.resolve() if root.exists() else root.absolute())
@@ -321,10 +345,14 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
         root.mkdir(parents=True)
         created.append(str(root))
     root = root.resolve()
+    if git and gitstore.toplevel(root) is None:  # before any file: a git that fails writes none
+        gitstore.init(root)
+        created.append(".git/")
+        _commits_back_on(root, created)
     if claude:
-        return created + _init_claude_code_dir(root, git)
+        return created + _init_claude_code_dir(root, git, ".git/" in created)
     files = {
-        CONFIG_FILE: config_mod.DEFAULT_TOML,
+        CONFIG_FILE: config_mod.DEFAULT_TOML if git else NO_COMMIT_TOML,
         "memory/" + INDEX_FILE: "# Memory index\n\n<!-- memctl:index:begin -->\n<!-- memctl:index:end -->\n",
         ".gitignore": GITIGNORE,
         ".gitattributes": GITATTRIBUTES,
@@ -348,12 +376,7 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
         elif rel in (".gitignore", ".gitattributes") and add_lines(path, text):
             created.append(rel + " (updated)")
             touched.append(path)
-    from . import gitstore  # noqa: PLC0415
-
-    if git and gitstore.git_executable() is not None and gitstore.toplevel(root) is None:
-        gitstore.init(root)
-        created.append(".git/")
-        # A new repository adopts whatever the store already holds.
+    if ".git/" in created:  # a new repository adopts whatever the store already holds
         touched += [root / p for p in (CONFIG_FILE, "memory", "ledgers", "state", "launchd", ".gitignore", ".gitattributes")]
     if touched:
         commit(open_store(root), touched, "memctl: init store", enabled=git)
@@ -379,12 +402,7 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
                                  hint="report it: the change was not committed and will be undone")
     from . import gitstore  # noqa: PLC0415  (not on the path of --no-commit writes)
 
-    if gitstore.git_executable() is None:
-        errors.warn("git not found on PATH; change written but not committed", hint="install git or set MEMCTL_NO_COMMIT=1")
-        return None
-    if gitstore.toplevel(store.root) is None:
-        errors.warn(f"{store.root} is not a git repository; change written but not committed", hint="git init, or set MEMCTL_NO_COMMIT=1")
-        return None
+    _git_or_refuse(store, "the change was undone" if undoing() else "the change was written but not committed")
     author = gitstore.Author(store.config.author_name, store.config.author_email)
     try:
         sha = gitstore.commit(store.root, paths, message, author)
@@ -395,6 +413,17 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
                        hint=exc.hint or "check `git status` in the store, then run the command again") from None
     settle()
     return sha
+
+
+def _git_or_refuse(store: Store, outcome: str = "nothing was changed") -> Path:
+    """The work tree commits go to; GitError (git missing, failing, or no repository: exit 1) saying
+    `outcome` when there is none. Exit 0 means committed (docs/RELIABILITY.md)."""
+    from . import gitstore  # noqa: PLC0415
+
+    try:
+        return gitstore.work_tree(store.root)
+    except GitError as exc:
+        raise GitError(f"{exc.message}; {outcome}", hint=exc.hint, kind=exc.kind) from None
 
 
 def finish_interrupted(store: Store) -> list[str]:
@@ -410,9 +439,9 @@ def finish_interrupted(store: Store) -> list[str]:
             clear_undo(store.undo_path)  # backups of a write whose record was torn
         return []
     paths = touched(records)
-    if will_commit(store) is not None:
-        from . import gitstore  # noqa: PLC0415
+    from . import gitstore  # noqa: PLC0415
 
+    if commit_enabled(store) and gitstore.toplevel(store.root) is not None:  # without git: undone
         if gitstore.matches_head(store.root, paths):
             gitstore.refresh_index(store.root, paths)
             clear_undo(store.undo_path)
@@ -429,14 +458,14 @@ def pending(store: Store) -> list[str]:
 
 
 def will_commit(store: Store, enabled: bool = True) -> Path | None:
-    """The git work tree a change will be committed to, or None (no commit: nothing to guard)."""
+    """The git work tree a change will be committed to, or None when commits are off (nothing to guard).
+
+    When they are on and git cannot commit (not found, failing, no repository), GitError before
+    anything is written: a write never exits 0 uncommitted.
+    """
     if not enabled or not commit_enabled(store):
         return None
-    from . import gitstore  # noqa: PLC0415
-
-    if gitstore.git_executable() is None:
-        return None
-    return gitstore.toplevel(store.root)
+    return _git_or_refuse(store)
 
 
 def config_committable(store: Store, enabled: bool = True, what: str = "the change") -> bool:

@@ -30,6 +30,18 @@ INDEX_UNCLEAN = "block merged by line; a line changed on both sides"
 
 # ---------------------------------------------------------------- setup: attributes and drivers
 
+_NO_SYNC_HINTS = {"no-git": "install git (or name it in MEMCTL_GIT)", "git-fails": "check that this git runs (MEMCTL_GIT, PATH)"}
+
+
+def _work_tree(store: Store) -> Path:
+    """The work tree sync works in; GitError when git is missing or failing, or there is no repository."""
+    try:
+        return gitstore.work_tree(store.root)
+    except GitError as exc:
+        raise GitError(f"{exc.message}; nothing was synced",
+                       hint=_NO_SYNC_HINTS.get(exc.kind or "", "git init, or clone the store's remote")) from None
+
+
 def setup(store: Store) -> list[str]:
     """Write the attributes and register the drivers in this clone; return what changed (idempotent).
 
@@ -37,9 +49,7 @@ def setup(store: Store) -> list[str]:
     works in a clone that was never set up; `.git/info/attributes` (this clone
     only) sends them to memctl's ledger driver, which is registered beside it.
     """
-    top = gitstore.toplevel(store.root)
-    if top is None:
-        raise Refused(f"{store.root} is not in a git repository", hint="git init, or clone the store's remote")
+    top = _work_tree(store)
     changed: list[str] = []
     if add_lines(store.root / ".gitattributes", "\n".join(attribute_lines(store)),
                  replacing=CLAUDE_UNANCHORED if store.layout == "claude" else None):
@@ -337,9 +347,7 @@ def _duplicates(store: Store, top: Path, before: str, after: str) -> list[Duplic
 
 def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_only: bool = False) -> SyncResult:
     """Fetch, merge and resolve, push; retried when the remote moved meanwhile (PUSH_ATTEMPTS)."""
-    top = gitstore.toplevel(store.root)
-    if top is None:
-        raise Refused(f"{store.root} is not in a git repository", hint="git init, or clone the store's remote")
+    top = _work_tree(store)
     with store.lock():  # refuses during an unfinished merge (store.py)
         changed = setup(store)
         author = gitstore.Author(store.config.author_name, store.config.author_email)
@@ -349,6 +357,9 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             commit(store, [store.root / ".gitattributes"], "memctl: route memctl's files to its merge drivers")
         if setup_only:
             return SyncResult("", "", setup=tuple(changed))
+        from . import access  # noqa: PLC0415
+
+        access.move_pending(store)  # the rows reads left pending: committed below, with other appended rows
         state = branch(store, top)
         _refuse_hand_edits(store, top, state.dirty)
         if state.dirty:

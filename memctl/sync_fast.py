@@ -4,9 +4,10 @@ A scheduled sync job finds nothing to do most of the time, so that case is a
 budget (docs/SYNC.md, "Speed"). `nothing_to_do()` makes the checks `sync()`
 makes, reading only: the store is set up (attributes and drivers, as `setup()`
 would leave them), no merge or log of one is pending, memctl's files hold no
-uncommitted change, HEAD is on a branch. Then it fetches and compares: when the
-remote branch is HEAD itself, there is nothing to merge and nothing to push. In
-every other case it returns None and `sync()` does the work, from the start.
+uncommitted change and no access rows wait to be committed, HEAD is on a
+branch. Then it fetches and compares: when the remote branch is HEAD itself,
+there is nothing to merge and nothing to push. In every other case it returns
+None and `sync()` does the work, from the start.
 
 This module also holds what both paths share: the result types, the status
 reading, the choice of remote and the fetch. It imports nothing heavy (no
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import early, gitstore
+from .access import has_pending
 from .errors import BadInput, GitError, NotFound
 from .store import GITATTRIBUTES, GITATTRIBUTES_CLAUDE, INDEX_FILE, Store
 
@@ -280,8 +282,8 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
     """
     top = _work_tree(store.root) if gitstore.git_executable() is not None else None
     gitdir = gitstore.git_dir(top) if top is not None else None
-    if top is None or gitdir is None or (gitdir / LOG_NAME).exists() or _legacy_remotes(gitdir):
-        return None
+    if top is None or gitdir is None or (gitdir / LOG_NAME).exists() or _legacy_remotes(gitdir) or has_pending(store):
+        return None  # (pending access rows: sync() commits them)
     local = _local_branch(gitdir)
     if local is None or gitstore.unfinished_operation(top) is not None:
         return None  # detached, or mid-merge: sync() says so

@@ -105,3 +105,14 @@ def pytest_runtest_makereport(item, call):
     if os.environ.get("MEMCTL_TEST_FULL") == "1" and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"skipped in the full test run (MEMCTL_TEST_FULL=1): {report.longrepr}"
+
+
+def access_log(root: Path) -> str:
+    """A memctl store's access log as `memctl maintain` will commit it: ledgers/access.tsv, then the rows
+    reads left pending in .memctl/access/ (memctl/access.py); "" when there is none."""
+    from memctl import access
+
+    store = open_store(root)
+    text = "".join(p.read_text(encoding="utf-8") for p in (access.path_for(store), *access.pending_files(store)) if p.exists())
+    header = "\t".join(access.COLUMNS) + "\n"
+    return header + text if text and not text.startswith(header) else text

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from conftest import cli, git, memctl
 from memctl.store import init_store
@@ -66,3 +72,98 @@ def test_start_and_finish_run_git_side_by_side_with_long_output_and_errors(tmp_p
             raise AssertionError("a pipe was left open")
         except OSError:
             pass
+
+
+# ---------------------------------------------------------------- who commits (issue 23.9)
+
+def _who(root) -> str:
+    return git(root, "log", "-1", "--format=%an <%ae> / %cn <%ce>").strip()
+
+
+@pytest.fixture
+def authored(tmp_path):
+    """A store whose memctl.toml names its own author, and an empty HOME (no ~/.gitconfig, no XDG config)."""
+    root = tmp_path / "store"
+    init_store(root)
+    toml = root / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace(
+        'author_name = "memctl"', 'author_name = "記憶係"').replace('author_email = "memctl@localhost"', 'author_email = "kioku@example.jp"'),
+        encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "author")
+    home = tmp_path / "home"
+    home.mkdir()
+    return root, {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+
+
+def test_without_a_git_identity_memctl_toml_is_the_author(authored):
+    root, env = authored
+    assert memctl(root, "remember", "a", "-t", "user", "-d", "誰もいない", env=env).returncode == 0
+    assert _who(root) == "記憶係 <kioku@example.jp> / 記憶係 <kioku@example.jp>"
+
+
+@pytest.mark.parametrize("where", ["~/.gitconfig", "XDG config", "repository config", "GIT_AUTHOR_* and GIT_COMMITTER_*"])
+def test_the_users_git_identity_commits_when_one_is_configured(authored, where):
+    root, env = authored
+    home = env["HOME"]
+    if where == "~/.gitconfig":
+        (Path(home) / ".gitconfig").write_text("[user]\n\tname = 山田 太郎\n\temail = taro@example.jp\n", encoding="utf-8")
+    elif where == "XDG config":
+        xdg = Path(env["XDG_CONFIG_HOME"]) / "git" / "config"
+        xdg.parent.mkdir(parents=True)
+        xdg.write_text("[user]\n\tname = 山田 太郎\n\temail = taro@example.jp\n", encoding="utf-8")
+    elif where == "repository config":
+        git(root, "config", "user.name", "山田 太郎")
+        git(root, "config", "user.email", "taro@example.jp")
+    else:
+        env = {**env, "GIT_AUTHOR_NAME": "山田 太郎", "GIT_AUTHOR_EMAIL": "taro@example.jp",
+               "GIT_COMMITTER_NAME": "山田 太郎", "GIT_COMMITTER_EMAIL": "taro@example.jp"}
+    assert memctl(root, "remember", "a", "-t", "user", "-d", "誰かがいる", env=env).returncode == 0
+    assert _who(root) == "山田 太郎 <taro@example.jp> / 山田 太郎 <taro@example.jp>", where
+
+
+def test_the_repository_identity_wins_over_the_global_one_and_author_config_over_user(authored):
+    root, env = authored
+    (Path(env["HOME"]) / ".gitconfig").write_text("[user]\n\tname = Global\n\temail = global@example.com\n", encoding="utf-8")
+    git(root, "config", "user.name", "Laptop")
+    git(root, "config", "user.email", "me@laptop.example")
+    git(root, "config", "author.name", "Me on the laptop")
+    assert memctl(root, "remember", "a", "-t", "user", "-d", "どのマシン", env=env).returncode == 0
+    assert _who(root) == "Me on the laptop <me@laptop.example> / Laptop <me@laptop.example>"
+
+
+def test_a_cron_like_environment_without_identity_never_fails(authored, tmp_path):
+    """cron: a bare environment, HOME without identity, git told not to guess (user.useConfigOnly in ~/.gitconfig)."""
+    root, env = authored
+    (Path(env["HOME"]) / ".gitconfig").write_text("[user]\n\tuseConfigOnly = true\n", encoding="utf-8")
+    bare = {"HOME": env["HOME"], "PATH": "/usr/bin:/bin", "LANG": "C"}
+    done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), "remember", "a", "-t", "user", "-d", "夜中に"],
+                          env=bare, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert _who(root) == "記憶係 <kioku@example.jp> / 記憶係 <kioku@example.jp>"
+
+
+def _counting_git(tmp_path) -> tuple[dict, Path]:
+    """A git that notes each subcommand it runs (MEMCTL_GIT), then runs the real one."""
+    log = tmp_path / "git-calls"
+    wrapper = tmp_path / "counting" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    return {"MEMCTL_GIT": str(wrapper)}, log
+
+
+def test_reading_the_identity_costs_no_git_run_when_one_is_configured(authored, tmp_path):
+    """The identity is asked of the commit itself (user.useConfigOnly): one commit-tree with an identity,
+    one failed and one done without; no `git config` call either way."""
+    root, env = authored
+    counting, log = _counting_git(tmp_path)
+    assert memctl(root, "remember", "a", "-t", "user", "-d", "一回目", env={**env, **counting}).returncode == 0
+    calls = log.read_text().splitlines()
+    assert sum(" commit-tree " in f" {c} " for c in calls) == 2 and not any(c.split()[0] == "config" for c in calls), calls
+    git(root, "config", "user.name", "山田 太郎")
+    git(root, "config", "user.email", "taro@example.jp")
+    log.unlink()
+    assert memctl(root, "remember", "b", "-t", "user", "-d", "二回目", env={**env, **counting}).returncode == 0
+    calls = log.read_text().splitlines()
+    assert sum(" commit-tree " in f" {c} " for c in calls) == 1, calls
+    assert _who(root).startswith("山田 太郎 <taro@example.jp>")

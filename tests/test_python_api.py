@@ -15,7 +15,7 @@ import memctl
 from memctl import errors
 from memctl.cli import hints
 
-from conftest import REPO, cli, git
+from conftest import REPO, access_log, cli, git
 
 DOC = REPO / "docs" / "PYTHON.md"
 
@@ -117,15 +117,14 @@ def test_errors_are_one_hierarchy_with_the_cli_exit_codes(tmp_path):
 def test_the_access_log_is_written_only_when_asked(tmp_path):
     store = memctl.init_store(tmp_path / "s")
     memctl.remember(store, "deploy-window", "デプロイは火曜の朝に行う", type="project", vector_check=False)
-    log = tmp_path / "s" / "ledgers" / "access.tsv"
     memctl.show(store, "deploy-window")
     assert memctl.search(store, "デプロイ", mode="keyword")
     memctl.build_context(store, query="デプロイ", mode="keyword")
-    assert not log.exists()
+    assert access_log(tmp_path / "s") == ""
     memctl.show(store, "deploy-window", log=True)
     memctl.search(store, "デプロイ", mode="keyword", log=True)
     memctl.build_context(store, query="デプロイ", mode="keyword", log=True)
-    commands = [line.split("\t")[2] for line in log.read_text(encoding="utf-8").splitlines()[1:]]
+    commands = [line.split("\t")[2] for line in access_log(tmp_path / "s").splitlines()[1:]]
     assert commands == ["show", "recall", "context"]
 
 
@@ -133,7 +132,7 @@ def test_the_cli_still_logs_what_it_shows(root):
     cli(root, "remember", "a-fact", "--description", "the payment service deploys on Tuesday")
     assert cli(root, "show", "a-fact").exit_code == 0
     assert cli(root, "recall", "payment", "--mode", "keyword").exit_code == 0
-    rows = (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    rows = access_log(root).splitlines()[1:]
     assert [r.split("\t")[2] for r in rows] == ["show", "recall"]
 
 

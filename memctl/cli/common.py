@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..store import Store, load_store
+from ..store import Store, load_store, will_commit
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (for agents and scripts).")]
 NoCommitOpt = Annotated[
@@ -14,10 +14,15 @@ NoCommitOpt = Annotated[
 ]
 
 
-def store_from(ctx: typer.Context) -> Store:
+def store_from(ctx: typer.Context, *, committing: bool = False) -> Store:
+    """The store the command acts on. `committing`: the command writes and commits, so git that
+    cannot commit (missing, failing, no repository) refuses it before anything is done (exit 1,
+    unless commits are off: exit 0 means committed, docs/RELIABILITY.md)."""
     root = (ctx.find_root().obj or {}).get("root")
     store = load_store(root)
     _note_unfinished_merge(store)
+    if committing:
+        will_commit(store)
     return store
 
 

@@ -42,7 +42,7 @@ def consolidate(
 
     if dry_run and apply:
         raise BadInput("give --dry-run or --apply, not both")
-    store = store_from(ctx)
+    store = store_from(ctx, committing=apply and not no_commit)
     result = cons.consolidate(store, dry_run=not apply, commit_changes=not no_commit)
     plan = result.plan
     _notes(plan.notes)
@@ -128,7 +128,7 @@ def distill(
     """Distil clusters of old episodes into lessons; without --llm-cmd print the clusters and prompts as JSON."""
     from ..lifecycle import distill as dist
 
-    store = store_from(ctx)
+    store = store_from(ctx, committing=llm_cmd is not None and not (dry_run or no_commit))
     if llm_cmd is None:
         plan = dist.plan(store, since=since, min_cluster=min_cluster, similarity=similarity)
         _notes(plan.notes)
@@ -197,7 +197,7 @@ def procedure_record(
 
     if success == failure:
         raise BadInput("give exactly one of --success and --failure")
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     done = procedures.record(store, name, success, score, commit_changes=not no_commit)
     if json:
         output.emit_json({"name": done.name, "recorded": done.row, **done.stats.to_dict(), "commit": done.commit})
@@ -252,7 +252,7 @@ def procedure_evolve(
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise BadInput(f"--template {where} is not valid UTF-8") from None
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     change = procedures.evolve(store, name, text, commit_changes=not no_commit)
     version = procedures.version(change.fact)
     path = store.rel(change.fact.path)

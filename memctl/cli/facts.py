@@ -25,7 +25,7 @@ def _read_stdin(label: str) -> str:
 @app.command()
 def init(
     directory: Annotated[Path, typer.Argument(help="Where to create the store.", metavar="[DIR]")] = Path("."),
-    no_git: Annotated[bool, typer.Option("--no-git", help="Do not run `git init` or commit.")] = False,
+    no_git: Annotated[bool, typer.Option("--no-git", help="No repository, no commits: memctl.toml gets [git] commit = false.")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Create a store: memctl.toml, memory/MEMORY.md, ledgers/, state/, git. Safe to re-run.
@@ -66,7 +66,7 @@ def remember(
     """Write one fact file and its MEMORY.md line, and commit them."""
     if body == "-":
         body = _read_stdin("--body")
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     change = api.remember(
         store, name, description, type=type_, body=body, why=why, how=how, importance=importance,
         confidence=confidence, tags=tuple(tag) if tag else None, source=source, expires=expires,
@@ -141,7 +141,7 @@ def forget(
     json: JsonOpt = False,
 ) -> None:
     """Move a fact to memory/archive/ with the reason, or forget by policy (--policies)."""
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not (no_commit or dry_run))
     if policies:
         if name:
             raise BadInput("give either NAME or --policies, not both")
@@ -170,7 +170,7 @@ def index(
 
     Index lines for live facts found outside the block move into it; other text outside is kept.
     """
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not (no_commit or check))
     if check:
         drift = facts.index_drift(store)
         if json:

@@ -29,6 +29,9 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
     """`memctl ledger append NAME COL=VALUE... | -`."""
     from .. import ledger, output
     from ..errors import BadInput
+    from ..store import will_commit
+
+    will_commit(store, not no_commit)  # git that cannot commit refuses before stdin is read (exit 0 means committed)
 
     if values == ["-"]:
         data = sys.stdin.buffer.read()

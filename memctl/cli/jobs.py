@@ -163,7 +163,7 @@ def maintain(
     """Daily upkeep: regenerate the MEMORY.md index, commit the access log, then run doctor."""
     from .. import maintain as maintain_mod
 
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     done = maintain_mod.maintain(store, commit_changes=not no_commit)
     failing = [p for p in done.problems if p.severity == "error" or strict]
     if json:

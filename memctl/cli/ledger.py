@@ -40,7 +40,7 @@ def _columns(text: str) -> list[str]:
 def create(ctx: typer.Context, name: NameArg, columns: ColumnsOpt, unique: UniqueOpt = None,
            no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
     """Create ledgers/NAME.tsv with a header line and declare it in memctl.toml."""
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     made = ledger.create(store, name, _columns(columns), unique=unique, commit_changes=not no_commit)
     if json:
         output.emit_json({"ledger": made.name, "path": store.rel(made.path), "columns": list(made.columns), "unique": made.unique})
@@ -59,7 +59,7 @@ def adopt(
     json: JsonOpt = False,
 ) -> None:
     """Declare the columns of an existing file in memctl.toml; the file's bytes are not touched."""
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     done = ledger_ops.adopt(store, file.absolute(), _columns(columns), unique=unique, name=name, commit_changes=not no_commit)
     rel = store.rel(done.ledger.path)
     if done.duplicates:
@@ -198,7 +198,7 @@ def verify(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
 @ledger_app.command("commit")
 def commit_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
     """Commit the records appended with --no-commit in one commit, after checking only appends happened."""
-    done = ledger_ops.commit_appended(store_from(ctx), name)
+    done = ledger_ops.commit_appended(store_from(ctx, committing=True), name)
     if json:
         output.emit_json(done.__dict__)
     elif done.commit:
@@ -227,7 +227,7 @@ def episode_add(
     json: JsonOpt = False,
 ) -> None:
     """Record an episode; prints its id."""
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     episode = episodes.add(store, description, type_, agent=agent, outcome=outcome, importance=importance,
                            tags=tag or (), refs=ref or (), commit_changes=not no_commit)
     if json:
@@ -297,7 +297,7 @@ def episode_import(
         from ..errors import BadInput
 
         raise BadInput("give transcript files or --project, not both")
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not (no_commit or dry_run))
     paths = list(files or []) or (transcripts.project_transcripts(project) if project is not None else [])
     result = transcripts.import_files(store, format_, paths, tools=tools, agent=agent, dry_run=dry_run,
                                       skip_bad_files=project is not None, commit_changes=not no_commit)

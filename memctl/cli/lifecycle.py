@@ -69,7 +69,7 @@ def restore(
     """Bring an archived fact back to memory/ and MEMORY.md, exactly as it was before archiving."""
     from ..lifecycle import restore as restore_mod
 
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     change = restore_mod.restore(store, name, commit_changes=not no_commit)
     path = store.rel(change.fact.path)
     source = store.rel(change.archived[0].path)

@@ -124,7 +124,7 @@ def audit(
 def _pin(ctx: typer.Context, name: str, pinned: bool, no_commit: bool, json: bool) -> None:
     from .. import facts
 
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     change = facts.set_pinned(store, name, pinned, commit_changes=not no_commit)
     path = store.rel(change.fact.path)
     if json:

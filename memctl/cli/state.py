@@ -53,7 +53,7 @@ def update(
     json: JsonOpt = False,
 ) -> None:
     """Regenerate STATE.md from the [state] summaries (and --from-json), write it and commit it."""
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     numbers = _read_json(from_json) if from_json is not None else None
     done = state.update(store, scope=name, numbers=numbers, note=note, commit_changes=not no_commit)
     rel = store.rel(done.path)

@@ -27,7 +27,7 @@ def sync(
     """Fetch, merge and push the store; memctl's files are resolved by meaning, never with markers."""
     from .. import sync as sync_mod
 
-    store = store_from(ctx)
+    store = store_from(ctx, committing=True)
     result = sync_mod.sync(store, remote=remote, push=not no_push, setup_only=setup)
     if json:
         fastsync.summary(result, json=True)
@@ -49,7 +49,7 @@ def resolve(
     """Settle a fact that a merge changed on both sides."""
     from .. import sync as sync_mod
 
-    store = store_from(ctx)
+    store = store_from(ctx, committing=not no_commit)
     done = sync_mod.resolve(store, name, keep, commit_changes=not no_commit)
     if json:
         output.emit_json({"name": done.name, "keep": done.keep, "path": done.path, "removed": done.removed, "commit": done.commit})

@@ -130,7 +130,7 @@ def calibrate_cmd(
     json: JsonOpt = False,
 ) -> None:
     """Precision, recall and F1 across thresholds; recommends the best F1 with precision >= 0.9."""
-    store = store_from(ctx)
+    store = store_from(ctx, committing=save and not no_commit)
     result = neardup.calibrate(store, neardup.read_pairs(pairs))
     _notes(result.notes)
     saved = neardup.save_threshold(store, result, commit_changes=not no_commit) if save else None

@@ -69,9 +69,11 @@ def _recall_index(after_sync: Callable[[Any], None] | None = None, *, keep_synce
     lock = threading.Lock()
 
     def watched(s) -> list[Path]:
-        ledgers = s.ledgers_dir
-        return [s.memory_dir, s.archive_dir, ledgers, ledgers / "episodes.tsv", ledgers / "access.tsv",
-                ledgers / "episode-tombstones.tsv", s.config_path]
+        from .. import access
+
+        ledgers, pending = s.ledgers_dir, access.pending_path(s)
+        return [s.memory_dir, s.archive_dir, ledgers, ledgers / "episodes.tsv", access.path_for(s),
+                ledgers / "episode-tombstones.tsv", s.config_path, pending.parent, pending]
 
     def sync(s, stamp) -> None:
         with rindex.opened(s):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, memctl
+from conftest import access_log, cli, memctl
 
 
 @pytest.fixture
@@ -162,7 +162,7 @@ def test_prompt_hook_prints_only_relevant_facts(facts_store):
     assert [line.split(":")[0] for line in japanese.stdout.splitlines()[1:]] == ["- zenn-rate-limit"]
     nothing = _prompt(facts_store, {"prompt": "猫の餌の選び方を教えて"})
     assert (nothing.returncode, nothing.stdout, nothing.stderr) == (0, "", "")
-    access = (facts_store / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    access = access_log(facts_store).splitlines()
     hook_rows = [line.split("\t") for line in access if "\thook-prompt\t" in line]
     assert [(r[1], r[3], r[4]) for r in hook_rows] == [
         ("claude-code", "when do deploys run?", "deploy-window"),

@@ -85,7 +85,9 @@ def test_the_whole_cycle_in_a_claude_code_directory(tmp_path, with_git):
     # 1. init adopts the directory: no memory/ folder, the facts visible and in the first commit
     r = memctl(d, "init", str(d), *([] if with_git else ["--no-git"]))
     assert r.returncode == 0, r.stderr
-    assert not (d / "memory").exists() and not (d / "memctl.toml").exists() and not (d / "ledgers").exists()
+    assert not (d / "memory").exists() and not (d / "ledgers").exists()
+    # without git, only a memctl.toml saying that commits are off (so that writes are not refused)
+    assert (d / "memctl.toml").exists() == (not with_git)
     assert (d / "MEMORY.md").read_bytes() == original  # adopted as it is
     rows = json.loads(cli(d, "list", "--json").stdout)
     assert sorted(r["name"] for r in rows) == ["User role", "テスト方針", "締め切り"]
@@ -204,7 +206,8 @@ def test_init_of_a_claude_code_path_not_yet_written_and_of_facts_without_an_inde
     fresh = tmp_path / ".claude" / "projects" / "-srv-app" / "memory"
     r = cli(None, "init", str(fresh), "--no-git")
     assert r.exit_code == 0, r.stderr
-    assert sorted(p.name for p in fresh.iterdir()) == ["MEMORY.md"]
+    assert sorted(p.name for p in fresh.iterdir()) == ["MEMORY.md", "memctl.toml"]
+    assert "commit = false" in (fresh / "memctl.toml").read_text(encoding="utf-8")
     assert cli(fresh, "remember", "user_lang", "--type", "user", "-d", "日本語で答える").exit_code == 0
     assert (fresh / "user_lang.md").exists() and not (fresh / "memory").exists()
 

@@ -17,6 +17,12 @@ Trailing prose stays.
 """
 
 
+def no_repository(monkeypatch) -> None:
+    """A Claude Code directory never `memctl init`-ed has no repository: its writes say that they do not commit
+    (else they are refused: exit 0 means committed, tests/test_commit_or_refuse.py)."""
+    monkeypatch.setenv("MEMCTL_NO_COMMIT", "1")
+
+
 def _claude_dir(tmp_path):
     d = tmp_path / "projects" / "-home-me-app" / "memory"
     d.mkdir(parents=True)
@@ -29,7 +35,8 @@ def _claude_dir(tmp_path):
     return d
 
 
-def test_reads_claude_code_directory_as_is(tmp_path):
+def test_reads_claude_code_directory_as_is(tmp_path, monkeypatch):
+    no_repository(monkeypatch)
     d = _claude_dir(tmp_path)
     before = {p.name: p.read_bytes() for p in d.iterdir()}
     rows = json.loads(cli(d, "list", "--json").stdout)
@@ -41,7 +48,8 @@ def test_reads_claude_code_directory_as_is(tmp_path):
     assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
 
 
-def test_remember_into_claude_code_directory_keeps_hand_text(tmp_path):
+def test_remember_into_claude_code_directory_keeps_hand_text(tmp_path, monkeypatch):
+    no_repository(monkeypatch)
     d = _claude_dir(tmp_path)
     r = cli(d, "remember", "project_deadline", "--type", "project", "--description", "リリースは12月5日")
     assert r.exit_code == 0, r.stderr
@@ -106,7 +114,8 @@ def test_caches_in_a_claude_code_directory_never_show_in_git_status(tmp_path):
     assert (d / ".memctl" / ".gitignore").read_text(encoding="utf-8").endswith("\n*\n")
 
 
-def test_a_file_name_with_spaces_keeps_a_working_index_link(tmp_path):
+def test_a_file_name_with_spaces_keeps_a_working_index_link(tmp_path, monkeypatch):
+    no_repository(monkeypatch)
     d = _claude_dir(tmp_path)
     (d / "my note.md").write_text("---\nname: my note\ndescription: 空白のあるファイル名\ntype: project\n---\nbody\n",
                                   encoding="utf-8")
@@ -123,8 +132,9 @@ def test_a_file_name_with_spaces_keeps_a_working_index_link(tmp_path):
     assert "空白のあるファイル名" in cli(d, "show", "my note").stdout
 
 
-def test_a_memctl_toml_appearing_in_a_claude_code_directory_keeps_it_one(tmp_path):
+def test_a_memctl_toml_appearing_in_a_claude_code_directory_keeps_it_one(tmp_path, monkeypatch):
     """Episodes and ledgers declare themselves in memctl.toml: the facts must stay where they are."""
+    no_repository(monkeypatch)
     d = _claude_dir(tmp_path)
     assert cli(d, "episode", "add", "Chose plain files", "--type", "decision").exit_code == 0
     assert cli(d, "ledger", "create", "themes", "--columns", "date,theme").exit_code == 0
@@ -137,7 +147,8 @@ def test_a_memctl_toml_appearing_in_a_claude_code_directory_keeps_it_one(tmp_pat
     assert cli(d, "ledger", "append", "themes", "date=2026-11-29", "theme=x").exit_code == 0  # declared: found
 
 
-def test_hand_lines_with_spaces_move_into_the_block_and_leave_with_forget(tmp_path):
+def test_hand_lines_with_spaces_move_into_the_block_and_leave_with_forget(tmp_path, monkeypatch):
+    no_repository(monkeypatch)
     for link in ("<my note.md>", "my%20note.md"):
         d = _claude_dir(tmp_path / link.strip("<>").replace("%", "_"))
         (d / "my note.md").write_text("---\nname: my note\ndescription: 空白\ntype: project\n---\nbody\n", encoding="utf-8")

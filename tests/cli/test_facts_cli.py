@@ -183,14 +183,16 @@ def test_init_twice_changes_nothing(tmp_path):
     assert git(target, "rev-parse", "HEAD") == head
 
 
-def test_store_without_git_warns_once(tmp_path):
+def test_a_store_made_without_git_turns_commits_off_and_doctor_says_so(tmp_path):
+    """`init --no-git` says in memctl.toml that commits are off: its writes are not refused (issue 23.6)."""
     target = tmp_path / "s"
     cli(None, "init", "--no-git", str(target))
+    assert "\ncommit = false " in (target / "memctl.toml").read_text(encoding="utf-8")
     r = cli(target, "remember", "a", "--description", "x")
-    assert r.exit_code == 0
-    assert r.stderr.count("not a git repository") == 1 and r.stderr.count("\n") == 1
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == "" and r.stdout == "memory/a.md\n"  # no warning
     r = cli(target, "doctor")
-    assert r.exit_code == 0 and "not a git repository" in r.stdout
+    assert r.exit_code == 0 and "not a git repository" in r.stdout and "commits are off" in r.stdout
 
 
 def test_vector_near_match_reported_and_strict_refuses(root):

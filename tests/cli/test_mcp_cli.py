@@ -149,6 +149,26 @@ def test_remember_refuses_a_type_memctl_toml_does_not_declare(root):
     assert after != index and "## feedback\n" in after and "feeback" not in after
 
 
+def test_reads_by_the_server_keep_git_status_clean(root):
+    """Issue 23.10: the MCP tools' access rows wait in .memctl/ (git status stays clean); `maintain` commits them."""
+    assert memctl(root, "remember", "deploy", "-d", "deploys happen on Tuesdays").returncode == 0
+
+    async def run():
+        async with server(root) as client:
+            error, found = await call(client, "recall", query="deploys Tuesdays")
+            assert not error and found["hits"][0]["name"] == "deploy"
+            error, _ = await call(client, "show", name="deploy")
+            assert not error
+            assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+
+    anyio.run(run)
+    rows = json.loads(memctl(root, "audit", "--json").stdout)
+    assert [r["command"] for r in rows] == ["mcp-recall", "used:mcp"]
+    assert memctl(root, "maintain").returncode == 0
+    assert git(root, "log", "-1", "--format=%s").strip() == "ledger: append access (+2)"
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
 def test_recall_sees_what_other_processes_write(root):
     """The server keeps its recall index open; a write by another memctl shows up in the next call."""
 

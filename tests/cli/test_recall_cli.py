@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import cli, git
+from conftest import access_log, cli, git
 
 
 def _seed(root):
@@ -32,14 +32,14 @@ def test_recall_queries_file_ndjson(root, tmp_path):
     r = cli(root, "recall", "--queries", str(qfile), "--mode", "keyword", "--k", "1")
     lines = [json.loads(line) for line in r.stdout.splitlines()]
     assert [(l["query"], l["hits"][0]["name"]) for l in lines] == [("xylophone", "grafana"), ("Zenn 投稿", "zenn-limit")]
-    access = (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()
+    access = access_log(root).splitlines()
     assert len(access) == 3
 
 
 def test_no_log_and_audit(root):
     _seed(root)
     cli(root, "recall", "payment", "--mode", "keyword", "--no-log")
-    assert not (root / "ledgers" / "access.tsv").exists()
+    assert access_log(root) == ""
     cli(root, "recall", "payment", "--mode", "keyword", env={"MEMCTL_AGENT": "bot"})
     r = cli(root, "audit", "--fact", "deploy-friday", "--json")
     rows = json.loads(r.stdout)
@@ -64,7 +64,7 @@ def test_recall_bad_input(root):
     assert cli(root, "recall", "x", "--mode", "nope").exit_code == 2
     assert cli(root, "recall").exit_code == 2
     assert cli(root, "recall", "x", "--since", "yesterday-ish").exit_code == 2
-    assert not (root / "ledgers" / "access.tsv").exists()
+    assert access_log(root) == ""
 
 
 def test_nothing_relevant_prints_nothing_and_exits_1_like_grep(root):
@@ -133,11 +133,11 @@ def test_used_and_show_count_as_use_recall_does_not(root):
     assert once > 0
     assert cli(root, "show", "grafana").exit_code == 0
     assert frequency() > once
-    rows = [line.split("\t") for line in (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    rows = [line.split("\t") for line in access_log(root).splitlines()[1:]]
     assert [row[2] for row in rows] == ["recall", "context", "used", "show"]
     r = cli(root, "used", "no-such-fact")
     assert r.exit_code == 3 and r.stderr.startswith("memctl: error: ")
-    assert len((root / "ledgers" / "access.tsv").read_text(encoding="utf-8").splitlines()) == 5  # nothing added
+    assert len(access_log(root).splitlines()) == 5  # nothing added
 
 
 def test_episode_recall_is_recall_source_episodes(root):

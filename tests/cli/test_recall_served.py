@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from conftest import memctl
+from conftest import access_log, memctl
 from memctl.errors import MemctlError
 from test_vectors_cli import start_server
 
@@ -147,11 +147,10 @@ def test_bad_arguments_are_the_clients_errors(served_root):
 
 def test_access_is_logged_by_the_client(served_root):
     """A served recall logs its display rows as any recall does (the server writes nothing)."""
-    log = served_root / "ledgers" / "access.tsv"
-    before = log.read_text(encoding="utf-8").splitlines()[1:] if log.exists() else []
+    before = access_log(served_root).splitlines()[1:]
     done = memctl(served_root, "recall", "いつデプロイしていい？", "--mode", "hybrid")
     assert done.returncode == 0, done.stderr
-    rows = log.read_text(encoding="utf-8").splitlines()[1:]
+    rows = access_log(served_root).splitlines()[1:]
     assert rows[:-1] == before and rows[-1].split("\t")[2:] == ["recall", "いつデプロイしていい？", "deploy-window"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import cli, git
+from conftest import access_log, cli, git
 from memctl import facts
 from memctl.store import open_store
 
@@ -75,7 +75,7 @@ def test_recall_does_not_touch_memctl_toml(root):
     cli(root, "remember", "a", "--description", "friday deploys")
     assert cli(root, "recall", "friday", "--mode", "keyword").exit_code == 0
     assert (root / "memctl.toml").read_bytes() == before
-    assert (root / "ledgers" / "access.tsv").read_text(encoding="utf-8").startswith("ts\tagent\tcommand\tquery\tshown\n")
+    assert access_log(root).startswith("ts\tagent\tcommand\tquery\tshown\n")
 
 
 def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
@@ -83,7 +83,9 @@ def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
     d.mkdir()
     (d / "MEMORY.md").write_text("# Memory\n- [デプロイ規則.md](デプロイ規則.md) — 金曜はデプロイしない\n", encoding="utf-8")
     (d / "デプロイ規則.md").write_text("---\nname: deploy-rule\ndescription: 金曜はデプロイしない\ntype: feedback\n---\n", encoding="utf-8")
-    assert cli(d, "forget", "デプロイ規則", "--reason", "変更").exit_code == 0
+    refused = cli(d, "forget", "デプロイ規則", "--reason", "変更")  # no repository here: exit 0 would mean committed
+    assert refused.exit_code == 1 and "is not a git repository" in refused.stderr and (d / "デプロイ規則.md").exists()
+    assert cli(d, "forget", "デプロイ規則", "--reason", "変更", "--no-commit").exit_code == 0
     assert "デプロイ規則.md" not in (d / "MEMORY.md").read_text(encoding="utf-8")
     assert cli(d, "index", "--check").exit_code == 0
 

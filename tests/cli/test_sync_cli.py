@@ -457,3 +457,28 @@ def test_a_claude_code_directorys_attributes_reach_only_its_top_and_old_lines_ar
     assert (d / ".gitattributes").read_text(encoding="utf-8") == old.replace("\n*.md", "\n/*.md").replace(
         "\nMEMORY.md", "\n/MEMORY.md") + "/memctl-facts.tsv merge=union\n"
     assert "notes/readme.md: merge: unspecified" in git(d, "check-attr", "merge", "--", "notes/readme.md")
+
+
+def test_reads_are_committed_by_sync_and_reach_the_other_clone(pair):
+    """Issue 23.10: a read leaves `git status` clean on either machine; the access rows it left in .memctl/ are
+    committed and pushed by the next sync (not taken for nothing to do by the fast path), and merged into the other
+    clone's log, where audit and forget's use counts see them."""
+    a, b, _remote = pair
+    now = {"MEMCTL_NOW": "2026-03-02T10:00:00+09:00"}
+    assert memctl(a, "remember", "deploy", "-d", "deploys happen on Tuesdays", env=now).returncode == 0
+    assert memctl(a, "sync", env=now).returncode == 0 and memctl(b, "sync", env=now).returncode == 0
+    assert memctl(a, "used", "deploy", "--query", "aで使った", env=now).returncode == 0
+    assert memctl(b, "used", "deploy", "--query", "bで使った", env=now).returncode == 0
+    for clone in (a, b):
+        assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
+    done = memctl(a, "sync", env=now)
+    assert done.returncode == 0 and "1 commit pushed" in done.stderr, done.stderr
+    assert git(a, "log", "-1", "--format=%s").strip() == "memctl: commit appended rows and conflict copies before sync"
+    done = memctl(b, "sync", env=now)
+    assert done.returncode == 0, done.stderr
+    assert memctl(a, "sync", env=now).returncode == 0
+    for clone in (a, b):
+        rows = json.loads(memctl(clone, "audit", "--json", env=now).stdout)
+        assert sorted(r["query"] for r in rows) == ["aで使った", "bで使った"], clone
+        assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
+        assert not any((clone / ".memctl" / "access").iterdir())
