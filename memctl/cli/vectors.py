@@ -164,14 +164,19 @@ def cache_status(ctx: typer.Context, json: JsonOpt = False) -> None:
         [{**c, "embedder": f"{c['backend']} ({c['model']})", "size": f"{c['bytes'] / 1e6:.1f} MB", "problem": c["problem"] or ""} for c in status["caches"]],
         ["source", "embedder", "kind", "rows", "dim", "embedded_last", "updated", "size", "problem"],
     )
+    if status["pending"]:
+        output.info(f"{status['pending']:,} texts embedded by a run that stopped (or is still running) wait in the "
+                    "cache: the next command that needs them uses them")
 
 
 @cache_app.command("rebuild")
 def cache_rebuild(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: CacheColumnOpt = None, facts: CacheFactsOpt = False, json: JsonOpt = False) -> None:
-    """Re-embed a source (or every cached source) from scratch with the embedder in use."""
+    """Re-embed a source from scratch; without one, build every cache (facts, recall, cached ledgers), each text once."""
+    from .. import recall
+
     store = store_from(ctx)
     source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None
-    done = neardup.rebuild(store, source)
+    done = neardup.rebuild(store, source, more=recall.build_vectors)
     if json:
         output.emit_json(done)
     else:
