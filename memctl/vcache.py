@@ -769,7 +769,8 @@ def _sync_by(store: "Store", source: str, items: Sequence[tuple[str, str]], embe
     job_key = (str(folder), source)
     with _JOBS_LOCK:
         job = _JOBS.get(job_key)
-        if job is None or not job[0].is_alive():
+        started = job is None or not job[0].is_alive()
+        if started:
             box: dict[str, Any] = {}
 
             def work() -> None:
@@ -782,7 +783,9 @@ def _sync_by(store: "Store", source: str, items: Sequence[tuple[str, str]], embe
             _JOBS[job_key] = job
             job[0].start()
     thread, box = job
-    thread.join(max(0.0, deadline - time.monotonic()))
+    # A thread started by this call may finish in time (a few new texts); one that an earlier
+    # call started is embedding a large backlog: answer from what is ready at once.
+    thread.join(max(0.0, deadline - time.monotonic()) if started else 0.0)
     if not thread.is_alive():
         with _JOBS_LOCK:
             if _JOBS.get(job_key) is job:
@@ -803,15 +806,17 @@ def _sync_by(store: "Store", source: str, items: Sequence[tuple[str, str]], embe
 
 
 def _ready(store: "Store", source: str, items: Sequence[tuple[str, str]], embedder: "Embedder", kind: str) -> Vectors:
-    """The rows of `items` whose vectors the folder already holds (a source's matrix or a batch)."""
+    """The rows of `items` whose vectors the folder already holds (a source's matrix or a batch).
+
+    Without the folder's lock (the thread embedding the rest may hold it, fsyncing): every file
+    is replaced by a rename, and one removed meanwhile only leaves its rows out of this answer."""
     import numpy as np
 
     folder = folder_for(store, embedder, kind)
     ids = [str(i) for i, _ in items]
     hashes = [content_hash(t) for _, t in items]
-    with _lock(folder):
-        own, _ = _usable(folder, source, embedder, kind, False)
-        known = _known(folder, source, embedder, kind, hashes, own, False)
+    own, _ = _usable(folder, source, embedder, kind, False)
+    known = _known(folder, source, embedder, kind, hashes, own, False)
     dim = _dim_of({}, known, own)
     present = [i for i, digest in enumerate(hashes) if digest in known and _width(known[digest][0]) == dim]
     matrix = _assemble(hashes, known, {}, dim, present) if present else np.zeros((0, dim), dtype=np.float32)

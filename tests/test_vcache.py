@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -400,11 +401,14 @@ def test_answer_within_returns_what_is_ready_and_finishes_in_the_background(stor
     assert early.waiting > 0 and len(early.present) + early.waiting == 150
     assert early.ids == [str(i) for i in early.present] and len(early.matrix) == len(early.present)
     assert np.allclose(early.matrix, slow.inner.embed([f"theme number {i}" for i in early.present]), atol=1e-6)
-    for _ in range(100):
-        with vcache.answer_within(0.2):
+    for _ in range(100):  # a call while the thread runs answers at once, from what is ready
+        started = time.monotonic()
+        with vcache.answer_within(5.0):
             later = vcache.sync(store, "s", items(150), slow, key="k")
+        assert time.monotonic() - started < 1.0
         if not later.waiting:
             break
+        time.sleep(0.1)
     assert later.waiting == 0 and later.present is None and len(later.matrix) == 150
     assert sorted(slow.texts) == sorted(t for _, t in items(150))  # each text once
     assert vcache.current(store, "s", slow, "query", "k") is not None

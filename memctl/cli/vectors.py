@@ -171,7 +171,7 @@ def cache_status(ctx: typer.Context, json: JsonOpt = False) -> None:
 
 @cache_app.command("rebuild")
 def cache_rebuild(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: CacheColumnOpt = None, facts: CacheFactsOpt = False, json: JsonOpt = False) -> None:
-    """Re-embed a source from scratch; without one, build every cache (facts, recall, cached ledgers), each text once."""
+    """Re-embed one source from scratch, or build every cache from nothing, each text once."""
     from .. import recall
 
     store = store_from(ctx)

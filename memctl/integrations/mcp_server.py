@@ -37,6 +37,14 @@ RESYNC_SECONDS = 2.0  # a fact file edited in place (no rename) is seen by `reca
 # embeds for minutes): then it answers from the vectors ready, says so, and the rest is embedded
 # by a thread of the server (its progress logged on stderr). Clients time out at 10 s and more.
 EMBED_SECONDS = 7.0
+
+
+def _embed_seconds() -> float:
+    """EMBED_SECONDS, or MEMCTL_EMBED_WAIT (seconds, >= 0) when set."""
+    try:
+        return max(0.0, float(os.environ.get("MEMCTL_EMBED_WAIT", "")))
+    except ValueError:
+        return EMBED_SECONDS
 ACTIVE_SECONDS = 60.0  # after a recall, the index is kept synced in the background this long
 
 
@@ -168,7 +176,7 @@ def build(root: Path):
             from .. import vcache
 
             try:
-                with vcache.answer_within(EMBED_SECONDS) as late:
+                with vcache.answer_within(_embed_seconds()) as late:
                     result = fn(**kwargs)
             except (MemctlError, UnicodeError, ValueError, OSError) as exc:
                 return _tool_error(exc)
@@ -410,7 +418,13 @@ def serve(root: str | os.PathLike | None) -> None:
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
         build(path).run("stdio")
-    finally:
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM
         vcache.stop_background()  # the embedding thread saves what it finished
+        message, code = errors.interrupted_line(exc)
+        output.failure(message, None, code)
+        # The SDK reads stdin in a thread that returns only when the client closes it: exit now.
+        os._exit(code)
+    finally:
+        vcache.stop_background()
         signal.signal(signal.SIGTERM, previous)
 
