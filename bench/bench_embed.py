@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_consolidate import sentences  # noqa: E402  (distinct JSTS sentences, file order)
 
 MODEL = r"""
 import json, os, sys, time
@@ -59,19 +61,6 @@ began = time.perf_counter()
 done = vcache.sync(store, "recall-facts", items, embedder, kind="passage")
 print(json.dumps({"seconds": time.perf_counter() - began, "rows": len(done.ids), "embedded": done.embedded}))
 """
-
-
-def sentences(path: Path, count: int) -> list[str]:
-    seen: dict[str, None] = {}
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            seen.setdefault(row["sentence1"].strip())
-            seen.setdefault(row["sentence2"].strip())
-    texts = [t for t in seen if t]
-    if len(texts) < count:
-        raise SystemExit(f"{path} has {len(texts)} distinct sentences, fewer than --facts {count}")
-    return texts[:count]
 
 
 def make_store(root: Path, texts: list[str]) -> list[str]:
@@ -114,7 +103,10 @@ def main() -> int:
     env = {**os.environ, "MEMCTL_NO_SERVER": "1", "HF_HUB_OFFLINE": "1"}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "store"
-        texts = make_store(root, sentences(args.jsts, args.facts))
+        distinct = sentences(args.jsts, None)
+        if len(distinct) < args.facts:
+            raise SystemExit(f"{args.jsts} has {len(distinct)} distinct sentences, fewer than --facts {args.facts}")
+        texts = make_store(root, distinct[: args.facts])
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
         runs = []

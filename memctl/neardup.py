@@ -57,15 +57,16 @@ class Source:
     read: Callable[[], list[Row]]
     stamp: Callable[[], Any] = lambda: None
     spec: dict[str, str] | None = None  # how a server can open the same source
+    kind: str = KIND  # how both sides are embedded
 
     def rows(self) -> list[Row]:
         return self.read()
 
 
-def items_source(name: str, items: Iterable[tuple[str, str]]) -> Source:
+def items_source(name: str, items: Iterable[tuple[str, str]], kind: str = KIND) -> Source:
     """A source over plain (id, text) pairs, for Python callers and tests."""
     rows = [Row(str(i), t, str(i)) for i, t in items]
-    return Source(name, lambda: rows)
+    return Source(name, lambda: rows, kind=kind)
 
 
 def fact_rows(store: "Store", found: Iterable[Any]) -> list[Row]:
@@ -269,7 +270,7 @@ def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold
 
 def _vectors(store: "Store", source: Source, engine: Engine, rows: list[Row], *, rebuild: bool = False, quiet: bool = False) -> vcache.Vectors:
     from . import vcache  # noqa: PLC0415
-    return vcache.sync(store, source.name, [(r.id, r.text) for r in rows], engine.embedder, kind=KIND, rebuild=rebuild, quiet=quiet)
+    return vcache.sync(store, source.name, [(r.id, r.text) for r in rows], engine.embedder, kind=source.kind, rebuild=rebuild, quiet=quiet)
 
 
 def _with_vectors(rows: list[Row], vectors: vcache.Vectors) -> list[Row]:
@@ -312,7 +313,7 @@ def check_local(
         vectors = _vectors(store, source, engine, rows)
     rows = _with_vectors(rows, vectors)
     excluded = set(exclude)
-    queries = engine.embedder.embed(list(texts), KIND) if texts else None
+    queries = engine.embedder.embed(list(texts), source.kind) if texts else None
     checks = []
     if queries is not None:
         # Ask for extra rows so that excluded ones can be dropped afterwards.
@@ -749,12 +750,13 @@ def read_pairs(path: Path) -> list[tuple[str, str, int]]:
 
 
 def pair_scores(embedder: embed.Embedder, pairs: Sequence[tuple[str, str, int]]) -> "np.ndarray":
-    from . import vcache  # noqa: PLC0415
     import numpy as np
+
+    from .embed import paced
 
     unique = list(dict.fromkeys([a for a, _, _ in pairs] + [b for _, b, _ in pairs]))
     index = {t: i for i, t in enumerate(unique)}
-    vectors = vcache.embed_texts(embedder, unique, KIND)
+    vectors = paced.embed_texts(embedder, unique, KIND)
     a = vectors[[index[p[0]] for p in pairs]]
     b = vectors[[index[p[1]] for p in pairs]]
     return np.einsum("ij,ij->i", a, b)
@@ -869,8 +871,9 @@ def _source_named(store: "Store", name: str) -> Source | None:
 def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Embedder | None = None,
             more: Callable[["Store"], list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """`cache rebuild`: re-embed one source from scratch; or, with none, build every cache from
-    nothing (the facts, each ledger cached before, and what `more(store)` builds: recall's),
-    each text once (the sources share their vectors), also on a store that has no cache yet."""
+    nothing but what a stopped run kept (the facts, each ledger cached before, and what
+    `more(store)` builds: recall's), each text once (the sources share their vectors), also on
+    a store that has no cache yet."""
     from . import vcache  # noqa: PLC0415
     engine = engine_for(store, embedder)
     if source is not None:
@@ -879,7 +882,7 @@ def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Emb
         return [{"source": source.name, "rows": len(rows), "embedder": engine.label}]
     cached = [s for s in (_source_named(store, e.source) for e in vcache.entries(store)) if s is not None]
     sources = list({s.name: s for s in [facts_source(store), *cached]}.values())
-    vcache.clear(store)
+    vcache.clear(store, batches=False)  # (what a rebuild stopped by Ctrl-C kept is used again)
     done = []
     for src in sources:
         rows = src.rows()

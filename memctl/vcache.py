@@ -23,9 +23,9 @@ descriptions, embedded as passages):
 content hash this source, another source of the folder or a batch already holds
 reuses that vector: after an append exactly the new rows are embedded, an edit
 re-embeds exactly the edited row, and a run stopped half-way is resumed where it
-stopped. Texts are embedded in short calls (a Ctrl-C lands between two, within
-about CALL_SECONDS), and what is finished is saved as a batch at least every
-SAVE_SECONDS and on Ctrl-C or SIGTERM. A cache for another backend, model,
+stopped. Texts are embedded by embed.paced (short calls, progress; a Ctrl-C lands
+within a second), which hands what is finished over to be saved as a batch every
+few seconds and on Ctrl-C or SIGTERM. A cache for another backend, model,
 fingerprint or dimension, and a corrupt, truncated or replaced one, is rebuilt
 with a notice on stderr, never used. Saving is atomic (temp file, fsync,
 rename); the manifest names its matrix file, and a sample of that file's rows,
@@ -46,9 +46,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from . import clock, errors
+from .embed import paced
 from .fsutil import atomic_write, file_lock, sweep_temps
 
 try:  # hashlib would load OpenSSL (~6 ms of recall's start-up) for a blake2b it does not need
@@ -65,11 +66,6 @@ if TYPE_CHECKING:  # pragma: no cover
 FORMAT = 2  # 2: folders shared by sources, matrix files named by the manifest, batches
 SUBDIR = "vectors"
 HASH_CHARS = 16  # blake2b with an 8-byte digest, hex
-PROGRESS_OVER = 16  # show progress when embedding more texts than this
-CALL_SECONDS = 0.25  # one call of the embedder takes about this long: Python sees a Ctrl-C only between calls
-FIRST_CALL = 4  # texts in the first call, before the embedder's pace is known
-MAX_CALL = 256  # texts in one call at most
-SAVE_SECONDS = 2.0  # finished vectors are saved (as a batch) at least this often
 SAMPLE_ROWS = 8  # rows of a matrix read to check it (unit norms, and the manifest's digest of them)
 
 
@@ -454,7 +450,7 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
             _sweep_old_layout(root_dir(store))
         known = _known(folder, source, embedder, kind, hashes, own, rebuild)
     todo = {digest: text for digest, text in zip(hashes, texts) if digest not in known}
-    fresh = _embed_saving(folder, embedder, list(todo.items()), kind, quiet=quiet)
+    fresh = _embed(folder, embedder, list(todo.items()), kind, quiet)
     dim = _dim_of(fresh, known, own)
     stale = {d: t for d, t in zip(hashes, texts) if d in known and d not in fresh and _width(known[d][0]) != dim}
     if stale:  # the same fingerprint, another dimension: the model changed under the same name
@@ -463,7 +459,7 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
         reason = reason or "dimension changed"
         for digest in stale:
             del known[digest]
-        fresh.update(_embed_saving(folder, embedder, list(stale.items()), kind, quiet=quiet))
+        fresh.update(_embed(folder, embedder, list(stale.items()), kind, quiet))
     previous_total = int(own[0].get("embedded_total", 0)) if own is not None else 0
     meta = {
         "format": FORMAT, "source": source, "backend": embedder.backend, "model": embedder.model,
@@ -472,7 +468,7 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
         "rebuilt": reason, "ids": ids, "hashes": "".join(hashes),
     }
     try:
-        with _lock(folder), _signals_held():  # a Ctrl-C now waits for the save (a few ms)
+        with _lock(folder), paced.signals_held():  # a Ctrl-C now waits for the save (a few ms)
             matrix = _assemble(hashes, known, fresh, dim)
             _save(folder, source, matrix, meta)
             if key:
@@ -482,11 +478,17 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
         if fresh:
             import numpy as np
 
-            with _signals_held(replay=False):
+            with paced.signals_held(replay=False):
                 _save_batch(folder, embedder, list(fresh), np.stack(list(fresh.values())))
         code = exc.exit_code if isinstance(exc, errors.Interrupted) else errors.INTERRUPTED
-        raise errors.Interrupted(_stopped_line(code, len(fresh), len(fresh)), code) from None
+        raise errors.Interrupted(paced.stopped_line(code, len(fresh), len(fresh)), code) from None
     return Vectors(source, ids, hashes, matrix, int(dim), len(fresh), reason, folder)
+
+
+def _embed(folder: Path, embedder: "Embedder", todo: list[tuple[str, str]], kind: str, quiet: bool) -> dict[str, "np.ndarray"]:
+    """content hash -> vector for each (hash, text) of `todo`; finished ones saved as batches on the way."""
+    return paced.embed(embedder, todo, kind, quiet=quiet,
+                       save=lambda hashes, matrix: _save_batch(folder, embedder, hashes, matrix))
 
 
 def _sweep_old_layout(base: Path) -> None:
@@ -578,164 +580,10 @@ def _save(folder: Path, source: str, matrix: "np.ndarray", meta: dict[str, Any])
                 old.unlink()
 
 
-# ---------------------------------------------------------------- embedding, in short calls
-
-
-def embed_texts(embedder: "Embedder", texts: list[str], kind: str = "query", *, quiet: bool = False) -> "np.ndarray":
-    """The vectors of `texts` (row i for text i), L2-normalised, embedded in short calls with
-    progress; nothing is saved (see sync for that)."""
-    import numpy as np
-
-    unique = list(dict.fromkeys(texts))
-    done = _embed_saving(None, embedder, [(t, t) for t in unique], kind, quiet=quiet)
-    if not texts:
-        return np.zeros((0, 0), dtype=np.float32)
-    return np.stack([done[t] for t in texts])
-
-
-def _embed_saving(folder: Path | None, embedder: "Embedder", todo: list[tuple[str, str]], kind: str, *,
-                  quiet: bool = False) -> dict[str, "np.ndarray"]:
-    """key -> L2-normalised vector for each (key, text) of `todo`.
-
-    Texts go shortest first (similar lengths in one call waste little on padding) in calls of
-    about CALL_SECONDS each, sized from the pace so far. With a `folder`, what is finished is
-    saved there as a batch at least every SAVE_SECONDS, and on Ctrl-C, SIGTERM or a stop
-    request (stop_background): then errors.Interrupted says how much was kept."""
-    import numpy as np
-
-    fresh: dict[str, np.ndarray] = {}
-    if not todo:
-        return fresh
-    todo = sorted(todo, key=lambda pair: len(pair[1]))
-    weights = [len(text) + 8 for _, text in todo]  # + the prefix and the special tokens
-    unsaved: list[str] = []
-    saved = [time.monotonic()]
-
-    def save() -> None:
-        if folder is not None and unsaved:
-            _save_batch(folder, embedder, unsaved, np.stack([fresh[k] for k in unsaved]))
-        unsaved.clear()
-        saved[0] = time.monotonic()
-
-    with _progress(len(todo), embedder, quiet=quiet) as advance, _terminate_raises():
-        try:
-            start, pace = 0, 0.0  # weight per second
-            while start < len(todo):
-                if _STOP.is_set():
-                    raise errors.Interrupted("stopped")
-                end = _call_end(weights, start, pace)
-                began = time.monotonic()
-                vectors = np.asarray(embedder.embed([text for _, text in todo[start:end]], kind), dtype=np.float32)
-                took = max(time.monotonic() - began, 1e-6)
-                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-                np.divide(vectors, norms, out=vectors, where=norms > 0)
-                for (key, _), vector in zip(todo[start:end], vectors):
-                    fresh[key] = vector
-                    unsaved.append(key)
-                rate = sum(weights[start:end]) / took
-                pace = rate if not pace else 0.5 * pace + 0.5 * rate
-                advance(end - start)
-                start = end
-                if time.monotonic() - saved[0] >= SAVE_SECONDS and start < len(todo):
-                    save()
-        except BaseException as exc:
-            if folder is None:
-                raise
-            with _signals_held(replay=False):  # a second Ctrl-C (or a SIGTERM) must not cut the save short
-                save()
-            if isinstance(exc, Exception):  # the embedder failed: what it finished is kept all the same
-                raise
-            code = exc.exit_code if isinstance(exc, errors.Interrupted) else errors.INTERRUPTED
-            raise errors.Interrupted(_stopped_line(code, len(fresh), len(todo)), code) from None
-    return fresh
-
-
-def _call_end(weights: list[int], start: int, pace: float) -> int:
-    """Where the call starting at `start` ends: about CALL_SECONDS of work at `pace` (weight per second)."""
-    if pace <= 0:
-        return min(len(weights), start + FIRST_CALL)
-    budget, end, total = pace * CALL_SECONDS, start, 0
-    while end < len(weights) and end - start < MAX_CALL and (end == start or total + weights[end] <= budget):
-        total += weights[end]
-        end += 1
-    return end
-
-
-@contextlib.contextmanager
-def _progress(total: int, embedder: "Embedder", *, quiet: bool) -> Iterator[Callable[[int], None]]:
-    if quiet or total <= PROGRESS_OVER:
-        yield lambda n: None
-        return
-    from .embed import label
-
-    with errors.progress(total, f"embedding with {label(embedder)}") as advance:
-        yield advance
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def _terminate_raises() -> Iterator[None]:
-    """While embedding in the main thread, SIGTERM raises errors.Interrupted (exit 143) instead of
-    killing the process at once, so that what was finished is saved first."""
-    import signal
-
-    if not _main_thread():
-        yield
-        return
-
-    def terminated(signum: int, frame: Any) -> None:
-        raise errors.Interrupted("terminated", errors.TERMINATED)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, terminated)
-    except (ValueError, OSError):  # pragma: no cover - not allowed here
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def _signals_held(replay: bool = True) -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block is done: then, with `replay`, they act (a
-    KeyboardInterrupt, or errors.Interrupted for SIGTERM); without, they are dropped (the
-    command is stopping already). A Python-level handler, not a signal mask: the kernel may
-    hand a signal to any thread (the engine's own among them), Python always to the main one."""
-    import signal
-
-    if not _main_thread():
-        yield
-        return
-    got: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if replay and signal.SIGTERM in got:
-        raise errors.Interrupted("terminated", errors.TERMINATED)
-    if replay and got:
-        raise KeyboardInterrupt
-
-
-def _stopped_line(code: int, done: int, total: int) -> str:
-    """What the CLI prints when an embedding was stopped: how much is kept, what the next run does."""
-    what = "terminated" if code == errors.TERMINATED else "interrupted"
-    rest = f"; the next run embeds the other {total - done:,}" if done < total else ""
-    return f"{what}: {done:,} of {total:,} texts embedded and kept in the vector cache{rest}"
-
-
 # ---------------------------------------------------------------- answering by a deadline (servers)
 
 
 _DEADLINE = threading.local()  # .at: the monotonic time by which this thread's syncs must return; .late: a Late
-_STOP = threading.Event()  # set by stop_background: embedding threads save what they finished and stop
 _JOBS: dict[tuple[str, str], tuple[threading.Thread, dict[str, Any]]] = {}  # (folder, source) -> (thread, result)
 _JOBS_LOCK = threading.Lock()
 
@@ -827,7 +675,7 @@ def _ready(store: "Store", source: str, items: Sequence[tuple[str, str]], embedd
 
 def stop_background(timeout: float = 2.0) -> None:
     """Ask the embedding threads to save what they finished and stop; wait up to `timeout` seconds."""
-    _STOP.set()
+    paced.stop()
     with _JOBS_LOCK:
         threads = [thread for thread, _ in _JOBS.values()]
     until = time.monotonic() + timeout
@@ -888,24 +736,27 @@ def pending(store: "Store") -> int:
     return total
 
 
-def clear(store: "Store", source: str | None = None) -> list[str]:
-    """Delete the cache (every folder), or one source's rows in every folder; return what was removed."""
+def clear(store: "Store", source: str | None = None, *, batches: bool = True) -> list[str]:
+    """Delete the cache (every folder), or one source's rows in every folder; return what was removed.
+    With batches=False the vectors a stopped run kept stay (`cache rebuild` resumes from them)."""
     base = root_dir(store)
     if not base.is_dir():
         return []
     removed = []
-    if source is None:
+    if source is None and batches:
         for target in sorted(p for p in base.iterdir() if p.is_dir()):
             shutil.rmtree(target)
             removed.append(store.rel(target))
         return removed
-    name = _name(source)
     for folder in sorted(p for p in base.iterdir() if p.is_dir()):
-        files = [p for p in folder.glob(f"{name}.*") if p.is_file()]
-        with _lock(folder):
-            for path in files:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-        if files:
-            removed.append(store.rel(folder / name))
+        names = [_name(source)] if source is not None else sorted(
+            {p.name[: -len(".manifest.json")] for p in folder.glob("*.manifest.json")})
+        for name in names:
+            files = [p for p in folder.glob(f"{name}.*") if p.is_file()]
+            with _lock(folder):
+                for path in files:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+            if files:
+                removed.append(store.rel(folder / name))
     return removed

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctl import errors, output, vcache
+from memctl.embed import paced
 from memctl.embed.ngram import NgramEmbedder
 
 
@@ -281,10 +282,10 @@ class Recorder:
 def test_progress_for_more_than_a_few_texts_counts_every_one(store):
     recorder = Recorder()
     errors.set_reporter(recorder)
-    vcache.sync(store, "small", items(vcache.PROGRESS_OVER), Counting())
+    vcache.sync(store, "small", items(paced.PROGRESS_OVER), Counting())
     assert recorder.bars == []
-    vcache.sync(store, "big", items(vcache.PROGRESS_OVER + 1, "big"), Counting())
-    assert recorder.bars == [[vcache.PROGRESS_OVER + 1, "embedding with test (counting)", vcache.PROGRESS_OVER + 1]]
+    vcache.sync(store, "big", items(paced.PROGRESS_OVER + 1, "big"), Counting())
+    assert recorder.bars == [[paced.PROGRESS_OVER + 1, "embedding with test (counting)", paced.PROGRESS_OVER + 1]]
 
 
 def test_progress_shows_count_rate_and_time_left():
@@ -295,11 +296,11 @@ def test_progress_shows_count_rate_and_time_left():
 
 def test_embed_texts_keeps_the_callers_order_while_batching_by_length(monkeypatch):
     """Texts are embedded shortest first (less padding), but row i is always text i's vector."""
-    monkeypatch.setattr(vcache, "FIRST_CALL", 3)  # several calls
-    monkeypatch.setattr(vcache, "MAX_CALL", 3)
+    monkeypatch.setattr(paced, "FIRST_CALL", 3)  # several calls
+    monkeypatch.setattr(paced, "MAX_CALL", 3)
     texts = [("長い" * (17 - i)) if i % 2 else f"t{i}" for i in range(17)]
     emb = Counting()
-    matrix = vcache.embed_texts(emb, texts)
+    matrix = paced.embed_texts(emb, texts)
     assert emb.texts == sorted(texts, key=len)  # in length order, each once
     alone = np.stack([Counting().inner.embed([t])[0] for t in texts])
     assert np.allclose(matrix, alone / np.linalg.norm(alone, axis=1, keepdims=True), atol=1e-6)
@@ -335,7 +336,7 @@ class Stopping(Counting):
 
 
 def test_a_ctrl_c_keeps_what_was_embedded_and_the_next_sync_embeds_only_the_rest(store, monkeypatch):
-    monkeypatch.setattr(vcache, "MAX_CALL", 8)
+    monkeypatch.setattr(paced, "MAX_CALL", 8)
     stopping = Stopping(after=40)
     with pytest.raises(errors.Interrupted) as stopped:
         vcache.sync(store, "s", items(100), stopping)
@@ -353,7 +354,7 @@ def test_a_ctrl_c_keeps_what_was_embedded_and_the_next_sync_embeds_only_the_rest
 
 
 def test_a_failing_embedder_keeps_what_it_finished(store, monkeypatch):
-    monkeypatch.setattr(vcache, "MAX_CALL", 8)
+    monkeypatch.setattr(paced, "MAX_CALL", 8)
     failing = Stopping(after=24, exc=RuntimeError("the model broke"))
     with pytest.raises(RuntimeError):
         vcache.sync(store, "s", items(60), failing)
@@ -363,7 +364,7 @@ def test_a_failing_embedder_keeps_what_it_finished(store, monkeypatch):
 
 
 def test_batches_of_another_fingerprint_are_never_used(store, monkeypatch):
-    monkeypatch.setattr(vcache, "MAX_CALL", 8)
+    monkeypatch.setattr(paced, "MAX_CALL", 8)
     with pytest.raises(errors.Interrupted):
         vcache.sync(store, "s", items(30), Stopping(after=8))
     changed = Counting(fingerprint="v2")
@@ -390,11 +391,11 @@ def test_calls_are_short_so_that_a_ctrl_c_lands_soon(store):
     slow = Slow(per_text=0.004)
     vcache.sync(store, "s", items(400), slow, quiet=True)
     # about CALL_SECONDS each (0.25 s: ~60 texts at 4 ms), never one call for everything
-    assert max(slow.calls) * 0.004 <= 2 * vcache.CALL_SECONDS and len(slow.calls) >= 5, slow.calls
+    assert max(slow.calls) * 0.004 <= 2 * paced.CALL_SECONDS and len(slow.calls) >= 5, slow.calls
 
 
 def test_answer_within_returns_what_is_ready_and_finishes_in_the_background(store, monkeypatch):
-    monkeypatch.setattr(vcache, "SAVE_SECONDS", 0.1)
+    monkeypatch.setattr(paced, "SAVE_SECONDS", 0.1)
     slow = Slow(per_text=0.01)
     with vcache.answer_within(0.6):
         early = vcache.sync(store, "s", items(150), slow, key="k")
@@ -412,3 +413,24 @@ def test_answer_within_returns_what_is_ready_and_finishes_in_the_background(stor
     assert later.waiting == 0 and later.present is None and len(later.matrix) == 150
     assert sorted(slow.texts) == sorted(t for _, t in items(150))  # each text once
     assert vcache.current(store, "s", slow, "query", "k") is not None
+
+
+def test_a_ctrl_c_during_a_save_waits_for_the_save_and_a_second_one_is_dropped():
+    import signal
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with paced.signals_held():
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the save ...
+            time.sleep(0.05)
+            done.append("saved")  # ... which goes on to the end
+    assert done == ["saved"]
+    with paced.signals_held(replay=False):  # stopping already: dropped
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+    with pytest.raises(errors.Interrupted) as stopped:
+        with paced.signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+    assert stopped.value.exit_code == errors.TERMINATED
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers are back

@@ -45,7 +45,7 @@ app.add_typer(cache_app, name="cache")
 
 LedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Compare with this ledger's column.", metavar="NAME")]
 ColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
-FactsOpt = Annotated[bool, typer.Option("--facts", help="Compare with the live facts' descriptions.")]
+FactsOpt = Annotated[bool, typer.Option("--facts", help="Compare with the live facts (NAME: DESCRIPTION, as recall embeds them).")]
 CacheLedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Only this ledger's cache (with --column).", metavar="NAME")]
 CacheColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
 CacheFactsOpt = Annotated[bool, typer.Option("--facts", help="Only the live facts' cache.")]

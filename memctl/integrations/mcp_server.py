@@ -331,7 +331,7 @@ def build(root: Path):
         text: Annotated[str, Field(description="The text to check.")],
         ledger: Annotated[Text, Field(description="Check against this ledger's column (with `column`).")] = None,
         column: Annotated[Text, Field(description="The ledger column (default: its unique column).")] = None,
-        facts: Annotated[bool, Field(description="Check against the live facts' descriptions.")] = False,
+        facts: Annotated[bool, Field(description="Check against the live facts (name: description, as recall embeds them).")] = False,
         top: Annotated[int, Field(description="How many hits.", ge=1, le=100)] = 5,
         threshold: Annotated[Optional[float], Field(description="Score at or above which a hit is a near-duplicate.", ge=-1, le=1)] = None,
     ) -> dict[str, Any]:
