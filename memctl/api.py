@@ -196,7 +196,7 @@ def rows(store: Store, ledger: str, *, where: Mapping[str, str] | None = None, s
 
 def near_dup(store: Store, texts: str | Sequence[str], *, ledger: str | None = None, column: str | None = None,
              facts: bool = False, top: int | None = None, threshold: float | None = None):
-    """Whether each text nearly repeats a ledger column (or a fact's description, `facts=True`).
+    """Whether each text nearly repeats a ledger column (or a live fact, `facts=True`: its `name: description`).
 
     Returns memctl.NearDupReport: `.duplicate`, and `.checks` (one per text, each with
     `.best`, `.duplicate` and `.hits`).

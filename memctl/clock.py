@@ -23,3 +23,17 @@ def parse_date(text: str) -> datetime:
     """An ISO date or timestamp; a bare date means local midnight."""
     value = datetime.fromisoformat(str(text).strip())
     return value if value.tzinfo else value.astimezone()
+
+
+def format_duration(seconds: float) -> str:
+    """`45s`, `12m`, `25h`, `25h30m`, `3d4h`: what state.parse_duration reads back (rounded down)."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m"
+    if total < 3 * 86400:
+        hours, minutes = divmod(total // 60, 60)
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(total // 3600, 24)
+    return f"{days}d{hours}h" if hours else f"{days}d"

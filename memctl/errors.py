@@ -14,6 +14,8 @@ FAILED = 1  # an error, a refusal, or problems found (doctor, index --check)
 USAGE = 2  # bad input: names, values, options
 NOT_FOUND = 3  # a fact, ledger or store that does not exist
 LOCKED = 4  # the store lock could not be taken in time
+INTERRUPTED = 130  # Ctrl-C (SIGINT), as a shell reports it: 128 + 2
+TERMINATED = 143  # SIGTERM: 128 + 15
 
 EXIT_CODES = {
     OK: "success",
@@ -99,6 +101,26 @@ class LockTimeout(MemctlError):
 
 class GitError(MemctlError):
     exit_code = FAILED
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the command: `message` says what was kept (one line for the CLI).
+
+    A KeyboardInterrupt, not a MemctlError: code that catches library errors and goes on (remember's
+    optional embedding check, say) must not swallow a person's Ctrl-C.
+    """
+
+    def __init__(self, message: str, exit_code: int = INTERRUPTED):
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+def interrupted_line(exc: BaseException) -> tuple[str, int]:
+    """The one line and the exit code for a KeyboardInterrupt that reached the CLI."""
+    if isinstance(exc, Interrupted):
+        return exc.message, exc.exit_code
+    return "interrupted", INTERRUPTED
 
 
 class OSFailure(MemctlError):

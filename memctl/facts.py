@@ -62,8 +62,8 @@ class Similar:
     method: str = "keywords"  # or the embedder that found it, e.g. "e5-small-q4"
 
 
-# (description, stems to leave out) -> similar live facts found by embeddings
-VectorCheck = Callable[[str, set[str]], list[Similar]]
+# (name, description, stems to leave out) -> similar live facts found by embeddings
+VectorCheck = Callable[[str, str, set[str]], list[Similar]]
 
 
 @dataclass(frozen=True)
@@ -545,7 +545,7 @@ def remember(
     _check_input(store, spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:
-        vector_hits = vector_check(spec.description, {spec.name} | set(spec.supersedes))
+        vector_hits = vector_check(spec.name, spec.description, {spec.name} | set(spec.supersedes))
     if not update and spec.description is None:
         raise BadInput("description is required for a new fact", hint="give the new fact a one-line description",
                        arg="description", kind="description-required")

@@ -346,15 +346,17 @@ SHAPES: dict[str, tuple[Field, ...]] = {
     ),
     "cache_status": (
         ("embedder", "@embedder_status", "The configured embedder."),
-        ("caches", "list[@cache_entry]", "Every cache folder."),
+        ("caches", "list[@cache_entry]", "Every source's cache."),
+        ("pending", "integer", "Texts embedded by a run that was stopped (Ctrl-C, SIGTERM) or is still running, "
+                               "not yet in a source's cache: the next sync uses them."),
     ),
     "cache_rebuilt": (
         ("source", "string", "The cache's source."),
-        ("rows", "integer", "Rows embedded."),
+        ("rows", "integer", "Rows the cache holds (each text embedded once, whichever source needed it first)."),
         ("embedder", "string", "The embedder."),
     ),
     "cache_cleared": (
-        ("removed", "list[string]", "Folders removed."),
+        ("removed", "list[string]", "What was removed: folders (all), or a source's files in each folder."),
     ),
     "embed_server": (
         ("stopped?", "boolean", "--stop: a server was stopped."),

@@ -31,6 +31,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .store import Store
 
 DEFAULT_TOP = 5
+# near-dup compares like with like, both sides embedded as passages (e5's "passage: " prefix),
+# as recall embeds stored texts: then a fact has one vector (of `name: description`, fact_rows),
+# shared through vcache by recall, near-dup --facts, remember's check and consolidate, and a
+# first remember on a cold store embeds nothing that the next recall embeds again. On JSTS and
+# STS-B pairs passages score as queries do (docs/EMBEDDINGS.md, "Thresholds shipped").
+KIND = "passage"
 
 
 # ---------------------------------------------------------------- sources
@@ -51,22 +57,31 @@ class Source:
     read: Callable[[], list[Row]]
     stamp: Callable[[], Any] = lambda: None
     spec: dict[str, str] | None = None  # how a server can open the same source
+    kind: str = KIND  # how both sides are embedded
 
     def rows(self) -> list[Row]:
         return self.read()
 
 
-def items_source(name: str, items: Iterable[tuple[str, str]]) -> Source:
+def items_source(name: str, items: Iterable[tuple[str, str]], kind: str = KIND) -> Source:
     """A source over plain (id, text) pairs, for Python callers and tests."""
     rows = [Row(str(i), t, str(i)) for i, t in items]
-    return Source(name, lambda: rows)
+    return Source(name, lambda: rows, kind=kind)
+
+
+def fact_rows(store: "Store", found: Iterable[Any]) -> list[Row]:
+    """The facts with a description as rows: each one's text is what recall embeds for it
+    (rindex.fact_vector_text, `name: description`), so both use one vector per fact."""
+    from .rindex import fact_vector_text
+
+    return [Row(f.stem, fact_vector_text(f.name or f.stem, f.description), store.rel(f.path)) for f in found if f.description]
 
 
 def facts_source(store: "Store") -> Source:
     from . import facts
 
     def read() -> list[Row]:
-        return [Row(f.stem, f.description, store.rel(f.path)) for f in facts.live_facts(store, quiet=True) if f.description]
+        return fact_rows(store, facts.live_facts(store, quiet=True))
 
     def stamp() -> Any:
         folder = store.memory_dir
@@ -255,7 +270,13 @@ def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold
 
 def _vectors(store: "Store", source: Source, engine: Engine, rows: list[Row], *, rebuild: bool = False, quiet: bool = False) -> vcache.Vectors:
     from . import vcache  # noqa: PLC0415
-    return vcache.sync(store, source.name, [(r.id, r.text) for r in rows], engine.embedder, kind="query", rebuild=rebuild, quiet=quiet)
+    return vcache.sync(store, source.name, [(r.id, r.text) for r in rows], engine.embedder, kind=source.kind, rebuild=rebuild, quiet=quiet)
+
+
+def _with_vectors(rows: list[Row], vectors: vcache.Vectors) -> list[Row]:
+    """The rows the vectors are of: all, but inside a server's deadline (vcache.answer_within)
+    those whose vectors were ready (the rest is embedded in the background)."""
+    return rows if vectors.present is None else [rows[i] for i in vectors.present]
 
 
 def rank(matrix: "np.ndarray", queries: "np.ndarray", top: int) -> list[list[tuple[int, float]]]:
@@ -290,8 +311,9 @@ def check_local(
         rows = source.rows()
     if vectors is None:
         vectors = _vectors(store, source, engine, rows)
+    rows = _with_vectors(rows, vectors)
     excluded = set(exclude)
-    queries = engine.embedder.embed(list(texts), "query") if texts else None
+    queries = engine.embedder.embed(list(texts), source.kind) if texts else None
     checks = []
     if queries is not None:
         # Ask for extra rows so that excluded ones can be dropped afterwards.
@@ -387,7 +409,7 @@ class Warm:
             _, rows, vectors = hot
         else:
             rows = source.rows()
-            vectors = _vectors(store, source, engine, rows, quiet=True)
+            vectors = _vectors(store, source, engine, rows)  # progress on the server's terminal
             embedded = vectors.embedded
             if vectors.rebuilt:
                 notes.append(f"vector cache rebuilt: {vectors.rebuilt}")
@@ -403,6 +425,7 @@ class Warm:
 
 def fact_candidates(
     store: "Store",
+    name: str,
     description: str,
     exclude: Iterable[str] = (),
     *,
@@ -410,7 +433,8 @@ def fact_candidates(
     threshold: float | None = None,
     allow_ngram: bool = False,
 ) -> Report | None:
-    """Live facts whose description is near `description` (for `memctl remember`).
+    """Live facts near the fact `name` with `description` would be (for `memctl remember`):
+    compared as recall embeds facts, `name: description`, like with like.
 
     Returns a Report whose single Check lists at most `top` hits above the
     threshold; `exclude` holds fact stems to leave out (the fact being
@@ -418,16 +442,19 @@ def fact_candidates(
     character n-gram fallback, unless `allow_ngram`) or the model cannot be
     used: `remember` has its own lexical check and must never fail for this.
     """
+    from .rindex import fact_vector_text
+
+    text = fact_vector_text(name, description)
     try:
         engine = engine_for(store, None, threshold)
         if engine.embedder.backend == "char-ngram" and not allow_ngram:
             return None
         excluded = set(exclude)
-        report = check(store, [description], facts_source(store), top=top + len(excluded), threshold=threshold, embedder=engine.embedder)
+        report = check(store, [text], facts_source(store), top=top + len(excluded), threshold=threshold, embedder=engine.embedder)
     except MemctlError:
         return None
     hits = tuple(h for h in report.checks[0].hits if h.id not in excluded and h.score >= report.threshold)[:top]
-    report.checks = [Check(description, hits, report.threshold)]
+    report.checks = [Check(text, hits, report.threshold)]
     return report
 
 
@@ -451,8 +478,8 @@ def remember_check(store: "Store"):
         if choice.embedder.backend == "sentence-transformers" and server.hello(store) is None:
             return None
 
-    def check(description: str, exclude: set[str]) -> list[facts.Similar]:
-        report = fact_candidates(store, description, exclude)
+    def check(name: str, description: str, exclude: set[str]) -> list[facts.Similar]:
+        report = fact_candidates(store, name, description, exclude)
         if report is None or not report.checks:
             return []
         by_stem = {f.stem: f for f in facts.live_facts(store, quiet=True)}
@@ -644,6 +671,7 @@ def scan(store: "Store", source: Source, *, threshold: float | None = None, embe
     engine = engine_for(store, embedder, threshold)
     rows = source.rows()
     vectors = _vectors(store, source, engine, rows)
+    rows = _with_vectors(rows, vectors)
     pairs = [
         Pair(round(score, 4), overlap(rows[i].text, rows[j].text), rows[i], rows[j])
         for i, j, score in pairs_above(vectors.matrix, engine.threshold)
@@ -722,12 +750,13 @@ def read_pairs(path: Path) -> list[tuple[str, str, int]]:
 
 
 def pair_scores(embedder: embed.Embedder, pairs: Sequence[tuple[str, str, int]]) -> "np.ndarray":
-    from . import vcache  # noqa: PLC0415
     import numpy as np
+
+    from .embed import paced
 
     unique = list(dict.fromkeys([a for a, _, _ in pairs] + [b for _, b, _ in pairs]))
     index = {t: i for i, t in enumerate(unique)}
-    vectors = vcache.embed_texts(embedder, unique, "query")
+    vectors = paced.embed_texts(embedder, unique, KIND)
     a = vectors[[index[p[0]] for p in pairs]]
     b = vectors[[index[p[1]] for p in pairs]]
     return np.einsum("ij,ij->i", a, b)
@@ -824,7 +853,7 @@ def cache_status(store: "Store") -> dict[str, Any]:
         info = server.hello(store)
     if info:
         using = {**using, "backend": info["backend"], "model": info["model"], "label": info["label"], "via": f"embed-server (pid {info['pid']})"}
-    return {"embedder": using, "caches": [_asdict(e) for e in vcache.entries(store)]}
+    return {"embedder": using, "caches": [_asdict(e) for e in vcache.entries(store)], "pending": vcache.pending(store)}
 
 
 def _source_named(store: "Store", name: str) -> Source | None:
@@ -839,21 +868,27 @@ def _source_named(store: "Store", name: str) -> Source | None:
     return None
 
 
-def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Embedder | None = None) -> list[dict[str, Any]]:
-    """`cache rebuild`: re-embed one source, or every source that has a cache, from scratch."""
+def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Embedder | None = None,
+            more: Callable[["Store"], list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """`cache rebuild`: re-embed one source from scratch; or, with none, build every cache from
+    nothing but what a stopped run kept (the facts, each ledger cached before, and what
+    `more(store)` builds: recall's), each text once (the sources share their vectors), also on
+    a store that has no cache yet."""
     from . import vcache  # noqa: PLC0415
     engine = engine_for(store, embedder)
     if source is not None:
-        sources = [source]
-    else:
-        names = list(dict.fromkeys(e.source for e in vcache.entries(store)))
-        sources = [s for s in (_source_named(store, n) for n in names) if s is not None]
+        rows = source.rows()
+        _vectors(store, source, engine, rows, rebuild=True)
+        return [{"source": source.name, "rows": len(rows), "embedder": engine.label}]
+    cached = [s for s in (_source_named(store, e.source) for e in vcache.entries(store)) if s is not None]
+    sources = list({s.name: s for s in [facts_source(store), *cached]}.values())
+    vcache.clear(store, batches=False)  # (what a rebuild stopped by Ctrl-C kept is used again)
     done = []
     for src in sources:
         rows = src.rows()
-        _vectors(store, src, engine, rows, rebuild=True)
+        _vectors(store, src, engine, rows)
         done.append({"source": src.name, "rows": len(rows), "embedder": engine.label})
-    return done
+    return done + (more(store) if more else [])
 
 
 def clear_cache(store: "Store", source: Source | None = None) -> list[str]:

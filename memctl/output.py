@@ -190,20 +190,88 @@ def state_json(rel_path: str, snapshot) -> dict[str, Any]:
             "numbers": dict(snapshot.numbers), "body": snapshot.body}
 
 
+_PROGRESS = {"json": False, "log": False}  # see set_json and log_progress
+LOG_SECONDS = 5.0  # how often a server's log gets a progress line
+
+
+def set_json(on: bool) -> None:
+    """The command prints JSON (--json): no progress bar on stderr either."""
+    _PROGRESS["json"] = on
+
+
+def log_progress() -> None:
+    """Progress as a line every LOG_SECONDS on stderr, terminal or not: for a server whose stderr
+    is its log (`memctl mcp`: the MCP client keeps it)."""
+    _PROGRESS["log"] = True
+
+
 def progress(total: int, what: str):
-    """A context manager yielding advance(n): a transient bar on a terminal's stderr, else nothing."""
+    """A context manager yielding advance(n): a transient bar on a terminal's stderr (count, rate,
+    time left) and one line when done; log lines for a server (log_progress); else nothing
+    (a pipe, --json)."""
     import contextlib  # noqa: PLC0415
 
-    if not sys.stderr.isatty():
+    if _PROGRESS["log"]:
+        return _progress_lines(total, what)
+    if _PROGRESS["json"] or not sys.stderr.isatty():
         return contextlib.nullcontext(lambda n: None)
+    return _progress_bar(total, what)
+
+
+def pace(done: int, total: int, seconds: float) -> str:
+    """`1,200/10,000, 48/s, about 3m left`: how far a long step is and how long the rest takes."""
+    from .clock import format_duration  # noqa: PLC0415
+
+    rate = done / seconds if seconds > 0 else 0.0
+    text = f"{done:,}/{total:,}, {rate:,.0f}/s" if rate >= 10 or rate == 0 else f"{done:,}/{total:,}, {rate:.1f}/s"
+    if 0 < done < total and rate > 0:
+        text += f", about {format_duration((total - done) / rate)} left"
+    return text
+
+
+def _progress_bar(total: int, what: str):
+    import contextlib  # noqa: PLC0415
+    import time  # noqa: PLC0415
 
     @contextlib.contextmanager
     def bar():
         from rich.console import Console  # noqa: PLC0415
-        from rich.progress import Progress  # noqa: PLC0415
+        from rich.progress import BarColumn, Progress, TextColumn  # noqa: PLC0415
 
-        with Progress(console=Console(stderr=True), transient=True) as shown:
-            task = shown.add_task(what, total=total)
-            yield lambda n: shown.advance(task, n)
+        began, done = time.monotonic(), [0]
+        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[pace]}"))
+        with Progress(*columns, console=Console(stderr=True), transient=True) as shown:
+            task = shown.add_task(what, total=total, pace=pace(0, total, 0))
+
+            def advance(n: int) -> None:
+                done[0] += n
+                shown.update(task, advance=n, pace=pace(done[0], total, time.monotonic() - began))
+
+            yield advance
+        if done[0]:
+            info(f"{what}: {pace(done[0], total, time.monotonic() - began)}")
 
     return bar()
+
+
+def _progress_lines(total: int, what: str):
+    import contextlib  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    @contextlib.contextmanager
+    def lines():
+        began = time.monotonic()
+        state = {"done": 0, "said": began}
+        info(f"{what}: {total:,} to do")
+
+        def advance(n: int) -> None:
+            state["done"] += n
+            now = time.monotonic()
+            if now - state["said"] >= LOG_SECONDS:
+                state["said"] = now
+                info(f"{what}: {pace(state['done'], total, now - began)}")
+
+        yield advance
+        info(f"{what}: {pace(state['done'], total, time.monotonic() - began)}, done")
+
+    return lines()

@@ -406,10 +406,13 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
 
 
 def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, str, str]] | None = None):
-    """(document ids, their vectors) of every document of `kind` in the index, or None when it has none.
+    """(document ids, their vectors, how many documents wait for theirs) of every document of `kind`
+    in the index, or None when it has none.
 
     From the embedding cache, brought up to date (`rows`: rindex.vector_texts, when already read).
-    One cache per kind over all its documents, so filters and sources never churn it.
+    One cache per kind over all its documents, so filters and sources never churn it. The third
+    value is 0 but in a server answering by a deadline (vcache.answer_within): the documents
+    whose vectors are still being embedded in the background are left out until they are done.
     """
     from . import rindex, vcache
 
@@ -423,17 +426,39 @@ def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, 
             if matrix is not None:
                 ids = rindex.kind_ids(conn, kind)
                 if len(ids) == len(matrix):
-                    return ids, matrix
+                    return ids, matrix, 0
             rows = rindex.vector_texts(conn, kind)
     if not rows:
         return None
     vectors = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
-                          kind="passage", quiet=len(rows) < 300, key=key)
-    return [doc for doc, _, _ in rows], vectors.matrix
+                          kind="passage", key=key)
+    docs = [doc for doc, _, _ in rows]
+    if vectors.present is not None:
+        docs = [docs[i] for i in vectors.present]
+    return docs, vectors.matrix, vectors.waiting
+
+
+def build_vectors(store: Store) -> list[dict[str, Any]]:
+    """recall's vectors of every kind brought up to date (`cache rebuild`), with the embedder
+    recall uses: one {"source", "rows", "embedder"} per kind that has documents; none when
+    recall has no sentence-embedding model (keyword relevance only)."""
+    from . import embed, rindex
+
+    embedder = _embedder(store, Corpus(), required=False)
+    if embedder is None:
+        return []
+    done = []
+    with rindex.opened(store) as conn:
+        for kind in ("fact", "episode"):
+            found = kind_vectors(store, conn, embedder, kind)
+            if found is not None:
+                done.append({"source": f"recall-{kind}s", "rows": len(found[0]), "embedder": embed.label(embedder)})
+    return done
 
 
 def allowed_vectors(store: Store, conn, embedder, kinds, filters: dict[str, Any], vectors_of=kind_vectors):
-    """(ids of the documents that pass `filters` and have vectors, their vectors: row i <-> id i), or ([], None).
+    """(ids of the documents that pass `filters` and have vectors, their vectors: row i <-> id i,
+    how many documents of `kinds` still wait for their vectors), or ([], None, waiting).
 
     `vectors_of` is kind_vectors, or a caller's copy that keeps them between calls.
     """
@@ -443,21 +468,25 @@ def allowed_vectors(store: Store, conn, embedder, kinds, filters: dict[str, Any]
 
     doc_ids: list[int] = []
     blocks = []
+    waiting = 0
     for kind in kinds:
         found = vectors_of(store, conn, embedder, kind)
         if found is None:
             continue
+        waiting += found[2]
+        if not len(found[0]):
+            continue
         doc_ids += found[0]
         blocks.append(np.asarray(found[1]))
     if not blocks:
-        return [], None
+        return [], None, waiting
     matrix = blocks[0] if len(blocks) == 1 else np.vstack(blocks)
     position = {doc: i for i, doc in enumerate(doc_ids)}
     keep = [d for d in rindex.ids(conn, **filters) if d in position]
     if not keep:
-        return [], None
+        return [], None, waiting
     # Every row, in order (the usual case): the memory-mapped cache as it is, no copy.
-    return keep, matrix if keep == doc_ids else matrix[np.array([position[d] for d in keep], dtype=np.int64)]
+    return keep, matrix if keep == doc_ids else matrix[np.array([position[d] for d in keep], dtype=np.int64)], waiting
 
 
 _EARLY: dict[tuple, tuple] = {}  # (backend, model, queries) -> (thread, its result): see embed_early
@@ -501,10 +530,10 @@ def _cosines(embedder, queries: Sequence[str], vectors):
     import numpy as np
 
     early = _EARLY.pop((embedder.backend, embedder.model, tuple(queries)), None)
+    if vectors is None:  # nothing to compare with (yet): no need to wait for the query's vector
+        return np.zeros((len(queries), 0), dtype=np.float32)
     if early is not None:
         early[0].join()
-    if vectors is None:
-        return np.zeros((len(queries), 0), dtype=np.float32)
     if early is not None and "vectors" in early[1]:
         embedded = np.asarray(early[1]["vectors"])
     else:
@@ -778,10 +807,11 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     doc_ids: list[int] = []
     sims = vectors = None
     calibration = (0.0, 1.0)
+    waiting = 0
     if embedder is not None:
-        doc_ids, vectors = (vectors_for or allowed_vectors)(store, conn, embedder, kinds, filters)
+        doc_ids, vectors, waiting = (vectors_for or allowed_vectors)(store, conn, embedder, kinds, filters)
         corpus.vector_backend = embedder.backend
-        calibration = calibration_for(embedder)
+        calibration = calibration_for(embedder)  # (waiting: said by the server that set the deadline)
     use = chosen if embedder is not None else "keyword"
     column = {doc: i for i, doc in enumerate(doc_ids)} if use != "keyword" and doc_ids else {}
     results: list[list[Hit]] = []
@@ -806,7 +836,10 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
                 own[doc] = kw
             else:
                 vector[doc] = calibrated(cosine[doc], calibration) if doc in cosine else 0.0
-                own[doc] = vector[doc] if use == "vector" else combine(kw, vector[doc], share)
+                if waiting and doc not in column and use != "vector":
+                    own[doc] = kw  # no vector yet (embedded in the background): its keyword relevance alone
+                else:
+                    own[doc] = vector[doc] if use == "vector" else combine(kw, vector[doc], share)
         coverage = {doc: value[1] for doc, value in keyword.items()}
         window: dict[int, float] = {}
         if "episode" in kinds and own and settings.windows:

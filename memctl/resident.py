@@ -60,8 +60,9 @@ def kept_vectors():
         # Keyed by the generation: a cache already current for it loads without rehashing any text.
         found = recall_mod.kind_vectors(s, conn, embedder, kind)
         if found is not None:  # in memory, not a map of a file that a later save replaces
-            found = (found[0], np.array(found[1], dtype=np.float32))
-        kinds_kept[kind] = (ident, generation, found)
+            found = (found[0], np.array(found[1], dtype=np.float32), found[2])
+        if found is None or not found[2]:  # (not while some are still being embedded in the background)
+            kinds_kept[kind] = (ident, generation, found)
         return found
 
     def vectors_for(s, conn, embedder, kinds, filters: dict[str, Any]):
@@ -72,11 +73,14 @@ def kept_vectors():
             if seen[0] is not conn or seen[1] != version:
                 answers.clear()
                 seen[:] = [conn, version]
-            if key not in answers:
+            if key in answers:
+                return answers[key]
+            found = recall_mod.allowed_vectors(s, conn, embedder, kinds, filters, vectors_of)
+            if not found[2]:  # complete: kept until the index changes
                 if len(answers) >= ANSWERS_KEPT:
                     answers.pop(next(iter(answers)))
-                answers[key] = recall_mod.allowed_vectors(s, conn, embedder, kinds, filters, vectors_of)
-            return answers[key]
+                answers[key] = found
+            return found
 
     def refresh(conn) -> None:
         """After a background sync: bring the last call's vectors up to date before the next call asks."""

@@ -200,6 +200,12 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
         conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
+def fact_vector_text(name: str, description: str) -> str:
+    """What a fact is embedded as, by every command (recall, near-dup, remember's check,
+    consolidate): one vector per fact and model. The name is part of it: it names the topic."""
+    return f"{name}: {description}"
+
+
 def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
             path: str, type_: str, tags: Sequence[str], importance: float, confidence: float, ts: float | None,
             pinned: bool, status: str, expires: float | None, agent: str = "", body: str = "") -> int:
@@ -338,7 +344,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
             tags = fact.tags
             name = fact.name or fact.stem
             doc = _insert(
-                conn, "fact", name, name, fact.description, f"{name}: {fact.description}",
+                conn, "fact", name, name, fact.description, fact_vector_text(name, fact.description),
                 " ".join([name.replace("-", " ").replace("_", " "), fact.description, " ".join(tags), fact.body]),
                 path[len(root):] if path.startswith(root) else path, fact.type, tags,
                 _unit(fact.meta("importance"), store.config.importance_for(fact.type)),

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import clock
+from .clock import format_duration  # noqa: F401  (jobs and this module word ages with it)
 from .errors import BadInput, GitError, NotFound
 from .fsutil import atomic_write, escapes, refuse_escape
 from .store import Store, commit
@@ -76,20 +77,6 @@ def parse_duration(value: Any, what: str = "duration") -> int:
     if seconds <= 0:
         raise BadInput(f"{what}: {value!r} must be more than 0 seconds")
     return seconds
-
-
-def format_duration(seconds: float) -> str:
-    """`45s`, `12m`, `25h`, `25h30m`, `3d4h`: what `parse_duration` reads back (rounded down)."""
-    total = max(0, int(seconds))
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m"
-    if total < 3 * 86400:
-        hours, minutes = divmod(total // 60, 60)
-        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
-    days, hours = divmod(total // 3600, 24)
-    return f"{days}d{hours}h" if hours else f"{days}d"
 
 
 # ---------------------------------------------------------------- configuration

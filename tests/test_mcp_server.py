@@ -65,8 +65,8 @@ def test_kept_vectors_are_reused_while_nothing_changes(root, monkeypatch):
     assert server.recall("payment service") == _fresh(root, "payment service")
     first, second = server.given
     assert second is first  # the same objects: nothing was read again
-    ids, matrix = first
-    assert len(ids) == 3 and isinstance(matrix, np.ndarray) and matrix.shape[0] == 3  # live facts only
+    ids, matrix, waiting = first
+    assert waiting == 0 and len(ids) == 3 and isinstance(matrix, np.ndarray) and matrix.shape[0] == 3  # live facts only
 
 
 def test_a_write_is_seen_and_the_kept_vectors_match_a_fresh_read(root):
@@ -76,13 +76,13 @@ def test_a_write_is_seen_and_the_kept_vectors_match_a_fresh_read(root):
     _remember(root, "kaigi", "会議は毎週月曜の朝10時から", type="project")
     assert server.recall("毎週月曜の会議") == _fresh(root, "毎週月曜の会議")
     assert server.recall("毎週月曜の会議")[0][0] == "kaigi"
-    ids, matrix = server.given[-1]
+    ids, matrix, _ = server.given[-1]
     s = open_store(root)
     from memctl import rindex
 
     with rindex.opened(s) as conn:
         embedder = recall._embedder(s, recall.Corpus(), required=True)
-        want_ids, want = recall.allowed_vectors(s, conn, embedder, ("fact",), {
+        want_ids, want, _ = recall.allowed_vectors(s, conn, embedder, ("fact",), {
             "kinds": ("fact",), "statuses": ("live",), "fact_type": None, "tag": None, "since": None, "agent": None})
     assert ids == want_ids and np.array_equal(matrix, np.asarray(want))
 

@@ -205,16 +205,16 @@ def test_fact_candidates_report_near_facts_and_skip_excluded(store, monkeypatch)
     write_fact(store, "mcp-debug", "MCPサーバーのテストとデバッグ")
     write_fact(store, "zenn", "Zenn投稿は1日1件まで")
     monkeypatch.setattr(embed, "choose", lambda settings: embed.Choice(Counting()))
-    report = neardup.fact_candidates(store, "MCPサーバーのテストとデバッグ手法", threshold=0.5)
+    report = neardup.fact_candidates(store, "mcp-howto", "MCPサーバーのテストとデバッグ手法", threshold=0.5)
     assert [h.where for h in report.checks[0].hits] == ["memory/mcp-debug.md"]
-    assert neardup.fact_candidates(store, "MCPサーバーのテストとデバッグ手法", exclude=["mcp-debug"], threshold=0.5).checks[0].hits == ()
+    assert neardup.fact_candidates(store, "mcp-howto", "MCPサーバーのテストとデバッグ手法", exclude=["mcp-debug"], threshold=0.5).checks[0].hits == ()
 
 
 def test_fact_candidates_need_a_vector_embedder(store, monkeypatch):
     write_fact(store, "mcp-debug", "MCPサーバーのテストとデバッグ")
     monkeypatch.setattr(embed, "choose", lambda settings: embed.Choice(embed._ngram()))
-    assert neardup.fact_candidates(store, "MCPサーバーのテストとデバッグ") is None
-    assert neardup.fact_candidates(store, "MCPサーバーのテストとデバッグ", allow_ngram=True, threshold=0.9).checks[0].hits[0].id == "mcp-debug"
+    assert neardup.fact_candidates(store, "mcp-howto", "MCPサーバーのテストとデバッグ") is None
+    assert neardup.fact_candidates(store, "mcp-howto", "MCPサーバーのテストとデバッグ", allow_ngram=True, threshold=0.7).checks[0].hits[0].id == "mcp-debug"
 
 
 def test_fact_candidates_never_fail(store, monkeypatch):
@@ -222,7 +222,7 @@ def test_fact_candidates_never_fail(store, monkeypatch):
         raise embed.ModelUnavailable("no model")
 
     monkeypatch.setattr(embed, "choose", broken)
-    assert neardup.fact_candidates(store, "anything") is None
+    assert neardup.fact_candidates(store, "anything", "anything") is None
 
 
 def test_saving_a_threshold_keeps_the_users_text(tmp_path):

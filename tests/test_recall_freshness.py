@@ -206,10 +206,10 @@ def test_unchanged_facts_load_their_vectors_without_a_sync_and_an_edit_is_embedd
     store = _seed(root)
     time.sleep(0.05)
     first = _cosines(store, "what does the feline eat")
-    folder = next(p for p in (root / ".memctl" / "vectors" / "recall-facts").iterdir() if p.is_dir())
+    (record,) = (root / ".memctl" / "vectors").glob("*/recall-facts-*.current.json")
     with sqlite3.connect(store.cache_dir / rindex.FILE) as conn:
         key = conn.execute("SELECT value FROM meta WHERE key='generation.fact'").fetchone()[0]
-    assert json_load(folder / vcache.CURRENT)["key"] == key
+    assert json_load(record)["key"] == key
 
     calls = []
     real_sync = vcache.sync

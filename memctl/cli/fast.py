@@ -409,15 +409,16 @@ def run(argv: list[str]) -> int | None:
         from ..integrations import hooks
 
         return hooks.run(root, kwargs["event"], store=kwargs["store"])
-    from .. import errors
+    from .. import errors, output
     from ..store import load_store
 
+    output.set_json(bool(kwargs.get("json")))
     try:
         return body(load_store(root), **kwargs) or errors.OK
     except BrokenPipeError:
         return errors.OK
-    except KeyboardInterrupt:
-        return 130  # as click does: no traceback
+    except KeyboardInterrupt as exc:  # one line, no traceback
+        return interrupted(exc, bool(kwargs.get("json")))
     except EOFError:
         sys.stderr.write("\nAborted!\n")  # as click does
         return errors.FAILED
@@ -429,6 +430,22 @@ def run(argv: list[str]) -> int | None:
         if code is None:
             raise
         return code
+
+
+def interrupted(exc: KeyboardInterrupt, json: bool) -> int:
+    """A Ctrl-C (or a SIGTERM while embedding) that reached the command: one line on stderr, and
+    its exit code (130, 143): what an embedding finished is kept (vcache)."""
+    import signal
+
+    from .. import errors, output
+
+    try:  # stopping already: a second Ctrl-C must not cut the line short
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # pragma: no cover - not the main thread
+        pass
+    message, code = errors.interrupted_line(exc)
+    output.failure(message, None, code, json=json)
+    return code
 
 
 def report(exc: Exception, json: bool) -> int | None:

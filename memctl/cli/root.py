@@ -34,8 +34,13 @@ class _Group(typer.core.TyperGroup):
     def invoke(self, ctx):  # type: ignore[override]
         json = ctx.meta.get(_JSON, False)
         errors.set_reporter(output)  # also when the app is called without main() (tests, docs)
+        output.set_json(json)  # no progress bar beside JSON
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM while embedding: one line, 130 (143)
+            from .fast import interrupted
+
+            raise typer.Exit(interrupted(exc, json)) from None
         except errors.MemctlError as exc:
             output.failure(*hints.worded(exc), exc.exit_code, json=json)
             raise typer.Exit(exc.exit_code) from None

@@ -45,7 +45,7 @@ app.add_typer(cache_app, name="cache")
 
 LedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Compare with this ledger's column.", metavar="NAME")]
 ColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
-FactsOpt = Annotated[bool, typer.Option("--facts", help="Compare with the live facts' descriptions.")]
+FactsOpt = Annotated[bool, typer.Option("--facts", help="Compare with the live facts (NAME: DESCRIPTION, as recall embeds them).")]
 CacheLedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Only this ledger's cache (with --column).", metavar="NAME")]
 CacheColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
 CacheFactsOpt = Annotated[bool, typer.Option("--facts", help="Only the live facts' cache.")]
@@ -166,14 +166,19 @@ def cache_status(ctx: typer.Context, json: JsonOpt = False) -> None:
         [{**c, "embedder": f"{c['backend']} ({c['model']})", "size": f"{c['bytes'] / 1e6:.1f} MB", "problem": c["problem"] or ""} for c in status["caches"]],
         ["source", "embedder", "kind", "rows", "dim", "embedded_last", "updated", "size", "problem"],
     )
+    if status["pending"]:
+        output.info(f"{status['pending']:,} texts embedded by a run that stopped (or is still running) wait in the "
+                    "cache: the next command that needs them uses them")
 
 
 @cache_app.command("rebuild")
 def cache_rebuild(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: CacheColumnOpt = None, facts: CacheFactsOpt = False, json: JsonOpt = False) -> None:
-    """Re-embed a source (or every cached source) from scratch with the embedder in use."""
+    """Re-embed one source from scratch, or build every cache from nothing, each text once."""
+    from .. import recall
+
     store = store_from(ctx)
     source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None
-    done = neardup.rebuild(store, source)
+    done = neardup.rebuild(store, source, more=recall.build_vectors)
     if json:
         output.emit_json(done)
     else:

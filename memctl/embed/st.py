@@ -9,6 +9,7 @@ a missing model is reported before torch is even imported, instead of a
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BATCH = 64
 _LOADED: dict[str, Any] = {}  # one model per folder and process: a long-running server loads it once
+_LOAD_LOCK = threading.Lock()  # a query's thread and a background embedding may both ask first (the MCP server)
 
 
 class SentenceTransformerEmbedder:
@@ -33,6 +35,10 @@ class SentenceTransformerEmbedder:
         return f"prefix={self.prefixes['query']!r}/{self.prefixes['passage']!r}/normalized"
 
     def load(self) -> Any:
+        with _LOAD_LOCK:
+            return self._load()
+
+    def _load(self) -> Any:
         if self._model is None:
             # Offline for good: the folder is local, so nothing may reach for the hub.
             os.environ["HF_HUB_OFFLINE"] = "1"

@@ -33,6 +33,18 @@ of writing a second copy."""
 
 
 RESYNC_SECONDS = 2.0  # a fact file edited in place (no rename) is seen by `recall` within this time
+# A tool call waits this long at most for texts to be embedded (a first recall on a large store
+# embeds for minutes): then it answers from the vectors ready, says so, and the rest is embedded
+# by a thread of the server (its progress logged on stderr). Clients time out at 10 s and more.
+EMBED_SECONDS = 7.0
+
+
+def _embed_seconds() -> float:
+    """EMBED_SECONDS, or MEMCTL_EMBED_WAIT (seconds, >= 0) when set."""
+    try:
+        return max(0.0, float(os.environ.get("MEMCTL_EMBED_WAIT", "")))
+    except ValueError:
+        return EMBED_SECONDS
 ACTIVE_SECONDS = 60.0  # after a recall, the index is kept synced in the background this long
 
 
@@ -111,7 +123,10 @@ def _recall_index(after_sync: Callable[[Any], None] | None = None, *, keep_synce
                 try:
                     sync(s, _stamp(watched(s)))
                     if after_sync is not None:
-                        after_sync(state["conn"])
+                        from .. import vcache
+
+                        with vcache.answer_within(0.0):  # never embeds here, holding the lock: a thread does
+                            after_sync(state["conn"])
                 except Exception:  # noqa: BLE001 - the next call syncs again and reports what fails
                     state["synced"] = 0.0
 
@@ -129,6 +144,12 @@ def _error_text(exc: BaseException) -> str:
 
         return f"memctl: error: {hints.one_line(exc)}"
     return f"memctl: error: {type(exc).__name__}: {exc}".replace("\n", " ")
+
+
+def _waiting_note(late) -> str:
+    return (f"{late.waiting:,} texts are still being embedded in the background ({late.ready:,} are ready): until "
+            "they are, only the ready ones are compared by meaning (recall ranks the others by keywords alone); "
+            "ask again in a while for an answer over all of them")
 
 
 def _tool_error(exc: BaseException):
@@ -154,10 +175,16 @@ def build(root: Path):
     def tool(fn: Callable[..., dict[str, Any]]):
         @functools.wraps(fn)
         def call(**kwargs):
+            from .. import vcache
+
             try:
-                return fn(**kwargs)
+                with vcache.answer_within(_embed_seconds()) as late:
+                    result = fn(**kwargs)
             except (MemctlError, UnicodeError, ValueError, OSError) as exc:
                 return _tool_error(exc)
+            if late.waiting:
+                result["notes"] = [*result.get("notes", []), _waiting_note(late)]
+            return result
 
         server.add_tool(call, name=fn.__name__, description=fn.__doc__)
         return fn
@@ -306,7 +333,7 @@ def build(root: Path):
         text: Annotated[str, Field(description="The text to check.")],
         ledger: Annotated[Text, Field(description="Check against this ledger's column (with `column`).")] = None,
         column: Annotated[Text, Field(description="The ledger column (default: its unique column).")] = None,
-        facts: Annotated[bool, Field(description="Check against the live facts' descriptions.")] = False,
+        facts: Annotated[bool, Field(description="Check against the live facts (name: description, as recall embeds them).")] = False,
         top: Annotated[int, Field(description="How many hits.", ge=1, le=100)] = 5,
         threshold: Annotated[Optional[float], Field(description="Score at or above which a hit is a near-duplicate.", ge=-1, le=1)] = None,
     ) -> dict[str, Any]:
@@ -381,5 +408,25 @@ def serve(root: str | os.PathLike | None) -> None:
     except ImportError:
         raise MemctlError("the MCP server needs the mcp package, which is not installed", hint=install_hint()) from None
     os.environ.setdefault("MEMCTL_AGENT", "mcp")
-    build(path).run("stdio")
+    import signal
+
+    from .. import errors, output, vcache
+
+    output.log_progress()  # stderr is the client's log of this server: a line every few seconds
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise errors.Interrupted("terminated", errors.TERMINATED)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        build(path).run("stdio")
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM
+        vcache.stop_background()  # the embedding thread saves what it finished
+        message, code = errors.interrupted_line(exc)
+        output.failure(message, None, code)
+        # The SDK reads stdin in a thread that returns only when the client closes it: exit now.
+        os._exit(code)
+    finally:
+        vcache.stop_background()
+        signal.signal(signal.SIGTERM, previous)
 

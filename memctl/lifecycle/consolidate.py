@@ -503,8 +503,8 @@ def rules_for(store: "Store", threshold: float, origin: str) -> Rules:
 def plan(store: "Store", *, embedder: "Embedder | None" = None, neighbours: int | None = None) -> Plan:
     """Compare each live fact with its nearest neighbours by the store's embedder and judge the pairs.
 
-    The vectors come from the cache shared with `near-dup` (only new or
-    changed descriptions are embedded); the pairs from
+    The vectors come from the cache shared with `near-dup` and recall (only new
+    or changed facts are embedded); the pairs from
     `neardup.nearest_pairs`: each fact's `neighbours` most similar facts at
     or above the topic threshold ([consolidate] neighbours, default 10).
     """
@@ -513,7 +513,7 @@ def plan(store: "Store", *, embedder: "Embedder | None" = None, neighbours: int 
     k = neighbours if neighbours is not None else neighbours_for(store)
     live = facts_mod.live_facts(store)
     source = neardup.facts_source(store)
-    rows = [neardup.Row(f.stem, f.description, f.path.name) for f in live if f.description]
+    rows = neardup.fact_rows(store, live)  # the texts near-dup and recall embed: one vector per fact
     vectors = neardup._vectors(store, source, engine, rows)
     ii, jj, ss = neardup.nearest_pairs(vectors.matrix, k, max(-1.0, min(rules.threshold, rules.topic_threshold)))
     stems = [r.id for r in rows]

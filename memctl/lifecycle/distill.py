@@ -310,7 +310,9 @@ def plan(store: "Store", *, since: str | None = None, min_cluster: int = DEFAULT
     pool = candidates(episodes_mod.list_episodes(store, since=since), distilled_ids(store), clock.now())
     if len(pool) < min_cluster:
         return Plan([], len(pool), "", similarity, min_cluster)
-    source = neardup.items_source("distill", [(e.id, e.description) for e in pool])
+    # As queries, like with like (e5's advice for symmetric similarity): --similarity was set so;
+    # these texts are no recall document, so there is no vector to share with recall here.
+    source = neardup.items_source("distill", [(e.id, e.description) for e in pool], kind="query")
     report = neardup.scan(store, source, threshold=similarity, embedder=embedder)
     pairs = [(p.a.id, p.b.id, p.score) for p in report.pairs]
     return Plan(clusters(pool, pairs, min_cluster), len(pool), report.embedder, similarity, min_cluster, list(report.notes))

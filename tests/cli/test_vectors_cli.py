@@ -162,7 +162,7 @@ def test_one_append_embeds_one_text_visible_in_cache_status(root, counting):
     assert (cache["source"], cache["rows"], cache["embedded_last"]) == ("ledger:themes:theme", 1001, 1)
     r = cli(root, "cache", "status")
     assert r.stdout.splitlines()[0].startswith("embedder\ttest (counting)")
-    assert "ledger:themes:theme\ttest (counting)\tquery\t1001\t64\t1\t" in r.stdout
+    assert "ledger:themes:theme\ttest (counting)\tpassage\t1001\t64\t1\t" in r.stdout
 
 
 def test_cache_rebuild_and_clear(root, counting):
@@ -170,10 +170,11 @@ def test_cache_rebuild_and_clear(root, counting):
     cli(root, "near-dup", "x", "--ledger", "themes", "--column", "theme")
     counting.texts.clear()
     r = cli(root, "cache", "rebuild", "--json")
-    assert json.loads(r.stdout) == [{"source": "ledger:themes:theme", "rows": 4, "embedder": "test (counting)"}]
+    assert json.loads(r.stdout) == [{"source": "facts", "rows": 0, "embedder": "test (counting)"},
+                                    {"source": "ledger:themes:theme", "rows": 4, "embedder": "test (counting)"}]
     assert sorted(counting.texts) == sorted(THEMES)  # each once (embedded shortest first)
     r = cli(root, "cache", "clear")
-    assert r.stdout == ".memctl/vectors/ledger-themes-theme\n"
+    assert r.stdout.startswith(".memctl/vectors/test--counting--passage-") and r.stdout.count("\n") == 1
     assert json.loads(cli(root, "cache", "status", "--json").stdout)["caches"] == []
     assert cli(root, "cache", "clear").stderr == "memctl: nothing to clear\n"
 
