@@ -85,8 +85,8 @@ run audit
 if "$memctl" agent --help >/dev/null 2>&1; then
   # Claude Code: what `agent install` would write, and what the per-prompt hook adds to a prompt
   mkdir -p "$work/project"
-  step "cd project && memctl agent install claude-code --dry-run"
-  (cd "$work/project" && "$memctl" agent install claude-code --dry-run)
+  step "cd project && memctl agent install claude-code --store $(quote "$work/store") --dry-run"
+  (cd "$work/project" && "$memctl" agent install claude-code --store "$work/store" --dry-run)
   step "echo '{\"prompt\": \"記事のタイトルは何文字まで？\"}' | memctl hook prompt"
   echo '{"prompt": "記事のタイトルは何文字まで？"}' | "$memctl" hook prompt
   python="$(dirname "$memctl")/python"
