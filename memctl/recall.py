@@ -1,6 +1,7 @@
 """Recall: absolute relevance, a floor, then a five-factor score (docs/RECALL.md).
 
-    relevance = keyword coverage (keyword), calibrated cosine (vector), or a weighted mean (hybrid)
+    relevance = a fitted probability from the signals: keyword coverage (keyword), calibrated cosine
+                (vector), both with the query's language (hybrid; HYBRID_FIT, KEYWORD_FIT)
     score     = relevance x w1 + importance x w2 + confidence x w3 + recency x w4 + frequency x w5
 
 Relevance is on a fixed scale in [0, 1], computed from the query and the item
@@ -355,16 +356,31 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
 
 
-KEYWORD_SHARE = 0.5  # of hybrid relevance; the vector takes the rest ...
-KEYWORD_SHARE_CJK = 0.2  # ... for a query with kana/kanji, whose bigrams are a weaker signal than words
+# relevance = 1 / (1 + exp(-(b . features))), fitted by bench/fit_relevance.py on the four dev sets
+# (docs/RECALL.md "Calibration"): a probability of relevance on a sample with as many relevant as
+# irrelevant candidates. v = logit of the calibrated vector, cjk = 1 for a query with kana/kanji.
+HYBRID_FIT = (-0.418, 7.461, 1.897, -3.395, 10.746, 0.579)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
+KEYWORD_FIT = (-2.066, 11.117, -2.235, 18.619)  # 1, keyword, cjk, cjk x keyword
+LOGIT_BOUND = 12.0  # a vector relevance of exactly 0 or 1 counts as this logit
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
+
+
+def keyword_relevance(keyword: float, cjk: bool) -> float:
+    """Keyword mode's relevance: the fitted probability of relevance from the coverage alone."""
+    b = KEYWORD_FIT
+    return _sigmoid(b[0] + b[1] * keyword + cjk * (b[2] + b[3] * keyword))
 
 
 def combine(keyword: float, vector: float | None, cjk: bool = False) -> float:
-    """Hybrid relevance: a weighted mean of the two absolute signals (of mean, max(vector, mean),
-    noisy-or and a logistic fit of both, the mean ranked LoCoMo dev best; the Japanese share
-    was set on JSTS train: docs/RECALL.md)."""
-    share = KEYWORD_SHARE_CJK if cjk else KEYWORD_SHARE
-    return keyword if vector is None else share * keyword + (1.0 - share) * vector
+    """Hybrid relevance: the fitted probability of relevance from the coverage and the calibrated vector."""
+    if vector is None:
+        return keyword_relevance(keyword, cjk)
+    v = max(-LOGIT_BOUND, min(LOGIT_BOUND, math.log(max(vector, 1e-12) / max(1.0 - vector, 1e-12))))
+    b = HYBRID_FIT
+    return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v))
 
 
 def kinds_of(source: str) -> tuple[str, ...]:
@@ -773,7 +789,7 @@ class Signals(NamedTuple):
 def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool) -> float:
     """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji)."""
     if use == "keyword":
-        return keyword
+        return keyword_relevance(keyword, cjk) if keyword > 0 else 0.0
     if use == "vector":
         return vector or 0.0
     return combine(keyword, vector or 0.0, cjk)
@@ -846,10 +862,12 @@ def relevance(found: Signals) -> dict[int, float]:
             for doc, rel in found.own.items()}
 
 
-def above_floor(relevances: dict[int, float], floor: float) -> list[int]:
-    """The best CANDIDATES documents at or above the floor (and above 0), most relevant first."""
+def above_floor(relevances: dict[int, float], floor: float, found: Signals) -> list[int]:
+    """The best CANDIDATES documents at or above the floor (and above 0), most relevant first; equal
+    relevances (the fit saturates near 1) by their coverage and cosine, then by document id."""
     passing = [doc for doc, rel in relevances.items() if rel >= floor and rel > 0]
-    return sorted(passing, key=lambda d: (-relevances[d], d))[:CANDIDATES]
+    return sorted(passing, key=lambda d: (-relevances[d], -found.coverage.get(d, 0.0), -found.cosine.get(d, 0.0),
+                                          d))[:CANDIDATES]
 
 
 def factors(conn, docs: list[int], relevances: dict[int, float], found: Signals, plan: Plan,
@@ -938,7 +956,7 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     for qi, query in enumerate(checked["queries"]):
         found = signals(conn, query, lambda qi=qi: cosines_of(qi), plan, checked["kinds"])
         relevances = relevance(found)
-        hits = factors(conn, above_floor(relevances, plan.floor), relevances, found, plan, now, include_all)
+        hits = factors(conn, above_floor(relevances, plan.floor, found), relevances, found, plan, now, include_all)
         results.append(order(hits, k))
     return corpus, results
 
