@@ -7,7 +7,7 @@ for many ranking rules at once: it builds each conversation's store as
 bench/locomo.py does, takes memctl's own signals for every (question, turn)
 pair (keyword coverage from rindex.coverage over the index's tokens and idf;
 the cosine of the embedder's query and passage vectors through
-recall.calibration_for; hybrid = recall.combine's mean with keyword_share),
+recall.calibration_for; hybrid = the weighted mean recall shipped before its fitted combination: keyword share 0.5, 0.2 for kana/kanji),
 then ranks ALL turns of the conversation by each rule and prints recall@10
 (every evidence turn in the top 10; categories 1-4, evidence as published),
 and, for three rules whose value is a relevance, how many evidence and other
@@ -53,7 +53,7 @@ import locomo  # noqa: E402
 
 
 def signals(conv, embedder_name: str, root: Path) -> dict:
-    from memctl import embed, recall, rindex
+    from memctl import embed, recall, rindex, textnorm
     from memctl.store import open_store
 
     locomo.make_store(root, conv, embedder_name)
@@ -76,7 +76,7 @@ def signals(conv, embedder_name: str, root: Path) -> dict:
          "V": vectors, "Q": queries, "calib": recall.calibration_for(embedder), "n": len(ids),
          "sess": np.cumsum(np.r_[0, ~same]), "cache": {}}
     c["cos"] = queries @ vectors.T
-    c["share"] = np.array([recall.keyword_share(q["text"]) for q in questions])[:, None]
+    c["share"] = np.array([0.2 if textnorm.has_cjk(q["text"]) else 0.5 for q in questions])[:, None]  # the old mean's shares
     c["cov1"] = np.array([[rindex.coverage(t, q["terms"], q["idf"]) for t in c["tokens"]] for q in questions])
     return c
 

@@ -1,6 +1,7 @@
 """Recall: absolute relevance, a floor, then a five-factor score (docs/RECALL.md).
 
-    relevance = keyword coverage (keyword), calibrated cosine (vector), or a weighted mean (hybrid)
+    relevance = a fitted probability from the signals: keyword coverage (keyword), calibrated cosine
+                (vector), both with the query's language (hybrid; HYBRID_FIT, KEYWORD_FIT)
     score     = relevance x w1 + importance x w2 + confidence x w3 + recency x w4 + frequency x w5
 
 Relevance is on a fixed scale in [0, 1], computed from the query and the item
@@ -355,21 +356,31 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
 
 
-KEYWORD_SHARE = 0.5  # of hybrid relevance; the vector takes the rest ...
-KEYWORD_SHARE_CJK = 0.2  # ... for a query with kana/kanji, whose bigrams are a weaker signal than words
+# relevance = 1 / (1 + exp(-(b . features))), fitted by bench/fit_relevance.py on the four dev sets
+# (docs/RECALL.md "Calibration"): a probability of relevance on a sample with as many relevant as
+# irrelevant candidates. v = logit of the calibrated vector, cjk = 1 for a query with kana/kanji.
+HYBRID_FIT = (-0.418, 7.461, 1.897, -3.395, 10.746, 0.579)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
+KEYWORD_FIT = (-2.066, 11.117, -2.235, 18.619)  # 1, keyword, cjk, cjk x keyword
+LOGIT_BOUND = 12.0  # a vector relevance of exactly 0 or 1 counts as this logit
 
 
-def combine(keyword: float, vector: float | None, share: float = KEYWORD_SHARE) -> float:
-    """Hybrid relevance: a weighted mean of the two absolute signals (of mean, max(vector, mean),
-    noisy-or and a logistic fit of both, the mean ranked LoCoMo dev best; the Japanese share
-    was set on JSTS train: docs/RECALL.md)."""
-    return keyword if vector is None else share * keyword + (1.0 - share) * vector
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
 
 
-def keyword_share(query: str) -> float:
-    from . import textnorm
+def keyword_relevance(keyword: float, cjk: bool) -> float:
+    """Keyword mode's relevance: the fitted probability of relevance from the coverage alone."""
+    b = KEYWORD_FIT
+    return _sigmoid(b[0] + b[1] * keyword + cjk * (b[2] + b[3] * keyword))
 
-    return KEYWORD_SHARE_CJK if textnorm.has_cjk(query) else KEYWORD_SHARE
+
+def combine(keyword: float, vector: float | None, cjk: bool = False) -> float:
+    """Hybrid relevance: the fitted probability of relevance from the coverage and the calibrated vector."""
+    if vector is None:
+        return keyword_relevance(keyword, cjk)
+    v = max(-LOGIT_BOUND, min(LOGIT_BOUND, math.log(max(vector, 1e-12) / max(1.0 - vector, 1e-12))))
+    b = HYBRID_FIT
+    return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v))
 
 
 def kinds_of(source: str) -> tuple[str, ...]:
@@ -625,7 +636,9 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
         terms, idf = rindex.query_terms(conn, query)
         tokens = rindex.tokens_of(conn, members)
         parts = {m: (_term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
-    share = keyword_share(query)
+    from . import textnorm
+
+    cjk = textnorm.has_cjk(query)
     extra: dict[int, tuple[float, float | None]] = {}
     for d in windows:  # a turn met only as context: its own signals, as recall would score it
         if d not in own:
@@ -642,7 +655,7 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
 
             norm = float(np.linalg.norm(vectors[inside].sum(axis=0))) if len(inside) > 1 else 1.0
             vec = calibrated(float(sims[inside].sum()) / max(norm, 1e-6), calibration)
-        best[d] = kw if use == "keyword" else (vec or 0.0) if use == "vector" else combine(kw, vec or 0.0, share)
+        best[d] = relevance_of(kw, vec, use, cjk)
     return best, extra
 
 
@@ -780,32 +793,165 @@ def corpus_from_wire(data: dict[str, Any]) -> Corpus:
     return corpus
 
 
-def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
-           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
-           include_all: bool = False, min_score: float | None = None, vectors_for=None, embedder=None,
-           now: datetime | None = None) -> tuple[Corpus, list[list[Hit]]]:
-    """The hits for each query with relevance >= the floor, best score first, from an opened index.
+class Plan(NamedTuple):
+    """What every query of one answer() call shares: the mode in use, its vectors, its filters."""
+    use: str  # keyword | vector | hybrid (keyword when no embedder answered)
+    filters: dict[str, Any]
+    settings: Settings
+    floor: float
+    calibration: tuple[float, float]
+    doc_ids: list[int]  # the documents with vectors that pass the filters: row i of `vectors`
+    vectors: Any
+    column: dict[int, int]  # document id -> its row in `vectors` (empty in keyword mode)
+    waiting: int = 0  # documents whose vectors are still embedded in the background (a server's deadline)
 
-    `vectors_for`: a function like allowed_vectors, from a caller that keeps them between calls (the MCP server).
-    `embedder`: the one to use instead of choosing (a server's own); `now`: the caller's clock.
+
+class Signals(NamedTuple):
+    """One query's candidates and their absolute signals (document id -> value)."""
+    keyword: dict[int, tuple[float, float]]  # (BM25, coverage) of the keyword candidates
+    cosine: dict[int, float]
+    coverage: dict[int, float]
+    vector: dict[int, float]  # calibrated cosine (empty in keyword mode)
+    own: dict[int, float]  # the relevance of each candidate's own text
+    window: dict[int, float]  # the relevance of each turn's conversation window
+
+
+def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool) -> float:
+    """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji)."""
+    if use == "keyword":
+        return keyword_relevance(keyword, cjk) if keyword > 0 else 0.0
+    if use == "vector":
+        return vector or 0.0
+    return combine(keyword, vector or 0.0, cjk)
+
+
+def candidates(conn, query: str, cosines, plan: Plan) -> tuple[dict[int, tuple[float, float]], dict[int, float], Any]:
+    """The best CANDIDATES documents by BM25 and by cosine, with those signals, and the query's row of cosines.
+
+    `cosines()` gives that row (None without vectors); it is asked for after the keyword search, so that
+    a query embedded in a thread (embed_early) overlaps the search.
     """
     from . import rindex
 
-    checked = _checked(store, queries, {"k": k, "source": source, "mode": mode, "fact_type": fact_type,
-                                        "since": since, "min_score": min_score})
-    kinds, settings, floor, chosen, queries, after = (checked[name] for name in ("kinds", "settings", "floor", "mode",
-                                                                                  "queries", "after"))
-    statuses = ("live", "archived", "superseded") if include_all else ("live",)
-    corpus = Corpus(min_score=floor)
-    now = clock.now() if now is None else now
+    keyword = rindex.keyword(conn, query, limit=CANDIDATES, **plan.filters) if plan.use != "vector" else {}
+    cosine: dict[int, float] = {}
+    row = cosines() if plan.use != "keyword" else None
+    if row is not None:
+        import numpy as np
+
+        top = np.argsort(-row, kind="stable")[:CANDIDATES]
+        wanted = {plan.doc_ids[int(i)] for i in top} | set(keyword)
+        cosine = {doc: float(row[plan.column[doc]]) for doc in wanted if doc in plan.column}
+    return keyword, cosine, row
+
+
+def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Signals:
+    """The candidates' signals and own relevance, and for turns their conversation windows."""
+    keyword, cosine, row = candidates(conn, query, cosines, plan)
+    from . import textnorm
+
+    cjk = textnorm.has_cjk(query)
+    coverage = {doc: value[1] for doc, value in keyword.items()}
+    vector: dict[int, float] = {}
+    own: dict[int, float] = {}
+    for doc in set(keyword) | set(cosine):
+        if plan.use != "keyword":
+            vector[doc] = calibrated(cosine[doc], plan.calibration) if doc in cosine else 0.0
+        if plan.waiting and doc not in plan.column and plan.use == "hybrid":
+            own[doc] = relevance_of(coverage.get(doc, 0.0), None, "keyword", cjk)  # no vector yet: keywords alone
+        else:
+            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk)
+    window: dict[int, float] = {}
+    if "episode" in kinds and own and plan.settings.windows:
+        window = _context_windows(conn, query, row, plan, own, coverage, vector)
+    return Signals(keyword, cosine, coverage, vector, own, window)
+
+
+def _context_windows(conn, query: str, row, plan: Plan, own: dict, coverage: dict, vector: dict) -> dict[int, float]:
+    """The windows' relevance; turns met only as context (and passing the filters) join the
+    candidates, their signals added to `own`, `coverage` and `vector`."""
+    from . import rindex
+
+    window, extra = _windows(conn, query, own, plan.use, plan.calibration, row, plan.column, plan.vectors)
+    outside = [d for d in window if d not in own]  # a turn met as context: the filters may exclude it
+    if outside:
+        keep = rindex.passing(conn, outside, **plan.filters)
+        window = {d: v for d, v in window.items() if d in own or d in keep}
+    from . import textnorm
+
+    cjk = textnorm.has_cjk(query)
+    for doc, (kw, vec) in extra.items():
+        if doc in window:
+            coverage[doc] = kw
+            if plan.use != "keyword":
+                vector[doc] = vec or 0.0
+            own[doc] = relevance_of(kw, vector.get(doc), plan.use, cjk)
+    return window
+
+
+def relevance(found: Signals) -> dict[int, float]:
+    """Each candidate's relevance: its own, or for a turn in a conversation the mean with its window's."""
+    return {doc: rel if doc not in found.window else (1.0 - WINDOW_SHARE) * rel + WINDOW_SHARE * found.window[doc]
+            for doc, rel in found.own.items()}
+
+
+def above_floor(relevances: dict[int, float], floor: float, found: Signals) -> list[int]:
+    """The best CANDIDATES documents at or above the floor (and above 0), most relevant first; equal
+    relevances (the fit saturates near 1) by their coverage and cosine, then by document id."""
+    passing = [doc for doc, rel in relevances.items() if rel >= floor and rel > 0]
+    return sorted(passing, key=lambda d: (-relevances[d], -found.coverage.get(d, 0.0), -found.cosine.get(d, 0.0),
+                                          d))[:CANDIDATES]
+
+
+def factors(conn, docs: list[int], relevances: dict[int, float], found: Signals, plan: Plan,
+            now: datetime, include_all: bool) -> list[Hit]:
+    """The hits for `docs`: the five factors and the weighted score (expired ones left out unless asked for)."""
+    from . import rindex
+
+    rows = rindex.docs(conn, docs)
+    stats, _ = rindex.access(conn, [rows[d].key for d in docs if d in rows])
     now_ts = now.timestamp()
+    hits = []
+    for d in docs:
+        item = _item(rows[d], now_ts)
+        if item.status == "expired" and not include_all:
+            continue
+        count, last_ts = stats.get(item.key, (0, None))
+        last_use = datetime.fromtimestamp(last_ts).astimezone() if last_ts else None
+        last = max(filter(None, [item.when, last_use]), default=None)
+        values = {
+            "relevance": relevances[d],
+            "importance": item.importance,
+            "confidence": item.confidence,
+            "recency": recency(last, now, plan.settings.half_life_days),
+            "frequency": use_frequency(count),
+        }
+        weights = plan.settings.weights[item.kind]
+        score = sum(weights[name] * value for name, value in values.items())
+        hits.append(Hit(item, score, values, found.coverage.get(d, 0.0),
+                        found.vector.get(d) if plan.use != "keyword" else None,
+                        found.keyword[d][0] if d in found.keyword else None, found.cosine.get(d), found.window.get(d)))
+    return hits
+
+
+def order(hits: list[Hit], k: int) -> list[Hit]:
+    """The best `k` hits by score (ties: by path)."""
+    return sorted(hits, key=lambda h: (-h.score, h.item.path))[:k]
+
+
+def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fact_type, tag, agent,
+             include_all: bool, vectors_for, embedder) -> tuple[Plan, Any]:
+    """The plan of one answer() call, and the embedder for its queries (None in keyword mode)."""
+    chosen, kinds = checked["mode"], checked["kinds"]
+    statuses = ("live", "archived", "superseded") if include_all else ("live",)
     if embedder is None and chosen != "keyword":
         embedder = _embedder(store, corpus, required=chosen == "vector")
     elif chosen == "keyword":
         embedder = None
-    filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": after, "agent": agent}
+    filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": checked["after"],
+               "agent": agent}
     doc_ids: list[int] = []
-    sims = vectors = None
+    vectors = None
     calibration = (0.0, 1.0)
     waiting = 0
     if embedder is not None:
@@ -814,77 +960,40 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
         calibration = calibration_for(embedder)  # (waiting: said by the server that set the deadline)
     use = chosen if embedder is not None else "keyword"
     column = {doc: i for i, doc in enumerate(doc_ids)} if use != "keyword" and doc_ids else {}
+    return Plan(use, filters, checked["settings"], checked["floor"], calibration, doc_ids, vectors, column,
+                waiting), embedder
+
+
+def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
+           fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
+           include_all: bool = False, min_score: float | None = None, vectors_for=None, embedder=None,
+           now: datetime | None = None) -> tuple[Corpus, list[list[Hit]]]:
+    """The hits for each query with relevance >= the floor, best score first, from an opened index.
+
+    The pipeline: candidates -> signals -> relevance -> floor -> factors -> order (each a function here).
+    `vectors_for`: a function like allowed_vectors, from a caller that keeps them between calls (the MCP server).
+    `embedder`: the one to use instead of choosing (a server's own); `now`: the caller's clock.
+    """
+    checked = _checked(store, queries, {"k": k, "source": source, "mode": mode, "fact_type": fact_type,
+                                        "since": since, "min_score": min_score})
+    corpus = Corpus(min_score=checked["floor"])
+    now = clock.now() if now is None else now
+    plan, embedder = plan_for(store, conn, checked, corpus, fact_type=fact_type, tag=tag, agent=agent,
+                              include_all=include_all, vectors_for=vectors_for, embedder=embedder)
+    sims: list = []  # every query's cosines, computed when the first query's keyword search is done
+
+    def cosines_of(qi: int):
+        if not sims:
+            sims.append(_cosines(embedder, checked["queries"], plan.vectors))
+        return sims[0][qi] if plan.column else None
+
     results: list[list[Hit]] = []
-    for qi, query in enumerate(queries):
-        share = keyword_share(query)
-        keyword = rindex.keyword(conn, query, limit=CANDIDATES, **filters) if use != "vector" else {}
-        if embedder is not None and sims is None:  # after the first keyword search: embed_early overlaps it
-            sims = _cosines(embedder, queries, vectors)
-        cosine: dict[int, float] = {}
-        if column:
-            import numpy as np
-
-            row = sims[qi]
-            top = np.argsort(-row, kind="stable")[:CANDIDATES]
-            wanted = {doc_ids[int(i)] for i in top} | set(keyword)
-            cosine = {doc: float(row[column[doc]]) for doc in wanted if doc in column}
-        own: dict[int, float] = {}
-        vector: dict[int, float] = {}
-        for doc in set(keyword) | set(cosine):
-            kw = keyword[doc][1] if doc in keyword else 0.0
-            if use == "keyword":
-                own[doc] = kw
-            else:
-                vector[doc] = calibrated(cosine[doc], calibration) if doc in cosine else 0.0
-                if waiting and doc not in column and use != "vector":
-                    own[doc] = kw  # no vector yet (embedded in the background): its keyword relevance alone
-                else:
-                    own[doc] = vector[doc] if use == "vector" else combine(kw, vector[doc], share)
-        coverage = {doc: value[1] for doc, value in keyword.items()}
-        window: dict[int, float] = {}
-        if "episode" in kinds and own and settings.windows:
-            window, extra = _windows(conn, query, own, use, calibration, sims[qi] if column else None, column, vectors)
-            outside = [d for d in window if d not in own]  # a turn met as context: the filters may exclude it
-            if outside:
-                keep = rindex.passing(conn, outside, **filters)
-                window = {d: v for d, v in window.items() if d in own or d in keep}
-            for doc, (kw, vec) in extra.items():
-                if doc in window:
-                    coverage[doc] = kw
-                    if use != "keyword":
-                        vector[doc] = vec or 0.0
-                    own[doc] = kw if use == "keyword" else vector[doc] if use == "vector" else combine(kw, vector[doc], share)
-        relevance = {}
-        for doc in own:
-            rel = own[doc] if doc not in window else (1.0 - WINDOW_SHARE) * own[doc] + WINDOW_SHARE * window[doc]
-            if rel >= floor and rel > 0:
-                relevance[doc] = rel
-        candidates = sorted(relevance, key=lambda i: (-relevance[i], i))[:CANDIDATES]
-        found = rindex.docs(conn, candidates)
-        stats, _ = rindex.access(conn, [found[i].key for i in candidates if i in found])
-        hits = []
-        for i in candidates:
-            item = _item(found[i], now_ts)
-            if item.status == "expired" and not include_all:
-                continue
-            weights = settings.weights[item.kind]
-            count, last_ts = stats.get(item.key, (0, None))
-            last_use = datetime.fromtimestamp(last_ts).astimezone() if last_ts else None
-            last = max(filter(None, [item.when, last_use]), default=None)
-            factors = {
-                "relevance": relevance[i],
-                "importance": item.importance,
-                "confidence": item.confidence,
-                "recency": recency(last, now, settings.half_life_days),
-                "frequency": use_frequency(count),
-            }
-            score = sum(weights[name] * value for name, value in factors.items())
-            hits.append(Hit(item, score, factors, coverage.get(i, 0.0), vector.get(i) if use != "keyword" else None,
-                            keyword[i][0] if i in keyword else None, cosine.get(i), window.get(i)))
-        hits.sort(key=lambda h: (-h.score, h.item.path))
-        results.append(hits[:k])
+    for qi, query in enumerate(checked["queries"]):
+        found = signals(conn, query, lambda qi=qi: cosines_of(qi), plan, checked["kinds"])
+        relevances = relevance(found)
+        hits = factors(conn, above_floor(relevances, plan.floor, found), relevances, found, plan, now, include_all)
+        results.append(order(hits, k))
     return corpus, results
-
 
 # ---------------------------------------------------------------- audit
 

@@ -53,16 +53,16 @@ def test_paraphrase_with_no_shared_words_ranks_first_with_an_embedder(root):
     corpus, (hits,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
     assert corpus.vector_backend == "sentence-transformers", corpus.notes
     assert hits[0].item.key == "cat-food"
-    # at the default floor: vector mode finds it; hybrid halves a relevance no shared word supports
+    # vector mode finds it too; hybrid is the fitted combination of its signals (no shared word: keyword 0)
     _, (vector_hits,) = recall.recall(store, [query], mode="vector", log=False)
     assert vector_hits[0].item.key == "cat-food"
-    assert hits[0].relevance == pytest.approx(0.5 * vector_hits[0].relevance)
-    # hybrid is a weighted mean: half keyword for words, a fifth for kana/kanji bigrams
-    for query, share in (("office cat salmon", 0.5), ("東京の会議室", 0.2)):
+    assert hits[0].keyword == 0 and hits[0].relevance == pytest.approx(recall.combine(0.0, vector_hits[0].relevance))
+    # with the query's language as an input (kana/kanji bigrams are a weaker signal than words)
+    for query, cjk in (("office cat salmon", False), ("東京の会議室", True)):
         _, (found,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
         top = found[0]
         assert top.keyword > 0 and top.vector is not None
-        assert top.relevance == pytest.approx(share * top.keyword + (1 - share) * top.vector)
+        assert top.relevance == pytest.approx(recall.combine(top.keyword, top.vector, cjk))
     _, (keyword_hits,) = recall.recall(store, [query], mode="keyword", log=False)
     assert "cat-food" not in [h.item.key for h in keyword_hits]
 
@@ -86,8 +86,9 @@ def test_explain_has_five_factors_and_weights_add_up(root):
     assert set(hit.factors) == {"relevance", "importance", "confidence", "recency", "frequency"}
     expected = sum(recall.FACT_WEIGHTS[k] * v for k, v in hit.factors.items())
     assert abs(hit.score - expected) < 1e-9
-    # every query term is in the (short) fact: full coverage
-    assert hit.factors["importance"] == 0.8 and hit.factors["relevance"] == 1.0 == hit.keyword
+    # every query term is in the (short) fact: full coverage, and the relevance the fit gives it
+    assert hit.factors["importance"] == 0.8 and hit.keyword == 1.0
+    assert hit.factors["relevance"] == recall.keyword_relevance(1.0, cjk=True)
 
 
 def test_relevance_is_absolute_not_scaled_by_the_best_hit(root):
@@ -343,17 +344,18 @@ def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
     # the question turn and the answer turn each hold half of the query; together all of it
     assert by["ep-0000"].keyword == pytest.approx(0.5, abs=0.1) and by["ep-0001"].keyword == pytest.approx(0.5, abs=0.1)
     # their window (the three turns of that session: ep-0003 is another, ep-0004 an event) holds all of it
-    assert by["ep-0000"].window == pytest.approx(1.0) == by["ep-0001"].window
+    assert by["ep-0000"].window == pytest.approx(recall.keyword_relevance(1.0, False)) == by["ep-0001"].window
     for key in ("ep-0000", "ep-0001"):
-        expected = (1 - recall.WINDOW_SHARE) * by[key].keyword + recall.WINDOW_SHARE * by[key].window
-        assert by[key].relevance == pytest.approx(expected) and by[key].relevance > by[key].keyword
+        own = recall.keyword_relevance(by[key].keyword, False)
+        expected = (1 - recall.WINDOW_SHARE) * own + recall.WINDOW_SHARE * by[key].window
+        assert by[key].relevance == pytest.approx(expected) and by[key].relevance > own
     assert {h.item.key for h in hits[:2]} == {"ep-0000", "ep-0001"}
     # the reply that holds no query word is found through its context, below the turns that hold some
     assert by["ep-0002"].keyword == 0 and by["ep-0002"].relevance == pytest.approx(recall.WINDOW_SHARE * by["ep-0002"].window)
     assert by["ep-0002"].relevance < min(by["ep-0000"].relevance, by["ep-0001"].relevance)
     # the next session and the decision are not joined to the dialog
     assert by["ep-0003"].window is None or by["ep-0003"].window < 0.9
-    assert by["ep-0004"].relevance == pytest.approx(by["ep-0004"].keyword)
+    assert by["ep-0004"].relevance == pytest.approx(recall.keyword_relevance(by["ep-0004"].keyword, False))
     # facts are never windows
     _remember(store, "pottery", "Pottery workshop is on Saturday")
     _, (facts_only,) = recall.recall(store, [query], mode="keyword", log=False, min_score=0)
@@ -410,22 +412,22 @@ def test_a_turn_is_read_with_two_turns_either_side_and_no_further(root):
                                log=False, min_score=0)
     by = {h.item.key: h for h in hits}
     # ep-0003's window (ep-0001..ep-0005) holds every query word; ep-0001's (ep-0000..ep-0003) only the vase
-    assert by["ep-0003"].window == pytest.approx(1.0)
-    assert by["ep-0001"].keyword == 0 and by["ep-0001"].window < 0.5
+    assert by["ep-0003"].window == pytest.approx(recall.keyword_relevance(1.0, False))
+    assert by["ep-0001"].keyword == 0 and by["ep-0001"].window < recall.keyword_relevance(0.5, False)
     assert hits[0].item.key in {"ep-0003", "ep-0005"}
     # the cobalt turn shares no word with the query and ep-0005 is outside its window
     _, (cobalt,) = recall.recall(store, ["cobalt kiln"], source="episodes", mode="keyword", log=False, min_score=0)
     got = {h.item.key: h for h in cobalt}
     # ep-0000's window (ep-0000..ep-0002) holds cobalt only; ep-0002's (ep-0000..ep-0004) cobalt and kiln
     assert got["ep-0000"].keyword > 0 and got["ep-0002"].keyword == 0
-    assert got["ep-0000"].window < got["ep-0002"].window == pytest.approx(1.0)
+    assert got["ep-0000"].window < got["ep-0002"].window == pytest.approx(recall.keyword_relevance(1.0, False))
     # a lone episode (no conversation) keeps its own relevance exactly
     from memctl import episodes
 
     episodes.add(store, "Cobalt glaze ordered", "success", commit_changes=False)
     _, (lone,) = recall.recall(store, ["cobalt glaze"], source="episodes", mode="keyword", log=False, min_score=0)
     event = next(h for h in lone if h.item.type == "success")
-    assert event.window is None and event.relevance == pytest.approx(event.keyword)
+    assert event.window is None and event.relevance == pytest.approx(recall.keyword_relevance(event.keyword, False))
 
 
 def test_a_window_vector_is_the_normalised_sum_of_its_turns_and_a_filter_keeps_context(root):

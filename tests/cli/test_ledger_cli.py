@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import cli, git, memctl
+from memctl import recall
 
 SEED = (
     "2026-09-14\tzenn\tmcp-stdio-20260914220022-32061\tMCPサーバーのテストとデバッグ — stdioトランスポートの挙動を追う方法\n"
@@ -270,8 +271,9 @@ def test_episode_add_list_recall(root, monkeypatch):
     )
     recalled = json.loads(cli(root, "episode", "recall", "Zenn 公開", "--mode", "keyword", "--json", "--explain", env=env).stdout)
     assert [r["name"] for r in recalled][0] == episode_id
-    assert recalled[0]["relevance"] == 1.0 and recalled[0]["factors"]["recency"] == 1.0  # both terms present
-    assert recalled[0]["score"] == round(0.4 * 1.0 + 0.35 * 0.8 + 0.25 * 1.0, 4)  # the episodes' default weights
+    relevance = recall.keyword_relevance(1.0, cjk=True)  # both terms present: full coverage
+    assert recalled[0]["relevance"] == round(relevance, 4) and recalled[0]["factors"]["recency"] == 1.0
+    assert recalled[0]["score"] == round(0.4 * relevance + 0.35 * 0.8 + 0.25 * 1.0, 4)  # the episodes' default weights
     assert len(json.loads(cli(root, "episode", "recall", "公開", "--k", "1", "--json", env=env).stdout)) == 1
     bad = cli(root, "episode", "add", "x", "--type", "error", "--importance", "2")
     assert "importance 2.0 is not between 0 and 1" in one_line_error(bad, 2)

@@ -1,0 +1,325 @@
+"""Fit hybrid and keyword relevance (recall.HYBRID_FIT, recall.KEYWORD_FIT) on the dev data (docs/RECALL.md).
+
+    python bench/fit_relevance.py [--data ../shared/data] [--embedder e5-small-q4] [--pairs 1000]
+        [--questions 1000] [--rows ROWS.json ...] [--sets locomo,jsts,stsb,jsquad] [--collect-only] [--json OUT]
+
+Signals come from memctl itself (recall.answer, floor 0, windows off, in-process), per
+(query, candidate) pair, from the four dev sets under --data (read there, never copied):
+
+- LoCoMo dev: questions of categories 1-4 against the turns of their conversation (evidence relevant);
+- JSTS train / STS-B train: pairs scored >= 4 relevant, <= 2 not; the first sentence asked, the
+  second stored as a fact among the other sampled second sentences (--pairs of each);
+- JSQuAD dev: the paragraphs stored one per fact, --questions questions asked (their paragraph relevant).
+
+Each set gives a balanced sample (every positive, as many negatives, seed 0), and every set weighs
+the same. Two logistic regressions (Newton's method) are fitted on the union:
+
+    hybrid  : relevant ~ 1, keyword, logit(vector), cjk, cjk x keyword, cjk x logit(vector)
+    keyword : relevant ~ 1, keyword, cjk, cjk x keyword
+
+where keyword is the coverage (rindex.coverage), logit(vector) = slope x (cosine - centre) of the
+model's cosine calibration and cjk = 1 for a query with kana/kanji. It prints the coefficients that
+recall.py ships, then precision and recall (balanced) at floors 0.25-0.50 for every set and mode, and
+the share of questions with a relevant candidate at or above the floor; then R@1, R@5, R@10 per set for
+BM25, keyword, vector, the mean shipped before and the fitted hybrid. Nothing is tuned per question.
+`--rows` caches the signals (a JSON file outside the repository) so a refit skips the embedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
+FLOORS = [0.25, 0.30, 0.35, 0.40, 0.45, 0.50]
+
+
+def new_store(root: Path, spec: str):
+    from calibrate_recall import embedding_table
+    from memctl.store import init_store, open_store
+
+    init_store(root, git=False)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(embedding_table(spec) + "\n[recall]\nwindows = false\n")
+    return open_store(root)
+
+
+def hits_of(store, queries: list[str], source: str) -> list[list]:
+    from memctl import recall, rindex
+
+    with rindex.opened(store) as conn:
+        _, results = recall.answer(store, conn, queries, k=10_000, source=source, mode="hybrid", min_score=0.0)
+    return results
+
+
+def row(query: str, hit, relevant: bool, qid: str) -> list:
+    """(cosine or None, keyword coverage, relevant, question id, 1 for a query with kana/kanji, BM25 or None)."""
+    from memctl import textnorm
+
+    return [hit.cosine, hit.keyword, int(relevant), qid, int(textnorm.has_cjk(query)), hit.bm25]
+
+
+def store_facts(store, texts: list[str]) -> None:
+    """One fact file per text, named d00000..., written directly and indexed once (as bench/bench_recall.py
+    does: hundreds of `remember` calls would take too long)."""
+    from memctl import fact as fact_mod
+    from memctl import facts
+
+    for n, text in enumerate(texts):
+        name = f"d{n:05d}"
+        fact = fact_mod.Fact(stem=name, front={"name": name, "description": " ".join(text.split()),
+                                               "metadata": {"type": "reference"}},
+                             body="", path=store.memory_dir / f"{name}.md")
+        fact.path.write_text(fact_mod.render(fact), encoding="utf-8")
+    facts.reindex(store, commit_changes=False)
+
+
+def locomo_rows(path: Path, spec: str, tmp: Path) -> list[list]:
+    import locomo
+    from memctl import episodes, ledger
+
+    rows = []
+    for i, raw in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        conv = locomo.build_conversation(i, raw, {})
+        store = new_store(tmp / f"locomo-{conv.sample_id}", spec)
+        episodes.ensure_ledger(store, commit_changes=False)
+        ledger.append(store, episodes.LEDGER, conv.records, commit_changes=False)
+        for q, hits in zip(conv.questions, hits_of(store, [q.text for q in conv.questions], "episodes")):
+            rows += [row(q.text, h, conv.refs[h.item.key] in q.evidence, q.qid) for h in hits]
+        print(f"  locomo {conv.sample_id}: {len(conv.questions)} questions", file=sys.stderr, flush=True)
+    return rows
+
+
+def pair_rows(pairs: list[tuple[str, str, int]], name: str, spec: str, tmp: Path, count: int) -> list[list]:
+    rng = random.Random(0)
+    pos = [p for p in pairs if p[2]]
+    neg = [p for p in pairs if not p[2]]
+    chosen = rng.sample(pos, min(count // 2, len(pos))) + rng.sample(neg, min(count // 2, len(neg)))
+    store = new_store(tmp / name, spec)
+    store_facts(store, [second for _, second, _ in chosen])
+    rows = []
+    for n, ((first, _, label), hits) in enumerate(zip(chosen, hits_of(store, [f for f, _, _ in chosen], "facts"))):
+        rows += [row(first, h, h.item.key == f"d{n:05d}" and label, f"{name}{n}") for h in hits]
+    print(f"  {name}: {len(chosen)} pairs", file=sys.stderr, flush=True)
+    return rows
+
+
+def jsts_pairs(path: Path) -> list[tuple[str, str, int]]:
+    pairs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if float(r["label"]) >= 4.0 or float(r["label"]) <= 2.0:
+            pairs.append((r["sentence1"], r["sentence2"], int(float(r["label"]) >= 4.0)))
+    return pairs
+
+
+def stsb_pairs(path: Path) -> list[tuple[str, str, int]]:
+    pairs = []
+    with open(path, encoding="utf-8") as handle:
+        for cols in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            if len(cols) >= 7 and (float(cols[4]) >= 4.0 or float(cols[4]) <= 2.0):
+                pairs.append((cols[5], cols[6], int(float(cols[4]) >= 4.0)))
+    return pairs
+
+
+def jsquad_items(path: Path) -> tuple[list[str], list[tuple[str, int]]]:
+    """The paragraphs (title prefix and [SEP] kept as the text), and (question, its paragraph)."""
+    paragraphs, questions = [], []
+    for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
+        for p in article["paragraphs"]:
+            paragraphs.append(p["context"].replace(" [SEP] ", ": ", 1))
+            questions += [(qa["question"], len(paragraphs) - 1) for qa in p["qas"]]
+    return paragraphs, questions
+
+
+def jsquad_rows(path: Path, spec: str, tmp: Path, count: int) -> list[list]:
+    paragraphs, questions = jsquad_items(path)
+    asked = random.Random(0).sample(questions, min(count, len(questions)))
+    store = new_store(tmp / "jsquad", spec)
+    store_facts(store, paragraphs)
+    rows = []
+    for n, ((q, p), hits) in enumerate(zip(asked, hits_of(store, [q for q, _ in asked], "facts"))):
+        rows += [row(q, h, h.item.key == f"d{p:05d}", f"jsquad{n}") for h in hits]
+    print(f"  jsquad: {len(asked)} questions over {len(paragraphs)} paragraphs", file=sys.stderr, flush=True)
+    return rows
+
+
+def features(r: list, calibration: tuple[float, float], keyword_only: bool) -> list[float]:
+    cjk = float(r[4])
+    if keyword_only:
+        return [1.0, r[1], cjk, cjk * r[1]]
+    centre, slope = calibration
+    v = max(-12.0, min(12.0, slope * ((r[0] if r[0] is not None else -1.0) - centre)))  # recall.LOGIT_BOUND
+    return [1.0, r[1], v, cjk, cjk * r[1], cjk * v]
+
+
+def logistic(x, y, w, l2: float = 1e-3):
+    """Weighted logistic regression by Newton's method (a small ridge keeps it finite)."""
+    import numpy as np
+
+    beta = np.zeros(x.shape[1])
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(x @ beta)))
+        g = x.T @ (w * (p - y)) + l2 * beta
+        h = (x * (w * p * (1 - p))[:, None]).T @ x + l2 * np.eye(x.shape[1])
+        step = np.linalg.solve(h, g)
+        beta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return beta
+
+
+def balanced(rows: list, seed: int = 0) -> list:
+    pos = [r for r in rows if r[2]]
+    neg = [r for r in rows if not r[2]]
+    return pos + random.Random(seed).sample(neg, min(len(neg), len(pos)))
+
+
+def relevance(r: list, mode: str, fitted: dict, calibration) -> float:
+    """A candidate's relevance in `mode` (bm25: raw BM25, for ordering only)."""
+    from memctl import recall
+
+    if mode == "bm25":
+        return r[5] if r[5] is not None else -1.0
+    if mode == "vector":
+        return recall.calibrated(r[0], calibration) if r[0] is not None else 0.0
+    if mode == "mean":  # the rule shipped before the fit: keyword share 0.5, 0.2 for kana/kanji
+        share = 0.2 if r[4] else 0.5
+        return share * r[1] + (1 - share) * relevance(r, "vector", fitted, calibration)
+    if mode == "keyword" and r[1] <= 0:
+        return 0.0
+    f = features(r, calibration, mode == "keyword")
+    return 1 / (1 + math.exp(-sum(b * v for b, v in zip(fitted[mode], f))))
+
+
+def ranking(sets: dict, fitted: dict, calibration, floor: float | None) -> dict:
+    """R@1, R@5, R@10 per set and mode over the questions that have a relevant candidate: a question is
+    found at k when all its relevant candidates are in its top k (ranked by relevance), at floor 0 and at
+    the floor; and the share of questions with no candidate at or above the floor."""
+    from memctl import recall
+
+    floor = recall.DEFAULT_MIN_SCORE if floor is None else floor
+    report: dict = {}
+    print(f"\n{'set':>7} {'mode':>8} {'R@1':>6} {'R@5':>6} {'R@10':>6} | at floor {floor:.2f}: {'R@1':>6} {'R@5':>6} {'R@10':>6} {'none':>6}")
+    for name, rows in sets.items():
+        by_q: dict[str, list] = {}
+        for r in rows:
+            by_q.setdefault(r[3], []).append(r)
+        for mode in ("bm25", "keyword", "vector", "mean", "hybrid"):
+            found = {(f, k): 0 for f in (0.0, floor) for k in (1, 5, 10)}
+            scored = none = 0
+            for rs in by_q.values():
+                rel = [(relevance(r, mode, fitted, calibration), r[2]) for r in rs]
+                if mode == "bm25":
+                    rel = [(v, y) for v, y in rel if v > -1.0]
+                if mode != "bm25" and not any(v >= floor and v > 0 for v, _ in rel):
+                    none += 1
+                wanted = sum(y for _, y in rel)
+                if not any(r[2] for r in rs):
+                    continue
+                scored += 1
+                order = [y for _, y in sorted(rel, key=lambda p: -p[0])]
+                passing = sorted([p for p in rel if p[0] >= floor and p[0] > 0], key=lambda p: -p[0])
+                for k in (1, 5, 10):
+                    found[(0.0, k)] += wanted > 0 and sum(order[:k]) == wanted
+                    found[(floor, k)] += wanted > 0 and sum(y for _, y in passing[:k]) == wanted
+            share = {key: value / scored for key, value in found.items()}
+            report.setdefault(name, {})[mode] = {"questions": scored, "none_at_floor": none / len(by_q),
+                                                 **{f"r@{k}" + ("" if f == 0 else "_floor"): share[(f, k)] for f, k in share}}
+            at = " ".join(f"{share[(floor, k)]:>6.3f}" for k in (1, 5, 10)) if mode != "bm25" else " " * 20
+            print(f"{name:>7} {mode:>8} " + " ".join(f"{share[(0.0, k)]:>6.3f}" for k in (1, 5, 10))
+                  + f" | {'':>14}{at} {none / len(by_q) if mode != 'bm25' else float('nan'):>6.3f}")
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--embedder", default="e5-small-q4")
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--questions", type=int, default=1000)
+    parser.add_argument("--rows", type=Path, action="append",
+                        help="signals cache: read if every one given exists, else the first is written")
+    parser.add_argument("--sets", default="locomo,jsts,stsb,jsquad", help="the sets to collect (comma-separated)")
+    parser.add_argument("--collect-only", action="store_true", help="write the --rows cache and stop")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--floor", type=float, help="the floor for the ranking table (default: recall.DEFAULT_MIN_SCORE)")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ["MEMCTL_NO_COMMIT"] = "1"
+    import numpy as np
+
+    from memctl import recall
+
+    if args.rows and all(path.exists() for path in args.rows):
+        sets = {}
+        for path in args.rows:  # several files: the sets collected by separate runs (--sets), merged
+            sets.update(json.loads(path.read_text(encoding="utf-8")))
+    else:
+        readers = {
+            "locomo": lambda t: locomo_rows(args.data / "locomo-dev" / "locomo-dev.json", args.embedder, t),
+            "jsts": lambda t: pair_rows(jsts_pairs(args.data / "jsts-train" / "train-v1.3.json"), "jsts", args.embedder, t,
+                                        args.pairs),
+            "stsb": lambda t: pair_rows(stsb_pairs(args.data / "stsb-train" / "sts-train.csv"), "stsb", args.embedder, t,
+                                        args.pairs),
+            "jsquad": lambda t: jsquad_rows(args.data / "jsquad-dev" / "jsquad-valid-first30.json", args.embedder, t,
+                                            args.questions),
+        }
+        with tempfile.TemporaryDirectory(prefix="memctl-fit-") as tmp:
+            sets = {name: readers[name](Path(tmp)) for name in args.sets.split(",")}
+        if args.rows:
+            args.rows[0].write_text(json.dumps(sets), encoding="utf-8")
+        if args.collect_only:
+            return 0
+    calibration = recall.VECTOR_CALIBRATION[args.embedder] if args.embedder in recall.VECTOR_CALIBRATION else (0.0, 1.0)
+    fitted = {}
+    for mode in ("hybrid", "keyword"):
+        x, y, w = [], [], []
+        for rows in sets.values():
+            sample = balanced(rows)
+            x += [features(r, calibration, mode == "keyword") for r in sample]
+            y += [r[2] for r in sample]
+            w += [1.0 / len(sample)] * len(sample)
+        beta = logistic(np.array(x), np.array(y, dtype=float), np.array(w) * len(w) / len(sets))
+        fitted[mode] = [round(float(b), 3) for b in beta]
+        print(f"{mode} fit: {fitted[mode]}")
+    report = {"fit": fitted, "floors": {}}
+    print(f"\n{'set':>7} {'mode':>8} {'floor':>6} {'P bal':>6} {'R':>6} {'q hit':>6} {'q none':>7}")
+    for name, rows in sets.items():
+        sample = balanced(rows)
+        y = np.array([r[2] for r in sample], dtype=bool)
+        qids = sorted({r[3] for r in rows})
+        index = {q: i for i, q in enumerate(qids)}
+        q_of = np.array([index[r[3]] for r in rows])
+        y_all = np.array([r[2] for r in rows], dtype=bool)
+        for mode in ("keyword", "vector", "hybrid"):
+            rel_sample = np.array([relevance(r, mode, fitted, calibration) for r in sample])
+            rel_all = np.array([relevance(r, mode, fitted, calibration) for r in rows])
+            for floor in FLOORS:
+                tp = int(np.sum(y & (rel_sample >= floor)))
+                fp = int(np.sum(~y & (rel_sample >= floor)))
+                passing = (rel_all >= floor) & (rel_all > 0)
+                hit = len(set(q_of[passing & y_all])) / len(qids)
+                none = 1 - len(set(q_of[passing])) / len(qids)
+                p = tp / (tp + fp) if tp + fp else float("nan")
+                report["floors"].setdefault(name, []).append(
+                    {"mode": mode, "floor": floor, "precision": p, "recall": tp / y.sum(), "questions_hit": hit,
+                     "questions_none": none})
+                print(f"{name:>7} {mode:>8} {floor:>6.2f} {p:>6.3f} {tp / y.sum():>6.3f} {hit:>6.3f} {none:>7.3f}", flush=True)
+    report["ranking"] = ranking(sets, fitted, calibration, args.floor)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
