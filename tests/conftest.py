@@ -19,15 +19,26 @@ app = load_commands()  # every command, as `memctl --help` shows them
 REPO = Path(__file__).resolve().parent.parent
 
 
+# Set in os.environ by memctl itself when it reads history through GitPython (gitstore._git_module):
+# in-process commands of one test must not hand them to the subprocesses of the next, where
+# GIT_PYTHON_GIT_EXECUTABLE would name the git to run ahead of PATH.
+SET_BY_MEMCTL = ("GIT_PYTHON_GIT_EXECUTABLE", "GIT_PYTHON_REFRESH")
+
+
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch, tmp_path_factory):
-    """Tests never depend on the developer's environment or ~/.gitconfig."""
-    for key in ("MEMCTL_ROOT", "MEMCTL_NO_COMMIT", "MEMCTL_AGENT", "MEMCTL_NOW", "MEMCTL_FORCE_TTY"):
+    """Tests never depend on the developer's environment, ~/.gitconfig, or what an earlier test set."""
+    for key in ("MEMCTL_ROOT", "MEMCTL_NO_COMMIT", "MEMCTL_AGENT", "MEMCTL_NOW", "MEMCTL_FORCE_TTY", "MEMCTL_GIT"):
         monkeypatch.delenv(key, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for key in SET_BY_MEMCTL:
+        os.environ.pop(key, None)
+    yield
+    for key in SET_BY_MEMCTL:
+        os.environ.pop(key, None)
 
 
 # One instant for tests whose commands read the clock and compare with what earlier commands wrote
