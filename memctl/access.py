@@ -76,14 +76,14 @@ def header(path: Path) -> tuple[tuple[str, ...], bool]:
 
 def rows(store: Store) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, values) of every row, in file order."""
-    from .ledger import parse_record
+    from .ledger import lines, parse_record
 
     path = path_for(store)
     if not path.exists():
         return
     columns, has_header = header(path)
     with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
+        for lineno, raw in lines(handle, store.rel(path)):
             if lineno == 1 and has_header:
                 continue
             yield lineno, parse_record(raw.rstrip(b"\n").decode("utf-8", "replace"), columns)
