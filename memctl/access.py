@@ -76,9 +76,11 @@ def header(path: Path) -> tuple[tuple[str, ...], bool]:
 
 def rows(store: Store) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, values) of every row, in file order."""
+    from .fsutil import refuse_link
     from .ledger import parse_record
 
     path = path_for(store)
+    refuse_link(store.root, path)  # never read through a link (docs/RELIABILITY.md)
     if not path.exists():
         return
     columns, has_header = header(path)

@@ -42,6 +42,7 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
     ("damaged", "a file memctl will not write after: a ledger's last line without LF (rows: after printing the rest), "
                 "conflict markers, a damaged index block", FAILED),
     ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT", LOCKED),
+    ("link", "a symbolic link in the store where memctl reads or writes (it follows none; the line names it)", FAILED),
 )
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, NotFound, Refused
-from .fsutil import atomic_move, atomic_write, escapes
+from .fsutil import atomic_move, atomic_write, link_message, link_on_way, read_bytes, read_text
 from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .store import Store, commit, refuse_uncommitted, will_commit
@@ -81,30 +81,45 @@ class Scan:
 
 # ---------------------------------------------------------------- reading
 
-def _fact_files(directory: Path, store: Store) -> list[Path]:
-    if not directory.is_dir():
-        return []
-    return sorted(
-        p for p in directory.iterdir()
-        if p.suffix == ".md" and p.name != "MEMORY.md" and not p.name.startswith(".") and p.is_file()
-    )
+def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path]]:
+    """The fact files in `directory`, and the links among its entries (never followed: docs/RELIABILITY.md).
+    A folder that is itself a link, or lies under one, is a link with no files."""
+    link = link_on_way(store.root, directory)
+    if link is not None:
+        return [], [link] if os.path.lexists(directory) else []
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return [], []
+    files, links = [], []
+    for entry in entries:
+        if not entry.name.endswith(".md") or entry.name == "MEMORY.md" or entry.name.startswith("."):
+            continue
+        if entry.is_symlink():
+            links.append(Path(entry.path))
+        elif entry.is_file(follow_symlinks=False):
+            files.append(Path(entry.path))
+    return sorted(files), sorted(links)
+
+
+def link_problem(store: Store, link: Path) -> Problem:
+    """A symbolic link inside the store, as doctor and the readers that skip it report it."""
+    rel = store.rel(link)
+    return Problem(rel, 0, "link", link_message(store.root, link).removeprefix(f"{rel} is "))
 
 
 def scan(store: Store, *, archived: bool = False) -> Scan:
-    """Parse every live fact (and archived ones when asked); unreadable files become problems."""
+    """Parse every live fact (and archived ones when asked); unreadable files and links become problems."""
     facts: list[fact_mod.Fact] = []
     problems: list[Problem] = []
     cache = FactCache(store.cache_dir / "facts.json")
     seen: set[str] = set()
     dirs = [(store.memory_dir, False), (store.archive_dir, True)]
     for directory, is_archived in dirs if archived else dirs[:1]:
-        for path in _fact_files(directory, store):
+        paths, links = _fact_files(directory, store)
+        problems += [link_problem(store, link) for link in links]
+        for path in paths:
             seen.add(str(path))
-            outside = escapes(store.root, path)
-            if outside is not None:
-                problems.append(Problem(store.rel(path), 0, "link-outside",
-                                        f"a symbolic link out of the store (to {outside}); memctl does not read it"))
-                continue
             try:
                 facts.append(cache.load(path, archived=is_archived))
             except fact_mod.FactParseError as exc:
@@ -348,7 +363,7 @@ def _refuse_damaged_index(store: Store) -> None:
     """A MEMORY.md whose block markers are damaged is not regenerated (it would gain a second block)."""
     if not store.index_path.exists():
         return
-    damaged = index_mod.damaged_block(store.index_path.read_text(encoding="utf-8", errors="replace"))
+    damaged = index_mod.damaged_block(read_text(store.root, store.index_path, errors="replace"))
     if damaged is not None:
         raise Refused(f"{store.rel(store.index_path)}:{damaged[0]}: the generated block is damaged: {damaged[1]}; nothing was written",
                       hint=f"fix the marker lines by hand ({index_mod.BEGIN} ... {index_mod.END}), then `memctl index`")
@@ -367,7 +382,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     if not gitstore.dirty_paths(store.root, [store.index_path]):
         return
     committed = gitstore.committed_text(store.root, store.index_path)
-    current = store.index_path.read_text(encoding="utf-8", errors="replace")
+    current = read_text(store.root, store.index_path, errors="replace")
     adopted = {f.file_name for f in facts} | _archived_names(store)
     if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
         raise Refused(
@@ -383,10 +398,10 @@ def _archived_names(store: Store) -> set[str]:
 def _topic_texts(store: Store) -> dict[str, str]:
     """The topic files in memory-index/ (memctl's own), by their path relative to MEMORY.md's folder."""
     folder = store.memory_dir / index_mod.TOPIC_DIR
-    if not folder.is_dir():
-        return {}
+    if link_on_way(store.root, folder) is not None or not folder.is_dir():
+        return {}  # a link is never read (writing there is refused: fsutil)
     return {f"{index_mod.TOPIC_DIR}/{p.name}": p.read_text(encoding="utf-8", errors="replace")
-            for p in sorted(folder.glob("*.md")) if p.is_file()}
+            for p in sorted(folder.glob("*.md")) if not p.is_symlink() and p.is_file()}
 
 
 def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[Path]:
@@ -413,7 +428,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
     _refuse_damaged_index(store)
     path = store.index_path
-    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    current = read_text(store.root, path) if path.exists() else ""
     refuse_conflicts(current.encode("utf-8"), store.rel(path))
     topics = _topic_texts(store)
     layout = index_mod.build_layout(
@@ -684,7 +699,7 @@ def reindex(store: Store, *, commit_changes: bool = True) -> tuple[bool, str | N
 
 def index_drift(store: Store) -> list[index_mod.Drift]:
     facts = live_facts(store)
-    text = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else ""
+    text = read_text(store.root, store.index_path) if store.index_path.exists() else ""
     return index_mod.drift(text, facts, _topic_texts(store),
                            limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes)
 
@@ -723,10 +738,12 @@ def check(store: Store) -> list[Problem]:
             for item in same:
                 problems.append(Problem(store.rel(item.path), 2, "duplicate-name", f"name {name!r} is used by {files}"))
     rel_index = store.rel(store.index_path)
-    if not store.index_path.exists():
+    if link_on_way(store.root, store.index_path) is not None:
+        pass  # a link: doctor names it (link_problems) and reads nothing through it
+    elif not store.index_path.exists():
         problems.append(Problem(rel_index, 0, "no-index", "MEMORY.md is missing (run `memctl index`)"))
     else:
-        raw = store.index_path.read_bytes()
+        raw = read_bytes(store.root, store.index_path)
         text = raw.decode("utf-8", errors="replace")
         for drift in index_mod.drift(text, live, _topic_texts(store)):
             where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
