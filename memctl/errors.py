@@ -43,6 +43,8 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
                 "conflict markers, a damaged index block", FAILED),
     ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT", LOCKED),
     ("link", "a symbolic link in the store where memctl reads or writes (it follows none; the line names it)", FAILED),
+    ("untrusted", "a job (or other executable setting) a commit not made on this machine changed, until `memctl trust`",
+     FAILED),
 )
 
 

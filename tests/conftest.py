@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch, tmp_path_factory):
     """Tests never depend on the developer's environment or ~/.gitconfig."""
-    for key in ("MEMCTL_ROOT", "MEMCTL_NO_COMMIT", "MEMCTL_AGENT", "MEMCTL_NOW", "MEMCTL_FORCE_TTY"):
+    for key in ("MEMCTL_ROOT", "MEMCTL_NO_COMMIT", "MEMCTL_AGENT", "MEMCTL_NOW", "MEMCTL_FORCE_TTY", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(key, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
