@@ -51,6 +51,8 @@ HINTS = {
     "no-scheduler": "install {name}, or choose --scheduler",
     "server-running": "memctl embed-server --stop",
     "not-procedure": "create one with `memctl remember NAME --type procedure`",
+    "untrusted": "review it with `memctl trust --list`, then approve it with `memctl trust`",
+    "not-a-setting": "`memctl trust --list` shows them",
 }
 
 
