@@ -64,9 +64,15 @@ def take_in(store) -> str | None:
     """Commit Claude Code's own writes (see the module docstring); the commit id, or None when there were
     none or memctl commits nothing here. Call it holding the store lock, before the command's change."""
     from . import gitstore
+    from .errors import GitError
     from .store import will_commit
 
-    if store.layout != "claude" or will_commit(store) is None:
+    if store.layout != "claude":
+        return None
+    try:
+        if will_commit(store) is None:
+            return None
+    except GitError:  # no usable git here: nothing can be taken in; a command that commits says so itself
         return None
     paths = claude_code_writes(store)
     if not paths:
