@@ -83,7 +83,7 @@ def test_the_neighbour_plan_equals_the_all_pairs_plan_on_500_facts(root, monkeyp
     assert plan.facts == 500 and len(plan.merges) > 50 and len(plan.conflicts) > 100  # the data has both
 
     live = cons.facts_mod.live_facts(store)
-    matrix = embedder.embed([f.description for f in live])
+    matrix = embedder.embed([row.text for row in neardup.fact_rows(store, live)])  # the texts plan embeds
     floor = min(plan.rules.threshold, plan.rules.topic_threshold)
     every_pair = [(live[i].stem, live[j].stem, s) for i, j, s in neardup.pairs_above(matrix, floor)]
     assert len(every_pair) > 20 * 500  # far more pairs than the neighbour search looks at

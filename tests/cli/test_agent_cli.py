@@ -177,12 +177,12 @@ def test_prompt_hook_fast_and_typer_paths_agree(facts_store):
 
 def test_the_floor_comes_from_memctl_toml(facts_store):
     """The hook's floor is recall's: [recall] min_score, against the relevance `memctl recall` shows."""
-    payload = {"prompt": "when can we deploy the service?"}  # the fact lacks most of its words
+    payload = {"prompt": "when can we deploy the service?"}  # a direct question sharing one word with the fact
     hits = json.loads(cli(facts_store, "recall", payload["prompt"], "--mode", "keyword", "--min-score", "0",
                           "--json", "--no-log").stdout)
     relevance = max(h["relevance"] for h in hits if h["name"] == "deploy-window")
-    assert 0.05 < relevance < 0.35
-    assert _prompt(facts_store, payload).stdout == ""  # below the default floor (0.35): nothing
+    assert 0.36 < relevance < 0.98  # room for a floor on either side of it
+    assert "deploy-window" in _prompt(facts_store, payload).stdout  # above the default floor (0.35)
     toml = facts_store / "memctl.toml"
     text = toml.read_text(encoding="utf-8")
     toml.write_text(text + f"\n[recall]\nmin_score = {relevance - 0.01:.4f}\n", encoding="utf-8")

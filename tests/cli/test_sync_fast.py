@@ -246,10 +246,20 @@ def test_a_claude_code_memory_directory_takes_the_fast_path_too(tmp_path):
     (fast, fast_git), (full, _) = both(a)
     assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
     assert fast.returncode == 0 and "fetch" not in fast_git and "ls-remote" in fast_git
-    (a / "notes.md").write_text("---\nname: notes\ndescription: 手で書いた\n---\n", encoding="utf-8")  # at the top: memctl's
+    # a new fact file at the top is Claude Code's own write: the sync takes it in (docs/CLAUDE_CODE.md) and pushes it
+    (a / "notes.md").write_text("---\nname: notes\ndescription: 手で書いた\n---\n", encoding="utf-8")
+    fast, fast_git = traced(a)
+    assert (fast.returncode, fast.stderr) == (0, "memctl: origin/master: 0 commits in (0 files), 1 commit pushed\n")
+    assert git(a, "log", "-1", "--format=%an", "--", "notes.md").strip() == "claude-code"
+    (fast, fast_git), (full, _) = both(a)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
+    assert fast.returncode == 0 and "fetch" not in fast_git
+    # a person's draft in MEMORY.md's prose is nobody's to commit: both paths refuse alike
+    index = a / "MEMORY.md"
+    index.write_text(index.read_text(encoding="utf-8").replace("# Memory\n", "# Memory\n\n下書き\n"), encoding="utf-8")
     (fast, fast_git), (full, _) = both(a)
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
-    assert fast.returncode == 1 and "notes.md has uncommitted changes" in fast.stderr and "ls-remote" in fast_git
+    assert fast.returncode == 1 and "MEMORY.md has uncommitted changes" in fast.stderr and "ls-remote" in fast_git
 
 
 def test_setup_turns_the_untracked_cache_on_unless_someone_chose(pair, tmp_path):
