@@ -7,10 +7,10 @@ from pathlib import Path
 
 from . import facts, jobs, ledger_ops, state
 from .facts import Problem
-from .fsutil import dead_temp, escapes
+from .fsutil import INDEX_LIMIT, dead_temp, escapes
 from .lifecycle import forget
 from .markers import conflict_lines
-from .store import Store, pending
+from .store import Store, foreign_undo, pending, tracked_local_state
 
 
 def run(store: Store) -> list[Problem]:
@@ -33,7 +33,8 @@ def fix(store: Store) -> list[str]:
     """Settle what a killed command left: its change (committed, or undone), stale git locks, temp files."""
     from . import gitstore  # noqa: PLC0415
 
-    done = [f"settled the interrupted change to {p} (found committed, or undone)" for p in pending(store)]
+    done = untrack_local_state(store)
+    done += [f"settled the interrupted change to {p} (found committed, or undone)" for p in pending(store)]
     with store.lock():  # taking the lock settles an interrupted change (store.finish_interrupted)
         pass
     top = gitstore.toplevel(store.root)
@@ -49,6 +50,30 @@ def fix(store: Store) -> list[str]:
         except OSError:
             pass
     return done
+
+
+def untrack_local_state(store: Store) -> list[str]:
+    """Take the `.memctl/` paths that came with a commit out of git and out of the work tree (they came
+    from git, not from this machine: memctl rebuilds its caches), in one commit of their removal only."""
+    import shutil  # noqa: PLC0415
+
+    from . import gitstore  # noqa: PLC0415
+
+    tracked = tracked_local_state(store)
+    if not tracked:
+        return []
+    for rel in tracked:
+        path = store.root / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    top = gitstore.toplevel(store.root)
+    assert top is not None  # tracked_local_state found a repository
+    author = gitstore.Author(store.config.author_name, store.config.author_email)
+    gitstore.checked(top, "commit", "-q", "--no-verify", "-m", "memctl: untrack machine-local state (.memctl/)", "--",
+                     *(os.path.relpath(store.root / rel, top) for rel in tracked), author=author)
+    return [f"untracked and removed {rel} (machine-local state that came with a commit)" for rel in tracked]
 
 
 def _owned_dirs(store: Store) -> list[Path]:
@@ -84,7 +109,7 @@ def marker_problems(store: Store) -> list[Problem]:
         paths += sorted(store.state_dir.rglob("*.md"))
     found = []
     for path in paths:
-        if not path.is_file() or escapes(store.root, path) is not None:
+        if not _readable(store, path):
             continue
         for number in conflict_lines(path.read_bytes()):
             found.append(Problem(store.rel(path), number, "conflict-marker", "an unresolved merge conflict marker"))
@@ -100,7 +125,12 @@ def _text_files(store: Store) -> list[Path]:
         paths += sorted(topics.glob("*.md"))
     if store.state_dir.is_dir():
         paths += sorted(store.state_dir.rglob("*.md"))
-    return [p for p in paths if p.is_file() and escapes(store.root, p) is None]
+    return [p for p in paths if _readable(store, p)]
+
+
+def _readable(store: Store, path: Path) -> bool:
+    """A file doctor reads whole: inside the store, and within the index's limit (facts.check names a bigger index file)."""
+    return path.is_file() and escapes(store.root, path) is None and path.stat().st_size <= INDEX_LIMIT
 
 
 def nul_problems(store: Store) -> list[Problem]:
@@ -131,10 +161,17 @@ def temp_files(store: Store) -> list[Path]:
 
 
 def interrupted_problems(store: Store) -> list[Problem]:
-    """A change that a killed command left half-made (undo log present), and dead writers' temp files."""
-    found = [Problem(path, 0, "interrupted", "changed by a memctl command that was interrupted before its commit "
-                     "(the next memctl write undoes it, or run `memctl doctor --fix`)") for path in pending(store)]
+    """A change that a killed command left half-made (undo log present), machine-local state that came
+    with a commit (then the undo log is not read at all), and dead writers' temp files."""
+    found = [Problem(rel, 0, "tracked-local-state", "machine-local state tracked by git (it came with a commit); "
+                     "memctl does not read it (`memctl doctor --fix` untracks and removes it)") for rel in tracked_local_state(store)]
+    foreign = None if found else foreign_undo(store)
+    if foreign is not None:
+        found.append(Problem(store.rel(store.undo_path), 0, "foreign-undo-log",
+                             f"not memctl's to act on ({foreign}); the next write discards it without acting on it"))
+    elif not found:
+        found = [Problem(path, 0, "interrupted", "changed by a memctl command that was interrupted before its commit "
+                         "(the next memctl write undoes it, or run `memctl doctor --fix`)") for path in pending(store)]
     found += [Problem(store.rel(p), 0, "temp-file", "a temp file left by a writer that died (`memctl doctor --fix` removes it)", "warning")
               for p in temp_files(store)]
     return found
-

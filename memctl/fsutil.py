@@ -1,4 +1,4 @@
-"""Atomic writes, appends of whole lines, the inter-process lock, and the undo log.
+"""Atomic writes, appends of whole lines, reads within a size limit, the inter-process lock, and the undo log.
 
 Every file memctl writes goes through here: a temp file in the same directory,
 fsync, rename, fsync of the directory. A process killed at any point leaves
@@ -20,11 +20,12 @@ import errno
 import fcntl
 import math
 import os
+import re
 import time
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
-from .errors import BadInput, LockTimeout, MemctlError, Refused
+from .errors import BadInput, LockTimeout, MemctlError, Refused, warn
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -140,6 +141,46 @@ def _umask() -> int:
     return mask
 
 
+# ---------------------------------------------------------------- bounded reads
+#
+# Whoever can push to the remote decides what a clone reads (docs/RELIABILITY.md, "What a clone
+# trusts"): a file over its limit (docs/FORMAT.md, "Limits") is refused with one line naming it and
+# the limit, never read whole. The limits are far above what a real store holds; checking them is
+# one fstat on the descriptor the read opens anyway.
+
+FACT_LIMIT = 1 << 20  # a fact file: live, archived, or a conflict copy
+INDEX_LIMIT = 4 << 20  # MEMORY.md, and each topic file in memory-index/
+ROW_LIMIT = 1 << 20  # one ledger line (each of its fields is at most 64 KiB: ledger.MAX_FIELD_BYTES)
+
+
+def shown(limit: int) -> str:
+    """A limit as docs/FORMAT.md writes it: `1 MiB`, `64 KiB`."""
+    return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit >> 10} KiB"
+
+
+class TooBig(Refused):
+    """A file over its limit: memctl does not read it."""
+
+
+def too_big(name: str, size: int, limit: int, what: str) -> TooBig:
+    """`name is <reason>`; details: `name`, and `reason` (for a report that names the file itself)."""
+    reason = f"{size} bytes; {what} may be at most {shown(limit)} (docs/FORMAT.md, Limits), so memctl does not read it"
+    return TooBig(f"{name} is {reason}", hint="shorten the file, or move it out of the store", kind="too-big", name=name, reason=reason)
+
+
+def read_bounded(path: Path, limit: int, what: str, name: str | None = None) -> bytes:
+    """The bytes of `path`, refused (TooBig) when it is over `limit`: one fstat before the read, and
+    a read that stops one byte past the limit (so a file growing meanwhile is refused too)."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= limit:
+            data = handle.read(limit + 1)
+            if len(data) <= limit:
+                return data
+            size = len(data)
+    raise too_big(name or str(path), size, limit, what)
+
+
 # ---------------------------------------------------------------- the store lock
 
 def lock_timeout() -> float:
@@ -216,11 +257,36 @@ def refuse_escape(root: Path, path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the undo log
+#
+# The log is machine-local state, and it names files to delete, truncate or put back, so it is
+# never trusted as it stands (docs/RELIABILITY.md, "What a clone trusts"): it holds paths relative
+# to the store root, and a log read back (a killed command's) is discarded, never acted on, when
+# any record names a place outside the store, in .git/ or .memctl/ (but for the access
+# rows a move takes away, in .memctl/access/), or a backup or temp file of a
+# shape memctl does not write. A command undoes its own writes from its own memory of them,
+# never from the file, which git (a merge bringing a tracked `.memctl/undo/log`) may have replaced.
+
+_BACKUP_RE = re.compile(r"^[0-9]+\.[0-9a-f]{12}$")  # `<pid>.<12 hex>`: the old version of a replaced file
+
+
+class Undo(NamedTuple):
+    op: str  # W (replace), A (append), M (move), D (remove)
+    path: str  # absolute, inside the store
+    arg: str  # W, D: the old file's backup (W: "" = it did not exist); A: old size (-1 = new); M: where it went
+    tmp: str  # W: the temp file
+
+
+class ForeignLog(Exception):
+    """An undo log memctl will not act on (it names a place outside the store, or is not memctl's)."""
+
 
 class _Log(NamedTuple):
     path: Path  # the log file (in .memctl/undo/)
     root: Path  # the store: writes outside it are refused, writes in `skip` are not logged (but `remove_logged`)
-    skip: Path  # .memctl/: derived data, rebuilt rather than undone
+    skip: tuple[Path, ...]  # .memctl/ (derived data, rebuilt rather than undone) and .git/ (git's own)
+    records: list[Undo]  # this command's writes, in order: what it undoes
+    sizes: list[int]  # the log file's size after each of them
+    inode: list[int]  # the log file this command created ([] until its first write)
 
 
 _LOG: _Log | None = None
@@ -236,7 +302,8 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
     if op == "M":
         assert other is not None
         refuse_escape(log.root, other)
-    if Path(os.path.abspath(path)).is_relative_to(log.skip):
+    full = os.path.abspath(path)
+    if any(Path(full).is_relative_to(skip) for skip in log.skip):
         return
     if op == "W":
         # The old file survives the rename under a second name: keeping it costs no copy.
@@ -249,23 +316,12 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
                 import shutil  # noqa: PLC0415  (a file system without hard links)
 
                 shutil.copy2(path, backup)
-        fields = ("W", str(path), backup, str(other))
+        rec = Undo("W", full, backup, str(other))
     elif op == "A":
-        size = path.stat().st_size if path.exists() else -1
-        fields = ("A", str(path), str(size), "")
+        rec = Undo("A", full, str(path.stat().st_size if path.exists() else -1), "")
     else:
-        fields = ("M", str(path), str(other), "")
-    _log_record(log, fields)
-
-
-def _log_record(log: _Log, fields: tuple[str, ...]) -> None:
-    record = b"".join(os.fsencode(f) + b"\0" for f in fields)
-    fd = os.open(log.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, record)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        rec = Undo("M", full, os.path.abspath(str(other)), "")
+    _append_record(log, rec)
 
 
 def remove_logged(path: Path) -> None:
@@ -279,27 +335,123 @@ def remove_logged(path: Path) -> None:
         return
     refuse_escape(log.root, path)
     backup = log.path.parent / f"{os.getpid()}.{os.urandom(6).hex()}"
-    _log_record(log, ("D", str(path), str(backup), ""))
+    _append_record(log, Undo("D", os.path.abspath(path), str(backup), ""))
     os.replace(path, backup)
     _fsync_dir(path.parent)
     _fsync_dir(backup.parent)
 
 
-class Undo(NamedTuple):
-    op: str  # W (replace), A (append), M (move), D (remove)
-    path: str
-    arg: str  # W, D: the old file's backup (W: "" = it did not exist); A: old size (-1 = new); M: where it went
-    tmp: str  # W: the temp file
+def _encoded(rec: Undo, root: Path) -> bytes:
+    """A record as the log holds it: paths relative to the store, the backup and temp file by name only."""
+    arg = os.path.relpath(rec.arg, root) if rec.op == "M" else os.path.basename(rec.arg) if rec.op in "WD" else rec.arg
+    return b"".join(os.fsencode(f) + b"\0" for f in (rec.op, os.path.relpath(rec.path, root), arg, os.path.basename(rec.tmp)))
 
 
-def read_undo(log_path: Path) -> list[Undo]:
-    """The records of an undo log; a torn last record (its write never finished) is left out."""
+def _append_record(log: _Log, rec: Undo) -> None:
+    """The first record creates the log (a file there already is not this command's: refused), the
+    others append to that same file; so a log git checks out meanwhile is never written to, nor acted on."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | (0 if log.inode else os.O_EXCL)
     try:
-        raw = log_path.read_bytes()
+        fd = os.open(log.path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.EEXIST, errno.ELOOP):
+            raise
+        fd = -1
+    try:
+        if fd < 0 or (log.inode and os.fstat(fd).st_ino != log.inode[0]):
+            if rec.op == "W" and rec.arg:
+                os.unlink(rec.arg)
+            raise _replaced(log)
+        log.inode[:] = [os.fstat(fd).st_ino]
+        os.write(fd, _encoded(rec, log.root))
+        os.fsync(fd)
+        log.sizes.append(os.fstat(fd).st_size)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    log.records.append(rec)
+
+
+def _replaced(log: _Log, done: str = ", and undid this command's change") -> MemctlError:
+    return MemctlError(f"{log.path.relative_to(log.root)} was put in place by something else while this command ran "
+                       f"(a merge of a commit that tracks .memctl/?); memctl does not act on it{done}",
+                       hint="run `memctl doctor --fix`, then the command again", kind="tracked-local-state")
+
+
+LOGGED_LOCAL = (".memctl", "access")  # the one folder of .memctl/ whose removals are logged (remove_logged)
+
+
+def _inside(root: Path, field: str, what: str, local: bool = False) -> str:
+    """A logged path made absolute: refused (ForeignLog) unless it is in the store, outside .git/
+    and .memctl/ (`local`: or in .memctl/access/), and no link on the way leads out (a log from an
+    older memctl holds absolute paths)."""
+    path = Path(field)
+    if not field or ".." in path.parts or path == Path("."):
+        raise ForeignLog(f"{what} {field!r} is not a path in the store")
+    full = path if path.is_absolute() else root / path
+    if not full.is_relative_to(root) or full == root:
+        raise ForeignLog(f"{what} {field} is outside the store ({root})")
+    parts = full.relative_to(root).parts
+    if parts[0] in (".git", ".memctl") and not (local and len(parts) == 3 and parts[:2] == LOGGED_LOCAL):
+        raise ForeignLog(f"{what} {field} is in {full.relative_to(root).parts[0]}/, where memctl logs no write")
+    if escapes(root, full) is not None:
+        raise ForeignLog(f"{what} {field} leads outside the store through a symbolic link")
+    return str(full)
+
+
+def _in_folder(folder: Path, field: str, shape: Callable[[str], bool], what: str) -> str:
+    """A backup or temp file named in the log: a bare name (or, from an older memctl, a path) in `folder`, of memctl's shape."""
+    name = os.path.basename(field) if os.path.dirname(field) in ("", str(folder)) else ""
+    if not name or not shape(name):
+        raise ForeignLog(f"{what} {field!r} is not one memctl writes")
+    return str(folder / name)
+
+
+def _checked(raw: list[str], root: Path, folder: Path) -> Undo:
+    op, path, arg, tmp = raw
+    if op not in ("W", "A", "M", "D"):
+        raise ForeignLog(f"a record of unknown kind {op!r}")
+    if op == "D":
+        return Undo(op, _inside(root, path, "the path", local=True), _in_folder(folder, arg, _BACKUP_RE.match, "the backup"), "")
+    path = _inside(root, path, "the path")
+    if op == "W":
+        parent = Path(path).parent
+        backup = _in_folder(folder, arg, _BACKUP_RE.match, "the backup") if arg else ""
+        temp = _in_folder(parent, tmp, lambda n: n.startswith(f".{Path(path).name}.") and n.endswith(".tmp"), "the temp file")
+        return Undo(op, path, backup, temp)
+    if op == "A":
+        if not arg.lstrip("-").isdigit() or int(arg) < -1:
+            raise ForeignLog(f"the old size {arg!r} is not a size")
+        return Undo(op, path, arg, "")
+    return Undo(op, path, _inside(root, arg, "the path moved to"), "")
+
+
+def undo_folder(log_path: Path, root: Path) -> Path:
+    """The folder of the undo log, refused when a link (the folder, or `.memctl/`) takes it elsewhere."""
+    folder = log_path.parent
+    if Path(os.path.realpath(folder)) != Path(os.path.realpath(root)) / folder.relative_to(root):
+        raise Refused(f"{folder.relative_to(root)} is a symbolic link; memctl keeps its undo log only in a folder of its own",
+                      hint=f"remove the link (rm {folder}); memctl makes the folder again")
+    return folder
+
+
+def read_undo(log_path: Path, root: Path) -> list[Undo]:
+    """The records of a killed command's undo log, with absolute paths; a torn last record (its write
+    never finished) is left out. ForeignLog when any record is not memctl's to act on."""
+    root = Path(os.path.abspath(root))
+    folder = undo_folder(log_path, root)
+    try:
+        fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return []
-    fields = raw.split(b"\0")[:-1]  # each field ends with NUL: the part after the last one is torn
-    return [Undo(*(os.fsdecode(f) for f in fields[i:i + 4])) for i in range(0, len(fields) - len(fields) % 4, 4)]
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ForeignLog("the log is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read()
+    fields = [os.fsdecode(f) for f in raw.split(b"\0")[:-1]]  # each field ends with NUL: the part after the last one is torn
+    return [_checked(fields[i:i + 4], root, folder) for i in range(0, len(fields) - len(fields) % 4, 4)]
 
 
 def touched(records: list[Undo]) -> list[Path]:
@@ -312,49 +464,39 @@ def touched(records: list[Undo]) -> list[Path]:
     return list(dict.fromkeys(paths))
 
 
-def rollback(log_path: Path) -> list[Path]:
-    """Undo the logged writes, newest first; return the paths put back. The log is then cleared."""
-    records = read_undo(log_path)
+def rollback(log_path: Path, records: list[Undo]) -> list[Path]:
+    """Undo the writes of `records` (read_undo's, or this command's), newest first; return the paths put back.
+    The log is then cleared."""
     _undo(records)
-    clear_undo(log_path)
+    clear_undo(log_path, records)
     return touched(records)
 
 
-def savepoint() -> int | None:
-    """Where the active undo log stands (its size), for rollback_to; None when no write is logged."""
+def savepoint() -> tuple[int, int] | None:
+    """Where the active undo log stands (its records so far), for rollback_to; None when no write is logged."""
     if _LOG is None:
         return None
-    try:
-        return os.path.getsize(_LOG.path)
-    except FileNotFoundError:
-        return 0
+    return len(_LOG.records), _LOG.sizes[-1] if _LOG.sizes else 0
 
 
-def rollback_to(mark: int | None) -> None:
+def rollback_to(mark: tuple[int, int] | None) -> None:
     """Undo the writes logged since `mark` (newest first) and drop them from the log: a write made
     inside another's lock that failed is undone as its own lock would have undone it, the outer
     write's earlier changes stay logged."""
     if _LOG is None or mark is None:
         return
-    try:
-        with open(_LOG.path, "rb") as handle:
-            handle.seek(mark)
-            tail = handle.read()
-    except FileNotFoundError:
-        return
-    fields = tail.split(b"\0")[:-1]
-    records = [Undo(*(os.fsdecode(f) for f in fields[i:i + 4])) for i in range(0, len(fields) - len(fields) % 4, 4)]
+    count, size = mark
+    records = _LOG.records[count:]
     _undo(records)
-    for rec in records:  # their temp files; the backups were consumed putting the old files back
-        if rec.op == "W" and rec.tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(rec.tmp)
-    fd = os.open(_LOG.path, os.O_WRONLY)
-    try:
-        os.ftruncate(fd, mark)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _remove_temps(records)  # the backups were consumed putting the old files back
+    del _LOG.records[count:], _LOG.sizes[count:]
+    with contextlib.suppress(FileNotFoundError):
+        fd = os.open(_LOG.path, os.O_WRONLY | os.O_NOFOLLOW)
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _undo(records: list[Undo]) -> None:
@@ -382,19 +524,24 @@ def _undo(records: list[Undo]) -> None:
         _fsync_dir(path.parent)
 
 
-def clear_undo(log_path: Path) -> None:
-    """Forget the logged writes (they are committed, or kept on purpose), their backups and their temp files."""
-    folder = log_path.parent
-    for rec in read_undo(log_path):
-        if rec.op == "W" and rec.tmp:  # a write killed before its rename: the path never changed
+def _remove_temps(records: list[Undo]) -> None:
+    for rec in records:  # a write killed before its rename: its temp file is all that is left of it
+        if rec.op == "W" and rec.tmp:
             with contextlib.suppress(OSError):
                 os.unlink(rec.tmp)
+
+
+def clear_undo(log_path: Path, records: list[Undo] = ()) -> None:
+    """Forget the logged writes (they are committed, or kept on purpose): the log, the backups
+    (everything in the log's folder: unlink never follows a link) and the temp files of `records`."""
+    _remove_temps(list(records))
+    folder = log_path.parent
     with contextlib.suppress(FileNotFoundError):
         log_path.unlink()
-    if folder.is_dir():
-        for leftover in folder.iterdir():
+    if folder.is_dir() and not folder.is_symlink():
+        for leftover in os.scandir(folder):
             with contextlib.suppress(OSError):
-                leftover.unlink()
+                os.unlink(leftover.path)
 
 
 def undoing() -> bool:
@@ -402,24 +549,48 @@ def undoing() -> bool:
     return _LOG is not None
 
 
+def _settle(log: _Log) -> None:
+    """This command's change is committed (or undone): forget it. A log file that is not the one it
+    wrote (git put a tracked one in its place meanwhile) is left as it is, for the next command to refuse."""
+    try:
+        replaced = os.lstat(log.path).st_ino not in log.inode
+    except FileNotFoundError:
+        replaced = False
+    if replaced:
+        warn(_replaced(log, "").message, hint="run `memctl doctor`")
+        _remove_temps(log.records)
+        for rec in log.records:
+            if rec.op == "W" and rec.arg:
+                with contextlib.suppress(OSError):
+                    os.unlink(rec.arg)
+    else:
+        clear_undo(log.path, log.records)
+    log.records.clear()
+    log.sizes.clear()
+    log.inode.clear()
+
+
 def settle() -> None:
     """The change so far is committed: it is no longer undone if the command fails later."""
     if _LOG is not None:
-        clear_undo(_LOG.path)
+        _settle(_LOG)
 
 
 @contextlib.contextmanager
 def undo_log(log_path: Path, root: Path, skip: Path) -> Iterator[None]:
     """Log every write made inside, and undo them all if the block raises (see the module doc)."""
     global _LOG
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    _LOG = _Log(log_path, Path(os.path.abspath(root)), Path(os.path.abspath(skip)))
+    root = Path(os.path.abspath(root))
+    undo_folder(log_path, root).mkdir(parents=True, exist_ok=True)
+    log = _Log(log_path, root, (Path(os.path.abspath(skip)), root / ".git"), [], [], [])
+    _LOG = log
     try:
         yield
     except BaseException:
         _LOG = None
-        rollback(log_path)
+        _undo(log.records)
+        _settle(log)
         raise
     finally:
         _LOG = None
-    clear_undo(log_path)
+    _settle(log)

@@ -10,8 +10,8 @@ from typing import Iterator, NamedTuple
 from . import config as config_mod
 from . import errors
 from .errors import GitError, NotFound, Refused
-from .fsutil import (atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, rollback_to, savepoint, settle,
-                     touched, undo_log, undoing)
+from .fsutil import (ForeignLog, atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, rollback_to, savepoint,
+                     settle, touched, undo_log, undoing)
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -431,12 +431,23 @@ def finish_interrupted(store: Store) -> list[str]:
 
     Its undo log names every path it wrote. When those paths are as HEAD has
     them, the commit went through (only the log survived it): git's index is
-    refreshed and the log dropped. Otherwise the writes are undone.
+    refreshed and the log dropped. Otherwise the writes are undone. A log that
+    git tracks (it came with a commit) is refused unread; one naming a place
+    outside the store is discarded with a warning, never acted on.
     """
-    records = read_undo(store.undo_path)
+    folder = store.undo_path.parent
+    if not folder.is_dir() or not any(os.scandir(folder)):
+        return []  # the common case: one syscall
+    refuse_tracked_local_state(store)
+    try:
+        records = read_undo(store.undo_path, store.root)
+    except ForeignLog as exc:
+        clear_undo(store.undo_path)
+        errors.warn(f"discarded {store.rel(store.undo_path)} without acting on it: {exc}",
+                    hint="nothing was undone; run `memctl doctor` to check the store")
+        return []
     if not records:
-        if store.undo_path.parent.is_dir():
-            clear_undo(store.undo_path)  # backups of a write whose record was torn
+        clear_undo(store.undo_path)  # backups of a write whose record was torn
         return []
     paths = touched(records)
     from . import gitstore  # noqa: PLC0415
@@ -444,17 +455,50 @@ def finish_interrupted(store: Store) -> list[str]:
     if commit_enabled(store) and gitstore.toplevel(store.root) is not None:  # without git: undone
         if gitstore.matches_head(store.root, paths):
             gitstore.refresh_index(store.root, paths)
-            clear_undo(store.undo_path)
+            clear_undo(store.undo_path, records)
             return []
-    undone = rollback(store.undo_path)
+    undone = rollback(store.undo_path, records)
     names = sorted({store.rel(p) for p in undone})
     errors.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
     return names
 
 
 def pending(store: Store) -> list[str]:
-    """Paths an interrupted command changed and nobody has settled yet (for doctor)."""
-    return sorted({store.rel(p) for p in touched(read_undo(store.undo_path))})
+    """Paths an interrupted command changed and nobody has settled yet (for doctor; a foreign log: foreign_undo)."""
+    try:
+        return sorted({store.rel(p) for p in touched(read_undo(store.undo_path, store.root))})
+    except ForeignLog:
+        return []
+
+
+def foreign_undo(store: Store) -> str | None:
+    """Why the undo log left in the store is not memctl's to act on (for doctor); None when it is, or there is none."""
+    try:
+        read_undo(store.undo_path, store.root)
+    except ForeignLog as exc:
+        return str(exc)
+    return None
+
+
+def tracked_local_state(store: Store) -> list[str]:
+    """The paths in `.memctl/` that git tracks (machine-local state that came with a commit), relative to the store."""
+    from . import gitstore  # noqa: PLC0415
+
+    top = gitstore.toplevel(store.root) if gitstore.git_executable() is not None else None
+    if top is None:
+        return []
+    listed = gitstore.run(top, "ls-files", "-z", "--", os.path.relpath(store.cache_dir, top))
+    return sorted(store.rel(top / p) for p in listed.out.split("\0") if p)
+
+
+def refuse_tracked_local_state(store: Store) -> None:
+    """Machine-local state comes from this machine, never from git: a tracked `.memctl/` path is refused unread."""
+    tracked = tracked_local_state(store)
+    if tracked:
+        more = f" (and {len(tracked) - 1} more)" if len(tracked) > 1 else ""
+        raise errors.MemctlError(f"{tracked[0]}{more} is tracked by git: machine-local state came in with a commit; memctl does not read it, "
+                      "and nothing was written", hint="run `memctl doctor --fix` (it untracks .memctl/ and removes what came in), "
+                      "then the command again", kind="tracked-local-state")
 
 
 def will_commit(store: Store, enabled: bool = True) -> Path | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gitstore, merge
-from .errors import BadInput, GitError, NotFound, Refused
+from .errors import BadInput, GitError, NotFound, Refused, warn
 from .fsutil import atomic_write
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
@@ -402,6 +402,10 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
         if not pushed and theirs is not None and theirs != end:
             outgoing = int(gitstore.checked(top, "rev-list", "--count", f"{theirs}..{end}"))
         files_in = [f for f in gitstore.checked(top, "diff", "--name-only", "-z", start, end).split("\0") if f] if end != start else []
+        local = [f for f in files_in if (top / f).is_relative_to(store.cache_dir)]
+        if local:  # machine-local state never comes from git: the next write refuses it unread (store.py)
+            warn(f"the merged commits track {store.rel(top / local[0])}" + (f" and {len(local) - 1} more" if len(local) > 1 else "")
+                 + " in .memctl/ (machine-local state); memctl does not read it", hint="run `memctl doctor --fix`: it untracks them")
         duplicates = _duplicates(store, top, start, end) if any(
             _kind(store, f, top) == "ledger" for f in files_in) else []
     return SyncResult(name, on_remote, incoming, outgoing, pushed,

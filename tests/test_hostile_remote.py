@@ -1,0 +1,217 @@
+"""A remote anyone with push access controls is untrusted input (issue 29, docs/RELIABILITY.md,
+"What a clone trusts"): nothing it pushes writes outside the store. Real clones of a bare remote,
+a second clone as the attacker pushing whatever git allows, real `memctl` subprocesses (each with
+a timeout, so a hang fails the test instead of hanging the suite).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from test_faults import _killed, _killing_git, one_line_error, seed, snapshot
+
+T = 60  # seconds: any memctl command here answers in well under that
+ID = ("-c", "user.name=t", "-c", "user.email=t@t")
+
+
+def run(root: Path, *args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+    """memctl as a subprocess, run from the store's parent folder (a relative path an older memctl took
+    from a log would land there, never in the developer's checkout)."""
+    argv = [sys.executable, "-m", "memctl", *(["--root", str(root)] if root else []), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=T, cwd=root.parent if root else None)
+    assert done.returncode in ok, f"memctl {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (links not followed), by relative path: the outside world to keep."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def log_of(*records: tuple[str, str, str, str]) -> bytes:
+    """An undo log as memctl writes it: four NUL-terminated fields a record."""
+    return b"".join(os.fsencode(field) + b"\0" for rec in records for field in rec)
+
+
+@pytest.fixture
+def world(tmp_path):
+    """(remote, victim, attacker, outside): a store pushed to a bare remote, a clone of it that will push
+    what it likes, and a folder outside both with files that must never change."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    victim = tmp_path / "victim"
+    run(None, "init", str(victim))
+    run(victim, "remember", "alpha", "--description", "アルファ: the first fact", "--type", "project")
+    git(victim, "remote", "add", "origin", str(remote))
+    run(victim, "sync")
+    attacker = tmp_path / "attacker"
+    subprocess.run(["git", "clone", "-q", str(remote), str(attacker)], check=True)
+    outside = tmp_path / "outside"
+    (outside / "keep").mkdir(parents=True)
+    for name, data in (("victim.txt", "大事なファイル: do not touch\n"), ("gone.txt", "x\n"), ("tmpvictim.txt", "t\n"),
+                       ("moved.txt", "secret\n"), ("keep/a.txt", "a\n")):
+        (outside / name).write_text(data, encoding="utf-8")
+    return remote, victim, attacker, outside
+
+
+def _branch(root: Path) -> str:
+    return git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+
+
+def push_tracked(attacker: Path, paths: dict[str, bytes | str]) -> None:
+    """The attacker's commit: each path force-added (`.memctl/` is git-ignored), a str value is a symlink."""
+    for rel, data in paths.items():
+        target = attacker / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            target.symlink_to(data)
+        else:
+            target.write_bytes(data)
+        git(attacker, "add", "-f", "--", rel)
+    git(attacker, *ID, "commit", "-qm", "harmless looking change")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+
+
+def hostile_records(outside: Path, store: Path) -> list[tuple[str, str, str, str]]:
+    """Every way an undo log could act outside the store: truncate, delete, a temp file to remove, a move in."""
+    return [
+        ("A", str(outside / "victim.txt"), "0", ""),
+        ("W", str(outside / "gone.txt"), "", ""),
+        ("W", "memory/alpha.md", "", str(outside / "tmpvictim.txt")),
+        ("M", str(store / "memory" / "stolen.md"), os.path.relpath(outside / "moved.txt", store), ""),
+    ]
+
+
+def test_a_pushed_undo_log_is_refused_after_git_pull_and_nothing_outside_changes(world):
+    remote, victim, attacker, outside = world
+    before = files(outside)
+    push_tracked(attacker, {".memctl/undo/log": log_of(*hostile_records(outside, victim))})
+    git(victim, *ID, "pull", "-q", "--no-rebase", "origin", _branch(victim))
+    assert (victim / ".memctl" / "undo" / "log").exists()
+
+    refused = run(victim, "remember", "beta", "--description", "after the pull", ok=(1,))
+    line = one_line_error(refused)
+    assert ".memctl/undo/log is tracked by git" in line and "doctor --fix" in line, line
+    assert files(outside) == before
+    assert not (victim / "memory" / "beta.md").exists()
+
+    check = run(victim, "doctor", ok=(1,))
+    assert ".memctl/undo/log" in check.stdout and "tracked by git" in check.stdout, check.stdout
+    assert files(outside) == before
+
+    fixed = run(victim, "doctor", "--fix")
+    assert "untracked and removed .memctl/undo/log" in fixed.stderr, fixed.stderr
+    assert git(victim, "ls-files", "--", ".memctl") == ""
+    run(victim, "remember", "beta", "--description", "after the fix")
+    assert git(victim, "status", "--porcelain") == ""
+    run(victim, "doctor")
+    run(victim, "sync")  # the untracking reaches the remote: the next clone is clean
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    assert not (attacker / ".memctl" / "undo" / "log").exists()
+    assert files(outside) == before and not (victim / "memory" / "stolen.md").exists()
+
+
+def test_a_pushed_undo_log_merged_by_memctl_sync_never_acts_outside(world):
+    remote, victim, attacker, outside = world
+    before = files(outside)
+    push_tracked(attacker, {".memctl/undo/log": log_of(*hostile_records(outside, victim)),
+                            ".memctl/facts.json": b'{"version": 1, "entries": {}}'})
+    synced = run(victim, "sync")
+    assert ".memctl/" in synced.stderr and "doctor --fix" in synced.stderr, synced.stderr
+    assert files(outside) == before
+    for args in (("remember", "beta", "--description", "after the sync"), ("ledger", "create", "notes", "--columns", "k,v"),
+                 ("episode", "add", "同期のあと", "--type", "decision"), ("state", "update")):
+        done = run(victim, *args, ok=(0, 1))
+        if done.returncode:
+            assert "tracked by git" in one_line_error(done)
+        assert files(outside) == before
+    run(victim, "doctor", "--fix")
+    run(victim, "remember", "beta", "--description", "after the fix")
+    run(victim, "sync")
+    assert files(outside) == before
+    assert git(victim, "ls-files", "--", ".memctl") == ""
+
+
+def test_an_undo_folder_pushed_as_a_link_out_of_the_store_is_refused(world):
+    """Old code: the next write kept its log in the outside folder, then emptied it."""
+    remote, victim, attacker, outside = world
+    before = files(outside)
+    push_tracked(attacker, {".memctl/undo": str(outside / "keep")})
+    git(victim, *ID, "pull", "-q", "--no-rebase", "origin", _branch(victim))
+    assert (victim / ".memctl" / "undo").is_symlink()
+    done = run(victim, "remember", "beta", "--description", "after the pull", ok=(1,))
+    assert "tracked by git" in one_line_error(done)
+    assert files(outside) == before
+    run(victim, "doctor", "--fix")
+    run(victim, "remember", "beta", "--description", "after the fix")
+    assert files(outside) == before and not (victim / ".memctl" / "undo").is_symlink()
+
+
+@pytest.mark.parametrize("form", ["absolute", "dotdot", "symlink", "temp", "backup", "git-config"])
+def test_an_undo_log_naming_a_place_outside_the_store_is_discarded_with_a_warning(root, tmp_path, form):
+    """The log is never trusted as it stands, tracked or not: any record naming a place outside the store
+    (absolute, `..`, through a link), a temp or backup file memctl does not write, or git's own files."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("外の世界\n", encoding="utf-8")
+    (outside / "gone.txt").write_text("x\n", encoding="utf-8")
+    before = files(outside)
+    (root / "memory" / "link").symlink_to(outside)
+    config = (root / ".git" / "config").read_bytes()
+    records = {
+        "absolute": ("A", str(outside / "victim.txt"), "0", ""),
+        "dotdot": ("W", "memory/../../outside/gone.txt", "", ""),
+        "symlink": ("A", "memory/link/victim.txt", "0", ""),
+        "temp": ("W", "memory/MEMORY.md", "", str(outside / "gone.txt")),
+        "backup": ("W", "memory/stolen.md", str(outside / "victim.txt"), ""),
+        "git-config": ("W", ".git/config", "12.0123456789ab", ""),
+    }
+    (root / ".memctl" / "undo").mkdir(parents=True, exist_ok=True)
+    (root / ".memctl" / "undo" / "12.0123456789ab").write_bytes(b"[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    (root / ".memctl" / "undo" / "log").write_bytes(log_of(records[form]))
+    done = run(root, "remember", "beta", "--description", "a write after the planted log")
+    assert "discarded .memctl/undo/log without acting on it" in done.stderr, done.stderr
+    assert files(outside) == before
+    assert (root / ".git" / "config").read_bytes() == config
+    assert not (root / "memory" / "stolen.md").exists() and (root / "memory" / "beta.md").exists()
+    assert not (root / ".memctl" / "undo" / "log").exists()
+    (root / "memory" / "link").unlink()
+    run(root, "doctor")
+
+
+def test_a_store_copied_in_the_middle_of_a_change_never_acts_on_the_original(root, tmp_path):
+    """`cp -a` of a store whose last command was killed before its commit: the copy settles its own
+    half-done change (the log holds paths relative to the store), the original is byte-identical."""
+    seed(root)
+    _killed(root, ("remember", "delta", "--description", "デルタ: killed before its commit"), _killing_git(tmp_path, "before", "update-ref"))
+    assert (root / "memory" / "delta.md").exists() and (root / ".memctl" / "undo" / "log").exists()
+    original = {**snapshot(root), **{f".memctl/undo/{k}": v for k, v in files(root / ".memctl" / "undo").items()}}
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(root), str(copy)], check=True)
+
+    done = run(copy, "remember", "epsilon", "--description", "a write in the copy")
+    assert "undid its change to memory/MEMORY.md, memory/delta.md" in done.stderr, done.stderr
+    assert {**snapshot(root), **{f".memctl/undo/{k}": v for k, v in files(root / ".memctl" / "undo").items()}} == original
+    assert not (copy / "memory" / "delta.md").exists() and git(copy, "status", "--porcelain") == ""
+
+    run(root, "remember", "zeta", "--description", "the original settles its own change")  # and only then
+    assert not (root / "memory" / "delta.md").exists() and git(root, "status", "--porcelain") == ""
+
+
+def test_an_undo_log_of_an_older_memctl_is_still_settled(root, tmp_path):
+    """Absolute paths inside the store (what memctl wrote before its log held relative ones) are still undone."""
+    seed(root)
+    fact = root / "memory" / "delta.md"
+    fact.write_text("---\nname: delta\ndescription: half-made\n---\n", encoding="utf-8")
+    (root / ".memctl" / "undo").mkdir(parents=True, exist_ok=True)
+    (root / ".memctl" / "undo" / "log").write_bytes(log_of(("W", str(fact), "", str(fact.parent / f".delta.md.{os.getpid()}.0011aabb.tmp"))))
+    done = run(root, "remember", "epsilon", "--description", "the next write")
+    assert "undid its change to memory/delta.md" in done.stderr, done.stderr
+    assert not fact.exists() and git(root, "status", "--porcelain") == ""
