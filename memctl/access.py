@@ -218,14 +218,15 @@ def _opened(store: Store) -> tuple[int, list[tuple[BinaryIO, int, tuple[str, ...
 
 def rows(store: Store) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, values) of every row: the ledger's, then the pending ones, in order, each
-    numbered as its line in the ledger (once moved)."""
-    from .ledger import parse_record
+    numbered as its line in the ledger (once moved). A line over the ledger limit is refused
+    (fsutil.TooBig, ledger.lines)."""
+    from .ledger import lines, parse_record
 
     lineno, opened = _opened(store)
     try:
         for handle, size, columns, has_header in opened:
             left = size
-            for number, raw in enumerate(handle, 1):
+            for number, raw in lines(handle, store.rel(Path(handle.name))):
                 if left <= 0:
                     break
                 raw, left = raw[:left], left - len(raw)

@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from . import clock, recall as recall_mod, textnorm
-from .errors import BadInput
+from .errors import BadInput, warn
+from .fsutil import INDEX_LIMIT, TooBig, read_bounded
 from .store import Store
 
 SECTIONS = {
@@ -77,9 +78,13 @@ def _pinned_parts(conn) -> list[Part]:
 
 
 def _index_parts(store: Store) -> list[Part]:
-    if not store.index_path.exists():
+    try:
+        text = read_bounded(store.index_path, INDEX_LIMIT, "an index file", store.rel(store.index_path)).decode("utf-8", errors="replace")
+    except FileNotFoundError:
         return []
-    text = store.index_path.read_text(encoding="utf-8", errors="replace")
+    except TooBig as exc:
+        warn(f"left out of the context: {exc.message}", hint=exc.hint)
+        return []
     limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
     parts, used, heading = [], 0, None
     for line in text.splitlines()[:limit_lines]:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import BadInput
+from .fsutil import FACT_LIMIT, TooBig, read_bounded, shown
 from .markers import first_conflict
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
@@ -42,6 +43,7 @@ class _Dumper(_BASE_DUMPER):  # type: ignore[misc, valid-type]
 
 _Loader.yaml_implicit_resolvers = _without_timestamps(_BASE_LOADER.yaml_implicit_resolvers)
 _Dumper.yaml_implicit_resolvers = _without_timestamps(_BASE_DUMPER.yaml_implicit_resolvers)
+_Dumper.ignore_aliases = lambda self, data: True  # type: ignore[method-assign]  (a value used twice is written twice: see parse)
 _Dumper.add_representer(
     list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True)
 )
@@ -173,8 +175,23 @@ def split(text: str) -> tuple[str, str, int]:
     raise FactParseError("frontmatter is not closed by a '---' line", 1)
 
 
+def _refuse_anchors(fm: str, first_line: int) -> None:
+    """YAML anchors and aliases (`&a`, `*a`) let 400 bytes stand for a billion values (an alias bomb):
+    a fact's frontmatter never needs them, so they are refused, found by the scanner (tokens only,
+    nothing expanded). Only called when the text holds `&` or `*`, so the common path stays the C loader alone."""
+    try:
+        for token in yaml.scan(fm, Loader=_Loader):
+            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
+                raise FactParseError("a YAML anchor or alias (&name, *name) in the frontmatter: memctl does not read them "
+                                     "(write each value out)", first_line + token.start_mark.line)
+    except yaml.YAMLError:
+        return  # not YAML at all: the load says where
+
+
 def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None) -> Fact:
     fm, body, first_line = split(text)
+    if "&" in fm or "*" in fm:
+        _refuse_anchors(fm, first_line)
     try:
         front = yaml.load(fm, Loader=_Loader) if fm.strip() else {}
     except yaml.YAMLError as exc:
@@ -188,7 +205,10 @@ def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = N
 
 
 def load(path: Path, *, archived: bool = False) -> Fact:
-    data = path.read_bytes()
+    try:
+        data = read_bounded(path, FACT_LIMIT, "a fact file")
+    except TooBig as exc:
+        raise FactParseError(str(exc.details["reason"]), 0) from None
     nul = data.find(b"\x00")
     if nul != -1:
         raise FactParseError("a NUL byte (a binary file, or a damaged one)", data[:nul].count(b"\n") + 1)
@@ -204,10 +224,16 @@ def load(path: Path, *, archived: bool = False) -> Fact:
 
 
 def render(fact: Fact) -> str:
+    """The file's text; refused (BadInput) over the size a reader takes (FACT_LIMIT): memctl never writes what it will not read."""
     front = yaml.dump(
         fact.front, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1_000_000
     )
-    return f"---\n{front}---\n{fact.body}"
+    text = f"---\n{front}---\n{fact.body}"
+    if len(text) * 4 > FACT_LIMIT and len(text.encode("utf-8", "surrogatepass")) > FACT_LIMIT:
+        raise BadInput(f"the fact {fact.stem!r} would be {len(text.encode('utf-8', 'surrogatepass'))} bytes; a fact file may be at most "
+                       f"{shown(FACT_LIMIT)} (docs/FORMAT.md, Limits)", hint="keep the body shorter: a fact is a note, not a document",
+                       kind="too-big")
+    return text
 
 
 def compose_body(body: str | None, why: str | None, how: str | None) -> str:

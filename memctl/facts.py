@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
-from .fsutil import atomic_move, atomic_write, escapes
+from .fsutil import INDEX_LIMIT, TooBig, atomic_move, atomic_write, escapes, read_bounded
 from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
@@ -374,11 +374,21 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     return moved, [fact.path, target]
 
 
+def index_text(store: Store, path: Path | None = None, errors: str = "replace") -> str:
+    """MEMORY.md (or a topic file) as text, "" when it does not exist; refused (fsutil.TooBig), unread,
+    over INDEX_LIMIT (docs/FORMAT.md, Limits). `errors`: what bytes that are not UTF-8 become."""
+    path = path or store.index_path
+    try:
+        return read_bounded(path, INDEX_LIMIT, "an index file", store.rel(path)).decode("utf-8", errors)
+    except FileNotFoundError:
+        return ""
+
+
 def _refuse_damaged_index(store: Store) -> None:
     """A MEMORY.md whose block markers are damaged is not regenerated (it would gain a second block)."""
     if not store.index_path.exists():
         return
-    damaged = index_mod.damaged_block(store.index_path.read_text(encoding="utf-8", errors="replace"))
+    damaged = index_mod.damaged_block(index_text(store))
     if damaged is not None:
         raise Refused(f"{store.rel(store.index_path)}:{damaged[0]}: the generated block is damaged: {damaged[1]}; nothing was written",
                       hint=f"fix the marker lines by hand ({index_mod.BEGIN} ... {index_mod.END}), then `memctl index`")
@@ -397,7 +407,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     if not gitstore.dirty_paths(store.root, [store.index_path]):
         return
     committed = gitstore.committed_text(store.root, store.index_path)
-    current = store.index_path.read_text(encoding="utf-8", errors="replace")
+    current = index_text(store)
     adopted = {f.file_name for f in facts} | _archived_names(store)
     if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
         raise Refused(
@@ -415,8 +425,7 @@ def _topic_texts(store: Store) -> dict[str, str]:
     folder = store.memory_dir / index_mod.TOPIC_DIR
     if not folder.is_dir():
         return {}
-    return {f"{index_mod.TOPIC_DIR}/{p.name}": p.read_text(encoding="utf-8", errors="replace")
-            for p in sorted(folder.glob("*.md")) if p.is_file()}
+    return {f"{index_mod.TOPIC_DIR}/{p.name}": index_text(store, p) for p in sorted(folder.glob("*.md")) if p.is_file()}
 
 
 def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[Path]:
@@ -475,7 +484,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
     _refuse_damaged_index(store)
     path = store.index_path
-    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    current = index_text(store, errors="strict")
     refuse_conflicts(current.encode("utf-8"), store.rel(path))
     topics = _topic_texts(store)
     layout = index_mod.build_layout(
@@ -747,7 +756,7 @@ def reindex(store: Store, *, commit_changes: bool = True) -> tuple[bool, str | N
 
 def index_drift(store: Store) -> list[index_mod.Drift]:
     facts = live_facts(store)
-    text = store.index_path.read_text(encoding="utf-8") if store.index_path.exists() else ""
+    text = index_text(store, errors="strict")
     return index_mod.drift(text, facts, _topic_texts(store),
                            limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes)
 
@@ -795,24 +804,10 @@ def check(store: Store) -> list[Problem]:
             files = ", ".join(store.rel(f.path) for f in same if f.path)
             for item in same:
                 problems.append(Problem(store.rel(item.path), 2, "duplicate-name", f"name {name!r} is used by {files}"))
-    rel_index = store.rel(store.index_path)
     if not store.index_path.exists():
-        problems.append(Problem(rel_index, 0, "no-index", "MEMORY.md is missing (run `memctl index`)"))
+        problems.append(Problem(store.rel(store.index_path), 0, "no-index", "MEMORY.md is missing (run `memctl index`)"))
     else:
-        raw = store.index_path.read_bytes()
-        text = raw.decode("utf-8", errors="replace")
-        for drift in index_mod.drift(text, live, _topic_texts(store)):
-            where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
-            fix = "fix the marker lines by hand" if drift.kind == "damaged-block" else "run `memctl index`"
-            problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", f"{drift.message} ({fix})"))
-        lines = text.count("\n")
-        limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
-        # Errors: memctl keeps the index within the limits, so being over them means that
-        # Claude Code would not see some facts (run `memctl index`, or shorten the text outside the block).
-        if lines > limit_lines:
-            problems.append(Problem(rel_index, limit_lines + 1, "index-too-long", f"{lines} lines; Claude Code loads only the first {limit_lines} (run `memctl index`)"))
-        if len(raw) > limit_bytes:
-            problems.append(Problem(rel_index, 0, "index-too-big", f"{len(raw)} bytes; Claude Code loads only the first {limit_bytes} (run `memctl index`)"))
+        problems += _index_problems(store, live)
     problems += _git_problems(store)
     return problems
 
@@ -829,6 +824,29 @@ def _key_line(fact: fact_mod.Fact, key: str) -> int:
         if line.lstrip().startswith(f"{key}:"):
             return number
     return 0
+def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
+    """MEMORY.md and its topic files against the live facts (an index file over its limit: that, unread)."""
+    rel_index = store.rel(store.index_path)
+    try:
+        raw = read_bounded(store.index_path, INDEX_LIMIT, "an index file", rel_index)
+        topics = _topic_texts(store)
+    except TooBig as exc:
+        return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
+    text = raw.decode("utf-8", errors="replace")
+    problems = []
+    for drift in index_mod.drift(text, live, topics):
+        where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
+        fix = "fix the marker lines by hand" if drift.kind == "damaged-block" else "run `memctl index`"
+        problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", f"{drift.message} ({fix})"))
+    lines = text.count("\n")
+    limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
+    # Errors: memctl keeps the index within the limits, so being over them means that
+    # Claude Code would not see some facts (run `memctl index`, or shorten the text outside the block).
+    if lines > limit_lines:
+        problems.append(Problem(rel_index, limit_lines + 1, "index-too-long", f"{lines} lines; Claude Code loads only the first {limit_lines} (run `memctl index`)"))
+    if len(raw) > limit_bytes:
+        problems.append(Problem(rel_index, 0, "index-too-big", f"{len(raw)} bytes; Claude Code loads only the first {limit_bytes} (run `memctl index`)"))
+    return problems
 
 
 def _git_problems(store: Store) -> list[Problem]:

@@ -21,6 +21,7 @@ import os
 import re
 from collections import deque
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
@@ -28,7 +29,7 @@ from . import clock
 from . import config as config_mod
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
-from .fsutil import append_bytes, atomic_write, escapes, refuse_escape
+from .fsutil import ROW_LIMIT, TooBig, append_bytes, atomic_write, escapes, refuse_escape, shown
 from .markers import refuse_conflicts
 from .store import Store, commit, config_committable
 from .tsv import escape, unescape  # noqa: F401  (part of this module's interface)
@@ -368,6 +369,10 @@ def encode_records(ledger: Ledger, records: Sequence[Mapping[str, Any]]) -> list
                     hint="keep long text in a fact file and put its name in the ledger",
                 )
             fields.append(raw)
+        row = sum(map(len, fields)) + len(fields)  # the TABs and the LF
+        if row > ROW_LIMIT:
+            raise BadInput(f"{where}the row is {row} bytes; a ledger line may be at most {shown(ROW_LIMIT)} (docs/FORMAT.md, Limits)",
+                           hint="keep long text in a fact file and put its name in the ledger", kind="too-big")
         encoded.append(fields)
     return encoded
 
@@ -509,13 +514,24 @@ def iter_rows(ledger: Ledger) -> Iterator[Row]:
         return
     columns = ledger.columns
     with open(ledger.path, "rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
+        for lineno, raw in lines(handle, _rel(ledger.path)):
             if lineno == 1 and ledger.header:
                 require_header(ledger, raw)
                 continue
             if not raw.endswith(b"\n"):
                 return  # a last line without LF is a cut-off record, not a row (check_tail names it)
             yield Row(lineno, parse_record(raw[:-1].decode("utf-8", "replace"), columns))
+
+
+def lines(handle, name: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, line with its LF) of a ledger file open for reading; a line over ROW_LIMIT is
+    refused (fsutil.TooBig, naming `name`:line) after reading no more than the limit of it."""
+    for lineno, raw in enumerate(iter(partial(handle.readline, ROW_LIMIT + 1), b""), 1):
+        if len(raw) > ROW_LIMIT:
+            reason = f"a line of more than {shown(ROW_LIMIT)}, the limit for a ledger line (docs/FORMAT.md, Limits), so memctl does not read it"
+            raise TooBig(f"{name}:{lineno} is {reason}", hint="cut the line short, or move it out of the ledger", kind="too-big",
+                         name=f"{name}:{lineno}", reason=reason)
+        yield lineno, raw
 
 
 def read_rows(store: Store, name: str) -> Iterator[Row]:

@@ -20,7 +20,7 @@ from typing import Iterable, NamedTuple
 from . import config as config_mod
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
-from .fsutil import escapes
+from .fsutil import ROW_LIMIT, escapes, shown as shown_limit
 from .markers import conflict_lines
 from .ledger import (
     BAD_ESCAPE_RE,
@@ -221,11 +221,16 @@ def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
             nxt = data[match.end() : match.end() + 1]
             what = "a backslash at the end of a field" if nxt in (b"", b"\n", b"\t") else f"invalid escape '\\{nxt.decode('utf-8', 'replace')}'"
             problems.append(_problem(rel, number, "bad-escape", what + " (only \\\\ \\t \\n \\r)"))
-    for byte, code, what in ((b"\r", "raw-cr", "a raw CR (write it as \\r; CRLF line ends?)"), (b"\0", "nul", "a NUL byte")):
+    # A NUL in the access log is an old query's (it is refused now: docs/FORMAT.md, Limits); nothing reads it as a record.
+    nul = ("a NUL byte (from a query an older memctl logged; harmless)", "warning") if ledger.name == "access" else ("a NUL byte", "error")
+    for byte, code, (what, severity) in ((b"\r", "raw-cr", ("a raw CR (write it as \\r; CRLF line ends?)", "error")), (b"\0", "nul", nul)):
         if byte in data:
             for number, line in enumerate(lines, 1):
                 if byte in line:
-                    problems.append(_problem(rel, number, code, what))
+                    problems.append(_problem(rel, number, code, what, severity))
+    if lines and max(map(len, lines)) >= ROW_LIMIT:
+        problems += [_problem(rel, number, "too-big", f"a line of more than {shown_limit(ROW_LIMIT)}, the limit for a ledger line "
+                              "(docs/FORMAT.md, Limits): readers refuse the ledger") for number, line in enumerate(lines, 1) if len(line) >= ROW_LIMIT]
     for number in conflict_lines(data):
         problems.append(_problem(rel, number, "conflict-marker", "an unresolved merge conflict marker (appends refuse until it is resolved)"))
     problems.sort(key=lambda p: p.line)

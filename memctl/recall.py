@@ -268,6 +268,7 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
     """
     if not rows:
         return
+    rows = [(query.replace("\0", ""), keys) for query, keys in rows]  # a NUL is never stored (a hook's prompt: never refused)
     try:
         access_mod.append(store, command, rows, agent=agent)
     except (MemctlError, OSError) as exc:

@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
 from . import clock, textnorm
-from .fsutil import file_lock
+from .fsutil import ROW_LIMIT, file_lock
 from .store import Store
 
 VERSION = "9"  # 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
@@ -432,7 +432,7 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> bool:
     marks = episodes.forgotten(store) if rebuild and tombstones.exists() else {}
     book = ledger.open_ledger(store, episodes.LEDGER)
     for number, raw in enumerate(lines, start=lines_before + 1):
-        if number == 1 and book.header:
+        if (number == 1 and book.header) or len(raw) >= ROW_LIMIT:  # a line over the limit: skipped, `doctor` names it
             continue
         row = ledger.Row(number, ledger.parse_record(raw.decode("utf-8", "replace"), book.columns))
         ep = episodes.from_row(row)
@@ -506,7 +506,7 @@ def _count_uses(conn: sqlite3.Connection, table: str, new: tuple[int, list[bytes
     columns, has_header = header
     counts: dict[str, list] = {}
     for number, raw in enumerate(lines, start=lines_before + 1):
-        if number == 1 and has_header:
+        if (number == 1 and has_header) or len(raw) >= ROW_LIMIT:
             continue
         values = ledger.parse_record(raw.decode("utf-8", "replace"), columns)
         if not access_mod.is_use(values.get("command", "")):

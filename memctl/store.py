@@ -467,7 +467,7 @@ def pending(store: Store) -> list[str]:
     """Paths an interrupted command changed and nobody has settled yet (for doctor; a foreign log: foreign_undo)."""
     try:
         return sorted({store.rel(p) for p in touched(read_undo(store.undo_path, store.root))})
-    except ForeignLog:
+    except (ForeignLog, Refused):
         return []
 
 
@@ -477,6 +477,8 @@ def foreign_undo(store: Store) -> str | None:
         read_undo(store.undo_path, store.root)
     except ForeignLog as exc:
         return str(exc)
+    except Refused as exc:  # the undo folder is a link
+        return exc.message
     return None
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
-from .fsutil import atomic_write
+from .fsutil import FACT_LIMIT, atomic_write, read_bounded
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
@@ -432,6 +432,11 @@ def _hunk(local: str, other: str, limit: int = 6) -> tuple[str, ...]:
     return tuple(lines[:limit] + ([f"… {len(lines) - limit} more"] if len(lines) > limit else []))
 
 
+def _fact_text(store: Store, path: Path) -> str:
+    """A fact file or a conflict copy as text, refused unread over the fact limit (docs/FORMAT.md, Limits)."""
+    return read_bounded(path, FACT_LIMIT, "a fact file", store.rel(path)).decode("utf-8", errors="replace")
+
+
 def list_conflicts(store: Store) -> list[Conflict]:
     """The fact versions a merge kept aside, each with the lines it differs in."""
     folder = store.memory_dir / merge.CONFLICTS_DIR
@@ -439,8 +444,8 @@ def list_conflicts(store: Store) -> list[Conflict]:
     for copy in sorted(folder.glob("*.md")) if folder.is_dir() else []:
         stem = copy.name.split(".", 1)[0]
         live = store.memory_dir / f"{stem}.md"
-        local = live.read_text(encoding="utf-8", errors="replace") if live.exists() else ""
-        other = copy.read_text(encoding="utf-8", errors="replace")
+        local = _fact_text(store, live) if live.exists() else ""
+        other = _fact_text(store, copy)
         found.append(Conflict(stem, store.rel(live), store.rel(copy), _hunk(local, other)))
     return found
 

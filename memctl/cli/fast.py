@@ -72,8 +72,8 @@ def near_dup_error(exc: BaseException, json: bool = False) -> int | None:
 
 
 def _read_text(source: str) -> str:
-    """A file's text, or stdin's for `-`; not valid UTF-8 is bad input naming the source."""
-    from ..errors import NotFound, not_utf8
+    """A file's text, or stdin's for `-`; not valid UTF-8, or a NUL, is bad input naming the source."""
+    from ..errors import BadInput, NotFound, not_utf8
 
     if source == "-":
         data = sys.stdin.buffer.read()
@@ -83,10 +83,14 @@ def _read_text(source: str) -> str:
                 data = handle.read()
         except FileNotFoundError:
             raise NotFound(f"no such file: {source}") from None
+    name = "stdin" if source == "-" else source
+    if b"\0" in data:  # it would reach the access log (docs/FORMAT.md, Limits)
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        raise BadInput(f"{name}:{line}: a NUL character", hint="remove it; queries are text", kind="nul")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise not_utf8("stdin" if source == "-" else source, exc) from None
+        raise not_utf8(name, exc) from None
 
 
 def verdict_line(report, check) -> str:

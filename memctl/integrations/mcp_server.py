@@ -166,6 +166,7 @@ def build(root: Path):
 
     from .. import resident
     from ..store import open_store
+    from . import mcp_input
 
     server = MCPServer("memctl", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
@@ -178,6 +179,7 @@ def build(root: Path):
             from .. import vcache
 
             try:
+                mcp_input.check(kwargs)  # sizes and NUL, before any work
                 with vcache.answer_within(_embed_seconds()) as late:
                     result = fn(**kwargs)
             except (MemctlError, UnicodeError, ValueError, OSError) as exc:
@@ -372,10 +374,12 @@ def build(root: Path):
 
     @resource("memctl://index", "MEMORY.md", "The memory index: one line per live fact.")
     def index() -> str:
+        from .. import facts
+
         s = store()
         if not s.index_path.is_file():
             raise NotFound(f"no {s.rel(s.index_path)}", hint="memctl index")
-        return s.index_path.read_text(encoding="utf-8")
+        return facts.index_text(s, errors="strict")  # refused over its size limit
 
     @resource("memctl://facts/{name}", "fact", "One fact file by name or stem.")
     def fact(name: str) -> str:

@@ -1,0 +1,48 @@
+"""What an MCP client may send: every text within its size, no NUL (docs/FORMAT.md, "Limits").
+
+The MCP tools call `check` on their arguments before any work, so a 10 MB `near_dup` text or a
+huge `recall` query is an error at once, not an hour of tokenising and embedding, and a NUL never
+reaches a file (git and grep would take it for binary).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+from ..errors import BadInput
+from ..fsutil import FACT_LIMIT, shown
+
+TEXT_LIMIT = 64 << 10  # one text: a query, a description, a ledger value (a ledger field's own limit)
+BODY_LIMIT = FACT_LIMIT // 2  # the body of a fact (`remember`): the file must stay within FACT_LIMIT
+CALL_LIMIT = FACT_LIMIT  # all the texts of one call together (`ledger_append`'s records)
+
+
+def _texts(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every string in an argument's value, lists and objects (their keys too) included, with where it is."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _texts(key, f"{where} (a key)")
+            yield from _texts(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for number, item in enumerate(value):
+            yield from _texts(item, f"{where}[{number}]")
+
+
+def check(arguments: Mapping[str, Any]) -> None:
+    """Refused (BadInput) when a text is over its limit, all of them over CALL_LIMIT, or one holds a NUL."""
+    total = 0
+    for name, value in arguments.items():
+        limit = BODY_LIMIT if name == "body" else TEXT_LIMIT
+        for where, text in _texts(value, name):
+            size = len(text.encode("utf-8", "surrogatepass"))
+            total += size
+            if size > limit:
+                raise BadInput(f"the argument {where} is {size} bytes; the limit is {shown(limit)} (docs/FORMAT.md, Limits)",
+                               hint="send a shorter text", kind="too-big")
+            if "\0" in text:
+                raise BadInput(f"the argument {where} contains a NUL character", hint="remove it; memctl stores text", kind="nul")
+    if total > CALL_LIMIT:
+        raise BadInput(f"the arguments are {total} bytes together; the limit is {shown(CALL_LIMIT)} (docs/FORMAT.md, Limits)",
+                       hint="send fewer or shorter values", kind="too-big")
