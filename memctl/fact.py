@@ -175,10 +175,16 @@ def split(text: str) -> tuple[str, str, int]:
     raise FactParseError("frontmatter is not closed by a '---' line", 1)
 
 
+# An anchor or alias starts a node: at the start, or after a space, a line end or a flow indicator.
+# `R&D` or `a*b` cannot be one, so they skip the scan; what may be one is scanned precisely.
+_MAYBE_ANCHOR = re.compile(r"(?:\A|[\s\[{,])[&*]")
+
+
 def _refuse_anchors(fm: str, first_line: int) -> None:
     """YAML anchors and aliases (`&a`, `*a`) let 400 bytes stand for a billion values (an alias bomb):
     a fact's frontmatter never needs them, so they are refused, found by the scanner (tokens only,
-    nothing expanded). Only called when the text holds `&` or `*`, so the common path stays the C loader alone."""
+    nothing expanded). Only called when `&` or `*` may start a node (_MAYBE_ANCHOR), so the common path stays
+    the C loader alone."""
     try:
         for token in yaml.scan(fm, Loader=_Loader):
             if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
@@ -190,7 +196,7 @@ def _refuse_anchors(fm: str, first_line: int) -> None:
 
 def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None) -> Fact:
     fm, body, first_line = split(text)
-    if "&" in fm or "*" in fm:
+    if ("&" in fm or "*" in fm) and _MAYBE_ANCHOR.search(fm):
         _refuse_anchors(fm, first_line)
     try:
         front = yaml.load(fm, Loader=_Loader) if fm.strip() else {}

@@ -174,7 +174,9 @@ def read_bounded(path: Path, limit: int, what: str, name: str | None = None) -> 
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size <= limit:
-            data = handle.read(limit + 1)
+            data = handle.read(size + 1)  # not read(limit + 1): that would allocate the limit for every small file
+            if len(data) > size:  # it grew since the fstat: on to the limit, no further
+                data += handle.read(limit + 1 - len(data))
             if len(data) <= limit:
                 return data
             size = len(data)
