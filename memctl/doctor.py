@@ -163,13 +163,15 @@ def temp_files(store: Store) -> list[Path]:
 def interrupted_problems(store: Store) -> list[Problem]:
     """A change that a killed command left half-made (undo log present), machine-local state that came
     with a commit (then the undo log is not read at all), and dead writers' temp files."""
-    found = [Problem(rel, 0, "tracked-local-state", "machine-local state tracked by git (it came with a commit); "
-                     "memctl does not read it (`memctl doctor --fix` untracks and removes it)") for rel in tracked_local_state(store)]
-    foreign = None if found else foreign_undo(store)
-    if foreign is not None:
-        found.append(Problem(store.rel(store.undo_path), 0, "foreign-undo-log",
-                             f"not memctl's to act on ({foreign}); the next write discards it without acting on it"))
-    elif not found:
+    tracked = tracked_local_state(store)
+    foreign = None if tracked else foreign_undo(store)
+    if tracked:
+        found = [Problem(rel, 0, "tracked-local-state", "machine-local state tracked by git (it came with a commit); "
+                         "memctl does not read it (`memctl doctor --fix` untracks and removes it)") for rel in tracked]
+    elif foreign is not None:
+        found = [Problem(store.rel(store.undo_path), 0, "foreign-undo-log",
+                         f"not memctl's to act on ({foreign}); the next write discards it without acting on it")]
+    else:
         found = [Problem(path, 0, "interrupted", "changed by a memctl command that was interrupted before its commit "
                          "(the next memctl write undoes it, or run `memctl doctor --fix`)") for path in pending(store)]
     found += [Problem(store.rel(p), 0, "temp-file", "a temp file left by a writer that died (`memctl doctor --fix` removes it)", "warning")

@@ -374,10 +374,14 @@ def _append_record(log: _Log, rec: Undo) -> None:
     log.records.append(rec)
 
 
+# The library's words (the CLI's, naming `doctor --fix`, are in cli/hints.py under the same kind).
+UNTRACK_HINT = "let doctor's fix untrack .memctl/ and remove what came in, then run the command again"
+
+
 def _replaced(log: _Log, done: str = ", and undid this command's change") -> MemctlError:
     return MemctlError(f"{log.path.relative_to(log.root)} was put in place by something else while this command ran "
                        f"(a merge of a commit that tracks .memctl/?); memctl does not act on it{done}",
-                       hint="run `memctl doctor --fix`, then the command again", kind="tracked-local-state")
+                       hint=UNTRACK_HINT, kind="tracked-local-state")
 
 
 LOGGED_LOCAL = (".memctl", "access")  # the one folder of .memctl/ whose removals are logged (remove_logged)

@@ -10,7 +10,7 @@ from typing import Iterator, NamedTuple
 from . import config as config_mod
 from . import errors
 from .errors import GitError, NotFound, Refused
-from .fsutil import (ForeignLog, atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, rollback_to, savepoint,
+from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, rollback_to, savepoint,
                      settle, touched, undo_log, undoing)
 
 CONFIG_FILE = "memctl.toml"
@@ -498,9 +498,8 @@ def refuse_tracked_local_state(store: Store) -> None:
     tracked = tracked_local_state(store)
     if tracked:
         more = f" (and {len(tracked) - 1} more)" if len(tracked) > 1 else ""
-        raise errors.MemctlError(f"{tracked[0]}{more} is tracked by git: machine-local state came in with a commit; memctl does not read it, "
-                      "and nothing was written", hint="run `memctl doctor --fix` (it untracks .memctl/ and removes what came in), "
-                      "then the command again", kind="tracked-local-state")
+        raise errors.MemctlError(f"{tracked[0]}{more} is tracked by git: machine-local state came in with a commit; "
+                                 "memctl does not read it, and nothing was written", hint=UNTRACK_HINT, kind="tracked-local-state")
 
 
 def will_commit(store: Store, enabled: bool = True) -> Path | None:

@@ -59,6 +59,7 @@ HINTS = {
     "no-scheduler": "install {name}, or choose --scheduler",
     "server-running": "memctl embed-server --stop",
     "not-procedure": "create one with `memctl remember NAME --type procedure`",
+    "tracked-local-state": "run `memctl doctor --fix` (it untracks .memctl/ and removes what came in), then the command again",
 }
 
 
