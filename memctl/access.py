@@ -108,9 +108,9 @@ def reading(store: Store) -> Iterator[None]:
 
 
 def _writing(store: Store):
-    from .fsutil import file_lock, refuse_escape
+    from .fsutil import file_lock, refuse_link
 
-    refuse_escape(store.root, store.cache_dir / PENDING_DIR)
+    refuse_link(store.root, store.cache_dir / PENDING_DIR)
     return file_lock(store.cache_dir / LOCK)
 
 
@@ -202,8 +202,11 @@ def _opened(store: Store) -> tuple[int, list[tuple[BinaryIO, int, tuple[str, ...
     afterwards is this moment's log, whatever a move does meanwhile): (handle, size, columns, header);
     and the lines before the first row: 1 while the ledger is missing or empty, for the header line
     that the move writes first."""
+    from .fsutil import refuse_link
+
     found = []
     log = path_for(store)
+    refuse_link(store.root, log)  # never read through a link (docs/RELIABILITY.md)
     with reading(store):
         for path in [log, *pending_files(store)]:
             try:

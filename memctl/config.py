@@ -102,7 +102,11 @@ class Config(NamedTuple):
 
 
 def load(path: Path) -> Config:
-    """Read memctl.toml (a missing file means all defaults)."""
+    """Read memctl.toml (a missing file means all defaults; a symbolic link is refused, never followed)."""
+    if os.path.islink(path):
+        from .fsutil import refuse_link  # noqa: PLC0415
+
+        refuse_link(path.parent, path)
     if not path.exists():
         return Config()
     try:

@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from . import clock, recall as recall_mod, textnorm
+from . import errors
 from .errors import BadInput, warn
-from .fsutil import INDEX_LIMIT, TooBig, read_bounded
+from .fsutil import INDEX_LIMIT, TooBig, link_message, link_on_way, read_bounded
 from .store import Store
 
 SECTIONS = {
@@ -77,7 +78,21 @@ def _pinned_parts(conn) -> list[Part]:
     return [Part("pinned", f"### {doc.path}\n{texts[doc.path]}", doc.key) for doc in pinned if doc.path in texts]
 
 
+def _unlinked(store: Store, paths) -> list:
+    """`paths` without those reached through a symbolic link, each of those named in a warning (never read)."""
+    kept = []
+    for path in paths:
+        link = link_on_way(store.root, path)
+        if link is None:
+            kept.append(path)
+        else:
+            errors.warn(f"left out of the context: {link_message(store.root, link)}", hint="run `memctl doctor`")
+    return kept
+
+
 def _index_parts(store: Store) -> list[Part]:
+    if not _unlinked(store, [store.index_path]):
+        return []
     try:
         text = read_bounded(store.index_path, INDEX_LIMIT, "an index file", store.rel(store.index_path)).decode("utf-8", errors="replace")
     except FileNotFoundError:
@@ -100,10 +115,10 @@ def _index_parts(store: Store) -> list[Part]:
 
 
 def _state_parts(store: Store) -> list[Part]:
-    if not store.state_dir.is_dir():
+    if not _unlinked(store, [store.state_dir]) or not store.state_dir.is_dir():
         return []
     parts = []
-    for path in sorted(store.state_dir.rglob("STATE.md")):
+    for path in _unlinked(store, sorted(store.state_dir.rglob("STATE.md"))):  # rglob enters no linked folder
         body = path.read_text(encoding="utf-8", errors="replace").rstrip()
         parts.append(Part("state", f"### {store.rel(path)}\n{body}"))
     return parts

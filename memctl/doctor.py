@@ -7,7 +7,7 @@ from pathlib import Path
 
 from . import facts, jobs, ledger_ops, state
 from .facts import Problem
-from .fsutil import INDEX_LIMIT, dead_temp, escapes
+from .fsutil import INDEX_LIMIT, dead_temp, link_on_way
 from .lifecycle import forget
 from .markers import conflict_lines
 from .store import Store, foreign_undo, pending, tracked_local_state
@@ -26,7 +26,7 @@ def run(store: Store) -> list[Problem]:
     problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
     problems += interrupted_problems(store)
-    return problems
+    return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
 
 
 def fix(store: Store) -> list[str]:
@@ -86,20 +86,13 @@ def _owned_dirs(store: Store) -> list[Path]:
 
 
 def link_problems(store: Store) -> list[Problem]:
-    """Every symbolic link in a memctl folder (or a memctl folder that is one) leading out of the store."""
-    found: list[Problem] = []
-    paths = [store.config_path, store.index_path]
-    for folder in _owned_dirs(store):
-        paths.append(folder)
-        if folder.is_dir() and escapes(store.root, folder) is None:
-            for here, subdirs, files in os.walk(folder):
-                paths += [Path(here) / n for n in files + subdirs if (Path(here) / n).is_symlink()]
-    for path in dict.fromkeys(paths):
-        target = escapes(store.root, path)
-        if target is not None:
-            found.append(Problem(store.rel(path), 0, "link-outside",
-                                 f"a symbolic link out of the store (to {target}); memctl refuses to read or write through it"))
-    return found
+    """Every symbolic link in the store (git's folder aside): no memctl reader or writer follows one."""
+    links: list[Path] = []
+    for here, subdirs, files in os.walk(store.root):  # os.walk enters no linked folder
+        if here == str(store.root) and ".git" in subdirs:
+            subdirs.remove(".git")
+        links += [Path(here) / name for name in sorted(subdirs + files) if os.path.islink(os.path.join(here, name))]
+    return [facts.link_problem(store, link) for link in sorted(links)]
 
 
 def marker_problems(store: Store) -> list[Problem]:
@@ -129,8 +122,8 @@ def _text_files(store: Store) -> list[Path]:
 
 
 def _readable(store: Store, path: Path) -> bool:
-    """A file doctor reads whole: inside the store, and within the index's limit (facts.check names a bigger index file)."""
-    return path.is_file() and escapes(store.root, path) is None and path.stat().st_size <= INDEX_LIMIT
+    """A file doctor reads whole: no link on the way to it, and within the index's limit (facts.check names a bigger index file)."""
+    return link_on_way(store.root, path) is None and path.is_file() and path.stat().st_size <= INDEX_LIMIT
 
 
 def nul_problems(store: Store) -> list[Problem]:
@@ -151,7 +144,7 @@ def temp_files(store: Store) -> list[Path]:
     """Temp files of writers that died (`.<name>.<pid>.<hex>.tmp`, their pid gone)."""
     found = []
     for folder in _owned_dirs(store) + [store.root]:
-        if not folder.is_dir() or escapes(store.root, folder) is not None:
+        if link_on_way(store.root, folder) is not None or not folder.is_dir():
             continue
         for here, _subdirs, files in os.walk(folder):
             found += [Path(here) / name for name in files if dead_temp(name)]

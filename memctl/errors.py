@@ -46,6 +46,7 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
     ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT", LOCKED),
     ("no-git", "a write while commits are on, with git not found (MEMCTL_GIT, PATH), failing, or the store in no git "
                "repository: refused before anything changed (exit 0 means committed)", FAILED),
+    ("link", "a symbolic link in the store where memctl reads or writes (it follows none; the line names it)", FAILED),
 )
 
 

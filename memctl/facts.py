@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
-from .fsutil import INDEX_LIMIT, TooBig, atomic_move, atomic_write, escapes, read_bounded
+from .fsutil import INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, refuse_link
 from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
@@ -83,30 +83,45 @@ class Scan:
 
 # ---------------------------------------------------------------- reading
 
-def _fact_files(directory: Path, store: Store) -> list[Path]:
-    if not directory.is_dir():
-        return []
-    return sorted(
-        p for p in directory.iterdir()
-        if p.suffix == ".md" and p.name != "MEMORY.md" and not p.name.startswith(".") and p.is_file()
-    )
+def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path]]:
+    """The fact files in `directory`, and the links among its entries (never followed: docs/RELIABILITY.md).
+    A folder that is itself a link, or lies under one, is a link with no files."""
+    link = link_on_way(store.root, directory)
+    if link is not None:
+        return [], [link] if os.path.lexists(directory) else []
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return [], []
+    files, links = [], []
+    for entry in entries:
+        if not entry.name.endswith(".md") or entry.name == "MEMORY.md" or entry.name.startswith("."):
+            continue
+        if entry.is_symlink():
+            links.append(Path(entry.path))
+        elif entry.is_file(follow_symlinks=False):
+            files.append(Path(entry.path))
+    return sorted(files), sorted(links)
+
+
+def link_problem(store: Store, link: Path) -> Problem:
+    """A symbolic link inside the store, as doctor and the readers that skip it report it."""
+    rel = store.rel(link)
+    return Problem(rel, 0, "link", link_message(store.root, link).removeprefix(f"{rel} is "))
 
 
 def scan(store: Store, *, archived: bool = False) -> Scan:
-    """Parse every live fact (and archived ones when asked); unreadable files become problems."""
+    """Parse every live fact (and archived ones when asked); unreadable files and links become problems."""
     facts: list[fact_mod.Fact] = []
     problems: list[Problem] = []
     cache = FactCache(store.cache_dir / "facts.json")
     seen: set[str] = set()
     dirs = [(store.memory_dir, False), (store.archive_dir, True)]
     for directory, is_archived in dirs if archived else dirs[:1]:
-        for path in _fact_files(directory, store):
+        paths, links = _fact_files(directory, store)
+        problems += [link_problem(store, link) for link in links]
+        for path in paths:
             seen.add(str(path))
-            outside = escapes(store.root, path)
-            if outside is not None:
-                problems.append(Problem(store.rel(path), 0, "link-outside",
-                                        f"a symbolic link out of the store (to {outside}); memctl does not read it"))
-                continue
             try:
                 facts.append(cache.load(path, archived=is_archived))
             except fact_mod.FactParseError as exc:
@@ -375,9 +390,10 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
 
 
 def index_text(store: Store, path: Path | None = None, errors: str = "replace") -> str:
-    """MEMORY.md (or a topic file) as text, "" when it does not exist; refused (fsutil.TooBig), unread,
-    over INDEX_LIMIT (docs/FORMAT.md, Limits). `errors`: what bytes that are not UTF-8 become."""
+    """MEMORY.md (or a topic file) as text, "" when it does not exist; refused, unread, through a
+    symbolic link (kind "link") and over INDEX_LIMIT (fsutil.TooBig) (docs/FORMAT.md, Limits). `errors`: what bytes that are not UTF-8 become."""
     path = path or store.index_path
+    refuse_link(store.root, path)  # never read through a link (docs/RELIABILITY.md)
     try:
         return read_bounded(path, INDEX_LIMIT, "an index file", store.rel(path)).decode("utf-8", errors)
     except FileNotFoundError:
@@ -423,9 +439,10 @@ def _archived_names(store: Store) -> set[str]:
 def _topic_texts(store: Store) -> dict[str, str]:
     """The topic files in memory-index/ (memctl's own), by their path relative to MEMORY.md's folder."""
     folder = store.memory_dir / index_mod.TOPIC_DIR
-    if not folder.is_dir():
-        return {}
-    return {f"{index_mod.TOPIC_DIR}/{p.name}": index_text(store, p) for p in sorted(folder.glob("*.md")) if p.is_file()}
+    if link_on_way(store.root, folder) is not None or not folder.is_dir():
+        return {}  # a link is never read (writing there is refused: fsutil)
+    return {f"{index_mod.TOPIC_DIR}/{p.name}": index_text(store, p) for p in sorted(folder.glob("*.md"))
+            if not p.is_symlink() and p.is_file()}
 
 
 def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[Path]:
@@ -804,7 +821,9 @@ def check(store: Store) -> list[Problem]:
             files = ", ".join(store.rel(f.path) for f in same if f.path)
             for item in same:
                 problems.append(Problem(store.rel(item.path), 2, "duplicate-name", f"name {name!r} is used by {files}"))
-    if not store.index_path.exists():
+    if link_on_way(store.root, store.index_path) is not None:
+        pass  # a link: doctor names it (link_problems) and reads nothing through it
+    elif not store.index_path.exists():
         problems.append(Problem(store.rel(store.index_path), 0, "no-index", "MEMORY.md is missing (run `memctl index`)"))
     else:
         problems += _index_problems(store, live)

@@ -117,7 +117,7 @@ def append_bytes(path: Path, data: bytes) -> None:
     truncated to its old length, so it never holds part of a record.
     """
     _record("A", path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
     try:
         before = os.fstat(fd).st_size
         try:
@@ -258,6 +258,64 @@ def refuse_escape(root: Path, path: Path) -> None:
                       hint="replace the link with the file or folder itself, or remove it")
 
 
+# ---------------------------------------------------------------- no link inside the store is followed
+
+def link_on_way(root: Path, path: Path) -> Path | None:
+    """The first symbolic link on the way from `root` down to `path` (`path` itself included), or None.
+
+    A path that is not under `root` at all is its own answer: memctl reads and writes only inside.
+    One lstat per folder on the way (a fact: two), none of them following a link.
+    """
+    base, full = os.path.abspath(root), os.path.abspath(path)
+    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
+        return Path(full)
+    here = base
+    for part in full[len(base):].split(os.sep):
+        if part:
+            here = os.path.join(here, part)
+            if os.path.islink(here):
+                return Path(here)
+    return None
+
+
+def link_message(root: Path, link: Path) -> str:
+    """What a reader says about a link it will not follow: the path in the store, and what the link names."""
+    base, full = os.path.abspath(root), os.path.abspath(link)
+    if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
+        return f"{full} is outside the store; memctl reads and writes only inside it"
+    try:
+        target = os.readlink(full)
+    except OSError:
+        target = "?"
+    return f"{os.path.relpath(full, base)} is a symbolic link (to {target}); memctl does not follow links in the store"
+
+
+def refuse_link(root: Path, path: Path) -> None:
+    """Refused (naming the link) when `path`, or a folder on the way to it from `root`, is a symbolic link."""
+    link = link_on_way(root, path)
+    if link is not None:
+        raise Refused(link_message(root, link), hint="replace the link with the file or folder itself, or remove it",
+                      kind="link")
+
+
+def read_bytes(root: Path, path: Path) -> bytes:
+    """`path`'s bytes, refused when a link is on the way from `root` (the last step opened with O_NOFOLLOW too)."""
+    refuse_link(root, path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # became a link since the check
+            refuse_link(root, path)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def read_text(root: Path, path: Path, errors: str = "strict") -> str:
+    """`path` as UTF-8 text, under the rule of `read_bytes`."""
+    return read_bytes(root, path).decode("utf-8", errors)
+
+
 # ---------------------------------------------------------------- the undo log
 #
 # The log is machine-local state, and it names files to delete, truncate or put back, so it is
@@ -300,10 +358,10 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
     if log is None:
         return
     path = Path(path)
-    refuse_escape(log.root, path)
+    refuse_link(log.root, path)
     if op == "M":
         assert other is not None
-        refuse_escape(log.root, other)
+        refuse_link(log.root, other)
     full = os.path.abspath(path)
     if any(Path(full).is_relative_to(skip) for skip in log.skip):
         return
@@ -335,7 +393,7 @@ def remove_logged(path: Path) -> None:
     if log is None:
         path.unlink()
         return
-    refuse_escape(log.root, path)
+    refuse_link(log.root, path)
     backup = log.path.parent / f"{os.getpid()}.{os.urandom(6).hex()}"
     _append_record(log, Undo("D", os.path.abspath(path), str(backup), ""))
     os.replace(path, backup)

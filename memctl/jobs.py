@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 
 from . import clock
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
-from .fsutil import atomic_write, file_lock
+from .fsutil import atomic_write, file_lock, link_on_way, refuse_link
 from .state import format_duration, parse_duration
 from .store import Store
 
@@ -645,7 +645,7 @@ class _Log:
     def __init__(self, path: Path, name: str):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.name = name
-        self.handle = open(path, "ab")
+        self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666), "ab")
 
     def write(self, text: str) -> None:
         for line in text.split("\n"):
@@ -686,6 +686,7 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
     """Run one job under its lock, log it, and record an `error` episode when it fails."""
     job = get_job(store, name)
     lock = store.cache_dir / "jobs" / f"{job.name}.lock"
+    refuse_link(store.root, log_path(store, job.name))  # logs/ is machine-local: a link there came from elsewhere
     log = _Log(log_path(store, job.name), job.name)
     try:
         held = contextlib.ExitStack()
@@ -829,7 +830,7 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
     path = log_path(store, job.name)
     found: dict[str, Any] = {}
     lines: list[str] = []
-    if path.is_file():
+    if link_on_way(store.root, path) is None and path.is_file():  # a linked log is never read (doctor names it)
         for line in _reverse_lines(path):
             if len(lines) < tail:
                 lines.append(line)

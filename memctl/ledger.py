@@ -29,7 +29,7 @@ from . import clock
 from . import config as config_mod
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
-from .fsutil import ROW_LIMIT, TooBig, append_bytes, atomic_write, escapes, refuse_escape, shown
+from .fsutil import ROW_LIMIT, TooBig, append_bytes, atomic_write, link_on_way, refuse_link, shown
 from .markers import refuse_conflicts
 from .store import Store, commit, config_committable
 from .tsv import escape, unescape  # noqa: F401  (part of this module's interface)
@@ -209,10 +209,10 @@ def open_ledger(store: Store, name: str) -> Ledger:
     decl = store.config.ledgers.get(name) or declarations(store).get(name)
     if decl is not None:
         found = resolve(store, decl)
-        refuse_escape(store.root, found.path)
+        refuse_link(store.root, found.path)
         return found
     path = store.ledgers_dir / f"{name}.tsv"
-    refuse_escape(store.root, path)
+    refuse_link(store.root, path)
     if path.is_file():
         found = _from_header(name, path)
         if found is None:
@@ -230,7 +230,7 @@ def list_ledgers(store: Store) -> list[Ledger]:
     paths = {ledger.path for ledger in found.values()}
     if store.ledgers_dir.is_dir():
         for path in sorted(store.ledgers_dir.glob("*.tsv")):
-            if path in paths or path.stem in found or not NAME_RE.match(path.stem) or escapes(store.root, path):
+            if path in paths or path.stem in found or not NAME_RE.match(path.stem) or link_on_way(store.root, path):
                 continue
             ledger = _from_header(path.stem, path)
             if ledger is not None:

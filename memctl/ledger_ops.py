@@ -20,7 +20,7 @@ from typing import Iterable, NamedTuple
 from . import config as config_mod
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
-from .fsutil import ROW_LIMIT, escapes, shown as shown_limit
+from .fsutil import ROW_LIMIT, link_message, link_on_way, shown as shown_limit
 from .markers import conflict_lines
 from .ledger import (
     BAD_ESCAPE_RE,
@@ -86,8 +86,9 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
         raise NotFound(f"no such file: {file}")
     if not path.is_relative_to(store.root):
         raise BadInput(f"{file} is outside the store ({store.root})", hint="copy it into ledgers/ first")
-    if escapes(store.root, path) is not None:
-        raise BadInput(f"{file} is a symbolic link out of the store ({escapes(store.root, path)})", hint="copy the file into ledgers/ instead")
+    link = link_on_way(store.root, path)
+    if link is not None:
+        raise BadInput(link_message(store.root, link), hint="copy the file into ledgers/ instead", kind="link")
     name = check_name(name or path.stem)
     cols = check_columns(columns, unique)
     data = path.read_bytes()
@@ -242,8 +243,8 @@ def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
 
 def check_ledger(store: Store, ledger: Ledger) -> list:
     rel = store.rel(ledger.path)
-    if escapes(store.root, ledger.path) is not None:
-        return []  # doctor names every link out of the store (doctor.link_problems)
+    if link_on_way(store.root, ledger.path) is not None:
+        return []  # doctor names every link in the store (doctor.link_problems)
     if not ledger.path.exists():
         return [_problem(rel, 0, "missing-file", f"ledger {ledger.name!r} is declared but its file does not exist", "warning")]
     return _scan(ledger.path.read_bytes(), rel, ledger)
@@ -263,7 +264,7 @@ def check_all(store: Store) -> list:
         problems.extend(check_ledger(store, ledger))
     if store.ledgers_dir.is_dir():
         for path in sorted(store.ledgers_dir.glob("*.tsv")):
-            if path not in known and escapes(store.root, path) is None:
+            if path not in known and link_on_way(store.root, path) is None:
                 rel = store.rel(path)
                 problems.append(_problem(rel, 1, "undeclared-ledger", "no header line and not declared in memctl.toml "
                                          f"(memctl ledger adopt {rel} --columns ...)", "warning"))

@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
 from . import clock, textnorm
-from .fsutil import ROW_LIMIT, file_lock
+from .fsutil import ROW_LIMIT, file_lock, refuse_link
 from .store import Store
 
 VERSION = "9"  # 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
@@ -236,18 +236,19 @@ def _fact_stats(store: Store) -> list[tuple[str, bool, list[str], list[os.stat_r
     out = []
     for folder, archived in ((store.memory_dir, False), (store.archive_dir, True)):
         try:
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        except (FileNotFoundError, NotADirectoryError):
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # a linked archive is not read
+        except OSError:  # missing, not a folder, or a link (ELOOP)
             continue
         try:  # stat by name relative to the open folder: the cheapest way to stat 10,000 files
             names = [n for n in os.listdir(fd) if n.endswith(".md") and n != "MEMORY.md" and not n.startswith(".")]
             try:
-                stats = list(map(functools.partial(os.stat, dir_fd=fd), names))
+                # lstat: a linked fact is no regular file, so it is never read (docs/RELIABILITY.md)
+                stats = list(map(functools.partial(os.stat, dir_fd=fd, follow_symlinks=False), names))
             except FileNotFoundError:  # one was removed since the listing: the slow way, without it
                 kept = []
                 for name in names:
                     with contextlib.suppress(FileNotFoundError):
-                        kept.append((name, os.stat(name, dir_fd=fd)))
+                        kept.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False)))
                 names, stats = [n for n, _ in kept], [st for _, st in kept]
         finally:
             os.close(fd)
@@ -408,6 +409,8 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> bool:
     """Bring the episode documents up to date with the ledger; True when any changed."""
     path = store.ledgers_dir / "episodes.tsv"
     tombstones = store.ledgers_dir / "episode-tombstones.tsv"  # episodes.TOMBSTONES
+    refuse_link(store.root, path)  # as every reader of a ledger (ledger.open_ledger)
+    refuse_link(store.root, tombstones)
     stamp = "{}:{}".format(*_file_state(tombstones))
     changed = stamp != (_meta(conn, "tombstones") or "0:")
     new = None if changed else _new_lines(path, conn, "episodes")

@@ -36,7 +36,7 @@ from typing import Any, Mapping
 from . import clock
 from .clock import format_duration  # noqa: F401  (jobs and this module word ages with it)
 from .errors import BadInput, GitError, NotFound
-from .fsutil import atomic_write, escapes, refuse_escape
+from .fsutil import atomic_write, link_on_way, refuse_link
 from .store import Store, commit
 
 STATE_FILE = "STATE.md"
@@ -305,7 +305,7 @@ def parse(text: str) -> Snapshot:
 def state_path(store: Store, scope: str | None = None) -> Path:
     scope = check_scope(scope)
     path = store.state_dir / STATE_FILE if scope is None else store.state_dir / scope / STATE_FILE
-    refuse_escape(store.root, path)  # never read or write a STATE.md through a link out of the store
+    refuse_link(store.root, path)  # never read or write a STATE.md through a link (docs/RELIABILITY.md)
     return path
 
 
@@ -585,9 +585,9 @@ class Freshness:
 
 def state_files(store: Store) -> list[Path]:
     """Every STATE.md under state/: the store's own first, then the scopes by name."""
-    if not store.state_dir.is_dir():
+    if link_on_way(store.root, store.state_dir) is not None or not store.state_dir.is_dir():
         return []
-    found = sorted(p for p in store.state_dir.rglob(STATE_FILE) if p.is_file() and escapes(store.root, p) is None)
+    found = sorted(p for p in store.state_dir.rglob(STATE_FILE) if link_on_way(store.root, p) is None and p.is_file())
     return sorted(found, key=lambda p: (p.parent != store.state_dir, str(p)))
 
 

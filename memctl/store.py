@@ -10,8 +10,8 @@ from typing import Iterator, NamedTuple
 from . import config as config_mod
 from . import errors
 from .errors import GitError, NotFound, Refused
-from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, read_undo, refuse_escape, rollback, rollback_to, savepoint,
-                     settle, touched, undo_log, undoing)
+from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, read_undo, refuse_link, rollback,
+                     rollback_to, savepoint, settle, touched, undo_log, undoing)
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -103,7 +103,7 @@ class Store(NamedTuple):
             finally:
                 _HELD[key] -= 1
             return
-        refuse_escape(self.root, self.cache_dir)
+        refuse_link(self.root, self.cache_dir)
         with file_lock(self.cache_dir / "lock"):
             _HELD[key] = 1
             try:
@@ -151,8 +151,8 @@ def open_store(root: str | os.PathLike) -> Store:
     declared there, a saved threshold): only a memory/ folder makes facts live there.
     """
     root = Path(root).resolve()
-    for folder in (CACHE_DIR, "memory"):  # every command reads or writes there: never through a link out
-        refuse_escape(root, root / folder)
+    for name in (CACHE_DIR, "memory", CONFIG_FILE):  # every command reads or writes there: never through a link
+        refuse_link(root, root / name)
     has_config = (root / CONFIG_FILE).exists()
     if (root / "memory").is_dir() or (has_config and not (root / INDEX_FILE).exists()):
         cfg = config_mod.load(root / CONFIG_FILE)
@@ -226,7 +226,7 @@ def _top_level_facts(root: Path) -> list:
     if not root.is_dir():
         return found
     for path in sorted(root.glob("*.md")):
-        if path.name == INDEX_FILE or path.name.startswith(".") or not path.is_file():
+        if path.name == INDEX_FILE or path.name.startswith(".") or path.is_symlink() or not path.is_file():
             continue
         try:
             fact = fact_mod.load(path)
@@ -294,6 +294,7 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
 def add_lines(path: Path, text: str, *, replacing: dict[str, str] | None = None) -> bool:
     """Add the lines of `text` that `path` lacks, without disturbing the others (a line that is a
     key of `replacing` becomes its value first); whether the file changed."""
+    refuse_link(path.parent, path)  # .gitattributes or .gitignore: never read or replaced through a link
     read = path.read_text(encoding="utf-8") if path.exists() else ""
     current = read
     if replacing and any(line in replacing for line in read.splitlines()):

@@ -16,9 +16,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitstore, merge
+from . import errors, gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
-from .fsutil import FACT_LIMIT, atomic_write, read_bounded
+from .fsutil import FACT_LIMIT, atomic_write, link_message, link_on_way, read_bounded, read_text
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
@@ -329,8 +329,8 @@ def _duplicates(store: Store, top: Path, before: str, after: str) -> list[Duplic
         if not decl.unique:
             continue
         path = store.ledgers_dir / decl.file
-        if os.path.relpath(path, top) not in changed:
-            continue
+        if os.path.relpath(path, top) not in changed or link_on_way(store.root, path) is not None:
+            continue  # unchanged, or a link (never read: doctor names it)
         old = gitstore.file_at(store.root, path, before)
         data = path.read_bytes()
         column = decl.columns.index(decl.unique)
@@ -440,10 +440,17 @@ def _fact_text(store: Store, path: Path) -> str:
 def list_conflicts(store: Store) -> list[Conflict]:
     """The fact versions a merge kept aside, each with the lines it differs in."""
     folder = store.memory_dir / merge.CONFLICTS_DIR
+    if link_on_way(store.root, folder) is not None:
+        errors.warn(f"conflict copies not read: {link_message(store.root, folder)}", hint="run `memctl doctor`")
+        return []
     found = []
     for copy in sorted(folder.glob("*.md")) if folder.is_dir() else []:
         stem = copy.name.split(".", 1)[0]
         live = store.memory_dir / f"{stem}.md"
+        link = link_on_way(store.root, copy) or link_on_way(store.root, live)
+        if link is not None:  # never shown, nor kept by `resolve` (its text would be committed)
+            errors.warn(f"conflict {copy.name} left out: {link_message(store.root, link)}", hint="run `memctl doctor`")
+            continue
         local = _fact_text(store, live) if live.exists() else ""
         other = _fact_text(store, copy)
         found.append(Conflict(stem, store.rel(live), store.rel(copy), _hunk(local, other)))
@@ -479,7 +486,7 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
         # The copy itself may be untracked (left by the merge driver of a plain `git pull`).
         refuse_uncommitted(store, [live, store.index_path], commit_changes)
         touched = [copy]
-        text = copy.read_text(encoding="utf-8")
+        text = read_text(store.root, copy)  # list_conflicts left links out; never one made meanwhile
         if keep == "remote":
             atomic_write(live, text)
             touched.append(live)

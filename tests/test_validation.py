@@ -138,6 +138,13 @@ CASES: dict[str, list[tuple[list[str], bytes | None, dict[str, str]]]] = {
         (["maintain"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
         (["sync"], None, {"MEMCTL_GIT": "{tmp}/no-such-git"}),
     ],
+    "link": [
+        (["show", "fa"], None, {"DAMAGE": "link"}),
+        (["ledger", "append", "themes", "host=b", "theme=new"], None, {"DAMAGE": "link"}),
+        (["ledger", "rows", "themes"], None, {"DAMAGE": "link"}),
+        (["state", "show"], None, {"DAMAGE": "link"}),
+        (["state", "update"], None, {"DAMAGE": "link"}),
+    ],
 }
 # argv cannot carry a NUL; the MCP tools and stdin can. The episode one goes through NDJSON.
 CASES["nul"][2] = (["ledger", "append", "episodes", "-", "--json"],
@@ -202,6 +209,14 @@ def test_same_condition_same_exit_code(base, tmp_path, key, argv, stdin, env):
         index = root / "memory" / "MEMORY.md"
         index.write_text(index.read_text(encoding="utf-8").replace("<!-- memctl:index:end -->\n", ""), encoding="utf-8")
         git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "damaged block")
+    if env.get("DAMAGE") == "link":  # files moved out of the store, links left in their place
+        for rel in ("memory/fa.md", "ledgers/themes.tsv", "state/STATE.md"):
+            outside = tmp_path / rel.replace("/", "-")
+            if (root / rel).exists():
+                (root / rel).rename(outside)
+            else:
+                outside.write_text("---\nupdated: 2026-01-01T00:00:00+00:00\n---\n")
+            (root / rel).symlink_to(outside)
     head = git(root, "rev-parse", "HEAD")
     status = git(root, "status", "--porcelain")
     holder = None

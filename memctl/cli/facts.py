@@ -108,7 +108,9 @@ def show(
     if json:
         output.emit_json(output.fact_json(store, found))
     else:
-        output.emit_text(found.path.read_text(encoding="utf-8"))
+        from ..fsutil import read_text
+
+        output.emit_text(read_text(store.root, found.path))
 
 
 @app.command("list")

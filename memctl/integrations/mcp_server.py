@@ -22,6 +22,7 @@ from typing import Annotated, Any, Callable, Optional
 
 from .. import __version__
 from ..errors import MemctlError, NotFound, install_hint
+from ..fsutil import read_text, refuse_link
 
 INSTRUCTIONS = """\
 memctl is this agent's durable memory: facts (one markdown file each, indexed in MEMORY.md),
@@ -300,7 +301,7 @@ def build(root: Path):
         recall_mod.log_access(s, "used:mcp", [("", [found.name or found.stem])])
         from .. import output  # the CLI's fact shape (docs/JSON.md), and the file's text
 
-        return {**output.fact_json(s, found), "text": found.path.read_text(encoding="utf-8")}
+        return {**output.fact_json(s, found), "text": read_text(s.root, found.path)}
 
     @tool
     def forget(
@@ -377,6 +378,7 @@ def build(root: Path):
         from .. import facts
 
         s = store()
+        refuse_link(s.root, s.index_path)  # never a file outside the store (docs/RELIABILITY.md)
         if not s.index_path.is_file():
             raise NotFound(f"no {s.rel(s.index_path)}", hint="memctl index")
         return facts.index_text(s, errors="strict")  # refused over its size limit
@@ -385,7 +387,8 @@ def build(root: Path):
     def fact(name: str) -> str:
         from .. import facts
 
-        return facts.find(store(), name).path.read_text(encoding="utf-8")
+        s = store()
+        return read_text(s.root, facts.find(s, name).path)
 
     @resource("memctl://state", "STATE.md", "The state snapshot (state/STATE.md).")
     def state_file() -> str:
