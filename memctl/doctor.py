@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import facts, jobs, ledger_ops, state
+from . import facts, jobs, ledger_ops, state, trust
 from .facts import Problem
 from .fsutil import INDEX_LIMIT, dead_temp, link_on_way
 from .lifecycle import forget
@@ -24,6 +24,7 @@ def run(store: Store) -> list[Problem]:
     problems += nul_problems(store)
     problems += state.problems(store)  # a stale STATE.md: agents would act on old numbers
     problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
+    problems += trust_problems(store)  # settings a commit not made here changed: not acted on until approved
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
     problems += interrupted_problems(store)
     return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
@@ -93,6 +94,13 @@ def link_problems(store: Store) -> list[Problem]:
             subdirs.remove(".git")
         links += [Path(here) / name for name in sorted(subdirs + files) if os.path.islink(os.path.join(here, name))]
     return [facts.link_problem(store, link) for link in sorted(links)]
+
+
+def trust_problems(store: Store) -> list[Problem]:
+    """Every executable setting of memctl.toml that waits for approval on this machine, and why (memctl/trust.py)."""
+    return [Problem(store.rel(store.config_path), 0, "untrusted",
+                    f"{trust.describe(s)} waits for approval on this machine: {s.why}; memctl does not act on it "
+                    "(review: memctl trust --list; approve: memctl trust)", "warning") for s in trust.waiting(store)]
 
 
 def marker_problems(store: Store) -> list[Problem]:

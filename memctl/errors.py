@@ -47,6 +47,8 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
     ("no-git", "a write while commits are on, with git not found (MEMCTL_GIT, PATH), failing, or the store in no git "
                "repository: refused before anything changed (exit 0 means committed)", FAILED),
     ("link", "a symbolic link in the store where memctl reads or writes (it follows none; the line names it)", FAILED),
+    ("untrusted", "a job (or other executable setting) a commit not made on this machine changed, until `memctl trust`",
+     FAILED),
 )
 
 

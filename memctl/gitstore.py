@@ -708,6 +708,31 @@ def blob(top: Path, sha: str) -> bytes:
     return done.stdout
 
 
+def files_at(top: Path, rel: str, revs: list[str]) -> dict[str, bytes | None]:
+    """The bytes of the file `rel` (relative to the work tree) at each of `revs`, in one git process;
+    None where a revision has no such file."""
+    wanted = list(dict.fromkeys(revs))
+    if not wanted:
+        return {}
+    done = _git(top, "cat-file", "--batch", input="".join(f"{rev}:{rel}\n" for rev in wanted).encode("utf-8", "surrogateescape"))
+    out, pos, found = done.stdout, 0, {}
+    for rev in wanted:
+        end = out.find(b"\n", pos)
+        if end == -1:
+            break
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            found[rev] = out[pos:pos + size]
+            pos += size + 1
+        else:
+            found[rev] = None  # missing, or not a file
+            if len(header) == 3:
+                pos += int(header[2]) + 1
+    return found
+
+
 # The merge drivers `.gitattributes` names (memctl/merge.py holds the resolvers; docs/SYNC.md).
 MERGE_DRIVERS = {
     "index": "memctl MEMORY.md: the index block merged by line",

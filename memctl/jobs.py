@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import clock
+from . import clock, trust
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
 from .fsutil import atomic_write, file_lock, link_on_way, refuse_link
 from .state import format_duration, parse_duration
@@ -625,6 +625,13 @@ def apply(store: Store, plan: Plan) -> None:
                 raise MemctlError(f"{step.describe()} failed: {detail}")
 
 
+def install(store: Store, plan: Plan) -> list[trust.Setting]:
+    """Carry out an install plan. Installing is the local user's choice of the jobs: those that
+    waited for approval (memctl/trust.py) are approved, and returned."""
+    apply(store, plan)
+    return trust.approve_written(store, "jobs.")
+
+
 # ---------------------------------------------------------------- run-job
 
 @dataclass(frozen=True)
@@ -689,6 +696,11 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
     refuse_link(store.root, log_path(store, job.name))  # logs/ is machine-local: a link there came from elsewhere
     log = _Log(log_path(store, job.name), job.name)
     try:
+        try:  # what a commit not made here changed waits for `memctl trust` (memctl/trust.py)
+            trust.refuse_waiting(store, f"jobs.{job.name}", "the job was not run")
+        except Refused as exc:
+            log.write(f"refused: {exc.one_line()}")
+            raise
         held = contextlib.ExitStack()
         try:
             held.enter_context(file_lock(lock, timeout=0))

@@ -397,6 +397,17 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("crontab", "string", "The crontab after the change."),
         ("notes", "list[string]", "Notes."),
     ),
+    "trust": (
+        ("settings", "list[@trust_setting]", "Every executable setting of memctl.toml (docs/JOBS.md, \"Consent\")."),
+        ("approved", "list[string]", "The keys this command approved (none with --list)."),
+    ),
+    "trust_setting": (
+        ("key", "string", "jobs.NAME, import.redact_patterns:PATTERN or embedding."),
+        ("value", "string", "What memctl.toml says now, as canonical JSON."),
+        ("state", "string", "approved, or waiting (memctl does not act on it)."),
+        ("was", "string|null", "What this machine approved before; null when nothing was."),
+        ("why", "string|null", "Why it waits (how it came in); null when approved."),
+    ),
     "procedure": (
         ("name", "string", "The procedure fact."),
         ("description", "string", "Its description."),
@@ -647,6 +658,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schedule install": ("object", "schedule_plan"),
     "schedule uninstall": ("object", "schedule_plan"),
     "maintain": ("object", "maintenance"),
+    "trust": ("object", "trust"),
+    "trust --list": ("object", "trust"),
     "procedure record": ("object", "procedure_recorded"),
     "procedure list": ("array", "procedure"),
     "procedure best": ("object", "procedure"),

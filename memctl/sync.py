@@ -408,9 +408,21 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                  + " in .memctl/ (machine-local state); memctl does not read it", hint="run `memctl doctor --fix`: it untracks them")
         duplicates = _duplicates(store, top, start, end) if any(
             _kind(store, f, top) == "ledger" for f in files_in) else []
+    if any(_kind(store, f, top) == "config" for f in files_in):
+        _warn_waiting(store)
     return SyncResult(name, on_remote, incoming, outgoing, pushed,
                       tuple(store.rel(top / f) for f in files_in), tuple(resolved), tuple(copies), tuple(duplicates),
                       merges[-1] if merges else None, attempt, tuple(changed))
+
+
+def _warn_waiting(store: Store) -> None:
+    """Name what the merged memctl.toml asks this machine to run that the local user has not approved."""
+    from . import trust  # noqa: PLC0415
+    from .store import open_store  # noqa: PLC0415
+
+    for setting in trust.waiting(open_store(store.root)):
+        errors.warn(f"{trust.describe(setting)} in memctl.toml waits for approval on this machine ({setting.why}); "
+                    "memctl does not act on it until then", hint="memctl trust --list, then memctl trust")
 
 
 # ---------------------------------------------------------------- conflicts kept by a merge

@@ -28,7 +28,8 @@ SET_BY_MEMCTL = ("GIT_PYTHON_GIT_EXECUTABLE", "GIT_PYTHON_REFRESH")
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch, tmp_path_factory):
     """Tests never depend on the developer's environment, ~/.gitconfig, or what an earlier test set."""
-    for key in ("MEMCTL_ROOT", "MEMCTL_NO_COMMIT", "MEMCTL_AGENT", "MEMCTL_NOW", "MEMCTL_FORCE_TTY", "MEMCTL_GIT"):
+    for key in ("MEMCTL_ROOT", "MEMCTL_NO_COMMIT", "MEMCTL_AGENT", "MEMCTL_NOW", "MEMCTL_FORCE_TTY", "MEMCTL_GIT",
+                "XDG_CONFIG_HOME"):
         monkeypatch.delenv(key, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))

@@ -113,6 +113,8 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("restore", ["restore", "zenn-rule", "--json"], None, (0,)),
         ("forget --policies", ["forget", "--policies", "--dry-run", "--json"], None, (0,)),
         ("maintain", ["maintain", "--json"], None, (0,)),
+        ("trust --list", ["trust", "--list", "--json"], None, (0,)),
+        ("trust", ["trust", "--json"], None, (0,)),
         ("agent status", ["agent", "status", "--project", str(project), "--json"], None, (0,)),
         ("agent install", ["agent", "install", "claude-code", "--project", str(project), "--json"], None, (0,)),
         ("agent status", ["agent", "status", "--project", str(project), "--json"], None, (0,)),  # each entry run

@@ -21,7 +21,7 @@ PACKAGE = REPO / "memctl"
 LAYERS: dict[int, tuple[str, ...]] = {
     1: ("errors", "output", "textnorm", "clock", "tsv", "markers", "numerals", "jsonshape", "early"),
     2: ("fact", "config", "fsutil", "gitstore", "importers"),
-    3: ("store", "index", "parsecache", "embed", "merge", "claude_memory"),
+    3: ("store", "index", "parsecache", "embed", "merge", "claude_memory", "trust"),
     4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes"),
     5: ("state", "neardup", "sync", "sync_fast"),
     6: ("recall", "jobs", "lifecycle", "transcripts"),

@@ -145,6 +145,10 @@ CASES: dict[str, list[tuple[list[str], bytes | None, dict[str, str]]]] = {
         (["state", "show"], None, {"DAMAGE": "link"}),
         (["state", "update"], None, {"DAMAGE": "link"}),
     ],
+    "untrusted": [
+        (["run-job", "evil"], None, {"DAMAGE": "untrusted"}),
+        (["run-job", "--quiet", "daily-maintenance"], None, {"DAMAGE": "untrusted"}),
+    ],
 }
 # argv cannot carry a NUL; the MCP tools and stdin can. The episode one goes through NDJSON.
 CASES["nul"][2] = (["ledger", "append", "episodes", "-", "--json"],
@@ -217,6 +221,14 @@ def test_same_condition_same_exit_code(base, tmp_path, key, argv, stdin, env):
             else:
                 outside.write_text("---\nupdated: 2026-01-01T00:00:00+00:00\n---\n")
             (root / rel).symlink_to(outside)
+    if env.get("DAMAGE") == "untrusted":  # jobs that came in by a merge, not by a commit made here
+        git(root, "checkout", "-qb", "theirs")
+        toml = root / "memctl.toml"
+        text = toml.read_text(encoding="utf-8").replace('command = "maintain"', 'command = "doctor"')
+        toml.write_text(text + '\n[jobs.evil]\nscript = "/bin/sh"\nargs = ["-c", "true"]\nhour = 1\n', encoding="utf-8")
+        git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "new jobs")
+        git(root, "checkout", "-q", "-")
+        git(root, "merge", "-q", "--ff-only", "theirs")
     head = git(root, "rev-parse", "HEAD")
     status = git(root, "status", "--porcelain")
     holder = None

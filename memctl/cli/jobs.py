@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import jobs, output
+from .. import jobs, output, trust
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 from ..errors import FAILED
@@ -98,9 +98,10 @@ def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: Scheduler
     """Load the jobs: launchctl bootstrap (macOS) or this store's block in your crontab (other lines kept)."""
     store = store_from(ctx)
     plan = jobs.plan_install(store, scheduler=scheduler, dry_run=dry_run, check_command=check_command)
-    if not dry_run:
-        jobs.apply(store, plan)
+    approved = [] if dry_run else jobs.install(store, plan)
     _show_plan(plan, dry_run, json)
+    for setting in approved:
+        output.info(f"approved {trust.describe(setting)} on this machine (it waited: {setting.why})")
 
 
 @schedule_app.command("uninstall")
@@ -151,6 +152,32 @@ def run_job(
     trace = f"episode {result.episode}" if result.episode else f"no episode: {result.episode_error}"
     output.error(f"job {name} failed with exit {result.exit_code} (log: {log}; {trace})")
     raise typer.Exit(result.exit_code)
+
+
+@app.command("trust")
+def trust_(
+    ctx: typer.Context,
+    keys: Annotated[Optional[list[str]], typer.Argument(help="Only these settings (keys as --list prints them).", metavar="[KEY]...")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="Show every executable setting and whether it waits; approve nothing.")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Show what a commit not made here changed in memctl.toml's executable settings (jobs, redaction
+    patterns, the embedder), and approve it on this machine (the approval is kept outside git)."""
+    store = store_from(ctx)
+    found, approved = trust.review(store, keys or None, approving=not list_)
+    if json:
+        output.emit_json({"settings": [s.to_dict() for s in found], "approved": [s.key for s in approved]})
+        return
+    if list_:
+        output.emit_table([{**s.to_dict(), "why": s.why or ""} for s in found], ["key", "state", "value", "why"])
+        output.info(f"{sum(not s.approved for s in found)} of {len(found)} settings wait for approval"
+                    + ("; `memctl trust` approves them" if any(not s.approved for s in found) else ""))
+        return
+    for s in approved:
+        output.emit_lines([f"{trust.describe(s)}: {s.value}", f"  before: {s.was or '(not set, or never approved here)'}",
+                           f"  why it waited: {s.why}"])
+    output.info(f"approved {len(approved)} settings on this machine; memctl acts on them from now on"
+                if approved else "nothing waits for approval")
 
 
 @app.command("maintain")

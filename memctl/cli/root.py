@@ -111,7 +111,7 @@ COMMAND_MODULES = {
     "index": "facts", "doctor": "facts", "log": "facts",
     "ledger": "ledger", "episode": "ledger",
     "near-dup": "vectors", "cache": "vectors", "embed-server": "vectors",
-    "state": "state", "schedule": "jobs", "run-job": "jobs", "maintain": "jobs",
+    "state": "state", "schedule": "jobs", "run-job": "jobs", "maintain": "jobs", "trust": "jobs",
     "recall": "recall", "context": "recall", "used": "recall", "audit": "recall", "pin": "recall", "unpin": "recall",
     "restore": "lifecycle",
     "consolidate": "consolidate", "conflicts": "consolidate", "distill": "consolidate", "procedure": "consolidate",

@@ -115,7 +115,16 @@ def settings_from(raw: dict[str, Any] | None) -> Settings:
 
 
 def settings_for(store: "Store") -> Settings:
-    return settings_from(store.config.raw)
+    """The store's [embedding] settings; a backend or model a commit not made here chose waits for
+    approval (memctl/trust.py): until then the default embedder answers."""
+    raw = store.config.raw
+    table = raw.get("embedding")
+    if isinstance(table, dict) and any(k in table for k in ("backend", "model")):
+        from .. import trust  # noqa: PLC0415
+
+        if "embedding" not in trust.acted_on(store, ["embedding"]):
+            raw = {**raw, "embedding": {k: v for k, v in table.items() if k not in trust.EMBEDDING_KEYS}}
+    return settings_from(raw)
 
 
 def label(embedder: Embedder) -> str:

@@ -16,9 +16,11 @@ never runs unredacted.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from ..errors import BadInput, Refused, install_hint
 
@@ -50,6 +52,7 @@ class Detector:
     pattern: re.Pattern
     group: int  # the group holding the secret (0: the whole match)
     by_line: bool = False  # detect-secrets' keyword patterns assume one line (their `\\v` is not `\\n`)
+    bounded: bool = False  # memctl.toml's own: each run has a time limit (PATTERN_SECONDS)
 
 
 @dataclass
@@ -62,6 +65,9 @@ class Redactor:
         spans: list[tuple[int, int, str]] = []
         lines: list[tuple[int, str]] | None = None
         for det in self.detectors:
+            if det.bounded:
+                spans += [(*span, det.kind) for span in bounded_spans(det.pattern, text)]
+                continue
             if not det.by_line:
                 spans += [(*m.span(det.group), det.kind) for m in det.pattern.finditer(text)]
                 continue
@@ -129,5 +135,97 @@ def build(patterns: Iterable[str] = ()) -> Redactor:
             compiled = re.compile(text)
         except (re.error, TypeError) as exc:
             raise BadInput(f"memctl.toml: [import] redact_patterns: {text!r} is not a regular expression ({exc})") from None
-        detectors.append(Detector("pattern", compiled, 0))
+        detectors.append(Detector("pattern", compiled, 0, bounded=True))
     return Redactor(detectors)
+
+
+# ---------------------------------------------------------------- a time limit for memctl.toml's patterns
+
+# Python's `re` backtracks: `(a+)+$` on 30 a's and a b runs for minutes, and `re` has no timeout.
+# It does check for signals while it matches, so on the main thread an interval timer stops it;
+# elsewhere (no signal reaches another thread) the match runs in a forked child that is killed.
+PATTERN_SECONDS = 1.0
+
+
+class _TimeUp(Exception):
+    pass
+
+
+def bounded_spans(pattern: re.Pattern, text: str, seconds: float = PATTERN_SECONDS) -> list[tuple[int, int]]:
+    """Where `pattern` matches `text`, or BadInput when that takes longer than `seconds`."""
+    import threading  # noqa: PLC0415
+
+    try:
+        if threading.current_thread() is threading.main_thread():
+            with _alarm(seconds):
+                return [m.span() for m in pattern.finditer(text)]
+        return _spans_in_child(pattern, text, seconds)
+    except _TimeUp:
+        raise BadInput(f"memctl.toml: [import] redact_patterns {pattern.pattern!r} took more than {seconds:g} s on one text "
+                       "(catastrophic backtracking); nothing was written",
+                       hint="rewrite it without nested repetition (e.g. (a+)+ as a+), or remove it") from None
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    """SIGALRM after `seconds` raises _TimeUp; an outer timer (the hooks' limit) is put back as it was."""
+    import signal  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if outer_left and outer_left <= seconds:
+        yield  # an outer limit ends first: it decides
+        return
+
+    def expire(signum, frame):
+        raise _TimeUp
+
+    outer = signal.signal(signal.SIGALRM, expire)
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, outer)
+        if outer_left:
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-6), outer_interval)
+
+
+def _spans_in_child(pattern: re.Pattern, text: str, seconds: float) -> list[tuple[int, int]]:
+    """The match in a forked child, which is killed when it runs past `seconds`."""
+    import select  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: match, send the spans, exit without running any of the parent's cleanup
+        code = 1
+        try:
+            os.close(read_end)
+            data = ",".join(f"{a}:{b}" for a, b in (m.span() for m in pattern.finditer(text))).encode()
+            while data:
+                data = data[os.write(write_end, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks, deadline, status = [], time.monotonic() + seconds, 0
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                raise _TimeUp
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        status = os.waitpid(pid, 0)[1]
+    if os.waitstatus_to_exitcode(status) != 0:  # never taken for "no secret found"
+        raise Refused(f"memctl.toml: [import] redact_patterns {pattern.pattern!r} could not be run; nothing was written")
+    raw = b"".join(chunks).decode()
+    return [(int(a), int(b)) for a, b in (item.split(":") for item in raw.split(","))] if raw else []

@@ -1,0 +1,303 @@
+"""Consent: what memctl.toml makes this machine run, only once the local user has approved it.
+
+A clone trusts its own machine and user, never the remote (docs/RELIABILITY.md,
+"A remote is untrusted input"). The *executable settings* are the parts of memctl.toml that
+make memctl run something or spend time on it:
+
+- `jobs.NAME`: a job's table (its command, or its script and arguments),
+  which `run-job` (what cron and launchd call) runs;
+- `import.redact_patterns:PATTERN`: each regular expression `episode import` runs;
+- `embedding`: `[embedding] backend` and `model` (a model folder is loaded and run).
+
+Each one's value, as this machine last approved it, is kept outside git, in
+`$XDG_CONFIG_HOME/memctl/trust/<store>.json` (default `~/.config`), keyed by
+the store's real path: nothing a commit brings can approve anything. A value
+the local user wrote is approved as it is seen: a hand edit in the work tree,
+and a commit made on this machine (git's reflog says `commit:`), memctl's own
+commits included. A value that came in any other way (`pull`, `merge`,
+`clone`, `reset`, a sync's merge commit) waits: `run-job` refuses the job,
+`episode import` leaves the pattern out, the embedder falls back to the
+default, `doctor` names it, until `memctl trust` approves it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from . import errors
+from .errors import BadInput, Refused
+from .store import Store
+
+PATTERN_KEY = "import.redact_patterns:"
+EMBEDDING_KEYS = ("backend", "model")
+# How a reflog entry begins when the commit was made here, by hand or by memctl: the only way a
+# value from history counts as the local user's own. (A rebase's picks do not: `rebase -i` can
+# replay commits that came from the remote.)
+LOCAL_ACTIONS = ("commit:", "commit (initial):", "commit (amend):")
+
+
+class Setting(NamedTuple):
+    key: str
+    value: str  # canonical JSON of what memctl.toml says now
+    approved: bool
+    was: str | None = None  # what this machine approved before (None: nothing)
+    why: str | None = None  # why it waits (None: approved)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "state": "approved" if self.approved else "waiting",
+                "was": self.was, "why": self.why}
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def executable(raw: Mapping[str, Any]) -> dict[str, str]:
+    """Every executable setting of a parsed memctl.toml, by key, as canonical JSON."""
+    found: dict[str, Any] = {}
+    jobs = raw.get("jobs", {})
+    if isinstance(jobs, dict):
+        found.update((f"jobs.{name}", table) for name, table in jobs.items())
+    table = raw.get("import", {})
+    patterns = table.get("redact_patterns", []) if isinstance(table, dict) else []
+    if isinstance(patterns, list):
+        found.update((PATTERN_KEY + p, p) for p in patterns if isinstance(p, str))
+    table = raw.get("embedding", {})
+    if isinstance(table, dict) and any(k in table for k in EMBEDDING_KEYS):
+        found["embedding"] = {k: table[k] for k in EMBEDDING_KEYS if k in table}
+    return {key: _canonical(value) for key, value in found.items()}
+
+
+# ---------------------------------------------------------------- the approvals, outside git
+
+def record_path(store: Store) -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    key = hashlib.sha256(os.fsencode(os.path.realpath(store.root))).hexdigest()[:32]
+    return Path(base) / "memctl" / "trust" / f"{key}.json"
+
+
+def _approved(store: Store) -> dict[str, str]:
+    try:
+        data = json.loads(record_path(store).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    kept = data.get("approved") if isinstance(data, dict) else None
+    return {k: v for k, v in kept.items() if isinstance(v, str)} if isinstance(kept, dict) else {}
+
+
+def _save(store: Store, approved: dict[str, str]) -> None:
+    """Write the approvals (temp file, fsync, rename; readable by this user only)."""
+    path = record_path(store)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    data = json.dumps({"store": str(store.root), "approved": dict(sorted(approved.items()))}, ensure_ascii=False, indent=1)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(data + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- who wrote a value
+
+def _parse(text: str | bytes | None) -> dict[str, str] | None:
+    if text is None:
+        return None
+    import tomllib  # noqa: PLC0415
+
+    try:
+        return executable(tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else text))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _origins(store: Store, waiting: dict[str, str], approved: dict[str, str]) -> dict[str, str | None]:
+    """For each waiting key, why it waits; None when the local user wrote its value (see the module doc)."""
+    from . import gitstore  # noqa: PLC0415
+
+    if gitstore.git_dir(store.root) is None:
+        return dict.fromkeys(waiting)  # no repository: nothing arrives through git
+    top = gitstore.toplevel(store.root) if gitstore.git_executable() is not None else None
+    if top is None:
+        return dict.fromkeys(waiting, "git is not on PATH, so how it came in cannot be checked")
+    rel = os.path.relpath(store.config_path, top)
+    head = _parse(gitstore.committed_text(store.root, store.config_path)) or {}
+    unfinished = gitstore.unfinished_operation(store.root)
+    why: dict[str, str | None] = {}
+    from_history: dict[str, str] = {}
+    for key, value in waiting.items():
+        if head.get(key) == value:
+            from_history[key] = value
+        elif unfinished is not None:  # the work tree holds what the merge brought, not a hand edit
+            why[key] = f"changed in the work tree while a git {unfinished} is unfinished"
+        elif key not in head or approved.get(key) == head[key]:
+            why[key] = None  # a hand edit: new here, or of a value approved here
+        else:
+            from_history[key] = head[key]  # edited by hand, but what it edited must be approved first
+    why.update(_reflog_origins(top, rel, from_history))
+    return why
+
+
+def _reflog(top: Path) -> list[tuple[str, str, str]]:
+    """HEAD's reflog, newest first, as (old commit, new commit, what moved HEAD): the record of how
+    HEAD moved that git keeps on this machine only (`.git/logs/HEAD`)."""
+    from . import gitstore  # noqa: PLC0415
+
+    gitdir = gitstore.git_dir(top)
+    try:
+        text = (gitdir / "logs" / "HEAD").read_bytes().decode("utf-8", "replace") if gitdir else ""
+    except OSError:
+        return []
+    entries = []
+    for line in reversed(text.splitlines()):
+        head, _, action = line.partition("\t")
+        parts = head.split(" ", 2)
+        if len(parts) == 3:
+            entries.append((parts[0], parts[1], action))
+    return entries
+
+
+def _reflog_origins(top: Path, rel: str, wanted: dict[str, str]) -> dict[str, str | None]:
+    """Which entry of HEAD's reflog brought each value: None when it was a commit made here, else
+    why the value waits."""
+    if not wanted:
+        return {}
+    from . import gitstore  # noqa: PLC0415
+
+    entries = _reflog(top)
+    known: dict[str, dict[str, str]] = {}  # commit -> its memctl.toml's executable settings
+    parsed: dict[bytes | None, dict[str, str]] = {}  # the file rarely changes: each text parsed once
+
+    def at(i: int) -> tuple[dict[str, str], dict[str, str]]:
+        """The settings before and after entry i (read 256 entries at a time: the entry that brought
+        a value is most often one of the last few)."""
+        if entries[i][1] not in known:
+            shas = [sha for old, new, _ in entries[i:i + 256] for sha in (old, new) if sha not in known]
+            texts = gitstore.files_at(top, rel, [s for s in shas if s.strip("0")])
+            known.update((sha, parsed.setdefault(texts.get(sha), _parse(texts.get(sha)) or {})) for sha in shas)
+        return known[entries[i][0]], known[entries[i][1]]
+
+    found: dict[str, str | None] = {}
+    for key, value in wanted.items():
+        found[key] = "git's reflog has no record of how it came"
+        for i, (old, new, action) in enumerate(entries):
+            before, after = at(i)
+            if after.get(key) != value:
+                break  # HEAD moved without a record: how the value came cannot be told
+            if before.get(key) != value:  # this entry brought the value
+                found[key] = None if action.startswith(LOCAL_ACTIONS) else \
+                    f"it came in by git {_verb(action)} ({new[:10]}), not by a commit made on this machine"
+                break
+            if i == len(entries) - 1:  # as old as the reflog: what brought it has expired (90 days)
+                found[key] = "it is older than git's reflog here, which cannot tell how it came" \
+                    if gitstore.run(top, "remote").out.strip() else None  # no remote: nothing came from another
+    return found
+
+
+def _verb(action: str) -> str:
+    """What moved HEAD, from a reflog subject: `pull: Fast-forward` -> pull, `commit (merge): ...` -> commit (merge)."""
+    head = action.split(":", 1)[0]
+    return head if head.startswith("commit (") else head.split(" ", 1)[0]
+
+
+# ---------------------------------------------------------------- asking and approving
+
+def settings(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
+    """The executable settings (those named by `keys`, or all), each approved or waiting.
+
+    A waiting value the local user wrote is approved here and then (recorded), so it never waits.
+    """
+    current = executable(store.config.raw)
+    if keys is not None:
+        wanted = set(keys)
+        current = {k: v for k, v in current.items() if k in wanted}
+    approved = _approved(store)
+    waiting = {k: v for k, v in current.items() if approved.get(k) != v}
+    why = _origins(store, waiting, approved) if waiting else {}
+    own = {k: waiting[k] for k, reason in why.items() if reason is None}
+    if own:
+        try:
+            _save(store, _pruned(store, {**approved, **own}))
+        except OSError:
+            pass  # approved for this command all the same; asked again next time
+    return [Setting(k, v, why.get(k) is None, approved.get(k), why.get(k)) for k, v in current.items()]
+
+
+def _pruned(store: Store, approved: dict[str, str]) -> dict[str, str]:
+    """Approvals of settings memctl.toml still has (a removed job that comes back is asked for again)."""
+    current = executable(store.config.raw)
+    return {k: v for k, v in approved.items() if k in current}
+
+
+def waiting(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
+    return [s for s in settings(store, keys) if not s.approved]
+
+
+def approve(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
+    """Approve what waits (only `keys`, when given); return what was approved. A key that is no
+    executable setting of memctl.toml is bad input."""
+    found = settings(store)
+    if keys is not None:
+        keys = list(keys)
+        known = {s.key for s in found}
+        unknown = [k for k in keys if k not in known]
+        if unknown:
+            raise BadInput(f"{unknown[0]!r} is not an executable setting of memctl.toml",
+                           hint="the keys are listed by `memctl trust --list`", kind="not-a-setting")
+        found = [s for s in found if s.key in keys]
+    chosen = [s for s in found if not s.approved]
+    if chosen:
+        _save(store, _pruned(store, {**_approved(store), **{s.key: s.value for s in chosen}}))
+    return chosen
+
+
+def review(store: Store, keys: Iterable[str] | None = None, *, approving: bool = True) -> tuple[list[Setting], list[Setting]]:
+    """`memctl trust`: (every executable setting afterwards, those approved now); nothing is approved
+    unless `approving`."""
+    approved = approve(store, keys) if approving else []
+    return settings(store), approved
+
+
+def approve_written(store: Store, prefix: str = "") -> list[Setting]:
+    """What the local user has just written or chosen (`init`, `schedule install`): approved as it is."""
+    return approve(store, [s.key for s in settings(store) if s.key.startswith(prefix)])
+
+
+def describe(setting: Setting) -> str:
+    """A key as memctl.toml spells it: [jobs.NAME], [import] redact_patterns "...", [embedding]."""
+    if setting.key.startswith(PATTERN_KEY):
+        return f"[import] redact_patterns {setting.value}"
+    return f"[{setting.key}]"
+
+
+def refuse_waiting(store: Store, key: str, what: str) -> None:
+    """Refused (kind "untrusted") when the setting `key` waits for approval: `what` was not done."""
+    for setting in waiting(store, [key]):
+        raise Refused(f"{describe(setting)} in memctl.toml waits for approval on this machine: {setting.why}; {what}",
+                      hint="review it with `memctl trust --list`, then approve it with `memctl trust`", kind="untrusted")
+
+
+_WARNED: set[str] = set()  # keys already named in a warning by this process
+
+
+def acted_on(store: Store, keys: Iterable[str]) -> set[str]:
+    """Of `keys`, those memctl may act on; each one left out is named in a warning (once a process)."""
+    keys = list(keys)
+    held = waiting(store, keys)
+    for setting in held:
+        if setting.key in _WARNED:
+            continue
+        _WARNED.add(setting.key)
+        errors.warn(f"{describe(setting)} in memctl.toml is left out: it waits for approval on this machine ({setting.why})",
+                    hint="review it with `memctl trust --list`, then `memctl trust`")
+    return set(keys) - {s.key for s in held}
+

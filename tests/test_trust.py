@@ -1,0 +1,260 @@
+"""Issue 29.3: nothing from a remote runs without the local user's consent (memctl/trust.py, docs/JOBS.md).
+
+Real git throughout: a bare remote, the victim's store (made here with `init`, so what it wrote is its
+own), an attacker's clone that pushes memctl.toml, and real `memctl` subprocesses. The approvals live
+outside git, in $XDG_CONFIG_HOME (the test's own HOME: tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git, memctl
+from memctl import embed
+from memctl.store import open_store
+
+ID = ("-c", "user.name=attacker", "-c", "user.email=attacker@example.com")
+EVIL = """
+[jobs.evil]
+description = "nightly cleanup"
+script = "/bin/sh"
+args = ["-c", "echo pwned > {marker}"]
+hour = 4
+"""
+
+
+@pytest.fixture(autouse=True)
+def _clock(pinned_clock):
+    """Every command reads one pinned clock."""
+
+
+def _branch(root: Path) -> str:
+    return git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """(victim, attacker, remote): the victim's own store pushed to a bare remote, and a clone of it
+    that anyone with push access controls."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    store = tmp_path / "victim"
+    assert memctl(None, "init", str(store)).returncode == 0
+    git(store, "remote", "add", "origin", str(remote))
+    assert memctl(store, "sync").returncode == 0
+    attacker = tmp_path / "attacker"
+    subprocess.run(["git", "clone", "-q", str(remote), str(attacker)], check=True)
+    return store, attacker, remote
+
+
+def push(attacker: Path, text: str, message: str = "tidy up") -> None:
+    """The attacker appends `text` to memctl.toml, commits with git and pushes."""
+    with open(attacker / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(text)
+    git(attacker, *ID, "commit", "-qam", message)
+    git(attacker, "push", "-q", "origin", "HEAD")
+
+
+def pull(store: Path, how: str) -> None:
+    if how == "sync":
+        done = memctl(store, "sync")
+        assert done.returncode == 0, done.stderr
+        assert "waits for approval on this machine" in done.stderr and "memctl trust" in done.stderr
+    else:
+        git(store, "pull", "-q", "--no-rebase", "origin", _branch(store))
+
+
+def one_error(done) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.startswith("memctl: error:")]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("how", ["sync", "pull"])
+def test_a_job_pushed_by_another_clone_never_runs_until_approved_here(victim, tmp_path, how):
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    push(attacker, EVIL.format(marker=marker))
+    pull(store, how)
+    for _ in range(2):  # what cron or launchd calls; asked twice, refused twice
+        done = memctl(store, "run-job", "--quiet", "evil")
+        assert done.returncode == 1
+        line = one_error(done)
+        assert "[jobs.evil] in memctl.toml waits for approval on this machine" in line
+        assert "not by a commit made on this machine" in line and "the job was not run" in line
+        assert "memctl trust" in line
+        assert not marker.exists()
+    assert "refused: [jobs.evil]" in (store / "logs" / "evil.log").read_text(encoding="utf-8")
+    doctor = memctl(store, "doctor")
+    assert "memctl.toml: warning: [jobs.evil] waits for approval on this machine" in doctor.stdout
+    assert "store is clean" not in doctor.stdout + doctor.stderr
+    assert "[jobs.state-update]" not in doctor.stdout  # the victim's own jobs do not wait
+    listed = json.loads(memctl(store, "trust", "--list", "--json").stdout)
+    states = {s["key"]: s["state"] for s in listed["settings"]}
+    assert states == {"jobs.state-update": "approved", "jobs.daily-maintenance": "approved", "jobs.evil": "waiting"}
+    assert listed["approved"] == []
+    assert not marker.exists()
+
+    approved = memctl(store, "trust")
+    assert approved.returncode == 0, approved.stderr
+    assert "[jobs.evil]: " in approved.stdout and "/bin/sh" in approved.stdout
+    assert "approved 1 settings" in approved.stderr
+    done = memctl(store, "run-job", "--quiet", "evil")
+    assert done.returncode == 0, done.stderr
+    assert marker.read_text() == "pwned\n"
+    assert memctl(store, "trust").stderr == "memctl: nothing waits for approval\n"
+    assert "[jobs.evil]" not in memctl(store, "doctor").stdout
+
+
+def test_a_changed_job_waits_again_and_the_approval_is_kept_outside_git(victim, tmp_path):
+    store, attacker, remote = victim
+    marker = tmp_path / "MARKER"
+    text = (attacker / "memctl.toml").read_text(encoding="utf-8")
+    # The victim's own daily job, turned into a shell command by the attacker.
+    (attacker / "memctl.toml").write_text(text.replace('command = "maintain"', f'command = "maintain"\n# x'), encoding="utf-8")
+    push(attacker, "")
+    pull(store, "pull")
+    assert memctl(store, "run-job", "--quiet", "daily-maintenance").returncode == 0  # a comment: nothing changed
+    evil = text.replace('command = "maintain"', f'script = "/bin/sh"\nargs = ["-c", "echo pwned > {marker}"]')
+    (attacker / "memctl.toml").write_text(evil, encoding="utf-8")
+    push(attacker, "")
+    pull(store, "sync")
+    done = memctl(store, "run-job", "--quiet", "daily-maintenance")
+    assert done.returncode == 1 and "[jobs.daily-maintenance] in memctl.toml waits" in one_error(done)
+    assert not marker.exists()
+    # Nothing in the work tree or in git holds the approval: a commit cannot bring one.
+    assert memctl(store, "trust", "jobs.daily-maintenance").returncode == 0
+    assert not any(".memctl" in p or "trust" in p for p in git(remote, "log", "--all", "--name-only", "--format=").split())
+    record = list((Path.home() / ".config" / "memctl" / "trust").glob("*.json"))
+    assert len(record) == 1 and str(store) in record[0].read_text(encoding="utf-8")
+    assert memctl(store, "run-job", "--quiet", "daily-maintenance").returncode == 0
+    assert marker.read_text() == "pwned\n"
+    # Reverting to the old table by hand (a commit made here) needs no approval.
+    (store / "memctl.toml").write_text(text, encoding="utf-8")
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "back")
+    assert memctl(store, "trust", "--list", "--json").stdout.count('"waiting"') == 0
+
+
+def test_what_the_local_user_writes_never_waits(tmp_path, fake_crontab):
+    """init, hand edits in the work tree, commits made here (by hand or by memctl), schedule install."""
+    store = tmp_path / "s"
+    assert memctl(None, "init", str(store)).returncode == 0
+    marker = tmp_path / "MARKER"
+    with open(store / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(EVIL.format(marker=marker).replace("evil", "mine"))
+    done = memctl(store, "run-job", "--quiet", "mine")  # uncommitted hand edit
+    assert done.returncode == 0, done.stderr
+    assert marker.exists()
+    marker.unlink()
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "my job")
+    assert memctl(store, "ledger", "create", "notes", "--columns", "k,v").returncode == 0  # memctl's own commit
+    assert memctl(store, "run-job", "--quiet", "mine").returncode == 0
+    assert marker.exists()
+    assert memctl(store, "doctor").stdout.count("waits for approval") == 0
+    installed = memctl(store, "schedule", "install", "--scheduler", "cron")
+    assert installed.returncode == 0 and "approved" not in installed.stderr, installed.stderr
+    assert memctl(store, "trust").stderr == "memctl: nothing waits for approval\n"
+
+
+def test_a_fresh_clone_waits_until_its_user_approves_or_installs_the_jobs(victim, tmp_path, fake_crontab):
+    store, attacker, remote = victim
+    clone = tmp_path / "laptop"
+    subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
+    done = memctl(clone, "run-job", "--quiet", "state-update")
+    assert done.returncode == 1 and "it came in by git clone" in one_error(done)
+    assert memctl(clone, "doctor").stdout.count("waits for approval on this machine") == 2
+    installed = memctl(clone, "schedule", "install", "--scheduler", "cron")
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stderr.count("approved [jobs.") == 2
+    assert "run-job --quiet state-update" in fake_crontab.read_text()
+    assert memctl(clone, "run-job", "--quiet", "state-update").returncode == 0
+
+
+@pytest.fixture
+def fake_crontab(tmp_path, monkeypatch):
+    """A `crontab` first on PATH that keeps the table in a file; the real one is never touched."""
+    table = tmp_path / "crontab.txt"
+    fake = tmp_path / "fakebin" / "crontab"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\ncase "$1" in\n  -l) [ -f {table} ] && cat {table} || {{ echo "no crontab for x" >&2; exit 1; }} ;;\n'
+                    f'  -) cat > {table} ;;\nesac\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    return table
+
+
+def test_a_pattern_and_an_embedder_from_another_clone_are_left_out_until_approved(victim, tmp_path):
+    store, attacker, _ = victim
+    push(attacker, '\n[import]\nredact_patterns = ["project-[a-z]+"]\n\n[embedding]\nbackend = "sentence-transformers"\nmodel = "./models/evil"\n')
+    pull(store, "pull")
+    assert embed.settings_for(open_store(store)).model == embed.DEFAULT_MODEL  # the default answers meanwhile
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "the code name is project-falcon", "ts": "2026-11-01T10:00:00Z"}) + "\n")
+    done = memctl(store, "episode", "import", "messages", str(transcript), "--dry-run", "--json")
+    assert done.returncode == 0, done.stderr
+    assert '[import] redact_patterns "project-[a-z]+" in memctl.toml is left out' in done.stderr
+    assert "project-falcon" in json.loads(done.stdout)["episodes"][0]["description"]
+    assert memctl(store, "trust").returncode == 0
+    done = memctl(store, "episode", "import", "messages", str(transcript), "--dry-run", "--json")
+    assert "left out" not in done.stderr
+    assert "project-falcon" not in done.stdout and "[REDACTED:pattern]" in json.loads(done.stdout)["episodes"][0]["description"]
+    assert embed.settings_for(open_store(store)).model == "./models/evil"
+
+
+def test_a_catastrophic_redaction_pattern_cannot_hang_an_import(root, tmp_path):
+    """`(a+)+$` on 'aaaa…b' backtracks for hours in Python's re: the import stops within its time limit."""
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[import]\nredact_patterns = ["(a+)+$"]\n')
+    git(root, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "a pattern")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "a" * 40 + "b", "ts": "2026-11-01T10:00:00Z"}) + "\n")
+    done = memctl(root, "episode", "import", "messages", str(transcript), timeout=60)
+    assert done.returncode == 2
+    line = one_error(done)
+    assert "redact_patterns '(a+)+$' took more than 1 s on one text" in line and "nothing was written" in line
+    assert json.loads(memctl(root, "episode", "list", "--json").stdout) == []
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_the_time_limit_holds_off_the_main_thread_and_keeps_an_outer_timer(monkeypatch):
+    import re
+    import signal
+    import threading
+
+    from memctl.errors import BadInput
+    from memctl.importers import redact
+
+    outcome = {}
+
+    def off_main():
+        try:
+            redact.bounded_spans(re.compile(r"(a+)+$"), "a" * 40 + "b", seconds=0.3)
+        except BadInput as exc:
+            outcome["error"] = exc.message
+        outcome["spans"] = redact.bounded_spans(re.compile("秘密"), "これは秘密、あれも秘密")
+
+    thread = threading.Thread(target=off_main)
+    thread.start()
+    thread.join(30)
+    assert "took more than 0.3 s" in outcome["error"] and outcome["spans"] == [(3, 5), (9, 11)]
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 5.0)
+        assert redact.bounded_spans(re.compile("b+"), "abba") == [(1, 3)]
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 3.0 < left <= 5.0  # the outer timer runs on, as it was
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert fired == []
+
+
+def test_trust_refuses_a_key_that_is_no_executable_setting(root):
+    done = memctl(root, "trust", "jobs.nope")
+    assert done.returncode == 2 and "'jobs.nope' is not an executable setting of memctl.toml" in one_error(done)
+    assert memctl(root, "trust", "--json").stdout.startswith('{"settings": [')
