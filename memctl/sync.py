@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import errors, gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
-from .fsutil import FACT_LIMIT, atomic_write, link_message, link_on_way, read_bounded, read_text
+from .fsutil import FACT_LIMIT, atomic_write, link_message, link_on_way, read_bounded, read_text, refuse_link
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
@@ -92,6 +92,7 @@ def run_driver(kind: str, base: Path, ours: Path, theirs: Path, path: str, cwd: 
                 stem = Path(path).name[:-3] if path.endswith(".md") else Path(path).name
                 copy = Path(path).parent / merge.CONFLICTS_DIR / merge.conflict_name(stem, done.loser)
                 target = cwd / copy
+                refuse_link(cwd, target)  # never written through a link a commit brought (git's pull holds no lock)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(target, done.loser.encode("utf-8", "surrogateescape"))
                 how += f"; the other version kept as {copy.as_posix()}"

@@ -192,3 +192,24 @@ def test_a_linked_memory_md_is_never_read_nor_served(tmp_path):
     (tmp_path / "fact.md").write_text(FACT, encoding="utf-8")
     (root / "state" / "STATE.md").symlink_to(tmp_path / "fact.md")
     anyio.run(serve)
+
+
+def test_the_merge_driver_never_writes_a_conflict_copy_through_a_linked_folder(tmp_path):
+    """Under a plain `git pull` git runs memctl's fact driver with no store lock: a `memory/conflicts`
+    that a commit made a link to a folder outside gets nothing written into it."""
+    fact = "---\nname: n\ndescription: {d}\nmetadata:\n  updated: {u}\n---\n"
+    paths = {}
+    for label, text in (("base", fact.format(d="b", u="2026-11-30T00:00:00+00:00")),
+                        ("ours", fact.format(d="ours", u="2026-11-30T02:00:00+00:00")),
+                        ("theirs", fact.format(d="theirs", u="2026-11-30T01:00:00+00:00"))):
+        paths[label] = tmp_path / f"{label}.tmp"
+        paths[label].write_text(text, encoding="utf-8")
+    work = tmp_path / "work"
+    (work / "memory").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (work / "memory" / "conflicts").symlink_to(elsewhere)
+    done = subprocess.run([sys.executable, "-m", "memctl", "merge-driver", "fact", str(paths["base"]), str(paths["ours"]),
+                           str(paths["theirs"]), "memory/n.md"], cwd=work, capture_output=True, text=True)
+    assert done.returncode == 1 and "memory/conflicts is a symbolic link" in done.stderr
+    assert list(elsewhere.iterdir()) == []
