@@ -101,6 +101,18 @@ def memctl(root: Path | None, *args: str, input: str | bytes | None = None, env:
                           text=not isinstance(input, bytes))
 
 
+def fact_versions(folder: Path) -> dict[str, Path]:
+    """Base, ours and theirs of one fact, as git hands them to a merge driver (ours is the newest)."""
+    fact = "---\nname: n\ndescription: {d}\nmetadata:\n  updated: {u}\n---\n"
+    paths = {}
+    for label, text in (("base", fact.format(d="b", u="2026-11-30T00:00:00+00:00")),
+                        ("ours", fact.format(d="ours", u="2026-11-30T02:00:00+00:00")),
+                        ("theirs", fact.format(d="theirs", u="2026-11-30T01:00:00+00:00"))):
+        paths[label] = folder / f"{label}.tmp"
+        paths[label].write_text(text, encoding="utf-8")
+    return paths
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, memctl
+from conftest import fact_versions, git, memctl
 
 ID = ("-c", "user.name=attacker", "-c", "user.email=attacker@example.com")
 SECRET = "FAKE-SECRET-7f3a"
@@ -197,13 +197,7 @@ def test_a_linked_memory_md_is_never_read_nor_served(tmp_path):
 def test_the_merge_driver_never_writes_a_conflict_copy_through_a_linked_folder(tmp_path):
     """Under a plain `git pull` git runs memctl's fact driver with no store lock: a `memory/conflicts`
     that a commit made a link to a folder outside gets nothing written into it."""
-    fact = "---\nname: n\ndescription: {d}\nmetadata:\n  updated: {u}\n---\n"
-    paths = {}
-    for label, text in (("base", fact.format(d="b", u="2026-11-30T00:00:00+00:00")),
-                        ("ours", fact.format(d="ours", u="2026-11-30T02:00:00+00:00")),
-                        ("theirs", fact.format(d="theirs", u="2026-11-30T01:00:00+00:00"))):
-        paths[label] = tmp_path / f"{label}.tmp"
-        paths[label].write_text(text, encoding="utf-8")
+    paths = fact_versions(tmp_path)
     work = tmp_path / "work"
     (work / "memory").mkdir(parents=True)
     elsewhere = tmp_path / "elsewhere"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, git, memctl
+from conftest import cli, fact_versions, git, memctl
 
 ID = ("-c", "user.name=someone", "-c", "user.email=someone@example.com")
 MARKER = re.compile(r"^(<{7}|>{7}|={7})( |$)", re.M)
@@ -299,13 +299,7 @@ def test_init_writes_the_attributes_and_registers_the_drivers_once(tmp_path):
 
 
 def test_the_merge_driver_writes_the_result_into_ours_and_keeps_the_loser_beside_the_fact(tmp_path):
-    fact = "---\nname: n\ndescription: {d}\nmetadata:\n  updated: {u}\n---\n"
-    paths = {}
-    for label, text in (("base", fact.format(d="b", u="2026-11-30T00:00:00+00:00")),
-                        ("ours", fact.format(d="ours", u="2026-11-30T02:00:00+00:00")),
-                        ("theirs", fact.format(d="theirs", u="2026-11-30T01:00:00+00:00"))):
-        paths[label] = tmp_path / f"{label}.tmp"
-        paths[label].write_text(text, encoding="utf-8")
+    paths = fact_versions(tmp_path)
     (tmp_path / "memory").mkdir()
     done = subprocess.run([sys.executable, "-m", "memctl", "merge-driver", "fact", str(paths["base"]), str(paths["ours"]),
                            str(paths["theirs"]), "memory/n.md"], cwd=tmp_path, capture_output=True, text=True)
