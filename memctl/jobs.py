@@ -438,6 +438,7 @@ def render(store: Store, *, env: Environment | None = None,
     """
     jobs = load_jobs(store)
     check_runnable(store, jobs, check_command)
+    refuse_link(store.root, plist_dir(store))  # it removes old plists there: never in a folder a link names
     env = env or resolve_environment()
     planned = plan_plists(store, jobs, env)
     written, unchanged = [], []

@@ -9,13 +9,14 @@ Real git, a bare remote, two clones, `memctl` subprocesses and the MCP SDK's own
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import fact_versions, git, memctl
+from conftest import drop_default_jobs, fact_versions, git, memctl
 
 ID = ("-c", "user.name=attacker", "-c", "user.email=attacker@example.com")
 SECRET = "FAKE-SECRET-7f3a"
@@ -207,3 +208,22 @@ def test_the_merge_driver_never_writes_a_conflict_copy_through_a_linked_folder(t
                            str(paths["theirs"]), "memory/n.md"], cwd=work, capture_output=True, text=True)
     assert done.returncode == 1 and "memory/conflicts is a symbolic link" in done.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+def test_schedule_render_never_removes_plists_in_a_folder_a_link_names(tmp_path):
+    """`render` removes the plists it once rendered for jobs no longer declared: a `launchd/` that is a
+    link to another folder (an agents folder, another store's) keeps every file."""
+    root = tmp_path / "s"
+    assert memctl(None, "init", str(root)).returncode == 0
+    elsewhere = tmp_path / "agents"
+    elsewhere.mkdir()
+    # A plist as render writes them, for a job this store does not declare.
+    assert memctl(root, "schedule", "render").returncode == 0
+    rendered = next((root / "launchd").glob("*.plist"))
+    (elsewhere / "io.memctl.s.gone.plist").write_bytes(rendered.read_bytes().replace(b"state-update", b"gone"))
+    shutil.rmtree(root / "launchd")
+    (root / "launchd").symlink_to(elsewhere)
+    drop_default_jobs(root)  # nothing to write: render would only remove
+    done = memctl(root, "schedule", "render")
+    assert done.returncode == 1 and "launchd is a symbolic link" in done.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["io.memctl.s.gone.plist"]
