@@ -100,7 +100,7 @@ def trust_problems(store: Store) -> list[Problem]:
     """Every executable setting of memctl.toml that waits for approval on this machine, and why (memctl/trust.py)."""
     return [Problem(store.rel(store.config_path), 0, "untrusted",
                     f"{trust.describe(s)} waits for approval on this machine: {s.why}; memctl does not act on it "
-                    "(review: memctl trust --list; approve: memctl trust)", "warning") for s in trust.waiting(store)]
+                    "until it is approved here (memctl trust)", "warning") for s in trust.waiting(store)]
 
 
 def marker_problems(store: Store) -> list[Problem]:

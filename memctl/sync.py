@@ -423,7 +423,7 @@ def _warn_waiting(store: Store) -> None:
 
     for setting in trust.waiting(open_store(store.root)):
         errors.warn(f"{trust.describe(setting)} in memctl.toml waits for approval on this machine ({setting.why}); "
-                    "memctl does not act on it until then", hint="memctl trust --list, then memctl trust")
+                    "memctl does not act on it until then", hint="review it, then approve it with `memctl trust`")
 
 
 # ---------------------------------------------------------------- conflicts kept by a merge

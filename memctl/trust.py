@@ -252,7 +252,7 @@ def approve(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
         unknown = [k for k in keys if k not in known]
         if unknown:
             raise BadInput(f"{unknown[0]!r} is not an executable setting of memctl.toml",
-                           hint="the keys are listed by `memctl trust --list`", kind="not-a-setting")
+                           hint="settings(store) lists them", kind="not-a-setting")
         found = [s for s in found if s.key in keys]
     chosen = [s for s in found if not s.approved]
     if chosen:
@@ -283,7 +283,7 @@ def refuse_waiting(store: Store, key: str, what: str) -> None:
     """Refused (kind "untrusted") when the setting `key` waits for approval: `what` was not done."""
     for setting in waiting(store, [key]):
         raise Refused(f"{describe(setting)} in memctl.toml waits for approval on this machine: {setting.why}; {what}",
-                      hint="review it with `memctl trust --list`, then approve it with `memctl trust`", kind="untrusted")
+                      hint="review it, then approve it on this machine: `memctl trust`", kind="untrusted")
 
 
 _WARNED: set[str] = set()  # keys already named in a warning by this process
@@ -298,6 +298,6 @@ def acted_on(store: Store, keys: Iterable[str]) -> set[str]:
             continue
         _WARNED.add(setting.key)
         errors.warn(f"{describe(setting)} in memctl.toml is left out: it waits for approval on this machine ({setting.why})",
-                    hint="review it with `memctl trust --list`, then `memctl trust`")
+                    hint="review it, then approve it with `memctl trust`")
     return set(keys) - {s.key for s in held}
 

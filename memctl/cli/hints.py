@@ -60,6 +60,8 @@ HINTS = {
     "server-running": "memctl embed-server --stop",
     "not-procedure": "create one with `memctl remember NAME --type procedure`",
     "tracked-local-state": "run `memctl doctor --fix` (it untracks .memctl/ and removes what came in), then the command again",
+    "untrusted": "review it with `memctl trust --list`, then approve it with `memctl trust`",
+    "not-a-setting": "`memctl trust --list` shows them",
 }
 
 
