@@ -180,8 +180,8 @@ def _reflog_origins(top: Path, rel: str, wanted: dict[str, str]) -> dict[str, st
     def at(i: int) -> tuple[dict[str, str], dict[str, str]]:
         """The settings before and after entry i (read 256 entries at a time: the entry that brought
         a value is most often one of the last few)."""
-        if entries[i][1] not in known:
-            shas = [sha for old, new, _ in entries[i:i + 256] for sha in (old, new) if sha not in known]
+        if entries[i][0] not in known or entries[i][1] not in known:
+            shas = list(dict.fromkeys(sha for old, new, _ in entries[i:i + 256] for sha in (old, new) if sha not in known))
             texts = gitstore.files_at(top, rel, [s for s in shas if s.strip("0")])
             known.update((sha, parsed.setdefault(texts.get(sha), _parse(texts.get(sha)) or {})) for sha in shas)
         return known[entries[i][0]], known[entries[i][1]]

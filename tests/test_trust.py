@@ -139,6 +139,22 @@ def test_a_changed_job_waits_again_and_the_approval_is_kept_outside_git(victim, 
     assert memctl(store, "trust", "--list", "--json").stdout.count('"waiting"') == 0
 
 
+def test_how_a_value_came_is_found_past_hundreds_of_later_commits(victim, tmp_path):
+    """The reflog is read 256 entries at a time: a job's origin far down it is found all the same."""
+    store, attacker, _ = victim
+    push(attacker, EVIL.format(marker=tmp_path / "MARKER"))
+    pull(store, "pull")
+    with open(store / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(EVIL.format(marker=tmp_path / "MINE").replace("evil", "mine"))
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "my job")
+    for n in range(300):
+        git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-q", "--allow-empty", "-m", f"later {n}")
+    assert memctl(store, "run-job", "--quiet", "mine").returncode == 0 and (tmp_path / "MINE").exists()
+    done = memctl(store, "run-job", "--quiet", "evil")
+    assert done.returncode == 1 and "it came in by git pull" in one_error(done)
+    assert not (tmp_path / "MARKER").exists()
+
+
 def test_what_the_local_user_writes_never_waits(tmp_path, fake_crontab):
     """init, hand edits in the work tree, commits made here (by hand or by memctl), schedule install."""
     store = tmp_path / "s"
