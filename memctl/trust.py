@@ -268,7 +268,7 @@ def review(store: Store, keys: Iterable[str] | None = None, *, approving: bool =
 
 
 def approve_written(store: Store, prefix: str = "") -> list[Setting]:
-    """What the local user has just written or chosen (`init`, `schedule install`): approved as it is."""
+    """What the local user has just chosen (`schedule install` of the jobs): approved as it is."""
     return approve(store, [s.key for s in settings(store) if s.key.startswith(prefix)])
 
 
