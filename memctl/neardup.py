@@ -903,24 +903,31 @@ def stop_server(store: "Store") -> dict[str, Any] | None:
 
 
 def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None = None,
-               more: Callable[[Any], dict[str, Any]] | None = None) -> None:
+               more: Callable[[Any], dict[str, Any]] | None = None, warm: Callable[[Any], None] | None = None,
+               idle: float | None = None) -> None:
     """`memctl embed-server`: load the embedder once, then answer until stopped.
 
-    `more(embedder)`: further request handlers, built on the loaded embedder (resident.recall_handlers).
+    `more(embedder)`: further request handlers, built on the loaded embedder (resident.recall_handlers);
+    `warm(embedder)`: run before serving (resident.warm: recall's fact vectors); `idle`: seconds
+    without a request after which the server exits. The store's server lock is taken first, so a
+    second server refuses before loading anything.
     """
     from .embed import server
 
     settings = embed.settings_for(store)
-    engine = engine_for(store, use_server=False)
-    engine.embedder.embed(["warm up"], "query")  # load the model before saying ready
-    info = {
-        "pid": os.getpid(),
-        "backend": engine.embedder.backend,
-        "model": engine.embedder.model,
-        "fingerprint": engine.embedder.fingerprint,
-        "label": engine.label,
-        "notes": engine.notes,
-    }
-    warm = Warm(store, engine)
-    handlers = {**warm.handlers(), **(more(engine.embedder) if more else {})}
-    server.serve(store, settings.key(), info, handlers, ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None)
+    with server.single(store):
+        engine = engine_for(store, use_server=False)
+        engine.embedder.embed(["warm up"], "query")  # load the model before saying ready
+        if warm is not None:
+            warm(engine.embedder)
+        info = {
+            "pid": os.getpid(),
+            "backend": engine.embedder.backend,
+            "model": engine.embedder.model,
+            "fingerprint": engine.embedder.fingerprint,
+            "label": engine.label,
+            "notes": engine.notes,
+        }
+        handlers = {**Warm(store, engine).handlers(), **(more(engine.embedder) if more else {})}
+        server.serve(store, settings.key(), info, handlers,
+                     ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None, idle=idle)

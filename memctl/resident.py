@@ -152,3 +152,21 @@ def _to_embed(store, conn, embedder, source: str) -> int:
             texts = [text for _, _, text in rindex.vector_texts(conn, kind)]
         total += vcache.missing(store, name, texts, embedder, "passage")
     return total
+
+
+def warm(root, embedder) -> None:
+    """Bring recall's fact vectors up to date with `embedder` before a detached server answers
+    (so the prompt hook's first served recall is not declined for texts to embed). A store whose
+    configuration asks for a model this machine does not have is left to the commands: the server
+    would only serve n-grams, which recall does not use."""
+    from . import embed
+    from .store import open_store
+
+    store = open_store(root)
+    if embedder.backend == "char-ngram" and embed.settings_for(store).backend != "char-ngram":
+        from .errors import MemctlError
+
+        raise MemctlError("no sentence-embedding model here, so no resident embedder is kept",
+                          hint="install the embedder (docs/EMBEDDINGS.md); the hooks rank by keywords meanwhile")
+    with rindex.opened(store) as conn:
+        recall_mod.kind_vectors(store, conn, embedder, "fact")

@@ -35,6 +35,9 @@ def _clean_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # The SessionStart hook starts a detached resident embedder; only the tests of it let it
+    # (tests/cli/test_resident_hook.py), so no other test leaves a model-loading process behind.
+    monkeypatch.setenv("MEMCTL_HOOK_RESIDENT", "0")
     for key in SET_BY_MEMCTL:
         os.environ.pop(key, None)
     yield

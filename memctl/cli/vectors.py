@@ -206,11 +206,15 @@ def cache_clear(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: Cache
 def embed_server(
     ctx: typer.Context,
     stop: Annotated[bool, typer.Option("--stop", help="Stop the running server.")] = False,
+    idle: Annotated[Optional[int], typer.Option("--idle", min=1, metavar="SECONDS",
+                                                help="Exit after this many seconds without a request.")] = None,
+    warm: Annotated[bool, typer.Option("--warm", help="Embed recall's facts before answering.")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Keep the embedding model loaded behind a Unix socket in .memctl/ (foreground; Ctrl-C stops).
 
-    While it runs, near-dup, remember's check and recall's vector part use it.
+    While it runs, near-dup, remember's check and recall's vector part use it. The SessionStart
+    hook starts one detached, with --warm --idle 1800 (docs/AGENTS.md).
     """
     store = store_from(ctx)
     if stop:
@@ -229,4 +233,5 @@ def embed_server(
 
     from .. import resident
 
-    neardup.run_server(store, ready=ready, more=lambda embedder: resident.recall_handlers(store.root, embedder))
+    neardup.run_server(store, ready=ready, more=lambda embedder: resident.recall_handlers(store.root, embedder),
+                       warm=(lambda embedder: resident.warm(store.root, embedder)) if warm else None, idle=idle)

@@ -5,7 +5,10 @@ loading the model in-process when nothing answers (no server, a killed one
 whose socket is stale, another configuration). The socket is mode 0600 and
 the server also checks its peer's uid, so only the store's owner is served.
 One server per store: it holds an flock on `.memctl/embed-server.lock` for as
-long as it lives (the kernel drops it if the server is killed).
+long as it lives (the kernel drops it if the server is killed), taken before
+the model is loaded, so `running()` is true from the start. `start()` launches
+one detached (the SessionStart hook's resident embedder), which warms recall's
+fact vectors first and exits after `idle` seconds without a request.
 
 Wire format, both ways: a 4-byte big-endian length, a JSON object, and then
 ``obj["_blob"]`` raw bytes (float32 vectors for ``embed``). One request per
@@ -35,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SOCKET = "embed.sock"
 LOCK = "embed-server.lock"
+LOG = "embed-server.log"  # a detached server's stderr (start())
 CONNECT_TIMEOUT = 1.0
 # An idle server answers hello at once. One that is embedding a large new source
 # for another client answers nothing until it is done: after this long, a
@@ -208,7 +212,8 @@ def _peer_uid(conn: socket.socket) -> int | None:
 
 
 @contextlib.contextmanager
-def _single(store: "Store") -> Iterator[None]:
+def single(store: "Store") -> Iterator[None]:
+    """This process is the store's one embed server while inside (Refused when another one is)."""
     store.cache_dir.mkdir(parents=True, exist_ok=True)
     lock = store.cache_dir / LOCK
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -227,42 +232,81 @@ def _single(store: "Store") -> Iterator[None]:
         os.close(fd)
 
 
-def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Handler], *, ready: Callable[[Path], None] | None = None) -> None:
-    """Answer requests until asked to stop (or SIGTERM/SIGINT). Blocks."""
+def running(store: "Store") -> bool:
+    """Whether an embed server holds this store's lock: serving, or still loading its model or warming."""
+    try:
+        fd = os.open(store.cache_dir / LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (closing drops a shared lock taken here)
+    return False
+
+
+def start(store: "Store", idle_seconds: int) -> bool:
+    """Launch `memctl embed-server --warm --idle SECONDS` for the store, detached (its own session,
+    no terminal, stderr to `.memctl/embed-server.log`), unless one is running; never waits for it.
+    True when one was launched."""
+    import subprocess
+    import sys
+
+    if running(store):
+        return False
+    store.cache_dir.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "memctl", "--root", str(store.root), "embed-server", "--warm",
+            "--idle", str(int(idle_seconds))]
+    with open(store.cache_dir / LOG, "ab") as log:
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                         start_new_session=True, close_fds=True, cwd=str(store.root))
+    return True
+
+
+def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Handler], *,
+          ready: Callable[[Path], None] | None = None, idle: float | None = None) -> None:
+    """Answer requests until asked to stop (or SIGTERM/SIGINT, or `idle` seconds without a request).
+    Blocks. The caller holds `single(store)`."""
     path = socket_path(store)
-    with _single(store):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()  # a dead server's socket: we hold the lock, so nobody else uses it
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old_mask = os.umask(0o177)
-        try:
-            with _short(path) as address:
-                sock.bind(address)
-        finally:
-            os.umask(old_mask)
-        os.chmod(path, 0o600)
-        sock.listen(16)
-        stopping = False
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a dead server's socket: we hold the lock, so nobody else uses it
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_mask = os.umask(0o177)
+    try:
+        with _short(path) as address:
+            sock.bind(address)
+    finally:
+        os.umask(old_mask)
+    os.chmod(path, 0o600)
+    sock.listen(16)
+    sock.settimeout(idle)
+    stopping = False
 
-        def _stop(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt
+    def _stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
 
-        previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            if ready:
-                ready(path)
-            while not stopping:
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if ready:
+            ready(path)
+        while not stopping:
+            try:
                 conn, _ = sock.accept()
-                with conn:
-                    stopping = _answer(conn, key, info, handlers)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            for s, h in previous.items():
-                signal.signal(s, h)
-            sock.close()
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            except TimeoutError:  # nobody asked for `idle` seconds
+                break
+            conn.settimeout(None)
+            with conn:
+                stopping = _answer(conn, key, info, handlers)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def _answer(conn: socket.socket, key: str, info: dict[str, Any], handlers: dict[str, Handler]) -> bool:

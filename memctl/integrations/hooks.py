@@ -7,10 +7,15 @@ one line on stderr, and exits 0. What they print on stdout is what Claude Code
 adds to the model's context. Each reads the hook's JSON on stdin and finds its
 store from the input's `cwd` first (claude_code.locate has the order).
 
-`prompt` runs on every prompt and stays light: keyword recall over the recall
-index (no embedding model is loaded), only facts at or above recall's
-relevance floor, a few lines within a small token budget, and nothing at all
-when nothing is relevant. cli/fast.py runs both without building the Typer app.
+`session-start` also starts the store's resident embedder when none runs
+(`memctl embed-server --warm --idle 1800`, detached: it never holds up the
+session, embeds the facts it lacks, and exits after 30 idle minutes).
+`prompt` runs on every prompt and stays light: recall's own ranking (hybrid)
+answered by that resident embedder when it is up and warm, else keyword recall
+over the recall index (no model is ever loaded in the hook); only facts at or
+above recall's relevance floor, a few lines within a small token budget, and
+nothing at all when nothing is relevant. cli/fast.py runs both without building
+the Typer app.
 """
 
 from __future__ import annotations
@@ -29,9 +34,12 @@ PROMPT_K = 3  # facts the prompt hook shows at most
 PROMPT_BUDGET = 300  # estimated tokens of what the prompt hook prints
 PROMPT_CHARS = 2000  # the prompt's first characters are what recall looks at (a pasted log can be huge)
 LOGGED_CHARS = 200  # ... and what the access log keeps of it
-# Keyword: a hybrid call embeds the prompt and, on a cold vector cache, every fact first; on every
-# prompt that does not fit the hook's time limit (measured: bench/bench_hook.py, docs/AGENTS.md).
-PROMPT_MODE = "keyword"
+# Without the resident embedder the prompt hook ranks by keywords: a hybrid call in the hook would
+# load the model and, on a cold vector cache, embed every fact first; on every prompt that does not
+# fit the hook's time limit (measured: bench/bench_hook.py, docs/AGENTS.md).
+FALLBACK_MODE = "keyword"
+RESIDENT_IDLE_SECONDS = 1800  # the resident embedder the SessionStart hook starts exits after this idle time
+RESIDENT_ENV = "MEMCTL_HOOK_RESIDENT"  # "0": the SessionStart hook starts none (MEMCTL_NO_SERVER=1 too)
 # `agent status` runs each installed hook with this set: the hook writes nothing (no access log) and
 # says on stderr, in a line starting with CHECK_LINE, which store it reached (integrations/probe.py).
 CHECK_ENV = "MEMCTL_AGENT_CHECK"
@@ -225,7 +233,23 @@ def session_start(store, log: bool = True) -> str:
     # Claude Code already loads the MEMORY.md of its own memory directory: the bundle leaves it out there.
     bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude",
                            max_chars=MAX_CHARS, state_root=True)
+    if log:
+        start_resident(store)
     return bundle.text if bundle.included else ""
+
+
+def start_resident(store) -> bool:
+    """Start the store's resident embedder, detached, unless one runs or it is turned off (RESIDENT_ENV,
+    MEMCTL_NO_SERVER); True when one was started. Never waits for it, never fails the hook."""
+    from ..embed import server
+
+    if os.environ.get(RESIDENT_ENV, "") == "0" or os.environ.get("MEMCTL_NO_SERVER", "") not in ("", "0"):
+        return False
+    try:
+        return server.start(store, RESIDENT_IDLE_SECONDS)
+    except OSError as exc:  # a read-only .memctl/, no fork: the prompt hook ranks by keywords
+        _note("session-start", f"no resident embedder: {exc}")
+        return False
 
 
 # ---------------------------------------------------------------- UserPromptSubmit
@@ -239,7 +263,7 @@ def prompt(store, text: str, log: bool = True) -> str:
     from .. import recall, textnorm
 
     query = text[:PROMPT_CHARS]
-    _, (hits,) = recall.recall(store, [query], k=PROMPT_K, source="facts", mode=PROMPT_MODE, log=False)
+    hits = ranked(store, query)
     header = "Facts from memctl that may bear on this prompt (open the file for the whole fact):"
     lines, shown = [header], []
     used, chars = textnorm.estimate_tokens(header) + 1, len(header) + 1
@@ -257,3 +281,17 @@ def prompt(store, text: str, log: bool = True) -> str:
     if log:
         recall.log_access(store, "hook-prompt", [(query[:LOGGED_CHARS], shown)])
     return "\n".join(lines) + "\n"
+
+
+def ranked(store, query: str) -> list:
+    """The prompt's best facts at or above the floor: recall's ranking in the store's mode, answered by
+    the resident embedder when it is up and has the facts' vectors (recall.served), else by keywords."""
+    from .. import recall, rindex
+
+    options = {"k": PROMPT_K, "source": "facts", "mode": None, "fact_type": None, "tag": None, "since": None,
+               "agent": None, "include_all": False, "min_score": None}
+    with rindex.opened(store) as conn:
+        found = recall.served(store, conn, [query], options)
+        if found is None:
+            found = recall.answer(store, conn, [query], **{**options, "mode": FALLBACK_MODE})
+    return found[1][0]
