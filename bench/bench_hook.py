@@ -132,17 +132,17 @@ def resident_round(root: Path, commands: dict, env: dict[str, str], runs: int) -
     store = open_store(root)
     time_once(*commands["hook session-start"], env)
     began = time.monotonic()
-    while not server.running(store) and time.monotonic() - began < 60:  # the detached process starting
-        time.sleep(0.1)
-    while server.hello(store) is None:
-        if time.monotonic() - began > 900 or not server.running(store):
-            sys.exit(f"bench_hook: the resident embedder did not come up: {(store.cache_dir / server.LOG).read_text()[-500:]}")
-        time.sleep(0.5)
-    print(f"the resident embedder was ready {time.monotonic() - began:.1f} s after session-start", file=sys.stderr)
     timed = {"python -c pass (resident round)": commands["python -c pass"],
              "hook prompt (relevant, resident)": commands["hook prompt (relevant)"],
              "hook prompt (nothing, resident)": commands["hook prompt (nothing)"]}
     try:
+        while not server.running(store) and time.monotonic() - began < 60:  # the detached process starting
+            time.sleep(0.1)
+        while server.hello(store) is None:
+            if time.monotonic() - began > 900 or not server.running(store):
+                sys.exit(f"bench_hook: the resident embedder did not come up: {(store.cache_dir / server.LOG).read_text()[-500:]}")
+            time.sleep(0.5)
+        print(f"the resident embedder was ready {time.monotonic() - began:.1f} s after session-start", file=sys.stderr)
         for name, (argv, stdin) in timed.items():
             out = time_once(argv, stdin, env)[1]
             if name.startswith("hook prompt (relevant"):
@@ -152,7 +152,10 @@ def resident_round(root: Path, commands: dict, env: dict[str, str], runs: int) -
             for name, (argv, stdin) in timed.items():
                 samples[name].append(time_once(argv, stdin, env)[0])
     finally:
-        server.stop(store)
+        if server.stop(store) is None and server.running(store):  # still loading or embedding: no socket yet
+            pid = (store.cache_dir / server.LOCK).read_text().strip()
+            if pid.isdigit():
+                os.kill(int(pid), 15)
     return samples
 
 
