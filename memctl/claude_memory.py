@@ -23,33 +23,41 @@ AUTHOR = ("claude-code", "claude-code@localhost")
 MESSAGE = "claude-code: its own writes in the memory directory, taken in"
 
 
-def claude_code_writes(store) -> list[Path]:
-    """The top-level markdown files of the memory directory that differ from HEAD (new, edited, deleted)."""
+def claude_code_writes(store) -> tuple[list[Path], dict[Path, bytes]]:
+    """The top-level markdown files of the memory directory that differ from HEAD (new, edited,
+    deleted), and MEMORY.md's bytes when it is one of them: the very bytes checked to differ only in
+    index lines, which are what is committed (Claude Code may be writing it again meanwhile)."""
     from . import gitstore
 
     top = gitstore.toplevel(store.root)
     if top is None:
-        return []
-    memory = store.memory_dir.resolve()
-    found = []
+        return [], {}
+    memory, index = store.memory_dir.resolve(), store.index_path.resolve()
+    found, contents = [], {}
     for entry in gitstore.dirty_paths(store.root, [store.memory_dir]):
         path = Path(os.path.normpath(top / entry.strip('"')))
-        if path.parent == memory and path.suffix == ".md" and not path.name.startswith("."):
-            if path != store.index_path.resolve() or _only_index_lines_changed(store, path):
-                found.append(path)
-    return sorted(set(found))
+        if path.parent != memory or path.suffix != ".md" or path.name.startswith("."):
+            continue
+        if path == index:
+            data = _only_index_lines_changed(store, path)
+            if data is None:
+                continue
+            contents[path] = data
+        found.append(path)
+    return sorted(set(found)), contents
 
 
-def _only_index_lines_changed(store, path: Path) -> bool:
-    """Whether MEMORY.md differs from HEAD only in its index lines (added, removed or edited)."""
+def _only_index_lines_changed(store, path: Path) -> bytes | None:
+    """MEMORY.md's bytes when they differ from HEAD only in index lines (added, removed or edited), else None."""
     from . import gitstore
 
     before = gitstore.committed_text(store.root, path)
     try:
-        now = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        now = data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        return False
-    return before is not None and _prose(before) == _prose(now)
+        return None
+    return data if before is not None and _prose(before) == _prose(now) else None
 
 
 def _prose(text: str) -> list[str]:
@@ -74,10 +82,10 @@ def take_in(store) -> str | None:
             return None
     except GitError:  # no usable git here: nothing can be taken in; a command that commits says so itself
         return None
-    paths = claude_code_writes(store)
+    paths, contents = claude_code_writes(store)
     if not paths:
         return None
-    return gitstore.commit(store.root, paths, MESSAGE, gitstore.Author(*AUTHOR))
+    return gitstore.commit(store.root, paths, MESSAGE, gitstore.Author(*AUTHOR), contents)
 
 
 def take_in_now(store) -> str | None:

@@ -98,6 +98,7 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+    _remember_written(path, data)
 
 
 def atomic_move(src: Path, dst: Path) -> None:
@@ -105,6 +106,8 @@ def atomic_move(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     _record("M", src, dst)
     os.replace(src, dst)
+    if _LOG is not None and os.path.abspath(src) in _LOG.written:
+        _remember_written(dst, _LOG.written.pop(os.path.abspath(src)))
     _fsync_dir(dst.parent)
     _fsync_dir(src.parent)
 
@@ -347,6 +350,7 @@ class _Log(NamedTuple):
     records: list[Undo]  # this command's writes, in order: what it undoes
     sizes: list[int]  # the log file's size after each of them
     inode: list[int]  # the log file this command created ([] until its first write)
+    written: dict[str, bytes]  # the bytes this command last wrote to each path it replaced (written_bytes)
 
 
 _LOG: _Log | None = None
@@ -608,6 +612,26 @@ def clear_undo(log_path: Path, records: list[Undo] = ()) -> None:
                 os.unlink(leftover.path)
 
 
+def _remember_written(path: Path, data: bytes) -> None:
+    log = _LOG
+    full = os.path.abspath(path)
+    if log is not None and not any(Path(full).is_relative_to(skip) for skip in log.skip):
+        log.written[full] = data
+
+
+def written_bytes(paths: list[Path]) -> dict[Path, bytes]:
+    """Of `paths`, those this command (under the store lock) replaced, with the bytes it wrote: what
+    its commit takes, whatever another program (Claude Code, an editor) wrote there meanwhile."""
+    if _LOG is None:
+        return {}
+    found = {}
+    for path in paths:
+        data = _LOG.written.get(os.path.abspath(path))
+        if data is not None and os.path.lexists(path):
+            found[Path(path)] = data
+    return found
+
+
 def undoing() -> bool:
     """Whether the writes being made now are logged, so that an error undoes them."""
     return _LOG is not None
@@ -632,6 +656,7 @@ def _settle(log: _Log) -> None:
     log.records.clear()
     log.sizes.clear()
     log.inode.clear()
+    log.written.clear()
 
 
 def settle() -> None:
@@ -646,7 +671,7 @@ def undo_log(log_path: Path, root: Path, skip: Path) -> Iterator[None]:
     global _LOG
     root = Path(os.path.abspath(root))
     undo_folder(log_path, root).mkdir(parents=True, exist_ok=True)
-    log = _Log(log_path, root, (Path(os.path.abspath(skip)), root / ".git"), [], [], [])
+    log = _Log(log_path, root, (Path(os.path.abspath(skip)), root / ".git"), [], [], [], {})
     _LOG = log
     try:
         yield

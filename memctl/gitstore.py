@@ -317,8 +317,11 @@ def _sweep(top: Path, git_dir: Path) -> None:
             _unlink(leftover)
 
 
-def commit(root: Path, paths: list[Path], message: str, author: Author) -> str | None:
+def commit(root: Path, paths: list[Path], message: str, author: Author,
+           contents: dict[Path, bytes] | None = None) -> str | None:
     """Commit exactly `paths` in one step; return the new commit id, or None if nothing changed.
+    `contents`: for some of the paths, the bytes to commit (those the caller read and checked: a
+    file another program is writing meanwhile may hold others by the time git reads it).
 
     Holding git's own index.lock (so no outside `git commit` runs meanwhile),
     the commit is built in a private index (GIT_INDEX_FILE) from HEAD plus
@@ -330,6 +333,7 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
     """
     top = work_tree(root)
     rel = sorted({os.path.relpath(Path(p).resolve() if Path(p).exists() else Path(p), top) for p in paths})
+    pinned = {os.path.relpath(Path(p).resolve(), top): data for p, data in (contents or {}).items() if Path(p).is_file()}
     git_dir = top / ".git"
     if not git_dir.is_dir():  # a linked work tree or a submodule: ask git
         git_dir = Path(_run(top, "rev-parse", "--absolute-git-dir"))
@@ -352,7 +356,13 @@ def commit(root: Path, paths: list[Path], message: str, author: Author) -> str |
             keep = [p for p in rel if (top / p).exists() or p in tracked]
             if not keep:
                 return None
-            _run(top, "add", "-A", "--", *keep, env=env)
+            added = [p for p in keep if p not in pinned]
+            if added:
+                _run(top, "add", "-A", "--", *added, env=env)
+            for p, data in pinned.items():
+                oid = _run(top, "hash-object", "-w", "--stdin", "--path", p, input=data)
+                mode = "100755" if os.stat(top / p).st_mode & 0o111 else "100644"
+                _run(top, "update-index", "--add", "--cacheinfo", f"{mode},{oid},{p}", env=env)
             tree = _run(top, "write-tree", env=env)
             if tree == head_tree:
                 return None  # the paths are as HEAD has them: nothing to commit

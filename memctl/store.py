@@ -11,7 +11,7 @@ from . import config as config_mod
 from . import errors
 from .errors import GitError, NotFound, Refused
 from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, read_undo, refuse_link, rollback,
-                     rollback_to, savepoint, settle, touched, undo_log, undoing)
+                     rollback_to, savepoint, settle, touched, undo_log, undoing, written_bytes)
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -406,7 +406,7 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
     _git_or_refuse(store, "the change was undone" if undoing() else "the change was written but not committed")
     author = gitstore.Author(store.config.author_name, store.config.author_email)
     try:
-        sha = gitstore.commit(store.root, paths, message, author)
+        sha = gitstore.commit(store.root, paths, message, author, written_bytes(paths))
     except GitError as exc:
         # Never exit 0 with the commit lost: under the store lock the error undoes the change, and says so.
         what = "not committed, so the change was undone" if undoing() else "written but not committed"

@@ -97,3 +97,61 @@ def test_the_session_start_hook_takes_them_in(tmp_path):
     assert done.returncode == 0 and "nothing added" not in done.stderr, done.stderr
     assert _commit(repo, "HEAD")[0] == "claude-code <claude-code@localhost>"
     assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
+
+
+def test_a_fact_claude_code_renames_while_commands_run_loses_nothing(tmp_path):
+    """Claude Code renames a fact file (and its index line) back and forth while memctl's reads and
+    writes run in other processes: each command succeeds or fails with one line, no traceback; every
+    write that exited 0 is committed; the fact is never lost, and what the sidecar keeps for it (a pin)
+    follows it to its new name (found by its title)."""
+    import os
+    import threading
+    import time
+
+    d, repo = _adopted(tmp_path)
+    assert cli(d, "pin", "feedback_testing").exit_code == 0
+    names = [d / "feedback_testing.md", d / "feedback_tests.md"]
+    content = names[0].read_bytes()
+    index = d / "MEMORY.md"
+    stop = threading.Event()
+    renames = []
+
+    def claude_code_renaming():
+        i = 0
+        while not stop.is_set():
+            old, new = names[i % 2], names[(i + 1) % 2]
+            os.replace(old, new)
+            text = index.read_text(encoding="utf-8")
+            index.write_text(text.replace(f"({old.name})", f"({new.name})"), encoding="utf-8")
+            renames.append(new.name)
+            i += 1
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=claude_code_renaming)
+    thread.start()
+    results = []
+    try:
+        for i in range(6):
+            results.append(("list", memctl(d, "list", "--json", env={"MEMCTL_NOW": PINNED_NOW})))
+            results.append((f"project_n{i}", memctl(d, "remember", f"project_n{i}", "--type", "project",
+                                                     "-d", f"note {i}", env={"MEMCTL_NOW": PINNED_NOW})))
+    finally:
+        stop.set()
+        thread.join()
+    assert len(renames) > 10
+    for what, done in results:
+        assert "Traceback" not in done.stderr, (what, done.stderr)
+        if done.returncode != 0:
+            lines = done.stderr.strip().splitlines()
+            assert lines and lines[-1].startswith("memctl: error:") and len(lines) <= 2, (what, done.stderr)
+    written = [what for what, done in results if what != "list" and done.returncode == 0]
+    assert written, [done.stderr for _, done in results]
+    committed = git(repo, "log", "--format=", "--name-only")
+    for what in written:
+        assert f"{what}.md" in committed
+    live = [p for p in names if p.exists()]
+    assert len(live) == 1 and live[0].read_bytes() == content  # never lost, never half-renamed
+    assert cli(d, "doctor").exit_code == 0  # the last rename is taken in; the index follows it
+    listed = json.loads(memctl(d, "list", "--json", env={"MEMCTL_NOW": PINNED_NOW}).stdout)
+    mine = [f for f in listed if f["name"] == "テスト方針"]
+    assert len(mine) == 1 and mine[0]["metadata"].get("pinned") is True, mine  # the sidecar row followed the rename
