@@ -20,10 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ..errors import BadInput, Refused, install_hint
+from ..errors import BadInput, Refused, install_hint, warn
 
-# Public IPs are not secrets; the entropy plugins are not regex based and are never used.
-_LEFT_OUT = frozenset({"Public IP (ipv4)"})
+# Public IPs are not secrets; the entropy plugins are not regex based and are never used. memctl's
+# own JWT pattern replaces the library's, which leaves the signature and is quadratic on `eyJeyJ...`.
+_LEFT_OUT = frozenset({"Public IP (ipv4)", "JSON Web Token"})
 _PRIVATE_KEY_BLOCK = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S
 )
@@ -37,6 +38,45 @@ _ENV_LINE = re.compile(
 # Every keyword pattern needs one of these words (detect-secrets' DENYLIST), so a text
 # without them is not split into lines for those patterns.
 _KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase", re.I)
+
+# What detect-secrets misses (docs/TRANSCRIPTS.md, "Secrets"): (kind, pattern, group holding the secret).
+# Each starts at a literal and repeats one character class at a time, so each runs in linear time.
+_VALUE = r"""["'`「『]?([!-~]*?[A-Za-z0-9!#$%&*+\-/=?@^_~])(?=[.,;:!?'"`)」』]{0,8}(?:[^!-~]|$))"""
+_SECRETISH = r"(?=[!-~]*?[0-9!#$%&*+\-/=?@^_~])"  # prose: a value with a digit or a symbol, not a word
+_MEMCTL = [
+    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", 0),
+    ("openai-token", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}", 0),
+    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}", 0),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}", 0),
+    ("hugging-face-token", r"\bhf_[A-Za-z0-9]{30,}", 0),
+    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+    ("stripe-access-key", r"\b[rs]k_test_[0-9a-zA-Z]{24,}", 0),
+    # The whole token, signature included (detect-secrets' pattern stops before it).
+    ("json-web-token", r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*", 0),
+    ("authorization", r"(?i)\b(?:proxy-)?authorization[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|bot)[ \t]+([A-Za-z0-9._~+/=-]+)", 1),
+    ("authorization", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", 1),
+    ("password", r"(?i)\b(?:password|passwd|passphrase|passcode)[ \t]+(?:is|was)[ \t]+" + _SECRETISH + _VALUE, 1),
+    ("password", r"(?:パスワード|パスフレーズ|暗証番号|合言葉|API[ \t]?キー|アクセスキー|シークレット(?:キー)?|(?:アクセス)?トークン)"
+                 r"(?:[は＝=][ \t　]*" + _SECRETISH + r"|[：:][ \t　]*)" + _VALUE, 1),
+    ("password", r"\bsshpass[ \t]+-p[ \t]*(?=\S{4})" + _VALUE, 1),
+    ("password", r"\bmysql\w*[ \t][^\n]{0,200}?(?<=[ \t])-p" + _VALUE, 1),
+    ("password", r"(?<![^\s\"'])--password=" + _VALUE, 1),
+]
+
+# A text none of which matches cannot hold a secret any detector finds: every one needs a
+# token-shaped run of 16 characters, credentials in a URL, or one of these words. Texts that
+# pass it are few; only they pay for loading detect-secrets (the start-up budgets).
+_SUSPECT = re.compile(
+    r"[A-Za-z0-9_+/=.-]{16,}|://[^\s/@]*@|eyJ|xox"
+    r"|key|pass|pwd|secret|token|auth|bearer|basic|credential|private|mysql|contrase"
+    r"|パスワード|パスフレーズ|暗証|合言葉|キー|トークン|シークレット|鍵",
+    re.I,
+)
+
+
+def might_hold_secret(text: str) -> bool:
+    """False when no detector could find a secret in `text` (cheap: one regular expression)."""
+    return _SUSPECT.search(text) is not None
 
 
 def kind_of(secret_type: str) -> str:
@@ -95,16 +135,14 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def _library_detectors() -> list[Detector]:
+def _library_detectors(needed_by: str = "episode import") -> list[Detector]:
     try:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.plugins import keyword
         from detect_secrets.plugins.base import RegexBasedDetector
     except ImportError:
-        raise Refused(
-            "episode import needs the detect-secrets library to keep secrets out of the ledger; nothing was imported",
-            hint=install_hint(),
-        ) from None
+        what = "the ledger; nothing was imported" if needed_by == "episode import" else "what is committed; nothing was written"
+        raise Refused(f"{needed_by} needs the detect-secrets library to keep secrets out of {what}", hint=install_hint()) from None
     found = []
     for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
         if secret_type in _LEFT_OUT or not issubclass(cls, RegexBasedDetector):
@@ -122,8 +160,7 @@ def _library_detectors() -> list[Detector]:
 
 def build(patterns: Iterable[str] = ()) -> Redactor:
     """A redactor with detect-secrets' detectors, memctl's, and `patterns` (regular expressions)."""
-    detectors = [Detector("private-key", _PRIVATE_KEY_BLOCK, 0), Detector("env", _ENV_LINE, 1)]
-    detectors += _library_detectors()
+    detectors = _built_in("episode import")
     for text in patterns:
         try:
             compiled = re.compile(text)
@@ -131,3 +168,35 @@ def build(patterns: Iterable[str] = ()) -> Redactor:
             raise BadInput(f"memctl.toml: [import] redact_patterns: {text!r} is not a regular expression ({exc})") from None
         detectors.append(Detector("pattern", compiled, 0))
     return Redactor(detectors)
+
+
+# ---------------------------------------------------------------- what memctl writes
+
+_BUILT_IN: list[Detector] = []  # built on the first text that might hold a secret, then kept
+
+
+def scrub(texts: Sequence[str], where: str, *, quiet: bool = False) -> list[str]:
+    """`texts` with every secret redacted, for what a write stores (a fact, a ledger row, the access log).
+
+    One warning names `where` and the kinds, never a secret (none when `quiet`). A text that cannot hold one
+    (might_hold_secret) costs one regular expression; only the others load detect-secrets.
+    The store's `[import] redact_patterns` are the importer's alone.
+    """
+    suspect = [might_hold_secret(text) for text in texts]
+    if not any(suspect):
+        return list(texts)
+    if not _BUILT_IN:
+        _BUILT_IN.extend(_built_in(where or "the access log"))
+    redactor = Redactor(_BUILT_IN)
+    cleaned = [redactor.redact(text) if hit else text for text, hit in zip(texts, suspect)]
+    if redactor.counts and not quiet:
+        found = sum(redactor.counts.values())
+        warn(f"{where}: {found} secret{'s' if found != 1 else ''} redacted before writing ({', '.join(sorted(redactor.counts))})",
+             hint="allow secrets to store the text as given (docs/RELIABILITY.md, Secrets)")
+    return cleaned
+
+
+def _built_in(where: str) -> list[Detector]:
+    detectors = [Detector("private-key", _PRIVATE_KEY_BLOCK, 0), Detector("env", _ENV_LINE, 1)]
+    detectors += [Detector(kind, re.compile(pattern), group) for kind, pattern, group in _MEMCTL]
+    return detectors + _library_detectors(where)
