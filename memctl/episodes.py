@@ -169,7 +169,7 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
     """Append one episode; `id` and `ts` are generated, importance defaults by type.
     Secrets in its text are redacted, with a warning, unless `allow_secrets`."""
     if not allow_secrets:
-        from .importers.redact import scrub
+        from .secrets import scrub
 
         description, outcome, *more = scrub([description, outcome, *tags, *refs], "episode add")
         tags, refs = more[:len(tags)], more[len(tags):]

@@ -529,8 +529,8 @@ _TEXT_FIELDS = ("description", "body", "why", "how", "source")
 
 
 def _scrubbed(spec: FactInput) -> FactInput:
-    """`spec` with the secrets in its text fields and tags redacted (importers.redact.scrub warns)."""
-    from .importers.redact import scrub
+    """`spec` with the secrets in its text fields and tags redacted (secrets.scrub warns)."""
+    from .secrets import scrub
 
     given = [f for f in _TEXT_FIELDS if getattr(spec, f) is not None]
     tags = spec.tags or ()

@@ -335,8 +335,8 @@ def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
 
 
 def scrub_records(records: Sequence[Mapping[str, Any]], where: str) -> list[Mapping[str, Any]]:
-    """`records` with the secrets in their text values redacted (importers.redact.scrub warns)."""
-    from .importers.redact import scrub
+    """`records` with the secrets in their text values redacted (secrets.scrub warns)."""
+    from .secrets import scrub
 
     texts = [(i, key, value) for i, record in enumerate(records) for key, value in record.items() if isinstance(value, str)]
     cleaned = scrub([value for _, _, value in texts], where)

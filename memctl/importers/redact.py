@@ -1,17 +1,20 @@
-"""Secrets out of transcript text before anything is written (docs/TRANSCRIPTS.md, "Secrets").
+"""Secrets out of text before anything is written (docs/TRANSCRIPTS.md, "Secrets").
 
 The detectors are the maintained `detect-secrets` library's own patterns
-(cloud keys, git host tokens, chat and payment tokens, JWTs, private key
-headers, basic-auth URLs, `password = ...` style assignments), plus three of
-memctl's that detect-secrets reads line by line and so cannot see whole:
-private key blocks, `.env` assignments of key-, token- and password-named
-variables, and the store's own `[import] redact_patterns`. The entropy
-detectors are left out: on prose they flag every hash and id.
+(cloud keys, git host tokens, chat and payment tokens, private key headers,
+basic-auth URLs, `password = ...` style assignments), plus memctl's: what
+detect-secrets reads line by line and so cannot see whole (private key
+blocks, `.env` assignments of key-, token- and password-named variables),
+what it misses (`_MEMCTL`: newer key formats, whole JWTs, Authorization
+headers, passwords in English and Japanese prose and on command lines), and
+the store's own `[import] redact_patterns`. The entropy detectors are left
+out: on prose they flag every hash and id.
 
 Each text is scanned as a whole and every match is replaced by
 `[REDACTED:<kind>]`; the counts per kind go into the import's summary.
-Without detect-secrets installed, `Redactor` refuses to be built: an import
-never runs unredacted.
+memctl/secrets.py runs the same (`built_in`) on every other write (facts,
+ledger rows, the access log). Without detect-secrets installed, `Redactor`
+refuses to be built: nothing is written unredacted.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ..errors import BadInput, Refused, install_hint, warn
+from ..errors import BadInput, Refused, install_hint
 
 # Public IPs are not secrets; the entropy plugins are not regex based and are never used. memctl's
 # own JWT pattern replaces the library's, which leaves the signature and is quadratic on `eyJeyJ...`.
@@ -62,22 +65,6 @@ _MEMCTL = [
     ("password", r"\bmysql\w*[ \t][^\n]{0,200}?(?<=[ \t])-p" + _VALUE, 1),
     ("password", r"(?<![^\s\"'])--password=" + _VALUE, 1),
 ]
-
-# A text none of which matches cannot hold a secret any detector finds: every one needs a
-# token-shaped run of 16 characters, credentials in a URL, or one of these words. Texts that
-# pass it are few; only they pay for loading detect-secrets (the start-up budgets).
-_SUSPECT = re.compile(
-    r"[A-Za-z0-9_+/=.-]{16,}|://[^\s/@]*@|eyJ|xox"
-    r"|key|pass|pwd|secret|token|auth|bearer|basic|credential|private|mysql|contrase"
-    r"|パスワード|パスフレーズ|暗証|合言葉|キー|トークン|シークレット|鍵",
-    re.I,
-)
-
-
-def might_hold_secret(text: str) -> bool:
-    """False when no detector could find a secret in `text` (cheap: one regular expression)."""
-    return _SUSPECT.search(text) is not None
-
 
 def kind_of(secret_type: str) -> str:
     """detect-secrets' secret type as a slug: `AWS Access Key` -> `aws-access-key`."""
@@ -172,28 +159,14 @@ def build(patterns: Iterable[str] = ()) -> Redactor:
 
 # ---------------------------------------------------------------- what memctl writes
 
-_BUILT_IN: list[Detector] = []  # built on the first text that might hold a secret, then kept
+_BUILT_IN: list[Detector] = []  # for memctl/secrets.py: built on the first text that might hold a secret, then kept
 
 
-def scrub(texts: Sequence[str], where: str, *, quiet: bool = False) -> list[str]:
-    """`texts` with every secret redacted, for what a write stores (a fact, a ledger row, the access log).
-
-    One warning names `where` and the kinds, never a secret (none when `quiet`). A text that cannot hold one
-    (might_hold_secret) costs one regular expression; only the others load detect-secrets.
-    The store's `[import] redact_patterns` are the importer's alone.
-    """
-    suspect = [might_hold_secret(text) for text in texts]
-    if not any(suspect):
-        return list(texts)
+def built_in(needed_by: str) -> Redactor:
+    """A redactor with detect-secrets' detectors and memctl's (no memctl.toml patterns), for every write."""
     if not _BUILT_IN:
-        _BUILT_IN.extend(_built_in(where or "the access log"))
-    redactor = Redactor(_BUILT_IN)
-    cleaned = [redactor.redact(text) if hit else text for text, hit in zip(texts, suspect)]
-    if redactor.counts and not quiet:
-        found = sum(redactor.counts.values())
-        warn(f"{where}: {found} secret{'s' if found != 1 else ''} redacted before writing ({', '.join(sorted(redactor.counts))})",
-             hint="allow secrets to store the text as given (docs/RELIABILITY.md, Secrets)")
-    return cleaned
+        _BUILT_IN.extend(_built_in(needed_by))
+    return Redactor(_BUILT_IN)
 
 
 def _built_in(where: str) -> list[Detector]:
