@@ -4,8 +4,7 @@ Every write runs the importer's detectors (importers/redact.py) on the text it s
 becomes `[REDACTED:<kind>]` and one warning names the kinds, never the secret. Loading them costs
 what `ledger append` spends in all (detect-secrets: ~120-200 ms), so a cheap pre-check comes first:
 a text none of `_SUSPECT` matches cannot hold a secret any detector finds (every one needs a
-token-shaped run of 16 characters, credentials in a URL, a short token's prefix, or one of these
-words), and is stored as it is. Only `re` is imported here: `ledger append` starts fast.
+token's prefix or shape, credentials in a URL, or one of a few words), and is stored as it is. Only `re` is imported here: `ledger append` starts fast.
 """
 
 from __future__ import annotations
@@ -13,9 +12,14 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+# Each alternative is what some detector's match must contain (importers/redact.py): a token's prefix,
+# the shape of the few tokens that have none (Discord, Telegram, Mailchimp, Twilio), credentials in
+# a URL, or a word of the keyword and prose patterns. Hashes, uuids, paths and plain URLs match none.
 _SUSPECT = re.compile(
-    r"[A-Za-z0-9_+/=.-]{16,}|://[^\s/@]*@|eyJ|xox|(?-i:AKC|AP[0-9A-F])"
-    r"|key|pass|pwd|secret|token|auth|bearer|basic|credential|private|mysql|contrase"
+    r"(?-i:AKIA|ASIA|ABIA|ACCA|A3T|AKC|AP[0-9A-F]|gh[pousr]_|gl[a-z]+-|GR1348941|[rs]k_(?:live|test)_|SG\.|sq0csp-"
+    r"|pypi-|sk-|npm_|hf_|AIza|github_pat_|eyJ|xox|(?:AC|SK)[a-z0-9]{32}|[MNO][\w-]{23,25}\.)"
+    r"|\d{8,10}:|-us\d|://[^\s/@]*@|hooks\.slack\.com"
+    r"|key|pass|pw|secret|token|auth|bearer|basic|credential|private|mysql|contrase|aws"
     r"|パスワード|パスフレーズ|暗証|合言葉|キー|トークン|シークレット|鍵",
     re.I,
 )
