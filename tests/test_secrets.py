@@ -91,13 +91,18 @@ def test_every_pattern_runs_in_linear_time():
                "--password=" + "!" * 40000 + "x", "eyJ" * 13000, "eyJa." * 8000, "Authorization: Bearer " + "a" * 40000,
                "sshpass -p " * 4000, "mysql a -pb " * 4000, "A_KEY=" * 7000, "x" * 40000, "password was 1" + "!" * 40000 + "x"]
     redactor = redact.build()
+
+    def cpu(text: str) -> float:  # the best of three, in CPU seconds: other processes on the machine do not count
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            redactor.redact(text)
+            best = min(best, time.process_time() - start)
+        return best
+
     for text in hostile:
-        times = []
-        for size in (len(text) // 2, len(text)):
-            start = time.perf_counter()
-            redactor.redact(text[:size])
-            times.append(time.perf_counter() - start)
-        assert times[1] < 0.5 and times[1] < 4 * times[0] + 0.05, (text[:20], times)
+        half, whole = cpu(text[:len(text) // 2]), cpu(text)
+        assert whole < 0.5 and whole < 3 * half + 0.02, (text[:20], half, whole)  # quadratic: 4x and seconds
 
 
 def test_a_failing_tool_result_is_redacted_as_written_before_its_label(root, tmp_path):

@@ -145,18 +145,6 @@ def _library_detectors(needed_by: str = "episode import") -> list[Detector]:
     return found
 
 
-def build(patterns: Iterable[str] = ()) -> Redactor:
-    """A redactor with detect-secrets' detectors, memctl's, and `patterns` (regular expressions)."""
-    detectors = _built_in("episode import")
-    for text in patterns:
-        try:
-            compiled = re.compile(text)
-        except (re.error, TypeError) as exc:
-            raise BadInput(f"memctl.toml: [import] redact_patterns: {text!r} is not a regular expression ({exc})") from None
-        detectors.append(Detector("pattern", compiled, 0))
-    return Redactor(detectors)
-
-
 # ---------------------------------------------------------------- what memctl writes
 
 _BUILT_IN: list[Detector] = []  # for memctl/secrets.py: built on the first text that might hold a secret, then kept
@@ -173,3 +161,15 @@ def _built_in(where: str) -> list[Detector]:
     detectors = [Detector("private-key", _PRIVATE_KEY_BLOCK, 0), Detector("env", _ENV_LINE, 1)]
     detectors += [Detector(kind, re.compile(pattern), group) for kind, pattern, group in _MEMCTL]
     return detectors + _library_detectors(where)
+
+
+def build(patterns: Iterable[str] = ()) -> Redactor:
+    """A redactor with detect-secrets' detectors, memctl's, and `patterns` (regular expressions)."""
+    detectors = _built_in("episode import")
+    for text in patterns:
+        try:
+            compiled = re.compile(text)
+        except (re.error, TypeError) as exc:
+            raise BadInput(f"memctl.toml: [import] redact_patterns: {text!r} is not a regular expression ({exc})") from None
+        detectors.append(Detector("pattern", compiled, 0))
+    return Redactor(detectors)
