@@ -132,18 +132,24 @@ def _header_line() -> bytes:
     return ("\t".join(COLUMNS) + "\n").encode("utf-8")
 
 
-def append(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]], *, agent: str | None = None) -> Path:
+def append(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]], *, agent: str | None = None,
+           query_chars: int | None = None) -> Path:
     """One row per (query, keys), in one write of whole lines; returns the file written.
 
     A memctl store's rows go to pending.tsv (no header), a Claude Code directory's to its log.
+    The one place a query is written: it is stored redacted (a prompt may hold a key the log
+    must not commit), then cut to `query_chars`.
     """
     from . import clock
     from .fsutil import append_bytes
+    from .secrets import scrub
     from .ledger import format_record
 
     who = agent or os.environ.get("MEMCTL_AGENT", "") or "unknown"
     stamp = clock.stamp()
-    payload = "".join(format_record([stamp, who, command, query, ",".join(keys)]) + "\n" for query, keys in rows).encode("utf-8")
+    queries = [query[:query_chars] for query in scrub([query for query, _ in rows], "", quiet=True)]
+    payload = "".join(format_record([stamp, who, command, query, ",".join(keys)]) + "\n"
+                      for query, (_, keys) in zip(queries, rows)).encode("utf-8")
     claude = store.layout == "claude"
     path = path_for(store) if claude else pending_path(store)
     with _writing(store):

@@ -67,6 +67,7 @@ def remember(
     strict: bool = False,
     vector_check: bool = True,
     commit: bool = True,
+    allow_secrets: bool = False,
 ) -> Change:
     """Write one fact and its MEMORY.md line, and commit them.
 
@@ -74,7 +75,8 @@ def remember(
     refused unless `force`; near matches (keywords, and embeddings as
     `[facts] vector_check` in memctl.toml says, unless `vector_check=False`) are
     returned in `Change.similar` with their scores, and refused when `strict`.
-    With `update`, fields left as None keep their value.
+    With `update`, fields left as None keep their value. A secret in the text
+    (a key, a token, a password) is redacted with a warning unless `allow_secrets`.
     """
     from .neardup import remember_check
 
@@ -85,7 +87,7 @@ def remember(
     )
     check = remember_check(store) if vector_check else None
     return _facts.remember(store, spec, update=update, force=force, strict=strict, commit_changes=commit,
-                           vector_check=check)
+                           vector_check=check, allow_secrets=allow_secrets)
 
 
 def show(store: Store, name: str, *, log: bool = False) -> Fact:
@@ -150,12 +152,13 @@ def build_context(store: Store, query: str | None = None, *, budget: int = 4000,
 
 def add_episode(store: Store, description: str, type: str, *, agent: str | None = None,  # noqa: A002
                 outcome: str = "", importance: float | None = None, tags: Sequence[str] = (),
-                refs: Sequence[str] = (), commit: bool = True):
-    """Append one episode (memctl.Episode) to ledgers/episodes.tsv; its id and time are generated."""
+                refs: Sequence[str] = (), commit: bool = True, allow_secrets: bool = False):
+    """Append one episode (memctl.Episode) to ledgers/episodes.tsv; its id and time are generated.
+    A secret in its text is redacted with a warning unless `allow_secrets`."""
     from . import episodes
 
     return episodes.add(store, description, type, agent=agent, outcome=outcome, importance=importance,
-                        tags=tags, refs=refs, commit_changes=commit)
+                        tags=tags, refs=refs, commit_changes=commit, allow_secrets=allow_secrets)
 
 
 def list_episodes(store: Store, *, agent: str | None = None, type: str | None = None,  # noqa: A002
@@ -177,12 +180,13 @@ def create_ledger(store: Store, name: str, columns: Sequence[str], *, unique: st
 
 
 def append(store: Store, ledger: str, records: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
-           unique: str | None = None, commit: bool = True):
-    """Append one record (a mapping) or several, in one write and one commit; memctl.Appended says how many."""
+           unique: str | None = None, commit: bool = True, allow_secrets: bool = False):
+    """Append one record (a mapping) or several, in one write and one commit; memctl.Appended says how many.
+    A secret in a value is redacted with a warning unless `allow_secrets`."""
     from . import ledger as ledger_mod
 
     batch = [records] if isinstance(records, Mapping) else list(records)
-    return ledger_mod.append(store, ledger, batch, unique=unique, commit_changes=commit)
+    return ledger_mod.append(store, ledger, batch, unique=unique, commit_changes=commit, allow_secrets=allow_secrets)
 
 
 def rows(store: Store, ledger: str, *, where: Mapping[str, str] | None = None, since: str | None = None,

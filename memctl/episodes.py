@@ -165,8 +165,14 @@ def _line_of(path, episode_id: str) -> int:
 
 def add(store: Store, description: str, episode_type: str, *, agent: str | None = None, outcome: str = "",
         importance: float | None = None, tags: Sequence[str] = (), refs: Sequence[str] = (),
-        commit_changes: bool = True) -> Episode:
-    """Append one episode; `id` and `ts` are generated, importance defaults by type."""
+        commit_changes: bool = True, allow_secrets: bool = False) -> Episode:
+    """Append one episode; `id` and `ts` are generated, importance defaults by type.
+    Secrets in its text are redacted, with a warning, unless `allow_secrets`."""
+    if not allow_secrets:
+        from .secrets import scrub
+
+        description, outcome, *more = scrub([description, outcome, *tags, *refs], "episode add")
+        tags, refs = more[:len(tags)], more[len(tags):]
     description = description.strip()
     if not description:
         raise BadInput("an episode needs a description")
@@ -186,7 +192,8 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
     ensure_ledger(store, commit_changes=commit_changes)
     for attempt in range(_ID_ATTEMPTS):
         try:
-            done = ledger.append(store, LEDGER, [to_record(episode)], unique="id", commit_changes=commit_changes)
+            done = ledger.append(store, LEDGER, [to_record(episode)], unique="id", commit_changes=commit_changes,
+                                 allow_secrets=True)  # redacted above, or allowed
             return replace(episode, lineno=_line_of(done.path, episode.id))
         except Refused:
             # Same second, same 16 random bits: draw again.

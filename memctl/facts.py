@@ -551,6 +551,20 @@ def _inherit(spec: FactInput, old_facts: list[fact_mod.Fact]) -> FactInput:
     return replace(spec, type=fact_type, tags=tags)
 
 
+_TEXT_FIELDS = ("description", "body", "why", "how", "source")
+
+
+def _scrubbed(spec: FactInput) -> FactInput:
+    """`spec` with the secrets in its text fields and tags redacted (secrets.scrub warns)."""
+    from .secrets import scrub
+
+    given = [f for f in _TEXT_FIELDS if getattr(spec, f) is not None]
+    tags = spec.tags or ()
+    cleaned = scrub([getattr(spec, f) for f in given] + list(tags), "remember")
+    changed = dict(zip(given, cleaned[:len(given)]))
+    return replace(spec, **changed, tags=tuple(cleaned[len(given):]) if spec.tags is not None else None)
+
+
 def remember(
     store: Store,
     spec: FactInput,
@@ -561,13 +575,16 @@ def remember(
     commit_changes: bool = True,
     verb: str | None = None,
     vector_check: VectorCheck | None = None,
+    allow_secrets: bool = False,
 ) -> Change:
     """Write a new fact, or change one with update=True; see docs/FORMAT.md for the rules.
 
     `vector_check`, when given, adds near matches found by an embedder to the
     keyword ones (reported, refused only with strict). It runs before the lock
-    is taken: loading a model must not hold up other writers.
+    is taken: loading a model must not hold up other writers. Secrets in the
+    fact's text are redacted, with a warning, unless `allow_secrets`.
     """
+    spec = spec if allow_secrets else _scrubbed(spec)
     _check_input(store, spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:

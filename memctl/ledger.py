@@ -335,6 +335,20 @@ def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
     return records
 
 
+def scrub_records(records: Sequence[Mapping[str, Any]], where: str) -> list[Mapping[str, Any]]:
+    """`records` with the secrets in their text values redacted (secrets.scrub warns)."""
+    from .secrets import scrub
+
+    texts = [(i, key, value) for i, record in enumerate(records) for key, value in record.items() if isinstance(value, str)]
+    cleaned = scrub([value for _, _, value in texts], where)
+    if all(new is old for new, (_, _, old) in zip(cleaned, texts)):
+        return list(records)
+    out = [dict(record) for record in records]
+    for (i, key, _), value in zip(texts, cleaned):
+        out[i][key] = value
+    return out
+
+
 def encode_records(ledger: Ledger, records: Sequence[Mapping[str, Any]]) -> list[list[bytes]]:
     """Validate every record, then return each one's escaped fields as UTF-8 bytes.
 
@@ -472,16 +486,17 @@ def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
 
 
 def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, unique: str | None = None,
-           commit_changes: bool = True, lock: bool = True) -> Appended:
+           commit_changes: bool = True, lock: bool = True, allow_secrets: bool = False) -> Appended:
     """Append records with one write under the store lock, then one commit.
 
     Every record is validated first; `unique` (or the ledger's declared unique
     column) refuses a record whose value is already in that column, compared
     as an exact string. Either all records are appended or none. `lock=False`
     is for a caller that holds the store lock already (it is not reentrant).
+    Secrets in the values are redacted, with a warning, unless `allow_secrets`.
     """
     ledger = open_ledger(store, name)
-    records = list(records)
+    records = list(records) if allow_secrets else scrub_records(records, f"ledger append {name}")
     encoded = encode_records(ledger, records)
     column = unique or ledger.unique
     if column is not None and column not in ledger.columns:

@@ -259,7 +259,8 @@ def access_stats(store: Store, *, uses_only: bool = False) -> tuple[dict[str, in
     return counts, last
 
 
-def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]], *, agent: str | None = None) -> None:
+def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]], *, agent: str | None = None,
+               query_chars: int | None = None) -> None:
     """One access-log row per (query, shown keys); appended without a commit (see docs/FORMAT.md).
 
     Best effort: the answer matters more than its audit row, so a failure is a
@@ -270,7 +271,7 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
         return
     rows = [(query.replace("\0", ""), keys) for query, keys in rows]  # a NUL is never stored (a hook's prompt: never refused)
     try:
-        access_mod.append(store, command, rows, agent=agent)
+        access_mod.append(store, command, rows, agent=agent, query_chars=query_chars)
     except (MemctlError, OSError) as exc:
         errors.warn(f"not recorded in {access_mod.FILE}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None))
 

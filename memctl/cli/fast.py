@@ -25,7 +25,8 @@ NEW, DUPLICATE, NEAR_DUP_ERROR = 0, 1, 2  # near-dup's own exit codes
 
 # ---------------------------------------------------------------- bodies
 
-def ledger_append(store, name: str, values: list[str], *, unique: str | None, no_commit: bool, json: bool) -> None:
+def ledger_append(store, name: str, values: list[str], *, unique: str | None, no_commit: bool, json: bool,
+                  allow_secrets: bool = False) -> None:
     """`memctl ledger append NAME COL=VALUE... | -`."""
     from .. import ledger, output
     from ..errors import BadInput
@@ -42,7 +43,7 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
         records = [ledger.record_from_assignments(values)]
     else:
         raise BadInput("nothing to append", hint="give col=value for each column, or - to read records from stdin")
-    done = ledger.append(store, name, records, unique=unique, commit_changes=not no_commit)
+    done = ledger.append(store, name, records, unique=unique, commit_changes=not no_commit, allow_secrets=allow_secrets)
     rel = store.rel(done.path)
     if json:
         output.emit_json({"ledger": done.ledger, "path": rel, "appended": done.count, "commit": done.commit})
@@ -256,13 +257,13 @@ def _options(args: list[str], flags: set[str], valued: set[str]) -> tuple[list[s
 
 
 def _ledger_append(args: list[str]):
-    parsed = _options(args, {"--no-commit", "--json"}, {"--unique"})
+    parsed = _options(args, {"--no-commit", "--json", "--allow-secrets"}, {"--unique"})
     if parsed is None or not parsed[0]:
         return None
     positional, opts = parsed
     return ledger_append, None, dict(
         name=positional[0], values=positional[1:], unique=opts.get("--unique"),
-        no_commit="--no-commit" in opts, json="--json" in opts,
+        no_commit="--no-commit" in opts, json="--json" in opts, allow_secrets="--allow-secrets" in opts,
     )
 
 

@@ -11,7 +11,7 @@ from .. import episodes, ledger, ledger_ops, output
 from ..errors import FAILED
 from . import fast
 from .root import app
-from .common import JsonOpt, NoCommitOpt, store_from
+from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, store_from
 
 ledger_app = typer.Typer(
     help="Append-only TSV ledgers: one record a line, greppable, countable with cut | sort | uniq.",
@@ -101,9 +101,11 @@ def append(
     unique: UniqueOpt = None,
     no_commit: NoCommitOpt = False,
     json: Annotated[bool, typer.Option("--json", help="Read NDJSON from stdin (with -) and print the result as JSON.")] = False,
+    allow_secrets: AllowSecretsOpt = False,
 ) -> None:
     """Append records with one write and one commit; nothing is written if any record is bad."""
-    fast.ledger_append(store_from(ctx), name, values or [], unique=unique, no_commit=no_commit, json=json)
+    fast.ledger_append(store_from(ctx), name, values or [], unique=unique, no_commit=no_commit, json=json,
+                       allow_secrets=allow_secrets)
 
 
 @ledger_app.command("rows")
@@ -225,11 +227,12 @@ def episode_add(
     ref: Annotated[Optional[list[str]], typer.Option("--ref", help="A fact name or episode id that exists, or scheme:anything (commit:<sha>, https://...); repeat for more.")] = None,
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
+    allow_secrets: AllowSecretsOpt = False,
 ) -> None:
     """Record an episode; prints its id."""
     store = store_from(ctx, committing=not no_commit)
     episode = episodes.add(store, description, type_, agent=agent, outcome=outcome, importance=importance,
-                           tags=tag or (), refs=ref or (), commit_changes=not no_commit)
+                           tags=tag or (), refs=ref or (), commit_changes=not no_commit, allow_secrets=allow_secrets)
     if json:
         output.emit_json(episode.to_dict())
     else:

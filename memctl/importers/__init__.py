@@ -25,8 +25,9 @@ class Turn:
     session: str
     ts: datetime
     type: str  # a key of TYPES
-    text: str
+    text: str  # as written: redaction runs on it before `label` is put in front
     line: int  # 1-based line in the transcript
+    label: str = ""  # what the episode shows before the text (`tool error: `)
 
 
 @dataclass

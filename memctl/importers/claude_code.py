@@ -81,7 +81,7 @@ def parse(records: Iterable[tuple[int, Any]], *, session: str, tools: bool = Fal
                     found.append(Turn(f"{rid}.t{n}", sid, when, "tool", f"tool: {clean(block['name'])}", line))
                 elif block.get("type") == "tool_result" and block.get("is_error"):
                     detail = clean("\n".join(_texts(block.get("content"))))
-                    found.append(Turn(f"{rid}.e{n}", sid, when, "error", f"tool error: {detail}".strip(), line))
+                    found.append(Turn(f"{rid}.e{n}", sid, when, "error", detail, line, label="tool error:" + " " * bool(detail)))
         if found:
             out.turns.extend(found)
         else:

@@ -1,17 +1,20 @@
-"""Secrets out of transcript text before anything is written (docs/TRANSCRIPTS.md, "Secrets").
+"""Secrets out of text before anything is written (docs/TRANSCRIPTS.md, "Secrets").
 
 The detectors are the maintained `detect-secrets` library's own patterns
-(cloud keys, git host tokens, chat and payment tokens, JWTs, private key
-headers, basic-auth URLs, `password = ...` style assignments), plus three of
-memctl's that detect-secrets reads line by line and so cannot see whole:
-private key blocks, `.env` assignments of key-, token- and password-named
-variables, and the store's own `[import] redact_patterns`. The entropy
-detectors are left out: on prose they flag every hash and id.
+(cloud keys, git host tokens, chat and payment tokens, private key headers,
+basic-auth URLs, `password = ...` style assignments), plus memctl's: what
+detect-secrets reads line by line and so cannot see whole (private key
+blocks, `.env` assignments of key-, token- and password-named variables),
+what it misses (`_MEMCTL`: newer key formats, whole JWTs, Authorization
+headers, passwords in English and Japanese prose and on command lines), and
+the store's own `[import] redact_patterns`. The entropy detectors are left
+out: on prose they flag every hash and id.
 
 Each text is scanned as a whole and every match is replaced by
 `[REDACTED:<kind>]`; the counts per kind go into the import's summary.
-Without detect-secrets installed, `Redactor` refuses to be built: an import
-never runs unredacted.
+memctl/secrets.py runs the same (`built_in`) on every other write (facts,
+ledger rows, the access log). Without detect-secrets installed, `Redactor`
+refuses to be built: nothing is written unredacted.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from typing import Iterable, Iterator, Sequence
 
 from ..errors import BadInput, Refused, install_hint
 
-# Public IPs are not secrets; the entropy plugins are not regex based and are never used.
-_LEFT_OUT = frozenset({"Public IP (ipv4)"})
+# Public IPs are not secrets; the entropy plugins are not regex based and are never used. memctl's
+# own JWT pattern replaces the library's, which leaves the signature and is quadratic on `eyJeyJ...`.
+_LEFT_OUT = frozenset({"Public IP (ipv4)", "JSON Web Token"})
 _PRIVATE_KEY_BLOCK = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S
 )
@@ -40,6 +44,29 @@ _ENV_LINE = re.compile(
 # without them is not split into lines for those patterns.
 _KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase", re.I)
 
+# What detect-secrets misses (docs/TRANSCRIPTS.md, "Secrets"): (kind, pattern, group holding the secret).
+# Each starts at a literal and repeats one character class at a time, so each runs in linear time.
+_VALUE = r"""["'`「『]?([!-~]*?[A-Za-z0-9!#$%&*+\-/=?@^_~])(?=[.,;:!?'"`)」』]{0,8}(?:[^!-~]|$))"""
+_SECRETISH = r"(?=[!-~]*?[0-9!#$%&*+\-/=?@^_~])"  # prose: a value with a digit or a symbol, not a word
+_MEMCTL = [
+    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", 0),
+    ("openai-token", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}", 0),
+    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}", 0),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}", 0),
+    ("hugging-face-token", r"\bhf_[A-Za-z0-9]{30,}", 0),
+    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+    ("stripe-access-key", r"\b[rs]k_test_[0-9a-zA-Z]{24,}", 0),
+    # The whole token, signature included (detect-secrets' pattern stops before it).
+    ("json-web-token", r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*", 0),
+    ("authorization", r"(?i)\b(?:proxy-)?authorization[ \t]*[:=][ \t]*[\"']?(?:bearer|basic|token|digest|bot)[ \t]+([A-Za-z0-9._~+/=-]+)", 1),
+    ("authorization", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", 1),
+    ("password", r"(?i)\b(?:password|passwd|passphrase|passcode)[ \t]+(?:is|was)[ \t]+" + _SECRETISH + _VALUE, 1),
+    ("password", r"(?:パスワード|パスフレーズ|暗証番号|合言葉|API[ \t]?キー|アクセスキー|シークレット(?:キー)?|(?:アクセス)?トークン)"
+                 r"(?:[は＝=][ \t　]*" + _SECRETISH + r"|[：:][ \t　]*)" + _VALUE, 1),
+    ("password", r"\bsshpass[ \t]+-p[ \t]*(?=\S{4})" + _VALUE, 1),
+    ("password", r"\bmysql\w*[ \t][^\n]{0,200}?(?<=[ \t])-p" + _VALUE, 1),
+    ("password", r"(?<![^\s\"'])--password=" + _VALUE, 1),
+]
 
 def kind_of(secret_type: str) -> str:
     """detect-secrets' secret type as a slug: `AWS Access Key` -> `aws-access-key`."""
@@ -101,16 +128,14 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def _library_detectors() -> list[Detector]:
+def _library_detectors(needed_by: str = "episode import") -> list[Detector]:
     try:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
         from detect_secrets.plugins import keyword
         from detect_secrets.plugins.base import RegexBasedDetector
     except ImportError:
-        raise Refused(
-            "episode import needs the detect-secrets library to keep secrets out of the ledger; nothing was imported",
-            hint=install_hint(),
-        ) from None
+        what = "the ledger; nothing was imported" if needed_by == "episode import" else "what is committed; nothing was written"
+        raise Refused(f"{needed_by} needs the detect-secrets library to keep secrets out of {what}", hint=install_hint()) from None
     found = []
     for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
         if secret_type in _LEFT_OUT or not issubclass(cls, RegexBasedDetector):
@@ -126,10 +151,27 @@ def _library_detectors() -> list[Detector]:
     return found
 
 
+# ---------------------------------------------------------------- what memctl writes
+
+_BUILT_IN: list[Detector] = []  # for memctl/secrets.py: built on the first text that might hold a secret, then kept
+
+
+def built_in(needed_by: str) -> Redactor:
+    """A redactor with detect-secrets' detectors and memctl's (no memctl.toml patterns), for every write."""
+    if not _BUILT_IN:
+        _BUILT_IN.extend(_built_in(needed_by))
+    return Redactor(_BUILT_IN)
+
+
+def _built_in(where: str) -> list[Detector]:
+    detectors = [Detector("private-key", _PRIVATE_KEY_BLOCK, 0), Detector("env", _ENV_LINE, 1)]
+    detectors += [Detector(kind, re.compile(pattern), group) for kind, pattern, group in _MEMCTL]
+    return detectors + _library_detectors(where)
+
+
 def build(patterns: Iterable[str] = ()) -> Redactor:
     """A redactor with detect-secrets' detectors, memctl's, and `patterns` (regular expressions)."""
-    detectors = [Detector("private-key", _PRIVATE_KEY_BLOCK, 0), Detector("env", _ENV_LINE, 1)]
-    detectors += _library_detectors()
+    detectors = _built_in("episode import")
     for text in patterns:
         try:
             compiled = re.compile(text)

@@ -279,7 +279,7 @@ def prompt(store, text: str, log: bool = True) -> str:
     if not shown:
         return ""
     if log:
-        recall.log_access(store, "hook-prompt", [(query[:LOGGED_CHARS], shown)])
+        recall.log_access(store, "hook-prompt", [(query, shown)], query_chars=LOGGED_CHARS)  # redacted, then cut
     return "\n".join(lines) + "\n"
 
 

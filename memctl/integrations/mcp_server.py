@@ -212,6 +212,8 @@ def build(root: Path):
     index_query, own_write = _recall_index(after_sync=refresh_vectors)
     Text = Optional[str]
     Tags = Optional[list[str]]
+    AllowSecrets = Annotated[bool, Field(description="Store the text as given; by default a secret in it (an API key, a token, "
+                                                     "a password) is redacted.")]
 
     @tool
     def remember(
@@ -231,6 +233,7 @@ def build(root: Path):
         update: Annotated[bool, Field(description="Change an existing fact; fields not given are kept.")] = False,
         force: Annotated[bool, Field(description="Write even if a live fact has the same description.")] = False,
         strict: Annotated[bool, Field(description="Refuse near matches too, not only exact ones.")] = False,
+        allow_secrets: AllowSecrets = False,
     ) -> dict[str, Any]:
         """Write one fact file and its MEMORY.md line, and commit them. Returns the near-duplicate check:
         `similar` lists live facts close to the description, each with its score and method (keywords or
@@ -242,6 +245,7 @@ def build(root: Path):
             s, name, description, type=type, body=body, why=why, how=how, importance=importance,
             confidence=confidence, tags=tuple(tags) if tags is not None else None, source=source, expires=expires,
             supersedes=tuple(supersedes or ()), pinned=True if pin else None, update=update, force=force, strict=strict,
+            allow_secrets=allow_secrets,
         )
         return {
             "action": change.action, "name": change.fact.name, "path": s.rel(change.fact.path), "commit": change.commit,
@@ -323,12 +327,13 @@ def build(root: Path):
         importance: Annotated[Optional[float], Field(description="0-1 (default by type).", ge=0, le=1)] = None,
         tags: Annotated[Tags, Field(description="Tags.")] = None,
         refs: Annotated[Tags, Field(description="What it refers to: fact names, episode ids, or scheme:value (commit:SHA, https://...).")] = None,
+        allow_secrets: AllowSecrets = False,
     ) -> dict[str, Any]:
         """Append one episode (a decision, error, success or feedback) to the episodes ledger, and commit."""
         from .. import episodes
 
         episode = episodes.add(store(), description, type, outcome=outcome, importance=importance,
-                               tags=tags or (), refs=refs or ())
+                               tags=tags or (), refs=refs or (), allow_secrets=allow_secrets)
         return episode.to_dict()
 
     @tool
@@ -356,12 +361,13 @@ def build(root: Path):
         name: Annotated[str, Field(description="The ledger's name.")],
         records: Annotated[list[dict[str, str]], Field(description="Records to append: one object per row, a text value for every column.")],
         unique: Annotated[Text, Field(description="Refuse records whose value in this column is already in the ledger.")] = None,
+        allow_secrets: AllowSecrets = False,
     ) -> dict[str, Any]:
         """Append records to a ledger (all or none), and commit."""
         from .. import ledger
 
         s = store()
-        done = ledger.append(s, name, records, unique=unique)
+        done = ledger.append(s, name, records, unique=unique, allow_secrets=allow_secrets)
         return {"ledger": done.ledger, "path": s.rel(done.path), "appended": done.count, "commit": done.commit}
 
     @tool

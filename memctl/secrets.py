@@ -1,0 +1,51 @@
+"""Secrets out of what memctl writes: facts, ledger rows, the access log (docs/TRANSCRIPTS.md, "Secrets").
+
+Every write runs the importer's detectors (importers/redact.py) on the text it stores: a secret
+becomes `[REDACTED:<kind>]` and one warning names the kinds, never the secret. Loading them costs
+what `ledger append` spends in all (detect-secrets: ~120-200 ms), so a cheap pre-check comes first:
+a text none of `_SUSPECT` matches cannot hold a secret any detector finds (every one needs a
+token's prefix or shape, credentials in a URL, or one of a few words), and is stored as it is. Only `re` is imported here: `ledger append` starts fast.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+# Each alternative is what some detector's match must contain (importers/redact.py): a token's prefix,
+# the shape of the few tokens that have none (Discord, Telegram, Mailchimp, Twilio), credentials in
+# a URL, or a word of the keyword and prose patterns. Hashes, uuids, paths and plain URLs match none.
+_SUSPECT = re.compile(
+    r"(?-i:AKIA|ASIA|ABIA|ACCA|A3T|AKC|AP[0-9A-F]|gh[pousr]_|gl[a-z]+-|GR1348941|[rs]k_(?:live|test)_|SG\.|sq0csp-"
+    r"|pypi-|sk-|npm_|hf_|AIza|github_pat_|eyJ|xox|(?:AC|SK)[a-z0-9]{32}|[MNO][\w-]{23,25}\.)"
+    r"|\d{8,10}:|-us\d|://[^\s/@]*@|hooks\.slack\.com"
+    r"|key|pass|pw|secret|token|auth|bearer|basic|credential|private|mysql|contrase|aws"
+    r"|パスワード|パスフレーズ|暗証|合言葉|キー|トークン|シークレット|鍵",
+    re.I,
+)
+
+
+def might_hold_secret(text: str) -> bool:
+    """False when no detector could find a secret in `text` (one regular expression)."""
+    return _SUSPECT.search(text) is not None
+
+
+def scrub(texts: Sequence[str], where: str, *, quiet: bool = False) -> list[str]:
+    """`texts` with every secret redacted; one warning names `where` and the kinds (none when `quiet`).
+
+    Raises Refused without detect-secrets, when a text might hold a secret: nothing is written unredacted.
+    """
+    suspect = [might_hold_secret(text) for text in texts]
+    if not any(suspect):
+        return list(texts)
+    from .importers import redact
+
+    redactor = redact.built_in(where or "the access log")
+    cleaned = [redactor.redact(text) if hit else text for text, hit in zip(texts, suspect)]
+    if redactor.counts and not quiet:
+        from .errors import warn
+
+        found = sum(redactor.counts.values())
+        warn(f"{where}: {found} secret{'s' if found != 1 else ''} redacted before writing ({', '.join(sorted(redactor.counts))})",
+             hint="allow secrets to store the text as given (docs/RELIABILITY.md, Secrets)")
+    return cleaned
