@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused
-from .fsutil import atomic_write
+from .fsutil import atomic_write, settle
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
@@ -306,6 +306,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
             if _regenerate_index(store, top):
                 resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"))
         gitstore.checked(top, "commit", "-q", "--no-verify", "-m", f"memctl: sync merge {label}", author=author)
+        settle()  # the merge's writes are committed: a failed push later must not put them back behind HEAD
     except BaseException:
         if gitstore.unfinished_operation(store.root) == "merge":
             gitstore.run(top, "merge", "--abort")
