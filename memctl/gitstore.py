@@ -711,6 +711,7 @@ def blob(top: Path, sha: str) -> bytes:
 # The merge drivers `.gitattributes` names (memctl/merge.py holds the resolvers; docs/SYNC.md).
 MERGE_DRIVERS = {
     "index": "memctl MEMORY.md: the index block merged by line",
+    "topic": "memctl memory-index/*.md: the topic file merged by line",
     "state": "memctl STATE.md: the newer snapshot wins",
     "ledger": "memctl ledger: union, header once",
     "fact": "memctl fact: the newer version in place, the other kept as a conflict",

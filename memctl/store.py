@@ -21,6 +21,7 @@ GITIGNORE = ".memctl/\nlogs/\nlaunchd/*.plist\n"
 # Ledgers stay on git's union merge in a clone never set up; memctl's drivers do the rest (docs/SYNC.md).
 GITATTRIBUTES = (
     "ledgers/*.tsv merge=union\nmemory/*.md merge=memctl-fact\nmemory/MEMORY.md merge=memctl-index\n"
+    "memory/memory-index/*.md merge=memctl-topic\n"
     "memory/archive/*.md merge=memctl-archive\nstate/STATE.md merge=memctl-state\nstate/*/STATE.md merge=memctl-state\n"
 )
 # The same for a Claude Code memory directory (facts and MEMORY.md at the top; anchored with "/",

@@ -19,6 +19,7 @@ from pathlib import Path
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import atomic_write, settle
+from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
@@ -79,8 +80,8 @@ def run_driver(kind: str, base: Path, ours: Path, theirs: Path, path: str, cwd: 
         how = "union"
     else:
         bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, o, t))
-        if kind == "index":
-            result, clean = merge.merge_index_checked(bs, os_, ts)
+        if kind in ("index", "topic"):
+            result, clean = (merge.merge_index_checked if kind == "index" else merge.merge_topic_checked)(bs, os_, ts)
             how = INDEX_CLEAN if clean else INDEX_UNCLEAN
         elif kind == "state":
             result = merge.merge_state(bs, os_, ts)
@@ -109,6 +110,8 @@ def _kind(store: Store, rel_top: str, top: Path) -> str | None:
         return "config"
     if path == store.index_path:
         return "index"
+    if path.suffix == ".md" and path.parent == store.index_path.parent / TOPIC_DIR:
+        return "topic"
     if path.suffix == ".md" and path.parent == store.memory_dir:
         return "fact"
     if path.suffix == ".md" and path.parent == store.archive_dir:
@@ -213,8 +216,8 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
                 done.append(Resolution(rel, kind, "union"))
                 continue
             bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, ours, theirs))
-            if kind == "index":
-                text, clean = merge.merge_index_checked(bs, os_, ts)
+            if kind in ("index", "topic"):
+                text, clean = (merge.merge_index_checked if kind == "index" else merge.merge_topic_checked)(bs, os_, ts)
                 _write(top, path, text.encode("utf-8", "surrogateescape"))
                 done.append(Resolution(rel, kind, INDEX_CLEAN if clean else INDEX_UNCLEAN))
             elif kind == "state":
@@ -302,7 +305,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
             gitstore.checked(top, "add", "-A", "--", os.path.relpath(copies_dir, top))
         # Both sides' indexes matched their facts: a block merged cleanly by line matches the merged
         # facts too, unless a fact itself needed resolving (reading 10,000 facts is most of a sync).
-        if any(r.kind in ("fact", "archive") or r.how == INDEX_UNCLEAN for r in resolved):
+        if any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved):
             if _regenerate_index(store, top):
                 resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"))
         gitstore.checked(top, "commit", "-q", "--no-verify", "-m", f"memctl: sync merge {label}", author=author)
