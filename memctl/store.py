@@ -108,6 +108,7 @@ class Store(NamedTuple):
         with file_lock(self.cache_dir / "lock"):
             _HELD[key] = 1
             try:
+                undo_killed_sync_merge(self)  # only a sync merges under this lock, which is ours now: it died
                 refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
                 finish_interrupted(self)
                 if self.layout == "claude":  # Claude Code's own writes: their own commit, before memctl's
@@ -132,6 +133,19 @@ def _lock_key(store: Store) -> tuple[int, str]:
 def nested_lock(store: Store) -> bool:
     """Whether this thread holds the store lock more than once (a write inside another's)."""
     return _HELD.get(_lock_key(store), 0) > 1
+
+
+def undo_killed_sync_merge(store: Store) -> None:
+    """A `memctl sync` killed inside its merge: the merge is aborted and what it wrote put back as
+    HEAD has it (its undo log names that), so nothing of either side is lost and the next sync merges
+    again. The undo log is not rolled back: it holds the merge's own steps, not the files as HEAD has them."""
+    from . import gitstore  # noqa: PLC0415
+
+    if not gitstore.sync_merge_unfinished(store.root):
+        return
+    gitstore.abort_merge(store.root, touched(read_undo(store.undo_path)))
+    clear_undo(store.undo_path)
+    errors.warn("an earlier `memctl sync` was killed inside its merge; undid that merge (nothing is lost: sync merges again)")
 
 
 def refuse_unfinished_merge(root: Path) -> None:

@@ -284,10 +284,12 @@ def _read_log(top: Path, store: Store) -> list[Resolution]:
 def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label: str) -> tuple[str | None, list[Resolution], list[str]]:
     """Merge `theirs` into HEAD and resolve memctl's files; (merge commit or None, resolutions, new copies)."""
     copies_before = _copies(store)
+    settle()  # memctl's files are committed (_refuse_hand_edits): the undo log holds this merge's writes alone
+    message = f"{gitstore.SYNC_MERGE}{label}"  # in MERGE_MSG: a merge left by a killed sync is undone (store.py)
     # The drivers' work is done here, in this process, by the same functions: each driver is set to
     # `false` for this merge, so git leaves the three versions staged and starts no Python per file.
     inline = [arg for kind in merge.KINDS for arg in ("-c", f"merge.memctl-{kind}.driver=false")]
-    done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", theirs, author=author)
+    done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", "-m", message, theirs, author=author)
     merging = gitstore.unfinished_operation(store.root) == "merge"
     if done.code != 0 and not merging:
         if "unrelated histories" in done.err:
@@ -308,7 +310,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         if any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved):
             if _regenerate_index(store, top):
                 resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"))
-        gitstore.checked(top, "commit", "-q", "--no-verify", "-m", f"memctl: sync merge {label}", author=author)
+        gitstore.checked(top, "commit", "-q", "--no-verify", "-m", message, author=author)
         settle()  # the merge's writes are committed: a failed push later must not put them back behind HEAD
     except BaseException:
         if gitstore.unfinished_operation(store.root) == "merge":

@@ -102,3 +102,80 @@ def test_topic_files_of_an_overflowing_index_merge_when_both_clones_added_facts(
     assert not any(MARKER.search(data.decode("utf-8")) for data in _files(a).values())
     assert cli(a, "index").exit_code == 0 and memctl(a, "doctor").returncode == 0
     assert _linked(a) == sorted(p.name for p in (a / "memory").glob("*.md") if p.name != "MEMORY.md")
+
+
+def _blocking_git(tmp: Path, clone: Path, stop: int) -> tuple[Path, Path]:
+    """A git (MEMCTL_GIT) that, once `clone` is in a merge, blocks at its `stop`-th call (or at the
+    merge's commit, whichever comes first) after touching a flag: where the test kills the sync."""
+    flag, count, script = tmp / f"blocked-{stop}", tmp / f"calls-{stop}", tmp / f"git-{stop}"
+    script.write_text(f"""#!/bin/sh
+if [ -e {clone}/.git/MERGE_HEAD ]; then
+  n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+  case " $* " in *" commit "*) n={stop};; esac
+  if [ "$n" -ge {stop} ]; then touch {flag}; exec sleep 120; fi
+fi
+exec git "$@"
+""")
+    script.chmod(0o755)
+    return script, flag
+
+
+def _versions(root: Path, names: list[str]) -> set[bytes]:
+    return {(root / "memory" / f"{name}.md").read_bytes() for name in names}
+
+
+def _kept(root: Path) -> set[bytes]:
+    """Every fact text the clone holds: in place, or kept aside as a conflict copy."""
+    folder = root / "memory"
+    return {p.read_bytes() for p in [*folder.glob("*.md"), *(folder / "conflicts").glob("*.md")]}
+
+
+@pytest.mark.parametrize(("stop", "then"), [(1, "sync"), (3, "doctor-fix-then-sync"), (8, "remember-then-sync"),
+                                            (1000, "sync"), (1000, "doctor-fix-then-sync")])
+def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_version_is_lost(pair, tmp_path, stop, then):
+    import os
+    import signal
+    import sys
+    import time
+
+    a, b, remote = pair
+    names = [f"shared-{n}" for n in range(5)]
+    for name in names:
+        assert cli(a, "remember", name, "-d", f"{name} as first written", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    for root, when in ((a, "2026-11-30T09:00:00+00:00"), (b, "2026-11-30T10:00:00+00:00")):
+        for name in names:
+            r = cli(root, "remember", name, "--update", "-d", f"{name} as {root.name} has it", env={"MEMCTL_NOW": when})
+            assert r.exit_code == 0, r.stderr
+    assert cli(a, "remember", "only-on-a", "-d", "a new fact on a", "-t", "user").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    versions = _versions(a, names) | _versions(b, names)
+    head = git(b, "rev-parse", "HEAD")
+    blocking, flag = _blocking_git(tmp_path, b, stop)
+    argv = [sys.executable, "-m", "memctl", "--root", str(b), "sync"]
+    proc = subprocess.Popen(argv, env={**os.environ, "MEMCTL_GIT": str(blocking)}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
+    os.killpg(proc.pid, signal.SIGKILL)  # the sync and every git it started
+    proc.wait()
+    assert (b / ".git" / "MERGE_HEAD").exists() and git(b, "rev-parse", "HEAD") == head  # killed inside the merge
+
+    if then == "doctor-fix-then-sync":
+        r = memctl(b, "doctor")
+        assert "git add" not in r.stdout + r.stderr and "memctl sync" in r.stdout + r.stderr
+        r = memctl(b, "doctor", "--fix")
+        assert (r.returncode, r.stdout) == (0, "") and not (b / ".git" / "MERGE_HEAD").exists(), r.stdout + r.stderr
+        assert "undid that merge" in r.stderr
+    elif then == "remember-then-sync":
+        r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed merge is undone")
+        assert r.returncode == 0, r.stderr
+    r = memctl(b, "sync")
+    assert r.returncode == 0, r.stderr
+    assert cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b) and _status(a) == _status(b) == ""
+    assert versions <= _kept(b)  # both machines' version of every fact: in place or as a conflict copy
+    assert (b / "memory" / "only-on-a.md").exists()
+    assert memctl(b, "doctor").returncode == 0
