@@ -306,8 +306,10 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         if copies_dir.is_dir():  # copies written by the fact driver
             gitstore.checked(top, "add", "-A", "--", os.path.relpath(copies_dir, top))
         # Both sides' indexes matched their facts: a block merged cleanly by line matches the merged
-        # facts too, unless a fact itself needed resolving (reading 10,000 facts is most of a sync).
-        if any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved):
+        # facts too, unless a fact itself needed resolving, or the facts overflow MEMORY.md's limit
+        # (which lines go to the topic files is the ranking's to say); reading 10,000 facts is most of a sync.
+        if any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved) or (
+                any(r.kind == "index" for r in resolved) and _over_limit(store)):
             if _regenerate_index(store, top):
                 resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"))
         gitstore.checked(top, "commit", "-q", "--no-verify", "-m", message, author=author)
@@ -317,6 +319,12 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
             gitstore.run(top, "merge", "--abort")
         raise
     return gitstore.checked(top, "rev-parse", "HEAD"), resolved, sorted(_copies(store) - copies_before)
+
+
+def _over_limit(store: Store) -> bool:
+    """Whether MEMORY.md as merged is over the lines or bytes Claude Code loads (config [facts] max_index_*)."""
+    data = store.index_path.read_bytes() if store.index_path.exists() else b""
+    return data.count(b"\n") > store.config.max_index_lines or len(data) > store.config.max_index_bytes
 
 
 def _copies(store: Store) -> set[str]:
