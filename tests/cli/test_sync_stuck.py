@@ -179,3 +179,23 @@ def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_versio
     assert versions <= _kept(b)  # both machines' version of every fact: in place or as a conflict copy
     assert (b / "memory" / "only-on-a.md").exists()
     assert memctl(b, "doctor").returncode == 0
+
+
+def test_two_indexes_under_their_limit_that_merge_over_it_are_regenerated_into_topic_files(pair):
+    a, b, remote = pair
+    toml = (a / "memctl.toml").read_text(encoding="utf-8")
+    (a / "memctl.toml").write_text(re.sub(r"(?m)^max_index_lines = .*$", "max_index_lines = 40", toml), encoding="utf-8")
+    git(a, *ID, "commit", "-qam", "an index of 40 lines")
+    for n in range(20):
+        assert cli(a, "remember", f"base-{n:02}", "-d", f"base fact {n}", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    for root in (a, b):
+        for n in range(8):
+            assert cli(root, "remember", f"{root.name}-{n}", "-d", f"{root.name} の事実 {n}", "-t", "project").exit_code == 0
+        assert len((root / "memory" / "MEMORY.md").read_text(encoding="utf-8").splitlines()) <= 40
+        assert not (root / "memory" / "memory-index").exists()  # each side alone fits
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "sync").exit_code == 0
+    assert len((b / "memory" / "MEMORY.md").read_text(encoding="utf-8").splitlines()) <= 40
+    assert _linked(b) == sorted(p.name for p in (b / "memory").glob("*.md") if p.name != "MEMORY.md")
+    assert memctl(b, "doctor").returncode == 0
