@@ -397,6 +397,11 @@ def clear_undo(log_path: Path) -> None:
                 leftover.unlink()
 
 
+def written() -> list[Path]:
+    """The paths the writes logged so far under the store lock changed (none outside it)."""
+    return touched(read_undo(_LOG.path)) if _LOG is not None else []
+
+
 def undoing() -> bool:
     """Whether the writes being made now are logged, so that an error undoes them."""
     return _LOG is not None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused
-from .fsutil import atomic_write, settle
+from .fsutil import atomic_write, settle, written
 from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
@@ -198,8 +198,7 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
             done.append(Resolution(store.rel(top / path), "config", "both sides appended tables: ours, then theirs"))
             del unmerged[path]
     blocked = sorted(p for p in unmerged if kinds[p] in (None, "config"))
-    if blocked:
-        gitstore.run(top, "merge", "--abort")
+    if blocked:  # _merge aborts the merge
         names = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
         hint = ("merge it by hand: git -C <store> pull, fix memctl.toml, git commit; then memctl sync"
                 if "config" in {kinds[p] for p in blocked} else
@@ -316,7 +315,10 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         settle()  # the merge's writes are committed: a failed push later must not put them back behind HEAD
     except BaseException:
         if gitstore.unfinished_operation(store.root) == "merge":
-            gitstore.run(top, "merge", "--abort")
+            # Not rolled back: the undo log holds the merge's own steps (memctl.toml as git left it,
+            # with markers), not the files as they were; they were as HEAD has them (_refuse_hand_edits).
+            gitstore.abort_merge(store.root, written())
+            settle()
         raise
     return gitstore.checked(top, "rev-parse", "HEAD"), resolved, sorted(_copies(store) - copies_before)
 

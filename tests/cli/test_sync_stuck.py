@@ -199,3 +199,19 @@ def test_two_indexes_under_their_limit_that_merge_over_it_are_regenerated_into_t
     assert len((b / "memory" / "MEMORY.md").read_text(encoding="utf-8").splitlines()) <= 40
     assert _linked(b) == sorted(p.name for p in (b / "memory").glob("*.md") if p.name != "MEMORY.md")
     assert memctl(b, "doctor").returncode == 0
+
+
+def test_a_merge_refused_after_memctl_toml_was_merged_leaves_every_file_as_head_has_it(pair):
+    a, b, remote = pair
+    assert cli(a, "ledger", "create", "reading", "--columns", "date,title").exit_code == 0
+    assert cli(b, "ledger", "create", "meals", "--columns", "date,dish").exit_code == 0
+    for root, text in ((a, "from a\n"), (b, "from b\n")):  # a file that is not memctl's, changed on both sides
+        (root / "notes.txt").write_text(text)
+        git(root, "add", "notes.txt")
+        git(root, *ID, "commit", "-qm", "notes")
+    assert cli(a, "sync").exit_code == 0
+    before, head = _files(b), git(b, "rev-parse", "HEAD")
+    r = cli(b, "sync")
+    assert r.exit_code == 1 and "notes.txt" in r.stderr
+    assert (_files(b), git(b, "rev-parse", "HEAD"), _status(b)) == (before, head, "")
+    assert cli(b, "remember", "after", "-d", "the refused sync left nothing behind").exit_code == 0
