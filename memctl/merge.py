@@ -254,6 +254,10 @@ def merge_index_checked(base: str, ours: str, theirs: str) -> tuple[str, bool]:
     return (merged if merged.endswith("\n") else merged + "\n"), clean and text_clean
 
 
+# MEMORY.md and its topic files, by merge kind: each resolver gives (merged text, clean).
+INDEX_MERGES = {"index": merge_index_checked, "topic": merge_topic_checked}
+
+
 # ---------------------------------------------------------------- snapshots and facts
 
 def updated_of(text: str) -> datetime | None:

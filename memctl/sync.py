@@ -80,8 +80,8 @@ def run_driver(kind: str, base: Path, ours: Path, theirs: Path, path: str, cwd: 
         how = "union"
     else:
         bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, o, t))
-        if kind in ("index", "topic"):
-            result, clean = (merge.merge_index_checked if kind == "index" else merge.merge_topic_checked)(bs, os_, ts)
+        if kind in merge.INDEX_MERGES:
+            result, clean = merge.INDEX_MERGES[kind](bs, os_, ts)
             how = INDEX_CLEAN if clean else INDEX_UNCLEAN
         elif kind == "state":
             result = merge.merge_state(bs, os_, ts)
@@ -215,8 +215,8 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
                 done.append(Resolution(rel, kind, "union"))
                 continue
             bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, ours, theirs))
-            if kind in ("index", "topic"):
-                text, clean = (merge.merge_index_checked if kind == "index" else merge.merge_topic_checked)(bs, os_, ts)
+            if kind in merge.INDEX_MERGES:
+                text, clean = merge.INDEX_MERGES[kind](bs, os_, ts)
                 _write(top, path, text.encode("utf-8", "surrogateescape"))
                 done.append(Resolution(rel, kind, INDEX_CLEAN if clean else INDEX_UNCLEAN))
             elif kind == "state":
