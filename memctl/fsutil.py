@@ -632,6 +632,11 @@ def written_bytes(paths: list[Path]) -> dict[Path, bytes]:
     return found
 
 
+def written() -> list[Path]:
+    """The paths the writes logged so far under the store lock changed (none outside it)."""
+    return touched(_LOG.records) if _LOG is not None else []
+
+
 def undoing() -> bool:
     """Whether the writes being made now are logged, so that an error undoes them."""
     return _LOG is not None

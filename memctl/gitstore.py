@@ -640,6 +640,34 @@ def unfinished_operation(root: Path) -> str | None:
     return None
 
 
+SYNC_MERGE = "memctl: sync merge "  # how `memctl sync` begins its merge's message: MERGE_MSG says whose merge it is
+
+
+def sync_merge_unfinished(root: Path) -> bool:
+    """Whether the unfinished merge is one `memctl sync` started (its MERGE_MSG), not a merge of the user's."""
+    found = git_dir(root)
+    if found is None or not (found / "MERGE_HEAD").exists():
+        return False
+    try:
+        with open(found / "MERGE_MSG", "rb") as handle:
+            return handle.read(len(SYNC_MERGE)) == SYNC_MERGE.encode()
+    except OSError:
+        return False
+
+
+def abort_merge(root: Path, written: list[Path]) -> None:
+    """Abort the unfinished merge, and put each of `written` (what was written during it) back as HEAD has it."""
+    top = work_tree(root)
+    checked(top, "merge", "--abort")
+    rels = [os.path.relpath(p, top) for p in written]
+    in_head = set(checked(top, "ls-tree", "-z", "-r", "--name-only", "HEAD", "--", *rels).split("\0")) if rels else set()
+    if in_head - {""}:
+        checked(top, "checkout", "HEAD", "--", *sorted(in_head - {""}))
+    for rel in rels:
+        if rel not in in_head and os.path.lexists(top / rel):
+            os.unlink(top / rel)  # a file the merge added (a conflict copy): never committed
+
+
 class GitResult(NamedTuple):
     code: int
     out: str
@@ -746,6 +774,7 @@ def files_at(top: Path, rel: str, revs: list[str]) -> dict[str, bytes | None]:
 # The merge drivers `.gitattributes` names (memctl/merge.py holds the resolvers; docs/SYNC.md).
 MERGE_DRIVERS = {
     "index": "memctl MEMORY.md: the index block merged by line",
+    "topic": "memctl memory-index/*.md: the topic file merged by line",
     "state": "memctl STATE.md: the newer snapshot wins",
     "ledger": "memctl ledger: union, header once",
     "fact": "memctl fact: the newer version in place, the other kept as a conflict",

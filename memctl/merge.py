@@ -6,7 +6,8 @@ and the git merge drivers (`memctl merge-driver KIND ...`) call the same
 functions, so `git pull` and `memctl sync` resolve alike.
 
 - MEMORY.md: the generated block is merged as a set of lines keyed by the file
-  they link to; the text outside the block is merged as text.
+  they link to; the text outside the block is merged as text. Its topic files
+  (memory-index/<type>.md, wholly generated) are merged the same way.
 - STATE.md: a snapshot; the side with the newer `updated:` wins.
 - ledgers: ours as it is, then the rows theirs added (a merge must extend its
   first parent byte for byte: `ledger verify`); a header is never doubled.
@@ -26,7 +27,7 @@ from typing import NamedTuple
 from .config import FACT_TYPES
 from .index import BEGIN, END
 
-KINDS = ("index", "state", "ledger", "fact", "archive")
+KINDS = ("index", "topic", "state", "ledger", "fact", "archive")
 CONFLICTS_DIR = "conflicts"  # beside the fact files: memory/conflicts/<stem>.<8 hex>.md
 
 _UPDATED_RE = re.compile(r"^\s*updated:\s*['\"]?([^'\"\s]+)", re.M)
@@ -151,6 +152,47 @@ def _split_index(text: str) -> tuple[str, dict[str, tuple[str, str]]] | None:
     return rest, entries
 
 
+def _merge_entries(base: dict, ours: dict, theirs: dict) -> tuple[dict, bool]:
+    """Index lines keyed by the file they link to, merged three-way; and whether no line changed on both sides."""
+    entries = {}
+    clean = True
+    for target in sorted({*base, *ours, *theirs}):
+        b, o, t = base.get(target), ours.get(target), theirs.get(target)
+        clean = clean and (o == t or o == b or t == b)
+        value = _merge_entry(b, o, t)
+        if value is not None:
+            entries[target] = value
+    return entries, clean
+
+
+def _topic_lines(text: str) -> tuple[list[str], dict[str, str]]:
+    """A topic file (memory-index/<type>.md, wholly generated): its lines before the first link, and its links by target."""
+    head: list[str] = []
+    entries: dict[str, str] = {}
+    for line in text.split("\n"):
+        link = _LINK_RE.match(line)
+        if link:
+            entries[link.group(1) or link.group(2)] = line
+        elif not entries:
+            head.append(line)
+    while head and not head[-1]:
+        head.pop()
+    return head, entries
+
+
+def merge_topic_checked(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """A topic file as MEMORY.md's block: its lines merged by the fact they link to, in the order memctl
+    writes them (by stem); False when a line changed on both sides (the caller regenerates it from the facts)."""
+    if ours == theirs or theirs == base:
+        return ours, True
+    if ours == base:
+        return theirs, True
+    (_, b), (head, o), (t_head, t) = (_topic_lines(x) for x in (base, ours, theirs))
+    entries, clean = _merge_entries(b, o, t)
+    body = [entries[target] for target in sorted(entries, key=lambda target: target.removesuffix(".md"))]
+    return "\n".join((head or t_head) + [""] + body) + "\n", clean
+
+
 def _merge_entry(base, ours, theirs):
     if ours == theirs or theirs == base:
         return ours
@@ -194,14 +236,7 @@ def merge_index_checked(base: str, ours: str, theirs: str) -> tuple[str, bool]:
         return merge_text(base, ours, theirs)[0], False
     b_rest, b_entries = parts[0] if parts[0] is not None else (base, {})
     (o_rest, o_entries), (t_rest, t_entries) = parts[1], parts[2]
-    entries: dict[str, tuple[str, str]] = {}
-    clean = True
-    for target in sorted({*b_entries, *o_entries, *t_entries}):
-        b, o, t = b_entries.get(target), o_entries.get(target), t_entries.get(target)
-        clean = clean and (o == t or o == b or t == b)
-        value = _merge_entry(b, o, t)
-        if value is not None:
-            entries[target] = value
+    entries, clean = _merge_entries(b_entries, o_entries, t_entries)
     rest, text_clean = merge_text(b_rest, o_rest, t_rest)
     lines = rest.split("\n")
     stripped = [line.strip() for line in lines]
@@ -217,6 +252,10 @@ def merge_index_checked(base: str, ours: str, theirs: str) -> tuple[str, bool]:
         lines += block + [""]
     merged = "\n".join(lines)
     return (merged if merged.endswith("\n") else merged + "\n"), clean and text_clean
+
+
+# MEMORY.md and its topic files, by merge kind: each resolver gives (merged text, clean).
+INDEX_MERGES = {"index": merge_index_checked, "topic": merge_topic_checked}
 
 
 # ---------------------------------------------------------------- snapshots and facts

@@ -21,6 +21,7 @@ GITIGNORE = ".memctl/\nlogs/\nlaunchd/*.plist\n"
 # Ledgers stay on git's union merge in a clone never set up; memctl's drivers do the rest (docs/SYNC.md).
 GITATTRIBUTES = (
     "ledgers/*.tsv merge=union\nmemory/*.md merge=memctl-fact\nmemory/MEMORY.md merge=memctl-index\n"
+    "memory/memory-index/*.md merge=memctl-topic\n"
     "memory/archive/*.md merge=memctl-archive\nstate/STATE.md merge=memctl-state\nstate/*/STATE.md merge=memctl-state\n"
 )
 # The same for a Claude Code memory directory (facts and MEMORY.md at the top; anchored with "/",
@@ -107,6 +108,7 @@ class Store(NamedTuple):
         with file_lock(self.cache_dir / "lock"):
             _HELD[key] = 1
             try:
+                undo_killed_sync_merge(self)  # only a sync merges under this lock, which is ours now: it died
                 refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
                 finish_interrupted(self)
                 if self.layout == "claude":  # Claude Code's own writes: their own commit, before memctl's
@@ -131,6 +133,24 @@ def _lock_key(store: Store) -> tuple[int, str]:
 def nested_lock(store: Store) -> bool:
     """Whether this thread holds the store lock more than once (a write inside another's)."""
     return _HELD.get(_lock_key(store), 0) > 1
+
+
+def undo_killed_sync_merge(store: Store) -> None:
+    """A `memctl sync` killed inside its merge: the merge is aborted and what it wrote put back as
+    HEAD has it (its undo log names that), so nothing of either side is lost and the next sync merges
+    again. The undo log is not rolled back: it holds the merge's own steps, not the files as HEAD has them."""
+    from . import gitstore  # noqa: PLC0415
+
+    if not gitstore.sync_merge_unfinished(store.root):
+        return
+    try:
+        wrote = touched(read_undo(store.undo_path, store.root))
+    except ForeignLog as exc:  # not memctl's to act on: the merge is aborted, no path of it is trusted
+        errors.warn(f"discarded {store.rel(store.undo_path)} without acting on it: {exc}")
+        wrote = []
+    gitstore.abort_merge(store.root, wrote)
+    clear_undo(store.undo_path)
+    errors.warn("an earlier `memctl sync` was killed inside its merge; undid that merge (nothing is lost: sync merges again)")
 
 
 def refuse_unfinished_merge(root: Path) -> None:

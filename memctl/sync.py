@@ -18,7 +18,8 @@ from pathlib import Path
 
 from . import errors, gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
-from .fsutil import FACT_LIMIT, atomic_write, link_message, link_on_way, read_bounded, read_text, refuse_link
+from .fsutil import FACT_LIMIT, atomic_write, link_message, link_on_way, read_bounded, read_text, refuse_link, settle, written
+from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
                         remote_branch)
@@ -79,8 +80,8 @@ def run_driver(kind: str, base: Path, ours: Path, theirs: Path, path: str, cwd: 
         how = "union"
     else:
         bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, o, t))
-        if kind == "index":
-            result, clean = merge.merge_index_checked(bs, os_, ts)
+        if kind in merge.INDEX_MERGES:
+            result, clean = merge.INDEX_MERGES[kind](bs, os_, ts)
             how = INDEX_CLEAN if clean else INDEX_UNCLEAN
         elif kind == "state":
             result = merge.merge_state(bs, os_, ts)
@@ -110,6 +111,8 @@ def _kind(store: Store, rel_top: str, top: Path) -> str | None:
         return "config"
     if path == store.index_path:
         return "index"
+    if path.suffix == ".md" and path.parent == store.index_path.parent / TOPIC_DIR:
+        return "topic"
     if path.suffix == ".md" and path.parent == store.memory_dir:
         return "fact"
     if path.suffix == ".md" and path.parent == store.archive_dir:
@@ -196,8 +199,7 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
             done.append(Resolution(store.rel(top / path), "config", "both sides appended tables: ours, then theirs"))
             del unmerged[path]
     blocked = sorted(p for p in unmerged if kinds[p] in (None, "config"))
-    if blocked:
-        gitstore.run(top, "merge", "--abort")
+    if blocked:  # _merge aborts the merge
         names = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
         hint = ("merge it by hand: git -C <store> pull, fix memctl.toml, git commit; then memctl sync"
                 if "config" in {kinds[p] for p in blocked} else
@@ -214,8 +216,8 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
                 done.append(Resolution(rel, kind, "union"))
                 continue
             bs, os_, ts = (x.decode("utf-8", "surrogateescape") for x in (b, ours, theirs))
-            if kind == "index":
-                text, clean = merge.merge_index_checked(bs, os_, ts)
+            if kind in merge.INDEX_MERGES:
+                text, clean = merge.INDEX_MERGES[kind](bs, os_, ts)
                 _write(top, path, text.encode("utf-8", "surrogateescape"))
                 done.append(Resolution(rel, kind, INDEX_CLEAN if clean else INDEX_UNCLEAN))
             elif kind == "state":
@@ -282,10 +284,12 @@ def _read_log(top: Path, store: Store) -> list[Resolution]:
 def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label: str) -> tuple[str | None, list[Resolution], list[str]]:
     """Merge `theirs` into HEAD and resolve memctl's files; (merge commit or None, resolutions, new copies)."""
     copies_before = _copies(store)
+    settle()  # memctl's files are committed (_refuse_hand_edits): the undo log holds this merge's writes alone
+    message = f"{gitstore.SYNC_MERGE}{label}"  # in MERGE_MSG: a merge left by a killed sync is undone (store.py)
     # The drivers' work is done here, in this process, by the same functions: each driver is set to
     # `false` for this merge, so git leaves the three versions staged and starts no Python per file.
     inline = [arg for kind in merge.KINDS for arg in ("-c", f"merge.memctl-{kind}.driver=false")]
-    done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", theirs, author=author)
+    done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", "-m", message, theirs, author=author)
     merging = gitstore.unfinished_operation(store.root) == "merge"
     if done.code != 0 and not merging:
         if "unrelated histories" in done.err:
@@ -302,16 +306,28 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         if copies_dir.is_dir():  # copies written by the fact driver
             gitstore.checked(top, "add", "-A", "--", os.path.relpath(copies_dir, top))
         # Both sides' indexes matched their facts: a block merged cleanly by line matches the merged
-        # facts too, unless a fact itself needed resolving (reading 10,000 facts is most of a sync).
-        if any(r.kind in ("fact", "archive") or r.how == INDEX_UNCLEAN for r in resolved):
+        # facts too, unless a fact itself needed resolving, or the facts overflow MEMORY.md's limit
+        # (which lines go to the topic files is the ranking's to say); reading 10,000 facts is most of a sync.
+        if any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved) or (
+                any(r.kind == "index" for r in resolved) and _over_limit(store)):
             if _regenerate_index(store, top):
                 resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"))
-        gitstore.checked(top, "commit", "-q", "--no-verify", "-m", f"memctl: sync merge {label}", author=author)
+        gitstore.checked(top, "commit", "-q", "--no-verify", "-m", message, author=author)
+        settle()  # the merge's writes are committed: a failed push later must not put them back behind HEAD
     except BaseException:
         if gitstore.unfinished_operation(store.root) == "merge":
-            gitstore.run(top, "merge", "--abort")
+            # Not rolled back: the undo log holds the merge's own steps (memctl.toml as git left it,
+            # with markers), not the files as they were; they were as HEAD has them (_refuse_hand_edits).
+            gitstore.abort_merge(store.root, written())
+            settle()
         raise
     return gitstore.checked(top, "rev-parse", "HEAD"), resolved, sorted(_copies(store) - copies_before)
+
+
+def _over_limit(store: Store) -> bool:
+    """Whether MEMORY.md as merged is over the lines or bytes Claude Code loads (config [facts] max_index_*)."""
+    data = store.index_path.read_bytes() if store.index_path.exists() else b""
+    return data.count(b"\n") > store.config.max_index_lines or len(data) > store.config.max_index_bytes
 
 
 def _copies(store: Store) -> set[str]:

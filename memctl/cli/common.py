@@ -35,6 +35,9 @@ def _note_unfinished_merge(store: Store) -> None:
     from .. import gitstore, output
 
     what = gitstore.unfinished_operation(store.root)
-    if what is not None:
+    if what == "merge" and gitstore.sync_merge_unfinished(store.root):
+        output.warn("a `memctl sync` was killed inside its merge: files may hold only one side's version",
+                    hint="memctl sync (or any memctl write, or memctl doctor --fix) undoes that merge, then sync merges again")
+    elif what is not None:
         output.warn(f"a git {what} is unfinished in this store: files may hold conflict markers, and writes are refused",
                     hint="memctl doctor names them; finish it (fix, git add, git commit) or git merge --abort")

@@ -418,15 +418,14 @@ def forget_by_policies(store: Store, *, dry_run: bool = False, commit_changes: b
         first = plan(snap.facts, snap.episodes, rules)
     if dry_run or not first.steps:
         return Outcome(first, applied=False)
-    declared = False
-    if any(s.item.kind == "episode" for s in first.steps):
-        declared = _ensure_tombstones(store, commit_changes)  # takes the lock itself, so before ours
     with store.lock():
         with _bulk():
             snap = gather(store, now)  # again under the lock: another writer may have come between
             final = plan(snap.facts, snap.episodes, rules)
         if not final.steps:
             return Outcome(final, applied=False)
+        # Declared under this lock, in its undo log: memctl.toml changes with the tombstones, committed or undone as one.
+        declared = any(s.item.kind == "episode" for s in final.steps) and _ensure_tombstones(store, commit_changes)
         sha = _apply(store, final, snap, commit_changes=commit_changes, declared=declared)
     return Outcome(final, applied=True, commit=sha)
 

@@ -289,8 +289,9 @@ def test_init_writes_the_attributes_and_registers_the_drivers_once(tmp_path):
     attributes = (root / ".gitattributes").read_text(encoding="utf-8").splitlines()
     assert attributes[:3] == ["ledgers/*.tsv merge=union", "memory/*.md merge=memctl-fact", "memory/MEMORY.md merge=memctl-index"]
     assert "state/STATE.md merge=memctl-state" in attributes and "memory/archive/*.md merge=memctl-archive" in attributes
+    assert "memory/memory-index/*.md merge=memctl-topic" in attributes
     drivers = git(root, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()
-    assert len(drivers) == 5 and all(" -m memctl merge-driver " in d and d.endswith(" %O %A %B %P") for d in drivers)
+    assert len(drivers) == 6 and all(" -m memctl merge-driver " in d and d.endswith(" %O %A %B %P") for d in drivers)
     assert (root / ".git" / "info" / "attributes").read_text() == "ledgers/*.tsv merge=memctl-ledger\n"
     assert git(root, "status", "--porcelain") == ""
     before = _files(root), (root / ".git" / "config").read_bytes()
@@ -399,7 +400,7 @@ def test_a_claude_code_directory_adopted_by_init_merges_under_a_plain_git_pull(t
         "ledgers/*.tsv merge=union", "/*.md merge=memctl-fact", "/MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive",
         "/memctl-facts.tsv merge=union"]
     assert git(a, "ls-files").split() == [".gitattributes", "MEMORY.md", "role.md"]
-    assert len(git(a, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()) == 5
+    assert len(git(a, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()) == 6
     assert git(a, "status", "--porcelain") == "" and not (a / "memory").exists() and not (a / "memctl.toml").exists()
     git(a, "remote", "add", "origin", str(remote))
     git(a, "push", "-q", "origin", "HEAD:master")

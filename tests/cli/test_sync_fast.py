@@ -187,7 +187,7 @@ def test_a_clone_not_set_up_falls_through_and_is_set_up(pair, tmp_path):
     subprocess.run(["git", "clone", "-q", str(remote), str(c)], check=True)
     done, ran = traced(c, "--json")
     assert done.returncode == 0 and "fetch" in ran
-    assert json.loads(done.stdout)["setup"] == [f"merge.memctl-{k}.driver" for k in ("index", "state", "ledger", "fact", "archive")] + [
+    assert json.loads(done.stdout)["setup"] == [f"merge.memctl-{k}.driver" for k in ("index", "topic", "state", "ledger", "fact", "archive")] + [
         "core.untrackedCache", "info/attributes"]
     done, ran = traced(c, "--json")
     assert (done.returncode, json.loads(done.stdout)["setup"], "fetch" in ran) == (0, [], False)

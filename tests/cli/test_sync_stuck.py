@@ -1,0 +1,217 @@
+"""A clone never stays stuck (issue 29, point 6; docs/RELIABILITY.md "A clone never stays stuck"):
+a push the remote declines after sync's merge commit, topic files of an overflowing index, a sync
+killed inside its merge. Real git: a bare remote in a temp dir, real clones, real kills."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, git, memctl
+from test_sync_cli import ID, MARKER, _files, pair  # noqa: F401  (pair: the fixture of a bare remote and two clones)
+
+
+@pytest.fixture(autouse=True)
+def _clock(pinned_clock):
+    """Every command reads one pinned clock."""
+
+
+def _status(root: Path) -> str:
+    return git(root, "status", "--porcelain", "--untracked-files=all")
+
+
+def _decline_pushes(remote: Path, count: int) -> Path:
+    """A pre-receive hook that declines the next `count` pushes, then accepts (as a remote that is
+    down for a while, or a push race lost every time, does)."""
+    left = remote / "declines-left"
+    left.write_text(str(count))
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\nn=$(cat {left})\nif [ \"$n\" -gt 0 ]; then echo $((n - 1)) > {left}; "
+                    "echo 'declined by the test hook' >&2; exit 1; fi\nexit 0\n")
+    hook.chmod(0o755)
+    return left
+
+
+def test_a_push_declined_after_the_merge_commit_leaves_the_clone_clean_and_the_next_sync_converges(pair):
+    a, b, remote = pair
+    assert cli(a, "remember", "from-a", "-d", "written on a").exit_code == 0
+    assert cli(a, "state", "update", "--from-json", "-", input='{"open": 1}', env={"MEMCTL_NOW": "2026-11-30T09:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "remember", "from-b", "-d", "書いたのは b").exit_code == 0
+    assert cli(b, "state", "update", "--from-json", "-", input='{"open": 2}', env={"MEMCTL_NOW": "2026-11-30T10:00:00+00:00"}).exit_code == 0
+    left = _decline_pushes(remote, 3)  # every attempt of one sync (sync.PUSH_ATTEMPTS), then accepted
+    r = memctl(b, "sync")
+    assert r.returncode == 1 and "cannot push to origin" in r.stderr and left.read_text().strip() == "0"
+    merged = git(b, "rev-parse", "HEAD").strip()
+    assert len(git(b, "log", "-1", "--format=%P").split()) == 2  # the merge commit stands
+    assert _status(b) == ""  # nothing rolled back behind HEAD
+    r = memctl(b, "sync")
+    assert r.returncode == 0, r.stderr
+    assert git(b, "rev-parse", "HEAD").strip() == merged
+    assert cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b) and _status(a) == _status(b) == ""
+    index = (a / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert "[from-a](from-a.md)" in index and "[from-b](from-b.md) — 書いたのは b" in index
+    assert "open: 2" in (a / "state" / "STATE.md").read_text(encoding="utf-8")
+
+
+def _linked(root: Path) -> list[str]:
+    """The fact files MEMORY.md and its topic files link to, each once per link."""
+    from memctl import index
+
+    folder = root / "memory"
+    topics = sorted((folder / index.TOPIC_DIR).glob("*.md"))
+    lines = index.parse_lines((folder / "MEMORY.md").read_text(encoding="utf-8"))
+    for topic in topics:
+        lines += index.parse_lines(topic.read_text(encoding="utf-8"), f"{index.TOPIC_DIR}/{topic.name}")
+    return sorted(line.target for line in lines if not index.is_topic_link(line.target))
+
+
+def test_topic_files_of_an_overflowing_index_merge_when_both_clones_added_facts(pair):
+    a, b, remote = pair
+    toml = (a / "memctl.toml").read_text(encoding="utf-8")
+    (a / "memctl.toml").write_text(re.sub(r"(?m)^max_index_lines = .*$", "max_index_lines = 30", toml), encoding="utf-8")
+    git(a, *ID, "commit", "-qam", "a short index: it overflows into memory-index/ after a few facts")
+    for n in range(30):
+        assert cli(a, "remember", f"a-{n:02}", "-d", f"fact {n} of a", "-t", "project").exit_code == 0
+    assert (a / "memory" / "memory-index" / "project.md").exists()
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "sync").exit_code == 0
+    for root, names in ((a, [f"a-{n:02}" for n in range(30, 45)]), (b, [f"b-{n:02}" for n in range(15)] + ["b-ja"])):
+        for name in names:
+            assert cli(root, "remember", name, "-d", f"{name} の事実", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    r = cli(b, "sync", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b) and _status(a) == _status(b) == ""
+    facts = sorted(p.name for p in (a / "memory").glob("*.md") if p.name != "MEMORY.md")
+    assert len(facts) == 61 and _linked(a) == facts  # every fact listed once, in MEMORY.md or a topic file
+    r = memctl(a, "doctor")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # A plain `git pull` merges the topic files through the driver `sync --setup` registered.
+    for root in (a, b):
+        for n in range(3):
+            assert cli(root, "remember", f"{root.name}-pull-{n}", "-d", f"{root.name} {n} after the first merge", "-t", "project").exit_code == 0
+    assert cli(b, "sync").exit_code == 0
+    done = subprocess.run(["git", "-C", str(a), *ID, "pull", "--no-rebase", "-q", "origin", "master"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not any(MARKER.search(data.decode("utf-8")) for data in _files(a).values())
+    assert cli(a, "index").exit_code == 0 and memctl(a, "doctor").returncode == 0
+    assert _linked(a) == sorted(p.name for p in (a / "memory").glob("*.md") if p.name != "MEMORY.md")
+
+
+def _blocking_git(tmp: Path, clone: Path, stop: int) -> tuple[Path, Path]:
+    """A git (MEMCTL_GIT) that, once `clone` is in a merge, blocks at its `stop`-th call (or at the
+    merge's commit, whichever comes first) after touching a flag: where the test kills the sync."""
+    flag, count, script = tmp / f"blocked-{stop}", tmp / f"calls-{stop}", tmp / f"git-{stop}"
+    script.write_text(f"""#!/bin/sh
+if [ -e {clone}/.git/MERGE_HEAD ]; then
+  n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+  case " $* " in *" commit "*) n={stop};; esac
+  if [ "$n" -ge {stop} ]; then touch {flag}; exec sleep 120; fi
+fi
+exec git "$@"
+""")
+    script.chmod(0o755)
+    return script, flag
+
+
+def _versions(root: Path, names: list[str]) -> set[bytes]:
+    return {(root / "memory" / f"{name}.md").read_bytes() for name in names}
+
+
+def _kept(root: Path) -> set[bytes]:
+    """Every fact text the clone holds: in place, or kept aside as a conflict copy."""
+    folder = root / "memory"
+    return {p.read_bytes() for p in [*folder.glob("*.md"), *(folder / "conflicts").glob("*.md")]}
+
+
+@pytest.mark.parametrize(("stop", "then"), [(1, "sync"), (3, "doctor-fix-then-sync"), (8, "remember-then-sync"),
+                                            (1000, "sync"), (1000, "doctor-fix-then-sync")])
+def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_version_is_lost(pair, tmp_path, stop, then):
+    import os
+    import signal
+    import sys
+    import time
+
+    a, b, remote = pair
+    names = [f"shared-{n}" for n in range(5)]
+    for name in names:
+        assert cli(a, "remember", name, "-d", f"{name} as first written", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    for root, when in ((a, "2026-11-30T09:00:00+00:00"), (b, "2026-11-30T10:00:00+00:00")):
+        for name in names:
+            r = cli(root, "remember", name, "--update", "-d", f"{name} as {root.name} has it", env={"MEMCTL_NOW": when})
+            assert r.exit_code == 0, r.stderr
+    assert cli(a, "remember", "only-on-a", "-d", "a new fact on a", "-t", "user").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    versions = _versions(a, names) | _versions(b, names)
+    head = git(b, "rev-parse", "HEAD")
+    blocking, flag = _blocking_git(tmp_path, b, stop)
+    argv = [sys.executable, "-m", "memctl", "--root", str(b), "sync"]
+    proc = subprocess.Popen(argv, env={**os.environ, "MEMCTL_GIT": str(blocking)}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
+    os.killpg(proc.pid, signal.SIGKILL)  # the sync and every git it started
+    proc.wait()
+    assert (b / ".git" / "MERGE_HEAD").exists() and git(b, "rev-parse", "HEAD") == head  # killed inside the merge
+
+    if then == "doctor-fix-then-sync":
+        r = memctl(b, "doctor")
+        assert "git add" not in r.stdout + r.stderr and "memctl sync" in r.stdout + r.stderr
+        r = memctl(b, "doctor", "--fix")
+        assert (r.returncode, r.stdout) == (0, "") and not (b / ".git" / "MERGE_HEAD").exists(), r.stdout + r.stderr
+        assert "undid that merge" in r.stderr
+    elif then == "remember-then-sync":
+        r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed merge is undone")
+        assert r.returncode == 0, r.stderr
+    r = memctl(b, "sync")
+    assert r.returncode == 0, r.stderr
+    assert cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b) and _status(a) == _status(b) == ""
+    assert versions <= _kept(b)  # both machines' version of every fact: in place or as a conflict copy
+    assert (b / "memory" / "only-on-a.md").exists()
+    assert memctl(b, "doctor").returncode == 0
+
+
+def test_two_indexes_under_their_limit_that_merge_over_it_are_regenerated_into_topic_files(pair):
+    a, b, remote = pair
+    toml = (a / "memctl.toml").read_text(encoding="utf-8")
+    (a / "memctl.toml").write_text(re.sub(r"(?m)^max_index_lines = .*$", "max_index_lines = 40", toml), encoding="utf-8")
+    git(a, *ID, "commit", "-qam", "an index of 40 lines")
+    for n in range(20):
+        assert cli(a, "remember", f"base-{n:02}", "-d", f"base fact {n}", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    for root in (a, b):
+        for n in range(8):
+            assert cli(root, "remember", f"{root.name}-{n}", "-d", f"{root.name} の事実 {n}", "-t", "project").exit_code == 0
+        assert len((root / "memory" / "MEMORY.md").read_text(encoding="utf-8").splitlines()) <= 40
+        assert not (root / "memory" / "memory-index").exists()  # each side alone fits
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "sync").exit_code == 0
+    assert len((b / "memory" / "MEMORY.md").read_text(encoding="utf-8").splitlines()) <= 40
+    assert _linked(b) == sorted(p.name for p in (b / "memory").glob("*.md") if p.name != "MEMORY.md")
+    assert memctl(b, "doctor").returncode == 0
+
+
+def test_a_merge_refused_after_memctl_toml_was_merged_leaves_every_file_as_head_has_it(pair):
+    a, b, remote = pair
+    assert cli(a, "ledger", "create", "reading", "--columns", "date,title").exit_code == 0
+    assert cli(b, "ledger", "create", "meals", "--columns", "date,dish").exit_code == 0
+    for root, text in ((a, "from a\n"), (b, "from b\n")):  # a file that is not memctl's, changed on both sides
+        (root / "notes.txt").write_text(text)
+        git(root, "add", "notes.txt")
+        git(root, *ID, "commit", "-qm", "notes")
+    assert cli(a, "sync").exit_code == 0
+    before, head = _files(b), git(b, "rev-parse", "HEAD")
+    r = cli(b, "sync")
+    assert r.exit_code == 1 and "notes.txt" in r.stderr
+    assert (_files(b), git(b, "rev-parse", "HEAD"), _status(b)) == (before, head, "")
+    assert cli(b, "remember", "after", "-d", "the refused sync left nothing behind").exit_code == 0
