@@ -120,6 +120,7 @@ def append_bytes(path: Path, data: bytes) -> None:
     truncated to its old length, so it never holds part of a record.
     """
     _record("A", path)
+    _forget_written(path)  # its bytes are no longer those the last atomic_write wrote: git reads the file
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
     try:
         before = os.fstat(fd).st_size
@@ -398,6 +399,7 @@ def remove_logged(path: Path) -> None:
         path.unlink()
         return
     refuse_link(log.root, path)
+    _forget_written(path)
     backup = log.path.parent / f"{os.getpid()}.{os.urandom(6).hex()}"
     _append_record(log, Undo("D", os.path.abspath(path), str(backup), ""))
     os.replace(path, backup)
@@ -619,9 +621,15 @@ def _remember_written(path: Path, data: bytes) -> None:
         log.written[full] = data
 
 
+def _forget_written(path: Path) -> None:
+    if _LOG is not None:
+        _LOG.written.pop(os.path.abspath(path), None)
+
+
 def written_bytes(paths: list[Path]) -> dict[Path, bytes]:
-    """Of `paths`, those this command (under the store lock) replaced, with the bytes it wrote: what
-    its commit takes, whatever another program (Claude Code, an editor) wrote there meanwhile."""
+    """Of `paths`, those this command (under the store lock) last replaced whole (atomic_write; not
+    appended to since), with the bytes it wrote: what its commit takes, whatever another program
+    (Claude Code, an editor) wrote there meanwhile."""
     if _LOG is None:
         return {}
     found = {}

@@ -66,6 +66,7 @@ def _clones(tmp_path: Path, rng: random.Random, seed_store) -> list[Clone]:
         path = tmp_path / f"c{i}"
         subprocess.run(["git", "clone", "-q", str(remote), str(path)], check=True)
         run(path, "sync", "--setup")
+        run(path, "trust")  # its user approves the jobs that came with the clone (docs/JOBS.md, "Consent")
         clones.append(Clone(path, rng))
     return clones
 

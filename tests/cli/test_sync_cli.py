@@ -46,6 +46,7 @@ def pair(tmp_path):
     r = cli(b, "sync", "--setup")
     assert r.exit_code == 0 and "merge.memctl-fact.driver" in r.stderr
     assert cli(b, "sync", "--setup").stderr == "memctl: merge drivers already set up; nothing changed\n"
+    assert cli(b, "trust").exit_code == 0  # a fresh clone's user approves its jobs (docs/JOBS.md, "Consent")
     return a, b, remote
 
 
