@@ -479,3 +479,25 @@ def test_remember_warns_about_a_similar_fact_and_strict_refuses_only_a_near_dupl
     toml.write_text(toml.read_text(encoding="utf-8").replace('"e5-small-q4" = 0.99', '"e5-small-q4" = 0.85'), encoding="utf-8")
     r = memctl(root, "remember", "mcp-debug-notes", "-d", "MCPサーバーのデバッグ手法の記録", "--strict")
     assert r.returncode == 1 and "a similar fact exists" in r.stderr, r.stderr
+
+
+def test_the_embed_server_answers_with_the_band_and_the_judge_runs_here(ngram_root, tmp_path):
+    """The server reads the band from memctl.toml (or the request's --similar) as the process would;
+    the judge runs in the asking process, not in the server."""
+    configure(ngram_root, '[embedding.similar]\n"char-ngram" = 0.3')
+    judge = tmp_path / "judge.sh"
+    judge.write_text(f'#!/bin/sh\necho $$ >> "{tmp_path}/calls"\necho same\n', encoding="utf-8")
+    judge.chmod(0o755)
+    proc, _ = start_server(ngram_root)
+    try:
+        args = ("near-dup", "MCPサーバーのデバッグ手法", "--ledger", "themes", "--column", "theme", "--json")
+        r = memctl(ngram_root, *args)
+        data = json.loads(r.stdout)
+        assert (r.returncode, data["verdict"], data["similar"], data["via"]) == (5, "similar", 0.3, "embed-server")
+        assert json.loads(memctl(ngram_root, *args, "--similar", "0.7").stdout)["verdict"] == "new"  # no band left
+        r = memctl(ngram_root, *args, "--judge-cmd", str(judge))
+        assert r.returncode == 1 and json.loads(r.stdout)["hits"][0]["judge"] == "same", r.stderr
+        assert (tmp_path / "calls").exists()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
