@@ -116,9 +116,10 @@ def _judge_one(check: "Check", ask: Callable[[str, str], str]) -> "Check":
 
 
 def _read_cache(store: "Store") -> dict[str, str]:
-    path = store.cache_dir / CACHE
+    from .fsutil import read_text  # noqa: PLC0415
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(store.root, store.cache_dir / CACHE)  # a link on the way is refused, never followed
     except (FileNotFoundError, UnicodeDecodeError):
         return {}
     pairs = (line.split("\t") for line in text.splitlines())
@@ -127,8 +128,9 @@ def _read_cache(store: "Store") -> dict[str, str]:
 
 def _save_cache(store: "Store", learned: dict[str, str]) -> None:
     """The new answers added to the cache (atomically, under the store lock)."""
-    from .fsutil import atomic_write  # noqa: PLC0415
+    from .fsutil import atomic_write, refuse_link  # noqa: PLC0415
 
     with store.lock():
         merged = {**_read_cache(store), **learned}
+        refuse_link(store.root, store.cache_dir / CACHE)
         atomic_write(store.cache_dir / CACHE, "".join(f"{k}\t{v}\n" for k, v in merged.items()))
