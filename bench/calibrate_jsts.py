@@ -7,7 +7,9 @@
 Pairs: a similarity label >= 4.0 is a positive (same meaning), <= 2.0 a
 negative; the middle is left out. For each embedder it prints the threshold
 memctl recommends (best F1 among thresholds with precision >= 0.9), precision
-and recall there, and the best F1 at any threshold. The data is read from the
+and recall there, the best F1 at any threshold, P / R / F1 at the shipped
+threshold and at the similar band's lower edge (scores at or above it), and the
+highest threshold that keeps recall >= 0.95 (the rule the band was set by). The data is read from the
 path given; nothing is copied into the repository.
 """
 
@@ -19,6 +21,7 @@ import json
 import random
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from memctl import embed, neardup
@@ -81,6 +84,10 @@ def run(name: str, pairs: list, specs: list[str]) -> list[dict]:
         at80 = [p for p in cal.points if p.precision >= 0.8 and p.tp > 0]
         p80 = max(at80, key=lambda p: p.f1) if at80 else None
         rec = cal.recommended
+        band = embed.similar_for(embed.Settings(), embedder)
+        shipped, _ = embed.threshold_for(embed.Settings(), embedder)
+        at = {round(p.threshold, 3): p for p in cal.points}
+        edge = max((p.threshold for p in cal.points if p.recall >= 0.95), default=None)  # how the band was chosen
         row = {
             "data": name, "embedder": cal.embedder, "model": cal.model, "pairs": cal.pairs, "positives": cal.positives,
             "threshold": rec.threshold if rec else None, "precision": rec.precision if rec else None,
@@ -90,6 +97,9 @@ def run(name: str, pairs: list, specs: list[str]) -> list[dict]:
             "p80_threshold": p80.threshold if p80 else None, "p80_precision": p80.precision if p80 else None,
             "p80_recall": p80.recall if p80 else None, "p80_f1": p80.f1 if p80 else None,
             "seconds": round(seconds, 1),
+            "shipped": shipped, "shipped_point": asdict(at[round(shipped, 3)]) if round(shipped, 3) in at else None,
+            "similar": band, "similar_point": asdict(at[round(band, 3)]) if band is not None and round(band, 3) in at else None,
+            "recall_095_edge": edge,
         }
         results.append(row)
         print(
@@ -100,6 +110,11 @@ def run(name: str, pairs: list, specs: list[str]) -> list[dict]:
             f"{'' if cal.target_met else ' precision 0.9 not reached'}\t{seconds:.0f}s",
             flush=True,
         )
+        for what, value in (("shipped threshold", shipped), ("similar band from", band)):
+            point = at.get(round(value, 3)) if value is not None else None
+            if point is not None:
+                print(f"  {what} {value:g}: P {point.precision} R {point.recall} F1 {point.f1}", flush=True)
+        print(f"  highest threshold with recall >= 0.95: {edge}", flush=True)
     return results
 
 

@@ -199,17 +199,21 @@ def rows(store: Store, ledger: str, *, where: Mapping[str, str] | None = None, s
 
 
 def near_dup(store: Store, texts: str | Sequence[str], *, ledger: str | None = None, column: str | None = None,
-             facts: bool = False, top: int | None = None, threshold: float | None = None):
+             facts: bool = False, top: int | None = None, threshold: float | None = None,
+             similar: float | None = None, judge_cmd: str | None = None):
     """Whether each text nearly repeats a ledger column (or a live fact, `facts=True`: its `name: description`).
 
-    Returns memctl.NearDupReport: `.duplicate`, and `.checks` (one per text, each with
-    `.best`, `.duplicate` and `.hits`).
+    Returns memctl.NearDupReport: `.duplicate`, `.verdict` ("new", "similar", "near-duplicate"),
+    and `.checks` (one per text, each with `.best`, `.verdict`, `.duplicate` and `.hits`, a hit's
+    `.judge` the judge's answer). `similar`: the band's lower edge instead of the model's;
+    `judge_cmd`: a command that decides same/different (docs/EMBEDDINGS.md, "The judge").
     """
     from . import neardup
 
     batch = [texts] if isinstance(texts, str) else list(texts)
     found = neardup.source_for(store, ledger=ledger, column=column, facts=facts)
-    report = neardup.check(store, batch, found, top=neardup.DEFAULT_TOP if top is None else top, threshold=threshold)
+    report = neardup.check(store, batch, found, top=neardup.DEFAULT_TOP if top is None else top, threshold=threshold,
+                           similar=similar, judge_cmd=judge_cmd)
     for note in report.notes:
         log_note(note)
     return report

@@ -60,6 +60,12 @@ class Similar:
     shared: int
     exact: bool
     method: str = "keywords"  # or the embedder that found it, e.g. "e5-small-q4"
+    near: bool = True  # False: an embedder's "similar" band, below its near-duplicate threshold (never refused)
+
+    def to_dict(self, store: "Store") -> dict[str, Any]:
+        """As JSON shows it (docs/JSON.md, similar_fact)."""
+        return {"path": store.rel(self.fact.path), "score": self.score, "shared": self.shared, "exact": self.exact,
+                "method": self.method, "near": self.near}
 
 
 # (name, description, stems to leave out) -> similar live facts found by embeddings
@@ -633,7 +639,7 @@ def remember(
                 )
             seen = {h.fact.stem for h in hits}
             hits += [h for h in vector_hits if h.fact.stem not in skip and h.fact.stem not in seen and h.fact.name not in skip]
-            near = [h for h in hits if not h.exact]
+            near = [h for h in hits if not h.exact and h.near]
             if near and strict and not force:
                 raise Refused(
                     f"a similar fact exists: {store.rel(near[0].fact.path)} (overlap {near[0].score:.2f})",

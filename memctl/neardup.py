@@ -145,6 +145,19 @@ def source_from_spec(store: "Store", spec: dict[str, str]) -> Source:
 # ---------------------------------------------------------------- results
 
 
+NEW, SIMILAR, DUPLICATE = "new", "similar", "near-duplicate"  # the verdicts, weakest first
+RANK = {NEW: 0, SIMILAR: 1, DUPLICATE: 2}
+JUDGE_ANSWERS = {"same": DUPLICATE, "different": NEW}  # a judge's answer, as a verdict
+
+
+def band(score: float, threshold: float, similar: float | None) -> str:
+    """The verdict a score alone gives: near-duplicate at or above the threshold, similar in
+    [similar, threshold), new below."""
+    if score >= threshold:
+        return DUPLICATE
+    return SIMILAR if similar is not None and score >= similar else NEW
+
+
 @dataclass(frozen=True)
 class Hit:
     score: float
@@ -152,6 +165,7 @@ class Hit:
     id: str
     text: str
     where: str
+    judge: str | None = None  # None: not asked; "same", "different", or "failed" (the threshold decides)
 
 
 @dataclass(frozen=True)
@@ -159,22 +173,38 @@ class Check:
     text: str
     hits: tuple[Hit, ...]
     threshold: float
+    similar: float | None = None  # the similar band's lower edge (None: no band)
 
     @property
     def best(self) -> float:
         return self.hits[0].score if self.hits else 0.0
 
+    def hit_verdict(self, hit: Hit) -> str:
+        return JUDGE_ANSWERS.get(hit.judge or "") or band(hit.score, self.threshold, self.similar)
+
+    @property
+    def judged(self) -> bool:
+        return any(h.judge is not None for h in self.hits)
+
+    @property
+    def verdict(self) -> str:
+        """A judge's answers decide for the hits it was asked about (a failed one falls back to
+        its score); without a judge, the best score's band."""
+        hits = [h for h in self.hits if h.judge is not None] if self.judged else list(self.hits[:1])
+        return max((self.hit_verdict(h) for h in hits), key=RANK.__getitem__, default=NEW)
+
     @property
     def duplicate(self) -> bool:
-        return bool(self.hits) and self.best >= self.threshold
+        return self.verdict == DUPLICATE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, explain: bool = False) -> dict[str, Any]:
         return {
             "text": self.text,
-            "verdict": "near-duplicate" if self.duplicate else "new",
+            "verdict": self.verdict,
             "best": round(self.best, 4),
             "threshold": self.threshold,
-            "hits": [asdict(h) for h in self.hits],
+            "similar": self.similar,
+            "hits": [{**asdict(h), **({"verdict": self.hit_verdict(h)} if explain else {})} for h in self.hits],
         }
 
 
@@ -193,10 +223,17 @@ class Report:
     rows: int = 0
     notes: list[str] = field(default_factory=list)
     via: str = "in-process"  # or "embed-server"
+    similar: float | None = None
+    judge: str | None = None  # the judge command asked (memctl/judge.py)
 
     @property
     def duplicate(self) -> bool:
         return any(c.duplicate for c in self.checks)
+
+    @property
+    def verdict(self) -> str:
+        """The strongest verdict of any check."""
+        return max((c.verdict for c in self.checks), key=RANK.__getitem__, default=NEW)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -206,6 +243,8 @@ class Report:
             "model": self.model,
             "threshold": self.threshold,
             "threshold_origin": self.threshold_origin,
+            "similar": self.similar,
+            "judge_cmd": self.judge,
             "rows": self.rows,
             "embedded": self.embedded,
             "via": self.via,
@@ -216,13 +255,13 @@ class Report:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Report":
         checks = [
-            Check(c["text"], tuple(Hit(**h) for h in c["hits"]), float(c["threshold"]))
+            Check(c["text"], tuple(Hit(**h) for h in c["hits"]), float(c["threshold"]), c.get("similar"))
             for c in data["checks"]
         ]
         return cls(
             data["source"], data["embedder"], data["backend"], data["model"], float(data["threshold"]),
             data["threshold_origin"], checks, int(data.get("embedded", 0)), int(data.get("rows", 0)),
-            list(data.get("notes", [])), data.get("via", "in-process"),
+            list(data.get("notes", [])), data.get("via", "in-process"), data.get("similar"),
         )
 
 
@@ -241,6 +280,7 @@ class Engine:
     threshold: float
     threshold_origin: str
     notes: list[str] = field(default_factory=list)
+    similar: float | None = None  # the similar band's lower edge
 
     @property
     def label(self) -> str:
@@ -251,8 +291,9 @@ def _server_allowed() -> bool:
     return os.environ.get("MEMCTL_NO_SERVER", "") in ("", "0")
 
 
-def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold: float | None = None, *, use_server: bool = True) -> Engine:
-    """The embedder for this store (the resident server's when one answers) and its threshold."""
+def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold: float | None = None, *,
+               use_server: bool = True, similar: float | None = None) -> Engine:
+    """The embedder for this store (the resident server's when one answers), its threshold and band."""
     settings = embed.settings_for(store)
     notes: list[str] = []
     if embedder is None and use_server and _server_allowed():
@@ -262,10 +303,18 @@ def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold
     if embedder is None:
         choice = embed.choose(settings)
         embedder, notes = choice.embedder, (choice.notes if choice.degraded else [])
-    value, origin = embed.threshold_for(settings, embedder)
-    if threshold is not None:
-        value, origin = threshold, "--threshold"
-    return Engine(embedder, value, origin, notes)
+    value, origin = _thresholds(settings, embedder, threshold)
+    return Engine(embedder, value, origin, notes, _band_edge(settings, embedder, value, similar))
+
+
+def _thresholds(settings: embed.Settings, embedder: embed.Embedder, given: float | None) -> tuple[float, str]:
+    return (given, "--threshold") if given is not None else embed.threshold_for(settings, embedder)
+
+
+def _band_edge(settings: embed.Settings, embedder: embed.Embedder, threshold: float, given: float | None) -> float | None:
+    """The similar band's lower edge: given, else the model's; none when it is not below the threshold."""
+    edge = given if given is not None else embed.similar_for(settings, embedder)
+    return edge if edge is not None and edge < threshold else None
 
 
 def _vectors(store: "Store", source: Source, engine: Engine, rows: list[Row], *, rebuild: bool = False, quiet: bool = False) -> vcache.Vectors:
@@ -325,10 +374,10 @@ def check_local(
                 if row.id in excluded:
                     continue
                 chosen.append(Hit(round(score, 4), overlap(text, row.text), row.id, row.text, row.where))
-            checks.append(Check(text, tuple(chosen[:top]), engine.threshold))
+            checks.append(Check(text, tuple(chosen[:top]), engine.threshold, engine.similar))
     return Report(
         source.name, engine.label, engine.embedder.backend, engine.embedder.model, engine.threshold,
-        engine.threshold_origin, checks, vectors.embedded, len(rows), list(engine.notes),
+        engine.threshold_origin, checks, vectors.embedded, len(rows), list(engine.notes), similar=engine.similar,
     )
 
 
@@ -341,24 +390,37 @@ def check(
     threshold: float | None = None,
     embedder: embed.Embedder | None = None,
     use_server: bool = True,
+    similar: float | None = None,
+    judge_cmd: str | None = None,
 ) -> Report:
-    """`memctl near-dup`: the top hits for each text, and whether any is a near-duplicate."""
+    """`memctl near-dup`: the top hits for each text, and whether each is new, similar or a
+    near-duplicate (`similar`: the band's lower edge, instead of the model's). A judge command
+    (`judge_cmd`, else `[neardup] judge_cmd`: memctl/judge.py) decides for the top hits."""
     if top < 1:
         raise BadInput("top must be at least 1", arg="top")
-    if threshold is not None and not -1.0 <= threshold <= 1.0:
-        raise BadInput("threshold must be between -1 and 1", arg="threshold")
+    for name, value in (("threshold", threshold), ("similar", similar)):
+        if value is not None and not -1.0 <= value <= 1.0:
+            raise BadInput(f"{name} must be between -1 and 1", arg=name)
+    from . import judge  # noqa: PLC0415
+
+    command = judge.command_for(store, judge_cmd)
+    report = None
     if embedder is None and use_server and source.spec is not None and _server_allowed():
-        answer = _ask_server(store, list(texts), source.spec, top=top, threshold=threshold)
-        if answer is not None:
-            return answer
-    engine = engine_for(store, embedder, threshold, use_server=False)
-    return check_local(store, texts, source, engine, top=top)
+        report = _ask_server(store, list(texts), source.spec, top=top, threshold=threshold, similar=similar)
+    if report is None:
+        engine = engine_for(store, embedder, threshold, use_server=False, similar=similar)
+        report = check_local(store, texts, source, engine, top=top)
+    if command:
+        report.checks = judge.judge_checks(store, report.checks, command)
+        report.judge = command
+    return report
 
 
-def _ask_server(store: "Store", texts: list[str], spec: dict[str, str], *, top: int, threshold: float | None) -> Report | None:
+def _ask_server(store: "Store", texts: list[str], spec: dict[str, str], *, top: int, threshold: float | None,
+                similar: float | None) -> Report | None:
     from .embed import server
 
-    answer = server.ask(store, "check", {"texts": texts, "source": spec, "top": top, "threshold": threshold})
+    answer = server.ask(store, "check", {"texts": texts, "source": spec, "top": top, "threshold": threshold, "similar": similar})
     if answer is None:
         return None
     report = Report.from_dict(answer[0]["report"])
@@ -396,11 +458,10 @@ class Warm:
         from .store import open_store
 
         store = open_store(self.store.root)  # re-read memctl.toml: thresholds may have been saved since
-        threshold = request.get("threshold")
-        value, origin = embed.threshold_for(embed.settings_for(store), self.engine.embedder)
-        if threshold is not None:
-            value, origin = float(threshold), "--threshold"
-        engine = Engine(self.engine.embedder, value, origin, list(self.engine.notes))
+        settings, embedder = embed.settings_for(store), self.engine.embedder
+        given = {k: None if request.get(k) is None else float(request[k]) for k in ("threshold", "similar")}
+        value, origin = _thresholds(settings, embedder, given["threshold"])
+        engine = Engine(embedder, value, origin, list(self.engine.notes), _band_edge(settings, embedder, value, given["similar"]))
         source = source_from_spec(store, dict(request["source"]))
         stamp = source.stamp()
         hot = self.hot.get(source.name)
@@ -436,8 +497,8 @@ def fact_candidates(
     """Live facts near the fact `name` with `description` would be (for `memctl remember`):
     compared as recall embeds facts, `name: description`, like with like.
 
-    Returns a Report whose single Check lists at most `top` hits above the
-    threshold; `exclude` holds fact stems to leave out (the fact being
+    Returns a Report whose single Check lists at most `top` hits at or above
+    the similar band (the threshold when the model has none); `exclude` holds fact stems to leave out (the fact being
     updated). Returns None when no vector embedder is available (only the
     character n-gram fallback, unless `allow_ngram`) or the model cannot be
     used: `remember` has its own lexical check and must never fail for this.
@@ -450,11 +511,13 @@ def fact_candidates(
         if engine.embedder.backend == "char-ngram" and not allow_ngram:
             return None
         excluded = set(exclude)
-        report = check(store, [text], facts_source(store), top=top + len(excluded), threshold=threshold, embedder=engine.embedder)
+        report = check(store, [text], facts_source(store), top=top + len(excluded), threshold=threshold, embedder=engine.embedder,
+                       judge_cmd="")  # no judge at write time: remember reports, it asks no model
     except MemctlError:
         return None
-    hits = tuple(h for h in report.checks[0].hits if h.id not in excluded and h.score >= report.threshold)[:top]
-    report.checks = [Check(text, hits, report.threshold)]
+    floor = report.threshold if report.similar is None else report.similar
+    hits = tuple(h for h in report.checks[0].hits if h.id not in excluded and h.score >= floor)[:top]
+    report.checks = [Check(text, hits, report.threshold, report.similar)]
     return report
 
 
@@ -483,9 +546,10 @@ def remember_check(store: "Store"):
         if report is None or not report.checks:
             return []
         by_stem = {f.stem: f for f in facts.live_facts(store, quiet=True)}
-        return [
-            facts.Similar(by_stem[h.id], round(h.score, 3), 0, False, report.embedder)
-            for h in report.checks[0].hits if h.id in by_stem
+        found = report.checks[0]
+        return [  # a hit in the similar band is reported, never refused (near=False)
+            facts.Similar(by_stem[h.id], round(h.score, 3), 0, False, report.embedder, found.hit_verdict(h) == DUPLICATE)
+            for h in found.hits if h.id in by_stem
         ]
 
     return check

@@ -7,7 +7,8 @@ make memctl run something or spend time on it:
 - `jobs.NAME`: a job's table (its command, or its script and arguments),
   which `run-job` (what cron and launchd call) runs;
 - `import.redact_patterns:PATTERN`: each regular expression `episode import` runs;
-- `embedding`: `[embedding] backend` and `model` (a model folder is loaded and run).
+- `embedding`: `[embedding] backend` and `model` (a model folder is loaded and run);
+- `neardup.judge_cmd`: the command `near-dup` asks whether two texts are the same.
 
 Each one's value, as this machine last approved it, is kept outside git, in
 `$XDG_CONFIG_HOME/memctl/trust/<store>.json` (default `~/.config`), keyed by
@@ -34,6 +35,7 @@ from .store import Store
 
 PATTERN_KEY = "import.redact_patterns:"
 EMBEDDING_KEYS = ("backend", "model")
+JUDGE_KEY = "neardup.judge_cmd"
 # How a reflog entry begins when the commit was made here, by hand or by memctl: the only way a
 # value from history counts as the local user's own. (A rebase's picks do not: `rebase -i` can
 # replay commits that came from the remote.)
@@ -66,6 +68,9 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
     patterns = table.get("redact_patterns", []) if isinstance(table, dict) else []
     if isinstance(patterns, list):
         found.update((PATTERN_KEY + p, p) for p in patterns if isinstance(p, str))
+    table = raw.get("neardup", {})
+    if isinstance(table, dict) and JUDGE_KEY.split(".")[1] in table:
+        found[JUDGE_KEY] = table["judge_cmd"]
     table = raw.get("embedding", {})
     if isinstance(table, dict) and any(k in table for k in EMBEDDING_KEYS):
         found["embedding"] = {k: table[k] for k in EMBEDDING_KEYS if k in table}
@@ -276,6 +281,8 @@ def describe(setting: Setting) -> str:
     """A key as memctl.toml spells it: [jobs.NAME], [import] redact_patterns "...", [embedding]."""
     if setting.key.startswith(PATTERN_KEY):
         return f"[import] redact_patterns {setting.value}"
+    if setting.key == JUDGE_KEY:
+        return f"[neardup] judge_cmd {setting.value}"
     return f"[{setting.key}]"
 
 

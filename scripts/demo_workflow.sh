@@ -59,7 +59,7 @@ if "$memctl" ledger --help >/dev/null 2>&1; then
   run episode recall "ledger decision"
 fi
 if "$memctl" near-dup --help >/dev/null 2>&1; then
-  # exit 0 = new, 1 = near-duplicate; the scores and the lexical overlap are for the caller to judge
+  # exit 0 = new, 1 = near-duplicate, 5 = similar (the band just below); the scores and the lexical overlap are for the caller to judge
   for text in "MCPサーバーのデバッグ手法" "MCPサーバーのテストとデバッグ方法 — stdioの挙動を追う" "猫の餌の選び方"; do
     step "memctl near-dup '$text' --ledger article-themes --column theme"
     code=0; "$memctl" near-dup "$text" --ledger article-themes --column theme --top 2 || code=$?

@@ -83,7 +83,7 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("pin", ["pin", "zenn-rule", "--json"], None, (0,)),
         ("unpin", ["unpin", "zenn-rule", "--json"], None, (0,)),
         ("near-dup check", ["near-dup", "Zenn投稿は1日1件", "--ledger", "themes", "--column", "theme", "--json"], None, (0, 1)),
-        ("near-dup check --stdin", ["near-dup", "check", "--stdin", "--ledger", "themes", "--column", "theme", "--json"], "Zenn投稿は1日1件\n別の話\n", (0, 1)),
+        ("near-dup check --stdin", ["near-dup", "check", "--stdin", "--ledger", "themes", "--column", "theme", "--json", "--explain"], "Zenn投稿は1日1件\n別の話\n", (0, 1, 5)),
         ("near-dup scan", ["near-dup", "scan", "--facts", "--json"], None, (0, 1)),
         ("near-dup calibrate", ["near-dup", "calibrate", str(pairs), "--json"], None, (0,)),
         ("cache status", ["cache", "status", "--json"], None, (0,)),

@@ -75,7 +75,7 @@ def remember(
         update=update, force=force, strict=strict, commit=not no_commit, allow_secrets=allow_secrets,
     )
     for hit in change.similar:
-        how = f"{hit.shared} shared keywords" if hit.method == "keywords" else f"by {hit.method}"
+        how = f"{hit.shared} shared keywords" if hit.method == "keywords" else f"by {hit.method}" + ("" if hit.near else ", similar band")
         output.warn(
             f"similar fact: {store.rel(hit.fact.path)} (score {hit.score:.2f}, {how})",
             hint="--update or --supersedes it if this is the same fact",
@@ -84,7 +84,7 @@ def remember(
     if json:
         output.emit_json({
             "action": change.action, "name": change.fact.name, "path": path, "commit": change.commit,
-            "similar": [{"path": store.rel(h.fact.path), "score": h.score, "shared": h.shared, "exact": h.exact, "method": h.method} for h in change.similar],
+            "similar": [h.to_dict(store) for h in change.similar],
             "superseded": [store.rel(f.path) for f in change.archived],
         })
     else:

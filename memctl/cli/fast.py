@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import sys
 
-NEW, DUPLICATE, NEAR_DUP_ERROR = 0, 1, 2  # near-dup's own exit codes
+NEW, DUPLICATE, NEAR_DUP_ERROR, SIMILAR = 0, 1, 2, 5  # near-dup's own exit codes (3, 4: as everywhere)
+NEAR_DUP_EXIT = {"new": NEW, "near-duplicate": DUPLICATE, "similar": SIMILAR}
 
 
 # ---------------------------------------------------------------- bodies
@@ -95,18 +96,27 @@ def _read_text(source: str) -> str:
 
 
 def verdict_line(report, check) -> str:
-    word = "near-duplicate" if check.duplicate else "new"
-    sign = ">=" if check.duplicate else "<"
+    word = check.verdict
+    if check.judged:
+        said = ", ".join(f"{h.where} {h.judge}" for h in check.hits if h.judge)
+        how = f"judge: {said}; best {check.best:.3f}"
+    elif word == "near-duplicate":
+        how = f"best {check.best:.3f} >= {report.threshold:g}"
+    elif word == "similar":
+        how = f"best {check.best:.3f} in [{report.similar:g}, {report.threshold:g})"
+    else:
+        how = f"best {check.best:.3f} < {report.threshold if report.similar is None else report.similar:g}"
     return (
-        f"{word}: best {check.best:.3f} {sign} {report.threshold:g} "
+        f"{word}: {how} "
         f"({report.embedder}, threshold {report.threshold_origin}, {report.rows} rows, "
         f"{report.embedded} embedded, {report.via})"
     )
 
 
 def near_dup_check(store, text: str | None, *, ledger: str | None, column: str | None, facts: bool, top: int | None,
-                   threshold: float | None, stdin: bool, json: bool) -> int:
-    """`memctl near-dup [check] TEXT | --stdin`; returns the exit code (0 new, 1 near-duplicate)."""
+                   threshold: float | None, stdin: bool, json: bool, similar: float | None = None,
+                   explain: bool = False, judge_cmd: str | None = None) -> int:
+    """`memctl near-dup [check] TEXT | --stdin`; returns the exit code (0 new, 1 near-duplicate, 5 similar)."""
     from .. import neardup, output
     from ..errors import BadInput
 
@@ -116,33 +126,44 @@ def near_dup_check(store, text: str | None, *, ledger: str | None, column: str |
     texts = [line for line in _read_text("-").splitlines() if line.strip()] if stdin else [text or ""]
     source = neardup.source_for(store, ledger=ledger, column=column, facts=facts)
     top = neardup.DEFAULT_TOP if top is None else top
-    report = neardup.check(store, texts, source, top=top, threshold=threshold)
+    report = neardup.check(store, texts, source, top=top, threshold=threshold, similar=similar, judge_cmd=judge_cmd)
     for note in report.notes:
         output.info(note)
     if stdin:
         if json:
-            output.emit_ndjson({**c.to_dict(), "embedder": report.embedder} for c in report.checks)
+            output.emit_ndjson({**c.to_dict(explain), "embedder": report.embedder} for c in report.checks)
         else:
             output.emit_table(
                 [{
-                    "verdict": "near-duplicate" if c.duplicate else "new", "best": f"{c.best:.4f}",
+                    "verdict": c.verdict, "best": f"{c.best:.4f}",
                     "where": c.hits[0].where if c.hits else "", "hit": c.hits[0].text if c.hits else "", "text": c.text,
                 } for c in report.checks],
                 ["verdict", "best", "where", "hit", "text"],
             )
-        output.info(f"{sum(c.duplicate for c in report.checks)} of {len(report.checks)} near-duplicate "
+        band = "" if report.similar is None else f", {sum(c.verdict == 'similar' for c in report.checks)} similar"
+        output.info(f"{sum(c.duplicate for c in report.checks)} of {len(report.checks)} near-duplicate{band} "
                     f"({report.embedder}, threshold {report.threshold:g})")
     else:
         found = report.checks[0]
         if json:
             data = report.to_dict()
             del data["checks"]
-            output.emit_json({**found.to_dict(), **data})
+            output.emit_json({**found.to_dict(explain), **data})
         else:
-            output.emit_table([{"score": f"{h.score:.3f}", "overlap": f"{h.overlap:.2f}", "where": h.where, "text": h.text}
-                               for h in found.hits], ["score", "overlap", "where", "text"])
+            columns = ["score", "overlap", *(["verdict", "judge"] if explain else []), "where", "text"]
+            output.emit_table([{"score": f"{h.score:.3f}", "overlap": f"{h.overlap:.2f}", "verdict": found.hit_verdict(h),
+                                "judge": h.judge or "-", "where": h.where, "text": h.text} for h in found.hits], columns)
+            if explain:
+                output.info(explain_line(report))
             output.info(verdict_line(report, found))
-    return DUPLICATE if report.duplicate else NEW
+    return NEAR_DUP_EXIT[report.verdict]
+
+
+def explain_line(report) -> str:
+    """How the verdicts were reached: the bands, and the judge."""
+    band = "no similar band" if report.similar is None else f"similar from {report.similar:g}"
+    judge = f"; judge {report.judge!r} decides for the top hits in them" if report.judge else "; no judge"
+    return f"bands: near-duplicate from {report.threshold:g} ({report.threshold_origin}), {band}{judge}"
 
 
 def _hit_rows(hits, explain: bool) -> list[dict]:
@@ -272,18 +293,20 @@ def _near_dup(args: list[str]):
         args = args[1:]
     elif args and args[0] in ("scan", "calibrate"):
         return None
-    parsed = _options(args, {"--facts", "--stdin", "--json"}, {"--ledger", "--column", "--top", "--threshold"})
+    parsed = _options(args, {"--facts", "--stdin", "--json", "--explain"}, {"--ledger", "--column", "--top", "--threshold", "--similar", "--judge-cmd"})
     if parsed is None or len(parsed[0]) > 1 or not args:
         return None
     positional, opts = parsed
     try:
         top = int(opts["--top"]) if "--top" in opts else None
         threshold = float(opts["--threshold"]) if "--threshold" in opts else None
+        similar = float(opts["--similar"]) if "--similar" in opts else None
     except ValueError:
         return None
     return near_dup_check, near_dup_error, dict(
         text=positional[0] if positional else None, ledger=opts.get("--ledger"), column=opts.get("--column"),
         facts="--facts" in opts, top=top, threshold=threshold, stdin="--stdin" in opts, json="--json" in opts,
+        similar=similar, explain="--explain" in opts, judge_cmd=opts.get("--judge-cmd"),
     )
 
 

@@ -3,7 +3,7 @@
 `memctl near-dup TEXT` and `memctl near-dup scan|calibrate ...` share one
 group: a first word that is not a subcommand is the TEXT of `near-dup check`
 (write `near-dup check scan`, or `near-dup [OPTIONS] -- scan`, to check the word "scan").
-near-dup's exit codes: 0 new, 1 near-duplicate, 2 bad input or any other error, 3 not found, 4 lock timeout.
+near-dup's exit codes: 0 new, 1 near-duplicate, 5 similar, 2 bad input or any other error, 3 not found, 4 lock timeout.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ near_dup_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     help="Find near-duplicates by meaning: `near-dup TEXT --ledger NAME --column COL` (or --facts).\n\n"
-    "Exit codes: 0 new, 1 near-duplicate, 2 bad input or another error, 3 not found (ledger, column), 4 lock timeout.",
+    "Exit codes: 0 new, 1 near-duplicate, 5 similar (in the band below the threshold: worth a look), 2 bad input or "
+    "another error, 3 not found (ledger, column), 4 lock timeout.",
 )
 cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The embedding cache under .memctl/: status, rebuild, clear.")
 app.add_typer(near_dup_app, name="near-dup")
@@ -84,11 +85,21 @@ def check_cmd(
     top: Annotated[int, typer.Option("--top", help="How many hits to show.")] = neardup.DEFAULT_TOP,
     threshold: ThresholdOpt = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Check each line of stdin; one result per line.")] = False,
+    similar: Annotated[Optional[float], typer.Option(
+        "--similar", help="Lower edge of the similar band (exit 5), instead of the model's.", show_default=False)] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Each hit's verdict and judge's answer, and the bands.")] = False,
+    judge_cmd: Annotated[Optional[str], typer.Option(
+        "--judge-cmd", help="A command (any LLM CLI) that decides same/different for the top 3 hits at or above the "
+        "band; its answers are cached ([neardup] judge_cmd in memctl.toml).", show_default=False)] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Compare TEXT with a ledger column or the facts: top hits with score, overlap, place."""
+    """Compare TEXT with a ledger column or the facts: top hits with score, overlap, place.
+
+    The verdict: near-duplicate at or above the threshold (exit 1), similar in the model's band
+    below it (exit 5), new below that (exit 0)."""
     code = fast.near_dup_check(store_from(ctx), text, ledger=ledger, column=column, facts=facts, top=top,
-                               threshold=threshold, stdin=stdin, json=json)
+                               threshold=threshold, stdin=stdin, json=json, similar=similar, explain=explain,
+                               judge_cmd=judge_cmd)
     if code:
         raise typer.Exit(code)
 

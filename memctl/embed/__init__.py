@@ -48,6 +48,13 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "all-MiniLM-L6-v2": 0.73,
 }
 BACKEND_THRESHOLDS = {"sentence-transformers": 0.85, "e5-small-q4": 0.95, "char-ngram": 0.70}
+# The lower edge of the "similar" band (worth a look, not a duplicate), per model: on JSTS train
+# the highest score that keeps recall >= 0.95 of the same-meaning pairs (docs/EMBEDDINGS.md,
+# "The similar band"). A model without one has no band: near-dup answers new or near-duplicate.
+DEFAULT_SIMILAR: dict[str, float] = {
+    "e5-small-q4": 0.93,
+    "intfloat/multilingual-e5-small": 0.93,
+}
 
 
 class Embedder(Protocol):
@@ -78,6 +85,7 @@ class Settings:
     passage_prefix: str | None = None
     fallback: str = "char-ngram"  # or "fail": what an unavailable explicit backend does
     thresholds: dict[str, float] = field(default_factory=dict)
+    similar: dict[str, float] = field(default_factory=dict)  # [embedding.similar]: the band's lower edge
 
     def prefix(self, kind: str) -> str:
         e5 = "e5" in self.model.lower()
@@ -98,12 +106,7 @@ def settings_from(raw: dict[str, Any] | None) -> Settings:
     fallback = str(table.get("fallback", "char-ngram"))
     if fallback not in ("char-ngram", "fail"):
         raise BadInput(f"memctl.toml: [embedding] fallback = {fallback!r} must be \"char-ngram\" or \"fail\"")
-    thresholds = {}
-    for name, value in (table.get("thresholds", {}) or {}).items():
-        try:
-            thresholds[str(name)] = float(value)
-        except (TypeError, ValueError):
-            raise BadInput(f"memctl.toml: [embedding.thresholds] {name} must be a number") from None
+    thresholds, similar = _numbers(table, "thresholds"), _numbers(table, "similar")
     return Settings(
         backend=backend,
         model=str(table.get("model", DEFAULT_MODEL)),
@@ -111,7 +114,19 @@ def settings_from(raw: dict[str, Any] | None) -> Settings:
         passage_prefix=table.get("passage_prefix"),
         fallback=fallback,
         thresholds=thresholds,
+        similar=similar,
     )
+
+
+def _numbers(table: dict[str, Any], name: str) -> dict[str, float]:
+    """[embedding.NAME]: model = number."""
+    out = {}
+    for model, value in (table.get(name, {}) or {}).items():
+        try:
+            out[str(model)] = float(value)
+        except (TypeError, ValueError):
+            raise BadInput(f"memctl.toml: [embedding.{name}] {model} must be a number") from None
+    return out
 
 
 def settings_for(store: "Store") -> Settings:
@@ -136,15 +151,23 @@ def label(embedder: Embedder) -> str:
 
 def threshold_for(settings: Settings, embedder: Embedder) -> tuple[float, str]:
     """The near-duplicate threshold for this model and where it came from."""
-    model = embedder.model
-    if model in settings.thresholds:
-        return settings.thresholds[model], "memctl.toml"
-    if model in DEFAULT_THRESHOLDS:
-        return DEFAULT_THRESHOLDS[model], "built-in"
-    base = Path(model).name
-    if base in DEFAULT_THRESHOLDS:
-        return DEFAULT_THRESHOLDS[base], "built-in"
-    return BACKEND_THRESHOLDS.get(embedder.backend, 0.85), "backend default (uncalibrated)"
+    found = _per_model(settings.thresholds, DEFAULT_THRESHOLDS, embedder.model)
+    return found or (BACKEND_THRESHOLDS.get(embedder.backend, 0.85), "backend default (uncalibrated)")
+
+
+def similar_for(settings: Settings, embedder: Embedder) -> float | None:
+    """The lower edge of this model's "similar" band, or None (no band)."""
+    found = _per_model(settings.similar, DEFAULT_SIMILAR, embedder.model)
+    return found[0] if found else None
+
+
+def _per_model(configured: dict[str, float], built_in: dict[str, float], model: str) -> tuple[float, str] | None:
+    if model in configured:
+        return configured[model], "memctl.toml"
+    for name in (model, Path(model).name):
+        if name in built_in:
+            return built_in[name], "built-in"
+    return None
 
 
 # ---------------------------------------------------------------- availability

@@ -249,8 +249,7 @@ def build(root: Path):
         )
         return {
             "action": change.action, "name": change.fact.name, "path": s.rel(change.fact.path), "commit": change.commit,
-            "similar": [{"name": h.fact.name or h.fact.stem, "path": s.rel(h.fact.path), "score": h.score,
-                         "shared": h.shared, "exact": h.exact, "method": h.method} for h in change.similar],
+            "similar": [{"name": h.fact.name or h.fact.stem, **h.to_dict(s)} for h in change.similar],
             "superseded": [s.rel(f.path) for f in change.archived],
         }
 

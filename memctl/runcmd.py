@@ -1,0 +1,89 @@
+"""Running a command a setting or option names (`distill --llm-cmd`, `near-dup --judge-cmd`).
+
+argv from shlex, no shell; the text on stdin; the command in its own process group, killed whole
+at the timeout; its stdout back, or BadAnswer with one line saying why not.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+from .errors import BadInput
+
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+class BadAnswer(Exception):
+    """An answer that cannot be used; `reason` is one line for the report."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+def parse_command(cmd: str, name: str = "llm_cmd") -> list[str]:
+    """The command (`name`: the option or setting it came from) as argv (shlex, no shell); a command
+    that cannot run is bad input, before anything is written."""
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        raise BadInput(f"{name} {cmd!r}: {exc}", arg=name) from None
+    if not argv:
+        raise BadInput(f"{name} is empty", hint=f"e.g. {name} 'claude -p'", arg=name)
+    exe = argv[0]
+    if os.sep in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise BadInput(f"{name}: {exe} is not an executable file", arg=name)
+    elif shutil.which(exe) is None:
+        raise BadInput(f"{name}: command {exe!r} not found on PATH", arg=name)
+    return argv
+
+
+def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | None,
+                  env: dict[str, str] | None) -> subprocess.CompletedProcess:
+    """Run argv in its own process group; at the timeout the whole group is killed (a shell script's
+    `sleep` would otherwise keep the pipes open and the wait going)."""
+    with subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=cwd, env=None if env is None else {**os.environ, **env}, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(data, timeout=timeout)
+        except BaseException:  # the timeout, or Ctrl-C (the group is in its own session: no SIGINT reaches it)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_command(argv: Sequence[str], text: str, timeout: float, cwd: Path | None = None,
+                env: dict[str, str] | None = None) -> str:
+    """Pipe `text` to the command (`env`: variables added to ours); its stdout, or BadAnswer (non-zero
+    exit, timeout, too much output)."""
+    try:
+        done = _run_in_group(argv, text.encode("utf-8"), timeout, cwd, env)
+    except subprocess.TimeoutExpired:
+        raise BadAnswer(f"the command did not answer within {timeout:g} s") from None
+    except OSError as exc:
+        raise BadAnswer(f"the command could not run: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise BadAnswer(f"the command exited with status {done.returncode}" + (f": {shorten(err[-1], 120)}" if err else ""))
+    if len(done.stdout) > MAX_ANSWER_BYTES:
+        raise BadAnswer(f"the answer is {len(done.stdout)} bytes; a small JSON object was expected")
+    try:
+        return done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadAnswer("the answer is not valid UTF-8") from None

