@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -143,3 +144,22 @@ def access_log(root: Path) -> str:
     text = "".join(p.read_text(encoding="utf-8") for p in (access.path_for(store), *access.pending_files(store)) if p.exists())
     header = "\t".join(access.COLUMNS) + "\n"
     return header + text if text and not text.startswith(header) else text
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A safety net: a resident embedder (`embed-server --idle`, which the SessionStart hook starts
+    detached) still running for a store under pytest's temp folder is stopped, and named, so that a
+    test whose hook environment lost conftest's MEMCTL_HOOK_RESIDENT=0 shows up."""
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"embed-server" in argv and b"--idle" in argv and any(b"/pytest-of-" in a for a in argv):
+            with contextlib.suppress(OSError):
+                os.kill(int(entry.name), signal.SIGTERM)
+            print(f"\nconftest: stopped a resident embedder a test left running: {b' '.join(argv).decode(errors='replace')}")

@@ -20,7 +20,7 @@ from test_mcp_cli import check_round_trip, session
 
 def _run_hook(command: str, payload: dict, project: Path) -> subprocess.CompletedProcess:
     env = {"HOME": os.environ["HOME"], "PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-           "GIT_CONFIG_NOSYSTEM": "1", "HF_HUB_OFFLINE": "1"}
+           "GIT_CONFIG_NOSYSTEM": "1", "HF_HUB_OFFLINE": "1", "MEMCTL_HOOK_RESIDENT": "0"}  # (the resident: test_resident_hook.py)
     return subprocess.run(["sh", "-c", command], input=json.dumps(payload), capture_output=True, text=True,
                           env=env, cwd=project, timeout=120)
 

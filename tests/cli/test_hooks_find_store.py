@@ -30,7 +30,7 @@ AWKWARD = "agent memory 記憶's store"
 
 def _env(**extra: str) -> dict[str, str]:
     env = {"HOME": os.environ["HOME"], "PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "HF_HUB_OFFLINE": "1",
-           "MEMCTL_NOW": NOW, "LANG": "C.UTF-8"}
+           "MEMCTL_NOW": NOW, "LANG": "C.UTF-8", "MEMCTL_HOOK_RESIDENT": "0"}  # (the resident: test_resident_hook.py)
     env.update(extra)
     return env
 
