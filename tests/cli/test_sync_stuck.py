@@ -70,11 +70,16 @@ def _linked(root: Path) -> list[str]:
     return sorted(line.target for line in lines if not index.is_topic_link(line.target))
 
 
+def _index_limit(root: Path, lines: int, message: str) -> None:
+    """memctl.toml's max_index_lines set to `lines`, committed."""
+    toml = (root / "memctl.toml").read_text(encoding="utf-8")
+    (root / "memctl.toml").write_text(re.sub(r"(?m)^max_index_lines = .*$", f"max_index_lines = {lines}", toml), encoding="utf-8")
+    git(root, *ID, "commit", "-qam", message)
+
+
 def test_topic_files_of_an_overflowing_index_merge_when_both_clones_added_facts(pair):
     a, b, remote = pair
-    toml = (a / "memctl.toml").read_text(encoding="utf-8")
-    (a / "memctl.toml").write_text(re.sub(r"(?m)^max_index_lines = .*$", "max_index_lines = 30", toml), encoding="utf-8")
-    git(a, *ID, "commit", "-qam", "a short index: it overflows into memory-index/ after a few facts")
+    _index_limit(a, 30, "a short index: it overflows into memory-index/ after a few facts")
     for n in range(30):
         assert cli(a, "remember", f"a-{n:02}", "-d", f"fact {n} of a", "-t", "project").exit_code == 0
     assert (a / "memory" / "memory-index" / "project.md").exists()
@@ -183,9 +188,7 @@ def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_versio
 
 def test_two_indexes_under_their_limit_that_merge_over_it_are_regenerated_into_topic_files(pair):
     a, b, remote = pair
-    toml = (a / "memctl.toml").read_text(encoding="utf-8")
-    (a / "memctl.toml").write_text(re.sub(r"(?m)^max_index_lines = .*$", "max_index_lines = 40", toml), encoding="utf-8")
-    git(a, *ID, "commit", "-qam", "an index of 40 lines")
+    _index_limit(a, 40, "an index of 40 lines")
     for n in range(20):
         assert cli(a, "remember", f"base-{n:02}", "-d", f"base fact {n}", "-t", "project").exit_code == 0
     assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
