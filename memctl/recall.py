@@ -750,10 +750,10 @@ def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any]) 
 
     if options.get("mode") == "keyword" or os.environ.get("MEMCTL_NO_SERVER", "") not in ("", "0"):
         return None
+    if not store.embed_socket.exists():  # no server: not even its module is imported (the prompt hook's budget)
+        return None
     from .embed import server
 
-    if not server.socket_path(store).exists():
-        return None
     checked = _checked(store, queries, options)
     if checked["mode"] == "keyword":
         return None

@@ -16,6 +16,7 @@ from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lo
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
 INDEX_FILE = "MEMORY.md"
+EMBED_SOCKET = "embed.sock"  # in .memctl/: the resident embedder's (embed/server.py)
 # launchd/*.plist: rendered with this machine's paths, so machine-local (docs/JOBS.md).
 GITIGNORE = ".memctl/\nlogs/\nlaunchd/*.plist\n"
 # Ledgers stay on git's union merge in a clone never set up; memctl's drivers do the rest (docs/SYNC.md).
@@ -63,6 +64,11 @@ class Store(NamedTuple):
     @property
     def cache_dir(self) -> Path:
         return self.root / CACHE_DIR
+
+    @property
+    def embed_socket(self) -> Path:
+        """Where the store's resident embedder listens: looked at before its module is imported."""
+        return self.root / CACHE_DIR / EMBED_SOCKET
 
     @property
     def config_path(self) -> Path:

@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..store import Store
 
-SOCKET = "embed.sock"
 LOCK = "embed-server.lock"
 LOG = "embed-server.log"  # a detached server's stderr (start())
 CONNECT_TIMEOUT = 1.0
@@ -50,7 +49,7 @@ Handler = Callable[[dict[str, Any]], "tuple[dict[str, Any], bytes]"]
 
 
 def socket_path(store: "Store") -> Path:
-    return store.cache_dir / SOCKET
+    return store.embed_socket
 
 
 @contextlib.contextmanager
