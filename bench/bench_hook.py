@@ -10,9 +10,9 @@
    command once before timing):
      - python -c pass                                (the floor)
      - the installed UserPromptSubmit command through `sh -c`, hook JSON on
-       stdin, a prompt with relevant facts           (budget: <= 150 ms)
+       stdin, a prompt with relevant facts           (budget: <= 100 ms)
      - the same with a prompt nothing matches        (prints nothing)
-     - the installed SessionStart command            (information)
+     - the installed SessionStart command            (budget: <= 300 ms)
    then with the resident embedder the SessionStart hook starts (after it has
    embedded the facts): the two prompts again     (budget: <= 150 ms)
 2. Builds a store of --mcp-facts facts, starts `memctl mcp --root STORE` and
@@ -45,7 +45,11 @@ import tempfile
 import time
 from pathlib import Path
 
-HOOK_BUDGET_MS = 150.0
+# Issue 24, point 5: the prompt hook by keywords (no resident embedder) <= 100 ms, through the
+# resident embedder <= 150 ms (goal 100), session-start <= 300 ms.
+HOOK_BUDGET_MS = 100.0
+RESIDENT_BUDGET_MS = 150.0
+SESSION_BUDGET_MS = 300.0
 MCP_BUDGET_MS = 30.0
 IDLE_SECONDS = 3.0  # > the server's RESYNC_SECONDS: the call after a pause re-syncs the recall index
 PROMPTS = {
@@ -331,8 +335,9 @@ def main() -> int:
 
     floor = statistics.median(hooks["python -c pass"])
     missed = report(hooks, {"hook prompt (relevant)": HOOK_BUDGET_MS, "hook prompt (nothing)": HOOK_BUDGET_MS,
-                            "hook prompt (relevant, resident)": HOOK_BUDGET_MS,
-                            "hook prompt (nothing, resident)": HOOK_BUDGET_MS}, floor)
+                            "hook session-start": SESSION_BUDGET_MS,
+                            "hook prompt (relevant, resident)": RESIDENT_BUDGET_MS,
+                            "hook prompt (nothing, resident)": RESIDENT_BUDGET_MS}, floor)
     print(f"({args.runs} interleaved runs each through sh -c, {args.facts} facts, {os.cpu_count()} cores)")
     if mcp:
         print()
