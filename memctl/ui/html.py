@@ -16,7 +16,7 @@ NAV = (("/", "Facts"), ("/inject", "Injected"), ("/episodes", "Episodes"), ("/st
        ("/ledgers", "Ledgers"), ("/conflicts", "Conflicts"))
 
 CSS = """
-body{font-family:system-ui,"Noto Sans CJK JP","Hiragino Sans","Yu Gothic",sans-serif;margin:0;color:#222;background:#fafafa}
+body{font-family:system-ui,"Noto Sans CJK JP","Hiragino Sans","Yu Gothic","IPAPGothic",sans-serif;margin:0;color:#222;background:#fafafa}
 header{background:#2d3e50;color:#fff;padding:.5em 1em;display:flex;gap:1.2em;align-items:baseline;flex-wrap:wrap}
 header a{color:#cfe3ff;text-decoration:none}header a.on{color:#fff;font-weight:bold;text-decoration:underline}
 header .store{color:#9fb3c8;font-size:.85em;margin-left:auto}

@@ -196,8 +196,7 @@ def episodes_view(store: Store, episode_type: str | None, agent: str | None) -> 
     agents = sorted({e.agent for e in every if e.agent})
     form = (f'<form action="/episodes" method="get">{_options("type", store.config.episode_types, episode_type, "every type")} '
             f'{_options("agent", agents, agent, "every agent")} <button>Filter</button></form>')
-    days = Counter(e.ts[:10] for e in chosen)
-    per_day = sorted(days.items())[-DAYS_SHOWN:]
+    per_day = _per_day(Counter(e.ts[:10] for e in chosen))
     types = Counter(e.type for e in chosen)
     rows = [(esc(e.ts), esc(e.agent), esc(e.type), esc(e.description), esc(e.outcome))
             for e in reversed(chosen[-TIMELINE_LIMIT:])]
@@ -205,6 +204,30 @@ def episodes_view(store: Store, episode_type: str | None, agent: str | None) -> 
             + "<h2>Per type</h2>" + bars(sorted(types.items()), width=360)
             + f"<h2>Newest {len(rows)}</h2>" + table(("time", "agent", "type", "description", "outcome"), rows, raw=True))
     return "Episodes", body
+
+
+def _per_day(days: Counter) -> list[tuple[str, float]]:
+    """(day, count) for every day from the first to the last with one, the last DAYS_SHOWN of them
+    (a day without episodes is a zero, not a gap the axis skips)."""
+    from datetime import date, timedelta
+
+    known = sorted(d for d in days if _is_day(d))
+    if not known:
+        return []
+    last = date.fromisoformat(known[-1])
+    first = max(date.fromisoformat(known[0]), last - timedelta(days=DAYS_SHOWN - 1))
+    span = [(first + timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+    return [(day, days.get(day, 0)) for day in span]
+
+
+def _is_day(text: str) -> bool:
+    from datetime import date
+
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- STATE.md over time
