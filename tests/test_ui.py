@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from conftest import git, memctl
-from ui_store import SCRIPT_FACT, ui_root, ui_url  # noqa: F401  (session fixtures)
+from ui_store import SCRIPT_FACT
 
 from memctl.ui import server
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ui_store import SCRIPT_FACT, SCRIPT_TEXT, ui_root, ui_url  # noqa: F401  (session fixtures)
+from ui_store import SCRIPT_FACT, SCRIPT_TEXT
 
 selenium = pytest.importorskip("selenium", reason="pip install selenium (the test extra)")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
