@@ -30,8 +30,11 @@ def ui(
     store = store_from(ctx)
     httpd = server.make(store, port or 0)
     address = server.url(httpd)
-    output.info(f"ui for {store.root} at {address} (read-only; Ctrl-C stops it)")
-    if not no_open and server.can_open_browser():
-        server.open_browser(address)
-    server.run(httpd)
+    try:  # a Ctrl-C as soon as the URL is printed stops it as cleanly as one later
+        output.info(f"ui for {store.root} at {address} (read-only; Ctrl-C stops it)")
+        if not no_open and server.can_open_browser():
+            server.open_browser(address)
+        server.run(httpd)
+    except KeyboardInterrupt:
+        httpd.server_close()
     output.info("ui stopped")
