@@ -71,7 +71,7 @@ def facts_view(store: Store, q: str | None, mode: str | None) -> tuple[str, str]
             factors = [("relevance", hit.relevance)] + [(k, v) for k, v in hit.factors.items() if k != "relevance"]
             rows.append((link("/fact", hit.item.key, name=hit.item.key), esc(hit.item.type), esc(hit.item.description),
                          f"{hit.score:.3f}", bars(factors, width=300, label_width=80, scale=1, cls="factors")))
-        body = form + f'<p id="hits">{len(hits)} hits for <q>{esc(q)}</q></p>' + table(
+        body = form + f'<p id="hits">{len(hits)} {"hit" if len(hits) == 1 else "hits"} for <q>{esc(q)}</q></p>' + table(
             ("name", "type", "description", "score", "relevance and factors"), rows, raw=True)
         return "Facts", body
     live = facts.live_facts(store, quiet=True)
