@@ -202,9 +202,14 @@ def test_every_answer_carries_a_strict_policy(ui_url):
 
 # ---------------------------------------------------------------- the command
 
-def test_command_serves_then_stops_on_ctrl_c(root, pinned_clock):
-    env = {"PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "ui", "--no-open"],
+def test_command_serves_then_stops_on_ctrl_c(root, tmp_path, pinned_clock):
+    """Without a terminal no browser is opened (webbrowser would run $BROWSER); Ctrl-C stops it, exit 0."""
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f"#!/bin/sh\necho \"$1\" > {opened}\n")
+    browser.chmod(0o755)
+    env = {"PYTHONUNBUFFERED": "1", "BROWSER": str(browser), "DISPLAY": ":0"}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "ui"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**__import__("os").environ, **env})
     try:
@@ -218,8 +223,23 @@ def test_command_serves_then_stops_on_ctrl_c(root, pinned_clock):
             proc.kill()
     assert proc.returncode == 0 and out == ""
     assert err.strip() == "memctl: ui stopped" and "Traceback" not in err
+    assert not opened.exists()
     with pytest.raises(OSError):  # the port is closed
         socket.create_connection(("127.0.0.1", urlsplit(url).port), timeout=2).close()
+
+
+def test_a_browser_opens_only_for_a_person(monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert server.can_open_browser()
+    monkeypatch.delenv("DISPLAY")
+    assert not server.can_open_browser()  # ssh, a console: the URL only
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert server.can_open_browser()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert not server.can_open_browser()  # cron, CI
 
 
 def test_port_in_use_is_one_line(root):

@@ -96,7 +96,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _allowed_host(self) -> bool:
         port = self.server.server_address[1]
-        local = {f"{HOST}:{port}", f"localhost:{port}"}
+        local = {f"{HOST}:{port}", f"localhost:{port}"} | ({HOST, "localhost"} if port == 80 else set())
         host = self.headers.get("Host", "")
         origin = self.headers.get("Origin")
         return host in local and (origin is None or origin in {f"http://{h}" for h in local})
