@@ -173,7 +173,7 @@ def test_nothing_is_served_as_a_file(ui_url, path):
 
 
 @pytest.mark.parametrize("query", ["name=../memctl", "name=%2Fetc%2Fpasswd", "name=a&name=b", "name=a%00b",
-                                   "name=" + "a" * 5000, "file=memctl.toml", "name="])
+                                   "name=" + "a" * 5000, "file=memctl.toml", "name=", "name=%ff%fe"])
 def test_path_parameters_are_checked(ui_url, query):
     status, _, text = request(ui_url, "/fact?" + query)
     assert status == 400 and 'class="err"' in text
