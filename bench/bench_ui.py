@@ -1,6 +1,7 @@
 """`memctl ui` on a big store (issue 28): start-up and each view's warm answer time.
 
     python bench/bench_ui.py [--facts 10000] [--episodes 50000] [--runs 9] [--starts 5] [--keep] [--strict]
+                             [--store DIR]   (a store kept by an earlier --keep: not built again)
 
 Builds a throwaway git store the way bench/bench_recall.py does (N fact files,
 half Japanese, written directly and indexed once; M episodes by one ledger
@@ -104,19 +105,23 @@ def main() -> int:
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--store", type=Path, help="a store an earlier --keep left (its size is not checked)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memctl-bench-ui-"))
     env = dict(os.environ, MEMCTL_NO_COMMIT="1", MEMCTL_HOOK_RESIDENT="0", MEMCTL_NO_SERVER="1")
     env.pop("MEMCTL_ROOT", None)
     env.pop("MEMCTL_NOW", None)
-    root = tmp / "store"
+    root = args.store or tmp / "store"
     try:
         print(f"load average before: {load()}", flush=True)
-        began = time.perf_counter()
-        build_store(root, args.facts, args.episodes, env)
-        month_of_state(root, env)
-        print(f"store: {args.facts} facts, {args.episodes} episodes, 30 STATE.md commits "
-              f"(built in {time.perf_counter() - began:.1f} s)", flush=True)
+        if args.store is None:
+            began = time.perf_counter()
+            build_store(root, args.facts, args.episodes, env)
+            month_of_state(root, env)
+            print(f"store: {args.facts} facts, {args.episodes} episodes, 30 STATE.md commits "
+                  f"(built in {time.perf_counter() - began:.1f} s)", flush=True)
+        else:
+            print(f"store: {root} (kept by an earlier run)", flush=True)
         floor = []
         starts = []
         for _ in range(args.starts):
@@ -154,7 +159,7 @@ def main() -> int:
         print(f"\nruns: {args.runs} per view (interleaved), after one warm-up each; load average after: {load()}")
         return 1 if misses and args.strict else 0
     finally:
-        if args.keep:
+        if args.keep or args.store:
             print(f"kept: {root}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -116,6 +116,22 @@ def test_conflicts_side_by_side(ui_url):
     assert "Japanese and English" in page and "Japanese only" in page
 
 
+def test_kept_reads_follow_the_files(root, pinned_clock):
+    """The views keep big reads while their files are unchanged: a change shows on the next request."""
+    import memctl
+    from ui_store import serving
+
+    store = memctl.open_store(root)
+    memctl.remember(store, "first-fact", "the first fact", vector_check=False)
+    with serving(root) as url:
+        assert "first-fact" in get(url, "/") and "<p>0 of 0 episodes</p>" in get(url, "/episodes")
+        memctl.remember(store, "second-fact", "二つ目の事実", vector_check=False)
+        memctl.add_episode(store, "an episode", "success")
+        assert "二つ目の事実" in get(url, "/") and "<p>1 of 1 episodes</p>" in get(url, "/episodes")
+        assert "二つ目の事実" in get(url, "/fact", name="second-fact")
+        assert "second-fact" in get(url, "/inject")
+
+
 # ---------------------------------------------------------------- safety
 
 def test_bound_to_loopback_only(ui_root):
