@@ -70,8 +70,30 @@ def _find(store: Store, name: str):
         return found
 
     facts.check_key(name)
+    direct = _live_file(store, name)
+    if direct is not None:
+        return direct
     by_key = _memo(("keyed", str(store.root)), _facts_stamp(store), keyed)
     return by_key.get(name) or facts.find(store, name)
+
+
+def _live_file(store: Store, stem: str):
+    """The live fact whose file stem is `stem` (what facts.find matches first), read alone; None when
+    there is no such regular file or it does not parse (then the full lookup decides)."""
+    import stat
+
+    from .. import fact as fact_mod
+    from ..fsutil import link_on_way
+
+    if stem == "MEMORY" or stem.startswith("."):
+        return None
+    path = store.memory_dir / f"{stem}.md"
+    try:  # a link is never read (docs/RELIABILITY.md)
+        if link_on_way(store.root, path) is not None or not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        return fact_mod.load(path)
+    except (OSError, fact_mod.FactParseError):
+        return None
 
 
 def _memo(key: tuple, stamp: tuple, compute: Callable[[], Any]) -> Any:
