@@ -10,6 +10,7 @@ per process while their files are unchanged, so a view answers warm.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections import Counter
 from typing import Any, Callable
@@ -24,7 +25,8 @@ TOP_VALUES = 8  # values per column on a ledger's counts
 CLAUDE_CODE_LIMIT = 10_000  # characters Claude Code shows of a hook's output (docs/CLAUDE_CODE.md)
 MODES = ("keyword", "hybrid", "vector")
 
-_MEMO: dict[tuple, tuple[Any, Any]] = {}  # (what, store root, arguments) -> (files' stamp, value)
+_MEMO: dict[tuple, tuple[Any, Any]] = {}
+_STAT = operator.attrgetter("st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")  # (what, store root, arguments) -> (files' stamp, value)
 
 
 def _stamp(*paths) -> tuple:
@@ -40,15 +42,26 @@ def _stamp(*paths) -> tuple:
 
 
 def _dir_stamp(*folders) -> tuple:
-    """Every entry's name, size and modification time in these folders (one scandir each: ~10 ms for
-    10,000 files, where parsing them takes seconds): what changes when any fact file changes."""
-    stamps = []
+    """Every entry's name, size and times in these folders: what changes when any fact file changes.
+    One listdir and one stat per entry, made in C (as rindex checks the facts): ~10 ms for 10,000
+    files, where parsing them takes seconds."""
+    import functools
+
+    stamps: list[Any] = []
     for folder in folders:
         try:
-            with os.scandir(folder) as entries:
-                stamps.append(hash(frozenset((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in entries)))
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             stamps.append(None)
+            continue
+        try:
+            names = os.listdir(fd)
+            stats = list(map(functools.partial(os.stat, dir_fd=fd, follow_symlinks=False), names))
+            stamps.append(hash(tuple(zip(names, map(_STAT, stats)))))
+        except OSError:  # one went away while listing: changed, so a stamp no earlier one equals
+            stamps.append(object())
+        finally:
+            os.close(fd)
     return tuple(stamps)
 
 
