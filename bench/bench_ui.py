@@ -12,6 +12,9 @@ pinned clock). Then:
   - `memctl ui --no-open` until it prints its URL    (budget < 1 s), then Ctrl-C
   - each view of one running `memctl ui`, asked once to warm it, then RUNS times
     in turn (interleaved, so machine noise hits all alike)    (budget <= 200 ms)
+  - `memctl recall "deploy schedule" --mode keyword --no-log` beside them: the same
+    search from the command line (bench/bench_recall.py's row), so that figures taken
+    on a loaded machine can be read against it
 
 Reports medians and minimums in ms, the ratio to `python -c pass`, PASS/FAIL per
 budget, and the load average before and after; --strict exits 1 on a miss.
@@ -136,9 +139,15 @@ def main() -> int:
             for path in VIEWS.values():  # warm: each view once (the index, the parse cache, the ledger reads)
                 fetch(base + path)
             times: dict[str, list[float]] = {name: [] for name in VIEWS}
+            cli: list[float] = []
+            recall = [sys.executable, "-m", "memctl", "--root", str(root), "recall", "deploy schedule", "--mode",
+                      "keyword", "--no-log"]
             for _ in range(args.runs):
                 for name, path in VIEWS.items():
                     times[name].append(fetch(base + path))
+                t = time.perf_counter()
+                subprocess.run(recall, env=env, stdout=subprocess.DEVNULL, check=True)
+                cli.append((time.perf_counter() - t) * 1000)
         finally:
             stop(proc)
         py = statistics.median(floor)
@@ -156,6 +165,9 @@ def main() -> int:
             misses += not ok
             print(f"| {name} | {median:.1f} | {min(values):.1f} | {median / py:.2f} | ≤ {VIEW_BUDGET_MS:.0f}: "
                   f"{'PASS' if ok else 'FAIL'} |")
+        cli_median = statistics.median(cli)
+        print(f"| baseline: `memctl recall \"deploy schedule\" --mode keyword --no-log` (a process) | {cli_median:.1f} "
+              f"| {min(cli):.1f} | {cli_median / py:.2f} | |")
         print(f"\nruns: {args.runs} per view (interleaved), after one warm-up each; load average after: {load()}")
         return 1 if misses and args.strict else 0
     finally:
