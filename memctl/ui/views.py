@@ -24,6 +24,7 @@ DAYS_SHOWN = 90  # days on the episodes-per-day chart
 TOP_VALUES = 8  # values per column on a ledger's counts
 CLAUDE_CODE_LIMIT = 10_000  # characters Claude Code shows of a hook's output (docs/CLAUDE_CODE.md)
 MODES = ("keyword", "hybrid", "vector")
+MEMO_ENTRIES = 64  # pages and reads kept at most
 
 _MEMO: dict[tuple, tuple[Any, Any]] = {}
 _STAT = operator.attrgetter("st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")  # (what, store root, arguments) -> (files' stamp, value)
@@ -114,6 +115,8 @@ def _memo(key: tuple, stamp: tuple, compute: Callable[[], Any]) -> Any:
     if held is not None and held[0] == stamp:
         return held[1]
     value = compute()
+    if len(_MEMO) >= MEMO_ENTRIES:  # filters and prompts are many: never an unbounded cache
+        _MEMO.clear()
     _MEMO[key] = (stamp, value)
     return value
 
