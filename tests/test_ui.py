@@ -132,6 +132,23 @@ def test_kept_reads_follow_the_files(root, pinned_clock):
         assert "second-fact" in get(url, "/inject")
 
 
+def test_topic_conflicts_side_by_side(root, pinned_clock):
+    """`/conflicts?topic=1`: memctl conflicts' pairs (char-ngram: no model to load in a test)."""
+    import memctl
+    from ui_store import serving
+
+    with (root / "memctl.toml").open("a", encoding="utf-8") as toml:
+        toml.write('\n[embedding]\nbackend = "char-ngram"\n')
+    store = memctl.open_store(root)
+    memctl.remember(store, "freeze-a", "Deploys freeze on Fridays after 15:00", vector_check=False)
+    memctl.remember(store, "freeze-b", "Deploys freeze on Fridays after 17:00", vector_check=False)
+    with serving(root) as url:
+        assert "Compare the live facts" in get(url, "/conflicts")
+        page = get(url, "/conflicts", topic="1")
+    pair = page[page.index("differ in a detail"):]
+    assert "after 15:00" in pair and "after 17:00" in pair and "differs:" in pair
+
+
 # ---------------------------------------------------------------- safety
 
 def test_bound_to_loopback_only(ui_root):
