@@ -623,6 +623,11 @@ def _scope_of(store: Store, path: Path) -> str | None:
     return None if parent == store.state_dir else parent.name
 
 
+def scopes(store: Store) -> list[str | None]:
+    """The scope of every STATE.md (None: the store's own), in state_files' order."""
+    return [_scope_of(store, path) for path in state_files(store)]
+
+
 def check(store: Store, max_age: int | None = None) -> list[Freshness]:
     """Every STATE.md with its age; `stale` when older than `max_age` (else its scope's max_age).
 

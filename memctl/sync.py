@@ -466,6 +466,12 @@ def _fact_text(store: Store, path: Path) -> str:
     return read_bounded(path, FACT_LIMIT, "a fact file", store.rel(path)).decode("utf-8", errors="replace")
 
 
+def conflict_texts(store: Store, conflict: Conflict) -> tuple[str, str]:
+    """The two versions of a conflict as text: the fact in place ("" when it is gone) and the copy."""
+    live, copy = store.root / conflict.path, store.root / conflict.copy
+    return (_fact_text(store, live) if live.exists() else ""), _fact_text(store, copy)
+
+
 def list_conflicts(store: Store) -> list[Conflict]:
     """The fact versions a merge kept aside, each with the lines it differs in."""
     folder = store.memory_dir / merge.CONFLICTS_DIR

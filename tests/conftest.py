@@ -16,6 +16,7 @@ from memctl.cli.root import load_commands
 from memctl.store import init_store, open_store
 
 app = load_commands()  # every command, as `memctl --help` shows them
+from ui_store import ui_root, ui_url  # noqa: E402,F401  (session fixtures: the ui tests' store, built once)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -26,8 +26,9 @@ LAYERS: dict[int, tuple[str, ...]] = {
     5: ("state", "neardup", "judge", "sync", "sync_fast"),
     6: ("recall", "jobs", "lifecycle", "transcripts"),
     7: ("context", "doctor", "maintain", "resident"),
-    8: ("cli", "integrations", "api", "__main__"),  # integrations: other programs' formats, used only by cli/;
-    # api: the functions `import memctl` offers (docs/PYTHON.md), which cli/ and integrations/ call too
+    8: ("cli", "integrations", "api", "ui", "__main__"),  # integrations: other programs' formats, used only by cli/;
+    # api: the functions `import memctl` offers (docs/PYTHON.md), which cli/ and integrations/ call too;
+    # ui: `memctl ui`'s read-only page (docs/UI.md), over the library and the hooks' text
     9: ("__init__",),  # `import memctl`: the Python face over everything
 }
 
