@@ -3,7 +3,7 @@
     python bench/mcp_inspector_check.py [--keep DIR]
 
 Installs @modelcontextprotocol/inspector from the npm registry into a temp dir
-(`npm install`, nothing global; no other network), makes a tmp store with two
+(`npm install PACKAGE@latest`, nothing global; no other network), makes a tmp store with two
 facts (one Japanese), and runs the Inspector's CLI against
 `memctl mcp --root STORE` (this interpreter, this checkout: PYTHONPATH is passed
 with -e, as the Inspector gives a server only a few variables of its own):
@@ -36,6 +36,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", help="install into (and reuse) this directory instead of a temp dir")
     parser.add_argument("-v", "--verbose", action="store_true", help="print the Inspector's raw output too")
+    parser.add_argument("--inspector", default="latest",
+                        help="the version or dist-tag to install (default latest: npm would pick an older one "
+                             "than the latest on a node older than the latest's engines)")
     args = parser.parse_args()
     if shutil.which("npm") is None:
         print("npm is not installed", file=sys.stderr)
@@ -46,12 +49,14 @@ def main() -> int:
     failed = False
     try:
         if not (place / "node_modules" / ".bin" / "mcp-inspector").exists():
-            installed = run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", PACKAGE], cwd=place)
+            installed = run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
+                             f"{PACKAGE}@{args.inspector}"], cwd=place)
             if installed.returncode:
                 print(installed.stderr, file=sys.stderr)
                 return 2
         meta = json.loads((place / "node_modules" / "@modelcontextprotocol" / "inspector" / "package.json").read_text())
-        print(f"{PACKAGE} {meta['version']} (node {run(['node', '--version']).stdout.strip()})")
+        node = run(["node", "--version"]).stdout.strip()
+        print(f"{PACKAGE} {meta['version']} (node {node}; it asks for node {meta.get('engines', {}).get('node', 'any')})")
 
         env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
         store = tmp / "store"
@@ -64,15 +69,20 @@ def main() -> int:
                      "-e", f"PYTHONPATH={REPO}", "-e", "HF_HUB_OFFLINE=1",
                      sys.executable, "-m", "memctl", "mcp", "--root", str(store)]
 
-        def ask(*method: str) -> dict | None:
+        def ask(*method: str, tool_error: bool = False) -> dict | None:
+            """The Inspector's JSON answer; with tool_error, a tool error is expected (the Inspector 2.x
+            exits 5 then, printing the result and one line of its own on stderr)."""
             nonlocal failed
             done = run([*inspector, *method], env=env)
             print(f"\n$ mcp-inspector --cli ... memctl mcp --root STORE {' '.join(method)}  -> exit {done.returncode}")
-            if args.verbose or done.returncode:
+            expected = done.returncode == 0 or (tool_error and "tool_is_error" in done.stderr)
+            if args.verbose or not expected:
                 print(done.stdout[:20000], done.stderr[-4000:], sep="\n")
-            if done.returncode:
+            if not expected:
                 failed = True
                 return None
+            if done.returncode:
+                print("  (stderr)", done.stderr.strip().splitlines()[-1])
             return json.loads(done.stdout)
 
         listed = ask("--method", "tools/list")
@@ -94,7 +104,8 @@ def main() -> int:
             print(f"  isError={called.get('isError', False)} hits:",
                   ", ".join(f"{h['name']} ({h['relevance']:.2f})" for h in data.get("hits", [])))
             failed |= bool(called.get("isError")) or not data.get("hits") or data["hits"][0]["name"] != "deploy-friday"
-        bad = ask("--method", "tools/call", "--tool-name", "recall", "--tool-arg", "query=x", "--tool-arg", "k=500")
+        bad = ask("--method", "tools/call", "--tool-name", "recall", "--tool-arg", "query=x", "--tool-arg", "k=500",
+                  tool_error=True)
         if bad is not None:
             print("  isError:", bad.get("isError"), "text:", bad["content"][0]["text"])
             failed |= not bad.get("isError") or not bad["content"][0]["text"].startswith("memctl: error: ")
