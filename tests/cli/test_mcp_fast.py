@@ -91,3 +91,19 @@ def test_a_client_that_does_not_start_with_initialize_talks_to_the_sdk(root):
     fast, slow = _exchange(root, messages, relay=True), _exchange(root, messages, relay=False)
     assert _by_id(fast) == _by_id(slow) and len(fast) == 4
     assert "error" in _by_id(fast)["1"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["mcp"], {"root": None, "store": None}),
+    (["mcp", "--root", "/s"], {"root": "/s", "store": None}),
+    (["mcp", "--root=/s", "--store", "/t"], {"root": "/s", "store": "/t"}),
+    (["--root", "/g", "mcp"], {"root": "/g", "store": None}),
+    (["--root", "/g", "mcp", "--root", "/s"], {"root": "/s", "store": None}),
+    (["mcp", "--help"], None), (["mcp", "extra"], None), (["mcp", "--root"], None), (["mcp", "--bogus", "x"], None),
+])
+def test_memctl_mcp_skips_typer_for_its_plain_forms(argv, expected):
+    """`memctl mcp` is on the fast path (no Typer: tools listed sooner); anything else is Typer's to report."""
+    from memctl.cli import fast
+
+    plan = fast._plan(argv)
+    assert (plan[3]["mcp"] if plan else None) == expected
