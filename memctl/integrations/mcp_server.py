@@ -4,8 +4,15 @@ Each tool makes one library call (as a CLI command does) and returns a
 JSON-able dict shaped like the command's --json output. A memctl error comes
 back as an MCP tool error (isError) whose text is the CLI's line,
 `memctl: error: <what> (hint: <what to do>)`, and the server keeps serving.
-Resources: MEMORY.md, one fact file by name, STATE.md. The store is opened
-again for each call, so edits of memctl.toml are seen without a restart.
+Each tool declares a title, the MCP hints (read-only, destructive, idempotent;
+never open-world) and an outputSchema generated from its shape in jsonshape.py
+(`mcp_<tool>`); its arguments are checked before the SDK's own validation, so a
+bad one is a `memctl: error:` line too (mcp_input.argument_error).
+Resources: MEMORY.md, one fact file by name, STATE.md, each listed only while
+its file exists. The store is opened again for each call, so edits of
+memctl.toml are seen without a restart. `serve` starts mcp_fast's relay before
+importing the SDK: the handshake and tools/list are answered within a few
+hundred milliseconds of the start.
 
 The SDK runs each (synchronous) tool in a worker thread; the store lock and
 the recall index's lock serialise what must be serialised, as between
@@ -184,7 +191,7 @@ def build(root: Path):
         return open_store(root)
 
     def tool(title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = False):
-        """Register fn as a tool: its title and hints (docs/AGENTS.md, "MCP tools"), its docstring as the
+        """Register fn as a tool: its title and hints (docs/AGENTS.md, "The MCP server"), its docstring as the
         description, and the outputSchema of its shape `mcp_<name>` (memctl/jsonshape.py)."""
         from mcp.types import ToolAnnotations
 
