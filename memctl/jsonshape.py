@@ -680,6 +680,39 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# The MCP server's tools (memctl/integrations/mcp_server.py): the structured content each returns,
+# `mcp_<tool>`. Their outputSchema is generated from these (json_schema), and
+# tests/cli/test_mcp_cli.py checks real results against it. Kept apart from SHAPES: no command prints them.
+_NOTES: Field = ("notes?", "list[string]", "Notes on the answer: texts still being embedded, secrets redacted.")
+_REDACTED: Field = ("redacted?", "map[integer]", "Only when secrets were redacted before writing (a text, or the query the access log keeps): how many, by kind.")
+_CHANGE = SHAPES["fact_change"][:4]
+_MCP_RESULTS: dict[str, tuple[Field, ...]] = {
+    "mcp_remember": (*_CHANGE,
+                     ("similar", "list[@mcp_similar_fact]", "Live facts close to the description."),
+                     ("superseded", "list[string]", "Files archived by `supersedes`.")),
+    "mcp_recall": (("query", "string", "The query."), ("hits", "list[@hit]", "Its hits, best first."),
+                   ("notes", "list[string]", "Notes on the answer (a model still loading, texts still being embedded).")),
+    "mcp_context": SHAPES["context"],
+    "mcp_show": (*SHAPES["fact"], ("text", "string", "The fact file's full text.")),
+    "mcp_forget": _CHANGE,
+    "mcp_episode_add": SHAPES["episode"],
+    "mcp_near_dup": SHAPES["near_dup_check"],
+    "mcp_ledger_append": SHAPES["ledger_write"],
+    "mcp_state_show": (*SHAPES["state"], ("text", "string", "STATE.md's full text.")),
+}
+# Any tool may add notes, and report secrets redacted (a write's text, or the query the access log keeps).
+MCP_SHAPES: dict[str, tuple[Field, ...]] = {
+    "mcp_similar_fact": (("name", "string", "The similar fact's name."), *SHAPES["similar_fact"]),
+    **{shape: (*fields, *(extra for extra in (_NOTES, _REDACTED)
+                          if extra[0].rstrip("?") not in {name.rstrip("?") for name, _, _ in fields}))
+       for shape, fields in _MCP_RESULTS.items()},
+}
+
+
+def _fields(shape: str) -> tuple[Field, ...]:
+    return SHAPES[shape] if shape in SHAPES else MCP_SHAPES[shape]
+
+
 # ---------------------------------------------------------------- validation
 
 def _split(type_: str) -> list[str]:
@@ -749,7 +782,7 @@ def _object(value: dict, shape: str, where: str, problems: list[str], seen: set 
             seen.add((shape, ""))
         _check(value, f"map[{MAPS[shape][0]}]", where, problems, seen)
         return
-    fields = SHAPES[shape]
+    fields = _fields(shape)
     names = {name.rstrip("?"): (name.endswith("?"), type_) for name, type_, _ in fields}
     for key in value:
         if key not in names:
@@ -782,10 +815,12 @@ def render_markdown() -> str:
     for case, (form, shape) in COMMANDS.items():
         by_shape.setdefault(shape, []).append(f"`memctl {case}`" + {"array": " (array)", "ndjson": " (one per line)"}.get(form, ""))
     out = []
-    for shape, fields in SHAPES.items():
+    for shape, fields in {**SHAPES, **MCP_SHAPES}.items():
         out.append(f"### {shape}\n")
         if shape in by_shape:
             out.append("Printed by " + ", ".join(sorted(by_shape[shape])) + ".\n")
+        if shape.startswith("mcp_") and shape[4:] != "similar_fact":
+            out.append(f"Returned by the MCP tool `{shape[4:]}` (its structuredContent; its outputSchema is this table).\n")
         if shape in MAPS:
             out.append(f"An object: {MAPS[shape][1]} Every value is a `{MAPS[shape][0]}`.\n")
             continue
@@ -795,3 +830,31 @@ def render_markdown() -> str:
         out.append("")
     return "\n".join(out)
 
+
+
+# ---------------------------------------------------------------- JSON Schema
+
+def json_schema(type_: str, meaning: str | None = None) -> dict[str, Any]:
+    """The JSON Schema of a type as SHAPES writes it (`@mcp_recall`, `list[string]|null`...), shapes inlined."""
+    alternatives = _split(type_)
+    if len(alternatives) > 1:
+        schema: dict[str, Any] = {"anyOf": [json_schema(a) for a in alternatives]}
+    elif type_ in ("string", "integer", "number", "boolean", "object", "null"):
+        schema = {"type": type_}
+    elif type_.startswith("list["):
+        schema = {"type": "array", "items": json_schema(type_[5:-1])}
+    elif type_.startswith("map["):
+        schema = {"type": "object", "additionalProperties": json_schema(type_[4:-1])}
+    elif type_.startswith("@") and type_[1:] in MAPS:
+        schema = json_schema(f"map[{MAPS[type_[1:]][0]}]")
+    elif type_.startswith("@"):
+        fields = _fields(type_[1:])
+        schema = {"type": "object",
+                  "properties": {name.rstrip("?"): json_schema(t, meaning) for name, t, meaning in fields},
+                  "required": [name for name, _, _ in fields if not name.endswith("?")],
+                  "additionalProperties": False}
+    else:
+        raise ValueError(f"unknown type {type_!r} in jsonshape")
+    if meaning:
+        schema["description"] = meaning
+    return schema

@@ -4,13 +4,15 @@ Every write runs the importer's detectors (importers/redact.py) on the text it s
 becomes `[REDACTED:<kind>]` and one warning names the kinds, never the secret. Loading them costs
 what `ledger append` spends in all (detect-secrets: ~120-200 ms), so a cheap pre-check comes first:
 a text none of `_SUSPECT` matches cannot hold a secret any detector finds (every one needs a
-token's prefix or shape, credentials in a URL, or one of a few words), and is stored as it is. Only `re` is imported here: `ledger append` starts fast.
+token's prefix or shape, credentials in a URL, or one of a few words), and is stored as it is. Only `re` (and the light contextlib, contextvars) is imported here: `ledger append` starts fast.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
-from typing import Sequence
+from typing import Iterator, Sequence
 
 # Each alternative is what some detector's match must contain (importers/redact.py): a token's prefix,
 # the shape of the few tokens that have none (Discord, Telegram, Mailchimp, Twilio), credentials in
@@ -23,6 +25,21 @@ _SUSPECT = re.compile(
     r"|パスワード|パスフレーズ|暗証|合言葉|キー|トークン|シークレット|鍵",
     re.I,
 )
+
+
+# The kinds redacted in this context, counted while `tallied()` is open (the MCP tools report them).
+_TALLY: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("memctl_secrets_tally", default=None)
+
+
+@contextlib.contextmanager
+def tallied() -> Iterator[dict[str, int]]:
+    """A dict that counts, by kind, the secrets `scrub` redacts in this context until the block ends."""
+    counts: dict[str, int] = {}
+    token = _TALLY.set(counts)
+    try:
+        yield counts
+    finally:
+        _TALLY.reset(token)
 
 
 def might_hold_secret(text: str) -> bool:
@@ -42,6 +59,10 @@ def scrub(texts: Sequence[str], where: str, *, quiet: bool = False) -> list[str]
 
     redactor = redact.built_in(where or "the access log")
     cleaned = [redactor.redact(text) if hit else text for text, hit in zip(texts, suspect)]
+    tally = _TALLY.get()
+    if tally is not None:
+        for kind, count in redactor.counts.items():
+            tally[kind] = tally.get(kind, 0) + count
     if redactor.counts and not quiet:
         from .errors import warn
 

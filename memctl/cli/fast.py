@@ -1,5 +1,6 @@
 """Fast paths for the commands called in loops or on every prompt: `ledger append`, `near-dup`,
-`recall`, `episode recall`, `context` and `hook prompt|session-start`.
+`recall`, `episode recall`, `context` and `hook prompt|session-start`; and `mcp`, whose tools
+a client must have listed within 300 ms of starting it (bench/bench_mcp_start.py).
 
 A cron job or an agent runs `memctl ledger append ...` once per record and
 `memctl near-dup TEXT ...` once per candidate, so their start-up is a budget
@@ -50,6 +51,17 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
         output.emit_json({"ledger": done.ledger, "path": rel, "appended": done.count, "commit": done.commit})
     else:
         output.info(f"{rel}: +{done.count}")
+
+
+def mcp_serve(root: str | None, store: str | None) -> None:
+    """`memctl mcp`: find the store as a hook does, and serve it on stdin/stdout (tools/list within
+    300 ms of the start: no Typer here, and the SDK loads behind mcp_fast's relay)."""
+    from ..integrations import claude_code, hooks, mcp_server
+
+    found = claude_code.locate(root, store=store)
+    if hooks.checked():
+        hooks.say_checked(found, None)
+    mcp_server.serve(found.root)
 
 
 def near_dup_error(exc: BaseException, json: bool = False) -> int | None:
@@ -390,6 +402,14 @@ def _store_option(args: list[str]) -> str | None:
     return None
 
 
+def _mcp(root: str | None, args: list[str]):
+    parsed = _options(args, set(), {"--root", "--store"})
+    if parsed is None or parsed[0]:
+        return None
+    opts = parsed[1]
+    return {"root": opts.get("--root") or root, "store": opts.get("--store")}
+
+
 def _plan(argv: list[str]):
     from ..early import root_option
 
@@ -404,6 +424,9 @@ def _plan(argv: list[str]):
         store = _store_option(rest[2:])
         return (root, None, None, {"event": rest[1], "store": store or None}) if (
             len(rest) > 1 and rest[1] in EVENTS and store is not None) else None
+    if rest[:1] == ["mcp"]:  # a server: it reports its errors itself, like a hook
+        found_mcp = _mcp(root, rest[1:])
+        return None if found_mcp is None else (root, None, None, {"mcp": found_mcp})
     if rest[:2] == ["ledger", "append"]:
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:
@@ -433,6 +456,17 @@ def run(argv: list[str]) -> int | None:
     if plan is None:
         return None
     root, body, on_error, kwargs = plan
+    if body is None and "mcp" in kwargs:
+        from .. import errors
+
+        try:
+            mcp_serve(**kwargs["mcp"])
+        except Exception as exc:  # noqa: BLE001  (mapped as the Typer command maps them)
+            code = report(exc, False)
+            if code is None:
+                raise
+            return code
+        return errors.OK
     if body is None:
         from ..integrations import hooks
 

@@ -16,9 +16,6 @@ def mcp(
     store: Annotated[Optional[str], typer.Option("--store", help="The store to serve when none is found otherwise (written by `agent install --store`).", metavar="DIR")] = None,
 ) -> None:
     """Run the MCP server on stdin/stdout (tools: remember, recall, context, show, ...)."""
-    from ..integrations import claude_code, hooks, mcp_server
+    from .fast import mcp_serve
 
-    found = claude_code.locate(root or (ctx.find_root().obj or {}).get("root"), store=store)
-    if hooks.checked():
-        hooks.say_checked(found, None)
-    mcp_server.serve(found.root)
+    mcp_serve(root or (ctx.find_root().obj or {}).get("root"), store)

@@ -46,3 +46,38 @@ def check(arguments: Mapping[str, Any]) -> None:
     if total > CALL_LIMIT:
         raise BadInput(f"the arguments are {total} bytes together; the limit is {shown(CALL_LIMIT)} (docs/FORMAT.md, Limits)",
                        hint="send fewer or shorter values", kind="too-big")
+
+
+_EXPECTED = {"string": "a text", "integer": "an integer", "number": "a number", "boolean": "true or false",
+             "array": "a list", "object": "an object", "null": "null"}
+
+
+def _expected(schema: Mapping[str, Any]) -> str:
+    """What an argument's JSON Schema accepts, in words: "an integer from 1 to 100", "a number from 0 to 1 or null"."""
+    def one(option: Mapping[str, Any]) -> str:
+        kind = _EXPECTED.get(option.get("type"), "a value")
+        low, high = option.get("minimum"), option.get("maximum")
+        if low is not None and high is not None:
+            return f"{kind} from {low} to {high}"
+        return kind + (f" of at least {low}" if low is not None else f" of at most {high}" if high is not None else "")
+
+    return " or ".join(dict.fromkeys(one(option) for option in schema.get("anyOf") or [schema]))
+
+
+def argument_error(tool: str, parameters: Mapping[str, Any], exc: Any) -> BadInput:
+    """The first problem of a pydantic ValidationError on `tool`'s arguments, worded as memctl words it.
+
+    The hint is the argument's own description and what it accepts (from the tool's input schema).
+    """
+    first = exc.errors()[0]
+    name = str(first["loc"][0]) if first.get("loc") else "?"
+    schema = parameters.get("properties", {}).get(name, {})
+    if first["type"] == "missing":
+        message = f"{tool}: the argument {name} is required"
+    else:
+        value = first.get("input")
+        shown_value = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        message = f"{tool}: the argument {name} must be {_expected(schema)}, not {shown_value}"
+    described = schema.get("description", "")
+    hint = f"{name} is {_expected(schema)}" + (f": {described}" if described else "")
+    return BadInput(message, hint=hint, kind="bad-argument")

@@ -4,8 +4,15 @@ Each tool makes one library call (as a CLI command does) and returns a
 JSON-able dict shaped like the command's --json output. A memctl error comes
 back as an MCP tool error (isError) whose text is the CLI's line,
 `memctl: error: <what> (hint: <what to do>)`, and the server keeps serving.
-Resources: MEMORY.md, one fact file by name, STATE.md. The store is opened
-again for each call, so edits of memctl.toml are seen without a restart.
+Each tool declares a title, the MCP hints (read-only, destructive, idempotent;
+never open-world) and an outputSchema generated from its shape in jsonshape.py
+(`mcp_<tool>`); its arguments are checked before the SDK's own validation, so a
+bad one is a `memctl: error:` line too (mcp_input.argument_error).
+Resources: MEMORY.md, one fact file by name, STATE.md, each listed only while
+its file exists. The store is opened again for each call, so edits of
+memctl.toml are seen without a restart. `serve` starts mcp_fast's relay before
+importing the SDK: the handshake and tools/list are answered within a few
+hundred milliseconds of the start.
 
 The SDK runs each (synchronous) tool in a worker thread; the store lock and
 the recall index's lock serialise what must be serialised, as between
@@ -21,7 +28,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 from .. import __version__
-from ..errors import MemctlError, NotFound, install_hint
+from ..errors import BadInput, MemctlError, NotFound, install_hint
 from ..fsutil import read_text, refuse_link
 
 INSTRUCTIONS = """\
@@ -153,6 +160,12 @@ def _waiting_note(late) -> str:
             "ask again in a while for an answer over all of them")
 
 
+def _redacted_note(redacted: dict[str, int]) -> str:
+    found = sum(redacted.values())
+    return (f"{found} secret{'s' if found != 1 else ''} redacted before writing ({', '.join(sorted(redacted))}): "
+            "the stored text has [REDACTED:<kind>] in its place; allow_secrets=true stores the text as given")
+
+
 def _tool_error(exc: BaseException):
     from mcp.types import CallToolResult, TextContent
 
@@ -161,11 +174,14 @@ def _tool_error(exc: BaseException):
 
 def build(root: Path):
     """The MCPServer for the store at `root` (not started)."""
+    import inspect
+
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
     from pydantic import Field
 
-    from .. import resident
+    from .. import jsonshape, resident
+    from ..state import state_path
     from ..store import open_store
     from . import mcp_input
 
@@ -174,23 +190,41 @@ def build(root: Path):
     def store():
         return open_store(root)
 
-    def tool(fn: Callable[..., dict[str, Any]]):
-        @functools.wraps(fn)
-        def call(**kwargs):
-            from .. import vcache
+    def tool(title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = False):
+        """Register fn as a tool: its title and hints (docs/AGENTS.md, "The MCP server"), its docstring as the
+        description, and the outputSchema of its shape `mcp_<name>` (memctl/jsonshape.py)."""
+        from mcp.types import ToolAnnotations
 
-            try:
-                mcp_input.check(kwargs)  # sizes and NUL, before any work
-                with vcache.answer_within(_embed_seconds()) as late:
-                    result = fn(**kwargs)
-            except (MemctlError, UnicodeError, ValueError, OSError) as exc:
-                return _tool_error(exc)
-            if late.waiting:
-                result["notes"] = [*result.get("notes", []), _waiting_note(late)]
-            return result
+        def register(fn: Callable[..., dict[str, Any]]):
+            @functools.wraps(fn)
+            def call(**kwargs):
+                from .. import secrets, vcache
 
-        server.add_tool(call, name=fn.__name__, description=fn.__doc__)
-        return fn
+                try:
+                    mcp_input.check(kwargs)  # sizes and NUL, before any work
+                    with vcache.answer_within(_embed_seconds()) as late, secrets.tallied() as redacted:
+                        result = fn(**kwargs)
+                except (MemctlError, UnicodeError, ValueError, OSError) as exc:
+                    return _tool_error(exc)
+                notes = [*result.get("notes", [])]
+                if redacted:
+                    result["redacted"] = dict(sorted(redacted.items()))
+                    notes.append(_redacted_note(redacted))
+                if late.waiting:
+                    notes.append(_waiting_note(late))
+                if notes or "notes" in result:
+                    result["notes"] = notes
+                return result
+
+            server.add_tool(call, name=fn.__name__, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
+                            annotations=ToolAnnotations(title=title, read_only_hint=read_only,
+                                                        destructive_hint=destructive, idempotent_hint=idempotent,
+                                                        open_world_hint=False))
+            # The SDK would publish a generic object for dict[str, Any]: the documented shape instead.
+            server._tool_manager.get_tool(fn.__name__).fn_metadata.output_schema = jsonshape.json_schema(f"@mcp_{fn.__name__}")
+            return fn
+
+        return register
 
     def resource(uri: str, name: str, description: str):
         def register(fn):
@@ -215,7 +249,7 @@ def build(root: Path):
     AllowSecrets = Annotated[bool, Field(description="Store the text as given; by default a secret in it (an API key, a token, "
                                                      "a password) is redacted.")]
 
-    @tool
+    @tool("Remember a fact")
     def remember(
         name: Annotated[str, Field(description="Fact name: 1-80 ASCII letters, digits, - or _ (the file is NAME.md).")],
         description: Annotated[Text, Field(description="One line: what MEMORY.md shows. Required for a new fact.")] = None,
@@ -253,7 +287,7 @@ def build(root: Path):
             "superseded": [s.rel(f.path) for f in change.archived],
         }
 
-    @tool
+    @tool("Recall facts and episodes", read_only=True, idempotent=True)
     def recall(
         query: Annotated[str, Field(description="What to look for, in Japanese or English.")],
         k: Annotated[int, Field(description="How many hits.", ge=1, le=100)] = 10,
@@ -281,7 +315,7 @@ def build(root: Path):
 
         return {"query": query, "hits": output.hits_json(hits), "notes": corpus.notes}
 
-    @tool
+    @tool("Session context bundle", read_only=True, idempotent=True)
     def context(
         query: Annotated[Text, Field(description="Add the best facts and episodes for this query.")] = None,
         budget: Annotated[int, Field(description="Token budget (estimated).", ge=50)] = 4000,
@@ -293,7 +327,7 @@ def build(root: Path):
 
         return context_mod.build(store(), query=query, budget=budget, k=k).to_dict()
 
-    @tool
+    @tool("Show a fact", read_only=True, idempotent=True)
     def show(name: Annotated[str, Field(description="Fact name or file stem (archived facts too).")]) -> dict[str, Any]:
         """One fact: its metadata, body and the file's full text (recorded as a use: it counts in recall)."""
         from .. import facts
@@ -306,7 +340,7 @@ def build(root: Path):
 
         return {**output.fact_json(s, found), "text": read_text(s.root, found.path)}
 
-    @tool
+    @tool("Forget a fact (archive it)", destructive=True)
     def forget(
         name: Annotated[str, Field(description="Fact name or file stem.")],
         reason: Annotated[str, Field(description="Why it is forgotten: one line, kept in the archived file.")],
@@ -318,7 +352,7 @@ def build(root: Path):
         change = facts.forget(s, name, reason)
         return {"action": change.action, "name": change.fact.name, "path": s.rel(change.fact.path), "commit": change.commit}
 
-    @tool
+    @tool("Add an episode")
     def episode_add(
         description: Annotated[str, Field(description="What happened, in one line.")],
         type: Annotated[str, Field(description="decision | error | success | feedback | conflict | prompt | reply | tool, or a type declared in memctl.toml ([episodes] types).")],
@@ -335,7 +369,7 @@ def build(root: Path):
                                tags=tags or (), refs=refs or (), allow_secrets=allow_secrets)
         return episode.to_dict()
 
-    @tool
+    @tool("Check for near-duplicates", read_only=True, idempotent=True)
     def near_dup(
         text: Annotated[str, Field(description="The text to check.")],
         ledger: Annotated[Text, Field(description="Check against this ledger's column (with `column`).")] = None,
@@ -355,7 +389,7 @@ def build(root: Path):
         del data["checks"]
         return {**report.checks[0].to_dict(), **data}
 
-    @tool
+    @tool("Append to a ledger")
     def ledger_append(
         name: Annotated[str, Field(description="The ledger's name.")],
         records: Annotated[list[dict[str, str]], Field(description="Records to append: one object per row, a text value for every column.")],
@@ -369,14 +403,16 @@ def build(root: Path):
         done = ledger.append(s, name, records, unique=unique, allow_secrets=allow_secrets)
         return {"ledger": done.ledger, "path": s.rel(done.path), "appended": done.count, "commit": done.commit}
 
-    @tool
+    @tool("Show STATE.md", read_only=True, idempotent=True)
     def state_show(name: Annotated[Text, Field(description="The state scope (state/NAME/STATE.md); default state/STATE.md.")] = None) -> dict[str, Any]:
         """The current STATE.md: when it was updated, its numbers and its text."""
         from .. import state
 
         s = store()
         path, text, snapshot = state.show(s, name)
-        return {"path": s.rel(path), "updated": snapshot.updated, "numbers": snapshot.numbers, "text": text}
+        from .. import output  # the CLI's state shape (docs/JSON.md), and the file's text
+
+        return {**output.state_json(s.rel(path), snapshot), "text": text}
 
     @resource("memctl://index", "MEMORY.md", "The memory index: one line per live fact.")
     def index() -> str:
@@ -401,7 +437,46 @@ def build(root: Path):
 
         return state.show(store())[1]
 
+    listed_resources, called_tool = server.list_resources, server.call_tool
+
+    async def list_resources():
+        """Only the resources that exist now: MEMORY.md and STATE.md appear once written."""
+        def exists(path: Callable[[], Path]) -> bool:
+            try:
+                return path().is_file()
+            except (MemctlError, OSError):  # a link where STATE.md should be is not a resource either
+                return False
+
+        s = store()
+        present = {"memctl://index": exists(lambda: s.index_path), "memctl://state": exists(lambda: state_path(s))}
+        return [r for r in await listed_resources() if present.get(str(r.uri), True)]
+
+    async def call_tool(name: str, arguments: dict[str, Any], context=None):
+        """An unknown tool or a bad argument: a tool error in memctl's words, before the SDK's validation."""
+        from pydantic import ValidationError
+
+        found = server._tool_manager.get_tool(name)
+        if found is None:
+            known = ", ".join(t.name for t in server._tool_manager.list_tools())
+            return _tool_error(BadInput(f"no tool named {name!r}", hint=f"the tools are {known}", kind="unknown-tool"))
+        try:
+            found.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            return _tool_error(mcp_input.argument_error(name, found.parameters, exc))
+        return await called_tool(name, arguments, context)
+
+    server.list_resources, server.call_tool = list_resources, call_tool
     return server
+
+
+def _sdk_found() -> bool:
+    """Whether the SDK can be imported, without importing it (a second and more; see mcp_fast)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules, a broken parent
+        return False
 
 
 def serve(root: str | os.PathLike | None) -> None:
@@ -415,10 +490,11 @@ def serve(root: str | os.PathLike | None) -> None:
 
     path = resolve_root(root)
     open_store(path)  # a store that is not one fails here, as a CLI error, before serving
-    try:
-        import mcp.server.mcpserver  # noqa: F401
-    except ImportError:
-        raise MemctlError("the MCP server needs the mcp package, which is not installed", hint=install_hint()) from None
+    if not _sdk_found():
+        raise MemctlError("the MCP server needs the mcp package, which is not installed", hint=install_hint())
+    from . import mcp_fast
+
+    finish = mcp_fast.relay(__version__)  # initialize and tools/list answered while the SDK loads
     os.environ.setdefault("MEMCTL_AGENT", "mcp")
     import signal
 
@@ -431,6 +507,10 @@ def serve(root: str | os.PathLike | None) -> None:
 
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
+        try:
+            import mcp.server.mcpserver  # noqa: F401
+        except ImportError:
+            raise MemctlError("the MCP server needs the mcp package, which is not installed", hint=install_hint()) from None
         build(path).run("stdio")
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM
         vcache.stop_background()  # the embedding thread saves what it finished
@@ -441,4 +521,6 @@ def serve(root: str | os.PathLike | None) -> None:
     finally:
         vcache.stop_background()
         signal.signal(signal.SIGTERM, previous)
+        if finish is not None:
+            finish()
 

@@ -111,7 +111,7 @@ def test_every_tool_and_resource(root):
             assert error and text.startswith("memctl: error: no fact named 'no-such-fact'")
 
             uris = {str(r.uri) for r in (await client.list_resources()).resources}
-            assert uris == {"memctl://index", "memctl://state"}
+            assert uris == {"memctl://index"}  # no STATE.md yet: not listed
             templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
             assert templates == {"memctl://facts/{name}"}
             index = (await client.read_resource("memctl://index")).contents[0].text
@@ -121,6 +121,8 @@ def test_every_tool_and_resource(root):
             with pytest.raises(mcp.MCPError, match="no state/STATE.md yet"):
                 await client.read_resource("memctl://state")
             cli(root, "state", "update")
+            uris = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert uris == {"memctl://index", "memctl://state"}
             state = (await client.read_resource("memctl://state")).contents[0].text
             assert state == (root / "state" / "STATE.md").read_text(encoding="utf-8")
             error, snapshot = await call(client, "state_show")
@@ -318,3 +320,99 @@ def test_the_index_is_kept_synced_between_calls(root):
             assert not error and _names(found) == ["pager"]
 
     anyio.run(run)
+
+
+# What each tool declares to clients (issue 26): read-only tools run without a prompt in Codex and Gemini.
+HINTS = {  # tool: (readOnlyHint, destructiveHint, idempotentHint)
+    "recall": (True, False, True), "context": (True, False, True), "show": (True, False, True),
+    "near_dup": (True, False, True), "state_show": (True, False, True),
+    "remember": (False, False, False), "episode_add": (False, False, False), "ledger_append": (False, False, False),
+    "forget": (False, True, False),
+}
+
+
+def test_every_tool_declares_its_hints_and_returns_what_its_output_schema_says(root):
+    """Hints and titles, descriptions without source indentation, and every tool called for real: its
+    structuredContent checked against its own outputSchema; a secret redacted by a write tool is reported."""
+    import jsonschema
+    from secret_fakes import GITHUB_CLASSIC
+
+    cli(root, "ledger", "create", "themes", "--columns", "date,theme", "--unique", "theme")
+    cli(root, "state", "update")
+
+    async def run():
+        async with server(root) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(listed) == TOOLS == set(HINTS)
+            for name, t in listed.items():
+                a = t.annotations
+                assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (*HINTS[name], False), name
+                assert t.title and a.title == t.title, name
+                assert not any(line.startswith(" ") for line in t.description.splitlines()), t.description
+                assert t.output_schema["type"] == "object" and t.output_schema["properties"], name
+                assert all(p.get("description") for p in t.input_schema["properties"].values()), name
+                jsonschema.Draft202012Validator.check_schema(t.output_schema)
+            results = {}
+            secret = f"use {GITHUB_CLASSIC} for the GitHub API"
+            for tool, arguments in [
+                ("remember", dict(name="deploy-friday", description="本番デプロイは金曜に行わない", type="feedback", body=secret)),
+                ("remember", dict(name="deploy-friday-2", description="本番デプロイは金曜日に行わない", force=True)),
+                ("recall", dict(query="デプロイ", k=3)),
+                ("context", dict(query="デプロイ", budget=1000)),
+                ("show", dict(name="deploy-friday")),
+                ("episode_add", dict(description=f"rotated the token: {secret}", type="decision")),
+                ("near_dup", dict(text="本番デプロイは金曜に行わない", facts=True)),
+                ("ledger_append", dict(name="themes", records=[{"date": "2026-11-30", "theme": secret}])),
+                ("state_show", {}),
+                ("forget", dict(name="deploy-friday-2", reason="a copy")),
+            ]:
+                result = await client.call_tool(tool, arguments)
+                assert not result.is_error, (tool, result.content[0].text)
+                jsonschema.validate(result.structured_content, listed[tool].output_schema)
+                assert json.loads(result.content[0].text) == result.structured_content
+                results.setdefault(tool, []).append(result.structured_content)
+            first, second = results["remember"]
+            assert first["redacted"] == {"github-token": 1} and "github-token" in first["notes"][0]
+            assert "redacted" not in second and second["similar"][0]["name"] == "deploy-friday"
+            for tool in ("episode_add", "ledger_append"):
+                assert results[tool][0]["redacted"] == {"github-token": 1}, tool
+                assert any("1 secret redacted before writing (github-token)" in n for n in results[tool][0]["notes"])
+            assert "redacted" not in results["recall"][0] and results["recall"][0]["hits"]
+            assert results["state_show"][0]["path"] == "state/STATE.md" and "---" in results["state_show"][0]["text"]
+
+    anyio.run(run)
+    assert GITHUB_CLASSIC not in (root / "memory" / "deploy-friday.md").read_text(encoding="utf-8")
+    assert GITHUB_CLASSIC not in git(root, "log", "-p")
+
+
+def test_argument_errors_are_memctl_errors(root):
+    """Missing, ill-typed and out-of-range arguments and an unknown tool: a tool error in memctl's words
+    with the argument's own description as the hint; nothing written, and the server keeps serving."""
+    head = git(root, "rev-parse", "HEAD")
+
+    async def run():
+        async with server(root) as client:
+            cases = [
+                ("recall", {}, "memctl: error: recall: the argument query is required "
+                               "(hint: query is a text: What to look for, in Japanese or English.)"),
+                ("recall", {"query": "x", "k": 500}, "memctl: error: recall: the argument k must be an integer from 1 to 100, "
+                                                     "not 500 (hint: k is an integer from 1 to 100: How many hits.)"),
+                ("recall", {"query": "x", "k": "たくさん"}, "memctl: error: recall: the argument k must be an integer from 1 "
+                                                          "to 100, not 'たくさん' (hint: k is an integer from 1 to 100: How many hits.)"),
+                ("remember", {"name": "a", "description": "x", "importance": 2},
+                 "memctl: error: remember: the argument importance must be a number from 0 to 1 or null, not 2 "
+                 "(hint: importance is a number from 0 to 1 or null: 0-1 (default by type).)"),
+                ("forget", {"name": "a"}, "memctl: error: forget: the argument reason is required "
+                                          "(hint: reason is a text: Why it is forgotten: one line, kept in the archived file.)"),
+                ("recal", {"query": "x"}, "memctl: error: no tool named 'recal' (hint: the tools are remember, recall, "
+                                          "context, show, forget, episode_add, near_dup, ledger_append, state_show)"),
+            ]
+            for tool, arguments, expected in cases:
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error and result.content[0].text == expected, result.content[0].text
+                assert "pydantic" not in result.content[0].text and "validation error" not in result.content[0].text
+            error, found = await call(client, "recall", query="x")
+            assert not error and found["hits"] == []
+
+    anyio.run(run)
+    assert git(root, "rev-parse", "HEAD") == head

@@ -1,0 +1,109 @@
+"""`memctl mcp`'s relay (memctl/integrations/mcp_fast.py): initialize, tools/list and ping answered before
+the SDK is imported must be exactly what the SDK answers, and everything else must reach the SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from memctl import __version__
+from memctl.integrations import mcp_fast
+
+pytest.importorskip("mcp")
+
+
+def test_the_manifest_is_what_the_sdk_answers(root):
+    """The recorded answers equal the SDK's own for the tools as defined now (regenerate:
+    python -m memctl.integrations.mcp_fast)."""
+    assert mcp_fast.MANIFEST.read_text(encoding="utf-8") == mcp_fast.dumped(mcp_fast.record(root))
+
+
+def _exchange(root, messages: list[dict], relay: bool) -> list[dict]:
+    """Send the messages to `memctl mcp` as raw JSON lines, read until every request has its reply (at
+    most 120 s), then close stdin: every line the server wrote."""
+    import select
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop(mcp_fast.OFF_ENV, None)
+    if not relay:
+        env[mcp_fast.OFF_ENV] = "1"
+    wanted = {json.dumps(m["id"]) for m in messages if "id" in m}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "mcp", "--root", str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdin.write("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages).encode())
+    proc.stdin.flush()
+    replies, buffer, deadline = [], b"", time.monotonic() + 120
+    while wanted - {json.dumps(r.get("id")) for r in replies} and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 1)[0]:
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            replies += [json.loads(line) for line in lines]
+    proc.stdin.close()
+    proc.stdin = None  # communicate() must not flush it again
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    return replies + [json.loads(line) for line in (buffer + rest).splitlines()]
+
+
+def _by_id(replies: list[dict]) -> dict:
+    return {json.dumps(r.get("id")): r for r in replies}
+
+
+INIT = {"capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+SESSION = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "1999-01-01", **INIT}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "x"}},  # the SDK's to answer
+    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "デプロイ"}}},
+    {"jsonrpc": "2.0", "id": 6, "method": "resources/list"},
+    {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {"progressToken": 9}}},
+]
+
+
+def test_the_relay_answers_as_the_sdk_does(root):
+    """One session with and without the relay: the same replies, id by id, nothing lost or doubled (the
+    relayed initialize's own answer never reaches the client); an unknown protocol version gets the latest."""
+    fast, slow = _exchange(root, SESSION, relay=True), _exchange(root, SESSION, relay=False)
+    assert len(fast) == len(slow) == 7
+    assert _by_id(fast) == _by_id(slow)
+    init = _by_id(fast)["1"]["result"]
+    assert init["protocolVersion"] == mcp_fast.load()["latest"] and init["serverInfo"] == {"name": "memctl", "version": __version__}
+    assert len(_by_id(fast)['"list"']["result"]["tools"]) == 9
+
+
+def test_a_client_that_does_not_start_with_initialize_talks_to_the_sdk(root):
+    """A request before initialize, or a second initialize, is never answered from the manifest."""
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                {"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": "2025-06-18", **INIT}},
+                {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": "2025-06-18", **INIT}},
+                {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}]
+    fast, slow = _exchange(root, messages, relay=True), _exchange(root, messages, relay=False)
+    assert _by_id(fast) == _by_id(slow) and len(fast) == 4
+    assert "error" in _by_id(fast)["1"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["mcp"], {"root": None, "store": None}),
+    (["mcp", "--root", "/s"], {"root": "/s", "store": None}),
+    (["mcp", "--root=/s", "--store", "/t"], {"root": "/s", "store": "/t"}),
+    (["--root", "/g", "mcp"], {"root": "/g", "store": None}),
+    (["--root", "/g", "mcp", "--root", "/s"], {"root": "/s", "store": None}),
+    (["mcp", "--help"], None), (["mcp", "extra"], None), (["mcp", "--root"], None), (["mcp", "--bogus", "x"], None),
+])
+def test_memctl_mcp_skips_typer_for_its_plain_forms(argv, expected):
+    """`memctl mcp` is on the fast path (no Typer: tools listed sooner); anything else is Typer's to report."""
+    from memctl.cli import fast
+
+    plan = fast._plan(argv)
+    assert (plan[3]["mcp"] if plan else None) == expected
