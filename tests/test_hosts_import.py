@@ -218,3 +218,13 @@ def test_cli_imports_a_codex_session_and_names_a_bad_one_in_one_line(root, tmp_p
     odd.write_text('{"id": "s", "timestamp": "2025-05-01T00:00:00Z"}\n', encoding="utf-8")
     r = cli(root, "episode", "import", "codex", str(odd))
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "nothing imported from it" in r.stderr
+
+
+@pytest.mark.parametrize("host, src", [("codex", CODEX), ("gemini", GEMINI), ("cursor", CURSOR)])
+def test_hook_imports_the_transcript_a_hosts_hook_input_names(root, tmp_path, host, src):
+    # Codex, Gemini CLI and Cursor hand their hooks `transcript_path` (and `cwd`) on stdin, as Claude Code does.
+    path = copy(src, tmp_path)
+    hook_input = json.dumps({"session_id": "s", "transcript_path": str(path), "cwd": str(root), "hook_event_name": "SessionEnd"})
+    r = cli(root, "episode", "import", host, "--hook", input=hook_input)
+    assert (r.exit_code, r.stdout) == (0, "") and r.stderr.startswith("memctl: imported 4 episodes from 1 transcript"), r.stderr
+    assert cli(root, "episode", "import", host, "--hook", input=hook_input).stderr == "memctl: imported 0 episodes from 1 transcript\n"
