@@ -167,12 +167,11 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
         importance: float | None = None, tags: Sequence[str] = (), refs: Sequence[str] = (),
         commit_changes: bool = True, allow_secrets: bool = False) -> Episode:
     """Append one episode; `id` and `ts` are generated, importance defaults by type.
-    Secrets in its text are redacted, with a warning, unless `allow_secrets`."""
-    if not allow_secrets:
-        from .secrets import scrub
+    Secrets in its text are redacted, with a warning, unless `allow_secrets`; `<private>` text is always hidden."""
+    from .secrets import scrub
 
-        description, outcome, *more = scrub([description, outcome, *tags, *refs], "episode add")
-        tags, refs = more[:len(tags)], more[len(tags):]
+    description, outcome, *more = scrub([description, outcome, *tags, *refs], "episode add", secrets=not allow_secrets)
+    tags, refs = more[:len(tags)], more[len(tags):]
     description = description.strip()
     if not description:
         raise BadInput("an episode needs a description")

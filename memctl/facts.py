@@ -560,13 +560,14 @@ def _inherit(spec: FactInput, old_facts: list[fact_mod.Fact]) -> FactInput:
 _TEXT_FIELDS = ("description", "body", "why", "how", "source")
 
 
-def _scrubbed(spec: FactInput) -> FactInput:
-    """`spec` with the secrets in its text fields and tags redacted (secrets.scrub warns)."""
+def _scrubbed(spec: FactInput, secrets: bool = True) -> FactInput:
+    """`spec` with the private spans in its text fields and tags hidden and, unless not `secrets`,
+    the secrets redacted (secrets.scrub warns)."""
     from .secrets import scrub
 
     given = [f for f in _TEXT_FIELDS if getattr(spec, f) is not None]
     tags = spec.tags or ()
-    cleaned = scrub([getattr(spec, f) for f in given] + list(tags), "remember")
+    cleaned = scrub([getattr(spec, f) for f in given] + list(tags), "remember", secrets=secrets)
     changed = dict(zip(given, cleaned[:len(given)]))
     return replace(spec, **changed, tags=tuple(cleaned[len(given):]) if spec.tags is not None else None)
 
@@ -588,9 +589,9 @@ def remember(
     `vector_check`, when given, adds near matches found by an embedder to the
     keyword ones (reported, refused only with strict). It runs before the lock
     is taken: loading a model must not hold up other writers. Secrets in the
-    fact's text are redacted, with a warning, unless `allow_secrets`.
+    fact's text are redacted, with a warning, unless `allow_secrets`; `<private>` text is always hidden.
     """
-    spec = spec if allow_secrets else _scrubbed(spec)
+    spec = _scrubbed(spec, secrets=not allow_secrets)  # <private> text is hidden even when secrets are allowed
     _check_input(store, spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:

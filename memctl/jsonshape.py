@@ -275,7 +275,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
     ),
     "episode_import": (
         ("imported", "integer", "Episodes appended."),
-        ("redacted", "map[integer]", "Secrets redacted, by kind."),
+        ("redacted", "map[integer]", "Secrets redacted, by kind; `private`: `<private>` spans hidden."),
         ("bad_records", "integer", "Records that could not be read."),
         ("dry_run", "boolean", "Nothing was written."),
         ("commit", "string|null", "The commit."),

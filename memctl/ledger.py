@@ -335,12 +335,13 @@ def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
     return records
 
 
-def scrub_records(records: Sequence[Mapping[str, Any]], where: str) -> list[Mapping[str, Any]]:
-    """`records` with the secrets in their text values redacted (secrets.scrub warns)."""
+def scrub_records(records: Sequence[Mapping[str, Any]], where: str, secrets: bool = True) -> list[Mapping[str, Any]]:
+    """`records` with the private spans in their text values hidden and, unless not `secrets`, the
+    secrets redacted (secrets.scrub warns)."""
     from .secrets import scrub
 
     texts = [(i, key, value) for i, record in enumerate(records) for key, value in record.items() if isinstance(value, str)]
-    cleaned = scrub([value for _, _, value in texts], where)
+    cleaned = scrub([value for _, _, value in texts], where, secrets=secrets)
     if all(new is old for new, (_, _, old) in zip(cleaned, texts)):
         return list(records)
     out = [dict(record) for record in records]
@@ -493,10 +494,11 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
     column) refuses a record whose value is already in that column, compared
     as an exact string. Either all records are appended or none. `lock=False`
     is for a caller that holds the store lock already (it is not reentrant).
-    Secrets in the values are redacted, with a warning, unless `allow_secrets`.
+    Secrets in the values are redacted, with a warning, unless `allow_secrets`; `<private>` text is
+    always hidden.
     """
     ledger = open_ledger(store, name)
-    records = list(records) if allow_secrets else scrub_records(records, f"ledger append {name}")
+    records = scrub_records(records, f"ledger append {name}", secrets=not allow_secrets)  # <private> text: always
     encoded = encode_records(ledger, records)
     column = unique or ledger.unique
     if column is not None and column not in ledger.columns:

@@ -47,11 +47,17 @@ def might_hold_secret(text: str) -> bool:
     return _SUSPECT.search(text) is not None
 
 
-def scrub(texts: Sequence[str], where: str, *, quiet: bool = False) -> list[str]:
-    """`texts` with every secret redacted; one warning names `where` and the kinds (none when `quiet`).
+def scrub(texts: Sequence[str], where: str, *, quiet: bool = False, secrets: bool = True) -> list[str]:
+    """`texts` with every private span hidden and every secret redacted; one warning names `where` and
+    the kinds of secrets (none when `quiet`). `secrets=False` (`--allow-secrets`) hides the private spans only.
 
     Raises Refused without detect-secrets, when a text might hold a secret: nothing is written unredacted.
     """
+    from .private import hide_all
+
+    texts, _ = hide_all(list(texts))
+    if not secrets:
+        return texts
     suspect = [might_hold_secret(text) for text in texts]
     if not any(suspect):
         return list(texts)

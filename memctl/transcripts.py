@@ -21,18 +21,18 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
-from datetime import timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import episodes, ledger
 from .errors import BadInput, NotFound
 from .fsutil import atomic_write
-from .importers import TYPES, Parsed, Turn, cut, lines, redact
+from .importers import MAX_LINE_BYTES, TYPES, Parsed, Turn, cut, lines, redact
+from .importers.hosts import HOSTS, Host
 from .store import Store
 
-FORMATS = ("claude-code", "messages")
-DEFAULT_AGENT = {"claude-code": "claude-code", "messages": "agent"}
+FORMATS = tuple(HOSTS)
 MAX_CHARS = 2000
 MAX_FILE_MB = 256
 STATE_FILE = "imports.json"
@@ -108,23 +108,19 @@ def settings_for(store: Store) -> Settings:
     return Settings(max_chars, float(max_mb), tuple(patterns))
 
 
-def claude_projects_dir() -> Path:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
-    return Path(base) / "projects"
+def project_transcripts(fmt: str, project: str | os.PathLike) -> list[Path]:
+    """The transcript files of a project for a host: a folder of them, or the host's own folder for
+    a working directory (memctl/importers/places.py; docs/TRANSCRIPTS.md, per host)."""
+    from .importers import places
+
+    _host(fmt)
+    return places.project_transcripts(fmt, project)
 
 
-def project_transcripts(project: str | os.PathLike) -> list[Path]:
-    """The `*.jsonl` files of a Claude Code project folder, or of the folder Claude Code keeps for
-    a working directory (`~/.claude/projects/<path with every non-alphanumeric character as ->`)."""
-    folder = Path(project).expanduser()
-    if folder.is_dir() and any(folder.glob("*.jsonl")):
-        return sorted(folder.glob("*.jsonl"))
-    encoded = re.sub(r"[^A-Za-z0-9]", "-", str(folder.resolve()))
-    kept = claude_projects_dir() / encoded
-    if kept.is_dir():
-        return sorted(kept.glob("*.jsonl"))
-    raise NotFound(f"no transcripts for {project}: neither it nor {kept} holds *.jsonl files",
-                   hint="give the transcript files, or the project folder under ~/.claude/projects")
+def _host(fmt: str) -> Host:
+    if fmt not in HOSTS:
+        raise BadInput(f"unknown transcript format {fmt!r}", hint=" | ".join(FORMATS))
+    return HOSTS[fmt]
 
 
 def _state_path(store: Store) -> Path:
@@ -164,47 +160,75 @@ class _Read:
     next_line: int
     torn: bool
     tail: str
+    resumable: bool = True  # False for a file read whole every time (a Gemini `.json` session, rewritten)
 
 
-def _read(path: Path, fmt: str, *, tools: bool, settings: Settings, saved: Any) -> _Read:
-    from .importers import claude_code, messages
-
+def _open_checked(path: Path, settings: Settings, saved: Any, whole: bool) -> tuple[bytes, int, int, bytes, float]:
+    """(new bytes, their offset, their first line number, the file's first line when reading from
+    later on, the file's modification time): a symbolic link, a missing file, too many bytes are refused."""
     try:
+        if path.is_symlink():
+            raise BadInput(f"{path}: a symbolic link; a transcript is not read through a link",
+                           hint="give the file it points to")
         if not path.exists():
             raise NotFound(f"no such file: {path}")
         if not path.is_file():
             raise BadInput(f"{path}: not a file")
-        size = path.stat().st_size
-        start, first_line = _resume_point(path, size, saved)
+        info = path.stat()
+        size = info.st_size
+        start, first_line = (0, 1) if whole else _resume_point(path, size, saved)
         if size - start > settings.max_file_mb * 1024 * 1024:
             raise BadInput(
                 f"{path}: {(size - start) / 1048576:.0f} MB to read, more than [import] max_file_mb = {settings.max_file_mb:g}",
                 hint="raise [import] max_file_mb in memctl.toml to import it",
             )
         with open(path, "rb") as handle:
+            head = handle.readline(MAX_LINE_BYTES + 1) if start else b""  # the first line: the session's own record
             handle.seek(start)
             data = handle.read()
     except OSError as exc:
         raise BadInput(f"{path}: {exc.strerror or exc}") from None
     if b"\x00" in data[:8192]:
         raise BadInput(f"{path}: a binary file, not a JSONL transcript")
+    return data, start, first_line, head, info.st_mtime
+
+
+def _first(numbered: list[tuple[int, Any]], head: bytes) -> tuple[int, Any]:
+    """The file's first record (line number, value): from `head` when reading starts later on."""
+    if head:
+        return next(((n, v) for n, _, v in lines(head + b"\n" * (not head.endswith(b"\n")))), (1, None))
+    return next(((n, v) for n, v in numbered if v is not None), (1, None))
+
+
+def _read(path: Path, host: Host, *, tools: bool, settings: Settings, saved: Any) -> _Read:
+    whole = host.whole is not None and path.suffix == ".json"
+    data, start, first_line, head, mtime = _open_checked(path, settings, saved, whole)
     numbered: list[tuple[int, Any]] = []
     end, line = 0, first_line - 1
-    for line, end, value in lines(data, 0, first_line):
-        numbered.append((line, value))
-    session = path.stem
-    parser = claude_code.parse if fmt == "claude-code" else messages.parse
-    parsed = parser(numbered, session=session, tools=tools)
+    if whole:
+        try:
+            numbered = host.whole(json.loads(data.decode("utf-8")))
+        except ValueError as exc:  # UnicodeDecodeError included
+            raise BadInput(f"{path}: not a JSON session file ({exc}); nothing imported from it", hint=host.hint) from None
+        end, line = len(data), len(numbered)
+    else:
+        for line, end, value in lines(data, 0, first_line):
+            numbered.append((line, value))
+    at, first = _first(numbered, head)
+    if first is not None:
+        problem = host.check(first) if not isinstance(first, str) else f"line {at}: {first}" if host.strict else ""
+        if problem:
+            raise BadInput(f"{path}: {problem}; nothing imported from it", hint=host.hint)
+    modified = datetime.fromtimestamp(mtime, tz=timezone.utc).astimezone() if host.timeless else None
+    parsed = host.parse(numbered, session=host.session_of(path, first), tools=tools, modified=modified)
     parsed.end = start + end
     if parsed.records and parsed.bad == parsed.records:
-        raise BadInput(f"{path}: not a JSONL transcript ({parsed.first_bad})",
-                       hint="a transcript holds one JSON object per line" if fmt == "messages" else
-                       "Claude Code writes ~/.claude/projects/<project>/<session-id>.jsonl")
+        raise BadInput(f"{path}: not a JSONL transcript ({parsed.first_bad})", hint=host.hint)
     torn = parsed.end < start + len(data)
     with open(path, "rb") as handle:
         handle.seek(max(0, parsed.end - _TAIL))
         tail = _tail_hash(handle.read(min(parsed.end, _TAIL)))
-    return _Read(path, parsed, start, line + 1, torn, tail)
+    return _Read(path, parsed, start, line + 1, torn, tail, resumable=not whole)
 
 
 # ---------------------------------------------------------------- what the ledger holds
@@ -260,13 +284,12 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
     A file that cannot be read as a transcript is an error (nothing is
     imported), unless `skip_bad_files`: then it is reported and left out.
     """
-    if fmt not in FORMATS:
-        raise BadInput(f"unknown transcript format {fmt!r}", hint=" | ".join(FORMATS))
+    host = _host(fmt)
     if not paths:
         raise BadInput("no transcript to import", hint="give transcript files (FILE.jsonl) or a project folder", kind="no-transcript")
     settings = settings_for(store)
     redactor = redact.build(settings.redact_patterns)  # refuses without detect-secrets, before any read
-    agent = agent if agent is not None else (os.environ.get("MEMCTL_AGENT") or DEFAULT_AGENT[fmt])
+    agent = agent if agent is not None else (os.environ.get("MEMCTL_AGENT") or host.agent)
     state = _load_state(store)
     reads: list[_Read] = []
     problems: list[FileReport] = []
@@ -277,7 +300,7 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
             continue
         seen_paths.add(key)
         try:
-            reads.append(_read(path, fmt, tools=tools, settings=settings, saved=state.get(key)))
+            reads.append(_read(path, host, tools=tools, settings=settings, saved=state.get(key)))
         except BadInput as exc:
             if not skip_bad_files:
                 raise
@@ -317,7 +340,8 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
             last = done.path.read_bytes().count(b"\n")
             result.episodes = [replace(e, lineno=last - len(made) + 1 + i) for i, e in enumerate(made)]
         for read in reads:
-            state[_key(read.path)] = {"end": read.parsed.end, "line": read.next_line, "tail": read.tail}
+            if read.resumable:
+                state[_key(read.path)] = {"end": read.parsed.end, "line": read.next_line, "tail": read.tail}
         store.cache_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(_state_path(store), json.dumps(state, sort_keys=True, indent=1) + "\n")
     return result

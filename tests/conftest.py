@@ -106,6 +106,27 @@ def memctl(root: Path | None, *args: str, input: str | bytes | None = None, env:
                           text=not isinstance(input, bytes))
 
 
+def mcp_calls(root: Path, env: dict, calls: list[tuple[str, dict]]) -> list:
+    """Call MCP tools in order on one real `memctl mcp` server; each call must succeed."""
+    mcp = pytest.importorskip("mcp")
+    anyio = pytest.importorskip("anyio")
+    results = []
+
+    async def run():
+        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memctl", "mcp", "--root", str(root)],
+                                           env={**os.environ, **env})
+        async with mcp.stdio_client(params) as (read, write):
+            async with mcp.ClientSession(read, write) as client:
+                await client.initialize()
+                for tool, arguments in calls:
+                    result = await client.call_tool(tool, arguments)
+                    assert not result.is_error, result.content
+                    results.append(result)
+
+    anyio.run(run)
+    return results
+
+
 def fact_versions(folder: Path) -> dict[str, Path]:
     """Base, ours and theirs of one fact, as git hands them to a merge driver (ours is the newest)."""
     fact = "---\nname: n\ndescription: {d}\nmetadata:\n  updated: {u}\n---\n"

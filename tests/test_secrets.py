@@ -11,9 +11,7 @@ work tree's ledgers and facts, in `.memctl/`, or in `git log -p`.
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import git, memctl
+from conftest import git, mcp_calls, memctl
 from memctl import secrets
 from memctl.importers import redact
 from secret_fakes import ENV_DB, ENV_STRIPE, FAKES, GITHUB_CLASSIC, ORDINARY, PW_EN_2
@@ -119,8 +117,6 @@ def test_a_failing_tool_result_is_redacted_as_written_before_its_label(root, tmp
 
 
 def test_no_secret_reaches_the_ledgers_the_facts_or_git_history(root, tmp_path):
-    mcp = pytest.importorskip("mcp")
-    anyio = pytest.importorskip("anyio")
     env = {**NOW, "MEMCTL_AGENT": "tester"}
     # 1. episode import: every fake as a prompt, and a reply holding them all.
     transcript = tmp_path / "s-secrets.jsonl"
@@ -149,26 +145,13 @@ def test_no_secret_reaches_the_ledgers_the_facts_or_git_history(root, tmp_path):
     assert described.returncode == 0 and "github-token" in described.stderr
     # 5. the MCP write tools, and its recall (the access log).
     lines = [text for _, text, _ in FAKES]
-
-    async def over_mcp():
-        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "memctl", "mcp", "--root", str(root)],
-                                           env={**os.environ, **env})
-        async with mcp.stdio_client(params) as (read, write):
-            async with mcp.ClientSession(read, write) as client:
-                await client.initialize()
-                for n, chunk in enumerate(chunks()):
-                    joined = "\n".join(text for _, text, _ in chunk)
-                    calls = [("remember", dict(name=f"mcp-notes-{n}", description=f"MCP メモ {n}", body=joined, tags=["ops"])),
-                             ("episode_add", dict(description=joined, type="decision")),
-                             ("ledger_append", dict(name="notes", records=[{"date": "2026-05-03", "text": joined}]))]
-                    for tool, arguments in calls:
-                        result = await client.call_tool(tool, arguments)
-                        assert not result.is_error, result.content
-                for line in lines[:12]:
-                    result = await client.call_tool("recall", {"query": f"接続メモ {line}"})
-                    assert not result.is_error, result.content
-
-    anyio.run(over_mcp)
+    calls = []
+    for n, chunk in enumerate(chunks()):
+        joined = "\n".join(text for _, text, _ in chunk)
+        calls += [("remember", dict(name=f"mcp-notes-{n}", description=f"MCP メモ {n}", body=joined, tags=["ops"])),
+                  ("episode_add", dict(description=joined, type="decision")),
+                  ("ledger_append", dict(name="notes", records=[{"date": "2026-05-03", "text": joined}]))]
+    mcp_calls(root, env, calls + [("recall", {"query": f"接続メモ {line}"}) for line in lines[:12]])
     # 6. queries: recall and the prompt hook, whose rows the access log keeps and `ledger commit access` commits.
     for line in lines:
         assert memctl(root, "recall", f"接続メモ {line}", env=env).returncode == 0

@@ -275,9 +275,9 @@ def episode_recall(
 @episode_app.command("import")
 def episode_import(
     ctx: typer.Context,
-    format_: Annotated[str, typer.Argument(help="claude-code | messages (JSONL with role, content, ts).", metavar="FORMAT")],
-    files: Annotated[Optional[list[Path]], typer.Argument(help="Transcript files (.jsonl).", metavar="[FILE]...", show_default=False)] = None,
-    project: Annotated[Optional[Path], typer.Option("--project", help="Every *.jsonl of a Claude Code project folder, or of the folder Claude Code keeps for this working directory.", metavar="DIR")] = None,
+    format_: Annotated[str, typer.Argument(help="claude-code | codex | gemini | cursor | messages (JSONL with role, content, ts).", metavar="FORMAT")],
+    files: Annotated[Optional[list[Path]], typer.Argument(help="Transcript files (.jsonl; Gemini's .json too).", metavar="[FILE]...", show_default=False)] = None,
+    project: Annotated[Optional[Path], typer.Option("--project", help="Every transcript in DIR, or the ones the host keeps for the working directory DIR (docs/TRANSCRIPTS.md, per host).", metavar="DIR")] = None,
     hook: Annotated[bool, typer.Option("--hook", help="Read a Claude Code hook's JSON on stdin and import its transcript_path; always exits 0.")] = False,
     store: Annotated[Optional[str], typer.Option("--store", help="With --hook: the store to use when none is found from the hook input's cwd or CLAUDE_PROJECT_DIR (written by `agent install --store`).", metavar="DIR")] = None,
     tools: Annotated[bool, typer.Option("--tools", help="Also import tool calls (names) and failed tool results.")] = False,
@@ -301,7 +301,7 @@ def episode_import(
 
         raise BadInput("give transcript files or --project, not both")
     store = store_from(ctx, committing=not (no_commit or dry_run))
-    paths = list(files or []) or (transcripts.project_transcripts(project) if project is not None else [])
+    paths = list(files or []) or (transcripts.project_transcripts(format_, project) if project is not None else [])
     result = transcripts.import_files(store, format_, paths, tools=tools, agent=agent, dry_run=dry_run,
                                       skip_bad_files=project is not None, commit_changes=not no_commit)
     _render_import(result, json)
@@ -345,11 +345,15 @@ def _render_import(result, json: bool, *, quiet: bool = False) -> None:
         elif f.bad:
             output.warn(f"{f.path}: {f.bad} bad record{'s' if f.bad != 1 else ''} skipped (first: {f.first_bad})")
     already = sum(f.already for f in result.files)
-    secrets = sum(result.redacted.values())
+    hidden = result.redacted.get("private", 0)
+    found = {k: v for k, v in result.redacted.items() if k != "private"}
+    secrets = sum(found.values())
     parts = [f"{already} already imported"] if already else []
+    if hidden:
+        parts.append(f"{hidden} private span{'s' if hidden != 1 else ''} hidden")
     if secrets:
         parts.append(f"{secrets} secret{'s' if secrets != 1 else ''} redacted ("
-                     + ", ".join(f"{k} {v}" for k, v in sorted(result.redacted.items())) + ")")
+                     + ", ".join(f"{k} {v}" for k, v in sorted(found.items())) + ")")
     verb = "would import" if result.dry_run else "imported"
     where = f" (commit {result.commit[:10]})" if result.commit else ""
     count = len(result.episodes)

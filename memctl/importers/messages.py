@@ -9,34 +9,29 @@ blocks), `ts` (ISO-8601), and optionally `id` (kept as the record's id) and
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Iterable
 
-from . import Parsed, Turn, clean, objects, parse_ts
-from .claude_code import _texts
+from . import Parsed, Turn, clean, objects, record_id, stamped, texts
 
 _ROLES = {"user": "prompt", "assistant": "reply", "tool": "tool", "error": "error"}
 
 
-def parse(records: Iterable[tuple[int, Any]], *, session: str, tools: bool = False) -> Parsed:
+def parse(records: Iterable[tuple[int, Any]], *, session: str, tools: bool = False, modified: Any = None) -> Parsed:
     out = Parsed()
     for line, record in objects(records, out):
         role = record.get("role")
         if not isinstance(role, str) or "content" not in record:
             out.skip(line, "no `role` or `content`")
             continue
-        when = parse_ts(record.get("ts"))
+        when = stamped(out, line, record.get("ts"), "ts")
         if when is None:
-            out.skip(line, "no valid `ts`")
             continue
         kind = _ROLES.get(role)
-        text = clean("\n\n".join(_texts(record["content"])))
+        text = clean("\n\n".join(texts(record["content"])))
         if kind is None or not text or (kind in ("tool", "error") and not tools):
             out.left_out += 1
             continue
         sid = record.get("session") if isinstance(record.get("session"), str) and record.get("session") else session
-        rid = record.get("id")
-        if not isinstance(rid, (str, int)) or not str(rid) or any(c in str(rid) for c in ",\t\n "):
-            rid = "line-" + hashlib.sha1(f"{sid}\n{record.get('ts')}\n{role}\n{text}".encode()).hexdigest()[:16]
-        out.turns.append(Turn(str(rid), sid, when, kind, text, line))
+        rid = record_id(record.get("id"), sid, record.get("ts"), role, text)
+        out.turns.append(Turn(rid, sid, when, kind, text, line))
     return out

@@ -10,7 +10,8 @@ headers, passwords in English and Japanese prose and on command lines), and
 the store's own `[import] redact_patterns`. The entropy detectors are left
 out: on prose they flag every hash and id.
 
-Each text is scanned as a whole and every match is replaced by
+Text between `<private>` and `</private>` goes first (memctl/private.py): `[private]`, counted
+as `private`. Then each text is scanned as a whole and every match is replaced by
 `[REDACTED:<kind>]`; the counts per kind go into the import's summary.
 memctl/secrets.py runs the same (`built_in`) on every other write (facts,
 ledger rows, the access log). Without detect-secrets installed, `Redactor`
@@ -26,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 from ..errors import BadInput, Refused, install_hint
+from ..private import hide
+
+PRIVATE = "private"  # the count of `<private>` spans hidden, beside the secrets' kinds
 
 # Public IPs are not secrets; the entropy plugins are not regex based and are never used. memctl's
 # own JWT pattern replaces the library's, which leaves the signature and is quadratic on `eyJeyJ...`.
@@ -88,7 +92,11 @@ class Redactor:
     counts: dict[str, int] = field(default_factory=dict)
 
     def redact(self, text: str) -> str:
-        """`text` with every secret replaced by `[REDACTED:<kind>]`; counts what it replaced."""
+        """`text` with each `<private>` span replaced by `[private]` (counted as `private`), then every
+        secret by `[REDACTED:<kind>]`; counts what it replaced."""
+        text, hidden = hide(text)
+        if hidden:
+            self.counts[PRIVATE] = self.counts.get(PRIVATE, 0) + hidden
         spans: list[tuple[int, int, str]] = []
         lines: list[tuple[int, str]] | None = None
         for det in self.detectors:

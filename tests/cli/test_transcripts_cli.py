@@ -104,7 +104,7 @@ def test_hook_outside_any_store_still_exits_0(tmp_path, project):
 
 
 @pytest.mark.parametrize("args, message, code", [
-    (["episode", "import", "slack"], "unknown transcript format 'slack' (hint: claude-code | messages)", 2),
+    (["episode", "import", "slack"], "unknown transcript format 'slack' (hint: claude-code | codex | gemini | cursor | messages)", 2),
     (["episode", "import", "claude-code"], "no transcript to import (hint: give FILE.jsonl arguments or --project DIR)", 2),
     (["episode", "import", "claude-code", "a.jsonl", "--project", "."], "give transcript files or --project, not both", 2),
     (["episode", "import", "claude-code", "/nonexistent/a.jsonl"], "no such file: /nonexistent/a.jsonl", 3),  # not found: 3 everywhere
