@@ -108,21 +108,22 @@ def _check_installed(host: str, folder: Path, root: Path) -> None:
         assert "beforeSubmitPrompt" not in doc["hooks"]  # Cursor's prompt hook cannot add context
 
 
-@pytest.mark.parametrize(("host", "name", "text", "said"), [
-    ("codex", "config.toml", 'model = "o3"\n[mcp_servers\n', "not valid TOML"),
-    ("codex", "config.toml", 'mcp_servers = { docs = { command = "x" } }\n', "not valid TOML"),  # inline: no new table
-    ("codex", "config.toml", '[mcp_servers.memctl]\ncommand = "mine"\n', "memctl did not write"),
-    ("gemini", "settings.json", '{"theme": "dark",}', "not valid JSON"),
-    ("cursor", "hooks.json", '{"version": 1, "hooks": []}', "'hooks' is not a JSON object"),
+@pytest.mark.parametrize(("host", "name", "text", "said", "code"), [
+    ("codex", "config.toml", 'model = "o3"\n[mcp_servers\n', "not valid TOML", 2),
+    ("codex", "config.toml", 'mcp_servers = { docs = { command = "x" } }\n', "not valid TOML", 2),  # inline: no new table
+    ("codex", "config.toml", '[mcp_servers.memctl]\ncommand = "mine"\n', "memctl did not write", 1),
+    ("gemini", "settings.json", '{"theme": "dark",}', "not valid JSON", 2),
+    ("gemini", "policies/memctl.toml", '[[rule]]\ntoolName = "x"\ndecision = "deny"\npriority = 1\n', "memctl did not write", 1),
+    ("cursor", "hooks.json", '{"version": 1, "hooks": []}', "'hooks' is not a JSON object", 2),
 ])
-def test_a_bad_config_file_is_refused_and_left_untouched(tmp_path, root, host, name, text, said):
+def test_a_bad_config_file_is_refused_and_left_untouched(tmp_path, root, host, name, text, said, code):
     project = tmp_path / "p"
-    (project / hosts.HOST[host].folder).mkdir(parents=True)
     bad = project / hosts.HOST[host].folder / name
+    bad.parent.mkdir(parents=True)
     bad.write_text(text, encoding="utf-8")
     before = _snapshot(project)
     done = memctl(None, "agent", "install", host, "--project", str(project), "--store", str(root))
-    assert done.returncode in (1, 2) and done.stdout == ""
+    assert done.returncode == code and done.stdout == ""
     assert done.stderr.startswith("memctl: error: ") and said in done.stderr and len(done.stderr.splitlines()) == 1
     assert _snapshot(project) == before
 
