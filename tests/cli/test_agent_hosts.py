@@ -197,3 +197,19 @@ def test_codex_block_goes_in_and_out_byte_for_byte(text):
     assert changed.count(codex_toml.BEGIN) == 1 and tomllib.loads(changed)["mcp_servers"]["memctl"]["args"] == ["mcp"]
     assert codex_toml.without_block(changed) == (text, True)
     assert codex_toml.without_block(text or "") == (text or "", False)
+
+
+def test_the_read_tools_are_the_servers_tools_that_only_read(root):
+    """READ_TOOLS (approved without a prompt in Codex and Gemini CLI) names real tools, and, where the
+    server declares annotations, exactly those whose readOnlyHint is true."""
+    import anyio
+
+    from memctl.integrations.mcp_server import build
+
+    tools = anyio.run(build(root).list_tools)
+    names = {tool.name for tool in tools}
+    assert set(hosts.READ_TOOLS) < names and {"remember", "forget", "episode_add", "ledger_append"} <= names - set(hosts.READ_TOOLS)
+    for tool in tools:
+        hint = getattr(tool.annotations, "readOnlyHint", None)
+        if hint is not None:
+            assert hint == (tool.name in hosts.READ_TOOLS), tool.name
