@@ -65,7 +65,8 @@ def test_install_twice_then_uninstall_leaves_no_trace(tmp_path, host, scope, roo
     assert again.exit_code == 0, again.stderr
     assert "nothing changed" in again.stderr and _snapshot(home, project) == installed
 
-    if scope == "project":  # status runs each entry once (the server and the hooks): once per host is enough
+    if scope == "project" and host != "gemini":  # status runs each entry once (server, hooks): slow; Codex's TOML and
+        # Claude-shaped hooks, Cursor's JSON and flat hooks cover what Gemini's files have
         status = cli(None, "agent", "status", host, "--project", str(project), "--json")
         assert status.exit_code == 0, status.stderr
         row = next(r for r in json.loads(status.stdout) if r["scope"] == scope)
