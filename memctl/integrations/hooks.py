@@ -73,7 +73,7 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
     os.environ.setdefault("MEMCTL_AGENT", host or AGENT_NAME)
     checking = checked()
     limit = _timeout()
-    found, problem = None, None
+    found, problem, printed = None, None, False
     try:
         cancel = _guard(limit, event)
         try:
@@ -95,12 +95,18 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
         if text:
             stdout.write(hook_output(host, event, within(text, MAX_CHARS)))
             stdout.flush()
+            printed = True
     except HookTimeout:
         problem = f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)"
     except Exception as exc:  # noqa: BLE001  (a hook never fails the prompt; the reason goes to stderr)
         problem = reason(exc)
     if problem:
         _note(event, problem)
+    if host == "gemini" and not printed:
+        # Gemini CLI reads stderr as the hook's output when stdout is empty (shown to the user as a
+        # message): an empty object keeps a note on stderr a log line, as for the other agents.
+        stdout.write("{}\n")
+        stdout.flush()
     if checking:
         say_checked(found, problem)
     return 0

@@ -182,6 +182,12 @@ def test_cursor_prompt_hook_prints_nothing_and_says_why(root):
     assert ran.returncode == 0 and ran.stdout == "" and "cannot add context" in ran.stderr
 
 
+def test_gemini_hook_with_nothing_to_add_prints_an_empty_object(tmp_path):
+    """Gemini CLI shows stderr to the user when stdout is empty: `{}` keeps the note a log line."""
+    ran = memctl(None, "hook", "prompt", "--host", "gemini", input=json.dumps({"cwd": str(tmp_path), "prompt": "deploy"}))
+    assert ran.returncode == 0 and ran.stdout == "{}\n" and "no memctl store found" in ran.stderr
+
+
 # ---------------------------------------------------------------- codex_toml, in-process
 
 SERVER = {"name": "memctl", "command": "/x/memctl", "args": ["mcp", "--store", "/s/メモ"], "env": {"MEMCTL_AGENT": "codex"}}
