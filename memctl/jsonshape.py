@@ -202,7 +202,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("path", "string", "The settings or MCP file (absolute)."),
         ("action", "string", "create, update or remove."),
         ("changes", "list[string]", "What changes, in words."),
-        ("content", "object|null", "The file's JSON after the change; null when it is removed."),
+        ("content", "object|string|null", "The file's JSON after the change (a TOML file: its text); null when it is removed."),
     ),
     # ------------------------------------------------ per-command envelopes
     "init": (
@@ -559,7 +559,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
     ),
     "agent_status": (
         ("scope", "string", "project, local or user."),
-        ("settings", "string", "The settings file."),
+        ("settings", "string", "The settings file (the hooks' file)."),
         ("mcp_file", "string", "The MCP configuration file."),
         ("hooks", "map[list[string]]", "memctl's hook commands installed, by event."),
         ("mcp", "string|null", "memctl's MCP server entry as a command line; null if absent."),
@@ -579,6 +579,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("scope", "string", "project, local or user."),
         ("dry_run", "boolean", "Nothing was written."),
         ("changes", "list[@agent_file_change]", "Per file written (or that would be)."),
+        ("found?", "list[string]", "With --all: each agent found on this machine and what showed it (`codex: /home/me/.codex`)."),
     ),
     "sync": (
         ("remote", "string", "The remote."),

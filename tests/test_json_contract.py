@@ -155,6 +155,10 @@ def runs(tmp_path_factory) -> dict[str, list[subprocess.CompletedProcess]]:
         r = _run(env, a, *argv, input=stdin)
         assert r.returncode in codes, f"{case}: {argv} -> {r.returncode}\n{r.stderr}"
         keep(case, r)
+    (Path(env["HOME"]) / ".cursor").mkdir()  # an agent found on this machine, for `agent install --all`
+    r = _run(env, a, "agent", "install", "--all", "--scope", "user", "--dry-run", "--json")
+    assert r.returncode == 0, r.stderr
+    keep("agent install", r)
     # The embed server: what it prints once ready, then --stop names it.
     server = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(a), "embed-server", "--json"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -391,15 +391,24 @@ def _context(args: list[str]):
     )
 
 
-def _store_option(args: list[str]) -> str | None:
-    """A hook's `--store PATH` (or --store=PATH) as installed: its value, "" without it, None for anything else."""
-    if not args:
-        return ""
-    if len(args) == 2 and args[0] == "--store" and args[1]:
-        return args[1]
-    if len(args) == 1 and args[0].startswith("--store=") and len(args[0]) > len("--store="):
-        return args[0][len("--store="):]
-    return None
+def _hook_options(args: list[str]) -> dict | None:
+    """A hook's options as installed: `--host NAME` and `--store PATH` (or --opt=VALUE), each at most
+    once, in either order; {"store": ..., "host": ...} (None for one not given), or None for anything else."""
+    found: dict = {"store": None, "host": None}
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        name, eq, value = word.partition("=")
+        if name not in ("--store", "--host") or found[name[2:]] is not None:
+            return None
+        if not eq:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if not value:
+            return None
+        found[name[2:]] = value
+    return found
 
 
 def _mcp(root: str | None, args: list[str]):
@@ -421,9 +430,9 @@ def _plan(argv: list[str]):
         from ..integrations.hooks import EVENTS
 
         # A hook finds its store itself and never fails: it is not a body of the kind below.
-        store = _store_option(rest[2:])
-        return (root, None, None, {"event": rest[1], "store": store or None}) if (
-            len(rest) > 1 and rest[1] in EVENTS and store is not None) else None
+        options = _hook_options(rest[2:])
+        return (root, None, None, {"event": rest[1], **options}) if (
+            len(rest) > 1 and rest[1] in EVENTS and options is not None) else None
     if rest[:1] == ["mcp"]:  # a server: it reports its errors itself, like a hook
         found_mcp = _mcp(root, rest[1:])
         return None if found_mcp is None else (root, None, None, {"mcp": found_mcp})
@@ -470,7 +479,7 @@ def run(argv: list[str]) -> int | None:
     if body is None:
         from ..integrations import hooks
 
-        return hooks.run(root, kwargs["event"], store=kwargs["store"])
+        return hooks.run(root, kwargs["event"], store=kwargs["store"], host=kwargs["host"])
     from .. import errors, output
     from ..store import load_store
 

@@ -16,6 +16,10 @@ over the recall index (no model is ever loaded in the hook); only facts at or
 above recall's relevance floor, a few lines within a small token budget, and
 nothing at all when nothing is relevant. cli/fast.py runs both without building
 the Typer app.
+
+`--host codex|gemini|cursor` (written by `agent install <host>`) wraps what is printed in the
+JSON that host reads instead of Claude Code's plain text (`hook_output`); the input is read the
+same way (their hooks give `cwd` and `prompt` as Claude Code does; Cursor gives `workspace_roots`).
 """
 
 from __future__ import annotations
@@ -44,6 +48,15 @@ RESIDENT_ENV = "MEMCTL_HOOK_RESIDENT"  # "0": the SessionStart hook starts none 
 # says on stderr, in a line starting with CHECK_LINE, which store it reached (integrations/probe.py).
 CHECK_ENV = "MEMCTL_AGENT_CHECK"
 CHECK_LINE = "check: "
+# What each host reads from a hook's stdout (docs/AGENTS.md): Claude Code takes plain text; Codex and
+# Gemini CLI take JSON only, the text in hookSpecificOutput.additionalContext under their own event
+# name; Cursor's sessionStart takes {"additional_context": ...} and its prompt hook cannot add context.
+HOSTS = ("claude-code", "codex", "gemini", "cursor")
+HOST_EVENTS = {
+    "codex": {"session-start": "SessionStart", "prompt": "UserPromptSubmit"},
+    "gemini": {"session-start": "SessionStart", "prompt": "BeforeAgent"},
+    "cursor": {"session-start": "sessionStart"},
+}
 
 
 class HookTimeout(BaseException):
@@ -51,41 +64,65 @@ class HookTimeout(BaseException):
 
 
 def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
-        store: str | None = None) -> int:
-    """Run one hook; always exit code 0 (see the module docstring). `store`: the one named at install."""
+        store: str | None = None, host: str | None = None) -> int:
+    """Run one hook; always exit code 0 (see the module docstring). `store`: the one named at install;
+    `host`: whose hook this is (the output's format, and the agent recorded), Claude Code's by default."""
     from .claude_code import AGENT_NAME
 
     stdout = stdout or sys.stdout
-    os.environ.setdefault("MEMCTL_AGENT", AGENT_NAME)
+    os.environ.setdefault("MEMCTL_AGENT", host or AGENT_NAME)
     checking = checked()
     limit = _timeout()
-    found, problem = None, None
+    found, problem, printed = None, None, False
     try:
         cancel = _guard(limit, event)
         try:
             payload = read_input(stdin or sys.stdin.buffer)
             asked = prompt_of(payload)
             text = ""
+            if host not in (None, *HOSTS):
+                raise ValueError(f"unknown host {host!r} (one of {', '.join(HOSTS)})")
             if event == "session-start":
                 found = locate(root, payload, store)
                 text = session_start(open_found(found), log=not checking)
+            elif asked and host == "cursor":
+                problem = "Cursor's prompt hook cannot add context (its sessionStart hook can)"
             elif asked:  # no prompt: nothing to do, not even finding the store
                 found = locate(root, payload, store)
                 text = prompt(open_found(found), asked, log=not checking)
         finally:
             cancel()  # before any handler below runs, so the alarm cannot fire inside one
         if text:
-            stdout.write(within(text, MAX_CHARS))
+            stdout.write(hook_output(host, event, within(text, MAX_CHARS)))
             stdout.flush()
+            printed = True
     except HookTimeout:
         problem = f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)"
     except Exception as exc:  # noqa: BLE001  (a hook never fails the prompt; the reason goes to stderr)
         problem = reason(exc)
     if problem:
         _note(event, problem)
+    if host == "gemini" and not printed:
+        # Gemini CLI reads stderr as the hook's output when stdout is empty (shown to the user as a
+        # message): an empty object keeps a note on stderr a log line, as for the other agents.
+        stdout.write("{}\n")
+        stdout.flush()
     if checking:
         say_checked(found, problem)
     return 0
+
+
+def hook_output(host: str | None, event: str, text: str) -> str:
+    """What the hook prints for `host`: the text itself for Claude Code, else one line of the JSON
+    that host reads (HOST_EVENTS)."""
+    import json
+
+    if host in (None, "claude-code"):
+        return text
+    if host == "cursor":
+        return json.dumps({"additional_context": text}, ensure_ascii=False) + "\n"
+    output = {"hookEventName": HOST_EVENTS[host][event], "additionalContext": text}
+    return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False) + "\n"
 
 
 def within(text: str, limit: int) -> str:
@@ -195,6 +232,9 @@ def locate(root: str | None, payload: dict, store: str | None):
     from .claude_code import locate as locate_store
 
     cwd = payload.get("cwd")
+    roots = payload.get("workspace_roots")  # Cursor's hooks say where they work this way
+    if not (isinstance(cwd, str) and cwd) and isinstance(roots, list) and roots and isinstance(roots[0], str):
+        cwd = roots[0]
     return locate_store(root, cwd=cwd if isinstance(cwd, str) and cwd else None, store=store)
 
 

@@ -76,9 +76,9 @@ def test_bad_options_write_nothing(project, args, code, words):
 
 
 def test_unknown_agent(project):
-    result = cli(None, "agent", "install", "cursor", "--project", str(project))
+    result = cli(None, "agent", "install", "windsurf", "--project", str(project))
     assert result.exit_code == 2
-    assert result.stderr == "memctl: error: unknown agent 'cursor' (hint: memctl agent install claude-code)\n"
+    assert result.stderr == "memctl: error: unknown agent 'windsurf' (hint: claude-code, codex, gemini or cursor)\n"
 
 
 @pytest.mark.parametrize("content, words", [

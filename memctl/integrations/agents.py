@@ -1,0 +1,56 @@
+"""`agent install|uninstall|status` for any agent: Claude Code (claude_code.py) or Codex, Gemini CLI, Cursor (hosts.py).
+
+Several agents at once (`--all`) are planned one by one, every file read and checked before any
+is written: a bad file of the last agent leaves the first untouched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def install(clients: list[str], scope: str, project: Path, *, root: str | None = None, store: str | None = None,
+            dry_run: bool = False, transcripts: bool = False) -> list:
+    """Plan every agent's install (a dry run each, so all checks pass first), then apply them."""
+    from . import claude_code, hosts
+
+    planned = []
+    for client in clients:
+        if client == "claude-code":
+            planned.append((claude_code.apply, claude_code.install(scope, project, root=root, store=store, dry_run=True,
+                                                                   transcripts=transcripts)))
+        else:
+            planned.append((hosts.apply, hosts.install(client, scope, project, root=root, store=store, dry_run=True,
+                                                       transcripts=transcripts)))
+    if not dry_run:
+        for apply, changes in planned:
+            apply(changes)
+    return [change for _, changes in planned for change in changes]
+
+
+def uninstall(clients: list[str], scope: str, project: Path, *, dry_run: bool = False) -> list:
+    from . import claude_code, hosts
+
+    # --all with --scope local: Claude Code's alone has that scope
+    scoped = [c for c in clients if len(clients) == 1 or scope in (claude_code.SCOPES if c == "claude-code" else hosts.SCOPES)]
+    planned = [(claude_code.apply, claude_code.uninstall(scope, project, dry_run=True)) if client == "claude-code"
+               else (hosts.apply, hosts.uninstall(client, scope, project, dry_run=True)) for client in scoped]
+    if not dry_run:
+        for apply, changes in planned:
+            apply(changes)
+    return [change for _, changes in planned for change in changes]
+
+
+def status(client: str, project: Path) -> list[dict[str, Any]]:
+    from . import claude_code, hosts
+
+    return claude_code.status(project) if client == "claude-code" else hosts.status(client, project)
+
+
+def hook_events(client: str) -> list[str]:
+    """The hook events memctl may install for `client`, in order (what `agent status` lists)."""
+    from . import claude_code, hosts
+
+    hooks = claude_code.ALL_HOOKS if client == "claude-code" else hosts.HOST[client].hooks + (hosts.HOST[client].end_hook,)
+    return [hook.event for hook in hooks]
