@@ -40,9 +40,9 @@ READ_TOOLS = ("recall", "context", "show", "near_dup", "state_show")
 
 
 def session_end_args(host: str) -> tuple[str, ...]:
-    """The session-end hook's memctl arguments: import the host's sessions of the project the hook
-    runs in (`memctl episode import HOST --project DIR`, docs/TRANSCRIPTS.md) as episodes."""
-    return ("episode", "import", host, "--project", ".")
+    """The session-end hook's memctl arguments: import the session whose `transcript_path` the hook's
+    input names (`memctl episode import HOST --hook`: never fails the session; docs/TRANSCRIPTS.md)."""
+    return ("episode", "import", host, "--hook")
 
 
 def _hooks(host: str, session_start: str, prompt: str | None, end: str, ms: int) -> tuple[tuple[Hook, ...], Hook]:
@@ -196,8 +196,8 @@ def plan_install(spec: Host, tgt: Target, executable: list[str], root: str | Non
             servers[SERVER_NAME] = entry
             files.what[tgt.mcp_file].append(line)
     commands = [(h, claude_code.hook_command(executable, root, h, store)) for h in spec.hooks]
-    if transcripts:  # `episode import` takes the store as --root (a store named at install is the one)
-        commands.append((spec.end_hook, claude_code.hook_command(executable, root or store, spec.end_hook)))
+    if transcripts:  # as Claude Code's transcript hook: the store from the input's cwd, else --store
+        commands.append((spec.end_hook, claude_code.hook_command(executable, root, spec.end_hook, store)))
     return _finish(spec, tgt, files, commands, install=True)
 
 

@@ -220,3 +220,42 @@ def test_the_read_tools_are_the_servers_tools_that_only_read(root):
         hint = getattr(tool.annotations, "readOnlyHint", None)
         if hint is not None:
             assert hint == (tool.name in hosts.READ_TOOLS), tool.name
+
+
+def _commands(doc) -> list[str]:
+    """Every hook command string in a host's hook file, wherever its layout puts it."""
+    if isinstance(doc, dict):
+        return [c for key, value in doc.items() for c in ([value] if key == "command" and isinstance(value, str)
+                                                            else _commands(value))]
+    return [c for value in doc for c in _commands(value)] if isinstance(doc, list) else []
+
+
+@pytest.mark.parametrize("host, fixture", [
+    ("codex", "codex/rollout-2026-05-12T09-00-00-7f3c2a10-3333-4a7b-9c1d-000000000003.jsonl"),
+    ("gemini", "gemini/session-2026-05-13T10-00-8d4e5f60.jsonl"),
+    ("cursor", "cursor/9e5f6a70-6666-4a7b-9c1d-000000000006/9e5f6a70-6666-4a7b-9c1d-000000000006.jsonl")])
+def test_the_installed_session_end_hook_imports_the_session_through_sh(tmp_path, host, fixture, root, pinned_clock):
+    """As the host runs it: the command from its hook file through `sh -c`, the hook's JSON on stdin,
+    from a working directory that is no store (the store named at install answers)."""
+    import shutil
+    import subprocess
+
+    from conftest import REPO
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    done = cli(None, "agent", "install", host, "--scope", "project", "--project", str(project), "--store", str(root),
+               "--transcripts")
+    assert done.exit_code == 0, done.stderr
+    folder = project / hosts.HOST[host].folder
+    ends = [c for f in folder.rglob("*.json") for c in _commands(json.loads(f.read_text(encoding="utf-8")))
+            if "episode import" in c]
+    assert len(ends) == 1 and f"episode import {host} --hook" in ends[0], ends
+    transcript = shutil.copy(REPO / "tests" / "fixtures" / fixture, tmp_path / Path(fixture).name)
+    hook_input = json.dumps({"session_id": "s", "transcript_path": str(transcript), "cwd": str(project),
+                             "hook_event_name": "SessionEnd"})
+    run = subprocess.run(["sh", "-c", ends[0]], input=hook_input, capture_output=True, text=True, cwd=project,
+                         timeout=120)
+    assert (run.returncode, run.stdout) == (0, ""), run.stderr
+    assert "imported 4 episodes from 1 transcript" in run.stderr, run.stderr
+    assert len(json.loads(memctl(root, "episode", "list", "--json").stdout)) >= 4
