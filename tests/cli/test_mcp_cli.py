@@ -19,7 +19,7 @@ from memctl.integrations import mcp_server
 mcp = pytest.importorskip("mcp")
 anyio = pytest.importorskip("anyio")
 
-TOOLS = {"remember", "recall", "context", "show", "forget", "episode_add", "near_dup", "ledger_append", "state_show"}
+TOOLS = {"remember", "recall", "context", "show", "forget", "episode_add", "near_dup", "ledger_append", "state_show", "get"}
 
 
 @contextlib.asynccontextmanager
@@ -316,5 +316,29 @@ def test_the_index_is_kept_synced_between_calls(root):
             assert indexed() == "The pager swaps each Thursday"  # synced with no call in between
             error, found = await call(client, "recall", query="pager swaps Thursday")
             assert not error and _names(found) == ["pager"]
+
+    anyio.run(run)
+
+
+def test_recall_answers_from_documents_and_get_returns_their_lines(root, tmp_path):
+    """Issue 27: MCP recall with a document source, and `get` for the lines a hit names (only a source's files)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "release.md").write_text("# Releasing\n\n## Freezes\n\nThe December freeze starts on the fifteenth.\n",
+                                      encoding="utf-8")
+    assert memctl(root, "source", "add", "notes", str(notes / "*.md"), "-d", "Team notes").returncode == 0
+    assert memctl(root, "source", "index", "--no-embed").returncode == 0
+
+    async def run():
+        async with server(root) as client:
+            error, found = await call(client, "recall", query="december freeze", source="docs", mode="keyword")
+            assert not error, found
+            (hit,) = found["hits"]
+            assert (hit["heading"], hit["source_description"], hit["start"], hit["end"]) == (
+                ["Releasing", "Freezes"], "Team notes", 3, 5)
+            error, lines = await call(client, "get", spec=hit["path"])
+            assert not error and lines["text"] == "## Freezes\n\nThe December freeze starts on the fifteenth.\n"
+            error, text = await call(client, "get", spec=f"{root / 'memctl.toml'}:1-2")
+            assert error and "is in no declared source" in text
 
     anyio.run(run)
