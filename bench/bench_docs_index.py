@@ -50,7 +50,7 @@ def load() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
-    parser.add_argument("--embedder", default="e5-small-q4", choices=("e5-small-q4", "test-model", "none"))
+    parser.add_argument("--embedder", default="e5-small-q4", choices=("e5-small-q4", "test-model", "char-ngram", "none"))
     parser.add_argument("--queries", type=int, default=20)
     args = parser.parse_args()
     from bench_docs import embedding_table
@@ -66,8 +66,8 @@ def main() -> int:
             (folder / f"n{i:05d}.md").write_text(note(i, rng), encoding="utf-8")
         root = Path(tmp) / "store"
         init_store(root, git=False)
-        with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
-            handle.write(embedding_table(args.embedder))
+        with open(root / "memctl.toml", "a", encoding="utf-8") as handle:  # char-ngram: no model, the real cache
+            handle.write(embedding_table(args.embedder) if args.embedder != "char-ngram" else '\n[embedding]\nbackend = "char-ngram"\n')
         store = open_store(root)
         sources.add(store, sources.Source("notes", (str(folder / "*.md"),), description="notes"), commit_changes=False)
         store = open_store(root)

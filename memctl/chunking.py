@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
 KINDS = ("markdown", "text", "code")
-DEFAULT_SIZE = 500  # characters; measured on JSQuAD by bench/bench_docs.py (docs/SOURCES.md "Chunk size")
+DEFAULT_SIZE = 300  # characters; chosen on JSQuAD by bench/bench_docs.py (docs/SOURCES.md "Measured")
 DEFAULT_OVERLAP = 60
 MIN_SIZE = 20
 HEADING_SEP = " > "

@@ -5,7 +5,7 @@
     exclude = ["**/drafts/**"]
     description = "The project's documentation"
     kind = "markdown"                          # markdown | text | code
-    chunk_size = 500                           # optional (chunking.DEFAULT_SIZE)
+    chunk_size = 300                           # optional (chunking.DEFAULT_SIZE)
     overlap = 60                               # optional (chunking.DEFAULT_OVERLAP)
     prompt = false                             # optional: the per-prompt hook may show its chunks
 

@@ -29,7 +29,7 @@ def add(
     description: Annotated[str, typer.Option("--description", "-d", help="One line shown with every hit.")] = "",
     kind: Annotated[str, typer.Option("--kind", help="markdown | text | code.")] = "markdown",
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="A glob to leave out (repeatable).", metavar="GLOB")] = None,
-    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Characters per chunk (default 500).", metavar="N")] = None,
+    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Characters per chunk (default 300).", metavar="N")] = None,
     overlap: Annotated[Optional[int], typer.Option("--overlap", help="Characters carried into the next chunk (default 60).", metavar="N")] = None,
     prompt: Annotated[bool, typer.Option("--prompt", help="Let the per-prompt hook show this source's chunks.")] = False,
     no_commit: NoCommitOpt = False,
