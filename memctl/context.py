@@ -26,6 +26,7 @@ SECTIONS = {
     "state": "## State",
     "facts": "## Relevant facts",
     "episodes": "## Relevant episodes",
+    "docs": "## Relevant documents",
     "stale": "## May be stale — verify before use",
 }
 ORDER = list(SECTIONS)
@@ -140,7 +141,7 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
 
 def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
           min_score: float | None = None, log: bool = True, include_index: bool = True,
-          max_chars: int | None = None, state_root: bool = False) -> Bundle:
+          max_chars: int | None = None, state_root: bool = False, documents: str = "all") -> Bundle:
     """The bundle within `budget` estimated tokens.
 
     Priority (what is dropped last comes first): pinned facts, STATE.md files,
@@ -152,6 +153,8 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     text in characters as well (Claude Code shows the model only a preview of
     longer hook output); `state_root` says under the title the store's
     absolute root, the folder every path in the bundle is relative to.
+    `documents`: which declared sources answer --query too (docs/SOURCES.md): all, prompt (those
+    with `prompt = true`, for the per-prompt hook) or none.
     """
     if budget < 50:
         raise BadInput(f"budget {budget} is too small", hint="give at least 50 tokens", arg="budget")
@@ -175,6 +178,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
             for hit in episode_hits:
                 when = hit.item.when.date().isoformat() if hit.item.when else "?"
                 parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.summary} ({hit.item.path})", hit.item.key))
+            parts += _doc_parts(store, query, k, mode, min_score, documents)
         if include_index:
             parts += _index_parts(store)
         stale_days = float(store.config.raw.get("recall", {}).get("stale_days", 90))
@@ -213,6 +217,29 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     if log:
         recall_mod.log_access(store, "context", [(query or "", [p.key for p in included if p.key])])
     return Bundle(text, tokens, budget, included, dropped)
+
+
+def _doc_parts(store: Store, query: str, k: int, mode: str | None, min_score: float | None, documents: str) -> list[Part]:
+    """The chunks of the declared sources that answer the query: where, under which headings, from what."""
+    if documents == "none" or not store.config.raw.get("sources"):
+        return []
+    from . import docindex, sources
+
+    declared = sources.declared(store)
+    names = ["docs"] if documents == "all" else [n for n, s in declared.items() if s.prompt]
+    hits = []
+    for name in names:
+        _, (found,) = docindex.answer(store, [query], source=name, k=k, mode=mode, min_score=min_score)
+        hits += found
+    hits = recall_mod.order(hits, k)
+    bodies = docindex.bodies(store, [h.item.key for h in hits])
+    parts = []
+    for hit in hits:
+        about = " > ".join(h for h in hit.item.title.split("\x1f") if h)
+        origin = f"{hit.item.type}: {hit.item.outcome}" if hit.item.outcome else hit.item.type
+        head = f"### {hit.item.path}" + (f" — {about}" if about else "") + f" ({origin}; score {hit.score:.2f})"
+        parts.append(Part("docs", f"{head}\n{bodies.get(hit.item.key, hit.item.description).rstrip()}", hit.item.key))
+    return parts
 
 
 def _render(title: str, parts: list[Part]) -> str:

@@ -34,9 +34,11 @@ from .store import Store
 
 FACT_WEIGHTS = {"relevance": 0.50, "importance": 0.15, "confidence": 0.15, "recency": 0.10, "frequency": 0.10}
 EPISODE_WEIGHTS = {"relevance": 0.40, "importance": 0.35, "confidence": 0.0, "recency": 0.25, "frequency": 0.0}
+# Document chunks (docs/SOURCES.md): no importance or confidence of their own; recency from the file's mtime.
+DOC_WEIGHTS = {"relevance": 0.80, "importance": 0.0, "confidence": 0.0, "recency": 0.10, "frequency": 0.10}
 WEIGHTS = FACT_WEIGHTS  # the factor names
 MODES = ("keyword", "vector", "hybrid")
-SOURCES = ("facts", "episodes", "all")
+SOURCES = ("facts", "episodes", "docs", "all")  # or a declared document source's name (docindex.py)
 ACCESS_LEDGER = "access"
 ACCESS_COLUMNS = access_mod.COLUMNS
 CANDIDATES = 200  # items per signal considered before the floor and the five factors
@@ -64,7 +66,7 @@ BACKEND_CALIBRATION = {"sentence-transformers": (0.4771, 4.81), "e5-small-q4": (
 
 # NamedTuples, not dataclasses: `import dataclasses` costs every recall ~5 ms of start-up (see config.py).
 class Settings(NamedTuple):
-    weights: dict[str, dict[str, float]]  # per kind: "fact", "episode"
+    weights: dict[str, dict[str, float]]  # per kind: "fact", "episode", "chunk"
     half_life_days: float = 30.0
     mode: str = "hybrid"
     min_score: float = DEFAULT_MIN_SCORE
@@ -104,7 +106,8 @@ def min_score_for(store: Store) -> float:
 
 def settings_for(store: Store) -> Settings:
     raw = store.config.raw.get("recall", {}) or {}
-    weights = {"fact": _weights(raw, "weights", FACT_WEIGHTS), "episode": _weights(raw, "episode_weights", EPISODE_WEIGHTS)}
+    weights = {"fact": _weights(raw, "weights", FACT_WEIGHTS), "episode": _weights(raw, "episode_weights", EPISODE_WEIGHTS),
+               "chunk": _weights(raw, "doc_weights", DOC_WEIGHTS)}
     mode = raw.get("mode", "hybrid")
     if mode not in MODES:
         raise BadInput(f"memctl.toml [recall] mode = {mode!r}", hint="keyword, vector or hybrid")
@@ -157,6 +160,14 @@ class Hit(NamedTuple):
         }
         if self.item.kind == "episode":
             data["id"] = self.item.key  # what `episode recall --json` has always called it
+        if self.item.kind == "chunk":  # a document's lines (docindex.py): description is their first words
+            from .rindex import SEP
+
+            file, _, lines = self.item.path.rpartition(":")
+            start, _, end = lines.partition("-")
+            data.update({"file": file, "start": int(start), "end": int(end),
+                         "heading": [h for h in self.item.title.split(SEP) if h], "source": self.item.type,
+                         "source_description": self.item.outcome})
         if explain:
             data["factors"] = {k: round(v, 4) for k, v in self.factors.items()}
             data["signals"] = {
@@ -388,8 +399,13 @@ def combine(keyword: float, vector: float | None, cjk: bool = False) -> float:
 def kinds_of(source: str) -> tuple[str, ...]:
     """The kinds of document a source covers (BadInput for an unknown source)."""
     if source not in SOURCES:
-        raise BadInput(f"unknown source {source!r}", hint="facts, episodes or all", arg="source")
-    return {"facts": ("fact",), "episodes": ("episode",), "all": ("fact", "episode")}[source]
+        raise BadInput(f"unknown source {source!r}", hint="facts, episodes, docs, all or a source's name", arg="source")
+    return {"facts": ("fact",), "episodes": ("episode",), "docs": ("chunk",), "all": ("fact", "episode")}[source]
+
+
+def embedder_for(store: Store):
+    """The embedder recall uses for this store, or None (keyword relevance only)."""
+    return _embedder(store, Corpus(), required=False)
 
 
 def _embedder(store: Store, corpus: Corpus, *, required: bool):
@@ -716,8 +732,23 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
 
     options = {"k": k, "source": source, "mode": mode, "fact_type": fact_type, "tag": tag, "since": since,
                "agent": agent, "include_all": include_all, "min_score": min_score}
+    if source not in ("facts", "episodes"):  # documents: from their own index (docindex.py)
+        from . import docindex
+
+        if source != "all":
+            return _logged(store, command, queries, docindex.answer(store, queries, **options), log)
+        docs = docindex.answer(store, queries, **options)
     with rindex.opened(store) as conn:
         corpus, results = answered(store, conn, queries, **options)
+    if source == "all":
+        corpus.notes += docs[0].notes
+        results = [order(memory + chunks, k) for memory, chunks in zip(results, docs[1])]
+    return _logged(store, command, queries, (corpus, results), log)
+
+
+def _logged(store: Store, command: str, queries: Sequence[str], found: tuple[Corpus, list[list[Hit]]],
+            log: bool) -> tuple[Corpus, list[list[Hit]]]:
+    corpus, results = found
     if log:
         log_access(store, command, [(q, [h.item.key for h in hits]) for q, hits in zip(queries, results)])
     return corpus, results

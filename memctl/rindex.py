@@ -774,3 +774,42 @@ def fact_bodies(conn: sqlite3.Connection, paths: Sequence[str]) -> dict[str, tup
                 f"SELECT path, description, body FROM docs WHERE kind='fact' AND path IN ({','.join('?' * len(chunk))})", chunk):
             found[path] = (description, body or "")
     return found
+
+
+# ---------------------------------------------------------------- another index of the same shape
+
+def create_at(path: Path) -> sqlite3.Connection:
+    """A new, empty index of this module's schema at `path` (docindex.py keeps document chunks in one)."""
+    return _fresh(path)
+
+
+def connect_at(path: Path) -> sqlite3.Connection | None:
+    """The index at `path` when it exists and is of this version, else None."""
+    if not path.exists():
+        return None
+    try:
+        conn = _connect(path)
+        row = conn.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    if row is None or row[0] != VERSION:
+        conn.close()
+        return None
+    return conn
+
+
+def add_doc(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, text: str, path: str,
+            type_: str, ts: float | None, body: str) -> int:
+    """A document of another kind (docindex's chunks): `text` is both searched and embedded."""
+    return _insert(conn, kind, key, title, description, text, text, path, type_, (), 0.5, 1.0, ts, False, "live",
+                   None, body=body)
+
+
+def remove_doc(conn: sqlite3.Connection, doc: int) -> None:
+    _delete_doc(conn, doc)
+
+
+def renew(conn: sqlite3.Connection, kind: str) -> None:
+    """After `kind`'s documents changed: a new generation (the vector cache's key) and the document count."""
+    _set_meta(conn, f"generation.{kind}", os.urandom(8).hex())
+    _set_meta(conn, "ndocs", str(conn.execute("SELECT count(*) FROM docs").fetchone()[0]))

@@ -43,6 +43,10 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
                           '{"role": "assistant", "content": "金曜は避けます", "ts": "2026-11-29T10:01:00+00:00"}\n',
                           encoding="utf-8")
     old = a / "ledgers" / "old.tsv"
+    notes = tmp / "notes"
+    notes.mkdir()
+    (notes / "deploy.md").write_text("# デプロイ手順\n\n本番デプロイは火曜に行う。\n", encoding="utf-8")
+    (notes / "image.md").write_bytes(b"\x89PNG\0\0")
     project = tmp / "project"
     project.mkdir()
     lesson = tmp / "lesson.py"  # an LLM command that answers with a valid lesson
@@ -77,6 +81,14 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("recall --explain", ["recall", "デプロイ", "--source", "all", "--json", "--explain", "--no-log"], None, (0,)),
         ("recall --queries", ["recall", "--queries", str(queries), "--json"], None, (0,)),
         ("context", ["context", "--query", "デプロイ", "--json"], None, (0,)),
+        # document sources (docs/SOURCES.md): a folder outside the store, with a binary file it skips
+        ("source add", ["source", "add", "notes", str(notes / "*.md"), "-d", "Team notes", "--json"], None, (0,)),
+        ("source list", ["source", "list", "--json"], None, (0,)),
+        ("source index", ["source", "index", "--no-embed", "--json"], None, (0,)),
+        ("source status", ["source", "status", "--json"], None, (0,)),
+        ("recall", ["recall", "デプロイ手順", "--source", "docs", "--mode", "keyword", "--json", "--no-log"], None, (0,)),
+        ("show -- PATH:START-END", ["show", f"{notes / 'deploy.md'}:1-3", "--json"], None, (0,)),
+        ("source remove", ["source", "remove", "notes", "--json"], None, (0,)),
         ("used", ["used", "deploy-friday", "--json"], None, (0,)),
         ("audit", ["audit", "--json"], None, (0,)),
         ("audit --never-shown", ["audit", "--never-shown", "--json"], None, (0,)),

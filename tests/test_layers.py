@@ -19,12 +19,12 @@ PACKAGE = REPO / "memctl"
 
 # floor -> modules (a package name stands for all its modules, e.g. "embed" for embed/*).
 LAYERS: dict[int, tuple[str, ...]] = {
-    1: ("errors", "output", "textnorm", "clock", "tsv", "markers", "numerals", "jsonshape", "early", "private"),
+    1: ("errors", "output", "textnorm", "clock", "tsv", "markers", "numerals", "jsonshape", "early", "private", "chunking"),
     2: ("fact", "config", "fsutil", "gitstore", "importers", "secrets", "runcmd"),
     3: ("store", "index", "parsecache", "embed", "merge", "claude_memory", "trust"),
-    4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes"),
+    4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes", "sources"),
     5: ("state", "neardup", "judge", "sync", "sync_fast"),
-    6: ("recall", "jobs", "lifecycle", "transcripts"),
+    6: ("recall", "jobs", "lifecycle", "transcripts", "docindex"),
     7: ("context", "doctor", "maintain", "resident"),
     8: ("cli", "integrations", "api", "ui", "__main__"),  # integrations: other programs' formats, used only by cli/;
     # api: the functions `import memctl` offers (docs/PYTHON.md), which cli/ and integrations/ call too;

@@ -96,11 +96,21 @@ def remember(
 @app.command()
 def show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name or file stem (archived facts too).", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name or file stem (archived facts too), or PATH:START-END of a document in a declared source.", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
-    """Print one fact file."""
+    """Print one fact file, or lines of a document (PATH:START-END, as recall shows them)."""
     store = store_from(ctx)
+    from .. import sources
+
+    if sources.is_spec(name):
+        source, path, start, end, text = sources.lines(store, name)
+        if json:
+            output.emit_json({"path": path, "start": start, "end": end, "source": source.name,
+                              "source_description": source.description, "text": text})
+        else:
+            output.emit_text(text)
+        return
     found = api.show(store, name, log=True)  # a use: recall's frequency counts it
     if found.archived:
         replaced = found.meta("superseded_by")

@@ -188,7 +188,9 @@ def _flat(row: dict) -> dict:
     """A JSON row as table cells: numbers with 3 decimals, the explain dicts spread out."""
     flat = {}
     for key, value in row.items():
-        if isinstance(value, dict):
+        if isinstance(value, list):  # a chunk's heading path
+            flat[key] = " > ".join(value)
+        elif isinstance(value, dict):
             flat.update({k: "" if v is None else f"{v:.3f}" for k, v in value.items()})
         elif isinstance(value, float):
             flat[key] = f"{value:.3f}"
@@ -241,6 +243,8 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         output.emit_lines(blocks(_hit_rows(results[0], explain), output.terminal_width()))
     elif found:
         columns = EXPLAIN_COLUMNS if explain else ["rank", "score", "relevance", "name", "type", "description", "path"]
+        if any(h.item.kind == "chunk" for h in results[0]):  # a document's lines: where, under which headings, from what
+            columns = [c for c in columns if c != "name"] + ["heading", "source_description"]
         output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns)
     return 0 if found else 1  # like grep: nothing relevant prints nothing and exits 1
 

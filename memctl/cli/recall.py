@@ -30,7 +30,7 @@ def recall(
     ctx: typer.Context,
     query: Annotated[Optional[str], typer.Argument(help="What to look for (Japanese or English).", metavar="[QUERY]")] = None,
     k: Annotated[int, typer.Option("--k", help="How many hits.")] = 10,
-    source: Annotated[str, typer.Option("--source", help="facts | episodes | all.")] = "facts",
+    source: Annotated[str, typer.Option("--source", help="facts | episodes | docs (every document source) | a source's name | all.")] = "facts",
     mode: ModeOpt = None,
     type_: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this type.")] = None,
     tag: Annotated[Optional[str], typer.Option("--tag", help="Only items with this tag.")] = None,
@@ -43,7 +43,7 @@ def recall(
     no_log: NoLogOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Find facts and episodes by words and meaning; exit 1 when nothing reaches the relevance floor."""
+    """Find facts, episodes and document chunks by words and meaning; exit 1 when nothing reaches the relevance floor."""
     from . import fast
 
     _exit(fast.recall_cmd(
@@ -56,7 +56,7 @@ def recall(
 @app.command()
 def context(
     ctx: typer.Context,
-    query: Annotated[Optional[str], typer.Option("--query", "-q", help="Add the best facts and episodes for this query.")] = None,
+    query: Annotated[Optional[str], typer.Option("--query", "-q", help="Add the best facts, episodes and document chunks for this query.")] = None,
     budget: Annotated[int, typer.Option("--budget", help="Token budget (estimated: ~1 per kana/kanji, ~1 per 4 other chars).")] = 4000,
     k: Annotated[int, typer.Option("--k", help="Facts and episodes to add for --query.")] = 5,
     mode: ModeOpt = None,

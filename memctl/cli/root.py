@@ -116,9 +116,10 @@ COMMAND_MODULES = {
     "restore": "lifecycle",
     "consolidate": "consolidate", "conflicts": "consolidate", "distill": "consolidate", "procedure": "consolidate",
     "sync": "sync", "resolve": "sync", "merge-driver": "sync",
-    "agent": "agent", "hook": "agent", "mcp": "mcp", "ui": "ui",
+    "agent": "agent", "hook": "agent", "mcp": "mcp", "ui": "ui", "source": "sources",
 }
-MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate", "sync", "agent", "mcp", "ui")
+MODULES = ("facts", "ledger", "vectors", "state", "jobs", "recall", "lifecycle", "consolidate", "sync", "agent", "mcp",
+           "ui", "sources")
 
 
 def _command_name(argv: list[str]) -> str | None:

@@ -334,4 +334,16 @@ def ranked(store, query: str) -> list:
         found = recall.served(store, conn, [query], options)
         if found is None:
             found = recall.answer(store, conn, [query], **{**options, "mode": FALLBACK_MODE})
-    return found[1][0]
+    return found[1][0] + _prompt_documents(store, query)
+
+
+def _prompt_documents(store, query: str) -> list:
+    """Chunks of the sources that opted in (`prompt = true`, docs/SOURCES.md), by keywords: no model here."""
+    if not store.config.raw.get("sources"):
+        return []
+    from .. import docindex, sources
+
+    hits = []
+    for name in [n for n, s in sources.declared(store).items() if s.prompt]:
+        hits += docindex.answer(store, [query], source=name, k=PROMPT_K, mode=FALLBACK_MODE)[1][0]
+    return hits

@@ -291,7 +291,7 @@ def build(root: Path):
     def recall(
         query: Annotated[str, Field(description="What to look for, in Japanese or English.")],
         k: Annotated[int, Field(description="How many hits.", ge=1, le=100)] = 10,
-        source: Annotated[str, Field(description="facts | episodes | all.")] = "facts",
+        source: Annotated[str, Field(description="facts | episodes | docs (every document source) | a source's name | all.")] = "facts",
         mode: Annotated[Text, Field(description="keyword | vector | hybrid (default from memctl.toml).")] = None,
         type: Annotated[Text, Field(description="Only this fact or episode type.")] = None,
         tag: Annotated[Text, Field(description="Only items with this tag.")] = None,
@@ -306,9 +306,18 @@ def build(root: Path):
 
         s = store()
         recall_mod.embed_early(s, [query], mode)  # encoding the query overlaps the keyword search
-        corpus, (hits,) = index_query(s, lambda conn: recall_mod.answer(
-            s, conn, [query], k=k, source=source, mode=mode, fact_type=type, tag=tag, since=since,
-            include_all=include_all, min_score=min_score, vectors_for=vectors_for))
+        corpus, hits = recall_mod.Corpus(), []
+        if source in ("facts", "episodes", "all"):
+            corpus, (hits,) = index_query(s, lambda conn: recall_mod.answer(
+                s, conn, [query], k=k, source=source, mode=mode, fact_type=type, tag=tag, since=since,
+                include_all=include_all, min_score=min_score, vectors_for=vectors_for))
+        if source not in ("facts", "episodes"):  # document chunks: their own index (docs/SOURCES.md)
+            from .. import docindex
+
+            found, (chunks,) = docindex.answer(s, [query], source=source, k=k, mode=mode, since=since,
+                                               include_all=include_all, min_score=min_score)
+            corpus.notes += found.notes
+            hits = recall_mod.order(hits + chunks, k)
         recall_mod.log_access(s, "mcp-recall", [(query, [h.item.key for h in hits])])
         own_write(s)
         from .. import output  # the CLI's hit shape (docs/JSON.md)
@@ -339,6 +348,15 @@ def build(root: Path):
         from .. import output  # the CLI's fact shape (docs/JSON.md), and the file's text
 
         return {**output.fact_json(s, found), "text": read_text(s.root, found.path)}
+
+    @tool("Get a document's lines", read_only=True, idempotent=True)
+    def get(spec: Annotated[str, Field(description="PATH:START-END, as a recall hit's path gives it.")]) -> dict[str, Any]:
+        """Lines of a document in a declared source (docs/SOURCES.md): the file as it is now."""
+        from .. import sources
+
+        source, path, start, end, text = sources.lines(store(), spec)
+        return {"path": path, "start": start, "end": end, "source": source.name,
+                "source_description": source.description, "text": text}
 
     @tool("Forget a fact (archive it)", destructive=True)
     def forget(

@@ -170,6 +170,21 @@ def test_prompt_hook_prints_only_relevant_facts(facts_store):
     ]
 
 
+def test_prompt_hook_shows_chunks_only_of_sources_that_opted_in(facts_store, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "pager.md").write_text("# Pager\n\nThe pager rotation hands over every Thursday.\n", encoding="utf-8")
+    payload = {"prompt": "when does the pager rotation hand over?"}
+    assert cli(facts_store, "source", "add", "quiet", str(notes / "*.md")).exit_code == 0
+    assert cli(facts_store, "source", "index", "--no-embed").exit_code == 0
+    assert _prompt(facts_store, payload).stdout == ""  # declared, not opted in
+    assert cli(facts_store, "source", "remove", "quiet").exit_code == 0
+    assert cli(facts_store, "source", "add", "loud", str(notes / "*.md"), "--prompt").exit_code == 0
+    assert cli(facts_store, "source", "index", "--no-embed").exit_code == 0
+    lines = _prompt(facts_store, payload).stdout.splitlines()
+    assert lines[1] == f"- {notes / 'pager.md'}:1-3: The pager rotation hands over every Thursday. ({notes / 'pager.md'}:1-3)"
+
+
 def test_prompt_hook_fast_and_typer_paths_agree(facts_store):
     payload = {"prompt": "deploy mornings"}
     assert _prompt(facts_store, payload).stdout == _prompt(facts_store, payload, fast=False).stdout != ""

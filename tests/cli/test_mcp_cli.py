@@ -19,7 +19,7 @@ from memctl.integrations import mcp_server
 mcp = pytest.importorskip("mcp")
 anyio = pytest.importorskip("anyio")
 
-TOOLS = {"remember", "recall", "context", "show", "forget", "episode_add", "near_dup", "ledger_append", "state_show"}
+TOOLS = {"remember", "recall", "context", "show", "forget", "episode_add", "near_dup", "ledger_append", "state_show", "get"}
 
 
 @contextlib.asynccontextmanager
@@ -325,7 +325,7 @@ def test_the_index_is_kept_synced_between_calls(root):
 # What each tool declares to clients (issue 26): read-only tools run without a prompt in Codex and Gemini.
 HINTS = {  # tool: (readOnlyHint, destructiveHint, idempotentHint)
     "recall": (True, False, True), "context": (True, False, True), "show": (True, False, True),
-    "near_dup": (True, False, True), "state_show": (True, False, True),
+    "near_dup": (True, False, True), "state_show": (True, False, True), "get": (True, False, True),
     "remember": (False, False, False), "episode_add": (False, False, False), "ledger_append": (False, False, False),
     "forget": (False, True, False),
 }
@@ -405,7 +405,7 @@ def test_argument_errors_are_memctl_errors(root):
                 ("forget", {"name": "a"}, "memctl: error: forget: the argument reason is required "
                                           "(hint: reason is a text: Why it is forgotten: one line, kept in the archived file.)"),
                 ("recal", {"query": "x"}, "memctl: error: no tool named 'recal' (hint: the tools are remember, recall, "
-                                          "context, show, forget, episode_add, near_dup, ledger_append, state_show)"),
+                                          "context, show, get, forget, episode_add, near_dup, ledger_append, state_show)"),
             ]
             for tool, arguments, expected in cases:
                 result = await client.call_tool(tool, arguments)
@@ -416,3 +416,32 @@ def test_argument_errors_are_memctl_errors(root):
 
     anyio.run(run)
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_recall_answers_from_documents_and_get_returns_their_lines(root, tmp_path):
+    """Issue 27: MCP recall with a document source, and `get` for the lines a hit names (only a source's files)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "release.md").write_text("# Releasing\n\n## Freezes\n\nThe December freeze starts on the fifteenth.\n",
+                                      encoding="utf-8")
+    assert memctl(root, "source", "add", "notes", str(notes / "*.md"), "-d", "Team notes").returncode == 0
+    assert memctl(root, "source", "index", "--no-embed").returncode == 0
+
+    async def run():
+        import jsonschema
+
+        async with server(root) as client:
+            schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+            error, found = await call(client, "recall", query="december freeze", source="docs", mode="keyword")
+            jsonschema.validate(found, schemas["recall"])
+            assert not error, found
+            (hit,) = found["hits"]
+            assert (hit["heading"], hit["source_description"], hit["start"], hit["end"]) == (
+                ["Releasing", "Freezes"], "Team notes", 3, 5)
+            error, lines = await call(client, "get", spec=hit["path"])
+            assert not error and lines["text"] == "## Freezes\n\nThe December freeze starts on the fifteenth.\n"
+            jsonschema.validate(lines, schemas["get"])
+            error, text = await call(client, "get", spec=f"{root / 'memctl.toml'}:1-2")
+            assert error and "is in no declared source" in text
+
+    anyio.run(run)

