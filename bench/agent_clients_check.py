@@ -11,7 +11,7 @@
      scope once the project is trusted, as Codex's trust prompt records it), then Codex's
      app server (`codex app-server`, JSON-RPC on stdio) asked to start a thread in the project (no
      model request) and `mcpServerStatus/list` for it, which starts each server: memctl's must be
-     "connected" with its nine tools;
+     "connected" with its ten tools;
    - Gemini CLI: `gemini mcp list` (it starts each server: "Connected"), the folder trusted through
      GEMINI_CLI_TRUST_WORKSPACE=true as a user trusts it in the dialog;
    - Claude Code: `claude mcp list` ("Connected"), local and user scopes, as bench/claude_cli_check.py.
@@ -37,7 +37,7 @@ from claude_cli_check import QUIET, run  # noqa: E402  (the same way of running 
 PACKAGES = {"codex": "@openai/codex", "gemini": "@google/gemini-cli", "claude": "@anthropic-ai/claude-code"}
 SCOPES = {"codex": ("user", "project"), "gemini": ("user", "project"), "claude": ("local", "user")}
 AGENT = {"codex": "codex", "gemini": "gemini", "claude": "claude-code"}
-TOOLS = {"recall", "context", "show", "forget", "remember", "episode_add", "near_dup", "ledger_append", "state_show"}
+TOOLS = {"recall", "context", "show", "forget", "remember", "episode_add", "near_dup", "ledger_append", "state_show", "get"}
 # The config files memctl writes (the clients' own state files, e.g. ~/.claude.json, are theirs to change).
 CONFIG_FILES = ("/config.toml", "/hooks.json", "/settings.json", "/settings.local.json", "/mcp.json", "/.mcp.json",
                 "/policies/memctl.toml")

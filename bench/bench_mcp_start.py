@@ -57,7 +57,7 @@ def time_server(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
         _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         tools = _reply(proc, 2)
         listed = (time.perf_counter() - start) * 1000
-        assert len(tools["result"]["tools"]) == 9, tools
+        assert len(tools["result"]["tools"]) == 10, tools
         _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                      "params": {"name": "recall", "arguments": {"query": "デプロイ", "k": 3, "mode": "keyword"}}})
         called = _reply(proc, 3)

@@ -89,7 +89,7 @@ def install(
 ) -> None:
     """Install the agent's session-start and per-prompt hooks and the MCP server entry, in its own files. Safe to re-run.
 
-    Codex, Gemini CLI and Cursor get the read tools (recall, context, show, near_dup, state_show)
+    Codex, Gemini CLI and Cursor get the read tools (recall, context, show, near_dup, state_show, get)
     approved where the agent allows it; the write tools keep its own approval (docs/AGENTS.md).
     Refused (exit 1, nothing written) where the hooks would find no store and no --store is given,
     and when the MCP server entry does not start and answer. With --all, every agent found here."""

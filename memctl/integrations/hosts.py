@@ -36,7 +36,7 @@ HOSTS = ("codex", "gemini", "cursor")
 SCOPES = ("project", "user")
 # memctl's MCP tools that only read the store (an access-log row aside): these run without a prompt;
 # the others (remember, forget, episode_add, ledger_append) follow the host's own approval.
-READ_TOOLS = ("recall", "context", "show", "near_dup", "state_show")
+READ_TOOLS = ("recall", "context", "show", "near_dup", "state_show", "get")
 
 
 def session_end_args(host: str) -> tuple[str, ...]:

@@ -79,7 +79,7 @@ def test_the_relay_answers_as_the_sdk_does(root):
     assert _by_id(fast) == _by_id(slow)
     init = _by_id(fast)["1"]["result"]
     assert init["protocolVersion"] == mcp_fast.load()["latest"] and init["serverInfo"] == {"name": "memctl", "version": __version__}
-    assert len(_by_id(fast)['"list"']["result"]["tools"]) == 9
+    assert len(_by_id(fast)['"list"']["result"]["tools"]) == 10  # the nine of issue 26 and `get` (issue 27)
 
 
 def test_a_client_that_does_not_start_with_initialize_talks_to_the_sdk(root):
