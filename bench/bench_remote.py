@@ -354,7 +354,7 @@ CASES = [
      ["tests/test_bounded_input.py::test_a_fact_file_over_its_limit_is_skipped_unread_and_never_written",
       "tests/test_bounded_input.py::test_index_files_over_their_limit_are_refused_by_writers_and_named_by_doctor",
       "tests/test_bounded_input.py::test_a_ledger_line_over_its_limit_is_refused_naming_the_file_and_line"]),
-    ("MCP near_dup 10 MB; NUL in MCP recall, then doctor", "a tool error within 5 s; nothing logged; doctor passes afterwards",
+    ("MCP near_dup 10 MB; NUL in MCP recall, then doctor", "a tool error within 5 s; nothing logged, no NUL stored; doctor names no NUL afterwards",
      ["tests/test_bounded_input.py::test_mcp_inputs_over_their_limit_or_with_a_nul_get_an_error_at_once",
       "tests/test_bounded_input.py::test_a_nul_from_stdin_is_refused_and_one_in_the_access_log_does_not_fail_doctor"]),
     ("push declined after sync's merge commit; index overflow; sync killed in its merge",
