@@ -369,7 +369,7 @@ def _scrubbed(note: str | None, given: dict[str, Number]) -> tuple[str | None, d
     for n, (key, clean) in enumerate(zip(keys, cleaned), 1):
         if clean != key:
             raise BadInput(f"numbers: key {n} looks like a secret (redacted it reads {clean!r})",
-                           hint="name the number by what it counts; --allow-secrets stores it as given", arg="numbers")
+                           hint="name the number by what it counts (or allow secrets to store it as given)", arg="numbers")
     return (scrub([note], "state update")[0] if note is not None else None), given
 
 
