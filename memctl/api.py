@@ -106,9 +106,9 @@ def list_facts(store: Store, *, type: str | None = None, tag: str | None = None,
     return _facts.list_facts(store, fact_type=type, tag=tag, include_archived=archived)
 
 
-def forget(store: Store, name: str, reason: str, *, commit: bool = True) -> Change:
-    """Move a fact to memory/archive/ with the reason (never deleted), and commit."""
-    return _facts.forget(store, name, reason, commit_changes=commit)
+def forget(store: Store, name: str, reason: str, *, commit: bool = True, allow_secrets: bool = False) -> Change:
+    """Move a fact to memory/archive/ with the reason (never deleted; a secret in it redacted), and commit."""
+    return _facts.forget(store, name, reason, commit_changes=commit, allow_secrets=allow_secrets)
 
 
 def used(store: Store, names: Sequence[str], *, query: str = "") -> list[str]:
@@ -222,11 +222,13 @@ def near_dup(store: Store, texts: str | Sequence[str], *, ledger: str | None = N
 # ---------------------------------------------------------------- state
 
 def update_state(store: Store, *, name: str | None = None, numbers: Mapping[str, Any] | None = None,
-                 note: str | None = None, commit: bool = True):
-    """Rewrite state/STATE.md (or state/<name>/STATE.md) from its summaries and `numbers`, and commit."""
+                 note: str | None = None, commit: bool = True, allow_secrets: bool = False):
+    """Rewrite state/STATE.md (or state/<name>/STATE.md) from its summaries and `numbers`, and commit
+    (a secret in the note redacted)."""
     from . import state
 
-    return state.update(store, scope=state.check_scope(name), numbers=numbers, note=note, commit_changes=commit)
+    return state.update(store, scope=state.check_scope(name), numbers=numbers, note=note, commit_changes=commit,
+                        allow_secrets=allow_secrets)
 
 
 def read_state(store: Store, *, name: str | None = None):

@@ -770,10 +770,15 @@ def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = T
     return remember(store, spec, update=True, commit_changes=commit_changes, verb="pin" if pinned else "unpin")
 
 
-def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True) -> Change:
+def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, allow_secrets: bool = False) -> Change:
+    """Move a fact to the archive with `reason` (a secret in it redacted, with a warning, unless `allow_secrets`)."""
     _check_text(reason, "reason")
     if not reason or not reason.strip() or any(c in reason for c in "\n\r"):
         raise BadInput("reason must be one non-empty line", hint="say why this fact is forgotten", arg="reason")
+    if not allow_secrets:
+        from .secrets import scrub
+
+        reason = scrub([reason], "forget")[0]
     with store.lock():
         facts = live_facts(store)
         target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")

@@ -414,8 +414,13 @@ def _encoded(rec: Undo, root: Path) -> bytes:
 
 
 def _append_record(log: _Log, rec: Undo) -> None:
+    _append_records(log, [rec])
+
+
+def _append_records(log: _Log, recs: list[Undo]) -> None:
     """The first record creates the log (a file there already is not this command's: refused), the
-    others append to that same file; so a log git checks out meanwhile is never written to, nor acted on."""
+    others append to that same file; so a log git checks out meanwhile is never written to, nor acted on.
+    Several records go in one write and one fsync."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | (0 if log.inode else os.O_EXCL)
     try:
         fd = os.open(log.path, flags, 0o600)
@@ -425,17 +430,46 @@ def _append_record(log: _Log, rec: Undo) -> None:
         fd = -1
     try:
         if fd < 0 or (log.inode and os.fstat(fd).st_ino != log.inode[0]):
-            if rec.op == "W" and rec.arg:
-                os.unlink(rec.arg)
+            for rec in recs:
+                if rec.op == "W" and rec.arg:
+                    os.unlink(rec.arg)
             raise _replaced(log)
         log.inode[:] = [os.fstat(fd).st_ino]
-        os.write(fd, _encoded(rec, log.root))
+        encoded = [_encoded(rec, log.root) for rec in recs]
+        start = os.fstat(fd).st_size
+        os.write(fd, b"".join(encoded))
         os.fsync(fd)
-        log.sizes.append(os.fstat(fd).st_size)
+        for data in encoded:
+            start += len(data)
+            log.sizes.append(start)
     finally:
         if fd >= 0:
             os.close(fd)
-    log.records.append(rec)
+    log.records.extend(recs)
+
+
+def keep_for_undo(paths: list[Path]) -> None:
+    """Before another program (git's merge) writes `paths` under the store lock: log, in one write, how to
+    put each back as it is now (its file kept as a hard link, or "it did not exist"), so that the command
+    failing or killed before its commit undoes what that program wrote. Paths in .git/ or .memctl/,
+    and paths behind a link, are left out (git's own; refused by the readers)."""
+    log = _LOG
+    if log is None:
+        return
+    recs = []
+    for path in paths:
+        full = os.path.abspath(path)
+        if any(Path(full).is_relative_to(skip) for skip in log.skip) or link_on_way(log.root, Path(full)) is not None:
+            continue
+        backup = ""
+        if os.path.lexists(full):
+            if not os.path.isfile(full):
+                continue  # a folder where the other side has a file: git refuses that merge before writing
+            backup = str(log.path.parent / f"{os.getpid()}.{os.urandom(6).hex()}")
+            os.link(full, backup)
+        recs.append(Undo("W", full, backup, ""))
+    if recs:
+        _append_records(log, recs)
 
 
 # The library's words (the CLI's, naming `doctor --fix`, are in cli/hints.py under the same kind).
@@ -487,7 +521,8 @@ def _checked(raw: list[str], root: Path, folder: Path) -> Undo:
     if op == "W":
         parent = Path(path).parent
         backup = _in_folder(folder, arg, _BACKUP_RE.match, "the backup") if arg else ""
-        temp = _in_folder(parent, tmp, lambda n: n.startswith(f".{Path(path).name}.") and n.endswith(".tmp"), "the temp file")
+        temp = _in_folder(parent, tmp, lambda n: n.startswith(f".{Path(path).name}.") and n.endswith(".tmp"),
+                          "the temp file") if tmp else ""  # "": written by git (keep_for_undo)
         return Undo(op, path, backup, temp)
     if op == "A":
         if not arg.lstrip("-").isdigit() or int(arg) < -1:
@@ -573,8 +608,9 @@ def _undo(records: list[Undo]) -> None:
     for rec in reversed(records):
         path = Path(rec.path)
         if rec.op == "W":
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(rec.tmp)
+            if rec.tmp:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(rec.tmp)
             if rec.arg:
                 if os.path.exists(rec.arg):
                     os.replace(rec.arg, path)

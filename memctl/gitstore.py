@@ -317,6 +317,12 @@ def _sweep(top: Path, git_dir: Path) -> None:
             _unlink(leftover)
 
 
+def merge_temp_files(top: Path) -> set[Path]:
+    """The temp files `git merge` writes at the top of the work tree for a merge driver (`.merge_file_XXXXXX`):
+    a merge that dies (a full disk) leaves them behind, untracked."""
+    return {p for p in top.glob(".merge_file_*") if p.is_file() and not p.is_symlink()}
+
+
 def commit(root: Path, paths: list[Path], message: str, author: Author,
            contents: dict[Path, bytes] | None = None) -> str | None:
     """Commit exactly `paths` in one step; return the new commit id, or None if nothing changed.

@@ -361,6 +361,20 @@ def _check_note(note: str | None) -> str | None:
     return scrub([note], "state update")[0]
 
 
+def _scrubbed(note: str | None, given: dict[str, Number]) -> tuple[str | None, dict[str, Number]]:
+    """The note with its secrets redacted (secrets.scrub warns); a key a redactor would change is refused,
+    since a redacted key is no key (docs/RELIABILITY.md, Secrets)."""
+    from .secrets import scrub  # noqa: PLC0415
+
+    keys = list(given)
+    cleaned = scrub(keys, "state update", quiet=True)
+    for n, (key, clean) in enumerate(zip(keys, cleaned), 1):
+        if clean != key:
+            raise BadInput(f"numbers: key {n} looks like a secret (redacted it reads {clean!r})",
+                           hint="name the number by what it counts (or allow secrets to store it as given)", arg="numbers")
+    return (scrub([note], "state update")[0] if note is not None else None), given
+
+
 # ---------------------------------------------------------------- summaries
 
 @dataclass(frozen=True)
@@ -507,12 +521,15 @@ class Updated:
 
 
 def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any] | None = None,
-           note: str | None = None, commit_changes: bool = True) -> Updated:
-    """Render the scope's STATE.md from its summaries and `numbers`, write it, commit it."""
+           note: str | None = None, commit_changes: bool = True, allow_secrets: bool = False) -> Updated:
+    """Render the scope's STATE.md from its summaries and `numbers`, write it, commit it.
+    A secret in the note is redacted, with a warning, and a number named by one is refused, unless `allow_secrets`."""
     path = state_path(store, scope)
     cfg = state_config(store, scope)
     given = check_numbers(dict(numbers or {}), "numbers")
     note = _check_note(note)
+    if not allow_secrets:
+        note, given = _scrubbed(note, given)
     with store.lock():
         if path.is_file():
             from .markers import refuse_conflicts  # noqa: PLC0415

@@ -26,9 +26,11 @@ GITATTRIBUTES = (
     "memory/archive/*.md merge=memctl-archive\nstate/STATE.md merge=memctl-state\nstate/*/STATE.md merge=memctl-state\n"
 )
 # The same for a Claude Code memory directory (facts and MEMORY.md at the top; anchored with "/",
-# so that markdown files in its subfolders, memory-index/ topics or notes, keep git's own merge).
+# so that markdown files in its other subfolders, notes, keep git's own merge; the topic files of
+# memory-index/ go to their driver as in a memctl store).
 GITATTRIBUTES_CLAUDE = (
     f"ledgers/*.tsv merge=union\n/*.md merge=memctl-fact\n/{INDEX_FILE} merge=memctl-index\narchive/*.md merge=memctl-archive\n/memctl-facts.tsv merge=union\n"
+    "memory-index/*.md merge=memctl-topic\n"
 )
 # Lines an earlier memctl wrote there, unanchored: replaced by the anchored ones where found.
 CLAUDE_UNANCHORED = {"*.md merge=memctl-fact": "/*.md merge=memctl-fact",

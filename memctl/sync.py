@@ -18,7 +18,8 @@ from pathlib import Path
 
 from . import errors, gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
-from .fsutil import FACT_LIMIT, atomic_write, link_message, link_on_way, read_bounded, read_text, refuse_link, settle, written
+from .fsutil import (FACT_LIMIT, atomic_write, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
+                     rollback_to, savepoint, settle, written)
 from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
@@ -289,8 +290,21 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
     # The drivers' work is done here, in this process, by the same functions: each driver is set to
     # `false` for this merge, so git leaves the three versions staged and starts no Python per file.
     inline = [arg for kind in merge.KINDS for arg in ("-c", f"merge.memctl-{kind}.driver=false")]
+    # A git that dies half-way through (a full disk; a kill) leaves some files as the other side has them and
+    # no merge to abort: each file the merge may write is logged first, so that it is put back as it was.
+    diff = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", "HEAD", theirs)
+    incoming = [top / rel for rel in diff.out.split("\0") if rel] if diff.code == 0 else []
+    mark = savepoint()
+    keep_for_undo(incoming)
+    temps_before = gitstore.merge_temp_files(top)
     done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", "-m", message, theirs, author=author)
     merging = gitstore.unfinished_operation(store.root) == "merge"
+    if done.code != 0:  # git's drivers' temp files, which a git that died leaves in the work tree: this merge's are removed
+        for leftover in gitstore.merge_temp_files(top) - temps_before:
+            leftover.unlink(missing_ok=True)
+        if not merging:
+            rollback_to(mark)
+            gitstore.run(top, "reset", "-q", "--", *[os.path.relpath(p, top) for p in incoming])  # git's index as HEAD has it
     if done.code != 0 and not merging:
         if "unrelated histories" in done.err:
             raise Refused(f"{label} has no history in common with this store; nothing was merged or pushed",
@@ -298,7 +312,8 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         raise GitError(f"git merge failed: {done.err.splitlines()[-1] if done.err else done.out}",
                        hint="git -C <store> status")
     resolved = _read_log(top, store)
-    if not merging:  # a fast-forward (or nothing to merge)
+    if not merging:  # a fast-forward (or nothing to merge): HEAD holds what git wrote
+        settle()
         return None, resolved, sorted(_copies(store) - copies_before)
     try:
         resolved += _resolve_unmerged(store, top)

@@ -227,3 +227,9 @@ def test_mcp_inputs_over_their_limit_or_with_a_nul_get_an_error_at_once(bombed):
 
     anyio.run(scenario)
     assert not (bombed / "memory" / "nul-body.md").exists()
+    stored = [p for p in bombed.rglob("*") if p.is_file() and not {".git", ".memctl"} & set(p.relative_to(bombed).parts)]
+    assert not [p for p in stored + list((bombed / ".memctl" / "access").glob("*.tsv")) if b"\0" in p.read_bytes()]
+    # The old code: a NUL stored from an MCP query failed doctor from then on. Here doctor names the bomb and
+    # the oversized index (exit 1) and nothing else: no NUL anywhere, no traceback.
+    after = run(bombed, "doctor", ok=(1,))
+    assert "NUL" not in after.stdout + after.stderr and "bomb.md" in after.stdout, after.stdout + after.stderr

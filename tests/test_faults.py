@@ -21,7 +21,7 @@ import pytest
 
 from memctl.store import init_store
 
-from conftest import git, memctl
+from conftest import cli, git, memctl
 
 FULL = os.environ.get("MEMCTL_TEST_FULL") == "1"
 PAGE = 4096
@@ -192,6 +192,53 @@ def test_a_ledger_append_cut_off_by_a_full_disk_leaves_the_file_as_it_was(small_
     rows = run(root, "ledger", "rows", "orders", "--where", "k=order-42", "--json")
     assert "値" * 30 in rows.stdout
     clean(root)
+
+
+@pytest.mark.parametrize("fetched,leave_pages", [(False, 0), (True, 6), (True, 16)],
+                         ids=["full-at-start", "full-inside-git-merge", "full-at-the-merge-commit"])
+def test_a_sync_on_a_full_disk_fails_in_one_line_loses_nothing_and_the_next_sync_completes(small_disk, tmp_path, fetched,
+                                                                                            leave_pages):
+    """Issue 29.6: the disk fills up as `memctl sync` starts, inside `git merge` (the old code left files of the other
+    side in the work tree with no merge to abort, and git's `.merge_file_*` temp files: every later sync refused
+    "memory/b0.md has uncommitted changes"), or at the merge's commit. The sync fails with one line, the clone keeps
+    every file and commit it had, and once space is back the next sync completes: both clones converge with every
+    fact of either, `doctor` passes."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    b = tmp_path / "b"
+    init_store(b)
+    git(b, "remote", "add", "origin", str(remote))
+    assert cli(b, "sync").exit_code == 0
+    a = small_disk / "a"
+    subprocess.run(["git", "clone", "-q", str(remote), str(a)], check=True, capture_output=True)
+    assert cli(a, "sync", "--setup").exit_code == 0
+    for i in range(3):  # in-process: only the sync under test is a subprocess
+        assert cli(a, "remember", f"a{i}", "--description", f"Aの事実 {i}: 東京の会議室", "--type", "project").exit_code == 0
+        assert cli(b, "remember", f"b{i}", "--description", f"fact {i} decided on b", "--type", "project").exit_code == 0
+    assert cli(b, "ledger", "create", "notes", "--columns", "n").exit_code == 0
+    assert cli(b, "ledger", "append", "notes", "n=" + "長い記録 " * 400).exit_code == 0
+    assert cli(b, "state", "update").exit_code == 0
+    assert cli(b, "sync").exit_code == 0
+    if fetched:
+        git(a, "fetch", "-q", "origin")
+    before, commit = snapshot(a), head(a)
+    fill(small_disk, leave_pages=leave_pages)
+    done = run(a, "sync")
+    free(small_disk)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    one_line_error(done)
+    assert not list(a.glob(".merge_file_*")), "git's temp files left in the work tree"  # the old code left them
+    assert head(a) == commit and git(a, "rev-parse", "origin/master").strip() != commit
+    after = snapshot(a)
+    assert {k: v for k, v in after.items() if k in before} == before, "a file of the clone changed"
+    again = run(a, "sync")
+    assert again.returncode == 0, again.stderr
+    assert run(b, "sync").returncode == 0
+    for clone in (a, b):
+        names = {p.stem for p in (clone / "memory").glob("*.md")} - {"MEMORY"}
+        assert names == {"a0", "a1", "a2", "b0", "b1", "b2"}, (clone, names)
+        clean(clone)
+    assert head(a) == head(b)
 
 
 def test_file_size_limit_efbig_cuts_an_append_back_and_the_retry_succeeds(root):

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import git, mcp_calls, memctl
+from conftest import cli, git, mcp_calls, memctl
 from memctl import secrets
 from memctl.importers import redact
 from secret_fakes import ENV_DB, ENV_STRIPE, FAKES, GITHUB_CLASSIC, ORDINARY, PW_EN_2
@@ -182,6 +182,38 @@ def test_allow_secrets_keeps_the_text_as_given(root):
     assert PW_EN_2 in (root / "memory" / "kept.md").read_text(encoding="utf-8")
     assert (root / "ledgers" / "notes.tsv").read_text(encoding="utf-8").count(GITHUB_CLASSIC) == 2
     assert GITHUB_CLASSIC in (root / "ledgers" / "episodes.tsv").read_text(encoding="utf-8")
+
+
+def test_a_state_note_and_a_forget_reason_are_redacted_and_allow_secrets_keeps_them(root):
+    """Issue 29.7, the two gaps left: `state update --note` and `forget --reason` run the same redaction as remember
+    (one warning naming the kinds; --allow-secrets stores the text as given); a number named by a secret is refused."""
+    for n, chunk in enumerate(chunks(8)):
+        note = " / ".join(text for _, text, _ in chunk)
+        done = cli(root, "state", "update", "--note", note, env=NOW)
+        assert done.exit_code == 0, done.stderr
+        assert done.stderr.count("memctl: warning: state update: ") == 1 and "redacted before writing" in done.stderr
+    one_line = [fake for fake in FAKES if "\n" not in fake[1]]
+    for n in range(0, len(one_line), 8):
+        assert cli(root, "remember", f"old-{n}", "--description", f"古い事実 {n}", env=NOW).exit_code == 0
+        reason = " / ".join(text for _, text, _ in one_line[n:n + 8])
+        done = cli(root, "forget", f"old-{n}", "--reason", reason, env=NOW)
+        assert done.exit_code == 0, done.stderr
+        assert "memctl: warning: forget: " in done.stderr and "redacted before writing" in done.stderr
+    assert len(one_line) >= 40
+    refused = cli(root, "state", "update", "--from-json", "-", input=json.dumps({GITHUB_CLASSIC: 1}), env=NOW)
+    assert refused.exit_code == 2 and "looks like a secret" in refused.stderr and GITHUB_CLASSIC not in refused.stderr
+    stored = stored_text(root)
+    for label, _, secret in FAKES:
+        assert secret not in stored, label
+    assert "本番DBのパスワードは [REDACTED:password] です" in (root / "state" / "STATE.md").read_text(encoding="utf-8") + stored
+    assert git(root, "status", "--porcelain") == ""
+    kept = cli(root, "state", "update", "--note", f"admin password is {PW_EN_2}", "--allow-secrets", env=NOW)
+    assert kept.exit_code == 0 and "warning" not in kept.stderr
+    assert PW_EN_2 in (root / "state" / "STATE.md").read_text(encoding="utf-8")
+    assert cli(root, "remember", "kept", "--description", "鍵を捨てた", env=NOW).exit_code == 0
+    kept = cli(root, "forget", "kept", "--reason", f"rotated {GITHUB_CLASSIC}", "--allow-secrets", env=NOW)
+    assert kept.exit_code == 0 and "warning" not in kept.stderr
+    assert GITHUB_CLASSIC in (root / "memory" / "archive" / "kept.md").read_text(encoding="utf-8")
 
 
 def test_ordinary_text_is_stored_as_given_without_a_warning(root):

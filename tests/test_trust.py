@@ -274,3 +274,33 @@ def test_trust_refuses_a_key_that_is_no_executable_setting(root):
     done = memctl(root, "trust", "jobs.nope")
     assert done.returncode == 2 and "'jobs.nope' is not an executable setting of memctl.toml" in one_error(done)
     assert memctl(root, "trust", "--json").stdout.startswith('{"settings": [')
+
+
+def test_a_pushed_gitattributes_and_git_config_run_nothing_here(victim, tmp_path):
+    """Merge and filter drivers: git runs only those this clone's or this user's git config defines, and no commit
+    brings config. The attacker pushes `.gitattributes` pointing every markdown file at a driver and a filter
+    named `evil`, and a committed `.gitconfig` and `.git-config` defining them; both sides changed one fact, so
+    the merge needs a driver. Neither `memctl sync` nor a plain `git pull` runs them."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    assert memctl(store, "remember", "shared", "--description", "共有の事実", "--type", "project").returncode == 0
+    assert memctl(store, "sync").returncode == 0
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    fact = attacker / "memory" / "shared.md"
+    fact.write_text(fact.read_text(encoding="utf-8").replace("共有の事実", "攻撃者が書き換えた事実"), encoding="utf-8")
+    run = f"sh -c 'echo pwned > {marker}'"
+    with open(attacker / ".gitattributes", "a", encoding="utf-8") as handle:
+        handle.write("*.md merge=evil filter=evil diff=evil\n*.tsv merge=evil filter=evil\n")
+    for name in (".gitconfig", ".git-config"):
+        (attacker / name).write_text(f'[merge "evil"]\n\tdriver = {run}\n[filter "evil"]\n\tsmudge = {run}\n\tclean = {run}\n'
+                                     f'[diff "evil"]\n\ttextconv = {run}\n', encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, *ID, "commit", "-qm", "attributes")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "remember", "shared", "--update", "--description", "被害者が更新した事実").returncode == 0
+    done = memctl(store, "sync")
+    assert "Traceback" not in done.stderr and not marker.exists(), done.stderr
+    subprocess.run(["git", "-C", str(store), "pull", "-q", "--no-rebase", "origin", _branch(store)], capture_output=True)
+    memctl(store, "doctor")
+    git(store, "log", "-p", "-1")
+    assert not marker.exists()

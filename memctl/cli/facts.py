@@ -151,6 +151,7 @@ def forget(
     policies: Annotated[bool, typer.Option("--policies", help="Apply the [[forget.policy]] rules of memctl.toml instead of one NAME.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="With --policies: print the plan, change nothing.")] = False,
     no_commit: NoCommitOpt = False,
+    allow_secrets: AllowSecretsOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Move a fact to memory/archive/ with the reason, or forget by policy (--policies)."""
@@ -164,7 +165,7 @@ def forget(
         return
     if not name:
         raise BadInput("give the NAME of the fact to forget", hint="memctl forget NAME --reason TEXT, or --policies")
-    change = api.forget(store, name, reason, commit=not no_commit)
+    change = api.forget(store, name, reason, commit=not no_commit, allow_secrets=allow_secrets)
     path = store.rel(change.fact.path)
     if json:
         output.emit_json({"action": change.action, "name": change.fact.name, "path": path, "commit": change.commit})

@@ -11,7 +11,7 @@ import typer
 from .. import output, state
 from ..errors import FAILED, BadInput, NotFound
 from .root import app
-from .common import JsonOpt, NoCommitOpt, store_from
+from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, store_from
 
 state_app = typer.Typer(
     help="STATE.md snapshots: how things stand now, regenerated and committed by a scheduled job.",
@@ -50,12 +50,14 @@ def update(
     from_json: Annotated[Optional[str], typer.Option("--from-json", help="A JSON object of numbers from elsewhere (a task tracker, ...); '-' reads stdin.", metavar="FILE|-")] = None,
     note: Annotated[Optional[str], typer.Option("--note", help="A short note shown in its own section.")] = None,
     no_commit: NoCommitOpt = False,
+    allow_secrets: AllowSecretsOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Regenerate STATE.md from the [state] summaries (and --from-json), write it and commit it."""
     store = store_from(ctx, committing=not no_commit)
     numbers = _read_json(from_json) if from_json is not None else None
-    done = state.update(store, scope=name, numbers=numbers, note=note, commit_changes=not no_commit)
+    done = state.update(store, scope=name, numbers=numbers, note=note, commit_changes=not no_commit,
+                        allow_secrets=allow_secrets)
     rel = store.rel(done.path)
     if json:
         output.emit_json({**output.state_json(rel, done.snapshot), "message": done.message, "commit": done.commit})

@@ -349,7 +349,7 @@ def test_a_claude_code_memory_directory_syncs_between_two_machines(tmp_path):
     assert r.exit_code == 0, r.stderr
     assert (a / ".gitattributes").read_text().splitlines() == [
         "ledgers/*.tsv merge=union", "/*.md merge=memctl-fact", "/MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive",
-        "/memctl-facts.tsv merge=union"]
+        "/memctl-facts.tsv merge=union", "memory-index/*.md merge=memctl-topic"]
     b = tmp_path / "b"
     subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
     assert cli(b, "sync", "--setup").exit_code == 0
@@ -399,7 +399,7 @@ def test_a_claude_code_directory_adopted_by_init_merges_under_a_plain_git_pull(t
     assert r.exit_code == 0, r.stderr
     assert (a / ".gitattributes").read_text(encoding="utf-8").splitlines() == [
         "ledgers/*.tsv merge=union", "/*.md merge=memctl-fact", "/MEMORY.md merge=memctl-index", "archive/*.md merge=memctl-archive",
-        "/memctl-facts.tsv merge=union"]
+        "/memctl-facts.tsv merge=union", "memory-index/*.md merge=memctl-topic"]
     assert git(a, "ls-files").split() == [".gitattributes", "MEMORY.md", "role.md"]
     assert len(git(a, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()) == 6
     assert git(a, "status", "--porcelain") == "" and not (a / "memory").exists() and not (a / "memctl.toml").exists()
@@ -435,24 +435,25 @@ def test_init_of_a_claude_code_directory_leaves_a_hand_edited_gitattributes_alon
 
 
 def test_a_claude_code_directorys_attributes_reach_only_its_top_and_old_lines_are_anchored(tmp_path):
-    """memctl's drivers take the facts and MEMORY.md at the top; markdown in a subfolder (memory-index/
-    topics, notes) keeps git's own merge. Lines an earlier memctl wrote unanchored are anchored by
-    `sync --setup`."""
+    """memctl's drivers take the facts and MEMORY.md at the top and the topic files of memory-index/ (as in a
+    memctl store: issue 29.6); markdown in another subfolder (notes) keeps git's own merge. Lines an earlier
+    memctl wrote unanchored are anchored, and the missing ones added, by `sync --setup`."""
     d = tmp_path / ".claude" / "projects" / "-app" / "memory"
     d.mkdir(parents=True)
     (d / "MEMORY.md").write_text("# Memory\n", encoding="utf-8")
     assert cli(None, "init", str(d)).exit_code == 0
     attrs = git(d, "check-attr", "merge", "--", "role.md", "MEMORY.md", "memory-index/topic.md", "notes/readme.md")
     assert attrs.splitlines() == ["role.md: merge: memctl-fact", "MEMORY.md: merge: memctl-index",
-                                  "memory-index/topic.md: merge: unspecified", "notes/readme.md: merge: unspecified"]
+                                  "memory-index/topic.md: merge: memctl-topic", "notes/readme.md: merge: unspecified"]
     old = "*.png binary\nledgers/*.tsv merge=union\n*.md merge=memctl-fact\nMEMORY.md merge=memctl-index\narchive/*.md merge=memctl-archive\n"
     (d / ".gitattributes").write_text(old, encoding="utf-8")
     git(d, *ID, "commit", "-qam", "attributes as an earlier memctl wrote them")
     r = cli(d, "sync", "--setup")
     assert r.exit_code == 0, r.stderr
     assert (d / ".gitattributes").read_text(encoding="utf-8") == old.replace("\n*.md", "\n/*.md").replace(
-        "\nMEMORY.md", "\n/MEMORY.md") + "/memctl-facts.tsv merge=union\n"
-    assert "notes/readme.md: merge: unspecified" in git(d, "check-attr", "merge", "--", "notes/readme.md")
+        "\nMEMORY.md", "\n/MEMORY.md") + "/memctl-facts.tsv merge=union\nmemory-index/*.md merge=memctl-topic\n"
+    assert git(d, "check-attr", "merge", "--", "notes/readme.md", "memory-index/project.md").splitlines() == [
+        "notes/readme.md: merge: unspecified", "memory-index/project.md: merge: memctl-topic"]
 
 
 def test_reads_are_committed_by_sync_and_reach_the_other_clone(pair):
