@@ -356,9 +356,9 @@ def _check_note(note: str | None) -> str | None:
         return None
     if len(note) > MAX_NOTE_CHARS or "\0" in note:
         raise BadInput(f"note: at most {MAX_NOTE_CHARS} characters of text", hint="keep long text in a fact file", arg="note")
-    from .secrets import scrub  # the one write-path redaction: <private> text and secrets
+    from .private import hide  # <private> text is hidden even when secrets are allowed (secrets: _scrubbed)
 
-    return scrub([note], "state update")[0]
+    return hide(note)[0]
 
 
 def _scrubbed(note: str | None, given: dict[str, Number]) -> tuple[str | None, dict[str, Number]]:
