@@ -5,9 +5,9 @@
     score     = relevance x w1 + importance x w2 + confidence x w3 + recency x w4 + frequency x w5
 
 Relevance is on a fixed scale in [0, 1], computed from the query and the item
-alone (and the index's term statistics), never from the item's rank among the
-hits: the keyword coverage is the idf-weighted share of the query's terms the
-item holds (rindex.keyword); the vector relevance is the cosine mapped through
+alone, never from the rest of the store or the item's rank among the hits: the
+keyword coverage is the weighted share of the query's terms the item holds
+(rindex.keyword, rindex.term_weight); the vector relevance is the cosine mapped through
 a logistic calibration per model (VECTOR_CALIBRATION, fitted on the dev data,
 bench/calibrate_recall.py). Items below the floor (`[recall] min_score`,
 min_score_for) are never returned, so "nothing relevant" is an answer.
@@ -361,9 +361,12 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
 # relevance = 1 / (1 + exp(-(b . features))), fitted by bench/fit_relevance.py on the four dev sets
 # (docs/RECALL.md "Calibration"): a probability of relevance on a sample with as many relevant as
 # irrelevant candidates. v = logit of the calibrated vector, cjk = 1 for a query with kana/kanji.
-HYBRID_FIT = (-0.418, 7.461, 1.897, -3.395, 10.746, 0.579)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
+# L = the item's length in index tokens (words; kana/kanji bigrams), log2(tokens / 32) within +-3.
+HYBRID_FIT = (-0.418, 7.461, 1.897, -3.395, 10.746, 0.579,  # 1, keyword, v, cjk, cjk x keyword, cjk x v,
+              0.0, 0.0, 0.0)  # L, L x keyword, L x v
 KEYWORD_FIT = (-2.066, 11.117, -2.235, 18.619)  # 1, keyword, cjk, cjk x keyword
 LOGIT_BOUND = 12.0  # a vector relevance of exactly 0 or 1 counts as this logit
+LENGTH_BOUND = 3.0
 
 
 def _sigmoid(x: float) -> float:
@@ -376,13 +379,23 @@ def keyword_relevance(keyword: float, cjk: bool) -> float:
     return _sigmoid(b[0] + b[1] * keyword + cjk * (b[2] + b[3] * keyword))
 
 
-def combine(keyword: float, vector: float | None, cjk: bool = False) -> float:
-    """Hybrid relevance: the fitted probability of relevance from the coverage and the calibrated vector."""
+def length_input(tokens: int) -> float:
+    """The item-length input of HYBRID_FIT: log2(tokens / REFERENCE_LENGTH), within +-LENGTH_BOUND."""
+    from .rindex import REFERENCE_LENGTH
+
+    return max(-LENGTH_BOUND, min(LENGTH_BOUND, math.log2(max(tokens, 1) / REFERENCE_LENGTH)))
+
+
+def combine(keyword: float, vector: float | None, cjk: bool = False, length: int | None = None) -> float:
+    """Hybrid relevance: the fitted probability of relevance from the coverage, the calibrated vector,
+    the query's language and the item's length in tokens (None: the reference length, L = 0)."""
     if vector is None:
         return keyword_relevance(keyword, cjk)
     v = max(-LOGIT_BOUND, min(LOGIT_BOUND, math.log(max(vector, 1e-12) / max(1.0 - vector, 1e-12))))
+    size = length_input(length) if length is not None else 0.0
     b = HYBRID_FIT
-    return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v))
+    return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v)
+                    + size * (b[6] + b[7] * keyword + b[8] * v))
 
 
 def kinds_of(source: str) -> tuple[str, ...]:
@@ -565,34 +578,15 @@ def _conversation_links(conn, docs) -> dict[int, tuple[int | None, int | None]]:
     return rindex.conversation_neighbours(conn, sorted(around), WINDOW_GAP_SECONDS, EVENT_TYPES)
 
 
-def _term_counts(tokens: list[str], terms) -> dict[str, int]:
-    """How often each query term occurs in `tokens`, as rindex.coverage counts it (absent terms left out)."""
-    from . import textnorm
-
-    found = {}
-    for t in terms:
-        if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (rindex._match_expression)
-            tf = sum(1 for token in tokens if token.startswith(t))
-        else:
-            tf = tokens.count(t)
-        if tf:
-            found[t] = tf
-    return found
-
-
-def _joined_coverage(parts, idf) -> float:
+def _joined_coverage(parts, weights) -> float:
     """rindex.coverage of the concatenated tokens of several turns, from each turn's (term counts, length)."""
+    from .rindex import counted_coverage
+
     tf: dict[str, int] = {}
     for counts, _ in parts:
         for t, n in counts.items():
             tf[t] = tf.get(t, 0) + n
-    whole = sum(idf.values())
-    if not tf or not whole:
-        return 0.0
-    from .rindex import B, K1, REFERENCE_LENGTH
-
-    norm = K1 * (1 - B + B * sum(n for _, n in parts) / REFERENCE_LENGTH)
-    return sum(idf[t] * min(1.0, n * (K1 + 1) / (n + norm)) for t, n in tf.items()) / whole
+    return counted_coverage(tf, sum(n for _, n in parts), weights)
 
 
 def _window_of(doc: int, links) -> tuple[int, ...]:
@@ -610,7 +604,7 @@ def _window_of(doc: int, links) -> tuple[int, ...]:
 
 
 def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors):
-    """Conversation windows: (relevance of each turn's window, (keyword, vector) of turns found only as context).
+    """Conversation windows: (relevance of each turn's window, (keyword, vector, length) of turns found only as context).
 
     A turn is read in its context: the window centred on it (up to
     WINDOW_RADIUS turns before and after, same conversation) is scored as one
@@ -635,21 +629,21 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
         return {}, {}
     members = sorted({m for w in windows.values() for m in w})
     if use != "vector":
-        terms, idf = rindex.query_terms(conn, query)
+        terms, weights = rindex.query_terms(query)
         tokens = rindex.tokens_of(conn, members)
-        parts = {m: (_term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
+        parts = {m: (rindex.term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
-    extra: dict[int, tuple[float, float | None]] = {}
+    extra: dict[int, tuple[float, float | None, int | None]] = {}
     for d in windows:  # a turn met only as context: its own signals, as recall would score it
         if d not in own:
-            kw = _joined_coverage([parts[d]], idf) if use != "vector" else 0.0
+            kw = _joined_coverage([parts[d]], weights) if use != "vector" else 0.0
             vec = calibrated(float(sims[column[d]]), calibration) if use != "keyword" and sims is not None and d in column else None
-            extra[d] = (kw, vec)
+            extra[d] = (kw, vec, parts[d][1] if use == "hybrid" else None)
     best: dict[int, float] = {}
     for d, window in windows.items():
-        kw = _joined_coverage([parts[m] for m in window], idf) if use != "vector" else 0.0
+        kw = _joined_coverage([parts[m] for m in window], weights) if use != "vector" else 0.0
         vec = None
         inside = [column[m] for m in window if m in column] if use != "keyword" and sims is not None else []
         if inside:
@@ -657,7 +651,7 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
 
             norm = float(np.linalg.norm(vectors[inside].sum(axis=0))) if len(inside) > 1 else 1.0
             vec = calibrated(float(sims[inside].sum()) / max(norm, 1e-6), calibration)
-        best[d] = relevance_of(kw, vec, use, cjk)
+        best[d] = relevance_of(kw, vec, use, cjk, sum(parts[m][1] for m in window) if use == "hybrid" else None)
     return best, extra
 
 
@@ -818,13 +812,14 @@ class Signals(NamedTuple):
     window: dict[int, float]  # the relevance of each turn's conversation window
 
 
-def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool) -> float:
-    """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji)."""
+def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool, length: int | None = None) -> float:
+    """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji;
+    `length`: the text's length in index tokens, an input of the hybrid)."""
     if use == "keyword":
         return keyword_relevance(keyword, cjk) if keyword > 0 else 0.0
     if use == "vector":
         return vector or 0.0
-    return combine(keyword, vector or 0.0, cjk)
+    return combine(keyword, vector or 0.0, cjk, length)
 
 
 def candidates(conn, query: str, cosines, plan: Plan) -> tuple[dict[int, tuple[float, float]], dict[int, float], Any]:
@@ -856,13 +851,17 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
     coverage = {doc: value[1] for doc, value in keyword.items()}
     vector: dict[int, float] = {}
     own: dict[int, float] = {}
-    for doc in set(keyword) | set(cosine):
+    found = set(keyword) | set(cosine)
+    from . import rindex
+
+    lengths = rindex.lengths(conn, found) if plan.use == "hybrid" else {}
+    for doc in found:
         if plan.use != "keyword":
             vector[doc] = calibrated(cosine[doc], plan.calibration) if doc in cosine else 0.0
         if plan.waiting and doc not in plan.column and plan.use == "hybrid":
             own[doc] = relevance_of(coverage.get(doc, 0.0), None, "keyword", cjk)  # no vector yet: keywords alone
         else:
-            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk)
+            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk, lengths.get(doc))
     window: dict[int, float] = {}
     if "episode" in kinds and own and plan.settings.windows:
         window = _context_windows(conn, query, row, plan, own, coverage, vector)
@@ -882,12 +881,12 @@ def _context_windows(conn, query: str, row, plan: Plan, own: dict, coverage: dic
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
-    for doc, (kw, vec) in extra.items():
+    for doc, (kw, vec, length) in extra.items():
         if doc in window:
             coverage[doc] = kw
             if plan.use != "keyword":
                 vector[doc] = vec or 0.0
-            own[doc] = relevance_of(kw, vector.get(doc), plan.use, cjk)
+            own[doc] = relevance_of(kw, vector.get(doc), plan.use, cjk, length)
     return window
 
 
