@@ -166,17 +166,20 @@ def jsquad_rows(path: Path, spec: str, tmp: Path, count: int) -> list[list]:
 
 FORMS = {  # the hybrid model's inputs beyond 1, keyword, v, cjk, cjk x keyword, cjk x v
     "base": (),
-    "length": ("L", "L kw", "L v"),  # L = the item's length: log2(tokens / REFERENCE_LENGTH), within +-LENGTH_BOUND
+    "length": ("L", "L kw", "L v"),  # L = length_input(the item's length in tokens)
+    "length-slopes": ("L kw", "L v"),  # the length changes the signals' weights only, not the prior
     "length-cjk": ("L", "L kw", "L v", "cjk L", "cjk L kw", "cjk L v"),
 }
-FORM = ["length"]  # the form fitted (--form)
+SAMPLE_TERMS = ("deploy", "db", "postgresql", "デプ", "京", "16")  # the --json report shows their weights
+FORM = ["base"]  # the form fitted (--form); recall.combine ships "base" (docs/RECALL.md says why)
 WEIGHTS = {"shipped": None, "flat": lambda t: 1.0}  # coverage's term weight (--weights); None: rindex.term_weight
 
 
 def length_input(ntok: int) -> float:
-    from memctl import recall
+    """L: the item's length in index tokens, log2(tokens / rindex.REFERENCE_LENGTH) within +-2."""
+    from memctl import rindex
 
-    return recall.length_input(ntok)
+    return max(-2.0, min(2.0, math.log2(max(ntok, 1) / rindex.REFERENCE_LENGTH)))
 
 
 def features(r: list, calibration: tuple[float, float], keyword_only: bool) -> list[float]:
@@ -297,7 +300,7 @@ def main() -> int:
     parser.add_argument("--collect-only", action="store_true", help="write the --rows cache and stop")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--floor", type=float, help="the floor for the ranking table (default: recall.DEFAULT_MIN_SCORE)")
-    parser.add_argument("--form", default="length", choices=sorted(FORMS), help="the hybrid model's inputs (FORMS)")
+    parser.add_argument("--form", default="base", choices=sorted(FORMS), help="the hybrid model's inputs (FORMS)")
     parser.add_argument("--weights", default="shipped", choices=sorted(WEIGHTS), help="coverage's term weight")
     parser.add_argument("--split", action="store_true", help="fit on half of each set's questions, report on the other")
     args = parser.parse_args()
@@ -348,7 +351,11 @@ def main() -> int:
         beta = logistic(np.array(x), np.array(y, dtype=float), np.array(w) * len(w) / len(fit_sets))
         fitted[mode] = [round(float(b), 3) for b in beta]
         print(f"{mode} fit: {fitted[mode]}")
-    report = {"fit": fitted, "floors": {}}
+    from memctl import rindex
+
+    report = {"fit": fitted, "form": FORM[0], "split": args.split, "embedder": args.embedder,
+              "term_weights": {t: (WEIGHTS[args.weights] or rindex.term_weight)(t) for t in SAMPLE_TERMS},
+              "floor": recall.DEFAULT_MIN_SCORE if args.floor is None else args.floor, "floors": {}}
     print(f"\n{'set':>7} {'mode':>8} {'floor':>6} {'P bal':>6} {'R':>6} {'q hit':>6} {'q none':>7}")
     for name, rows in sets.items():
         sample = balanced(rows)

@@ -361,12 +361,9 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
 # relevance = 1 / (1 + exp(-(b . features))), fitted by bench/fit_relevance.py on the four dev sets
 # (docs/RECALL.md "Calibration"): a probability of relevance on a sample with as many relevant as
 # irrelevant candidates. v = logit of the calibrated vector, cjk = 1 for a query with kana/kanji.
-# L = the item's length in index tokens (words; kana/kanji bigrams), log2(tokens / 32) within +-3.
-HYBRID_FIT = (-0.418, 7.461, 1.897, -3.395, 10.746, 0.579,  # 1, keyword, v, cjk, cjk x keyword, cjk x v,
-              0.0, 0.0, 0.0)  # L, L x keyword, L x v
-KEYWORD_FIT = (-2.066, 11.117, -2.235, 18.619)  # 1, keyword, cjk, cjk x keyword
+HYBRID_FIT = (-1.239, 6.33, 1.888, -2.499, 2.583, 1.628)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
+KEYWORD_FIT = (-3.367, 10.247, -1.622, 9.793)  # 1, keyword, cjk, cjk x keyword
 LOGIT_BOUND = 12.0  # a vector relevance of exactly 0 or 1 counts as this logit
-LENGTH_BOUND = 3.0
 
 
 def _sigmoid(x: float) -> float:
@@ -379,23 +376,13 @@ def keyword_relevance(keyword: float, cjk: bool) -> float:
     return _sigmoid(b[0] + b[1] * keyword + cjk * (b[2] + b[3] * keyword))
 
 
-def length_input(tokens: int) -> float:
-    """The item-length input of HYBRID_FIT: log2(tokens / REFERENCE_LENGTH), within +-LENGTH_BOUND."""
-    from .rindex import REFERENCE_LENGTH
-
-    return max(-LENGTH_BOUND, min(LENGTH_BOUND, math.log2(max(tokens, 1) / REFERENCE_LENGTH)))
-
-
-def combine(keyword: float, vector: float | None, cjk: bool = False, length: int | None = None) -> float:
-    """Hybrid relevance: the fitted probability of relevance from the coverage, the calibrated vector,
-    the query's language and the item's length in tokens (None: the reference length, L = 0)."""
+def combine(keyword: float, vector: float | None, cjk: bool = False) -> float:
+    """Hybrid relevance: the fitted probability of relevance from the coverage and the calibrated vector."""
     if vector is None:
         return keyword_relevance(keyword, cjk)
     v = max(-LOGIT_BOUND, min(LOGIT_BOUND, math.log(max(vector, 1e-12) / max(1.0 - vector, 1e-12))))
-    size = length_input(length) if length is not None else 0.0
     b = HYBRID_FIT
-    return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v)
-                    + size * (b[6] + b[7] * keyword + b[8] * v))
+    return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v))
 
 
 def kinds_of(source: str) -> tuple[str, ...]:
@@ -604,7 +591,7 @@ def _window_of(doc: int, links) -> tuple[int, ...]:
 
 
 def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors):
-    """Conversation windows: (relevance of each turn's window, (keyword, vector, length) of turns found only as context).
+    """Conversation windows: (relevance of each turn's window, (keyword, vector) of turns found only as context).
 
     A turn is read in its context: the window centred on it (up to
     WINDOW_RADIUS turns before and after, same conversation) is scored as one
@@ -635,12 +622,12 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
-    extra: dict[int, tuple[float, float | None, int | None]] = {}
+    extra: dict[int, tuple[float, float | None]] = {}
     for d in windows:  # a turn met only as context: its own signals, as recall would score it
         if d not in own:
             kw = _joined_coverage([parts[d]], weights) if use != "vector" else 0.0
             vec = calibrated(float(sims[column[d]]), calibration) if use != "keyword" and sims is not None and d in column else None
-            extra[d] = (kw, vec, parts[d][1] if use == "hybrid" else None)
+            extra[d] = (kw, vec)
     best: dict[int, float] = {}
     for d, window in windows.items():
         kw = _joined_coverage([parts[m] for m in window], weights) if use != "vector" else 0.0
@@ -651,7 +638,7 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
 
             norm = float(np.linalg.norm(vectors[inside].sum(axis=0))) if len(inside) > 1 else 1.0
             vec = calibrated(float(sims[inside].sum()) / max(norm, 1e-6), calibration)
-        best[d] = relevance_of(kw, vec, use, cjk, sum(parts[m][1] for m in window) if use == "hybrid" else None)
+        best[d] = relevance_of(kw, vec, use, cjk)
     return best, extra
 
 
@@ -812,14 +799,13 @@ class Signals(NamedTuple):
     window: dict[int, float]  # the relevance of each turn's conversation window
 
 
-def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool, length: int | None = None) -> float:
-    """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji;
-    `length`: the text's length in index tokens, an input of the hybrid)."""
+def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool) -> float:
+    """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji)."""
     if use == "keyword":
         return keyword_relevance(keyword, cjk) if keyword > 0 else 0.0
     if use == "vector":
         return vector or 0.0
-    return combine(keyword, vector or 0.0, cjk, length)
+    return combine(keyword, vector or 0.0, cjk)
 
 
 def candidates(conn, query: str, cosines, plan: Plan) -> tuple[dict[int, tuple[float, float]], dict[int, float], Any]:
@@ -851,17 +837,13 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
     coverage = {doc: value[1] for doc, value in keyword.items()}
     vector: dict[int, float] = {}
     own: dict[int, float] = {}
-    found = set(keyword) | set(cosine)
-    from . import rindex
-
-    lengths = rindex.lengths(conn, found) if plan.use == "hybrid" else {}
-    for doc in found:
+    for doc in set(keyword) | set(cosine):
         if plan.use != "keyword":
             vector[doc] = calibrated(cosine[doc], plan.calibration) if doc in cosine else 0.0
         if plan.waiting and doc not in plan.column and plan.use == "hybrid":
             own[doc] = relevance_of(coverage.get(doc, 0.0), None, "keyword", cjk)  # no vector yet: keywords alone
         else:
-            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk, lengths.get(doc))
+            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk)
     window: dict[int, float] = {}
     if "episode" in kinds and own and plan.settings.windows:
         window = _context_windows(conn, query, row, plan, own, coverage, vector)
@@ -881,12 +863,12 @@ def _context_windows(conn, query: str, row, plan: Plan, own: dict, coverage: dic
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
-    for doc, (kw, vec, length) in extra.items():
+    for doc, (kw, vec) in extra.items():
         if doc in window:
             coverage[doc] = kw
             if plan.use != "keyword":
                 vector[doc] = vec or 0.0
-            own[doc] = relevance_of(kw, vector.get(doc), plan.use, cjk, length)
+            own[doc] = relevance_of(kw, vector.get(doc), plan.use, cjk)
     return window
 
 

@@ -573,22 +573,15 @@ def query_terms(query: str) -> tuple[list[str], dict[str, float]]:
     return terms, {t: term_weight(t) for t in terms}
 
 
-def _by_id(conn: sqlite3.Connection, select: str, wanted) -> Iterator[tuple]:
-    """The rows of `select` (ending in `IN`) for the ids `wanted`, 500 at a time."""
+def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:
+    """The indexed tokens of each document."""
+    found: dict[int, list[str]] = {}
     wanted = list(wanted)
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
-        yield from conn.execute(f"{select} ({','.join('?' * len(chunk))})", chunk)
-
-
-def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:
-    """The indexed tokens of each document."""
-    return {doc: text.split() for doc, text in _by_id(conn, "SELECT rowid, tokens FROM fts WHERE rowid IN", wanted)}
-
-
-def lengths(conn: sqlite3.Connection, wanted) -> dict[int, int]:
-    """The length in index tokens of each document."""
-    return dict(_by_id(conn, "SELECT id, ntok FROM docs WHERE id IN", wanted))
+        for doc, text in conn.execute(f"SELECT rowid, tokens FROM fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk):
+            found[doc] = text.split()
+    return found
 
 
 def term_counts(tokens: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
