@@ -53,19 +53,30 @@ def new_store(root: Path, spec: str):
     return open_store(root)
 
 
+TOKENS: dict[str, list[str]] = {}  # item key -> its indexed tokens, of the store hits_of last read
+
+
 def hits_of(store, queries: list[str], source: str) -> list[list]:
     from memctl import recall, rindex
 
     with rindex.opened(store) as conn:
         _, results = recall.answer(store, conn, queries, k=10_000, source=source, mode="hybrid", min_score=0.0)
+        TOKENS.clear()
+        TOKENS.update((key, text.split()) for key, text in
+                      conn.execute("SELECT d.key, f.tokens FROM fts f JOIN docs d ON d.id = f.rowid"))
     return results
 
 
 def row(query: str, hit, relevant: bool, qid: str) -> list:
-    """(cosine or None, keyword coverage, relevant, question id, 1 for a query with kana/kanji, BM25 or None)."""
-    from memctl import textnorm
+    """(cosine or None, keyword coverage, relevant, question id, 1 for a query with kana/kanji, BM25 or None,
+    the item's length in tokens, how often it holds each query term): the last two let coverage()
+    recompute the keyword signal under another term weight without embedding again."""
+    from memctl import recall, rindex, textnorm
 
-    return [hit.cosine, hit.keyword, int(relevant), qid, int(textnorm.has_cjk(query)), hit.bm25]
+    terms = list(dict.fromkeys(rindex.search_tokens(query)))
+    tokens = TOKENS.get(hit.item.key, [])
+    return [hit.cosine, hit.keyword, int(relevant), qid, int(textnorm.has_cjk(query)), hit.bm25, len(tokens),
+            rindex.term_counts(tokens, terms), terms]
 
 
 def store_facts(store, texts: list[str]) -> None:
@@ -153,13 +164,49 @@ def jsquad_rows(path: Path, spec: str, tmp: Path, count: int) -> list[list]:
     return rows
 
 
+FORMS = {  # the hybrid model's inputs beyond 1, keyword, v, cjk, cjk x keyword, cjk x v
+    "base": (),
+    "length": ("L", "L kw", "L v"),  # L = length_input(the item's length in tokens)
+    "length-slopes": ("L kw", "L v"),  # the length changes the signals' weights only, not the prior
+    "length-cjk": ("L", "L kw", "L v", "cjk L", "cjk L kw", "cjk L v"),
+}
+SAMPLE_TERMS = ("deploy", "db", "postgresql", "デプ", "京", "16")  # the --json report shows their weights
+FORM = ["base"]  # the form fitted (--form); recall.combine ships "base" (docs/RECALL.md says why)
+WEIGHTS = {"shipped": None, "flat": lambda t: 1.0}  # coverage's term weight (--weights); None: rindex.term_weight
+
+
+def length_input(ntok: int) -> float:
+    """L: the item's length in index tokens, log2(tokens / rindex.REFERENCE_LENGTH) within +-2."""
+    from memctl import rindex
+
+    return max(-2.0, min(2.0, math.log2(max(ntok, 1) / rindex.REFERENCE_LENGTH)))
+
+
 def features(r: list, calibration: tuple[float, float], keyword_only: bool) -> list[float]:
     cjk = float(r[4])
     if keyword_only:
         return [1.0, r[1], cjk, cjk * r[1]]
     centre, slope = calibration
     v = max(-12.0, min(12.0, slope * ((r[0] if r[0] is not None else -1.0) - centre)))  # recall.LOGIT_BOUND
-    return [1.0, r[1], v, cjk, cjk * r[1], cjk * v]
+    values = {"L": length_input(r[6]), "kw": r[1], "v": v, "cjk": cjk}
+    extra = []
+    for name in FORMS[FORM[0]]:
+        product = 1.0
+        for part in name.split():
+            product *= values[part]
+        extra.append(product)
+    return [1.0, r[1], v, cjk, cjk * r[1], cjk * v, *extra]
+
+
+def recompute_coverage(sets: dict, weight) -> None:
+    """Each row's keyword coverage again from its term counts and length, under `weight` (a term's weight)."""
+    from memctl import rindex
+
+    weight = weight or rindex.term_weight
+    for rows in sets.values():
+        for r in rows:
+            weights = {t: weight(t) for t in r[8]}
+            r[1] = rindex.counted_coverage(r[7], r[6], weights)
 
 
 def logistic(x, y, w, l2: float = 1e-3):
@@ -253,6 +300,9 @@ def main() -> int:
     parser.add_argument("--collect-only", action="store_true", help="write the --rows cache and stop")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--floor", type=float, help="the floor for the ranking table (default: recall.DEFAULT_MIN_SCORE)")
+    parser.add_argument("--form", default="base", choices=sorted(FORMS), help="the hybrid model's inputs (FORMS)")
+    parser.add_argument("--weights", default="shipped", choices=sorted(WEIGHTS), help="coverage's term weight")
+    parser.add_argument("--split", action="store_true", help="fit on half of each set's questions, report on the other")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["MEMCTL_NO_COMMIT"] = "1"
@@ -281,18 +331,31 @@ def main() -> int:
         if args.collect_only:
             return 0
     calibration = recall.VECTOR_CALIBRATION[args.embedder] if args.embedder in recall.VECTOR_CALIBRATION else (0.0, 1.0)
+    FORM[0] = args.form
+    recompute_coverage(sets, WEIGHTS[args.weights])
+    fit_sets = sets
+    if args.split:  # fit on one half of each set's questions, report on the other
+        import zlib
+
+        fit_sets = {name: [r for r in rows if zlib.crc32(r[3].encode()) % 2 == 0] for name, rows in sets.items()}
+        sets = {name: [r for r in rows if zlib.crc32(r[3].encode()) % 2 == 1] for name, rows in sets.items()}
+        print("fitted on one half of each set's questions; the tables are the other half")
     fitted = {}
     for mode in ("hybrid", "keyword"):
         x, y, w = [], [], []
-        for rows in sets.values():
+        for rows in fit_sets.values():
             sample = balanced(rows)
             x += [features(r, calibration, mode == "keyword") for r in sample]
             y += [r[2] for r in sample]
             w += [1.0 / len(sample)] * len(sample)
-        beta = logistic(np.array(x), np.array(y, dtype=float), np.array(w) * len(w) / len(sets))
+        beta = logistic(np.array(x), np.array(y, dtype=float), np.array(w) * len(w) / len(fit_sets))
         fitted[mode] = [round(float(b), 3) for b in beta]
         print(f"{mode} fit: {fitted[mode]}")
-    report = {"fit": fitted, "floors": {}}
+    from memctl import rindex
+
+    report = {"fit": fitted, "form": FORM[0], "split": args.split, "embedder": args.embedder,
+              "term_weights": {t: (WEIGHTS[args.weights] or rindex.term_weight)(t) for t in SAMPLE_TERMS},
+              "floor": recall.DEFAULT_MIN_SCORE if args.floor is None else args.floor, "floors": {}}
     print(f"\n{'set':>7} {'mode':>8} {'floor':>6} {'P bal':>6} {'R':>6} {'q hit':>6} {'q none':>7}")
     for name, rows in sets.items():
         sample = balanced(rows)

@@ -2,7 +2,8 @@
 
     python bench/locomo.py [PATH/TO/locomo-dev.json] [--audit PATH/TO/audit-errors-dev.json]
                            [--k 5,10] [--modes keyword,vector,hybrid] [--limit-conversations N]
-                           [--embedder test-model|e5-small-q4] [--min-score X] [--exclude dev]
+                           [--embedder test-model|e5-small-q4] [--min-score X] [--also-min-score Y]
+                           [--exclude dev]
 
 Held-out check: the other 5 conversations (conv-44, -47, -48, -49, -50) are
 `data/locomo10.json` minus the dev split; run `python bench/locomo.py
@@ -246,6 +247,8 @@ def main() -> int:
     parser.add_argument("--no-windows", action="store_true", help="turn conversation windows off ([recall] windows = false)")
     parser.add_argument("--min-score", type=float, default=0.0,
                         help="relevance floor for recall (default 0: the ranking alone; 0.35 is recall's default)")
+    parser.add_argument("--also-min-score", type=float, action="append", default=[], metavar="X",
+                        help="also ask every mode at this floor, from the same stores (rows MODE@X; repeatable)")
     parser.add_argument("--exclude", default="",
                         help="comma-separated sample ids to leave out; 'dev' = the dev split's conv-26,-30,-41,-42,-43 "
                              "(to run locomo10.json as the held-out set)")
@@ -267,8 +270,9 @@ def main() -> int:
                TOKENIZERS_PARALLELISM="false")
     env.pop("MEMCTL_ROOT", None)
     tmp = Path(tempfile.mkdtemp(prefix="memctl-locomo-"))
-    results: dict[str, list[tuple[int, dict[int, bool]]]] = {m: [] for m in modes}
-    seconds = {m: 0.0 for m in modes}
+    runs = [(m, f, m if f == args.min_score else f"{m}@{f:g}") for m in modes for f in [args.min_score, *args.also_min_score]]
+    results: dict[str, list[tuple[int, dict[int, bool]]]] = {label: [] for _, _, label in runs}
+    seconds = {label: 0.0 for _, _, label in runs}
     counts: dict[int, int] = {}
     try:
         for conv in convs:
@@ -279,12 +283,12 @@ def main() -> int:
             for q in conv.questions:
                 counts[q.category] = counts.get(q.category, 0) + 1
             line = f"{conv.sample_id}: {len(conv.records)} turns, {len(conv.questions)} questions"
-            for mode in modes:
-                answers, took = ask(root, queries, mode, max(ks), env, args.min_score)
-                seconds[mode] += took
+            for mode, floor, label in runs:
+                answers, took = ask(root, queries, mode, max(ks), env, floor)
+                seconds[label] += took
                 found = score(conv, answers, ks)
-                results[mode] += [(q.category, f) for q, f in zip(conv.questions, found)]
-                line += f"; {mode} R@{max(ks)} {sum(f[max(ks)] for f in found) / len(found):.3f} ({took:.1f} s)"
+                results[label] += [(q.category, f) for q, f in zip(conv.questions, found)]
+                line += f"; {label} R@{max(ks)} {sum(f[max(ks)] for f in found) / len(found):.3f} ({took:.1f} s)"
             print(line, file=sys.stderr, flush=True)
     finally:
         if args.keep:
@@ -307,8 +311,8 @@ def main() -> int:
         print(line)
     print()
     print(f"{'mode':<8} {'wall s':>8} {'s/conversation':>15}  (one process per conversation)")
-    for mode in modes:
-        print(f"{mode:<8} {seconds[mode]:>8.1f} {seconds[mode] / max(1, len(convs)):>15.1f}")
+    for label in seconds:
+        print(f"{label:<8} {seconds[label]:>8.1f} {seconds[label] / max(1, len(convs)):>15.1f}")
     return 0
 
 

@@ -65,7 +65,7 @@ def signals(conv, embedder_name: str, root: Path) -> dict:
         toks = rindex.tokens_of(conn, ids)
         questions = []
         for q in conv.questions:
-            terms, idf = rindex.query_terms(conn, q.text)
+            terms, idf = rindex.query_terms(q.text)  # fixed term weights since issue 25
             questions.append({"text": q.text, "cat": q.category, "ev": q.evidence, "terms": terms, "idf": idf})
     embedder = embed.choose(embed.settings_for(store)).embedder
     vectors = np.asarray(embedder.embed([t for _, _, t in rows], kind="passage"), dtype=np.float64)

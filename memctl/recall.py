@@ -5,9 +5,9 @@
     score     = relevance x w1 + importance x w2 + confidence x w3 + recency x w4 + frequency x w5
 
 Relevance is on a fixed scale in [0, 1], computed from the query and the item
-alone (and the index's term statistics), never from the item's rank among the
-hits: the keyword coverage is the idf-weighted share of the query's terms the
-item holds (rindex.keyword); the vector relevance is the cosine mapped through
+alone, never from the rest of the store or the item's rank among the hits: the
+keyword coverage is the weighted share of the query's terms the item holds
+(rindex.keyword, rindex.term_weight); the vector relevance is the cosine mapped through
 a logistic calibration per model (VECTOR_CALIBRATION, fitted on the dev data,
 bench/calibrate_recall.py). Items below the floor (`[recall] min_score`,
 min_score_for) are never returned, so "nothing relevant" is an answer.
@@ -372,8 +372,8 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
 # relevance = 1 / (1 + exp(-(b . features))), fitted by bench/fit_relevance.py on the four dev sets
 # (docs/RECALL.md "Calibration"): a probability of relevance on a sample with as many relevant as
 # irrelevant candidates. v = logit of the calibrated vector, cjk = 1 for a query with kana/kanji.
-HYBRID_FIT = (-0.418, 7.461, 1.897, -3.395, 10.746, 0.579)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
-KEYWORD_FIT = (-2.066, 11.117, -2.235, 18.619)  # 1, keyword, cjk, cjk x keyword
+HYBRID_FIT = (-1.239, 6.33, 1.888, -2.499, 2.583, 1.628)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
+KEYWORD_FIT = (-3.367, 10.247, -1.622, 9.793)  # 1, keyword, cjk, cjk x keyword
 LOGIT_BOUND = 12.0  # a vector relevance of exactly 0 or 1 counts as this logit
 
 
@@ -581,34 +581,15 @@ def _conversation_links(conn, docs) -> dict[int, tuple[int | None, int | None]]:
     return rindex.conversation_neighbours(conn, sorted(around), WINDOW_GAP_SECONDS, EVENT_TYPES)
 
 
-def _term_counts(tokens: list[str], terms) -> dict[str, int]:
-    """How often each query term occurs in `tokens`, as rindex.coverage counts it (absent terms left out)."""
-    from . import textnorm
-
-    found = {}
-    for t in terms:
-        if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (rindex._match_expression)
-            tf = sum(1 for token in tokens if token.startswith(t))
-        else:
-            tf = tokens.count(t)
-        if tf:
-            found[t] = tf
-    return found
-
-
-def _joined_coverage(parts, idf) -> float:
+def _joined_coverage(parts, weights) -> float:
     """rindex.coverage of the concatenated tokens of several turns, from each turn's (term counts, length)."""
+    from .rindex import counted_coverage
+
     tf: dict[str, int] = {}
     for counts, _ in parts:
         for t, n in counts.items():
             tf[t] = tf.get(t, 0) + n
-    whole = sum(idf.values())
-    if not tf or not whole:
-        return 0.0
-    from .rindex import B, K1, REFERENCE_LENGTH
-
-    norm = K1 * (1 - B + B * sum(n for _, n in parts) / REFERENCE_LENGTH)
-    return sum(idf[t] * min(1.0, n * (K1 + 1) / (n + norm)) for t, n in tf.items()) / whole
+    return counted_coverage(tf, sum(n for _, n in parts), weights)
 
 
 def _window_of(doc: int, links) -> tuple[int, ...]:
@@ -651,21 +632,21 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
         return {}, {}
     members = sorted({m for w in windows.values() for m in w})
     if use != "vector":
-        terms, idf = rindex.query_terms(conn, query)
+        terms, weights = rindex.query_terms(query)
         tokens = rindex.tokens_of(conn, members)
-        parts = {m: (_term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
+        parts = {m: (rindex.term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
     extra: dict[int, tuple[float, float | None]] = {}
     for d in windows:  # a turn met only as context: its own signals, as recall would score it
         if d not in own:
-            kw = _joined_coverage([parts[d]], idf) if use != "vector" else 0.0
+            kw = _joined_coverage([parts[d]], weights) if use != "vector" else 0.0
             vec = calibrated(float(sims[column[d]]), calibration) if use != "keyword" and sims is not None and d in column else None
             extra[d] = (kw, vec)
     best: dict[int, float] = {}
     for d, window in windows.items():
-        kw = _joined_coverage([parts[m] for m in window], idf) if use != "vector" else 0.0
+        kw = _joined_coverage([parts[m] for m in window], weights) if use != "vector" else 0.0
         vec = None
         inside = [column[m] for m in window if m in column] if use != "keyword" and sims is not None else []
         if inside:

@@ -171,17 +171,12 @@ def _sync(store: Store, conn: sqlite3.Connection) -> None:
     try:
         facts_changed = _sync_facts(store, conn)
         episodes_changed = _sync_episodes(store, conn)
-        changed = facts_changed or episodes_changed
         for kind, moved in (("fact", facts_changed), ("episode", episodes_changed)):
             if moved or _meta(conn, f"generation.{kind}") is None:
                 # A new name for this kind's documents whenever any changed: the vector cache
                 # keyed by it (vcache.current) is then known to be current without rehashing.
                 _set_meta(conn, f"generation.{kind}", os.urandom(8).hex())
         _sync_access(store, conn)
-        if changed or _meta(conn, "ndocs") is None:
-            # The corpus statistic of keyword()'s idf: the document count (counted only after a change:
-            # counting 60,000 rows costs 2 ms).
-            _set_meta(conn, "ndocs", str(conn.execute("SELECT count(*) FROM docs").fetchone()[0]))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -564,17 +559,18 @@ K1, B = 1.2, 0.75  # FTS5's BM25 parameters, used for the coverage too
 REFERENCE_LENGTH = 32  # tokens: the coverage's length normalisation is fixed, not the corpus average
 
 
-def query_terms(conn: sqlite3.Connection, query: str) -> tuple[list[str], dict[str, float]]:
-    """The query's distinct search terms and their idf over the whole index (BM25's formula)."""
-    import math
+def term_weight(term: str) -> float:
+    """A query term's weight in the coverage, fixed by the term itself, never by the store: so that
+    the same fact for the same query has the same coverage whatever else the store holds
+    (docs/RECALL.md). Every term weighs 1, a single kana/kanji character (a one-character query
+    word, matched as a prefix) 0.5."""
+    return 0.5 if len(term) == 1 and textnorm.has_cjk(term) else 1.0
 
+
+def query_terms(query: str) -> tuple[list[str], dict[str, float]]:
+    """The query's distinct search terms and their weights (term_weight)."""
     terms = list(dict.fromkeys(search_tokens(query)))
-    total = int(_meta(conn, "ndocs") or 0) or 1
-    idf = {}
-    for t in terms:
-        df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [_match_expression([t])]).fetchone()[0]
-        idf[t] = math.log(1 + (total - df + 0.5) / (df + 0.5))
-    return terms, idf
+    return terms, {t: term_weight(t) for t in terms}
 
 
 def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:
@@ -588,23 +584,33 @@ def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list
     return found
 
 
-def coverage(tokens: Sequence[str], terms: Sequence[str], idf: dict[str, float]) -> float:
-    """The idf-weighted share of `terms` that `tokens` hold, each saturated as BM25 saturates tf."""
-    whole = sum(idf.values())
-    if not whole:
-        return 0.0
+def term_counts(tokens: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
+    """How often each query term occurs in `tokens` (absent terms left out); a one-character kana/kanji
+    term counts the tokens it starts, as it is matched as a prefix (see _match_expression)."""
     if not isinstance(tokens, list):
         tokens = list(tokens)
-    norm = K1 * (1 - B + B * len(tokens) / REFERENCE_LENGTH)
-    got = 0.0
+    found = {}
     for t in terms:  # list.count runs in C: counting only the query's terms is the cheap way
-        if len(t) == 1 and textnorm.has_cjk(t):  # matched as a prefix (see _match_expression)
-            tf = sum(1 for tok in tokens if tok.startswith(t))
-        else:
-            tf = tokens.count(t)
+        tf = sum(1 for tok in tokens if tok.startswith(t)) if len(t) == 1 and textnorm.has_cjk(t) else tokens.count(t)
         if tf:
-            got += idf[t] * min(1.0, tf * (K1 + 1) / (tf + norm))
-    return got / whole
+            found[t] = tf
+    return found
+
+
+def counted_coverage(tf: dict[str, int], length: int, weights: dict[str, float]) -> float:
+    """The weighted share of the query's terms (`weights`) that a text of `length` tokens holding them
+    `tf` times covers, each saturated as BM25 saturates term frequency for REFERENCE_LENGTH tokens."""
+    whole = sum(weights.values())
+    if not tf or not whole:
+        return 0.0
+    norm = K1 * (1 - B + B * length / REFERENCE_LENGTH)
+    return sum(weights[t] * min(1.0, n * (K1 + 1) / (n + norm)) for t, n in tf.items()) / whole
+
+
+def coverage(tokens: Sequence[str], terms: Sequence[str], weights: dict[str, float]) -> float:
+    """The weighted share of `terms` that `tokens` hold (counted_coverage)."""
+    tokens = tokens if isinstance(tokens, list) else list(tokens)
+    return counted_coverage(term_counts(tokens, terms), len(tokens), weights)
 
 
 def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statuses: Sequence[str], limit: int,
@@ -612,13 +618,12 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
             agent: str | None = None) -> dict[int, tuple[float, float]]:
     """(BM25, coverage) of the best `limit` documents by BM25 that pass the filters.
 
-    BM25 (higher is better) is unbounded and only orders; the coverage is the
-    absolute keyword relevance in [0, 1]: the share of the query's terms, each
-    weighted by its idf over the whole index, that the document holds, a term
-    counting fully when it occurs as often as BM25's saturation asks of a
-    document of REFERENCE_LENGTH tokens (docs/RECALL.md). Only the idf weights
-    come from the index; a one-term query's coverage depends on the document
-    alone, never on the other hits.
+    BM25 (higher is better, its idf from the whole index) is unbounded and
+    only orders; the coverage is the absolute keyword signal in [0, 1]: the
+    share of the query's terms, each weighted by term_weight, that the document
+    holds, a term counting fully when it occurs as often as BM25's saturation
+    asks of a document of REFERENCE_LENGTH tokens (docs/RECALL.md). It depends
+    on the query and the document alone, never on the rest of the store.
     """
     expression = _match_expression(search_tokens(query))
     if expression is None:
@@ -633,9 +638,9 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
     ).fetchall()
     if not rows:
         return {}
-    terms, idf = query_terms(conn, query)
+    terms, weights = query_terms(query)
     texts = tokens_of(conn, [doc for doc, _ in rows])
-    return {doc: (bm25, coverage(texts.get(doc, []), terms, idf)) for doc, bm25 in rows}
+    return {doc: (bm25, coverage(texts.get(doc, []), terms, weights)) for doc, bm25 in rows}
 
 
 def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap_seconds: float,

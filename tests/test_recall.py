@@ -472,12 +472,12 @@ def test_a_window_keyword_coverage_is_the_coverage_of_its_joined_turns(root, que
              "Mel: lovely, send photos photos photos", "Caroline: 京都駅は混んでいた"]
     _turns(store, [(t, "dialog", text) for text in texts])
     with rindex.opened(store) as conn:
-        terms, idf = rindex.query_terms(conn, query)
+        terms, weights = rindex.query_terms(query)
         ids = rindex.ids(conn, kinds=("episode",), statuses=("live",))
         tokens = rindex.tokens_of(conn, ids)
     for lo in range(len(ids)):
         for hi in range(lo + 1, len(ids) + 1):
             members = ids[lo:hi]
             joined = [tok for m in members for tok in tokens[m]]
-            parts = [(recall._term_counts(tokens[m], terms), len(tokens[m])) for m in members]
-            assert recall._joined_coverage(parts, idf) == pytest.approx(rindex.coverage(joined, terms, idf))
+            parts = [(rindex.term_counts(tokens[m], terms), len(tokens[m])) for m in members]
+            assert recall._joined_coverage(parts, weights) == pytest.approx(rindex.coverage(joined, terms, weights))

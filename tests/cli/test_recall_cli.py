@@ -23,7 +23,8 @@ def test_recall_outputs(root):
     assert data[0]["name"] == "zenn-limit"
     assert set(data[0]["factors"]) == {"relevance", "importance", "confidence", "recency", "frequency"}
     r = cli(root, "recall", "payment", "--mode", "keyword")
-    assert r.stdout.split("\t")[2:4] == ["1.000", "deploy-friday"]  # rank, score, relevance, name, ...
+    full = f"{recall.keyword_relevance(1.0, False):.3f}"  # the one term is in the fact: full coverage
+    assert r.stdout.split("\t")[2:4] == [full, "deploy-friday"]  # rank, score, relevance, name, ...
 
 
 def test_recall_queries_file_ndjson(root, tmp_path):

@@ -103,23 +103,38 @@ def test_the_fitted_relevance_rises_with_each_signal():
         assert keyword == sorted(keyword) and all(0 <= x <= 1 for x in keyword)
 
 
-def test_the_same_fact_for_the_same_query_scores_the_same_whatever_else_the_store_holds(root, pinned_clock):
-    """Hybrid relevance from the fact and the query alone: its calibrated cosine, and the keyword coverage of a
-    query whose terms the fact holds (the coverage's idf weights are the index's: docs/RECALL.md says where)."""
-    s = open_store(root)
-    facts.remember(s, facts.FactInput(name="tuesday-rule", description=FACTS[0][2], type="project"), commit_changes=False)
-    queries = ["When do we deploy?", "Which relational engine stores our live data?"]
+OTHERS = {  # two stores' other content, as unlike as can be: many facts sharing the queries' terms, or none
+    "crowded": [f"We deploy the docs site by hand on Tuesdays, note {n}: the suite and the live data engine; "
+                f"デプロイは火曜日にテストの後で行う（メモ{n}）" for n in range(40)],
+    "sparse": ["猫は一日の大半を眠って過ごす", "Quarterly toner orders go through the office manager"],
+}
 
-    def relevances():
-        _, results = recall.recall(open_store(root), queries, k=100, mode="hybrid", min_score=0, log=False)
-        return [next(h.relevance for h in hits if h.item.key == "tuesday-rule") for hits in results]
 
-    alone = relevances()
-    for n in range(40):
-        facts.remember(s, facts.FactInput(name=f"other-{n}", type="project",
-                                          description=f"We deploy the docs site by hand, note {n} about the live data engine"),
-                       commit_changes=False, force=True)
-    assert relevances() == pytest.approx(alone, abs=1e-6)
+def test_the_same_fact_for_the_same_query_scores_the_same_whatever_else_the_store_holds(tmp_path, pinned_clock):
+    """Keyword and hybrid relevance come from the fact and the query alone: the coverage weighs each query
+    term by the term itself (rindex.term_weight), never by how many other facts hold it."""
+    from memctl.store import init_store
+
+    queries = ["When do we deploy a release after the suite passes?", "Which relational engine stores our live data?",
+               "火曜日のデプロイはいつ？"]
+    got = {}
+    for name, others in OTHERS.items():
+        init_store(tmp_path / name)
+        s = open_store(tmp_path / name)
+        for key, text in [("tuesday-rule", FACTS[0][2]), ("kayoubi-rule", FACTS[4][2])] + [
+                (f"other-{n}", text) for n, text in enumerate(others)]:
+            facts.remember(s, facts.FactInput(name=key, description=text, type="project"), commit_changes=False, force=True)
+        for mode in ("keyword", "hybrid"):
+            _, results = recall.recall(open_store(tmp_path / name), queries, k=100, mode=mode, min_score=0, log=False)
+            got[name, mode] = [{h.item.key: (h.keyword, h.relevance) for h in hits if not h.item.key.startswith("other-")}
+                               for hits in results]
+    keyword = got["crowded", "keyword"]
+    assert 0 < keyword[0]["tuesday-rule"][0] < 1 and 0 < keyword[2]["kayoubi-rule"][0] < 1  # partial coverage
+    assert got["sparse", "keyword"] == keyword
+    for crowded, sparse in zip(got["crowded", "hybrid"], got["sparse", "hybrid"]):
+        assert crowded.keys() == sparse.keys() and crowded
+        for key in crowded:
+            assert crowded[key][0] == sparse[key][0] and crowded[key][1] == pytest.approx(sparse[key][1], abs=1e-6)
 
 
 @pytest.mark.parametrize("question,expected", QUESTIONS)
