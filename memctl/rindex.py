@@ -815,6 +815,5 @@ def remove_doc(conn: sqlite3.Connection, doc: int) -> None:
 
 
 def renew(conn: sqlite3.Connection, kind: str) -> None:
-    """After `kind`'s documents changed: a new generation (the vector cache's key) and the document count."""
+    """After `kind`'s documents changed: a new generation (the vector cache's key)."""
     _set_meta(conn, f"generation.{kind}", os.urandom(8).hex())
-    _set_meta(conn, "ndocs", str(conn.execute("SELECT count(*) FROM docs").fetchone()[0]))
