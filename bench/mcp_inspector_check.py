@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+TOOLS = {"remember", "recall", "context", "show", "get", "forget", "episode_add", "near_dup", "ledger_append",
+         "state_show"}  # the server's tools (docs/AGENTS.md, "The MCP server")
 PACKAGE = "@modelcontextprotocol/inspector"
 
 
@@ -92,7 +94,7 @@ def main() -> int:
                 print(f"  {tool['name']:<14} {tool.get('title', ''):<28} readOnly={a.get('readOnlyHint')} "
                       f"destructive={a.get('destructiveHint')} idempotent={a.get('idempotentHint')} "
                       f"openWorld={a.get('openWorldHint')} outputSchema={'yes' if tool.get('outputSchema') else 'no'}")
-            failed |= len(listed["tools"]) != 9 or any("outputSchema" not in t or "annotations" not in t
+            failed |= {t["name"] for t in listed["tools"]} != TOOLS or any("outputSchema" not in t or "annotations" not in t
                                                        for t in listed["tools"])
         resources = ask("--method", "resources/list")
         if resources is not None:
