@@ -4,8 +4,9 @@ A hook command goes through `sh -c` in the project directory, with CLAUDE_PROJEC
 input like Claude Code's on stdin (its `cwd` the project) and MEMCTL_AGENT_CHECK=1: the hook then
 writes nothing and ends with one line on stderr saying which store it reached and what went wrong
 (hooks.say_checked). The MCP server entry is started as a stdio server (its command, args and
-env, the project as working directory) and must answer `initialize` and `tools/list`; a server
-that exits first does not answer, and its last line on stderr says why.
+env, the project as working directory) and must answer `initialize`, `tools/list` and
+`resources/list` (the SDK's own answer: memctl's server answers the first two while it loads); a
+server that exits first does not answer, and its last line on stderr says why.
 """
 
 from __future__ import annotations
@@ -114,6 +115,10 @@ def _exchange(proc: subprocess.Popen, deadline: float) -> None:
     tools = _reply(lines, 2, "tools/list").get("tools")
     if not isinstance(tools, list) or not tools:
         raise _NoAnswer("tools/list listed no tools")
+    # memctl's server answers the two above early, while the SDK loads (mcp_fast.py); resources/list is
+    # the SDK's own answer, so a server whose SDK cannot load is seen not to start.
+    _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "resources/list", "params": {}})
+    _reply(lines, 3, "resources/list")
 
 
 def _send(proc: subprocess.Popen, message: dict[str, Any]) -> None:
