@@ -245,6 +245,7 @@ def test_four_clones_in_parallel_past_the_index_overflow_with_killed_syncs_never
     races), the index overflows into memory-index/, and in each round one clone's sync is killed at a
     random point. Every later command succeeds; after the final syncs every clone holds the same
     committed tree, every fact that was remembered, and one index line per live fact."""
+    import statistics
     import time
     from concurrent.futures import ThreadPoolExecutor
 
@@ -255,6 +256,7 @@ def test_four_clones_in_parallel_past_the_index_overflow_with_killed_syncs_never
     remembered: list[str] = []
     snapshots: list[str] = []
     lasted = 2.0  # a sync's length here, for the kill's random point (measured below)
+    synced: list[float] = []  # how long the clones' own syncs took
     seen: Counter[str] = Counter()
 
     def work(c: Clone, round_no: int, kill: bool) -> list[int]:
@@ -270,9 +272,12 @@ def test_four_clones_in_parallel_past_the_index_overflow_with_killed_syncs_never
         if kill:
             codes.append(_killed_sync(c.root, rng, lasted))
             seen["killed"] += codes[-1] < 0
+            seen["kill came after the end"] += codes[-1] >= 0
             seen["killed in a merge"] += (c.root / ".git" / "MERGE_HEAD").exists()
         # A lost push race may exhaust sync's attempts (exit 1: "run memctl sync again"): never a stuck clone.
+        began = time.monotonic()
         codes.append(run(c.root, "sync", ok=(0, 1)).returncode)
+        synced.append(time.monotonic() - began)
         seen["sync gave up"] += codes[-1] == 1
         status = git(c.root, "status", "--porcelain", "--untracked-files=all")
         assert status == "" and not (c.root / ".git" / "MERGE_HEAD").exists(), f"{c.root.name}: {status}"
@@ -281,9 +286,10 @@ def test_four_clones_in_parallel_past_the_index_overflow_with_killed_syncs_never
     with ThreadPoolExecutor(CLONES) as pool:
         for round_no in range(1, PARALLEL_ROUNDS + 1):
             victim = rng.randrange(CLONES)
-            started = time.monotonic()
             list(pool.map(lambda i: work(clones[i], round_no, i == victim), range(CLONES)))
-            lasted = max(0.5, (time.monotonic() - started) / 4)
+            # The next kill falls at a random point of a sync as long as the median one here, halved for
+            # each kill that came after its sync had ended (a quiet machine syncs faster than a busy one).
+            lasted = max(0.1, statistics.median(synced) * 0.5 ** seen["kill came after the end"])
     for _ in range(3):  # out to the remote, back to every clone; once more for a sync a race left behind
         for c in clones:
             run(c.root, "sync")

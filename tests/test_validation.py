@@ -440,7 +440,8 @@ def test_state_check_without_state_md_says_so(base, tmp_path):
 PACKAGE = Path(__file__).resolve().parent.parent / "memctl"
 # Where printing belongs: the CLI, the one output module, and the two command bodies that other
 # programs run (the MCP server's stdio; `memctl hook`, whose stderr line is its report by contract).
-MAY_PRINT = ("cli/", "output.py", "integrations/mcp_server.py", "integrations/hooks.py")
+MAY_PRINT = ("cli/", "output.py", "integrations/mcp_server.py", "integrations/hooks.py",
+             "integrations/mcp_fast.py", "ui/server.py")  # the last two: a server's stdio and its request log
 
 
 def printing(path: Path) -> list[str]:
