@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import cli, git
 
 DRIVER = """
@@ -51,6 +53,7 @@ def test_eight_processes_remember_concurrently(root):
     assert git(root, "status", "--porcelain", "--", "memory") == ""
 
 
+@pytest.mark.file_times  # a lock's age is its mtime (the kernel's real clock) against the process's clock
 def test_concurrent_cli_processes_with_index_lock_held_briefly(root):
     """git's own index.lock held by someone else for a moment: memctl waits, then commits."""
     lock = root / ".git" / "index.lock"
