@@ -40,7 +40,12 @@ def browser(tmp_path_factory):
                  "--disable-dev-shm-usage", "--window-size=1200,900", "--lang=ja",
                  f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
+    # The browser is a test tool, not the code under test: it runs on the real clock. Under
+    # scripts/shifted-clock/run, libfaketime in LD_PRELOAD keeps Chromium from ever answering
+    # ChromeDriver ("chrome not reachable"); the ui server, in this process, keeps the shifted clock.
+    real_clock = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "FAKETIME")}
+    service = Service(executable_path=DRIVER, env=real_clock)
+    driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()
