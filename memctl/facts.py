@@ -7,6 +7,7 @@ fact file(s) atomically, regenerate MEMORY.md, commit exactly those paths.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -810,7 +811,21 @@ def index_drift(store: Store) -> list[index_mod.Drift]:
 def history(store: Store, key: str) -> list[gitstore.LogEntry]:
     found = find(store, key)
     assert found.path is not None
-    return gitstore.log(store.root, found.path)
+    return path_history(store, found.path)
+
+
+_ARCHIVE_STAMP = re.compile(r"\.\d{8}T\d{6}(?:-\d+)?$")  # what _archive_path adds to a name already taken
+
+
+def path_history(store: Store, path: Path) -> list[gitstore.LogEntry]:
+    """A fact file's commits, newest first. An archived fact's past goes on under memory/<stem>.md up to
+    the commit that archived it (the oldest of its archive path); a later fact of that name is not its past."""
+    entries = gitstore.log(store.root, path)
+    if not entries or path.parent != store.archive_dir:
+        return entries
+    live = store.memory_dir / f"{_ARCHIVE_STAMP.sub('', path.stem)}.md"
+    seen = {entry.commit for entry in entries}
+    return entries + [e for e in gitstore.log(store.root, live, upto=entries[-1].commit) if e.commit not in seen]
 
 
 # ---------------------------------------------------------------- doctor

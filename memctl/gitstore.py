@@ -444,13 +444,18 @@ def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:
         time.sleep(0.05)
 
 
-def log(root: Path, path: Path) -> list[LogEntry]:
-    """The history of one file, following renames (an archived fact keeps its past)."""
+def log(root: Path, path: Path, *, upto: str | None = None) -> list[LogEntry]:
+    """The commits of the file now at this path, newest first (from `upto` back, when given), back to the
+    one that created it: an earlier file of the same path, removed since, is another file's past.
+
+    Renames are not followed: git's --follow guesses them by similarity, and facts are written
+    from one template, so a fact created beside another one's removal took on that one's past.
+    Where a file came from is the caller's to say (facts.path_history)."""
     top = work_tree(root)
     rel = os.path.relpath(path, top)
     sep = "\x1f"
     out = _run(
-        top, "log", "--follow", "--numstat", f"--format=\x1e%H{sep}%aI{sep}%s", "--", rel
+        top, "log", "--numstat", "--summary", "--no-renames", f"--format=\x1e%H{sep}%aI{sep}%s", *([upto] if upto else []), "--", rel
     )
     entries = []
     for chunk in out.split("\x1e"):
@@ -460,13 +465,17 @@ def log(root: Path, path: Path) -> list[LogEntry]:
         sha, date, message = head.split(sep, 2)
         added = removed = 0
         changed_path = rel
+        created = False
         for line in rest.strip().splitlines():
             parts = line.split("\t")
             if len(parts) == 3:
                 added += int(parts[0]) if parts[0].isdigit() else 0
                 removed += int(parts[1]) if parts[1].isdigit() else 0
                 changed_path = parts[2]
+            created = created or line.startswith(" create mode ")  # --summary: the pathspec's one path
         entries.append(LogEntry(sha, date, message, added, removed, changed_path))
+        if created:
+            break
     return entries
 
 

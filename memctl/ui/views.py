@@ -168,7 +168,7 @@ def _listing(store: Store) -> str:
 
 
 def fact_view(store: Store, name: str) -> tuple[str, str]:
-    from .. import access, fsutil, gitstore, recall
+    from .. import access, facts, fsutil, recall
 
     found = _find(store, name)
     key = found.name or found.stem
@@ -183,7 +183,7 @@ def fact_view(store: Store, name: str) -> tuple[str, str]:
     if len(chain) > 1:
         parts.append("<h2>Supersession chain</h2><p>" + " → ".join(
             f"<strong>{esc(n)}</strong>" if n == key else link("/fact", n, name=n) for n in chain) + "</p>")
-    history = gitstore.log(store.root, found.path)  # facts.history, without finding the fact again
+    history = facts.path_history(store, found.path)  # facts.history, without finding the fact again
     parts.append("<h2>Git history</h2>" + table(("date", "commit", "message", "changed"), [
         (e.date, e.commit[:10], e.message, f"+{e.added} -{e.removed}") for e in history]))
     rows = recall.audit(store, fact=key)

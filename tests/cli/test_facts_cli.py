@@ -158,6 +158,24 @@ def test_log_shows_history(root):
     assert [r["message"] for r in rows] == ["memory: forget a", "memory: update a", "memory: remember a"]
 
 
+def test_log_is_the_facts_own_past_never_a_similar_facts(root):
+    """git's --follow guessed renames by similarity: a fact written beside another one's archiving
+    (facts share one template) took on that one's history. Now only its own paths count."""
+    cli(root, "remember", "lunch-old", "--description", "Lunch is on Fridays", "--why", "team")
+    cli(root, "remember", "lunch-new", "--description", "Lunch is on Fridays at noon", "--supersedes", "lunch-old",
+        "--force")
+    new = [r["message"] for r in json.loads(cli(root, "log", "lunch-new", "--json").stdout)]
+    assert new == ["memory: remember lunch-new (supersedes lunch-old)"]
+    old = [r["message"] for r in json.loads(cli(root, "log", "lunch-old", "--json").stdout)]
+    assert old == ["memory: remember lunch-new (supersedes lunch-old)", "memory: remember lunch-old"]
+    # a second fact of the archived one's name is not the archived one's past, nor the other way round
+    cli(root, "remember", "lunch-old", "--description", "Breakfast is at eight", "--force")
+    again = [r["message"] for r in json.loads(cli(root, "log", "lunch-old", "--json").stdout)]
+    assert again == ["memory: remember lunch-old"]
+    archived = [p.name for p in (root / "memory" / "archive").glob("lunch-old*.md")]
+    assert len(archived) == 1
+
+
 def test_no_commit_flag_and_env(root):
     head = git(root, "rev-parse", "HEAD")
     assert cli(root, "remember", "a", "--description", "x", "--no-commit").exit_code == 0
