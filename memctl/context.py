@@ -62,20 +62,20 @@ class Bundle(NamedTuple):
         }
 
 
-def _fact_texts(conn, paths: list[str]) -> dict[str, str]:
+def _fact_texts(store: Store, conn, paths: list[str]) -> dict[str, str]:
     """Facts as an agent reads them: the description, then the body (the **Why:** / **How to apply:**
     lines by convention), from the index just synced (no file read, no YAML parse)."""
     from . import rindex
 
     return {path: "\n".join(part for part in (description.strip(), body.strip()) if part)
-            for path, (description, body) in rindex.fact_bodies(conn, paths).items()}
+            for path, (description, body) in rindex.fact_bodies(conn, store.root, paths).items()}
 
 
-def _pinned_parts(conn) -> list[Part]:
+def _pinned_parts(store: Store, conn) -> list[Part]:
     from . import rindex
 
     pinned = rindex.live_facts_where(conn, "pinned = 1", order="importance DESC, key")
-    texts = _fact_texts(conn, [doc.path for doc in pinned])
+    texts = _fact_texts(store, conn, [doc.path for doc in pinned])
     return [Part("pinned", f"### {doc.path}\n{texts[doc.path]}", doc.key) for doc in pinned if doc.path in texts]
 
 
@@ -163,12 +163,12 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     from . import rindex
 
     with rindex.opened(store) as conn:
-        parts = _pinned_parts(conn) + _state_parts(store)
+        parts = _pinned_parts(store, conn) + _state_parts(store)
         pinned_keys = {p.key for p in parts if p.section == "pinned"}
         if query:
             _, (fact_hits,) = recall_mod.answered(store, conn, [query], k=k, source="facts", mode=mode,
                                                    min_score=min_score)
-            texts = _fact_texts(conn, [hit.item.path for hit in fact_hits if hit.item.key not in pinned_keys])
+            texts = _fact_texts(store, conn, [hit.item.path for hit in fact_hits if hit.item.key not in pinned_keys])
             for hit in fact_hits:
                 text = texts.get(hit.item.path)
                 if text is not None:

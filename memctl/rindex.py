@@ -769,15 +769,20 @@ def live_facts_where(conn: sqlite3.Connection, condition: str, args: Sequence = 
     return [found[i] for i in wanted]
 
 
-def fact_bodies(conn: sqlite3.Connection, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """(description, body) of the fact documents at `paths` (store-relative), as last synced."""
+def fact_bodies(conn: sqlite3.Connection, root: Path, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(description, body) of the fact documents at `paths` (as docs hold them: relative to the store's
+    `root`, or absolute outside it), as last synced. Looked up through `files`, whose key is the
+    absolute path: docs.path has no index of its own, and a scan of 10,000 facts costs ~5 ms a call."""
+    prefix = os.path.join(str(root), "")
+    by_file = {path if os.path.isabs(path) else prefix + path: path for path in paths}
     found: dict[str, tuple[str, str]] = {}
-    paths = list(dict.fromkeys(paths))
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
+    files = list(by_file)
+    for start in range(0, len(files), 500):
+        chunk = files[start : start + 500]
         for path, description, body in conn.execute(
-                f"SELECT path, description, body FROM docs WHERE kind='fact' AND path IN ({','.join('?' * len(chunk))})", chunk):
-            found[path] = (description, body or "")
+                "SELECT f.path, d.description, d.body FROM files f JOIN docs d ON d.id = f.doc"
+                f" WHERE f.path IN ({','.join('?' * len(chunk))}) AND d.kind = 'fact'", chunk):
+            found[by_file[path]] = (description, body or "")
     return found
 
 
