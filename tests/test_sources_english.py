@@ -64,11 +64,12 @@ def test_english_chunks_keep_fences_whole_lines_true_and_headings_right(size):
     assert fenced >= sum(len(_structure(f.read_text(encoding="utf-8").split("\n"))[0]) for f in FILES)
 
 
-def _overlaps(hit, answer) -> bool:
-    return hit.file.endswith("/" + answer["file"]) and hit.start <= answer["end"] and answer["start"] <= hit.end
+def _overlaps(hit: dict, answer: dict) -> bool:
+    """A hit is right when it is in the answer's file and its lines overlap the answer's."""
+    return hit["file"].endswith("/" + answer["file"]) and hit["start"] <= answer["end"] and answer["start"] <= hit["end"]
 
 
-def test_keyword_recall_on_the_english_set_finds_the_answer_passage(root):
+def test_keyword_recall_on_the_english_set_finds_the_answer_passage(root, pinned_clock):
     sources.add(open_store(root), sources.Source("brindle", (str(SET / "*.md"),), ("**/README.md",),
                                                  description="Brindle documentation"), commit_changes=False)
     store = open_store(root)
@@ -76,9 +77,8 @@ def test_keyword_recall_on_the_english_set_finds_the_answer_passage(root):
     assert report.files == len(FILES) == 10
     _, rows = recall.recall(store, [q["question"] for q in QUESTIONS], k=5, source="docs", mode="keyword", log=False)
     hits = [[h.to_dict() for h in row] for row in rows]
-    found = [[_Hit(h) for h in row] for row in hits]
-    r5 = sum(any(_overlaps(h, q) for h in row) for row, q in zip(found, QUESTIONS)) / len(QUESTIONS)
-    nothing = sum(not row for row in found) / len(QUESTIONS)
+    r5 = sum(any(_overlaps(h, q) for h in row) for row, q in zip(hits, QUESTIONS)) / len(QUESTIONS)
+    nothing = sum(not row for row in hits) / len(QUESTIONS)
     assert r5 >= KEYWORD_R5_FLOOR, r5
     assert nothing <= 0.02, nothing
     assert all(row[0]["source"] == "brindle" and row[0]["source_description"] == "Brindle documentation"
@@ -91,17 +91,13 @@ def test_keyword_recall_on_the_english_set_finds_the_answer_passage(root):
         "How do I convert my old brindle.yml?": ["Release notes", "2.0.0"],
         "What is .brindle/hashes.db for?": ["How Brindle works", "Cache keys", "Hashing files"],
     }
-    by_question = {q["question"]: (q, row, raw) for q, row, raw in zip(QUESTIONS, found, hits)}
+    by_question = {q["question"]: (q, row) for q, row in zip(QUESTIONS, hits)}
     for question, heading in known.items():
-        answer, row, raw = by_question[question]
-        assert row and _overlaps(row[0], answer), (question, [h.path for h in row])
-        assert raw[0]["heading"] == heading, (question, raw[0]["heading"])
-        assert raw[0]["path"] == f"{raw[0]['file']}:{raw[0]['start']}-{raw[0]['end']}"
+        answer, row = by_question[question]
+        assert row and _overlaps(row[0], answer), (question, [h["path"] for h in row])
+        assert row[0]["heading"] == heading, (question, row[0]["heading"])
+        assert row[0]["path"] == f"{row[0]['file']}:{row[0]['start']}-{row[0]['end']}"
 
-
-class _Hit:
-    def __init__(self, d: dict):
-        self.file, self.start, self.end, self.path = d["file"], d["start"], d["end"], d["path"]
 
 
 def test_an_ascii_bang_or_question_mark_inside_english_or_code_ends_no_sentence():
