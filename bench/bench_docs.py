@@ -1,7 +1,8 @@
-"""Documents as memory on JSQuAD (docs/SOURCES.md "Measured"): chunk whole articles, ask the questions.
+"""Documents as memory on JSQuAD and on an English set (docs/SOURCES.md "Measured"): chunk whole documents, ask the questions.
 
     python bench/bench_docs.py ../shared/data/jsquad-dev [--sizes 300,500,800] [--overlap 60]
         [--embedder e5-small-q4|test-model|none] [--limit N] [--json OUT]
+    python bench/bench_docs.py bench/data/docs-en [same options]
 
 Each article of the JSQuAD file in the folder becomes one markdown document in
 a temporary folder (`# title`, then its paragraphs, one a line, blank lines
@@ -13,6 +14,13 @@ over the same chunks. A hit is right when its line range holds the line of the
 paragraph the question was written from. Printed per chunk size: R@1, R@5, and
 the share of questions answered by nothing. The data is read where it lies;
 nothing is copied into the repository. Load average printed with each figure.
+
+A folder holding `questions.json` (bench/data/docs-en: English documentation of
+a fictional tool, written for memctl's tests) is a set of ready markdown
+documents instead: its `*.md` files but its README are declared as the source
+where they lie, and each question names its file and the 1-based inclusive
+line range of the passage holding its answer. A hit is right when its line
+range overlaps that range; the rest of the protocol is the same.
 """
 
 from __future__ import annotations
@@ -30,8 +38,8 @@ sys.path.insert(0, str(REPO))
 K = 5
 
 
-def documents(data_dir: Path, out: Path) -> list[tuple[str, str, int]]:
-    """Write the articles as markdown files; (question, file name, line of its paragraph) for each question."""
+def documents(data_dir: Path, out: Path) -> list[tuple[str, str, int, int]]:
+    """Write the articles as markdown files; (question, file name, line of its paragraph twice) for each question."""
     (path,) = sorted(data_dir.glob("*.json"))
     data = json.loads(path.read_text(encoding="utf-8"))["data"]
     questions = []
@@ -42,9 +50,15 @@ def documents(data_dir: Path, out: Path) -> list[tuple[str, str, int]]:
             context = paragraph["context"].split("[SEP]", 1)[-1].strip().replace("\n", " ")
             lines += [context, ""]
             for qa in paragraph["qas"]:
-                questions.append((qa["question"], name, len(lines) - 1))
+                questions.append((qa["question"], name, len(lines) - 1, len(lines) - 1))
         (out / name).write_text("\n".join(lines), encoding="utf-8")
     return questions
+
+
+def ready_set(data_dir: Path) -> list[tuple[str, str, int, int]]:
+    """A set of markdown documents with its questions.json: (question, file name, first line, last line) each."""
+    found = json.loads((data_dir / "questions.json").read_text(encoding="utf-8"))
+    return [(q["question"], q["file"], q["start"], q["end"]) for q in found]
 
 
 def embedding_table(spec: str) -> str:
@@ -58,15 +72,16 @@ def embedding_table(spec: str) -> str:
             '\nfallback = "fail"\n')
 
 
-def right(path: str, name: str, line: int) -> bool:
+def right(path: str, name: str, first: int, last: int) -> bool:
+    """A hit `path:start-end` is right when it is in the file and its lines overlap first-last."""
     file, _, lines = path.rpartition(":")
     start, _, end = lines.partition("-")
-    return file.endswith("/" + name) and int(start) <= line <= int(end)
+    return file.endswith("/" + name) and int(start) <= last and first <= int(end)
 
 
 def score(found: list[list[str]], questions) -> dict[str, float]:
-    r1 = sum(1 for hits, (_, name, line) in zip(found, questions) if hits and right(hits[0], name, line))
-    r5 = sum(1 for hits, (_, name, line) in zip(found, questions) if any(right(h, name, line) for h in hits[:K]))
+    r1 = sum(1 for hits, (_, *answer) in zip(found, questions) if hits and right(hits[0], *answer))
+    r5 = sum(1 for hits, (_, *answer) in zip(found, questions) if any(right(h, *answer) for h in hits[:K]))
     none = sum(1 for hits in found if not hits)
     n = len(questions)
     return {"R@1": round(r1 / n, 3), "R@5": round(r5 / n, 3), "nothing": round(none / n, 3)}
@@ -77,7 +92,7 @@ def bm25(store, questions) -> list[list[str]]:
 
     out = []
     with docindex.reading(store) as conn:
-        for question, _, _ in questions:
+        for question, *_ in questions:
             found = rindex.keyword(conn, question, kinds=("chunk",), statuses=("live",), limit=K)
             ranked = sorted(found, key=lambda d: -found[d][0])
             docs = rindex.docs(conn, ranked)
@@ -90,9 +105,16 @@ def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, m
     from memctl.store import init_store, open_store
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "articles"
-        folder.mkdir()
-        questions = documents(data_dir, folder)
+        if (data_dir / "questions.json").exists():
+            declared = sources.Source("docs-en", (str(data_dir.resolve() / "*.md"),), ("**/README.md",),
+                                      description="Brindle documentation", chunk_size=size, overlap=overlap)
+            questions = ready_set(data_dir)
+        else:
+            folder = Path(tmp) / "articles"
+            folder.mkdir()
+            declared = sources.Source("jsquad", (str(folder / "*.md"),), description="JSQuAD articles",
+                                      chunk_size=size, overlap=overlap)
+            questions = documents(data_dir, folder)
         if limit:  # spread over every article: every n-th question
             questions = questions[:: max(1, len(questions) // limit)][:limit]
         root = Path(tmp) / "store"
@@ -100,8 +122,7 @@ def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, m
         with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
             handle.write(embedding_table(spec))
         store = open_store(root)
-        sources.add(store, sources.Source("jsquad", (str(folder / "*.md"),), description="JSQuAD articles",
-                                          chunk_size=size, overlap=overlap), commit_changes=False)
+        sources.add(store, declared, commit_changes=False)
         store = open_store(root)
         started = time.perf_counter()
         (report,) = docindex.index(store, embed=spec != "none")
@@ -109,7 +130,7 @@ def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, m
         result = {"size": size, "overlap": overlap, "embedder": spec, "files": report.files, "chunks": report.chunks,
                   "questions": len(questions), "index_seconds": round(indexed, 1), "load": os.getloadavg()[0]}
         result["bm25"] = score(bm25(store, questions), questions)
-        asked = [q for q, _, _ in questions]
+        asked = [q for q, *_ in questions]
         for mode in modes:
             started = time.perf_counter()
             _, hits = recall.recall(store, asked, k=K, source="docs", mode=mode, log=False)
@@ -121,7 +142,7 @@ def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, m
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", type=Path, help="the folder holding the JSQuAD json (e.g. ../shared/data/jsquad-dev)")
+    parser.add_argument("data", type=Path, help="the folder holding the JSQuAD json (e.g. ../shared/data/jsquad-dev), or a set with questions.json (bench/data/docs-en)")
     parser.add_argument("--sizes", default="500", help="chunk sizes in characters, comma-separated")
     parser.add_argument("--overlap", type=int, default=60)
     parser.add_argument("--embedder", default="e5-small-q4", choices=("e5-small-q4", "test-model", "none"))

@@ -38,9 +38,11 @@ HEADING_SEP = " > "
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-# A sentence ends after 。！？ (and the closing brackets or quotes right after them), or after
-# . ! ? (and closing quotes or brackets) followed by white space.
-_SENTENCE_END = re.compile(r"[。！？!?][」』）)\"'”’]*|[.!?][\"'”’)\]]*(?=\s)")
+# A sentence ends after 。！？, or after ! ? right after Japanese text (and the closing brackets or
+# quotes right after them), or after . ! ? (and closing quotes or brackets) followed by white space:
+# an ASCII `!` or `?` inside English words or code (`!src/**`, `a?b`) ends nothing.
+_SENTENCE_END = re.compile(r"(?:[。！？]|(?<=[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef])[!?])[」』）)\"'”’]*"
+                           r"|[.!?][\"'”’)\]]*(?=\s)")
 _CLOSE_CJK = "。！？」』）"
 _CODE_DEF = re.compile(r"^(?:export\s+)?(?:default\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?"
                        r"(?:function\*?|class|interface|type|enum|const|let|func|fn|impl|struct|trait|mod)\b")
