@@ -35,6 +35,7 @@ DEFAULT_SIZE = 300  # characters; chosen on JSQuAD by bench/bench_docs.py (docs/
 DEFAULT_OVERLAP = 60
 MIN_SIZE = 20
 HEADING_SEP = " > "
+RULES = 2  # raised whenever a change of these rules moves chunk boundaries: indexes re-chunk (docindex._config)
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

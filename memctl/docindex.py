@@ -116,7 +116,8 @@ def _snippet(chunk: chunking.Chunk) -> str:
 
 
 def _config(source: sources_mod.Source) -> str:
-    return f"{source.kind}:{source.chunk_size}:{source.overlap}"
+    """What the chunks of a source's files follow from: another value reads every file again."""
+    return f"{source.kind}:{source.chunk_size}:{source.overlap}:{chunking.RULES}"
 
 
 def _drop_file(conn: sqlite3.Connection, path: str) -> None:

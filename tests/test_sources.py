@@ -158,6 +158,16 @@ def test_an_index_run_reads_only_new_or_changed_files_and_drops_deleted_ones(roo
     assert docindex.status(store)[0].stale == 0
 
 
+def test_new_chunking_rules_chunk_every_file_again(root, manual, monkeypatch):
+    """A memctl whose chunker cuts differently (chunking.RULES raised) does not keep the old cuts."""
+    store = open_store(root)
+    (first,) = docindex.index(store, embed=False)
+    monkeypatch.setattr(chunking, "RULES", chunking.RULES + 1)
+    (again,) = docindex.index(store, embed=False)
+    assert (again.files, again.changed, again.chunks) == (first.files, first.files, first.chunks)
+    assert docindex.index(store, embed=False)[0].changed == 0
+
+
 def test_bad_input_is_skipped_with_one_line_each_and_the_rest_indexed(root, manual, monkeypatch):
     (manual / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
     (manual / "latin1.md").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
