@@ -481,3 +481,21 @@ def test_a_window_keyword_coverage_is_the_coverage_of_its_joined_turns(root, que
             joined = [tok for m in members for tok in tokens[m]]
             parts = [(rindex.term_counts(tokens[m], terms), len(tokens[m])) for m in members]
             assert recall._joined_coverage(parts, weights) == pytest.approx(rindex.coverage(joined, terms, weights))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_best_columns_is_the_stable_sort_s_first_k_ties_and_all(seed):
+    """recall.best_columns (a partition, then a sort of what it keeps) picks exactly what the full stable
+    sort picked: rows with many ties at the k-th value, NaNs, k beyond the row, k = 0."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = [rng.integers(0, 5, 300).astype(np.float32) / 4,  # ties everywhere, across the k-th value
+            rng.standard_normal(1000).astype(np.float32), np.zeros(50, dtype=np.float32)]
+    with_nan = rng.standard_normal(40).astype(np.float32)
+    with_nan[rng.integers(0, 40, 35)] = np.nan  # more NaNs than the row has other values past k
+    rows.append(with_nan)
+    for row in rows:
+        for k in (0, 1, 7, 30, 200, len(row), len(row) + 5):
+            want = np.argsort(-row, kind="stable")[:k]
+            assert recall.best_columns(row, k).tolist() == want.tolist(), (row[:10], k)
