@@ -345,13 +345,17 @@ def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
     assert by["ep-0000"].keyword == pytest.approx(0.5, abs=0.1) and by["ep-0001"].keyword == pytest.approx(0.5, abs=0.1)
     # their window (the three turns of that session: ep-0003 is another, ep-0004 an event) holds all of it
     assert by["ep-0000"].window == pytest.approx(recall.keyword_relevance(1.0, False)) == by["ep-0001"].window
+    # a turn's relevance is the fitted model applied once to its signals mixed with its window's
+    # (coverage 1.0 there), not the mean of the two relevances
+    share = recall.WINDOW_SHARE
     for key in ("ep-0000", "ep-0001"):
         own = recall.keyword_relevance(by[key].keyword, False)
-        expected = (1 - recall.WINDOW_SHARE) * own + recall.WINDOW_SHARE * by[key].window
+        expected = recall.keyword_relevance((1 - share) * by[key].keyword + share * 1.0, False)
         assert by[key].relevance == pytest.approx(expected) and by[key].relevance > own
+        assert by[key].relevance != pytest.approx((1 - share) * own + share * by[key].window, abs=1e-3)
     assert {h.item.key for h in hits[:2]} == {"ep-0000", "ep-0001"}
     # the reply that holds no query word is found through its context, below the turns that hold some
-    assert by["ep-0002"].keyword == 0 and by["ep-0002"].relevance == pytest.approx(recall.WINDOW_SHARE * by["ep-0002"].window)
+    assert by["ep-0002"].keyword == 0 and by["ep-0002"].relevance == pytest.approx(recall.keyword_relevance(share, False))
     assert by["ep-0002"].relevance < min(by["ep-0000"].relevance, by["ep-0001"].relevance)
     # the next session and the decision are not joined to the dialog
     assert by["ep-0003"].window is None or by["ep-0003"].window < 0.9
@@ -452,7 +456,9 @@ def test_a_window_vector_is_the_normalised_sum_of_its_turns_and_a_filter_keeps_c
         summed = vectors[window].sum(axis=0)
         expected = recall.calibrated(float(q @ summed) / float(np.linalg.norm(summed)), calibration)
         assert by[key].window == pytest.approx(expected, abs=1e-4)
-        assert by[key].relevance == pytest.approx(0.5 * by[key].vector + 0.5 * by[key].window)
+        # the vector signals mix as logits (the fitted model's input): sigmoid of the mean logit
+        logits = [math.log(p / (1 - p)) for p in (by[key].vector, by[key].window)]
+        assert by[key].relevance == pytest.approx(1 / (1 + math.exp(-(logits[0] + logits[1]) / 2)), abs=1e-6)
     # with --agent mel, Caroline's turn is not returned; the vectors compared are those the filters
     # pass, so Mel's windows are the normalised sum of Mel's two turns (the keyword part keeps every turn)
     _, (mel,) = recall.recall(store, [query], source="episodes", mode="vector", log=False, min_score=0, agent="mel")
