@@ -487,3 +487,18 @@ def test_a_window_keyword_coverage_is_the_coverage_of_its_joined_turns(root, que
             joined = [tok for m in members for tok in tokens[m]]
             parts = [(rindex.term_counts(tokens[m], terms), len(tokens[m])) for m in members]
             assert recall._joined_coverage(parts, weights) == pytest.approx(rindex.coverage(joined, terms, weights))
+
+
+def test_a_turn_and_its_window_mix_signals_not_relevances():
+    """recall.mixed: the coverage mixed as it is, the calibrated vector as its logit; a vector missing on
+    one side (keyword mode, or a turn not embedded yet) is the other side's."""
+    share = recall.WINDOW_SHARE
+    kw, vec = recall.mixed((0.2, 0.9), (0.8, 0.1))
+    assert kw == pytest.approx((1 - share) * 0.2 + share * 0.8)
+    assert vec == pytest.approx(0.5)  # logits +2.197 and -2.197 mixed half and half
+    assert recall.mixed((0.4, None), (1.0, None)) == (pytest.approx(0.4 + share * 0.6), None)
+    assert recall.mixed((0.4, None), (1.0, 0.7))[1] == 0.7 and recall.mixed((0.4, 0.3), (1.0, None))[1] == 0.3
+    # the hybrid model applied once to the mixed signals: not the mean of the two relevances
+    once = recall.combine(*recall.mixed((0.2, 0.9), (0.8, 0.1)))
+    mean = (1 - share) * recall.combine(0.2, 0.9) + share * recall.combine(0.8, 0.1)
+    assert abs(once - mean) > 0.01
