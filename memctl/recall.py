@@ -872,6 +872,10 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
 
     cjk = textnorm.has_cjk(query)
     coverage = {doc: value[1] for doc, value in keyword.items()}
+    if plan.use == "hybrid":  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
+        from . import rindex
+
+        coverage.update(rindex.coverages(conn, query, [doc for doc in cosine if doc not in keyword]))
     vector: dict[int, float] = {}
     own: dict[int, float] = {}
     for doc in set(keyword) | set(cosine):

@@ -502,3 +502,28 @@ def test_a_turn_and_its_window_mix_signals_not_relevances():
     once = recall.combine(*recall.mixed((0.2, 0.9), (0.8, 0.1)))
     mean = (1 - share) * recall.combine(0.2, 0.9) + share * recall.combine(0.8, 0.1)
     assert abs(once - mean) > 0.01
+
+
+def test_a_candidate_found_by_its_cosine_has_its_own_coverage_past_the_keyword_cut(root, monkeypatch):
+    """A fact among the vector candidates but past BM25's cut (CANDIDATES) keeps its own keyword
+    coverage (not 0): its relevance depends on the query and the fact, not on how many facts BM25
+    ranked above it."""
+    from memctl import rindex
+
+    _use_test_model(root)
+    store = open_store(root)
+    _remember(store, "figures", "Quarterly report: report figures, report totals, report dates")
+    _remember(store, "cat", "The little cat naps in the sun all afternoon, as noted in a long report")
+    query = "kitten report"
+    _, (wide,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
+    by = {h.item.key: h for h in wide}
+    # the cat is second by BM25 and first by cosine, and the most relevant with its full coverage
+    assert by["cat"].bm25 < by["figures"].bm25 and by["cat"].cosine > by["figures"].cosine
+    assert wide[0].item.key == "cat"
+    monkeypatch.setattr(recall, "CANDIDATES", 1)  # BM25's candidates: the figures fact alone
+    _, (narrow,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
+    assert [h.item.key for h in narrow] == ["cat"]
+    assert narrow[0].keyword == pytest.approx(by["cat"].keyword) and by["cat"].keyword > 0
+    assert narrow[0].relevance == pytest.approx(by["cat"].relevance)
+    with rindex.opened(store) as conn:
+        assert rindex.coverages(conn, query, []) == {}
