@@ -52,8 +52,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo  # noqa: E402
 
 
-def signals(conv, embedder_name: str, root: Path) -> dict:
-    from memctl import embed, recall, rindex, textnorm
+def embedded(conv, embedder_name: str, root: Path):
+    """The conversation's store (as bench/locomo.py builds it): its turns' ids, docs and tokens, the
+    embedder, the turns' passage vectors and the questions' query vectors."""
+    from memctl import embed, rindex
     from memctl.store import open_store
 
     locomo.make_store(root, conv, embedder_name)
@@ -63,13 +65,20 @@ def signals(conv, embedder_name: str, root: Path) -> dict:
         ids = [d for d, _, _ in rows]
         found = rindex.docs(conn, ids)
         toks = rindex.tokens_of(conn, ids)
-        questions = []
-        for q in conv.questions:
-            terms, idf = rindex.query_terms(q.text)  # fixed term weights since issue 25
-            questions.append({"text": q.text, "cat": q.category, "ev": q.evidence, "terms": terms, "idf": idf})
     embedder = embed.choose(embed.settings_for(store)).embedder
     vectors = np.asarray(embedder.embed([t for _, _, t in rows], kind="passage"), dtype=np.float64)
     queries = np.asarray(embedder.embed([q.text for q in conv.questions], kind="query"), dtype=np.float64)
+    return ids, found, toks, embedder, vectors, queries
+
+
+def signals(conv, embedder_name: str, root: Path) -> dict:
+    from memctl import recall, rindex, textnorm
+
+    ids, found, toks, embedder, vectors, queries = embedded(conv, embedder_name, root)
+    questions = []
+    for q in conv.questions:
+        terms, idf = rindex.query_terms(q.text)  # fixed term weights since issue 25
+        questions.append({"text": q.text, "cat": q.category, "ev": q.evidence, "terms": terms, "idf": idf})
     ts = [found[d].ts for d in ids]
     same = np.array([ts[i] == ts[i + 1] for i in range(len(ids) - 1)], dtype=bool)
     c = {"refs": [conv.refs[found[d].key] for d in ids], "tokens": [toks.get(d, []) for d in ids], "questions": questions,

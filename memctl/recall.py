@@ -45,7 +45,7 @@ CANDIDATES = 200  # items per signal considered before the floor and the five fa
 DEFAULT_MIN_SCORE = 0.35  # the relevance floor, chosen on dev data: docs/RECALL.md "Calibration"
 FREQUENCY_SATURATION = 20  # uses at which the frequency factor reaches 1
 WINDOW_RADIUS = 2  # a turn's conversation window: up to this many turns before it and after it ...
-WINDOW_SHARE = 0.5  # ... whose relevance is this share of the turn's (its own text's is the rest)
+WINDOW_SHARE = 0.5  # ... whose signals are this share of the turn's (its own text's are the rest): mixed()
 WINDOW_GAP_SECONDS = 1800  # consecutive episodes of one type this close are turns of one conversation ...
 EVENT_TYPES = ("decision", "error", "success", "feedback", "conflict")  # ... unless they are events, not turns
 MAX_QUERY_CHARS = 10_000  # longer queries are cut here (a 100 KB paste is answered, not hung on)
@@ -381,6 +381,11 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
 
 
+def _logit(p: float) -> float:
+    """The logit of a probability, within LOGIT_BOUND."""
+    return max(-LOGIT_BOUND, min(LOGIT_BOUND, math.log(max(p, 1e-12) / max(1.0 - p, 1e-12))))
+
+
 def keyword_relevance(keyword: float, cjk: bool) -> float:
     """Keyword mode's relevance: the fitted probability of relevance from the coverage alone."""
     b = KEYWORD_FIT
@@ -391,7 +396,7 @@ def combine(keyword: float, vector: float | None, cjk: bool = False) -> float:
     """Hybrid relevance: the fitted probability of relevance from the coverage and the calibrated vector."""
     if vector is None:
         return keyword_relevance(keyword, cjk)
-    v = max(-LOGIT_BOUND, min(LOGIT_BOUND, math.log(max(vector, 1e-12) / max(1.0 - vector, 1e-12))))
+    v = _logit(vector)
     b = HYBRID_FIT
     return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v))
 
@@ -607,7 +612,8 @@ def _window_of(doc: int, links) -> tuple[int, ...]:
 
 
 def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sims, column: dict, vectors):
-    """Conversation windows: (relevance of each turn's window, (keyword, vector) of turns found only as context).
+    """Conversation windows: ((coverage, calibrated vector) of each turn's window, (coverage, cosine) of
+    turns found only as context).
 
     A turn is read in its context: the window centred on it (up to
     WINDOW_RADIUS turns before and after, same conversation) is scored as one
@@ -616,7 +622,7 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
     member vectors; members the vector filters left out count for the keyword
     part only). Candidates are the best CANDIDATES items by their own relevance
     and the turns within WINDOW_RADIUS of them; a turn's relevance is then
-    (1 - WINDOW_SHARE) x its own + WINDOW_SHARE x its window's (docs/RECALL.md).
+    that of its signals mixed with its window's (mixed(), docs/RECALL.md).
     """
     from . import rindex
 
@@ -635,16 +641,13 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
         terms, weights = rindex.query_terms(query)
         tokens = rindex.tokens_of(conn, members)
         parts = {m: (rindex.term_counts(tokens.get(m, []), terms), len(tokens.get(m, []))) for m in members}
-    from . import textnorm
-
-    cjk = textnorm.has_cjk(query)
     extra: dict[int, tuple[float, float | None]] = {}
-    for d in windows:  # a turn met only as context: its own signals, as recall would score it
+    for d in windows:  # a turn met only as context: its own signals (coverage, cosine), as recall would score it
         if d not in own:
             kw = _joined_coverage([parts[d]], weights) if use != "vector" else 0.0
-            vec = calibrated(float(sims[column[d]]), calibration) if use != "keyword" and sims is not None and d in column else None
-            extra[d] = (kw, vec)
-    best: dict[int, float] = {}
+            cos = float(sims[column[d]]) if use != "keyword" and sims is not None and d in column else None
+            extra[d] = (kw, cos)
+    best: dict[int, tuple[float, float | None]] = {}
     for d, window in windows.items():
         kw = _joined_coverage([parts[m] for m in window], weights) if use != "vector" else 0.0
         vec = None
@@ -654,7 +657,7 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
 
             norm = float(np.linalg.norm(vectors[inside].sum(axis=0))) if len(inside) > 1 else 1.0
             vec = calibrated(float(sims[inside].sum()) / max(norm, 1e-6), calibration)
-        best[d] = relevance_of(kw, vec, use, cjk)
+        best[d] = (kw, vec)
     return best, extra
 
 
@@ -827,7 +830,10 @@ class Signals(NamedTuple):
     coverage: dict[int, float]
     vector: dict[int, float]  # calibrated cosine (empty in keyword mode)
     own: dict[int, float]  # the relevance of each candidate's own text
-    window: dict[int, float]  # the relevance of each turn's conversation window
+    window: dict[int, float]  # the relevance of each turn's conversation window (shown by --explain)
+    context: dict[int, tuple[float, float | None]] = {}  # (coverage, calibrated vector) of each turn's window
+    use: str = "keyword"  # the mode in use
+    cjk: bool = False  # the query has kana/kanji
 
 
 def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool) -> float:
@@ -876,12 +882,16 @@ def best_columns(row, k: int):
 
 
 def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Signals:
-    """The candidates' signals and own relevance, and for turns their conversation windows."""
+    """The candidates' signals and own relevance, and for turns their conversation windows' signals."""
     keyword, cosine, row = candidates(conn, query, cosines, plan)
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
     coverage = {doc: value[1] for doc, value in keyword.items()}
+    if plan.use == "hybrid":  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
+        from . import rindex
+
+        coverage.update(rindex.coverages(conn, query, [doc for doc in cosine if doc not in keyword]))
     vector: dict[int, float] = {}
     own: dict[int, float] = {}
     for doc in set(keyword) | set(cosine):
@@ -891,15 +901,17 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
             own[doc] = relevance_of(coverage.get(doc, 0.0), None, "keyword", cjk)  # no vector yet: keywords alone
         else:
             own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk)
-    window: dict[int, float] = {}
+    context: dict[int, tuple[float, float | None]] = {}
     if "episode" in kinds and own and plan.settings.windows:
-        window = _context_windows(conn, query, row, plan, own, coverage, vector)
-    return Signals(keyword, cosine, coverage, vector, own, window)
+        context = _context_windows(conn, query, row, plan, own, coverage, cosine, vector)
+    window = {doc: relevance_of(kw, vec, plan.use, cjk) for doc, (kw, vec) in context.items()}
+    return Signals(keyword, cosine, coverage, vector, own, window, context, plan.use, cjk)
 
 
-def _context_windows(conn, query: str, row, plan: Plan, own: dict, coverage: dict, vector: dict) -> dict[int, float]:
-    """The windows' relevance; turns met only as context (and passing the filters) join the
-    candidates, their signals added to `own`, `coverage` and `vector`."""
+def _context_windows(conn, query: str, row, plan: Plan, own: dict, coverage: dict, cosine: dict,
+                     vector: dict) -> dict[int, tuple[float, float | None]]:
+    """The windows' signals; turns met only as context (and passing the filters) join the
+    candidates, their signals added to `own`, `coverage`, `cosine` and `vector`."""
     from . import rindex
 
     window, extra = _windows(conn, query, own, plan.use, plan.calibration, row, plan.column, plan.vectors)
@@ -910,19 +922,41 @@ def _context_windows(conn, query: str, row, plan: Plan, own: dict, coverage: dic
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
-    for doc, (kw, vec) in extra.items():
+    for doc, (kw, cos) in extra.items():
         if doc in window:
             coverage[doc] = kw
+            if cos is not None:
+                cosine[doc] = cos
             if plan.use != "keyword":
-                vector[doc] = vec or 0.0
+                vector[doc] = calibrated(cos, plan.calibration) if cos is not None else 0.0
             own[doc] = relevance_of(kw, vector.get(doc), plan.use, cjk)
     return window
 
 
+def mixed(own: tuple[float, float | None], window: tuple[float, float | None]) -> tuple[float, float | None]:
+    """A turn's signals read in its window: (1 - WINDOW_SHARE) x its own + WINDOW_SHARE x its window's,
+    the coverage as it is and the calibrated vector as its logit (the fitted model's input); a vector
+    missing on one side (not embedded yet, or keyword mode) is the other side's."""
+    kw = (1.0 - WINDOW_SHARE) * own[0] + WINDOW_SHARE * window[0]
+    if own[1] is None or window[1] is None:
+        return kw, own[1] if window[1] is None else window[1]
+    return kw, _sigmoid((1.0 - WINDOW_SHARE) * _logit(own[1]) + WINDOW_SHARE * _logit(window[1]))
+
+
 def relevance(found: Signals) -> dict[int, float]:
-    """Each candidate's relevance: its own, or for a turn in a conversation the mean with its window's."""
-    return {doc: rel if doc not in found.window else (1.0 - WINDOW_SHARE) * rel + WINDOW_SHARE * found.window[doc]
-            for doc, rel in found.own.items()}
+    """Each candidate's relevance: its own, or for a turn in a conversation that of its signals mixed
+    with its window's (mixed): the fitted model is applied once, to the mixed signals, rather than
+    averaging two relevances (docs/RECALL.md "Measurements": the mean of two fitted relevances cost
+    LoCoMo dev recall)."""
+    out = {}
+    for doc, rel in found.own.items():
+        if doc not in found.context:
+            out[doc] = rel
+            continue
+        vec = found.vector.get(doc) if found.use != "keyword" and doc in found.cosine else None
+        kw, v = mixed((found.coverage.get(doc, 0.0), vec), found.context[doc])
+        out[doc] = relevance_of(kw, v, found.use, found.cjk)
+    return out
 
 
 def above_floor(relevances: dict[int, float], floor: float, found: Signals) -> list[int]:

@@ -643,6 +643,17 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
     return {doc: (bm25, coverage(texts.get(doc, []), terms, weights)) for doc, bm25 in rows}
 
 
+def coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -> dict[int, float]:
+    """The keyword coverage of each of `docs` for `query` (as keyword() gives it), for documents found
+    by another signal: a document's coverage is its own, whether or not BM25 ranked it among the
+    keyword candidates."""
+    if not docs:
+        return {}
+    terms, weights = query_terms(query)
+    texts = tokens_of(conn, docs)
+    return {doc: coverage(texts.get(doc, []), terms, weights) for doc in docs}
+
+
 def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap_seconds: float,
                             events: Sequence[str] = ()) -> dict[int, tuple[int | None, int | None]]:
     """For episode documents, the previous and next turn of the same conversation (or None).

@@ -345,13 +345,17 @@ def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
     assert by["ep-0000"].keyword == pytest.approx(0.5, abs=0.1) and by["ep-0001"].keyword == pytest.approx(0.5, abs=0.1)
     # their window (the three turns of that session: ep-0003 is another, ep-0004 an event) holds all of it
     assert by["ep-0000"].window == pytest.approx(recall.keyword_relevance(1.0, False)) == by["ep-0001"].window
+    # a turn's relevance is the fitted model applied once to its signals mixed with its window's
+    # (coverage 1.0 there), not the mean of the two relevances
+    share = recall.WINDOW_SHARE
     for key in ("ep-0000", "ep-0001"):
         own = recall.keyword_relevance(by[key].keyword, False)
-        expected = (1 - recall.WINDOW_SHARE) * own + recall.WINDOW_SHARE * by[key].window
+        expected = recall.keyword_relevance((1 - share) * by[key].keyword + share * 1.0, False)
         assert by[key].relevance == pytest.approx(expected) and by[key].relevance > own
+        assert by[key].relevance != pytest.approx((1 - share) * own + share * by[key].window, abs=1e-3)
     assert {h.item.key for h in hits[:2]} == {"ep-0000", "ep-0001"}
     # the reply that holds no query word is found through its context, below the turns that hold some
-    assert by["ep-0002"].keyword == 0 and by["ep-0002"].relevance == pytest.approx(recall.WINDOW_SHARE * by["ep-0002"].window)
+    assert by["ep-0002"].keyword == 0 and by["ep-0002"].relevance == pytest.approx(recall.keyword_relevance(share, False))
     assert by["ep-0002"].relevance < min(by["ep-0000"].relevance, by["ep-0001"].relevance)
     # the next session and the decision are not joined to the dialog
     assert by["ep-0003"].window is None or by["ep-0003"].window < 0.9
@@ -452,7 +456,9 @@ def test_a_window_vector_is_the_normalised_sum_of_its_turns_and_a_filter_keeps_c
         summed = vectors[window].sum(axis=0)
         expected = recall.calibrated(float(q @ summed) / float(np.linalg.norm(summed)), calibration)
         assert by[key].window == pytest.approx(expected, abs=1e-4)
-        assert by[key].relevance == pytest.approx(0.5 * by[key].vector + 0.5 * by[key].window)
+        # the vector signals mix as logits (the fitted model's input): sigmoid of the mean logit
+        logits = [math.log(p / (1 - p)) for p in (by[key].vector, by[key].window)]
+        assert by[key].relevance == pytest.approx(1 / (1 + math.exp(-(logits[0] + logits[1]) / 2)), abs=1e-6)
     # with --agent mel, Caroline's turn is not returned; the vectors compared are those the filters
     # pass, so Mel's windows are the normalised sum of Mel's two turns (the keyword part keeps every turn)
     _, (mel,) = recall.recall(store, [query], source="episodes", mode="vector", log=False, min_score=0, agent="mel")
@@ -499,3 +505,43 @@ def test_best_columns_is_the_stable_sort_s_first_k_ties_and_all(seed):
         for k in (0, 1, 7, 30, 200, len(row), len(row) + 5):
             want = np.argsort(-row, kind="stable")[:k]
             assert recall.best_columns(row, k).tolist() == want.tolist(), (row[:10], k)
+
+
+def test_a_turn_and_its_window_mix_signals_not_relevances():
+    """recall.mixed: the coverage mixed as it is, the calibrated vector as its logit; a vector missing on
+    one side (keyword mode, or a turn not embedded yet) is the other side's."""
+    share = recall.WINDOW_SHARE
+    kw, vec = recall.mixed((0.2, 0.9), (0.8, 0.1))
+    assert kw == pytest.approx((1 - share) * 0.2 + share * 0.8)
+    assert vec == pytest.approx(0.5)  # logits +2.197 and -2.197 mixed half and half
+    assert recall.mixed((0.4, None), (1.0, None)) == (pytest.approx(0.4 + share * 0.6), None)
+    assert recall.mixed((0.4, None), (1.0, 0.7))[1] == 0.7 and recall.mixed((0.4, 0.3), (1.0, None))[1] == 0.3
+    # the hybrid model applied once to the mixed signals: not the mean of the two relevances
+    once = recall.combine(*recall.mixed((0.2, 0.9), (0.8, 0.1)))
+    mean = (1 - share) * recall.combine(0.2, 0.9) + share * recall.combine(0.8, 0.1)
+    assert abs(once - mean) > 0.01
+
+
+def test_a_candidate_found_by_its_cosine_has_its_own_coverage_past_the_keyword_cut(root, monkeypatch):
+    """A fact among the vector candidates but past BM25's cut (CANDIDATES) keeps its own keyword
+    coverage (not 0): its relevance depends on the query and the fact, not on how many facts BM25
+    ranked above it."""
+    from memctl import rindex
+
+    _use_test_model(root)
+    store = open_store(root)
+    _remember(store, "figures", "Quarterly report: report figures, report totals, report dates")
+    _remember(store, "cat", "The little cat naps in the sun all afternoon, as noted in a long report")
+    query = "kitten report"
+    _, (wide,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
+    by = {h.item.key: h for h in wide}
+    # the cat is second by BM25 and first by cosine, and the most relevant with its full coverage
+    assert by["cat"].bm25 < by["figures"].bm25 and by["cat"].cosine > by["figures"].cosine
+    assert wide[0].item.key == "cat"
+    monkeypatch.setattr(recall, "CANDIDATES", 1)  # BM25's candidates: the figures fact alone
+    _, (narrow,) = recall.recall(store, [query], mode="hybrid", log=False, min_score=0)
+    assert [h.item.key for h in narrow] == ["cat"]
+    assert narrow[0].keyword == pytest.approx(by["cat"].keyword) and by["cat"].keyword > 0
+    assert narrow[0].relevance == pytest.approx(by["cat"].relevance)
+    with rindex.opened(store) as conn:
+        assert rindex.coverages(conn, query, []) == {}
