@@ -246,7 +246,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="memctl-bench-recall-"))
     env = dict(os.environ, MEMCTL_NO_COMMIT="1")
     env.pop("MEMCTL_ROOT", None)
-    server = None
+    server = base_server = None
     if args.installed:  # pip compiled it into site-packages: a cache prefix would hide those .pyc files
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.pop("PYTHONPYCACHEPREFIX", None)
@@ -289,15 +289,19 @@ def main() -> int:
             base_root, base_empty = tmp / "store-base", tmp / "empty-base"
             # The vector caches hard-linked: a copy would be a new inode, which the manifest's stamp
             # of vectors.npy rejects (re-embedding 10,000 facts); saves replace files by rename.
-            shutil.copytree(root, base_root, symlinks=True, copy_function=lambda src, dst: (
-                os.link(src, dst) if f"{os.sep}vectors{os.sep}" in src else shutil.copy2(src, dst)))
+            shutil.copytree(root, base_root, symlinks=True, ignore=shutil.ignore_patterns("embed.sock", "embed.pid"),
+                            copy_function=lambda src, dst: (
+                                os.link(src, dst) if f"{os.sep}vectors{os.sep}" in src else shutil.copy2(src, dst)))
             shutil.copytree(empty, base_empty, symlinks=True)
             base_env = dict(env, PYTHONPATH=str(args.baseline_src.resolve()))
+            if args.hybrid:  # the baseline's embed-server row is answered by the baseline's own server
+                base_server = start_server([*memctl_command(), "--root", str(base_root)], base_env, base_root)
             for name, argv in commands.items():
                 if name.startswith("memctl"):
                     twin = [str(base_root) if a == str(root) else str(base_empty) if a == str(empty) else a for a in argv]
-                    runs[f"{name} [baseline]"] = (twin, base_empty if "empty" in name else base_root, base_env)
-                    time_once(twin, base_env, base_empty if "empty" in name else base_root)
+                    twin_env = base_env if "embed-server" in name else dict(base_env, MEMCTL_NO_SERVER="1")
+                    runs[f"{name} [baseline]"] = (twin, base_empty if "empty" in name else base_root, twin_env)
+                    time_once(twin, twin_env, base_empty if "empty" in name else base_root)
         found = check_outputs(runs)
         load_before = os.getloadavg()[0]
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
@@ -310,6 +314,10 @@ def main() -> int:
         if server is not None:
             subprocess.run([*memctl, "embed-server", "--stop"], env=env, capture_output=True)
             server.wait(timeout=60)
+        if base_server is not None:
+            subprocess.run([*memctl_command(), "--root", str(tmp / "store-base"), "embed-server", "--stop"],
+                           env=dict(env, PYTHONPATH=str(args.baseline_src.resolve())), capture_output=True)
+            base_server.wait(timeout=60)
         if args.keep:
             print(f"store kept in {tmp / 'store'}", file=sys.stderr)
         else:
