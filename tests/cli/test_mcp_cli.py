@@ -24,11 +24,22 @@ TOOLS = {"remember", "recall", "context", "show", "forget", "episode_add", "near
 
 @contextlib.asynccontextmanager
 async def session(command: str, args: list[str], env: dict[str, str] | None = None, cwd: str | None = None):
+    """A client of the server; when anything fails, the error carries what the server wrote to its
+    stderr (a server that died shows only "Connection closed" to its client)."""
+    import tempfile
+
     params = mcp.StdioServerParameters(command=command, args=args, env={**os.environ, **(env or {})}, cwd=cwd)
-    async with mcp.stdio_client(params) as (read, write):
-        async with mcp.ClientSession(read, write) as client:
-            await client.initialize()
-            yield client
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            async with mcp.stdio_client(params, errlog=errlog) as (read, write):
+                async with mcp.ClientSession(read, write) as client:
+                    await client.initialize()
+                    yield client
+        except BaseException as exc:
+            errlog.seek(0)
+            said = errlog.read()
+            exc.add_note("the server's stderr:\n" + (said[-4000:] or "(nothing)"))
+            raise
 
 
 def server(root: Path):
