@@ -54,6 +54,34 @@ def git_executable() -> str | None:
     return None
 
 
+# What memctl wants in its own environment, set by `settle_environment` before any thread starts.
+ENV_DEFAULTS = (
+    ("GIT_PYTHON_REFRESH", "quiet"),  # GitPython: memctl reports a missing git itself (gitstore.no_git)
+    ("OMP_WAIT_POLICY", "PASSIVE"),  # e5: spinning OpenMP threads turn a 30 ms query into seconds on busy cores
+    ("TOKENIZERS_PARALLELISM", "false"),  # sentence-transformers: no fork warnings, no extra threads
+    ("OPENBLAS_MAIN_FREE", "1"),  # else numpy's import adds it (putenv) and removes it again, beside threads
+    ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+    ("TRANSFORMERS_VERBOSITY", "error"),
+)
+
+
+def settle_environment() -> None:
+    """Set ENV_DEFAULTS (where unset) and GIT_PYTHON_GIT_EXECUTABLE, once, before the process starts a thread.
+
+    Adding a variable may move glibc's `environ` array while another thread's getenv reads it: the
+    MCP server, whose relay threads start at once (mcp_fast), died in getenv that way under
+    libfaketime, which reads its variables at every clock call, and C libraries or `localtime` read
+    the environment in any process. Code that runs later, in threads or beside them, finds these set
+    and only reads them (a `setdefault` of a set variable writes nothing). The optional
+    sentence-transformers model is the exception left: importing torch and scikit-learn writes
+    variables of their own (tests/cli/test_env_threads.py guards the default e5 path)."""
+    for name, value in ENV_DEFAULTS:
+        os.environ.setdefault(name, value)
+    exe = git_executable()
+    if exe is not None and os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") != exe:
+        os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = exe
+
+
 def _on_path(name: str) -> str | None:
     """`shutil.which(name)` on POSIX, without importing shutil."""
     for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):

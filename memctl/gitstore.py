@@ -50,8 +50,8 @@ def _git_module():
     exe = git_executable()
     if exe is None:
         raise no_git()
-    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-    os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = exe
+    if os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") != exe or "GIT_PYTHON_REFRESH" not in os.environ:
+        early.settle_environment()  # set already by the CLI: writing it again here could race a thread's getenv
     import git  # noqa: PLC0415  (lazy: keeps `memctl --help` fast)
 
     return git

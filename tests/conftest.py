@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from memctl import early
 from memctl.cli.root import load_commands
 from memctl.store import init_store, open_store
 
@@ -24,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Set in os.environ by memctl itself when it reads history through GitPython (gitstore._git_module):
 # in-process commands of one test must not hand them to the subprocesses of the next, where
 # GIT_PYTHON_GIT_EXECUTABLE would name the git to run ahead of PATH.
-SET_BY_MEMCTL = ("GIT_PYTHON_GIT_EXECUTABLE", "GIT_PYTHON_REFRESH")
+SET_BY_MEMCTL = ("GIT_PYTHON_GIT_EXECUTABLE",) + tuple(name for name, _ in early.ENV_DEFAULTS)
 
 
 @pytest.fixture(autouse=True)

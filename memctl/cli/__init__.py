@@ -12,9 +12,10 @@ from __future__ import annotations
 def main() -> None:
     import sys
 
-    if "sync" in sys.argv[1:]:  # its `git status` runs while the rest is imported (memctl/early.py)
-        from .. import early
+    from .. import early
 
+    early.settle_environment()  # before any thread: later writes to the environment may crash getenv
+    if "sync" in sys.argv[1:]:  # its `git status` runs while the rest is imported (memctl/early.py)
         early.start_sync_status(sys.argv[1:])
     from .. import errors, output
     from .fast import run

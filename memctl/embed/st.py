@@ -29,6 +29,12 @@ class SentenceTransformerEmbedder:
         self.path = Path(path)
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
         self._model: Any = None
+        # Offline for good: the folder is local, so nothing may reach for the hub. Set here, in the
+        # thread that chose the model, not when it loads (maybe in a thread, beside others): adding
+        # a variable beside threads may crash getenv (early.settle_environment).
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            if os.environ.get(name) != "1":
+                os.environ[name] = "1"
 
     @property
     def fingerprint(self) -> str:
@@ -40,12 +46,10 @@ class SentenceTransformerEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            # Offline for good: the folder is local, so nothing may reach for the hub.
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            from .. import early
+
+            for name, value in early.ENV_DEFAULTS:  # set by the CLI already: no write here, beside threads
+                os.environ.setdefault(name, value)
             from sentence_transformers import SentenceTransformer
 
             key = str(self.path)

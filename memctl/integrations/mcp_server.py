@@ -507,13 +507,18 @@ def serve(root: str | os.PathLike | None) -> None:
     from .claude_code import resolve_root
 
     path = resolve_root(root)
-    open_store(path)  # a store that is not one fails here, as a CLI error, before serving
+    store = open_store(path)  # a store that is not one fails here, as a CLI error, before serving
     if not _sdk_found():
         raise MemctlError("the MCP server needs the mcp package, which is not installed", hint=install_hint())
     from . import mcp_fast
 
-    finish = mcp_fast.relay(__version__)  # initialize and tools/list answered while the SDK loads
+    # What sets variables is done before the relay's threads start (early.settle_environment says why):
+    # the agent's name, and the embedder's choice (a sentence-transformers model sets HF_HUB_OFFLINE).
     os.environ.setdefault("MEMCTL_AGENT", "mcp")
+    from .. import embed
+
+    embed.choose(embed.settings_for(store))
+    finish = mcp_fast.relay(__version__)  # initialize and tools/list answered while the SDK loads
     import signal
 
     from .. import errors, output, vcache
