@@ -99,7 +99,7 @@ def work_tree(path: Path) -> Path:
     if git_executable() is None:
         raise no_git()
     if not Path(path).is_dir():
-        raise GitError(f"{path} is not a folder", kind="not-a-repo")
+        raise GitError(f"{path} is not a folder", kind="not-a-repo", store=_quoted(path))
     done = _git(path, "rev-parse", "--show-toplevel")  # GitError when git cannot be started
     top = done.stdout.decode("utf-8", "surrogateescape")
     top = top[:-1] if top.endswith("\n") else top  # only the newline: a name may end in a space
@@ -108,8 +108,9 @@ def work_tree(path: Path) -> Path:
         return Path(top)
     if git_dir(Path(path)) is None:  # asked of the folders themselves: git's message may be in any language
         raise GitError(f"{path} is not a git repository (nor inside one)",
-                       hint="run `git init` there, or write without committing (MEMCTL_NO_COMMIT=1, "
-                       "or [git] commit = false in memctl.toml)", kind="not-a-repo")
+                       hint=f"run `memctl init {_quoted(path)}` (git init, and a first commit of what is there), "
+                       "or write without committing (MEMCTL_NO_COMMIT=1, or [git] commit = false in memctl.toml)",
+                       kind="not-a-repo", store=_quoted(path))
     stderr = done.stderr.decode("utf-8", "replace").strip()
     detail = stderr.splitlines()[-1] if stderr else f"exit status {done.returncode}"
     raise GitError(f"git does not work in {path}: `{git_executable()} rev-parse` failed: {detail}",
@@ -841,3 +842,9 @@ def register_merge_drivers(root: Path) -> list[str]:
             atomic_write(info, text + ("" if text.endswith("\n") or not text else "\n") + line + "\n")
             changed.append("info/attributes")
     return changed
+
+
+def _quoted(path) -> str:
+    import shlex  # noqa: PLC0415
+
+    return shlex.quote(str(path))

@@ -452,7 +452,7 @@ def _git_or_refuse(store: Store, outcome: str = "nothing was changed") -> Path:
     try:
         return gitstore.work_tree(store.root)
     except GitError as exc:
-        raise GitError(f"{exc.message}; {outcome}", hint=exc.hint, kind=exc.kind) from None
+        raise GitError(f"{exc.message}; {outcome}", hint=exc.hint, kind=exc.kind, **exc.details) from None
 
 
 def finish_interrupted(store: Store) -> list[str]:

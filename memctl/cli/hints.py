@@ -39,7 +39,7 @@ HINTS = {
     "no-git": "install git (or name it in MEMCTL_GIT), or use --no-commit / MEMCTL_NO_COMMIT=1",
     "no-git-init": "install git (or name it in MEMCTL_GIT), or use --no-git",
     "git-fails": "check that this git runs (MEMCTL_GIT, PATH), or use --no-commit / MEMCTL_NO_COMMIT=1",
-    "not-a-repo": "run `git init` in the store, or use --no-commit / MEMCTL_NO_COMMIT=1 ([git] commit = false in memctl.toml)",
+    "not-a-repo": "run `memctl init {store}` (git init, and a first commit of what is there), or use --no-commit / MEMCTL_NO_COMMIT=1",
     "no-store-dir": "check --root / MEMCTL_ROOT, or run `memctl init DIR`",
     "no-store": "run `memctl init`, or pass --root DIR",
     "no-store-found": "memctl agent install claude-code --store DIR names the store to use then",
@@ -78,9 +78,9 @@ def _with_flag(text: str, arg: str | None) -> str:
 def worded(exc: MemctlError) -> tuple[str, str | None]:
     """(message, hint) as the command line says them."""
     message = MESSAGES.get(exc.kind or "") or _with_flag(exc.message, exc.arg)
-    if exc.kind in HINTS:
-        hint: str | None = HINTS[exc.kind].format(**exc.details)
-    else:
+    try:  # an error raised without the details its CLI hint names keeps the library's hint
+        hint: str | None = HINTS[exc.kind or ""].format(**exc.details)
+    except (KeyError, IndexError):
         hint = _with_flag(exc.hint, exc.arg) if exc.hint else exc.hint
     if exc.kind == "no-state" and exc.details.get("scope"):
         hint = f"{hint} --name {exc.details['scope']}"

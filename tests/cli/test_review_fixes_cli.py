@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from conftest import access_log, cli, git
 from memctl import facts
@@ -85,6 +86,7 @@ def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
     (d / "デプロイ規則.md").write_text("---\nname: deploy-rule\ndescription: 金曜はデプロイしない\ntype: feedback\n---\n", encoding="utf-8")
     refused = cli(d, "forget", "デプロイ規則", "--reason", "変更")  # no repository here: exit 0 would mean committed
     assert refused.exit_code == 1 and "is not a git repository" in refused.stderr and (d / "デプロイ規則.md").exists()
+    assert f"(hint: run `memctl init {d}` (git init, and a first commit of what is there)" in refused.stderr
     assert cli(d, "forget", "デプロイ規則", "--reason", "変更", "--no-commit").exit_code == 0
     assert "デプロイ規則.md" not in (d / "MEMORY.md").read_text(encoding="utf-8")
     assert cli(d, "index", "--check").exit_code == 0
@@ -98,3 +100,24 @@ def test_restore_never_overwrites_an_unreadable_live_file(root):
     r = cli(root, "restore", "a")
     assert r.exit_code == 1 and "exists" in r.stderr
     assert (root / "memory" / "a.md").read_text(encoding="utf-8") == hand
+
+
+def test_the_hint_for_a_claude_code_directory_without_git_is_a_command_that_works(tmp_path):
+    """The hint names `memctl init` with the directory, quoted for a shell (a space, Japanese); run as said, the
+    write the user wanted then works and is committed."""
+    import shlex
+    import subprocess
+
+    d = tmp_path / "メモリ dir"
+    d.mkdir()
+    (d / "MEMORY.md").write_text("- [デプロイ規則](project_deploy.md) — 金曜はデプロイしない\n", encoding="utf-8")
+    (d / "project_deploy.md").write_text("---\nname: デプロイ規則\ndescription: 金曜はデプロイしない\ntype: project\n---\n",
+                                         encoding="utf-8")
+    refused = cli(d, "remember", "cats", "-d", "Cats nap many hours")
+    assert refused.exit_code == 1 and not (d / "cats.md").exists()
+    hint = refused.stderr.split("(hint: run `", 1)[1].split("`", 1)[0]
+    assert shlex.split(hint) == ["memctl", "init", str(d)]
+    done = subprocess.run([sys.executable, "-m", "memctl", *shlex.split(hint)[1:]], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert cli(d, "remember", "cats", "-d", "Cats nap many hours").exit_code == 0
+    assert "memory: remember cats" in git(d, "log", "--format=%s")
