@@ -210,6 +210,8 @@ def list_facts(
     warn_problems(result)
     facts = result.facts
     if fact_type:
+        if fact_type not in store.config.fact_types and not any(f.type == fact_type for f in facts):
+            check_type(store, fact_type)  # a typo: the declared types and the closest one, not an empty list
         facts = [f for f in facts if f.type == fact_type]
     if tag:
         facts = [f for f in facts if tag in f.tags]

@@ -1028,6 +1028,17 @@ def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fac
                 waiting), embedder
 
 
+def _check_fact_type(store: Store, conn, fact_type: str, source: str) -> None:
+    """A type neither declared (fact types; episode types too for `all`) nor held by any fact in the index
+    is a typo: BadInput naming the declared types and the closest one, not "nothing relevant"."""
+    declared = store.config.fact_types + (store.config.episode_types if source == "all" else ())
+    if fact_type in declared or conn.execute("SELECT 1 FROM docs WHERE kind='fact' AND type=? LIMIT 1", (fact_type,)).fetchone():
+        return
+    from .facts import check_type
+
+    check_type(store, fact_type)
+
+
 def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
            fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
            include_all: bool = False, min_score: float | None = None, vectors_for=None, embedder=None,
@@ -1040,6 +1051,8 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     """
     checked = _checked(store, queries, {"k": k, "source": source, "mode": mode, "fact_type": fact_type,
                                         "since": since, "min_score": min_score})
+    if fact_type is not None and source in ("facts", "all"):
+        _check_fact_type(store, conn, fact_type, source)
     corpus = Corpus(min_score=checked["floor"])
     now = clock.now() if now is None else now
     plan, embedder = plan_for(store, conn, checked, corpus, fact_type=fact_type, tag=tag, agent=agent,

@@ -121,3 +121,21 @@ def test_the_hint_for_a_claude_code_directory_without_git_is_a_command_that_work
     assert done.returncode == 0, done.stderr
     assert cli(d, "remember", "cats", "-d", "Cats nap many hours").exit_code == 0
     assert "memory: remember cats" in git(d, "log", "--format=%s")
+
+
+def test_a_mistyped_type_is_named_not_answered_with_nothing(root):
+    """`list --type` and `recall --type` with a type memctl.toml does not declare and no fact has: exit 2, the
+    declared types and the closest one; a type only a hand-written fact has still filters (Claude Code may
+    write one memctl does not declare)."""
+    assert cli(root, "remember", "deploy-rule", "-d", "Deploys only on Tuesdays", "--type", "project").exit_code == 0
+    (root / "memory" / "odd.md").write_text("---\ndescription: 手書きのデプロイ手順\nmetadata:\n  type: runbook\n---\n",
+                                           encoding="utf-8")
+    for command in (["list", "--type", "projet"], ["recall", "deploy", "--type", "projet"],
+                    ["recall", "deploy", "--type", "projet", "--source", "all"]):
+        refused = cli(root, *command)
+        assert refused.exit_code == 2 and "unknown fact type 'projet'" in refused.stderr, command
+        assert "did you mean 'project'?" in refused.stderr and refused.stdout == ""
+    assert cli(root, "list", "--type", "runbook").stdout.split("\t")[0] == "odd"
+    assert "odd" in cli(root, "recall", "デプロイ", "--type", "runbook", "--mode", "keyword").stdout
+    assert "deploy-rule" in cli(root, "recall", "deploy", "--type", "project", "--mode", "keyword").stdout
+    assert cli(root, "recall", "deploy", "--type", "decision", "--source", "all", "--mode", "keyword").exit_code == 1
