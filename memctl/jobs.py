@@ -276,6 +276,7 @@ class Environment:
     memctl: tuple[str, ...]  # argv that starts memctl
     path: str  # PATH with git's and memctl's directories first
     git: str | None
+    named_git: str | None = None  # MEMCTL_GIT when the user named their git so: the job names it too
 
 
 def memctl_argv() -> tuple[str, ...]:
@@ -300,7 +301,8 @@ def resolve_environment() -> Environment:
     dirs.append(str(Path(sys.executable).parent))
     dirs += STANDARD_PATH
     path = ":".join(dict.fromkeys(dirs))
-    return Environment(argv, path, git)
+    named = os.environ.get("MEMCTL_GIT") or None
+    return Environment(argv, path, git, str(Path(named).absolute()) if named and git else None)
 
 
 def logs_dir(store: Store) -> Path:
@@ -316,7 +318,8 @@ def _program(store: Store, job: Job, env: Environment) -> list[str]:
 
 
 def _variables(store: Store, env: Environment) -> dict[str, str]:
-    return {"PATH": env.path, "MEMCTL_ROOT": str(store.root), "PYTHONUTF8": "1"}
+    named = {"MEMCTL_GIT": env.named_git} if env.named_git else {}
+    return {"PATH": env.path, "MEMCTL_ROOT": str(store.root), "PYTHONUTF8": "1", **named}
 
 
 def plist(store: Store, job: Job, env: Environment) -> dict[str, Any]:

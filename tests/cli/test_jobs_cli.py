@@ -236,6 +236,28 @@ def test_installed_cron_line_runs_in_cron_s_minimal_environment(root, fake_cront
     assert git(root, "log", "-1", "--format=%s").startswith("state: update state/STATE.md (date:")
 
 
+def test_a_git_named_by_memctl_git_is_named_in_the_cron_line_too(root, fake_crontab, tmp_path, monkeypatch):
+    """A git memctl finds only through MEMCTL_GIT (another file name, on no PATH): the installed cron line
+    names it, and the job commits through it under `env -i sh -c`."""
+    import shutil
+
+    real = shutil.which("git")
+    odd = tmp_path / "tools" / "git-2"
+    used = tmp_path / "used"
+    executable(odd, f'echo "$1" >> {used}\nexec {real} "$@"\n')
+    monkeypatch.setenv("MEMCTL_GIT", str(odd))
+    configure(root, '[jobs.state]\ncommand = "state update"\nhour = 9\n')
+    assert cli(root, "schedule", "install", "--scheduler", "cron").exit_code == 0
+    line = next(l for l in fake_crontab.read_text().splitlines() if l.startswith("0 9 "))
+    assert f"MEMCTL_GIT={odd}" in line
+    command = line.split(" ", 5)[5].replace("\\%", "%")
+    used.unlink(missing_ok=True)  # what the install ran
+    done = subprocess.run(["env", "-i", "sh", "-c", command], cwd="/", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert git(root, "log", "-1", "--format=%s").startswith("state: update state/STATE.md (date:")
+    assert "update-ref" in used.read_text().split()  # the job committed through the named git
+
+
 def test_launchd_dry_run_with_a_fake_launchctl(root, tmp_path, monkeypatch):
     executable(tmp_path / "fakebin" / "launchctl", "exit 113\n")
     monkeypatch.setenv("PATH", f"{tmp_path / 'fakebin'}:{os.environ['PATH']}")
