@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
-from . import clock, config, ledger, textnorm
+from . import clock, config, ledger
 from .errors import BadInput, NotFound, Refused, undeclared_type
 from .store import Store
 

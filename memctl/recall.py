@@ -857,8 +857,6 @@ def candidates(conn, query: str, cosines, plan: Plan) -> tuple[dict[int, tuple[f
     cosine: dict[int, float] = {}
     row = cosines() if plan.use != "keyword" else None
     if row is not None:
-        import numpy as np
-
         top = best_columns(row, CANDIDATES)
         wanted = {plan.doc_ids[int(i)] for i in top} | set(keyword)
         cosine = {doc: float(row[plan.column[doc]]) for doc in wanted if doc in plan.column}

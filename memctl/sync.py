@@ -51,7 +51,7 @@ def setup(store: Store) -> list[str]:
     works in a clone that was never set up; `.git/info/attributes` (this clone
     only) sends them to memctl's ledger driver, which is registered beside it.
     """
-    top = _work_tree(store)
+    _work_tree(store)  # no repository, no git: one line before anything is written
     changed: list[str] = []
     if add_lines(store.root / ".gitattributes", "\n".join(attribute_lines(store)),
                  replacing=CLAUDE_UNANCHORED if store.layout == "claude" else None):

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from . import early, gitstore
 from .access import has_pending
 from .errors import BadInput, GitError, NotFound
-from .store import GITATTRIBUTES, GITATTRIBUTES_CLAUDE, INDEX_FILE, Store
+from .store import GITATTRIBUTES, GITATTRIBUTES_CLAUDE, Store
 
 LOG_NAME = early.MERGE_LOG  # in the git directory: what the merge drivers resolved, for sync's summary
 

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from .. import output
-from ..errors import BadInput
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 

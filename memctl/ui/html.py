@@ -117,7 +117,7 @@ def line_chart(name: str, points: Sequence[tuple[str, float]], *, width: int = 5
     parts = [f'<svg class="line" data-name="{esc(name)}" width="{width}" height="{height}" role="img">',
              f'<text x="4" y="{top_pad + 8}" font-size="11" fill="#555">{esc(f"{high:g}")}</text>',
              f'<text x="4" y="{height - bottom}" font-size="11" fill="#555">{esc(f"{low:g}")}</text>',
-             f'<polyline fill="none" stroke="#c0562b" stroke-width="2" points="'
+             '<polyline fill="none" stroke="#c0562b" stroke-width="2" points="'
              + " ".join(f"{_num(x)},{_num(y)}" for x, y in coords) + '"/>']
     for (label, value), (x, y) in zip(points, coords):
         parts.append(f'<circle class="pt" cx="{_num(x)}" cy="{_num(y)}" r="3" fill="#c0562b">'
