@@ -43,7 +43,10 @@ async def session(command: str, args: list[str], env: dict[str, str] | None = No
 
 
 def server(root: Path):
-    return session(sys.executable, ["-m", "memctl", "mcp", "--root", str(root)])
+    """The server as a client starts it, but a recall waits for its background embedding as long as it
+    takes (the default 7 s is a client's patience; a busy CI machine can take longer for a model load,
+    and these tests are about the answers: tests/cli/test_first_embeddings.py is about the wait)."""
+    return session(sys.executable, ["-m", "memctl", "mcp", "--root", str(root)], env={"MEMCTL_EMBED_WAIT": "300"})
 
 
 async def call(client, tool: str, **arguments):
