@@ -10,6 +10,7 @@ import typer
 
 from .. import output, state
 from ..errors import FAILED, BadInput, NotFound
+from ..store import commit_enabled
 from .root import app
 from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, store_from
 
@@ -63,7 +64,12 @@ def update(
         output.emit_json({**output.state_json(rel, done.snapshot), "message": done.message, "commit": done.commit})
     else:
         output.emit_text(rel)
-        output.info(f"committed: {done.message}" if done.commit else "written, not committed")
+        if done.commit:
+            output.info(f"committed: {done.message}")
+        elif no_commit or not commit_enabled(store):
+            output.info("written, not committed")
+        else:  # the same numbers within the same second: the file is what HEAD holds
+            output.info(f"unchanged: {rel} is as the last update left it (nothing to commit)")
 
 
 @state_app.command("show")

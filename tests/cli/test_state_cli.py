@@ -66,6 +66,18 @@ def test_update_from_a_file_with_a_scope_and_a_note(root, tmp_path):
     assert as_json["numbers"]["open"] == 3 and as_json["body"].startswith("# STATE (blog)\n")
 
 
+def test_an_update_that_changes_nothing_says_so_and_exits_0(root, pinned_clock):
+    """The same numbers within the same second render the same STATE.md: there is nothing to commit, and the
+    command says "unchanged", never "written, not committed" (which, with commits on, would mean a change lost)."""
+    said = [cli(root, "state", "update").stderr for _ in range(3)]
+    head = git(root, "rev-parse", "HEAD")
+    again = cli(root, "state", "update")
+    assert again.exit_code == 0 and git(root, "rev-parse", "HEAD") == head
+    assert again.stderr == "memctl: unchanged: state/STATE.md is as the last update left it (nothing to commit)\n"
+    assert said[0].startswith("memctl: committed: state: update state/STATE.md")
+    assert git(root, "status", "--porcelain") == ""
+
+
 def test_no_commit(root):
     head = git(root, "rev-parse", "HEAD")
     r = cli(root, "state", "update", "--no-commit")
