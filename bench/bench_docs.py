@@ -139,17 +139,17 @@ def signal_rows(store, questions, numbers: dict[str, int]) -> list[list]:
 
 
 def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, modes: list[str], *,
-        keep: Path | None = None, half: str | None = None, probe: bool = False) -> dict:
+        keep: Path | None = None, half: str | None = None, probe: str | None = None) -> dict:
     from memctl import docindex, recall, sources
     from memctl.store import init_store, open_store
 
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) if keep is None else keep / f"{data_dir.resolve().name}-{size}-{overlap}-{spec}{'-probe' if probe else ''}"
+        base = Path(tmp) if keep is None else keep / f"{data_dir.resolve().name}-{size}-{overlap}-{spec}{'-probe-' + probe if probe else ''}"
         base.mkdir(parents=True, exist_ok=True)
         if (data_dir / "questions.json").exists():
             names = sorted(p.name for p in data_dir.glob("*.md") if p.name != "README.md")
             numbers = {name: i for i, name in enumerate(names)}
-            kept = (f"**/{name}" for name in names if probe and numbers[name] % 2)
+            kept = (f"**/{name}" for name in names if probe and parity(name, numbers) != probe)
             declared = sources.Source("docs-en", (str(data_dir.resolve() / "*.md"),), ("**/README.md", *kept),
                                       description="Brindle documentation", chunk_size=size, overlap=overlap)
             questions = ready_set(data_dir)
@@ -158,12 +158,12 @@ def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, m
             folder.mkdir(exist_ok=True)
             declared = sources.Source("jsquad", (str(folder / "*.md"),), description="JSQuAD articles",
                                       chunk_size=size, overlap=overlap)
-            questions = documents(data_dir, folder, (lambda n: n % 2 == 0) if probe else None)
+            questions = documents(data_dir, folder, (lambda n: ("even", "odd")[n % 2] == probe) if probe else None)
             numbers = {q[1]: int(q[1][len("article-"):-len(".md")]) for q in questions}
         if limit:  # spread over every article: every n-th question
             questions = questions[:: max(1, len(questions) // limit)][:limit]
         if probe:  # the questions of the documents not indexed
-            questions = [q for q in questions if parity(q[1], numbers) == "odd"]
+            questions = [q for q in questions if parity(q[1], numbers) != probe]
         elif half:
             questions = [q for q in questions if parity(q[1], numbers) == half]
         root = base / "store"
@@ -201,8 +201,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--keep", type=Path, default=None, help="keep each size's store under DIR: a next run embeds nothing twice")
     parser.add_argument("--half", choices=("even", "odd"), help="ask only the questions of the even- or odd-numbered documents")
-    parser.add_argument("--probe", action="store_true",
-                        help="index the even-numbered documents only, ask the odd ones' questions: the share answered")
+    parser.add_argument("--probe", nargs="?", const="even", choices=("even", "odd"),
+                        help="index the even-numbered documents only (or the odd ones), ask the others' questions: the share answered")
     parser.add_argument("--rows", type=Path, default=None, help="write every candidate's signals (fit_relevance.py rows)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "bench"))
