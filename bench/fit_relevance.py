@@ -186,13 +186,14 @@ FORMS = {  # the hybrid model's inputs beyond 1, keyword, v, cjk, cjk x keyword,
     "chunk-cjk": ("chunk cjk", "chunk cjk kw", "chunk cjk v"),
     "chunk-length": ("chunk L", "chunk L kw", "chunk L v"),
     "chunk-cjk-slopes": ("chunk cjk kw", "chunk cjk v"),
+    "chunk-cjk-hybrid": ("chunk cjk", "chunk cjk kw", "chunk cjk v"),  # keyword mode without chunk terms (shipped)
 }
 KEYWORD_EXTRA = {"chunk": ("chunk", "chunk kw"), "chunk-cjk": ("chunk cjk", "chunk cjk kw"),
                  "chunk-length": ("chunk L", "chunk L kw"), "chunk-cjk-slopes": ("chunk cjk kw",)}  # keyword mode's terms of the same forms
 LENGTH_BOUND = [2.0]  # --length-bound
 CHUNK_REFERENCE = [None]  # --chunk-reference: the coverage's reference length for chunks (None: rindex's)
 SAMPLE_TERMS = ("deploy", "db", "postgresql", "デプ", "京", "16")  # the --json report shows their weights
-FORM = ["base"]  # the form fitted (--form); recall.combine ships "base" (docs/RECALL.md says why)
+FORM = ["base"]  # the form fitted (--form); recall.combine ships "chunk-cjk-hybrid": "base" for all but chunks asked in kana/kanji
 
 
 def _hiragana_weight(term: str) -> float:
@@ -376,6 +377,24 @@ def chunk_report(sets: dict, fitted: dict, calibration, floor: float | None) -> 
     return report
 
 
+HARD = [0]  # --hard K: the chunk terms are fitted on each question's K best irrelevant candidates
+
+
+def hardest(rows: list, calibration, keyword_only: bool, beta, k: int) -> list:
+    """Each question's relevant candidates and its `k` best irrelevant ones by the facts' model (`beta`):
+    the candidates the floor meets, not a random sample of them."""
+    by_q: dict[str, list] = {}
+    for r in rows:
+        by_q.setdefault(r[3], []).append(r)
+    kept = []
+    for rs in by_q.values():
+        kept += [r for r in rs if r[2]]
+        wrong = [r for r in rs if not r[2]]
+        wrong.sort(key=lambda r: -sum(b * v for b, v in zip(beta, features(r, calibration, keyword_only))))
+        kept += wrong[:k]
+    return kept
+
+
 def stacked(sets: list[list], calibration, keyword_only: bool):
     """Features, labels and weights of each set's balanced sample, every set weighing the same."""
     import numpy as np
@@ -398,7 +417,7 @@ def fit_all(fit_sets: dict, calibration, fit_chunks: bool) -> dict:
     import numpy as np
 
     fitted = {}
-    chunk_form = FORM[0] in KEYWORD_EXTRA
+    chunk_form = any(name.startswith("chunk") for name in FORMS[FORM[0]])
     for mode in ("hybrid", "keyword"):
         keyword_only = mode == "keyword"
         base_sets = [rows for name, rows in fit_sets.items()
@@ -408,11 +427,13 @@ def fit_all(fit_sets: dict, calibration, fit_chunks: bool) -> dict:
         if not chunk_form:
             width = x.shape[1]
         beta = logistic(x[:, :width], y, w)
-        if chunk_form:
+        if chunk_form and x.shape[1] > width:
             extra = np.zeros(x.shape[1] - width)
             chunk_sets = [rows + fit_sets.get("probe" + name[len("chunks"):], []) for name, rows in fit_sets.items()
                           if name.startswith("chunks")] if fit_chunks else []  # a size's questions and its probe's
             if chunk_sets:
+                if HARD[0]:
+                    chunk_sets = [hardest(rows, calibration, keyword_only, beta, HARD[0]) for rows in chunk_sets]
                 xc, yc, wc = stacked(chunk_sets, calibration, keyword_only)
                 extra = logistic(xc[:, width:], yc, wc, offset=xc[:, :width] @ beta)
             beta = np.concatenate([beta, extra])
@@ -439,11 +460,13 @@ def main() -> int:
     parser.add_argument("--chunk-rows", type=Path, action="append",
                         help="chunk sets written by bench/bench_docs.py --rows (reported; fitted with --fit-chunks)")
     parser.add_argument("--fit-chunks", action="store_true", help="fit on the chunk sets too (a chunk form: its terms)")
+    parser.add_argument("--hard", type=int, default=0, help="fit chunk terms on each question's K best irrelevant candidates")
     parser.add_argument("--length-bound", type=float, default=2.0, help="L is log2(tokens / 32) within +- this")
     parser.add_argument("--chunk-reference", type=int, default=None,
                         help="the coverage's reference length for chunks in tokens (0: the chunk's own length)")
     args = parser.parse_args()
     LENGTH_BOUND[0] = args.length_bound
+    HARD[0] = args.hard
     CHUNK_REFERENCE[0] = args.chunk_reference
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["MEMCTL_NO_COMMIT"] = "1"
