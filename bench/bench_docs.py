@@ -2,6 +2,7 @@
 
     python bench/bench_docs.py ../shared/data/jsquad-dev [--sizes 300,500,800] [--overlap 60]
         [--embedder e5-small-q4|test-model|none] [--limit N] [--json OUT]
+        [--keep DIR] [--half even|odd] [--probe] [--rows OUT.json]
     python bench/bench_docs.py bench/data/docs-en [same options]
 
 Each article of the JSQuAD file in the folder becomes one markdown document in
@@ -21,6 +22,17 @@ documents instead: its `*.md` files but its README are declared as the source
 where they lie, and each question names its file and the 1-based inclusive
 line range of the passage holding its answer. A hit is right when its line
 range overlaps that range; the rest of the protocol is the same.
+
+`--keep DIR` keeps each size's store (and so its embedding cache) under DIR, so
+a second run embeds nothing it embedded before. `--half even|odd` asks only the
+questions of the even- or odd-numbered documents (a held-out half for a fit made
+on the other). `--probe` checks the floor: it indexes only the even-numbered
+documents and asks the questions of the odd-numbered ones, which should be
+answered by nothing; it prints the share of them that get any hit per mode.
+`--rows OUT.json` also writes, for every question, every chunk candidate's signals
+at floor 0 in bench/fit_relevance.py's row format (set `chunks<size>`, or
+`probe<size>` with --probe), question ids `a<document>q<n>`, so a fit can take
+chunks as a set without embedding again.
 """
 
 from __future__ import annotations
@@ -38,8 +50,10 @@ sys.path.insert(0, str(REPO))
 K = 5
 
 
-def documents(data_dir: Path, out: Path) -> list[tuple[str, str, int, int]]:
-    """Write the articles as markdown files; (question, file name, line of its paragraph twice) for each question."""
+def documents(data_dir: Path, out: Path, only=None) -> list[tuple[str, str, int, int]]:
+    """Write the articles as markdown files (those whose number passes `only`, every one by default; a file
+    already holding the same text is left as it is); (question, file name, line of its paragraph twice)
+    for each question of every article."""
     (path,) = sorted(data_dir.glob("*.json"))
     data = json.loads(path.read_text(encoding="utf-8"))["data"]
     questions = []
@@ -51,7 +65,9 @@ def documents(data_dir: Path, out: Path) -> list[tuple[str, str, int, int]]:
             lines += [context, ""]
             for qa in paragraph["qas"]:
                 questions.append((qa["question"], name, len(lines) - 1, len(lines) - 1))
-        (out / name).write_text("\n".join(lines), encoding="utf-8")
+        text = "\n".join(lines)
+        if (only is None or only(number)) and not ((out / name).exists() and (out / name).read_text(encoding="utf-8") == text):
+            (out / name).write_text(text, encoding="utf-8")
     return questions
 
 
@@ -100,35 +116,69 @@ def bm25(store, questions) -> list[list[str]]:
     return out
 
 
-def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, modes: list[str]) -> dict:
+def parity(name: str, numbers: dict[str, int]) -> str:
+    return "even" if numbers[name] % 2 == 0 else "odd"
+
+
+def signal_rows(store, questions, numbers: dict[str, int]) -> list[list]:
+    """Every chunk candidate of every question at floor 0, as bench/fit_relevance.py's rows."""
+    import fit_relevance
+    from memctl import docindex, recall
+
+    with docindex.reading(store) as conn:
+        fit_relevance.TOKENS.clear()
+        fit_relevance.TOKENS.update((key, text.split()) for key, text in
+                                    conn.execute("SELECT d.key, f.tokens FROM fts f JOIN docs d ON d.id = f.rowid"))
+        _, results = recall.answer(store, conn, [q for q, *_ in questions], k=10_000, source="docs", mode="hybrid",
+                                   min_score=0.0)
+    rows = []
+    for n, ((question, *answer), hits) in enumerate(zip(questions, results)):
+        qid = f"a{numbers[answer[0]]:02d}q{n}"
+        rows += [fit_relevance.row(question, h, right(h.item.path, *answer), qid) for h in hits]
+    return rows
+
+
+def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, modes: list[str], *,
+        keep: Path | None = None, half: str | None = None, probe: str | None = None) -> dict:
     from memctl import docindex, recall, sources
     from memctl.store import init_store, open_store
 
     with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) if keep is None else keep / f"{data_dir.resolve().name}-{size}-{overlap}-{spec}{'-probe-' + probe if probe else ''}"
+        base.mkdir(parents=True, exist_ok=True)
         if (data_dir / "questions.json").exists():
-            declared = sources.Source("docs-en", (str(data_dir.resolve() / "*.md"),), ("**/README.md",),
+            names = sorted(p.name for p in data_dir.glob("*.md") if p.name != "README.md")
+            numbers = {name: i for i, name in enumerate(names)}
+            kept = (f"**/{name}" for name in names if probe and parity(name, numbers) != probe)
+            declared = sources.Source("docs-en", (str(data_dir.resolve() / "*.md"),), ("**/README.md", *kept),
                                       description="Brindle documentation", chunk_size=size, overlap=overlap)
             questions = ready_set(data_dir)
         else:
-            folder = Path(tmp) / "articles"
-            folder.mkdir()
+            folder = base / "articles"
+            folder.mkdir(exist_ok=True)
             declared = sources.Source("jsquad", (str(folder / "*.md"),), description="JSQuAD articles",
                                       chunk_size=size, overlap=overlap)
-            questions = documents(data_dir, folder)
+            questions = documents(data_dir, folder, (lambda n: ("even", "odd")[n % 2] == probe) if probe else None)
+            numbers = {q[1]: int(q[1][len("article-"):-len(".md")]) for q in questions}
         if limit:  # spread over every article: every n-th question
             questions = questions[:: max(1, len(questions) // limit)][:limit]
-        root = Path(tmp) / "store"
-        init_store(root, git=False)
-        with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
-            handle.write(embedding_table(spec))
-        store = open_store(root)
-        sources.add(store, declared, commit_changes=False)
+        if probe:  # the questions of the documents not indexed
+            questions = [q for q in questions if parity(q[1], numbers) != probe]
+        elif half:
+            questions = [q for q in questions if parity(q[1], numbers) == half]
+        root = base / "store"
+        if not (root / "memctl.toml").exists():
+            init_store(root, git=False)
+            with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+                handle.write(embedding_table(spec))
+            sources.add(open_store(root), declared, commit_changes=False)
         store = open_store(root)
         started = time.perf_counter()
         (report,) = docindex.index(store, embed=spec != "none")
         indexed = time.perf_counter() - started
         result = {"size": size, "overlap": overlap, "embedder": spec, "files": report.files, "chunks": report.chunks,
-                  "questions": len(questions), "index_seconds": round(indexed, 1), "load": os.getloadavg()[0]}
+                  "questions": len(questions), "index_seconds": round(indexed, 1), "load": os.getloadavg()[0],
+                  "half": half, "probe": probe}
         result["bm25"] = score(bm25(store, questions), questions)
         asked = [q for q, *_ in questions]
         for mode in modes:
@@ -137,6 +187,7 @@ def run(data_dir: Path, size: int, overlap: int, spec: str, limit: int | None, m
             result[mode] = score([[h.item.path for h in row] for row in hits], questions)
             result[mode]["seconds"] = round(time.perf_counter() - started, 1)
         result["load_after"] = os.getloadavg()[0]
+        result["_store"], result["_questions"], result["_numbers"] = store, questions, numbers
         return result
 
 
@@ -148,20 +199,36 @@ def main() -> int:
     parser.add_argument("--embedder", default="e5-small-q4", choices=("e5-small-q4", "test-model", "none"))
     parser.add_argument("--limit", type=int, default=None, help="ask only N questions, spread over the articles (every n-th)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="keep each size's store under DIR: a next run embeds nothing twice")
+    parser.add_argument("--half", choices=("even", "odd"), help="ask only the questions of the even- or odd-numbered documents")
+    parser.add_argument("--probe", nargs="?", const="even", choices=("even", "odd"),
+                        help="index the even-numbered documents only (or the odd ones), ask the others' questions: the share answered")
+    parser.add_argument("--rows", type=Path, default=None, help="write every candidate's signals (fit_relevance.py rows)")
     args = parser.parse_args()
+    sys.path.insert(0, str(REPO / "bench"))
     modes = ["keyword"] if args.embedder == "none" else ["keyword", "vector", "hybrid"]
-    results = []
+    results, rows = [], {}
     for size in (int(s) for s in args.sizes.split(",")):
-        found = run(args.data, size, min(args.overlap, size - 1), args.embedder, args.limit, modes)
+        found = run(args.data, size, min(args.overlap, size - 1), args.embedder, args.limit, modes, keep=args.keep,
+                    half=args.half, probe=args.probe)
+        store, questions, numbers = found.pop("_store"), found.pop("_questions"), found.pop("_numbers")
+        if args.rows:
+            rows[f"{'probe' if args.probe else 'chunks'}{size}"] = signal_rows(store, questions, numbers)
         results.append(found)
+        asked = "questions of documents not indexed (probe)" if args.probe else "questions" + (f" ({args.half} documents)" if args.half else "")
         print(f"size {size} overlap {found['overlap']} ({found['embedder']}): {found['files']} documents, "
-              f"{found['chunks']} chunks, {found['questions']} questions; index {found['index_seconds']} s; "
+              f"{found['chunks']} chunks, {found['questions']} {asked}; index {found['index_seconds']} s; "
               f"load {found['load']:.2f} -> {found['load_after']:.2f}")
         for name in ["bm25", *modes]:
             s = found[name]
             extra = f"  ({s['seconds']} s)" if "seconds" in s else ""
-            print(f"  {name:8} R@1 {s['R@1']:.3f}  R@5 {s['R@5']:.3f}  answered by nothing {s['nothing']:.3f}{extra}")
+            if args.probe:
+                print(f"  {name:8} answered (should be nothing) {1 - s['nothing']:.3f}{extra}")
+            else:
+                print(f"  {name:8} R@1 {s['R@1']:.3f}  R@5 {s['R@5']:.3f}  answered by nothing {s['nothing']:.3f}{extra}")
         sys.stdout.flush()
+    if args.rows:
+        args.rows.write_text(json.dumps(rows), encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0

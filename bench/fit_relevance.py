@@ -2,6 +2,8 @@
 
     python bench/fit_relevance.py [--data ../shared/data] [--embedder e5-small-q4] [--pairs 1000]
         [--questions 1000] [--rows ROWS.json ...] [--sets locomo,jsts,stsb,jsquad] [--collect-only] [--json OUT]
+        [--form base|length|...|chunk-cjk] [--weights shipped|flat|hiragana] [--split]
+        [--chunk-rows CHUNKS.json ...] [--fit-chunks] [--length-bound 2] [--chunk-reference N]
 
 Signals come from memctl itself (recall.answer, floor 0, windows off, in-process), per
 (query, candidate) pair, from the four dev sets under --data (read there, never copied):
@@ -23,6 +25,15 @@ recall.py ships, then precision and recall (balanced) at floors 0.25-0.50 for ev
 the share of questions with a relevant candidate at or above the floor; then R@1, R@5, R@10 per set for
 BM25, keyword, vector, the mean shipped before and the fitted hybrid. Nothing is tuned per question.
 `--rows` caches the signals (a JSON file outside the repository) so a refit skips the embedding.
+
+Document chunks (issue 27): `--chunk-rows` reads the rows bench/bench_docs.py --rows wrote (sets
+`chunks<size>`: the questions of the JSQuAD articles against their chunks; `probe<size>`: questions of
+articles that are not indexed, so every candidate is irrelevant) and reports them as that bench counts
+(R@1, R@5, answered by nothing; for a probe, the share answered by anything). `--fit-chunks` fits on
+them too: with the base form, as more sets; with a chunk form (FORMS: `chunk`, `chunk-cjk`, ...), only
+the chunk terms, on the chunk sets and their probes, the facts' coefficients fixed. With `--split` the
+chunk sets are split by article: fitted on the even-numbered articles' questions, reported on the odd.
+docs/SOURCES.md ("Measured") has what was tried.
 """
 
 from __future__ import annotations
@@ -169,26 +180,57 @@ FORMS = {  # the hybrid model's inputs beyond 1, keyword, v, cjk, cjk x keyword,
     "length": ("L", "L kw", "L v"),  # L = length_input(the item's length in tokens)
     "length-slopes": ("L kw", "L v"),  # the length changes the signals' weights only, not the prior
     "length-cjk": ("L", "L kw", "L v", "cjk L", "cjk L kw", "cjk L v"),
+    # document chunks (rows of bench/bench_docs.py --rows; chunk = 1 for a chunk): the chunk's own terms,
+    # fitted on the chunk sets alone with the facts' coefficients fixed (--chunk-rows, --fit-chunks)
+    "chunk": ("chunk", "chunk kw", "chunk v"),
+    "chunk-cjk": ("chunk cjk", "chunk cjk kw", "chunk cjk v"),
+    "chunk-length": ("chunk L", "chunk L kw", "chunk L v"),
+    "chunk-cjk-slopes": ("chunk cjk kw", "chunk cjk v"),
+    "chunk-cjk-hybrid": ("chunk cjk", "chunk cjk kw", "chunk cjk v"),  # keyword mode without chunk terms (shipped)
 }
+KEYWORD_EXTRA = {"chunk": ("chunk", "chunk kw"), "chunk-cjk": ("chunk cjk", "chunk cjk kw"),
+                 "chunk-length": ("chunk L", "chunk L kw"), "chunk-cjk-slopes": ("chunk cjk kw",)}  # keyword mode's terms of the same forms
+LENGTH_BOUND = [2.0]  # --length-bound
+CHUNK_REFERENCE = [None]  # --chunk-reference: the coverage's reference length for chunks (None: rindex's)
 SAMPLE_TERMS = ("deploy", "db", "postgresql", "デプ", "京", "16")  # the --json report shows their weights
-FORM = ["base"]  # the form fitted (--form); recall.combine ships "base" (docs/RECALL.md says why)
-WEIGHTS = {"shipped": None, "flat": lambda t: 1.0}  # coverage's term weight (--weights); None: rindex.term_weight
+FORM = ["base"]  # the form fitted (--form); recall.combine ships "chunk-cjk-hybrid": "base" for all but chunks asked in kana/kanji
+
+
+def _hiragana_weight(term: str) -> float:
+    """A hiragana-only term (particles, endings: はど, すか) weighs 0.25, the rest as rindex.term_weight."""
+    from memctl import rindex
+
+    if term and all("\u3041" <= c <= "\u309f" for c in term):
+        return 0.25 if len(term) > 1 else 0.125
+    return rindex.term_weight(term)
+
+
+WEIGHTS = {"shipped": None, "flat": lambda t: 1.0, "hiragana": _hiragana_weight}  # coverage's term weight (--weights); None: rindex.term_weight
 
 
 def length_input(ntok: int) -> float:
     """L: the item's length in index tokens, log2(tokens / rindex.REFERENCE_LENGTH) within +-2."""
     from memctl import rindex
 
-    return max(-2.0, min(2.0, math.log2(max(ntok, 1) / rindex.REFERENCE_LENGTH)))
+    bound = LENGTH_BOUND[0]
+    return max(-bound, min(bound, math.log2(max(ntok, 1) / rindex.REFERENCE_LENGTH)))
 
 
 def features(r: list, calibration: tuple[float, float], keyword_only: bool) -> list[float]:
     cjk = float(r[4])
+    chunk = float(len(r) > 9 and r[9])
+    values = {"L": length_input(r[6]), "kw": r[1], "cjk": cjk, "chunk": chunk}
     if keyword_only:
-        return [1.0, r[1], cjk, cjk * r[1]]
+        extra = []
+        for name in KEYWORD_EXTRA.get(FORM[0], ()):
+            product = 1.0
+            for part in name.split():
+                product *= values[part]
+            extra.append(product)
+        return [1.0, r[1], cjk, cjk * r[1], *extra]
     centre, slope = calibration
     v = max(-12.0, min(12.0, slope * ((r[0] if r[0] is not None else -1.0) - centre)))  # recall.LOGIT_BOUND
-    values = {"L": length_input(r[6]), "kw": r[1], "v": v, "cjk": cjk}
+    values["v"] = v
     extra = []
     for name in FORMS[FORM[0]]:
         product = 1.0
@@ -206,19 +248,28 @@ def recompute_coverage(sets: dict, weight) -> None:
     for rows in sets.values():
         for r in rows:
             weights = {t: weight(t) for t in r[8]}
-            r[1] = rindex.counted_coverage(r[7], r[6], weights)
+            if len(r) > 9 and r[9] and CHUNK_REFERENCE[0] is not None:
+                reference, rindex.REFERENCE_LENGTH = rindex.REFERENCE_LENGTH, CHUNK_REFERENCE[0] or max(r[6], 1)
+                try:
+                    r[1] = rindex.counted_coverage(r[7], r[6], weights)
+                finally:
+                    rindex.REFERENCE_LENGTH = reference
+            else:
+                r[1] = rindex.counted_coverage(r[7], r[6], weights)
 
 
-def logistic(x, y, w, l2: float = 1e-3):
-    """Weighted logistic regression by Newton's method (a small ridge keeps it finite)."""
+def logistic(x, y, w, l2: float = 1e-3, offset=0.0):
+    """Weighted logistic regression by Newton's method (a small ridge keeps it finite); `offset`: a fixed
+    part of each row's logit."""
     import numpy as np
 
     beta = np.zeros(x.shape[1])
-    for _ in range(100):
-        p = 1 / (1 + np.exp(-(x @ beta)))
+    for _ in range(200):
+        p = 1 / (1 + np.exp(-(x @ beta + offset)))
         g = x.T @ (w * (p - y)) + l2 * beta
         h = (x * (w * p * (1 - p))[:, None]).T @ x + l2 * np.eye(x.shape[1])
         step = np.linalg.solve(h, g)
+        step *= min(1.0, 2.0 / max(np.abs(step).max(), 1e-300))  # a damped step: far from the optimum Newton can overshoot
         beta -= step
         if np.abs(step).max() < 1e-10:
             break
@@ -288,6 +339,109 @@ def ranking(sets: dict, fitted: dict, calibration, floor: float | None) -> dict:
     return report
 
 
+def is_chunks(name: str) -> bool:
+    """A set of document chunks (bench/bench_docs.py --rows): `chunks<size>`, or `probe<size>` (questions of
+    documents that are not indexed: every candidate irrelevant)."""
+    return name.startswith(("chunks", "probe"))
+
+
+def chunk_report(sets: dict, fitted: dict, calibration, floor: float | None) -> dict:
+    """Per chunk set and mode, as bench/bench_docs.py counts: R@1 and R@5 (a right chunk first, or among the
+    first five, of those at or above the floor; BM25 without a floor) and the share of questions answered by
+    nothing; for a probe set, the share answered by anything (should be 0)."""
+    from memctl import recall
+
+    floor = recall.DEFAULT_MIN_SCORE if floor is None else floor
+    report: dict = {}
+    for name, rows in sets.items():
+        if not is_chunks(name):
+            continue
+        by_q: dict[str, list] = {}
+        for r in rows:
+            by_q.setdefault(r[3], []).append(r)
+        for mode in ("bm25", "keyword", "vector", "hybrid"):
+            r1 = r5 = none = 0
+            for rs in by_q.values():
+                rel = [(relevance(r, mode, fitted, calibration), r[2], r[1], r[0] or 0.0) for r in rs]
+                passing = [p for p in rel if (p[0] > -1.0 if mode == "bm25" else p[0] >= floor and p[0] > 0)]
+                passing.sort(key=lambda p: (-p[0], -p[2], -p[3]))
+                none += not passing
+                r1 += bool(passing) and bool(passing[0][1])
+                r5 += any(p[1] for p in passing[:5])
+            n = len(by_q)
+            report.setdefault(name, {})[mode] = {"questions": n, "r@1": r1 / n, "r@5": r5 / n, "nothing": none / n}
+            if name.startswith("probe"):
+                print(f"{name:>9} {mode:>8} answered (should be nothing) {1 - none / n:.3f} of {n}")
+            else:
+                print(f"{name:>9} {mode:>8} R@1 {r1 / n:.3f} R@5 {r5 / n:.3f} nothing {none / n:.3f} of {n}")
+    return report
+
+
+HARD = [0]  # --hard K: the chunk terms are fitted on each question's K best irrelevant candidates
+
+
+def hardest(rows: list, calibration, keyword_only: bool, beta, k: int) -> list:
+    """Each question's relevant candidates and its `k` best irrelevant ones by the facts' model (`beta`):
+    the candidates the floor meets, not a random sample of them."""
+    by_q: dict[str, list] = {}
+    for r in rows:
+        by_q.setdefault(r[3], []).append(r)
+    kept = []
+    for rs in by_q.values():
+        kept += [r for r in rs if r[2]]
+        wrong = [r for r in rs if not r[2]]
+        wrong.sort(key=lambda r: -sum(b * v for b, v in zip(beta, features(r, calibration, keyword_only))))
+        kept += wrong[:k]
+    return kept
+
+
+def stacked(sets: list[list], calibration, keyword_only: bool):
+    """Features, labels and weights of each set's balanced sample, every set weighing the same."""
+    import numpy as np
+
+    x, y, w = [], [], []
+    for rows in sets:
+        sample = balanced(rows)
+        x += [features(r, calibration, keyword_only) for r in sample]
+        y += [r[2] for r in sample]
+        w += [1.0 / len(sample)] * len(sample)
+    return np.array(x), np.array(y, dtype=float), np.array(w) * len(w) / len(sets)
+
+
+def fit_all(fit_sets: dict, calibration, fit_chunks: bool) -> dict:
+    """The hybrid and keyword coefficients: the base form on the fact sets (each weighing the same, with the
+    chunk sets as more sets when `fit_chunks` and the form has no chunk terms); a chunk form's own terms then
+    on the chunk sets alone, the facts' coefficients fixed (so facts score exactly as before). A chunk set
+    `chunks<size>` is fitted with its probe `probe<size>` (questions whose documents are not indexed: no
+    relevant candidate, as half of JSTS's and STS-B's queries have none)."""
+    import numpy as np
+
+    fitted = {}
+    chunk_form = any(name.startswith("chunk") for name in FORMS[FORM[0]])
+    for mode in ("hybrid", "keyword"):
+        keyword_only = mode == "keyword"
+        base_sets = [rows for name, rows in fit_sets.items()
+                     if not is_chunks(name) or (fit_chunks and not chunk_form and name.startswith("chunks"))]
+        x, y, w = stacked(base_sets, calibration, keyword_only)
+        width = 4 if keyword_only else 6
+        if not chunk_form:
+            width = x.shape[1]
+        beta = logistic(x[:, :width], y, w)
+        if chunk_form and x.shape[1] > width:
+            extra = np.zeros(x.shape[1] - width)
+            chunk_sets = [rows + fit_sets.get("probe" + name[len("chunks"):], []) for name, rows in fit_sets.items()
+                          if name.startswith("chunks")] if fit_chunks else []  # a size's questions and its probe's
+            if chunk_sets:
+                if HARD[0]:
+                    chunk_sets = [hardest(rows, calibration, keyword_only, beta, HARD[0]) for rows in chunk_sets]
+                xc, yc, wc = stacked(chunk_sets, calibration, keyword_only)
+                extra = logistic(xc[:, width:], yc, wc, offset=xc[:, :width] @ beta)
+            beta = np.concatenate([beta, extra])
+        fitted[mode] = [round(float(b), 3) for b in beta]
+        print(f"{mode} fit: {fitted[mode]}")
+    return fitted
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
@@ -303,7 +457,17 @@ def main() -> int:
     parser.add_argument("--form", default="base", choices=sorted(FORMS), help="the hybrid model's inputs (FORMS)")
     parser.add_argument("--weights", default="shipped", choices=sorted(WEIGHTS), help="coverage's term weight")
     parser.add_argument("--split", action="store_true", help="fit on half of each set's questions, report on the other")
+    parser.add_argument("--chunk-rows", type=Path, action="append",
+                        help="chunk sets written by bench/bench_docs.py --rows (reported; fitted with --fit-chunks)")
+    parser.add_argument("--fit-chunks", action="store_true", help="fit on the chunk sets too (a chunk form: its terms)")
+    parser.add_argument("--hard", type=int, default=0, help="fit chunk terms on each question's K best irrelevant candidates")
+    parser.add_argument("--length-bound", type=float, default=2.0, help="L is log2(tokens / 32) within +- this")
+    parser.add_argument("--chunk-reference", type=int, default=None,
+                        help="the coverage's reference length for chunks in tokens (0: the chunk's own length)")
     args = parser.parse_args()
+    LENGTH_BOUND[0] = args.length_bound
+    HARD[0] = args.hard
+    CHUNK_REFERENCE[0] = args.chunk_reference
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["MEMCTL_NO_COMMIT"] = "1"
     import numpy as np
@@ -330,6 +494,9 @@ def main() -> int:
             args.rows[0].write_text(json.dumps(sets), encoding="utf-8")
         if args.collect_only:
             return 0
+    for path in args.chunk_rows or []:
+        for name, rows in json.loads(path.read_text(encoding="utf-8")).items():
+            sets.setdefault(name, []).extend([*r[:9], 1] for r in rows)  # chunk = 1; two probes of a size merge
     calibration = recall.VECTOR_CALIBRATION[args.embedder] if args.embedder in recall.VECTOR_CALIBRATION else (0.0, 1.0)
     FORM[0] = args.form
     recompute_coverage(sets, WEIGHTS[args.weights])
@@ -337,20 +504,13 @@ def main() -> int:
     if args.split:  # fit on one half of each set's questions, report on the other
         import zlib
 
-        fit_sets = {name: [r for r in rows if zlib.crc32(r[3].encode()) % 2 == 0] for name, rows in sets.items()}
-        sets = {name: [r for r in rows if zlib.crc32(r[3].encode()) % 2 == 1] for name, rows in sets.items()}
-        print("fitted on one half of each set's questions; the tables are the other half")
-    fitted = {}
-    for mode in ("hybrid", "keyword"):
-        x, y, w = [], [], []
-        for rows in fit_sets.values():
-            sample = balanced(rows)
-            x += [features(r, calibration, mode == "keyword") for r in sample]
-            y += [r[2] for r in sample]
-            w += [1.0 / len(sample)] * len(sample)
-        beta = logistic(np.array(x), np.array(y, dtype=float), np.array(w) * len(w) / len(fit_sets))
-        fitted[mode] = [round(float(b), 3) for b in beta]
-        print(f"{mode} fit: {fitted[mode]}")
+        def fitted_on(name: str, qid: str) -> bool:  # chunks: the questions of the even-numbered articles
+            return int(qid[1:3]) % 2 == 0 if is_chunks(name) else zlib.crc32(qid.encode()) % 2 == 0
+
+        fit_sets = {name: [r for r in rows if fitted_on(name, r[3])] for name, rows in sets.items()}
+        sets = {name: [r for r in rows if not fitted_on(name, r[3])] for name, rows in sets.items()}
+        print("fitted on one half of each set's questions (chunks: of the even-numbered articles); the tables are the other half")
+    fitted = fit_all(fit_sets, calibration, args.fit_chunks)
     from memctl import rindex
 
     report = {"fit": fitted, "form": FORM[0], "split": args.split, "embedder": args.embedder,
@@ -358,6 +518,8 @@ def main() -> int:
               "floor": recall.DEFAULT_MIN_SCORE if args.floor is None else args.floor, "floors": {}}
     print(f"\n{'set':>7} {'mode':>8} {'floor':>6} {'P bal':>6} {'R':>6} {'q hit':>6} {'q none':>7}")
     for name, rows in sets.items():
+        if is_chunks(name):
+            continue
         sample = balanced(rows)
         y = np.array([r[2] for r in sample], dtype=bool)
         qids = sorted({r[3] for r in rows})
@@ -378,7 +540,10 @@ def main() -> int:
                     {"mode": mode, "floor": floor, "precision": p, "recall": tp / y.sum(), "questions_hit": hit,
                      "questions_none": none})
                 print(f"{name:>7} {mode:>8} {floor:>6.2f} {p:>6.3f} {tp / y.sum():>6.3f} {hit:>6.3f} {none:>7.3f}", flush=True)
-    report["ranking"] = ranking(sets, fitted, calibration, args.floor)
+    report["ranking"] = ranking({n: rows for n, rows in sets.items() if not is_chunks(n)}, fitted, calibration, args.floor)
+    if any(is_chunks(n) for n in sets):
+        print()
+        report["chunks"] = chunk_report(sets, fitted, calibration, args.floor)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

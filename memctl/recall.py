@@ -374,6 +374,11 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
 # irrelevant candidates. v = logit of the calibrated vector, cjk = 1 for a query with kana/kanji.
 HYBRID_FIT = (-1.239, 6.33, 1.888, -2.499, 2.583, 1.628)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
 KEYWORD_FIT = (-3.367, 10.247, -1.622, 9.793)  # 1, keyword, cjk, cjk x keyword
+# A document chunk asked in kana/kanji adds its own terms to the hybrid logit: fitted on chunks of JSQuAD
+# articles, with each question's 20 best wrong chunks and questions about articles not indexed as the
+# negatives, the coefficients above fixed; facts, episodes, chunks asked in English and keyword mode score
+# as the fit above says (docs/SOURCES.md "Measured").
+CHUNK_FIT = (1.468, 2.096, -2.508)  # chunk x cjk x (1, keyword, v)
 LOGIT_BOUND = 12.0  # a vector relevance of exactly 0 or 1 counts as this logit
 
 
@@ -392,13 +397,15 @@ def keyword_relevance(keyword: float, cjk: bool) -> float:
     return _sigmoid(b[0] + b[1] * keyword + cjk * (b[2] + b[3] * keyword))
 
 
-def combine(keyword: float, vector: float | None, cjk: bool = False) -> float:
-    """Hybrid relevance: the fitted probability of relevance from the coverage and the calibrated vector."""
+def combine(keyword: float, vector: float | None, cjk: bool = False, chunk: bool = False) -> float:
+    """Hybrid relevance: the fitted probability of relevance from the coverage and the calibrated vector
+    (`chunk`: of a document chunk, CHUNK_FIT)."""
     if vector is None:
         return keyword_relevance(keyword, cjk)
     v = _logit(vector)
-    b = HYBRID_FIT
-    return _sigmoid(b[0] + b[1] * keyword + b[2] * v + cjk * (b[3] + b[4] * keyword + b[5] * v))
+    b, c = HYBRID_FIT, CHUNK_FIT
+    return _sigmoid(b[0] + b[1] * keyword + b[2] * v
+                    + cjk * (b[3] + b[4] * keyword + b[5] * v + chunk * (c[0] + c[1] * keyword + c[2] * v)))
 
 
 def kinds_of(source: str) -> tuple[str, ...]:
@@ -836,13 +843,14 @@ class Signals(NamedTuple):
     cjk: bool = False  # the query has kana/kanji
 
 
-def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool) -> float:
-    """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji)."""
+def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool, chunk: bool = False) -> float:
+    """One text's relevance from its signals, in the mode in use (`cjk`: the query has kana/kanji; `chunk`:
+    the text is a document chunk)."""
     if use == "keyword":
         return keyword_relevance(keyword, cjk) if keyword > 0 else 0.0
     if use == "vector":
         return vector or 0.0
-    return combine(keyword, vector or 0.0, cjk)
+    return combine(keyword, vector or 0.0, cjk, chunk)
 
 
 def candidates(conn, query: str, cosines, plan: Plan) -> tuple[dict[int, tuple[float, float]], dict[int, float], Any]:
@@ -885,6 +893,7 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
     from . import textnorm
 
     cjk = textnorm.has_cjk(query)
+    chunk = kinds == ("chunk",)  # documents are answered apart from facts and episodes (docindex.answer)
     coverage = {doc: value[1] for doc, value in keyword.items()}
     if plan.use == "hybrid":  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
         from . import rindex
@@ -898,7 +907,7 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
         if plan.waiting and doc not in plan.column and plan.use == "hybrid":
             own[doc] = relevance_of(coverage.get(doc, 0.0), None, "keyword", cjk)  # no vector yet: keywords alone
         else:
-            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk)
+            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk, chunk)
     context: dict[int, tuple[float, float | None]] = {}
     if "episode" in kinds and own and plan.settings.windows:
         context = _context_windows(conn, query, row, plan, own, coverage, cosine, vector)
