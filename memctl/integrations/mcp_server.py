@@ -517,7 +517,10 @@ def serve(root: str | os.PathLike | None) -> None:
     os.environ.setdefault("MEMCTL_AGENT", "mcp")
     from .. import embed
 
-    embed.choose(embed.settings_for(store))
+    try:
+        embed.choose(embed.settings_for(store))
+    except MemctlError:  # a bad [embedding] section: each recall reports it, as before
+        pass
     finish = mcp_fast.relay(__version__)  # initialize and tools/list answered while the SDK loads
     import signal
 
