@@ -45,9 +45,16 @@ def test_kana_and_kanji_are_found_and_counted_as_the_regular_expression_does(tex
     assert textnorm.estimate_tokens(text) == expected + (len(text) - expected + 3) // 4
 
 
-def test_long_texts_take_the_regular_expression_and_agree():
-    text = "デプロイは火曜日のみ deploy on Tuesdays " * 400  # over the scanned length
-    assert len(text) > textnorm._SCANNED
+def test_every_character_of_the_plane_is_kana_or_kanji_as_the_class_says():
+    """The UTF-8 pattern that has_cjk and estimate_tokens use, against the class, one character at a time."""
+    for code in range(0x10000):
+        char = chr(code)  # lone surrogates included: file names decoded with surrogateescape hold them
+        assert textnorm.has_cjk(char) == bool(textnorm._cjk_re().match(char)), hex(code)
+        assert textnorm.estimate_tokens(char) == 1, hex(code)
+
+
+def test_long_texts_agree():
+    text = "デプロイは火曜日のみ deploy on Tuesdays " * 400
     assert textnorm.has_cjk(text)
     assert textnorm.estimate_tokens(text) == (len(re.findall(r"[\u3040-\u30ff\u4e00-\u9fff]", text))
                                               + (len(text) - len(re.findall(r"[\u3040-\u30ff\u4e00-\u9fff]", text)) + 3) // 4)
