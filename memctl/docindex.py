@@ -365,7 +365,7 @@ def answer(store: Store, queries: Sequence[str], *, source: str = "docs", **opti
         options.pop("fact_type", None)
         options.pop("tag", None)
         options.pop("agent", None)
-        return recall.answer(store, conn, queries, source="docs", fact_type=name, **options)
+        return recall.answered(store, conn, queries, index="docs", source="docs", fact_type=name, **options)
 
 
 def bodies(store: Store, keys: Sequence[str]) -> dict[str, str]:

@@ -747,18 +747,21 @@ def _logged(store: Store, command: str, queries: Sequence[str], found: tuple[Cor
 
 # ---------------------------------------------------------------- answered by the embed-server
 
-def answered(store: Store, conn, queries: Sequence[str], **options: Any) -> tuple[Corpus, list[list[Hit]]]:
+def answered(store: Store, conn, queries: Sequence[str], *, index: str = "recall",
+             **options: Any) -> tuple[Corpus, list[list[Hit]]]:
     """answer(), by a running embed-server when there is one (served()), else in this process.
-    `conn`: the index, just synced by the caller (rindex.opened)."""
-    found = served(store, conn, queries, options)
+    `conn`: the index, just synced by the caller (rindex.opened), or, with `index="docs"`, the
+    documents' index (docindex.reading: synced by the index runs)."""
+    found = served(store, conn, queries, options, index)
     return found if found is not None else answer(store, conn, queries, **options)
 
 
-def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any]) -> tuple[Corpus, list[list[Hit]]] | None:
+def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any],
+           index: str = "recall") -> tuple[Corpus, list[list[Hit]]] | None:
     """answer()'s result from a running embed-server for this store and configuration, or None.
 
     Asked only for the vector and hybrid modes, after the caller synced the index (`conn`; the
-    server reads the same index file) and after the arguments passed the checks answer() makes
+    server reads the same index file, `index`: recall's or the documents') and after the arguments passed the checks answer() makes
     here, so a bad argument is reported by this process, with its flag. The server declines when
     it would first have to embed more than a few changed texts (resident.SERVED_EMBED_LIMIT):
     the caller then answers in-process once, bringing the cache up to date (the server embedding
@@ -780,7 +783,7 @@ def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any]) 
     if checked["mode"] == "keyword":
         return None
     request = {**options, "queries": checked["queries"], "now": clock.now().timestamp(),
-               "since": checked["after"]}
+               "since": checked["after"], "index": index}
     if server.hello(store) is None:  # none for this configuration, or one busy with a long request
         return None
     try:

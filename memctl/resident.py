@@ -97,24 +97,26 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
     The client (recall.served) synced the index just before asking and checked the arguments;
     this answers with the server's model (`embedder`), or declines ({"declined": why}: the client
     answers in-process) when that model is the n-gram fallback of a configuration that asked for
-    another. The connection is opened again when the index file was replaced (a rebuild).
+    another. The request names its index: recall's (facts and episodes) or the documents'
+    (docindex.py; their chunk vectors are then kept as well). A connection is opened again when its
+    index file was replaced (a rebuild).
     """
     import sqlite3
 
+    from . import docindex
     from .store import open_store
 
     vectors_for, _ = kept_vectors()
-    held: dict[str, Any] = {"conn": None, "ino": None}
+    held: dict[str, tuple[int, sqlite3.Connection]] = {}  # index -> (inode of its file, connection)
 
-    def connection(store):
-        path = store.cache_dir / rindex.FILE
-        ino = os.stat(path).st_ino  # the client synced it: it exists
-        if held["ino"] != ino:
-            if held["conn"] is not None:
-                held["conn"].close()
-            held["conn"] = sqlite3.connect(path, timeout=30, isolation_level=None)
-            held["ino"] = ino
-        return held["conn"]
+    def connection(store, index: str):
+        path = docindex.path_of(store) if index == "docs" else store.cache_dir / rindex.FILE
+        ino = os.stat(path).st_ino  # the client synced or read it: it exists
+        if index not in held or held[index][0] != ino:
+            if index in held:
+                held[index][1].close()
+            held[index] = (ino, sqlite3.connect(path, timeout=30, isolation_level=None))
+        return held[index][1]
 
     def recall(request: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         from . import embed
@@ -122,10 +124,11 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
         try:
             asked = dict(request["request"])
             queries, now = asked.pop("queries"), datetime.fromtimestamp(float(asked.pop("now"))).astimezone()
+            index = asked.pop("index", "recall")
             store = open_store(root)  # memctl.toml read again: weights and the floor may have changed
             if embedder.backend == "char-ngram" and embed.settings_for(store).backend != "char-ngram":
                 return {"declined": "this server has no sentence-embedding model"}, b""
-            conn = connection(store)
+            conn = connection(store, "docs" if index == "docs" else "recall")
             stale = _to_embed(store, conn, embedder, asked.get("source", "facts"))
             if stale > SERVED_EMBED_LIMIT:
                 return {"declined": f"{stale} texts to embed first"}, b""

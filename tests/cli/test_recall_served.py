@@ -29,6 +29,13 @@ TURNS = [
     ("reply", "Then Thursday at 10:00 works"),
 ]
 
+NOTES = {
+    "release.md": "# Release checklist\n\nTag the release, then run the smoke tests on staging.\n\n"
+                  "## Rollback\n\nIf the smoke tests fail, roll back with the previous tag.\n",
+    "deploy.md": "# デプロイ手順\n\n本番へのデプロイは火曜日と木曜日だけ。金曜日は行わない。\n\n"
+                 "## 確認\n\nデプロイ後は監視画面でエラー率を確認する。\n",
+}
+
 
 @pytest.fixture(scope="module")
 def served_root(tmp_path_factory):
@@ -39,6 +46,12 @@ def served_root(tmp_path_factory):
     for kind, text in TURNS:
         assert memctl(root, "episode", "add", text, "--type", kind).returncode == 0
     assert memctl(root, "episode", "add", "デプロイ手順を見直した", "--type", "decision", "--tag", "deploy").returncode == 0
+    notes = root.parent / "notes"
+    notes.mkdir()
+    for name, text in NOTES.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    assert memctl(root, "source", "add", "notes", str(notes / "*.md"), "-d", "Team notes").returncode == 0
+    assert memctl(root, "source", "index").returncode == 0
     proc, _ = start_server(root)
     yield root
     memctl(root, "embed-server", "--stop")
@@ -65,6 +78,11 @@ CASES = [
     ("recall", "zzzz qqq nothing", "--no-log"),  # nothing relevant: exit 1, as without a server
     ("context", "--query", "release Thursday", "--mode", "hybrid", "--no-log", "--budget", "2000"),
     ("context", "--query", "いつデプロイしていい？", "--json", "--no-log"),
+    # the documents' index (docindex.py): its chunk vectors kept by the server too
+    ("recall", "金曜日にデプロイしていい？", "--source", "docs", "--json", "--explain", "--no-log"),
+    ("recall", "what if the smoke tests fail", "--source", "notes", "--mode", "vector", "--json", "--no-log"),
+    ("recall", "release on Thursday", "--source", "all", "--json", "--no-log", "--k", "6"),
+    ("context", "--query", "デプロイ後に何を確認する？", "--no-log", "--budget", "2000"),
 ]
 
 
