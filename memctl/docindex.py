@@ -206,6 +206,7 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
              conn.execute("SELECT path, size, mtime, hash FROM src_files WHERE source=?", (source.name,))}
     run = conn.execute("SELECT config, description, NULL, finished FROM src_runs WHERE source=?", (source.name,)).fetchone()
     changed = removed = 0
+    moved = [0]  # chunks added, dropped or redescribed since the last renew(): only then a new generation
     present: set[str] = set()
     conn.execute("BEGIN IMMEDIATE")
     in_file = False
@@ -214,8 +215,10 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
         if run is not None and run[0] != _config(source):  # another kind or chunk size: every file again
             for key in known:
                 _drop_file(conn, key)
+            moved[0] += len(known)
             known = {}
         elif run is not None and run[1] != source.description:  # the description is shown with every hit
+            moved[0] += 1
             conn.execute("UPDATE docs SET description = substr(description, 1, instr(description, ?)) || ?"
                          " WHERE kind=? AND type=?", (rindex.SEP, source.description, KIND, source.name))
         conn.execute("INSERT OR REPLACE INTO src_runs VALUES (?,?,?,?)",
@@ -247,6 +250,7 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
                     if old:
                         _drop_file(conn, key)
                         removed += 1
+                        moved[0] += 1
                 else:
                     digest = chunking.content_hash(text)
                     if old and old[2] == digest:
@@ -257,11 +261,12 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
                                   chunking.chunk(text, source.kind, name=item.path.name, size=source.chunk_size,
                                                  overlap=source.overlap))
                         changed += 1
+                        moved[0] += 1
                 conn.execute("RELEASE file")
                 in_file = False
                 taken[key] = source.name
                 if time.monotonic() - last_commit > COMMIT_SECONDS:  # a Ctrl-C keeps what is done
-                    rindex.renew(conn, KIND)
+                    _renew(conn, moved)
                     conn.execute("COMMIT")
                     conn.execute("BEGIN IMMEDIATE")
                     last_commit = time.monotonic()
@@ -269,21 +274,31 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
             _drop_file(conn, key)
             taken.pop(key, None)
             removed += 1
+            moved[0] += 1
         conn.execute("DELETE FROM src_skipped WHERE source=?", (source.name,))
         conn.executemany("INSERT INTO src_skipped VALUES (?,?,?)", [(source.name, s.shown, s.reason) for s in skipped])
         conn.execute("INSERT OR REPLACE INTO src_runs VALUES (?,?,?,?)",
                      (source.name, _config(source), source.description, time.time()))
-        rindex.renew(conn, KIND)
+        _renew(conn, moved)
         conn.execute("COMMIT")
     except BaseException:
         if in_file:
             conn.execute("ROLLBACK TO file")  # the file being read when stopped: as it was
             conn.execute("RELEASE file")
-        rindex.renew(conn, KIND)
+        rindex.renew(conn, KIND)  # (what the file rolled back had moved is not told apart: renewed anyway)
         conn.execute("COMMIT")  # what was done before it is kept
         raise
     files, chunks = _counts(conn, source.name)
     return Report(source.name, files, chunks, changed, removed, tuple(skipped))
+
+
+def _renew(conn: sqlite3.Connection, moved: list[int]) -> None:
+    """A new generation of the chunks (the vector cache's key, rindex.renew) when any moved since the
+    last one, or when there is none yet: a run that changed nothing leaves the cache current, so the
+    next recall neither hashes every chunk's text again nor makes a server reload its vectors."""
+    if moved[0] or rindex.generation(conn, KIND) is None:
+        rindex.renew(conn, KIND)
+    moved[0] = 0
 
 
 def _counts(conn: sqlite3.Connection, name: str) -> tuple[int, int]:

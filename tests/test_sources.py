@@ -138,23 +138,36 @@ def manual(tmp_path, root):
     return folder
 
 
+def _generation(store):
+    from memctl import rindex
+
+    with docindex.reading(store) as conn:
+        return rindex.generation(conn, docindex.KIND)
+
+
 def test_an_index_run_reads_only_new_or_changed_files_and_drops_deleted_ones(root, manual):
     store = open_store(root)
     (first,) = docindex.index(store, embed=False)
     assert (first.files, first.changed, first.removed, first.skipped) == (4, 4, 0, ())
+    generation = _generation(store)
     (again,) = docindex.index(store, embed=False)
     assert (again.files, again.chunks, again.changed) == (4, first.chunks, 0)
+    assert _generation(store) == generation  # nothing moved: the vector cache stays current
     page = manual / "glossary.md"
     page.write_text(page.read_text(encoding="utf-8") + "\n## Pager\n\nThe pager is a phone app.\n", encoding="utf-8")
     os.utime(page, ns=(1, 1))  # an outside edit that even puts the mtime back: the size still moved
     assert docindex.status(store)[0].stale == 1
     (edited,) = docindex.index(store, embed=False)
     assert (edited.changed, edited.chunks) == (1, first.chunks + 1)
+    assert _generation(store) not in (generation, None)
+    generation = _generation(store)
     os.utime(manual / "release.md")  # touched, same bytes: re-read, same hash, not chunked again
     assert docindex.index(store, embed=False)[0].changed == 0
+    assert _generation(store) == generation
     (manual / "backup.md").unlink()
     (gone,) = docindex.index(store, embed=False)
     assert (gone.files, gone.removed) == (3, 1)
+    assert _generation(store) != generation
     assert docindex.status(store)[0].stale == 0
 
 
