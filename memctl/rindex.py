@@ -631,16 +631,41 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
     if len(kinds) == 1:  # FTS5 intersects the doclists: only this kind's matches are scored
         expression = f"kind : {kinds[0]} AND {expression}"
     where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
-    rows = conn.execute(
-        f"SELECT d.id, -bm25(fts, 1.0, 0.0) AS score FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
-        " ORDER BY score DESC LIMIT ?",  # BM25 computed once a row (ORDER BY bm25(...) would compute it again)
-        [expression, *args, limit],
-    ).fetchall()
+    rows = _best_by_bm25(conn, expression, where, args, limit)
     if not rows:
         return {}
     terms, weights = query_terms(query)
     texts = tokens_of(conn, [doc for doc, _ in rows])
     return {doc: (bm25, coverage(texts.get(doc, []), terms, weights)) for doc, bm25 in rows}
+
+
+POOL = 4  # _best_by_bm25 ranks POOL x limit matches before it filters
+
+
+def _best_by_bm25(conn: sqlite3.Connection, expression: str, where: str, args: list, limit: int) -> list[tuple[int, float]]:
+    """(doc id, BM25) of the best `limit` matches of `expression` that pass `where`, best first (equal
+    scores by id). The best POOL x limit matches are ranked in FTS5 alone and filtered after: joining
+    every match with its document first costs as much as BM25 itself (a common word or kana bigram
+    matches a third of 100,000 chunks: docs/SOURCES.md "Measured"). When the filters leave fewer than
+    `limit` of the pool and more matches exist, every match is filtered first, as the answer must be
+    the same."""
+    pool = conn.execute("SELECT rowid, -bm25(fts, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ?"
+                        " ORDER BY score DESC, rowid LIMIT ?",  # BM25 computed once a row
+                        [expression, POOL * limit]).fetchall()
+    if not pool:
+        return []
+    kept: set[int] = set()
+    ids = [doc for doc, _ in pool]
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        kept.update(row[0] for row in conn.execute(
+            f"SELECT d.id FROM docs d WHERE d.id IN ({','.join('?' * len(part))}) AND {where}", [*part, *args]))
+    best = [(doc, score) for doc, score in pool if doc in kept][:limit]
+    if len(best) == limit or len(pool) < POOL * limit:
+        return best
+    return conn.execute(
+        f"SELECT d.id, -bm25(fts, 1.0, 0.0) AS score FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
+        " ORDER BY score DESC, d.id LIMIT ?", [expression, *args, limit]).fetchall()
 
 
 def coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -> dict[int, float]:

@@ -545,3 +545,27 @@ def test_a_candidate_found_by_its_cosine_has_its_own_coverage_past_the_keyword_c
     assert narrow[0].relevance == pytest.approx(by["cat"].relevance)
     with rindex.opened(store) as conn:
         assert rindex.coverages(conn, query, []) == {}
+
+
+@pytest.mark.parametrize("pool", [1, 2, 100])
+def test_the_pooled_bm25_ranking_is_the_ranking_of_every_match_filtered(root, monkeypatch, pool):
+    """rindex.keyword ranks a pool of the best matches before it filters (rindex.POOL); whatever the
+    pool, the candidates are the best `limit` of every match that passes the filters, in order."""
+    from memctl import rindex
+
+    store = open_store(root)
+    for i in range(24):
+        _remember(store, f"deploy-{i:02d}", f"deploy note {i} " + "deploy " * (i % 5) + "デプロイ" * (i % 3),
+                  type="project" if i % 4 == 0 else "feedback")
+    monkeypatch.setattr(rindex, "POOL", pool)
+    query = "deploy note デプロイ"
+    with rindex.opened(store) as conn:
+        for fact_type in (None, "project", "feedback", "user"):
+            found = rindex.keyword(conn, query, kinds=("fact",), statuses=("live",), limit=4, fact_type=fact_type)
+            where, args = rindex._filters(("fact",), ("live",), fact_type, None, None)
+            expected = conn.execute(
+                f"SELECT d.id, -bm25(fts, 1.0, 0.0) AS s FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
+                " ORDER BY s DESC, d.id LIMIT 4",
+                ["kind : fact AND " + rindex._match_expression(rindex.search_tokens(query)), *args]).fetchall()
+            assert [(doc, round(found[doc][0], 9)) for doc in found] == [(doc, round(s, 9)) for doc, s in expected]
+            assert len(expected) == {None: 4, "project": 4, "feedback": 4, "user": 0}[fact_type]
