@@ -13,13 +13,19 @@ declares them as one source of a temporary store and runs `docindex.index` as
 3. one file edited: the files re-read and the chunks that need a vector (what
    the embedding cache lacks: vcache.missing), against all chunks;
 4. warm `recall --source docs` (in-process, hybrid, the model loaded), median ms;
-5. peak memory (ru_maxrss).
-The load average is printed with every figure.
+5. peak memory (ru_maxrss);
+6. with --served RUNS: `memctl recall Q --source docs` as a command, answered by a running
+   `memctl embed-server` (its model loaded, the chunk vectors in its memory), and the same in
+   keyword mode, each timed RUNS times interleaved with `python -c pass` (medians, ratios), and
+   the server's memory (VmRSS, VmHWM).
+The load average is printed with every figure. --keep DIR builds in DIR and leaves it; given a
+DIR that holds a built store, only step 6 runs again on it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import resource
@@ -35,12 +41,39 @@ sys.path.insert(0, str(REPO / "bench"))
 
 WORDS = ("deploy release backup canary rollback pager schedule freeze snapshot volume service review "
          "デプロイ リリース 障害 監視 会議室 予約 手順 設定 権限 担当 確認 作業").split()
+SYLLABLES = ("ka ri to ne mo su pa la ve di ro shi ku ma an el or in "
+             "カ リ ト ネ モ ス パ ラ ベ ディ ロ シ ク マ ン エ オ イ").split()
+
+
+def vocabulary(size: int = 20_000) -> list[str]:
+    """Made-up words of two to four syllables, Latin and katakana: a vocabulary as wide as real notes',
+    drawn Zipf-like (note()), so that a query word matches some of the chunks, not nearly all of them."""
+    rng = random.Random(1)
+    latin, kana = SYLLABLES[:18], SYLLABLES[18:]
+    words = set()
+    while len(words) < size:
+        pool = latin if len(words) % 2 else kana
+        words.add("".join(rng.choice(pool) for _ in range(rng.randint(2, 4))))
+    ranked = sorted(words)
+    rng.shuffle(ranked)  # the most frequent words of either script
+    return ranked
+
+
+VOCABULARY = vocabulary()
+RANKS = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
 
 
 def note(i: int, rng: random.Random) -> str:
+    """A heading and two paragraphs of 28 words: one word in ten from WORDS, the rest from VOCABULARY."""
     def paragraph() -> str:
-        return " ".join(rng.choice(WORDS) for _ in range(28)) + "."
+        rare = iter(rng.choices(VOCABULARY, weights=RANKS, k=28))
+        return " ".join(rng.choice(WORDS) if rng.random() < 0.1 else next(rare) for _ in range(28)) + "."
     return f"# Note {i}\n\n{paragraph()}\n\n{paragraph()}\n"
+
+
+def query(rng: random.Random) -> str:
+    """One word of WORDS and two of the middle of VOCABULARY's ranks."""
+    return " ".join([rng.choice(WORDS), *rng.choices(VOCABULARY[100:2000], k=2)])
 
 
 def load() -> str:
@@ -52,14 +85,25 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--embedder", default="e5-small-q4", choices=("e5-small-q4", "test-model", "char-ngram", "none"))
     parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--served", type=int, default=0, metavar="RUNS",
+                        help="also time recall --source docs as a command answered by an embed-server")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="build in DIR and keep it")
+    parser.add_argument("--stand-in-vectors", action="store_true",
+                        help="fill the chunks' vector cache with random unit vectors under the model's own identity "
+                             "(its encode rate is still measured on a sample): for the latency of recall at a scale "
+                             "the model would take hours to embed; the rankings are then meaningless")
     args = parser.parse_args()
+    if args.keep is not None and (args.keep / "store" / "memctl.toml").exists():
+        return served(args.keep / "store", args.served or 10, args.queries)
     from bench_docs import embedding_table
 
     from memctl import docindex, recall, rindex, sources, vcache
     from memctl.store import init_store, open_store
 
     rng = random.Random(0)
-    with tempfile.TemporaryDirectory() as tmp:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    with contextlib.nullcontext(str(args.keep)) if args.keep else tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "notes"
         folder.mkdir()
         for i in range(args.files):
@@ -82,16 +126,25 @@ def main() -> int:
         with docindex.reading(store) as conn:
             texts = [t for _, _, t in rindex.vector_texts(conn, "chunk")]
         if embedder is not None:
-            sample = texts[:256]
+            sample = texts[:64 if args.stand_in_vectors else 256]
             started = time.perf_counter()
             embedder.embed(sample, kind="passage")
             own = len(sample) / (time.perf_counter() - started)
             started = time.perf_counter()
-            done = docindex.embed_chunks(store)
+            if args.stand_in_vectors:
+                with docindex.reading(store) as conn:
+                    done = len(recall.kind_vectors(store, conn, StandIn(embedder), "chunk")[0])
+                print("the vectors below are random stand-ins under the model's identity: latency only")
+            else:
+                done = docindex.embed_chunks(store)
             spent = time.perf_counter() - started
-            print(f"cold embedding: {done} chunks in {spent:.1f} s = {done / spent:.0f} chunks/s; "
-                  f"the model's own encode rate on {len(sample)} of them: {own:.0f} chunks/s "
-                  f"(ratio {done / spent / own:.2f}); {load()}")
+            if args.stand_in_vectors:
+                print(f"stand-in vectors for {done} chunks in {spent:.1f} s; the model's own encode rate on "
+                      f"{len(sample)} of them: {own:.1f} chunks/s, so {done / own / 3600:.1f} h for all; {load()}")
+            else:
+                print(f"cold embedding: {done} chunks in {spent:.1f} s = {done / spent:.0f} chunks/s; "
+                      f"the model's own encode rate on {len(sample)} of them: {own:.0f} chunks/s "
+                      f"(ratio {done / spent / own:.2f}); {load()}")
 
         started = time.perf_counter()
         (same,) = docindex.index(store, embed=embedder is not None)
@@ -115,7 +168,7 @@ def main() -> int:
         print(f"{line}; {load()}")
 
         if embedder is not None:
-            queries = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(args.queries)]
+            queries = [query(rng) for _ in range(args.queries)]
             recall.recall(store, queries[:1], source="docs", log=False)  # warm: vectors mapped, model loaded
             times = []
             for q in queries:
@@ -125,6 +178,76 @@ def main() -> int:
             print(f"warm recall --source docs over {len(texts)} chunks (in-process, hybrid): median "
                   f"{statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} queries; {load()}")
         print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        if args.served and embedder is not None:
+            served(root, args.served, args.queries)
+    return 0
+
+
+class StandIn:
+    """An embedder with `model`'s identity (backend, model, fingerprint) whose vectors are random unit
+    vectors of the model's size: the cache it fills is the one recall reads for that model."""
+
+    def __init__(self, model) -> None:
+        import numpy as np
+
+        self.backend, self.model, self.fingerprint = model.backend, model.model, model.fingerprint
+        self.size = model.embed(["size"], kind="passage").shape[1]
+        self.rng = np.random.default_rng(3)
+
+    def embed(self, texts, kind: str = "query"):
+        import numpy as np
+
+        vectors = self.rng.standard_normal((len(texts), self.size)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def served(root: Path, runs: int, queries: int) -> int:
+    """Step 6: the command, answered by a running embed-server, beside python -c pass."""
+    import subprocess
+
+    from bench_recall import start_server
+
+    def time_once(argv: list[str]) -> float:
+        started = time.perf_counter()
+        proc = subprocess.run(argv, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        took = (time.perf_counter() - started) * 1000
+        if proc.returncode not in (0, 1):  # 1: nothing relevant, an answer too
+            raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr.decode(errors='replace')}")
+        return took
+
+    rng = random.Random(2)
+    asked = [query(rng) for _ in range(queries)]
+    env = dict(os.environ, MEMCTL_NO_COMMIT="1", HF_HUB_OFFLINE="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # byte-compiled, as an installed memctl is
+    env["PYTHONPYCACHEPREFIX"] = str(root.parent / "pycache")
+    memctl = [sys.executable, "-m", "memctl", "--root", str(root)]
+    proc = start_server(memctl, env, root)
+    try:
+        started = time.perf_counter()
+        warm = subprocess.run([*memctl, "recall", asked[0], "--source", "docs", "--no-log", "--json"], env=env,
+                              capture_output=True, text=True)
+        print(f"embed-server: first docs recall (loads the chunk vectors) {time.perf_counter() - started:.1f} s, "
+              f"exit {warm.returncode}; {load()}")
+        rows = {"python -c pass": lambda q: [sys.executable, "-c", "pass"],
+                "memctl recall --source docs (hybrid, embed-server)": lambda q: [*memctl, "recall", q, "--source", "docs", "--no-log"],
+                "memctl recall --source docs --mode keyword": lambda q: [*memctl, "recall", q, "--source", "docs", "--mode", "keyword", "--no-log"]}
+        times: dict[str, list[float]] = {name: [] for name in rows}
+        print(f"timing {runs} runs of each, interleaved; {load()}")
+        for i in range(runs):
+            for name, argv in rows.items():
+                times[name].append(time_once(argv(asked[i % len(asked)])))
+        base = statistics.median(times["python -c pass"])
+        for name, took in times.items():
+            print(f"  {name}: median {statistics.median(took):.1f} ms, min {min(took):.1f} ms "
+                  f"({statistics.median(took) / base:.2f} x python -c pass)")
+        status = Path(f"/proc/{proc.pid}/status")
+        if status.exists():
+            memory = {k: v.strip() for k, v in (line.split(":", 1) for line in status.read_text().splitlines())
+                      if k in ("VmRSS", "VmHWM")}
+            print(f"  embed-server memory: {memory}; {load()}")
+    finally:
+        subprocess.run([*memctl, "embed-server", "--stop"], env=env, capture_output=True)
+        proc.wait(timeout=60)
     return 0
 
 
