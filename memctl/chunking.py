@@ -22,6 +22,7 @@ that is indexed: the heading path, a line break, then the chunk's text.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -42,8 +43,14 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # A sentence ends after 。！？, or after ! ? right after Japanese text (and the closing brackets or
 # quotes right after them), or after . ! ? (and closing quotes or brackets) followed by white space:
 # an ASCII `!` or `?` inside English words or code (`!src/**`, `a?b`) ends nothing.
-_SENTENCE_END = re.compile(r"(?:[。！？]|(?<=[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef])[!?])[」』）)\"'”’]*"
-                           r"|[.!?][\"'”’)\]]*(?=\s)")
+# Compiled on first use: its class of kana/kanji costs ~4 ms, which a recall over the chunks (that
+# only imports this module through sources.py) would otherwise pay.
+@functools.cache
+def _sentence_end() -> re.Pattern[str]:
+    return re.compile(r"(?:[。！？]|(?<=[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef])[!?])[」』）)\"'”’]*"
+                      r"|[.!?][\"'”’)\]]*(?=\s)")
+
+
 _CLOSE_CJK = "。！？」』）"
 _CODE_DEF = re.compile(r"^(?:export\s+)?(?:default\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?"
                        r"(?:function\*?|class|interface|type|enum|const|let|func|fn|impl|struct|trait|mod)\b")
@@ -164,7 +171,7 @@ def _sentences(unit: _Unit, size: int) -> list[_Unit]:
         return [unit]  # a code fence is never cut
     pieces: list[tuple[int, int]] = []
     begin = 0
-    for found in _SENTENCE_END.finditer(text):
+    for found in _sentence_end().finditer(text):
         pieces.append((begin, found.end()))
         begin = found.end()
     if begin < len(text):
