@@ -896,15 +896,14 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
     cjk = textnorm.has_cjk(query)
     chunk = kinds == ("chunk",)  # documents are answered apart from facts and episodes (docindex.answer)
     coverage = {doc: value[1] for doc, value in keyword.items()}
-    if plan.use == "hybrid":  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
-        from . import rindex
-
-        coverage.update(rindex.coverages(conn, query, [doc for doc in cosine if doc not in keyword]))
     measured = coverage  # what each candidate's own relevance is computed from
-    if chunk and cjk and plan.use == "hybrid":  # a chunk asked in kana/kanji: its own coverage (rindex.chunk_coverages)
+    if plan.use == "hybrid":
         from . import rindex
 
-        measured = rindex.chunk_coverages(conn, query, list(set(keyword) | set(cosine)))
+        if chunk and cjk:  # a chunk asked in kana/kanji is measured by its own coverage (rindex.chunk_coverages)
+            measured = rindex.chunk_coverages(conn, query, list(set(keyword) | set(cosine)))
+        else:  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
+            coverage.update(rindex.coverages(conn, query, [doc for doc in cosine if doc not in keyword]))
     vector: dict[int, float] = {}
     own: dict[int, float] = {}
     for doc in set(keyword) | set(cosine):
