@@ -4,6 +4,7 @@
         [--questions 1000] [--rows ROWS.json ...] [--sets locomo,jsts,stsb,jsquad] [--collect-only] [--json OUT]
         [--form base|length|...|chunk-cjk] [--weights shipped|flat|hiragana] [--split]
         [--chunk-rows CHUNKS.json ...] [--fit-chunks] [--length-bound 2] [--chunk-reference N]
+        [--chunk-coverage presence|facts]
 
 Signals come from memctl itself (recall.answer, floor 0, windows off, in-process), per
 (query, candidate) pair, from the four dev sets under --data (read there, never copied):
@@ -31,7 +32,9 @@ Document chunks (issue 27): `--chunk-rows` reads the rows bench/bench_docs.py --
 articles that are not indexed, so every candidate is irrelevant) and reports them as that bench counts
 (R@1, R@5, answered by nothing; for a probe, the share answered by anything). `--fit-chunks` fits on
 them too: with the base form, as more sets; with a chunk form (FORMS: `chunk`, `chunk-cjk`, ...), only
-the chunk terms, on the chunk sets and their probes, the facts' coefficients fixed. With `--split` the
+the chunk terms, on the chunk sets and their probes, the facts' coefficients fixed. In hybrid mode a chunk asked in kana/kanji is measured by
+rindex.chunk_coverages (`--chunk-coverage presence`, as recall does; `facts`: the facts' coverage, as
+before). With `--split` the
 chunk sets are split by article: fitted on the even-numbered articles' questions, reported on the odd.
 docs/SOURCES.md ("Measured") has what was tried.
 """
