@@ -2,7 +2,7 @@
 
     python bench/bench_docs.py ../shared/data/jsquad-dev [--sizes 300,500,800] [--overlap 60]
         [--embedder e5-small-q4|test-model|none] [--limit N] [--json OUT]
-        [--keep DIR] [--half even|odd] [--probe] [--rows OUT.json]
+        [--keep DIR] [--half even|odd] [--probe] [--rows OUT.json] [--fit REPORT.json]
     python bench/bench_docs.py bench/data/docs-en [same options]
 
 Each article of the JSQuAD file in the folder becomes one markdown document in
@@ -32,7 +32,9 @@ answered by nothing; it prints the share of them that get any hit per mode.
 `--rows OUT.json` also writes, for every question, every chunk candidate's signals
 at floor 0 in bench/fit_relevance.py's row format (set `chunks<size>`, or
 `probe<size>` with --probe), question ids `a<document>q<n>`, so a fit can take
-chunks as a set without embedding again.
+chunks as a set without embedding again. `--fit REPORT.json` asks with the coefficients of a
+bench/fit_relevance.py --json report (e.g. of a `--split` fit, for held-out figures) instead of
+recall's.
 """
 
 from __future__ import annotations
@@ -204,7 +206,16 @@ def main() -> int:
     parser.add_argument("--probe", nargs="?", const="even", choices=("even", "odd"),
                         help="index the even-numbered documents only (or the odd ones), ask the others' questions: the share answered")
     parser.add_argument("--rows", type=Path, default=None, help="write every candidate's signals (fit_relevance.py rows)")
+    parser.add_argument("--fit", type=Path, default=None, help="use the coefficients of a fit_relevance.py --json report")
     args = parser.parse_args()
+    if args.fit:
+        from memctl import recall
+
+        fit = json.loads(args.fit.read_text(encoding="utf-8"))["fit"]
+        width = len(recall.HYBRID_FIT)
+        recall.HYBRID_FIT, recall.CHUNK_FIT = tuple(fit["hybrid"][:width]), tuple(fit["hybrid"][width:])
+        recall.KEYWORD_FIT = tuple(fit["keyword"])
+        print(f"coefficients of {args.fit}: hybrid {recall.HYBRID_FIT}, chunk {recall.CHUNK_FIT}, keyword {recall.KEYWORD_FIT}")
     sys.path.insert(0, str(REPO / "bench"))
     modes = ["keyword"] if args.embedder == "none" else ["keyword", "vector", "hybrid"]
     results, rows = [], {}

@@ -4,6 +4,7 @@
         [--questions 1000] [--rows ROWS.json ...] [--sets locomo,jsts,stsb,jsquad] [--collect-only] [--json OUT]
         [--form base|length|...|chunk-cjk] [--weights shipped|flat|hiragana] [--split]
         [--chunk-rows CHUNKS.json ...] [--fit-chunks] [--length-bound 2] [--chunk-reference N]
+        [--chunk-coverage presence|facts]
 
 Signals come from memctl itself (recall.answer, floor 0, windows off, in-process), per
 (query, candidate) pair, from the four dev sets under --data (read there, never copied):
@@ -31,7 +32,9 @@ Document chunks (issue 27): `--chunk-rows` reads the rows bench/bench_docs.py --
 articles that are not indexed, so every candidate is irrelevant) and reports them as that bench counts
 (R@1, R@5, answered by nothing; for a probe, the share answered by anything). `--fit-chunks` fits on
 them too: with the base form, as more sets; with a chunk form (FORMS: `chunk`, `chunk-cjk`, ...), only
-the chunk terms, on the chunk sets and their probes, the facts' coefficients fixed. With `--split` the
+the chunk terms, on the chunk sets and their probes, the facts' coefficients fixed. In hybrid mode a chunk asked in kana/kanji is measured by
+rindex.chunk_coverages (`--chunk-coverage presence`, as recall does; `facts`: the facts' coverage, as
+before). With `--split` the
 chunk sets are split by article: fitted on the even-numbered articles' questions, reported on the odd.
 docs/SOURCES.md ("Measured") has what was tried.
 """
@@ -191,6 +194,7 @@ FORMS = {  # the hybrid model's inputs beyond 1, keyword, v, cjk, cjk x keyword,
 KEYWORD_EXTRA = {"chunk": ("chunk", "chunk kw"), "chunk-cjk": ("chunk cjk", "chunk cjk kw"),
                  "chunk-length": ("chunk L", "chunk L kw"), "chunk-cjk-slopes": ("chunk cjk kw",)}  # keyword mode's terms of the same forms
 LENGTH_BOUND = [2.0]  # --length-bound
+CHUNK_COVERAGE = ["presence"]  # --chunk-coverage: "presence" as recall measures chunks asked in kana/kanji in hybrid mode, "facts" as before
 CHUNK_REFERENCE = [None]  # --chunk-reference: the coverage's reference length for chunks (None: rindex's)
 SAMPLE_TERMS = ("deploy", "db", "postgresql", "デプ", "京", "16")  # the --json report shows their weights
 FORM = ["base"]  # the form fitted (--form); recall.combine ships "chunk-cjk-hybrid": "base" for all but chunks asked in kana/kanji
@@ -229,6 +233,7 @@ def features(r: list, calibration: tuple[float, float], keyword_only: bool) -> l
             extra.append(product)
         return [1.0, r[1], cjk, cjk * r[1], *extra]
     centre, slope = calibration
+    kw = values["kw"] = hybrid_coverage(r)
     v = max(-12.0, min(12.0, slope * ((r[0] if r[0] is not None else -1.0) - centre)))  # recall.LOGIT_BOUND
     values["v"] = v
     extra = []
@@ -237,7 +242,13 @@ def features(r: list, calibration: tuple[float, float], keyword_only: bool) -> l
         for part in name.split():
             product *= values[part]
         extra.append(product)
-    return [1.0, r[1], v, cjk, cjk * r[1], cjk * v, *extra]
+    return [1.0, kw, v, cjk, cjk * kw, cjk * v, *extra]
+
+
+def hybrid_coverage(r: list) -> float:
+    """The coverage hybrid mode measures a candidate by: a chunk asked in kana/kanji has its own
+    (rindex.chunk_coverages, in r[10] once recompute_coverage ran), the rest the facts' (r[1])."""
+    return r[10] if len(r) > 10 else r[1]
 
 
 def recompute_coverage(sets: dict, weight) -> None:
@@ -256,6 +267,11 @@ def recompute_coverage(sets: dict, weight) -> None:
                     rindex.REFERENCE_LENGTH = reference
             else:
                 r[1] = rindex.counted_coverage(r[7], r[6], weights)
+            del r[10:]
+            if len(r) > 9 and r[9] and r[4] and CHUNK_COVERAGE[0] == "presence":  # rindex.chunk_coverages
+                chunk_weights = {t: rindex.chunk_term_weight(t) for t in r[8]}
+                whole = sum(chunk_weights.values())
+                r.append(sum(chunk_weights[t] for t in r[7]) / whole if whole else 0.0)
 
 
 def logistic(x, y, w, l2: float = 1e-3, offset=0.0):
@@ -362,7 +378,8 @@ def chunk_report(sets: dict, fitted: dict, calibration, floor: float | None) -> 
         for mode in ("bm25", "keyword", "vector", "hybrid"):
             r1 = r5 = none = 0
             for rs in by_q.values():
-                rel = [(relevance(r, mode, fitted, calibration), r[2], r[1], r[0] or 0.0) for r in rs]
+                rel = [(relevance(r, mode, fitted, calibration), r[2], hybrid_coverage(r) if mode == "hybrid" else r[1],
+                        r[0] or 0.0) for r in rs]
                 passing = [p for p in rel if (p[0] > -1.0 if mode == "bm25" else p[0] >= floor and p[0] > 0)]
                 passing.sort(key=lambda p: (-p[0], -p[2], -p[3]))
                 none += not passing
@@ -462,12 +479,15 @@ def main() -> int:
     parser.add_argument("--fit-chunks", action="store_true", help="fit on the chunk sets too (a chunk form: its terms)")
     parser.add_argument("--hard", type=int, default=0, help="fit chunk terms on each question's K best irrelevant candidates")
     parser.add_argument("--length-bound", type=float, default=2.0, help="L is log2(tokens / 32) within +- this")
+    parser.add_argument("--chunk-coverage", default="presence", choices=("presence", "facts"),
+                        help="hybrid coverage of a chunk asked in kana/kanji: rindex.chunk_coverages (shipped) or the facts'")
     parser.add_argument("--chunk-reference", type=int, default=None,
                         help="the coverage's reference length for chunks in tokens (0: the chunk's own length)")
     args = parser.parse_args()
     LENGTH_BOUND[0] = args.length_bound
     HARD[0] = args.hard
     CHUNK_REFERENCE[0] = args.chunk_reference
+    CHUNK_COVERAGE[0] = args.chunk_coverage
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ["MEMCTL_NO_COMMIT"] = "1"
     import numpy as np

@@ -374,11 +374,12 @@ def calibrated(cosine: float, calibration: tuple[float, float]) -> float:
 # irrelevant candidates. v = logit of the calibrated vector, cjk = 1 for a query with kana/kanji.
 HYBRID_FIT = (-1.239, 6.33, 1.888, -2.499, 2.583, 1.628)  # 1, keyword, v, cjk, cjk x keyword, cjk x v
 KEYWORD_FIT = (-3.367, 10.247, -1.622, 9.793)  # 1, keyword, cjk, cjk x keyword
-# A document chunk asked in kana/kanji adds its own terms to the hybrid logit: fitted on chunks of JSQuAD
+# A document chunk asked in kana/kanji adds its own terms to the hybrid logit, its keyword signal being
+# rindex.chunk_coverages (the weighted share of the query's terms it holds): fitted on chunks of JSQuAD
 # articles, with each question's 20 best wrong chunks and questions about articles not indexed as the
 # negatives, the coefficients above fixed; facts, episodes, chunks asked in English and keyword mode score
 # as the fit above says (docs/SOURCES.md "Measured").
-CHUNK_FIT = (1.468, 2.096, -2.508)  # chunk x cjk x (1, keyword, v)
+CHUNK_FIT = (1.006, -2.969, -2.735)  # chunk x cjk x (1, keyword, v)
 LOGIT_BOUND = 12.0  # a vector relevance of exactly 0 or 1 counts as this logit
 
 
@@ -898,10 +899,14 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
     cjk = textnorm.has_cjk(query)
     chunk = kinds == ("chunk",)  # documents are answered apart from facts and episodes (docindex.answer)
     coverage = {doc: value[1] for doc, value in keyword.items()}
-    if plan.use == "hybrid":  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
+    measured = coverage  # what each candidate's own relevance is computed from
+    if plan.use == "hybrid":
         from . import rindex
 
-        coverage.update(rindex.coverages(conn, query, [doc for doc in cosine if doc not in keyword]))
+        if chunk and cjk:  # a chunk asked in kana/kanji is measured by its own coverage (rindex.chunk_coverages)
+            measured = rindex.chunk_coverages(conn, query, list(set(keyword) | set(cosine)))
+        else:  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
+            coverage.update(rindex.coverages(conn, query, [doc for doc in cosine if doc not in keyword]))
     vector: dict[int, float] = {}
     own: dict[int, float] = {}
     for doc in set(keyword) | set(cosine):
@@ -910,7 +915,8 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
         if plan.waiting and doc not in plan.column and plan.use == "hybrid":
             own[doc] = relevance_of(coverage.get(doc, 0.0), None, "keyword", cjk)  # no vector yet: keywords alone
         else:
-            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk, chunk)
+            own[doc] = relevance_of(measured.get(doc, 0.0), vector.get(doc), plan.use, cjk, chunk)
+    coverage = {**coverage, **measured}
     context: dict[int, tuple[float, float | None]] = {}
     if "episode" in kinds and own and plan.settings.windows:
         context = _context_windows(conn, query, row, plan, own, coverage, cosine, vector)

@@ -567,6 +567,44 @@ def term_weight(term: str) -> float:
     return 0.5 if len(term) == 1 and textnorm.has_cjk(term) else 1.0
 
 
+# A document chunk asked in kana/kanji (hybrid mode) is measured otherwise than a fact (docs/SOURCES.md
+# "Measured", issue 27): by the weighted share of the query's terms it holds at all (a chunk is hundreds of
+# tokens, and the facts' saturation at REFERENCE_LENGTH made one occurrence count 0.23 there), each term
+# weighted by a fixed prior of the language, never by the store. Parts of a Japanese question that an answer
+# text does not hold (question words and polite endings) weigh 0; a bigram of hiragana alone (particles,
+# endings) 0.25, one that crosses from hiragana to another script (a particle and a name: は北) 0.5.
+QUESTION_FORMS = frozenset("どこ いつ どの どれ どん んな どう なぜ です すか ます でし しょ ょう うか".split())
+QUESTION_CHARS = frozenset("何誰")
+HIRAGANA_WEIGHT, MIXED_WEIGHT = 0.25, 0.5
+
+
+def chunk_term_weight(term: str) -> float:
+    """A query term's weight in a chunk's coverage when the query has kana/kanji (see QUESTION_FORMS)."""
+    if term in QUESTION_FORMS or any(char in QUESTION_CHARS for char in term):
+        return 0.0
+    weight = term_weight(term)
+    if not textnorm.has_cjk(term):
+        return weight
+    hiragana = sum(1 for char in term if "\u3041" <= char <= "\u309f")
+    if hiragana == len(term):
+        return weight * HIRAGANA_WEIGHT
+    return weight * MIXED_WEIGHT if hiragana else weight
+
+
+def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -> dict[int, float]:
+    """The coverage of each chunk of `docs` for a query with kana/kanji: the share of the query's terms, each
+    weighted by chunk_term_weight, that the chunk holds at least once (prefix-matched as term_counts does)."""
+    if not docs:
+        return {}
+    terms = list(dict.fromkeys(search_tokens(query)))
+    weights = {t: chunk_term_weight(t) for t in terms}
+    whole = sum(weights.values())
+    texts = tokens_of(conn, docs)
+    if not whole:
+        return dict.fromkeys(docs, 0.0)
+    return {doc: sum(weights[t] for t in term_counts(texts.get(doc, []), terms)) / whole for doc in docs}
+
+
 def query_terms(query: str) -> tuple[list[str], dict[str, float]]:
     """The query's distinct search terms and their weights (term_weight)."""
     terms = list(dict.fromkeys(search_tokens(query)))

@@ -261,6 +261,33 @@ def test_recall_answers_from_documents_with_place_heading_and_description(root, 
     assert "## Relevant documents" in bundle.stdout and "harbour mount" in bundle.stdout
 
 
+def test_a_chunk_asked_in_japanese_is_measured_by_the_terms_it_holds_weighted_by_a_fixed_prior(root, manual, tmp_path):
+    """rindex.chunk_coverages (issue 27, point 5): question words and polite endings weigh 0, hiragana
+    bigrams little, names fully; a term counts once held; nothing depends on the rest of the store."""
+    from memctl import rindex
+
+    weights = {t: rindex.chunk_term_weight(t) for t in ("どこ", "すか", "は何", "のは", "は北", "会議", "ラン", "16", "京", "room")}
+    assert weights == {"どこ": 0.0, "すか": 0.0, "は何": 0.0, "のは": 0.25, "は北": 0.5, "会議": 1.0, "ラン": 1.0,
+                       "16": 1.0, "京": 0.5, "room": 1.0}
+    store = open_store(root)
+    docindex.index(store, embed=False)
+    with docindex.reading(store) as conn:
+        ids = [doc for (doc,) in conn.execute("SELECT id FROM docs WHERE kind = 'chunk' AND path LIKE '%ja.md:%' ORDER BY id")]
+        asked = rindex.chunk_coverages(conn, "会議室の予約はどこでしますか", ids)
+        plain = rindex.chunk_coverages(conn, "会議室の予約", ids)
+        assert rindex.chunk_coverages(conn, "どこですか", ids) == dict.fromkeys(ids, 0.0)  # question forms alone
+    room = max(ids, key=asked.get)
+    assert room == max(ids, key=plain.get) and min(asked[room], plain[room]) > 0.6
+    assert all(asked[doc] < asked[room] - 0.3 for doc in ids if doc != room)
+    other = tmp_path / "more"
+    other.mkdir()
+    (other / "more.md").write_text("# 別館\n\n別館の会議室の予約も社内ポータルで行う。\n", encoding="utf-8")
+    _docs_source(root, other, name="more")
+    docindex.index(open_store(root), embed=False)
+    with docindex.reading(store) as conn:
+        assert rindex.chunk_coverages(conn, "会議室の予約はどこでしますか", [room]) == {room: asked[room]}
+
+
 def test_show_prints_only_files_of_a_declared_source(root, manual, tmp_path):
     secret = tmp_path / "secret.md"
     secret.write_text("# Secret\n\npassword\n", encoding="utf-8")
@@ -299,3 +326,11 @@ def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, ma
     query = "how long does it take to get the previous version back"  # no heading word: meaning finds it
     _, (hits,) = recall.recall(store, [query], source="docs", mode="hybrid", log=False)
     assert hits and hits[0].item.title.split("\x1f")[-1] == "Rolling back"
+    from memctl import rindex
+
+    _, (japanese,) = recall.recall(store, ["会議室の予約はどこでしますか"], source="docs", mode="hybrid", log=False, min_score=0)
+    with docindex.reading(store) as conn:  # a chunk asked in kana/kanji: hybrid measures it by chunk_coverages
+        (doc,) = [d for (d,) in conn.execute("SELECT id FROM docs WHERE key = ?", (japanese[0].item.key,))]
+        measured = rindex.chunk_coverages(conn, "会議室の予約はどこでしますか", [doc])[doc]
+    assert japanese[0].item.title.split("\x1f")[-1] == "会議室" and japanese[0].keyword == measured
+    assert japanese[0].relevance == pytest.approx(recall.combine(measured, japanese[0].vector, cjk=True, chunk=True))
