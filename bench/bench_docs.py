@@ -106,13 +106,17 @@ def score(found: list[list[str]], questions) -> dict[str, float]:
 
 
 def bm25(store, questions) -> list[list[str]]:
+    """The baseline: FTS5's BM25 over every term of the question (memctl's keyword candidates leave
+    particles out: rindex.searched_terms), the best K chunks, no floor."""
     from memctl import docindex, rindex
 
     out = []
     with docindex.reading(store) as conn:
         for question, *_ in questions:
-            found = rindex.keyword(conn, question, kinds=("chunk",), statuses=("live",), limit=K)
-            ranked = sorted(found, key=lambda d: -found[d][0])
+            expression = rindex._match_expression(rindex.search_tokens(question))
+            ranked = [] if expression is None else [doc for doc, _ in conn.execute(
+                "SELECT rowid, -bm25(fts, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
+                [expression, K])]
             docs = rindex.docs(conn, ranked)
             out.append([docs[d].path for d in ranked])
     return out

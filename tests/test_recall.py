@@ -569,3 +569,24 @@ def test_the_pooled_bm25_ranking_is_the_ranking_of_every_match_filtered(root, mo
                 ["kind : fact AND " + rindex._match_expression(rindex.search_tokens(query)), *args]).fetchall()
             assert [(doc, round(found[doc][0], 9)) for doc in found] == [(doc, round(s, 9)) for doc, s in expected]
             assert len(expected) == {None: 4, "project": 4, "feedback": 4, "user": 0}[fact_type]
+
+
+
+def test_the_rows_of_the_vectors_are_the_documents_in_ascending_order_whatever_the_kinds(root):
+    """recall.Columns finds a document's row by bisection: allowed_vectors must give the ids ascending,
+    also for facts and episodes together, whose ids interleave, and with filters."""
+    from memctl import episodes, rindex
+    from memctl.embed.ngram import NgramEmbedder
+
+    store = open_store(root)
+    for i in range(4):
+        _remember(store, f"fact-{i}", f"The kiln fires at {900 + i} degrees", type="project" if i % 2 else "reference")
+        episodes.add(store, f"Fired the kiln at {900 + i} degrees", "success", commit_changes=False)
+    embedder = NgramEmbedder()
+    with rindex.opened(store) as conn:
+        for kinds, fact_type in ((("fact", "episode"), None), (("fact",), "project"), (("episode",), None)):
+            filters = {"kinds": kinds, "statuses": ("live",), "fact_type": fact_type}
+            doc_ids, vectors, _ = recall.allowed_vectors(store, conn, embedder, kinds, filters)
+            assert doc_ids == sorted(doc_ids) == rindex.ids(conn, **filters) and len(vectors) == len(doc_ids)
+            column = recall.Columns(doc_ids)
+            assert [column[d] for d in doc_ids] == list(range(len(doc_ids))) and -1 not in column

@@ -261,6 +261,36 @@ def test_recall_answers_from_documents_with_place_heading_and_description(root, 
     assert "## Relevant documents" in bundle.stdout and "harbour mount" in bundle.stdout
 
 
+def test_particles_and_question_forms_find_no_chunk_but_still_count_in_its_coverage(root, tmp_path):
+    """rindex.searched_terms: the bigrams holding a hiragana and the question forms of a Japanese query
+    do not search the chunks (they occur in most Japanese texts) while another term is left; a chunk
+    that shares only those with the query is no keyword candidate, one that holds a name is, with
+    every term in its coverage. Facts are searched with every term."""
+    from memctl import facts, rindex
+
+    assert rindex.searched_terms(rindex.search_tokens("北海道の梅雨はどこで見られますか？")) == ["北海", "海道", "梅雨"]
+    assert rindex.searched_terms(rindex.search_tokens("ありがとう")) == ["あり", "りが", "がと", "とう"]  # nothing else
+    assert rindex.searched_terms(rindex.search_tokens("deploy on Friday")) == rindex.search_tokens("deploy on Friday")
+    folder = tmp_path / "ja"
+    folder.mkdir()
+    particles, hokkaido = "これはどこで見られますか、と聞かれた。", "北海道には梅雨がない。"
+    (folder / "particles.md").write_text(f"# 質問\n\n{particles}\n", encoding="utf-8")
+    (folder / "hokkaido.md").write_text(f"# 気候\n\n{hokkaido}\n", encoding="utf-8")
+    _docs_source(root, folder)
+    store = open_store(root)
+    docindex.index(store, embed=False)
+    question = "北海道の梅雨はどこで見られますか？"
+    _, (hits,) = recall.recall(store, [question], source="docs", mode="keyword", log=False, min_score=0)
+    assert [h.item.path.split(":")[0].rsplit("/", 1)[-1] for h in hits] == ["hokkaido.md"]
+    terms, weights = rindex.query_terms(question)
+    whole = rindex.search_tokens("# 気候\n\n" + hokkaido, document=True)
+    assert hits[0].keyword == pytest.approx(rindex.coverage(whole, terms, weights)) and 0 < hits[0].keyword < 1
+    for name, text in (("particles", particles), ("hokkaido", hokkaido)):  # facts: every term searches
+        facts.remember(store, facts.FactInput(name=name, description=text), commit_changes=False, force=True)
+    _, (fact_hits,) = recall.recall(store, [question], mode="keyword", log=False, min_score=0)
+    assert {h.item.key for h in fact_hits} == {"particles", "hokkaido"}
+
+
 def test_a_chunk_asked_in_japanese_is_measured_by_the_terms_it_holds_weighted_by_a_fixed_prior(root, manual, tmp_path):
     """rindex.chunk_coverages (issue 27, point 5): question words and polite endings weigh 0, hiragana
     bigrams little, names fully; a term counts once held; nothing depends on the rest of the store."""
