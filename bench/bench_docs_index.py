@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import resource
@@ -76,6 +77,27 @@ def query(rng: random.Random) -> str:
     return " ".join([rng.choice(WORDS), *rng.choices(VOCABULARY[100:2000], k=2)])
 
 
+def japanese(path: Path) -> tuple:
+    """(note, query) drawing on JSQuAD (read where it lies, never copied): a note is a heading and two
+    paragraphs of three to five of its sentences drawn at random, a query one of its questions; real
+    Japanese, whose particles and endings occur in most chunks (docs/SOURCES.md "At 100,000 chunks")."""
+    import json
+
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
+    sentences, questions = [], []
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            sentences += [s + "。" for s in paragraph["context"].split("。") if len(s) > 8 and "[SEP]" not in s]
+            questions += [qa["question"] for qa in paragraph["qas"]]
+
+    def ja_note(i: int, rng: random.Random) -> str:
+        def paragraph() -> str:
+            return "".join(rng.choices(sentences, k=rng.randint(3, 5)))
+        return f"# ノート {i}\n\n{paragraph()}\n\n{paragraph()}\n"
+
+    return ja_note, lambda rng: rng.choice(questions)
+
+
 def load() -> str:
     return f"load {os.getloadavg()[0]:.2f}"
 
@@ -88,13 +110,17 @@ def main() -> int:
     parser.add_argument("--served", type=int, default=0, metavar="RUNS",
                         help="also time recall --source docs as a command answered by an embed-server")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="build in DIR and keep it")
+    parser.add_argument("--japanese", type=Path, default=None, metavar="JSQUAD_JSON",
+                        help="notes of JSQuAD's sentences and its questions as queries (japanese())")
     parser.add_argument("--stand-in-vectors", action="store_true",
                         help="fill the chunks' vector cache with random unit vectors under the model's own identity "
                              "(its encode rate is still measured on a sample): for the latency of recall at a scale "
                              "the model would take hours to embed; the rankings are then meaningless")
     args = parser.parse_args()
     if args.keep is not None and (args.keep / "store" / "memctl.toml").exists():
-        return served(args.keep / "store", args.served or 10, args.queries)
+        asked = json.loads((args.keep / "queries.json").read_text(encoding="utf-8"))
+        return served(args.keep / "store", args.served or 10, asked)
+    make_note, make_query = japanese(args.japanese) if args.japanese else (note, query)
     from bench_docs import embedding_table
 
     from memctl import docindex, recall, rindex, sources, vcache
@@ -103,11 +129,14 @@ def main() -> int:
     rng = random.Random(0)
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
+    asked = [make_query(random.Random(2 + i)) for i in range(args.queries)]
+    if args.keep is not None:
+        (args.keep / "queries.json").write_text(json.dumps(asked, ensure_ascii=False), encoding="utf-8")
     with contextlib.nullcontext(str(args.keep)) if args.keep else tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "notes"
         folder.mkdir()
         for i in range(args.files):
-            (folder / f"n{i:05d}.md").write_text(note(i, rng), encoding="utf-8")
+            (folder / f"n{i:05d}.md").write_text(make_note(i, rng), encoding="utf-8")
         root = Path(tmp) / "store"
         init_store(root, git=False)
         with open(root / "memctl.toml", "a", encoding="utf-8") as handle:  # char-ngram: no model, the real cache
@@ -168,7 +197,7 @@ def main() -> int:
         print(f"{line}; {load()}")
 
         if embedder is not None:
-            queries = [query(rng) for _ in range(args.queries)]
+            queries = asked
             recall.recall(store, queries[:1], source="docs", log=False)  # warm: vectors mapped, model loaded
             times = []
             for q in queries:
@@ -179,7 +208,7 @@ def main() -> int:
                   f"{statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} queries; {load()}")
         print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
         if args.served and embedder is not None:
-            served(root, args.served, args.queries)
+            served(root, args.served, asked)
     return 0
 
 
@@ -201,7 +230,7 @@ class StandIn:
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def served(root: Path, runs: int, queries: int) -> int:
+def served(root: Path, runs: int, asked: list[str]) -> int:
     """Step 6: the command, answered by a running embed-server, beside python -c pass."""
     import subprocess
 
@@ -215,8 +244,6 @@ def served(root: Path, runs: int, queries: int) -> int:
             raise SystemExit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr.decode(errors='replace')}")
         return took
 
-    rng = random.Random(2)
-    asked = [query(rng) for _ in range(queries)]
     env = dict(os.environ, MEMCTL_NO_COMMIT="1", HF_HUB_OFFLINE="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # byte-compiled, as an installed memctl is
     env["PYTHONPYCACHEPREFIX"] = str(root.parent / "pycache")
