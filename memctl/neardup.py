@@ -302,7 +302,7 @@ def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold
         embedder = server.remote(store)
     if embedder is None:
         choice = embed.choose(settings)
-        embedder, notes = choice.embedder, (choice.notes if choice.degraded else [])
+        embedder, notes = choice.embedder, (list(choice.notes) if choice.degraded else [])
     value, origin = _thresholds(settings, embedder, threshold)
     return Engine(embedder, value, origin, notes, _band_edge(settings, embedder, value, similar))
 
@@ -876,7 +876,7 @@ def calibrate(store: "Store | None", pairs: Sequence[tuple[str, str, int]], *, e
         if store is None:
             raise BadInput("calibrate needs a store or an embedder")
         choice = embed.choose(embed.settings_for(store))
-        embedder, notes = choice.embedder, (choice.notes if choice.degraded else [])
+        embedder, notes = choice.embedder, (list(choice.notes) if choice.degraded else [])
     labels = np.array([p[2] for p in pairs], dtype=bool)
     if labels.all() or not labels.any():
         raise BadInput("PAIRS.tsv needs both duplicates (label 1) and non-duplicates (label 0)")

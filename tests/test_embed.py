@@ -131,7 +131,7 @@ def local_model(tmp_path):
 @needs_st
 def test_auto_picks_sentence_transformers_when_the_model_is_local():
     choice = embed.choose(embed.settings_from({"embedding": {"model": TEST_MODEL}}))
-    assert choice.embedder.backend == "sentence-transformers" and choice.notes == []
+    assert choice.embedder.backend == "sentence-transformers" and choice.notes == ()
     assert embed.label(choice.embedder) == f"sentence-transformers ({TEST_MODEL})"
 
 
@@ -148,7 +148,7 @@ def test_auto_picks_e5_small_q4_when_the_hub_model_is_not_downloaded():
     choice = embed.choose(embed.settings_from({}))  # intfloat/multilingual-e5-small, empty HOME
     assert choice.embedder.backend == "e5-small-q4"
     # e5-small-q4 is the default model itself: no note suggesting sentence-transformers.
-    assert (choice.notes, choice.degraded) == ([], False)
+    assert (choice.notes, choice.degraded) == ((), False)
     assert embed.describe(embed.settings_from({}))["notes"] == []
     # Another configured model that is not here does say why e5 answers instead.
     other = embed.choose(embed.settings_from({"embedding": {"model": "org/not-downloaded"}}))
@@ -177,7 +177,7 @@ def test_explicit_sentence_transformers_with_missing_model_falls_back_or_fails()
 
 def test_explicit_char_ngram_says_nothing():
     choice = embed.choose(embed.settings_from({"embedding": {"backend": "char-ngram"}}))
-    assert choice.embedder.backend == "char-ngram" and choice.notes == [] and not choice.degraded
+    assert choice.embedder.backend == "char-ngram" and choice.notes == () and not choice.degraded
 
 
 def test_choosing_imports_no_heavy_module():

