@@ -790,9 +790,10 @@ def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any],
     """answer()'s result from a running embed-server for this store and configuration, or None.
 
     Asked only for the vector and hybrid modes, after the caller synced the index (`conn`; the
-    server reads the same index file, `index`: recall's or the documents') and after the arguments passed the checks answer() makes
-    here, so a bad argument is reported by this process, with its flag. The server declines when
-    it would first have to embed more than a few changed texts (resident.SERVED_EMBED_LIMIT):
+    server reads the same index file, `index`: recall's or the documents') and after the arguments
+    passed the checks answer() makes here, so a bad argument is reported by this process, with its
+    flag. The server declines when it would first have to embed more than a few changed texts
+    (resident.SERVED_EMBED_LIMIT):
     the caller then answers in-process once, bringing the cache up to date (the server embedding
     the texts in batches, with progress on this process's stderr), and the next call is served.
     Times are sent as instants:
@@ -1067,7 +1068,7 @@ def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fac
         corpus.vector_backend = embedder.backend
         calibration = calibration_for(embedder)  # (waiting: said by the server that set the deadline)
     use = chosen if embedder is not None else "keyword"
-    column = Columns(doc_ids) if use != "keyword" and doc_ids else Columns([])
+    column = Columns(doc_ids if use != "keyword" else [])
     return Plan(use, filters, checked["settings"], checked["floor"], calibration, doc_ids, vectors, column,
                 waiting), embedder
 

@@ -124,11 +124,11 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
         try:
             asked = dict(request["request"])
             queries, now = asked.pop("queries"), datetime.fromtimestamp(float(asked.pop("now"))).astimezone()
-            index = asked.pop("index", "recall")
+            index = "docs" if asked.pop("index", "recall") == "docs" else "recall"
             store = open_store(root)  # memctl.toml read again: weights and the floor may have changed
             if embedder.backend == "char-ngram" and embed.settings_for(store).backend != "char-ngram":
                 return {"declined": "this server has no sentence-embedding model"}, b""
-            conn = connection(store, "docs" if index == "docs" else "recall")
+            conn = connection(store, index)
             stale = _to_embed(store, conn, embedder, asked.get("source", "facts"))
             if stale > SERVED_EMBED_LIMIT:
                 return {"declined": f"{stale} texts to embed first"}, b""

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterator, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 try:  # hashlib would load OpenSSL (~6 ms of every recall's start-up) for a blake2b it does not need
     from _blake2 import blake2b
@@ -528,20 +528,16 @@ def _count_uses(conn: sqlite3.Connection, table: str, new: tuple[int, list[bytes
 
 
 def searched_terms(terms: Sequence[str]) -> list[str]:
-    """The query terms that find document chunks: all of them but the bigrams that hold a hiragana
-    (particles, endings, okurigana: `のは`, `は北`, `明け`) and the question forms (`何時`, `どこ`), when
-    any other term is left. Those bigrams occur in most Japanese texts (a JSQuAD question's OR over all
-    its terms matched 77 % of the articles' chunks, over the rest 17 %, median) and BM25 scores every
-    match, which at 100,000 chunks is most of a recall's time (docs/SOURCES.md "At 100,000 chunks");
-    a candidate's coverage still counts them. Facts and episodes are searched with every term: their
-    stores stay far smaller, and the relevance fit's dev sets were collected so."""
-    strong = [t for t in terms if not (len(t) == 2 and _is_weak_bigram(t))]
+    """The query terms that find document chunks: all of them but the bigrams the language prior weighs
+    down (chunk_term_weight: those holding a hiragana — particles, endings, okurigana: `のは`, `は北`,
+    `明け` — and the question forms: `何時`, `どこ`), when any other term is left. Those bigrams occur in
+    most Japanese texts (a JSQuAD question's OR over all its terms matched 77 % of the articles' chunks,
+    over the rest 17 %, median) and BM25 scores every match, which at 100,000 chunks is most of a
+    recall's time (docs/SOURCES.md "At 100,000 chunks"); a candidate's coverage still counts them.
+    Facts and episodes are searched with every term: their stores stay far smaller, and the relevance
+    fit's dev sets were collected so."""
+    strong = [t for t in terms if len(t) != 2 or chunk_term_weight(t) == term_weight(t)]
     return strong or list(terms)
-
-
-def _is_weak_bigram(term: str) -> bool:
-    return (any("\u3041" <= char <= "\u309f" for char in term) or term in QUESTION_FORMS
-            or any(char in QUESTION_CHARS for char in term))
 
 
 def _match_expression(tokens: Sequence[str]) -> str | None:
@@ -696,8 +692,8 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
         return {}
     if len(kinds) == 1:  # FTS5 intersects the doclists: only this kind's matches are scored
         expression = f"kind : {kinds[0]} AND {expression}"
-    where, args = _filters(kinds, statuses, fact_type, tag, since, agent)
-    rows = _best_by_bm25(conn, expression, where, args, limit)
+    rows = _best_by_bm25(conn, expression, limit, kinds=kinds, statuses=statuses, fact_type=fact_type, tag=tag,
+                         since=since, agent=agent)
     if not rows:
         return {}
     terms, weights = query_terms(query)
@@ -708,27 +704,21 @@ def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statu
 POOL = 4  # _best_by_bm25 ranks POOL x limit matches before it filters
 
 
-def _best_by_bm25(conn: sqlite3.Connection, expression: str, where: str, args: list, limit: int) -> list[tuple[int, float]]:
-    """(doc id, BM25) of the best `limit` matches of `expression` that pass `where`, best first (equal
-    scores by id). The best POOL x limit matches are ranked in FTS5 alone and filtered after: joining
-    every match with its document first costs as much as BM25 itself (a common word or kana bigram
-    matches a third of 100,000 chunks: docs/SOURCES.md "Measured"). When the filters leave fewer than
-    `limit` of the pool and more matches exist, every match is filtered first, as the answer must be
-    the same."""
+def _best_by_bm25(conn: sqlite3.Connection, expression: str, limit: int, **filters: Any) -> list[tuple[int, float]]:
+    """(doc id, BM25) of the best `limit` matches of `expression` that pass the filters (passing()),
+    best first (equal scores by id). The best POOL x limit matches are ranked in FTS5 alone and filtered
+    after: joining every match with its document first costs as much as BM25 itself (a common word or
+    kana bigram matches a third of 100,000 chunks: docs/SOURCES.md "Measured"). When the filters leave
+    fewer than `limit` of the pool and more matches exist, every match is filtered first, as the answer
+    must be the same."""
     pool = conn.execute("SELECT rowid, -bm25(fts, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ?"
                         " ORDER BY score DESC, rowid LIMIT ?",  # BM25 computed once a row
                         [expression, POOL * limit]).fetchall()
-    if not pool:
-        return []
-    kept: set[int] = set()
-    ids = [doc for doc, _ in pool]
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        kept.update(row[0] for row in conn.execute(
-            f"SELECT d.id FROM docs d WHERE d.id IN ({','.join('?' * len(part))}) AND {where}", [*part, *args]))
+    kept = passing(conn, [doc for doc, _ in pool], **filters)
     best = [(doc, score) for doc, score in pool if doc in kept][:limit]
     if len(best) == limit or len(pool) < POOL * limit:
         return best
+    where, args = _filters(**filters)
     return conn.execute(
         f"SELECT d.id, -bm25(fts, 1.0, 0.0) AS score FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
         " ORDER BY score DESC, d.id LIMIT ?", [expression, *args, limit]).fetchall()
