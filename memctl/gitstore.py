@@ -15,11 +15,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import early
 from .early import git_executable
 from .errors import GitError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 # NamedTuples rather than dataclasses: every committing command imports this module (see config.py).
@@ -407,20 +410,38 @@ def commit(root: Path, paths: list[Path], message: str, author: Author,
 
 def _take_index_lock(top: Path, lock: Path) -> None:
     """Create git's index.lock ourselves (git's own protocol: O_EXCL), waiting for a live holder."""
-    deadline = None
-    delay = 0.02
-    while True:
+
+    def taken() -> bool:
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
-            pass
-        else:
-            try:
-                os.write(fd, f"{_OWNER}{os.getpid()}\n".encode())  # so another memctl sees it is live
-            finally:
-                os.close(fd)
-            return
-        _wait_for_lock(top, lock, "commit", deadline)
+            return False
+        try:
+            os.write(fd, f"{_OWNER}{os.getpid()}\n".encode())  # so another memctl sees it is live
+        finally:
+            os.close(fd)
+        return True
+
+    _retry_on_lock(top, lock, "commit", taken)
+
+
+def await_index(top: Path, what: str) -> None:
+    """Return once git's index.lock is gone: a stale one removed with a warning, a live one waited for
+    (then LockTimeout, exit 4). For `git merge`, which cannot say so when the lock stops it: it saves the
+    work tree's state first (`git stash create`), which fails on a held index as "stash failed"."""
+    found = git_dir(top)
+    if found is not None:
+        lock = found / "index.lock"
+        _retry_on_lock(top, lock, what, lambda: not lock.exists())
+
+
+def _retry_on_lock(top: Path, lock: Path, what: str, attempt: Callable[[], bool]) -> None:
+    """Call `attempt` until it succeeds; between two tries `lock` is removed when stale, or waited for
+    up to MEMCTL_LOCK_TIMEOUT while live (_wait_for_lock)."""
+    deadline = None
+    delay = 0.02
+    while not attempt():
+        _wait_for_lock(top, lock, what, deadline)
         deadline = deadline or time.monotonic() + _lock_timeout()
         time.sleep(delay)
         delay = min(delay * 2, 0.5)

@@ -297,6 +297,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
     mark = savepoint()
     keep_for_undo(incoming)
     temps_before = gitstore.merge_temp_files(top)
+    gitstore.await_index(top, "merge")  # a stale index.lock (a killed git's) would fail the merge as "stash failed"
     done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", "-m", message, theirs, author=author)
     merging = gitstore.unfinished_operation(store.root) == "merge"
     if done.code != 0:  # git's drivers' temp files, which a git that died leaves in the work tree: this merge's are removed

@@ -218,3 +218,49 @@ def test_a_merge_refused_after_memctl_toml_was_merged_leaves_every_file_as_head_
     assert r.exit_code == 1 and "notes.txt" in r.stderr
     assert (_files(b), git(b, "rev-parse", "HEAD"), _status(b)) == (before, head, "")
     assert cli(b, "remember", "after", "-d", "the refused sync left nothing behind").exit_code == 0
+
+
+def test_a_stale_index_lock_left_by_a_killed_git_does_not_stop_the_merge(pair):
+    """`git merge` saves the work tree first (`git stash create`); with git's index.lock held and a tracked
+    file stat-dirty (touched, unchanged) that fails as a bare "stash failed": what a sync killed while
+    git held the lock left for a later sync's merge (the parallel simulation met it in CI)."""
+    import os
+    import time
+
+    a, b, _ = pair
+    assert cli(a, "remember", "from-a", "-d", "written on a").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "remember", "from-b", "-d", "書いたのは b").exit_code == 0
+    lock = b / ".git" / "index.lock"
+    lock.touch()
+    past = time.time() - 60
+    os.utime(lock, (past, past))  # a killed git's, a minute ago
+    os.utime(b / "memory" / "from-b.md")  # stat-dirty: same bytes, a newer mtime
+    r = memctl(b, "sync")
+    assert r.returncode == 0, r.stderr
+    assert "removed a stale git lock" in r.stderr and not lock.exists()
+    assert len(git(b, "log", "-1", "--format=%P").split()) == 2 and _status(b) == ""
+    assert cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b)
+
+
+def test_a_live_index_lock_is_waited_for_then_exit_4_and_nothing_is_merged(pair):
+    import os
+    import time
+
+    a, b, _ = pair
+    assert cli(a, "remember", "from-a", "-d", "written on a").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "remember", "from-b", "-d", "書いたのは b").exit_code == 0
+    before = git(b, "rev-parse", "HEAD").strip()
+    lock = b / ".git" / "index.lock"
+    lock.write_text(f"memctl pid {os.getpid()}\n")  # held by a live memctl (this test's process)
+    try:
+        started = time.monotonic()
+        r = memctl(b, "sync", env={"MEMCTL_LOCK_TIMEOUT": "1"})
+        assert r.returncode == 4 and "index.lock" in r.stderr, r.stderr
+        assert time.monotonic() - started >= 1  # waited for it first
+    finally:
+        lock.unlink()
+    assert git(b, "rev-parse", "HEAD").strip() == before and _status(b) == ""
+    assert memctl(b, "sync").returncode == 0
