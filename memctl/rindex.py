@@ -607,16 +607,26 @@ def chunk_term_weight(term: str) -> float:
 
 def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -> dict[int, float]:
     """The coverage of each chunk of `docs` for a query with kana/kanji: the share of the query's terms, each
-    weighted by chunk_term_weight, that the chunk holds at least once (prefix-matched as term_counts does)."""
+    weighted by chunk_term_weight, that the chunk holds at least once (prefix-matched as term_counts does).
+
+    Held at all, not how often: each term is looked for in the chunk's indexed tokens as they are stored
+    (one string, space-separated), as " term " (" term" for a one-character kana/kanji term, a prefix),
+    without splitting hundreds of tokens a chunk into a list (half the time at 400 candidates)."""
     if not docs:
         return {}
     terms = list(dict.fromkeys(search_tokens(query)))
     weights = {t: chunk_term_weight(t) for t in terms}
     whole = sum(weights.values())
-    texts = tokens_of(conn, docs)
     if not whole:
         return dict.fromkeys(docs, 0.0)
-    return {doc: sum(weights[t] for t in term_counts(texts.get(doc, []), terms)) / whole for doc in docs}
+    needles = [(f" {t}" if len(t) == 1 and textnorm.has_cjk(t) else f" {t} ", weights[t]) for t in terms if weights[t]]
+
+    def held(text: str) -> float:
+        padded = f" {text} "
+        return sum(weight for needle, weight in needles if needle in padded) / whole
+
+    found = {doc: held(text) for doc, text in _token_texts(conn, docs)}
+    return {doc: found.get(doc, 0.0) for doc in docs}
 
 
 def query_terms(query: str) -> tuple[list[str], dict[str, float]]:
@@ -627,13 +637,15 @@ def query_terms(query: str) -> tuple[list[str], dict[str, float]]:
 
 def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:
     """The indexed tokens of each document."""
-    found: dict[int, list[str]] = {}
+    return {doc: text.split() for doc, text in _token_texts(conn, wanted)}
+
+
+def _token_texts(conn: sqlite3.Connection, wanted: Sequence[int]) -> Iterator[tuple[int, str]]:
+    """(document id, its indexed tokens as stored: one string, space-separated) of `wanted`."""
     wanted = list(wanted)
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
-        for doc, text in conn.execute(f"SELECT rowid, tokens FROM fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk):
-            found[doc] = text.split()
-    return found
+        yield from conn.execute(f"SELECT rowid, tokens FROM fts WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
 
 
 COUNTED_FROM = 64  # tokens: term_counts counts a longer text's tokens once (collections.Counter)
@@ -676,29 +688,22 @@ def coverage(tokens: Sequence[str], terms: Sequence[str], weights: dict[str, flo
 
 def keyword(conn: sqlite3.Connection, query: str, *, kinds: Sequence[str], statuses: Sequence[str], limit: int,
             fact_type: str | None = None, tag: str | None = None, since: float | None = None,
-            agent: str | None = None) -> dict[int, tuple[float, float]]:
-    """(BM25, coverage) of the best `limit` documents by BM25 that pass the filters.
+            agent: str | None = None) -> dict[int, float]:
+    """The BM25 of the best `limit` documents by BM25 that pass the filters, best first.
 
-    BM25 (higher is better, its idf from the whole index) is unbounded and
-    only orders; the coverage is the absolute keyword signal in [0, 1]: the
-    share of the query's terms, each weighted by term_weight, that the document
-    holds, a term counting fully when it occurs as often as BM25's saturation
-    asks of a document of REFERENCE_LENGTH tokens (docs/RECALL.md). It depends
-    on the query and the document alone, never on the rest of the store.
+    BM25 (higher is better, its idf from the whole index) is unbounded and only orders;
+    the absolute keyword signal is the coverage (coverages, chunk_coverages), measured by
+    the caller for these candidates and those another signal found.
     """
-    terms = search_tokens(query)
-    expression = _match_expression(searched_terms(terms) if "chunk" in kinds else terms)
+    expression = _match_expression(searched_terms(search_tokens(query)) if "chunk" in kinds else search_tokens(query))
     if expression is None:
         return {}
-    if len(kinds) == 1:  # FTS5 intersects the doclists: only this kind's matches are scored
+    # FTS5 intersects the doclists: only this kind's matches are scored. Not for chunks: the documents'
+    # index holds nothing else (docindex.py), and intersecting with its every row cost ~20 % of the search.
+    if len(kinds) == 1 and kinds[0] != "chunk":
         expression = f"kind : {kinds[0]} AND {expression}"
-    rows = _best_by_bm25(conn, expression, limit, kinds=kinds, statuses=statuses, fact_type=fact_type, tag=tag,
-                         since=since, agent=agent)
-    if not rows:
-        return {}
-    terms, weights = query_terms(query)
-    texts = tokens_of(conn, [doc for doc, _ in rows])
-    return {doc: (bm25, coverage(texts.get(doc, []), terms, weights)) for doc, bm25 in rows}
+    return dict(_best_by_bm25(conn, expression, limit, kinds=kinds, statuses=statuses, fact_type=fact_type, tag=tag,
+                              since=since, agent=agent))
 
 
 POOL = 4  # _best_by_bm25 ranks POOL x limit matches before it filters
@@ -725,9 +730,11 @@ def _best_by_bm25(conn: sqlite3.Connection, expression: str, limit: int, **filte
 
 
 def coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -> dict[int, float]:
-    """The keyword coverage of each of `docs` for `query` (as keyword() gives it), for documents found
-    by another signal: a document's coverage is its own, whether or not BM25 ranked it among the
-    keyword candidates."""
+    """The keyword coverage of each of `docs` for `query`: the share of the query's terms, each weighted
+    by term_weight, that the document holds, a term counting fully when it occurs as often as BM25's
+    saturation asks of a document of REFERENCE_LENGTH tokens (docs/RECALL.md). It depends on the
+    query and the document alone, never on the rest of the store, nor on whether BM25 ranked the
+    document among the keyword candidates."""
     if not docs:
         return {}
     terms, weights = query_terms(query)

@@ -567,7 +567,7 @@ def test_the_pooled_bm25_ranking_is_the_ranking_of_every_match_filtered(root, mo
                 f"SELECT d.id, -bm25(fts, 1.0, 0.0) AS s FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ? AND {where}"
                 " ORDER BY s DESC, d.id LIMIT 4",
                 ["kind : fact AND " + rindex._match_expression(rindex.search_tokens(query)), *args]).fetchall()
-            assert [(doc, round(found[doc][0], 9)) for doc in found] == [(doc, round(s, 9)) for doc, s in expected]
+            assert [(doc, round(found[doc], 9)) for doc in found] == [(doc, round(s, 9)) for doc, s in expected]
             assert len(expected) == {None: 4, "project": 4, "feedback": 4, "user": 0}[fact_type]
 
 

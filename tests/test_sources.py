@@ -318,6 +318,30 @@ def test_a_chunk_asked_in_japanese_is_measured_by_the_terms_it_holds_weighted_by
         assert rindex.chunk_coverages(conn, "会議室の予約はどこでしますか", [room]) == {room: asked[room]}
 
 
+_MIXED = st.text(alphabet="会議室予約京都のはがをです何どこすかラン16 roomdeploy。、\n", max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(_MIXED, min_size=1, max_size=5), query=_MIXED)
+def test_chunk_coverage_by_substring_is_the_share_of_weighted_terms_held(tmp_path_factory, texts, query):
+    """rindex.chunk_coverages looks each term up in the stored token string: the same value as counting the
+    chunk's tokens (term_counts, one-character kana/kanji terms as prefixes) and summing the terms held."""
+    from memctl import rindex
+
+    conn = rindex._fresh(tmp_path_factory.mktemp("cov") / "index.sqlite")
+    tokens = {}
+    for doc, text in enumerate(texts, start=1):
+        tokens[doc] = rindex.search_tokens(text, document=True)
+        conn.execute("INSERT INTO fts(rowid, tokens, kind) VALUES (?, ?, 'chunk')", (doc, " ".join(tokens[doc])))
+    terms = list(dict.fromkeys(rindex.search_tokens(query)))
+    weights = {t: rindex.chunk_term_weight(t) for t in terms}
+    whole = sum(weights.values())
+    expected = {doc: sum(weights[t] for t in rindex.term_counts(toks, terms)) / whole if whole else 0.0
+                for doc, toks in tokens.items()}
+    found = rindex.chunk_coverages(conn, query, [*tokens, len(texts) + 1])
+    assert found == pytest.approx({**expected, len(texts) + 1: 0.0}, abs=1e-12)
+
+
 def test_show_prints_only_files_of_a_declared_source(root, manual, tmp_path):
     secret = tmp_path / "secret.md"
     secret.write_text("# Secret\n\npassword\n", encoding="utf-8")
