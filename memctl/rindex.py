@@ -528,15 +528,15 @@ def _count_uses(conn: sqlite3.Connection, table: str, new: tuple[int, list[bytes
 
 
 def searched_terms(terms: Sequence[str]) -> list[str]:
-    """The query terms that find document chunks: all of them but the bigrams the language prior weighs
-    down (chunk_term_weight: those holding a hiragana — particles, endings, okurigana: `のは`, `は北`,
-    `明け` — and the question forms: `何時`, `どこ`), when any other term is left. Those bigrams occur in
-    most Japanese texts (a JSQuAD question's OR over all its terms matched 77 % of the articles' chunks,
-    over the rest 17 %, median) and BM25 scores every match, which at 100,000 chunks is most of a
-    recall's time (docs/SOURCES.md "At 100,000 chunks"); a candidate's coverage still counts them.
-    Facts and episodes are searched with every term: their stores stay far smaller, and the relevance
-    fit's dev sets were collected so."""
-    strong = [t for t in terms if len(t) != 2 or chunk_term_weight(t) == term_weight(t)]
+    """The query terms that find document chunks: all of them but those the language prior weighs down
+    (chunk_term_weight: bigrams holding a hiragana — particles, endings, okurigana: `のは`, `は北`, `明け` —,
+    a lone hiragana, searched as a prefix: `は` in `URLは`, and the question forms: `何時`, `どこ`), when
+    any other term is left. They occur in most Japanese texts (a JSQuAD question's OR over all its terms
+    matched 77 % of the articles' chunks, over the rest 17 %, median; `は*` alone 74 %) and BM25 scores
+    every match, which at 100,000 chunks is most of a recall's time (docs/SOURCES.md "At 100,000 chunks");
+    a candidate's coverage still counts them. Facts and episodes are searched with every term: their
+    stores stay far smaller, and the relevance fit's dev sets were collected so."""
+    strong = [t for t in terms if chunk_term_weight(t) == term_weight(t)]
     return strong or list(terms)
 
 

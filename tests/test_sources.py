@@ -270,6 +270,9 @@ def test_particles_and_question_forms_find_no_chunk_but_still_count_in_its_cover
 
     assert rindex.searched_terms(rindex.search_tokens("北海道の梅雨はどこで見られますか？")) == ["北海", "海道", "梅雨"]
     assert rindex.searched_terms(rindex.search_tokens("ありがとう")) == ["あり", "りが", "がと", "とう"]  # nothing else
+    # a lone hiragana is searched as a prefix (`は*`: most chunks) and weighs down as a hiragana bigram does
+    assert rindex.searched_terms(rindex.search_tokens("GoogleのメインURLは")) == ["google", "メイ", "イン", "url"]
+    assert rindex.searched_terms(["京", "は"]) == ["京"] and rindex.searched_terms(["は"]) == ["は"]
     assert rindex.searched_terms(rindex.search_tokens("deploy on Friday")) == rindex.search_tokens("deploy on Friday")
     folder = tmp_path / "ja"
     folder.mkdir()
