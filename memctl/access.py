@@ -143,7 +143,7 @@ def append(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]]
     from . import clock
     from .fsutil import append_bytes
     from .secrets import scrub
-    from .ledger import format_record
+    from .tsv import format_record
 
     who = agent or os.environ.get("MEMCTL_AGENT", "") or "unknown"
     stamp = clock.stamp()

@@ -32,7 +32,7 @@ from .errors import BadInput, NotFound, Refused
 from .fsutil import ROW_LIMIT, TooBig, append_bytes, atomic_write, link_on_way, refuse_link, shown
 from .markers import refuse_conflicts
 from .store import Store, commit, config_committable
-from .tsv import escape, unescape  # noqa: F401  (part of this module's interface)
+from .tsv import escape, format_record, unescape  # noqa: F401  (part of this module's interface)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -48,11 +48,6 @@ _BAD_ESCAPE_TEXT_RE = re.compile(BAD_ESCAPE_RE.pattern.decode())
 
 
 # ---------------------------------------------------------------- the format
-
-def format_record(values: Sequence[str]) -> str:
-    """One line (without its LF) for values in column order."""
-    return "\t".join(escape(v) for v in values)
-
 
 def parse_record(line: str, columns: Sequence[str]) -> dict[str, str]:
     """The values of one line (without its LF); missing fields read as ""."""

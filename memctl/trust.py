@@ -23,7 +23,6 @@ default, `doctor` names it, until `memctl trust` approves it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -31,6 +30,14 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import errors
 from .errors import BadInput, Refused
+
+try:  # hashlib would load OpenSSL (~3 ms of a hybrid recall's start-up) for a sha256 Python has in C
+    from _sha2 import sha256  # Python 3.12 and later
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:  # pragma: no cover
+        from hashlib import sha256
 from .store import Store
 
 PATTERN_KEY = "import.redact_patterns:"
@@ -81,7 +88,7 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
 
 def record_path(store: Store) -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    key = hashlib.sha256(os.fsencode(os.path.realpath(store.root))).hexdigest()[:32]
+    key = sha256(os.fsencode(os.path.realpath(store.root))).hexdigest()[:32]
     return Path(base) / "memctl" / "trust" / f"{key}.json"
 
 

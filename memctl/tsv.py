@@ -1,4 +1,4 @@
-"""The one TSV field escape (docs/FORMAT.md, "Ledgers"): ledgers, TSV output and pair files share it.
+"""The one TSV field escape and record line (docs/FORMAT.md, "Ledgers"): ledgers, TSV output and pair files share them.
 
 Inside a field `\\`, TAB, LF and CR are written `\\\\`, `\\t`, `\\n` and `\\r`;
 nothing else is escaped. Only `re` is imported: ledger appends start fast.
@@ -17,6 +17,11 @@ def escape(value: str) -> str:
     if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
         value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
     return value
+
+
+def format_record(values) -> str:
+    """One line (without its LF) for values in column order."""
+    return "\t".join(escape(v) for v in values)
 
 
 def unescape(field: str) -> str:

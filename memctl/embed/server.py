@@ -24,14 +24,20 @@ import fcntl
 import json
 import os
 import signal
-import socket
 import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+# The client's end is the C module itself: socket.py builds enums of every constant on import
+# (~4 ms of each served command's start); only the server imports it.
+from _socket import AF_UNIX, SOCK_STREAM
+from _socket import socket as _unix_socket
+
 from ..errors import BadInput, MemctlError, NotFound, Refused
 
 if TYPE_CHECKING:  # pragma: no cover
+    import socket
+
     import numpy as np
 
     from ..store import Store
@@ -69,7 +75,7 @@ def _short(path: Path) -> Iterator[str]:
 # ---------------------------------------------------------------- framing
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def _recv_exact(sock: "socket.socket", size: int) -> bytes:
     chunks, left = [], size
     while left:
         chunk = sock.recv(min(left, 1 << 20))
@@ -80,14 +86,14 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def send(sock: socket.socket, obj: dict[str, Any], blob: bytes = b"") -> None:
+def send(sock: "socket.socket", obj: dict[str, Any], blob: bytes = b"") -> None:
     body = json.dumps({**obj, "_blob": len(blob)}, ensure_ascii=False).encode("utf-8")
     sock.sendall(struct.pack(">I", len(body)) + body)
     if blob:
         sock.sendall(blob)
 
 
-def receive(sock: socket.socket) -> tuple[dict[str, Any], bytes]:
+def receive(sock: "socket.socket") -> tuple[dict[str, Any], bytes]:
     (size,) = struct.unpack(">I", _recv_exact(sock, 4))
     if size > MAX_FRAME:
         raise ConnectionError("frame too large")
@@ -128,7 +134,7 @@ def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: by
 
         key = settings_for(store).key()
     try:
-        with _short(path) as address, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        with _short(path) as address, contextlib.closing(_unix_socket(AF_UNIX, SOCK_STREAM)) as sock:
             sock.settimeout(CONNECT_TIMEOUT)
             sock.connect(address)
             sock.settimeout(_timeout() if timeout is None else timeout)
@@ -203,7 +209,9 @@ def remote(store: "Store") -> RemoteEmbedder | None:
 # ---------------------------------------------------------------- server
 
 
-def _peer_uid(conn: socket.socket) -> int | None:
+def _peer_uid(conn: "socket.socket") -> int | None:
+    import socket
+
     if not hasattr(socket, "SO_PEERCRED"):
         return None
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -268,6 +276,8 @@ def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Ha
           ready: Callable[[Path], None] | None = None, idle: float | None = None) -> None:
     """Answer requests until asked to stop (or SIGTERM/SIGINT, or `idle` seconds without a request).
     Blocks. The caller holds `single(store)`."""
+    import socket
+
     path = socket_path(store)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a dead server's socket: we hold the lock, so nobody else uses it
@@ -308,7 +318,7 @@ def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Ha
             path.unlink()
 
 
-def _answer(conn: socket.socket, key: str, info: dict[str, Any], handlers: dict[str, Handler]) -> bool:
+def _answer(conn: "socket.socket", key: str, info: dict[str, Any], handlers: dict[str, Handler]) -> bool:
     """Serve one connection; True when the server should stop."""
     conn.settimeout(10.0)
     try:

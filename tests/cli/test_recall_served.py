@@ -96,6 +96,20 @@ def test_served_answer_is_the_in_process_answer(served_root, tmp_path, args):
         assert alone.stdout.strip(), "the case found nothing: it would compare nothing"
 
 
+@pytest.mark.parametrize("args", [CASES[0], CASES[10]], ids=lambda a: " ".join(a[:4]))
+def test_a_served_recall_starts_without_socket_py_or_hashlib(served_root, tmp_path, args):
+    """The client's start-up (docs/SOURCES.md, "At 100,000 chunks"): socket.py builds enums of every
+    constant and hashlib loads OpenSSL, ~7 ms that a served command does not need (it talks through
+    _socket and hashes with _blake2 / _sha2). Hidden here as numpy is: the answer stays the same."""
+    env = numpy_hidden(tmp_path)
+    for name in ("socket", "hashlib"):
+        (tmp_path / "shadow" / f"{name}.py").write_text("raise ImportError('hidden by the test')\n", encoding="utf-8")
+    alone = memctl(served_root, *args, env={"MEMCTL_NO_SERVER": "1"})
+    served = memctl(served_root, *args, env=env)
+    assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), served.stderr
+    assert alone.returncode == 0
+
+
 def test_without_the_server_the_hidden_numpy_fails(served_root, tmp_path):
     """The other half of the proof above: with numpy hidden and no server, hybrid recall cannot run."""
     hidden = memctl(served_root, "recall", "deploy", "--mode", "hybrid", "--no-log",
