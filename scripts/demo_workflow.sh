@@ -121,6 +121,16 @@ if "$memctl" episode import --help >/dev/null 2>&1; then
   run episode import claude-code "$repo"/tests/fixtures/claude-code/*.jsonl
   run recall --source episodes "which day do we deploy to production" --k 3
 fi
+if "$memctl" source --help >/dev/null 2>&1; then
+  # Documents as memory: notes stay where they are, indexed as chunks, recalled with their place
+  docs="$repo/bench/data/docs-en"  # the documentation of a made-up task runner, written for the tests
+  run source add brindle "$docs/install.md" "$docs/faq.md" "$docs/troubleshooting.md" \
+    --description "Brindle's documentation (a made-up task runner)"
+  run source index
+  run recall --source docs "Does brindle run on FreeBSD?" --k 2
+  hit=$("$memctl" recall --source docs "Does brindle run on FreeBSD?" --k 1 --paths --no-log)
+  run show "$hit"
+fi
 if "$memctl" sync --help >/dev/null 2>&1; then
   # A second machine: a bare remote, a clone, a fact written there, `memctl sync` on both sides
   git init -q --bare "$work/remote.git"
