@@ -304,11 +304,11 @@ def prompt(store, text: str, log: bool = True) -> str:
 
     query = text[:PROMPT_CHARS]
     hits = ranked(store, query)
-    header = "Facts from memctl that may bear on this prompt (open the file for the whole fact):"
+    header = (PROMPT_HEADER_DOCUMENTS if any(h.item.kind == "chunk" for h in hits) else PROMPT_HEADER)
     lines, shown = [header], []
     used, chars = textnorm.estimate_tokens(header) + 1, len(header) + 1
     for hit in hits:
-        line = f"- {hit.item.key}: {hit.item.description} ({store.root / hit.item.path})"
+        line = _prompt_line(store, hit)
         cost = textnorm.estimate_tokens(line) + 1
         chars += len(line) + 1
         if used + cost > PROMPT_BUDGET or chars > MAX_CHARS:
@@ -321,6 +321,26 @@ def prompt(store, text: str, log: bool = True) -> str:
     if log:
         recall.log_access(store, "hook-prompt", [(query, shown)], query_chars=LOGGED_CHARS)  # redacted, then cut
     return "\n".join(lines) + "\n"
+
+
+PROMPT_HEADER = "Facts from memctl that may bear on this prompt (open the file for the whole fact):"
+PROMPT_HEADER_DOCUMENTS = ("Facts and document passages from memctl that may bear on this prompt"
+                           " (open the file, at those lines, for the whole text):")
+
+
+def _prompt_line(store, hit) -> str:
+    """A fact: its name, description and file. A document's lines (a source that opted in): the
+    headings above them (else the file's name), their first words, where they are, and the source's
+    description."""
+    item = hit.item
+    if item.kind != "chunk":
+        return f"- {item.key}: {item.description} ({store.root / item.path})"
+    from ..rindex import SEP
+
+    file = item.path.rpartition(":")[0]
+    headings = " > ".join(h for h in item.title.split(SEP) if h) or os.path.basename(file)
+    about = f"; {item.outcome}" if item.outcome else ""
+    return f"- {headings}: {item.description} ({item.path}{about})"
 
 
 def ranked(store, query: str) -> list:

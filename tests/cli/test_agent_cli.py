@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import access_log, cli, memctl
+from memctl.integrations import hooks
 
 
 @pytest.fixture
@@ -179,10 +180,11 @@ def test_prompt_hook_shows_chunks_only_of_sources_that_opted_in(facts_store, tmp
     assert cli(facts_store, "source", "index", "--no-embed").exit_code == 0
     assert _prompt(facts_store, payload).stdout == ""  # declared, not opted in
     assert cli(facts_store, "source", "remove", "quiet").exit_code == 0
-    assert cli(facts_store, "source", "add", "loud", str(notes / "*.md"), "--prompt").exit_code == 0
+    assert cli(facts_store, "source", "add", "loud", str(notes / "*.md"), "--prompt", "-d", "Team notes").exit_code == 0
     assert cli(facts_store, "source", "index", "--no-embed").exit_code == 0
     lines = _prompt(facts_store, payload).stdout.splitlines()
-    assert lines[1] == f"- {notes / 'pager.md'}:1-3: The pager rotation hands over every Thursday. ({notes / 'pager.md'}:1-3)"
+    assert lines[0] == hooks.PROMPT_HEADER_DOCUMENTS  # not "the whole fact": these are a file's lines
+    assert lines[1] == f"- Pager: The pager rotation hands over every Thursday. ({notes / 'pager.md'}:1-3; Team notes)"
 
 
 def test_prompt_hook_fast_and_typer_paths_agree(facts_store):
