@@ -242,9 +242,11 @@ def test_command_serves_then_stops_on_ctrl_c(root, tmp_path, pinned_clock):
     browser.write_text(f"#!/bin/sh\necho \"$1\" > {opened}\n")
     browser.chmod(0o755)
     env = {"PYTHONUNBUFFERED": "1", "BROWSER": str(browser), "DISPLAY": ":0"}
+    # Ctrl-C's default, as in a terminal's foreground (a shell's background job would pass SIGINT ignored)
     proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "ui"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**__import__("os").environ, **env})
+                            env={**__import__("os").environ, **env},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stderr.readline()
         url = re.search(r"http://127\.0\.0\.1:\d+/", line).group(0)
