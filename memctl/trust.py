@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import errors
 from .errors import BadInput, Refused
+from .store import Store
 
 try:  # hashlib would load OpenSSL (~3 ms of a hybrid recall's start-up) for a sha256 Python has in C
     from _sha2 import sha256  # Python 3.12 and later
@@ -38,7 +39,6 @@ except ImportError:
         from _sha256 import sha256  # Python 3.11
     except ImportError:  # pragma: no cover
         from hashlib import sha256
-from .store import Store
 
 PATTERN_KEY = "import.redact_patterns:"
 EMBEDDING_KEYS = ("backend", "model")

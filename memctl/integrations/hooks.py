@@ -294,6 +294,11 @@ def start_resident(store) -> bool:
 
 # ---------------------------------------------------------------- UserPromptSubmit
 
+PROMPT_HEADER = "Facts from memctl that may bear on this prompt (open the file for the whole fact):"
+PROMPT_HEADER_DOCUMENTS = ("Facts and document passages from memctl that may bear on this prompt"
+                           " (open the file, at those lines, for the whole text):")
+
+
 def prompt(store, text: str, log: bool = True) -> str:
     """Lines for the facts relevant to a prompt, or "" when none reaches the floor.
 
@@ -323,11 +328,6 @@ def prompt(store, text: str, log: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-PROMPT_HEADER = "Facts from memctl that may bear on this prompt (open the file for the whole fact):"
-PROMPT_HEADER_DOCUMENTS = ("Facts and document passages from memctl that may bear on this prompt"
-                           " (open the file, at those lines, for the whole text):")
-
-
 def _prompt_line(store, hit) -> str:
     """A fact: its name, description and file. A document's lines (a source that opted in): the
     headings above them (else the file's name), their first words, where they are, and the source's
@@ -335,11 +335,9 @@ def _prompt_line(store, hit) -> str:
     item = hit.item
     if item.kind != "chunk":
         return f"- {item.key}: {item.description} ({store.root / item.path})"
-    from ..rindex import SEP
-
-    file = item.path.rpartition(":")[0]
-    headings = " > ".join(h for h in item.title.split(SEP) if h) or os.path.basename(file)
-    about = f"; {item.outcome}" if item.outcome else ""
+    place = hit.to_dict()  # a chunk's file, heading path and source description, as --json gives them
+    headings = " > ".join(place["heading"]) or os.path.basename(place["file"])
+    about = f"; {place['source_description']}" if place["source_description"] else ""
     return f"- {headings}: {item.description} ({item.path}{about})"
 
 
