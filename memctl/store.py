@@ -460,7 +460,8 @@ def finish_interrupted(store: Store) -> list[str]:
 
     Its undo log names every path it wrote. When those paths are as HEAD has
     them, the commit went through (only the log survived it): git's index is
-    refreshed and the log dropped. Otherwise the writes are undone. A log that
+    refreshed and the log dropped. Otherwise the writes are undone, and git's
+    index put back as HEAD has those paths. A log that
     git tracks (it came with a commit) is refused unread; one naming a place
     outside the store is discarded with a warning, never acted on.
     """
@@ -481,12 +482,14 @@ def finish_interrupted(store: Store) -> list[str]:
     paths = touched(records)
     from . import gitstore  # noqa: PLC0415
 
-    if commit_enabled(store) and gitstore.toplevel(store.root) is not None:  # without git: undone
-        if gitstore.matches_head(store.root, paths):
-            gitstore.refresh_index(store.root, paths)
-            clear_undo(store.undo_path, records)
-            return []
+    in_git = commit_enabled(store) and gitstore.toplevel(store.root) is not None  # without git: undone
+    if in_git and gitstore.matches_head(store.root, paths):
+        gitstore.refresh_index(store.root, paths)
+        clear_undo(store.undo_path, records)
+        return []
     undone = rollback(store.undo_path, records)
+    if in_git:  # a git merge killed before its MERGE_HEAD leaves its stages (conflicts, added files) in the index
+        gitstore.refresh_index(store.root, paths)
     names = sorted({store.rel(p) for p in undone})
     errors.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
     return names

@@ -264,3 +264,57 @@ def test_a_live_index_lock_is_waited_for_then_exit_4_and_nothing_is_merged(pair)
         lock.unlink()
     assert git(b, "rev-parse", "HEAD").strip() == before and _status(b) == ""
     assert memctl(b, "sync").returncode == 0
+
+
+def test_a_git_killed_after_writing_the_merge_index_but_before_merge_head_does_not_stick_the_clone(pair, tmp_path):
+    """git writes a conflicted merge's index (its stages) and work tree before MERGE_HEAD: a kill between
+    leaves unmerged entries and no merge to abort (the parallel simulation met it under CI's shifted
+    clock: `UU memory/MEMORY.md` after the kill, and every later sync refused). The next command puts
+    git's index back as HEAD has it with the files, and the next sync merges again."""
+    import os
+    import signal
+    import sys
+    import time
+
+    a, b, _ = pair
+    names = [f"shared-{n}" for n in range(3)]
+    for name in names:
+        assert cli(a, "remember", name, "-d", f"{name} as first written", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    for root, when in ((a, "2026-11-30T09:00:00+00:00"), (b, "2026-11-30T10:00:00+00:00")):
+        for name in names:
+            assert cli(root, "remember", name, "--update", "-d", f"{name} as {root.name} has it", env={"MEMCTL_NOW": when}).exit_code == 0
+    assert cli(a, "remember", "only-on-a", "-d", "a new fact on a", "-t", "user").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    versions = _versions(a, names) | _versions(b, names)
+    head, files = git(b, "rev-parse", "HEAD"), _files(b)
+    flag, script = tmp_path / "merged", tmp_path / "git-dies-before-merge-head"
+    script.write_text(f"""#!/bin/sh
+case " $* " in *" merge --no-commit "*)
+  git "$@"; rm -f {b}/.git/MERGE_HEAD {b}/.git/MERGE_MSG {b}/.git/MERGE_MODE; touch {flag}; exec sleep 120;;
+esac
+exec git "$@"
+""")
+    script.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(b), "sync"], env={**os.environ, "MEMCTL_GIT": str(script)},
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (b / ".git" / "MERGE_HEAD").exists() and git(b, "ls-files", "-u")  # unmerged entries, no merge
+    r = memctl(b, "status")  # a read: it changes nothing
+    assert git(b, "ls-files", "-u")
+    r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed merge is put back")
+    assert r.returncode == 0, r.stderr
+    assert "interrupted" in r.stderr and git(b, "ls-files", "-u") == "" and git(b, "rev-parse", "HEAD^") == head
+    assert {k: v for k, v in _files(b).items() if "after-the-kill" not in k and not k.endswith("MEMORY.md")} == \
+        {k: v for k, v in files.items() if not k.endswith("MEMORY.md")}
+    r = memctl(b, "sync")
+    assert r.returncode == 0, r.stderr
+    assert cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b) and _status(a) == _status(b) == ""
+    assert versions <= _kept(b) and (b / "memory" / "only-on-a.md").exists()
+    assert memctl(b, "doctor").returncode == 0
