@@ -129,6 +129,21 @@ def _versions(root: Path, names: list[str]) -> set[bytes]:
     return {(root / "memory" / f"{name}.md").read_bytes() for name in names}
 
 
+def _both_changed(a: Path, b: Path, names: list[str]) -> set[bytes]:
+    """Facts `names` written on a and synced to b, then changed on both (a's pushed, b's not), and a fact
+    only a has: b's next sync merges with conflicts. Returns both machines' versions of those facts."""
+    for name in names:
+        assert cli(a, "remember", name, "-d", f"{name} as first written", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    for root, when in ((a, "2026-11-30T09:00:00+00:00"), (b, "2026-11-30T10:00:00+00:00")):
+        for name in names:
+            r = cli(root, "remember", name, "--update", "-d", f"{name} as {root.name} has it", env={"MEMCTL_NOW": when})
+            assert r.exit_code == 0, r.stderr
+    assert cli(a, "remember", "only-on-a", "-d", "a new fact on a", "-t", "user").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    return _versions(a, names) | _versions(b, names)
+
+
 def _kept(root: Path) -> set[bytes]:
     """Every fact text the clone holds: in place, or kept aside as a conflict copy."""
     folder = root / "memory"
@@ -144,17 +159,7 @@ def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_versio
     import time
 
     a, b, remote = pair
-    names = [f"shared-{n}" for n in range(5)]
-    for name in names:
-        assert cli(a, "remember", name, "-d", f"{name} as first written", "-t", "project").exit_code == 0
-    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
-    for root, when in ((a, "2026-11-30T09:00:00+00:00"), (b, "2026-11-30T10:00:00+00:00")):
-        for name in names:
-            r = cli(root, "remember", name, "--update", "-d", f"{name} as {root.name} has it", env={"MEMCTL_NOW": when})
-            assert r.exit_code == 0, r.stderr
-    assert cli(a, "remember", "only-on-a", "-d", "a new fact on a", "-t", "user").exit_code == 0
-    assert cli(a, "sync").exit_code == 0
-    versions = _versions(a, names) | _versions(b, names)
+    versions = _both_changed(a, b, [f"shared-{n}" for n in range(5)])
     head = git(b, "rev-parse", "HEAD")
     blocking, flag = _blocking_git(tmp_path, b, stop)
     argv = [sys.executable, "-m", "memctl", "--root", str(b), "sync"]
@@ -277,16 +282,7 @@ def test_a_git_killed_after_writing_the_merge_index_but_before_merge_head_does_n
     import time
 
     a, b, _ = pair
-    names = [f"shared-{n}" for n in range(3)]
-    for name in names:
-        assert cli(a, "remember", name, "-d", f"{name} as first written", "-t", "project").exit_code == 0
-    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
-    for root, when in ((a, "2026-11-30T09:00:00+00:00"), (b, "2026-11-30T10:00:00+00:00")):
-        for name in names:
-            assert cli(root, "remember", name, "--update", "-d", f"{name} as {root.name} has it", env={"MEMCTL_NOW": when}).exit_code == 0
-    assert cli(a, "remember", "only-on-a", "-d", "a new fact on a", "-t", "user").exit_code == 0
-    assert cli(a, "sync").exit_code == 0
-    versions = _versions(a, names) | _versions(b, names)
+    versions = _both_changed(a, b, [f"shared-{n}" for n in range(3)])
     head, files = git(b, "rev-parse", "HEAD"), _files(b)
     flag, script = tmp_path / "merged", tmp_path / "git-dies-before-merge-head"
     script.write_text(f"""#!/bin/sh
