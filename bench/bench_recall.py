@@ -2,7 +2,7 @@
 
     python bench/bench_recall.py [--facts 10000] [--episodes 50000] [--runs 10] [--strict]
                                  [--query "deploy schedule"] [--word deploy] [--keep] [--hybrid]
-                                 [--baseline-src DIR] [--installed]
+                                 [--watch] [--baseline-src DIR] [--installed]
 
 Builds a throwaway git store: N fact files (half Japanese, half English
 descriptions and bodies) written directly with memctl.fact.render and indexed
@@ -17,6 +17,8 @@ then times, interleaved so machine noise hits all alike:
   - memctl recall QUERY --mode keyword --no-log                      (budget <= 100 ms)
   - memctl recall QUERY --source all --mode keyword --no-log         (budget <= 100 ms)
   - memctl context --query QUERY --mode keyword --no-log --budget 4000 (budget <= 120 ms)
+  - with --watch: the three rows above again with `memctl embed-server` running for the store,
+    whose watch of the fact folders spares each command its stat of every fact file (memctl/watch.py)
   - with --hybrid: memctl recall QUERY --mode hybrid --no-log, e5-small-q4 in-process
     (MEMCTL_NO_SERVER=1), after a warm-up run that fills the facts' vector cache, and the
     same with `memctl embed-server` running for the store (it answers the vector part
@@ -54,7 +56,9 @@ from pathlib import Path
 
 BUDGETS_MS = {"memctl recall (facts)": 100.0, "memctl recall --source all": 100.0,
               "memctl context --query": 120.0, "memctl recall --mode hybrid (e5)": 150.0,
-              "memctl recall --mode hybrid (e5, embed-server)": 150.0}
+              "memctl recall --mode hybrid (e5, embed-server)": 150.0,
+              "memctl recall (facts), watched": 100.0, "memctl recall --source all, watched": 100.0,
+              "memctl context --query, watched": 120.0}
 INSTALLED: list[Path] = []  # the venv of --installed
 FACT_TYPES = ("user", "feedback", "project", "reference", "procedure")
 EPISODE_TYPES = ("decision", "error", "success", "feedback", "conflict")
@@ -230,6 +234,9 @@ def main() -> int:
     parser.add_argument("--no-bytecode-cache", action="store_true", help="do not give memctl a .pyc cache")
     parser.add_argument("--hybrid", action="store_true",
                         help="also time recall --mode hybrid with e5-small-q4 (the warm-up embeds every fact once)")
+    parser.add_argument("--watch", action="store_true",
+                        help="also time the keyword rows with `memctl embed-server` running, whose watch of the fact "
+                             "folders (memctl/watch.py) spares each command its stat of every fact file")
     parser.add_argument("--installed", action="store_true",
                         help="time memctl installed by `pip install .` into a venv of its own (bench/installed.py)")
     parser.add_argument("--baseline-src", type=Path, default=None,
@@ -277,11 +284,15 @@ def main() -> int:
                 handle.write('\n[embedding]\nbackend = "e5-small-q4"\nfallback = "fail"\n')
             commands["memctl recall --mode hybrid (e5)"] = [*memctl, "recall", args.query, "--mode", "hybrid", "--no-log"]
             commands["memctl recall --mode hybrid (e5, embed-server)"] = commands["memctl recall --mode hybrid (e5)"]
+        if args.watch:
+            for name in ("memctl recall (facts)", "memctl recall --source all", "memctl context --query"):
+                commands[f"{name}, watched"] = commands[name]
         budgets = {name: BUDGETS_MS[name] for name in commands if name in BUDGETS_MS}
+        served = ("embed-server", "watched")
         runs = {name: (argv, empty if "empty" in name else root,
-                       env if "embed-server" in name else dict(env, MEMCTL_NO_SERVER="1"))
+                       env if any(s in name for s in served) else dict(env, MEMCTL_NO_SERVER="1"))
                 for name, argv in commands.items()}
-        if args.hybrid:
+        if args.hybrid or args.watch:
             server = start_server(memctl, env, root)
         for argv, cwd, run_env in runs.values():  # warm: the recall index, vector cache, page cache, bytecode cache
             time_once(argv, run_env, cwd)
@@ -289,17 +300,17 @@ def main() -> int:
             base_root, base_empty = tmp / "store-base", tmp / "empty-base"
             # The vector caches hard-linked: a copy would be a new inode, which the manifest's stamp
             # of vectors.npy rejects (re-embedding 10,000 facts); saves replace files by rename.
-            shutil.copytree(root, base_root, symlinks=True, ignore=shutil.ignore_patterns("embed.sock", "embed.pid"),
+            shutil.copytree(root, base_root, symlinks=True, ignore=shutil.ignore_patterns("*.sock", "embed.pid"),
                             copy_function=lambda src, dst: (
                                 os.link(src, dst) if f"{os.sep}vectors{os.sep}" in src else shutil.copy2(src, dst)))
             shutil.copytree(empty, base_empty, symlinks=True)
             base_env = dict(env, PYTHONPATH=str(args.baseline_src.resolve()))
-            if args.hybrid:  # the baseline's embed-server row is answered by the baseline's own server
+            if args.hybrid or args.watch:  # the baseline's embed-server rows are answered by the baseline's own server
                 base_server = start_server([*memctl_command(), "--root", str(base_root)], base_env, base_root)
             for name, argv in commands.items():
                 if name.startswith("memctl"):
                     twin = [str(base_root) if a == str(root) else str(base_empty) if a == str(empty) else a for a in argv]
-                    twin_env = base_env if "embed-server" in name else dict(base_env, MEMCTL_NO_SERVER="1")
+                    twin_env = base_env if any(s in name for s in served) else dict(base_env, MEMCTL_NO_SERVER="1")
                     runs[f"{name} [baseline]"] = (twin, base_empty if "empty" in name else base_root, twin_env)
                     time_once(twin, twin_env, base_empty if "empty" in name else base_root)
         found = check_outputs(runs)
@@ -343,7 +354,7 @@ def main() -> int:
               f"{found.get(name, '')}")
     load = os.getloadavg()[0]
     print(f"({args.runs} interleaved runs each; {args.facts} facts, {args.episodes} episodes; query {args.query!r}; "
-          f"warm caches; keyword path except the hybrid row; {os.cpu_count()} cores, load average "
+          f"warm caches; keyword path except the hybrid rows; 'watched': embed-server running; {os.cpu_count()} cores, load average "
           f"{load_before:.1f} before the timed runs, {load:.1f} after; "
           f"bytecode cache: {'no' if args.no_bytecode_cache else 'yes'}; memctl: "
           f"{'installed by pip into ' + str(INSTALLED[0]) if INSTALLED else ' '.join(memctl_command())})")

@@ -424,6 +424,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("label?", "string", "Serving: the embedder's label."),
         ("notes?", "list[string]", "Serving: notes."),
         ("socket?", "string", "Serving: the socket, relative to the store."),
+        ("watch?", "boolean", "Serving: the fact folders are watched (inotify), so commands skip their stat of every fact file."),
     ),
     "state_update": (
         ("path", "string", "STATE.md, relative to the store."),

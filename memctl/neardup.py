@@ -976,6 +976,7 @@ def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None
     without a request after which the server exits. The store's server lock is taken first, so a
     second server refuses before loading anything.
     """
+    from . import watch
     from .embed import server
 
     settings = embed.settings_for(store)
@@ -993,5 +994,7 @@ def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None
             "notes": engine.notes,
         }
         handlers = {**Warm(store, engine).handlers(), **(more(engine.embedder) if more else {})}
-        server.serve(store, settings.key(), info, handlers,
-                     ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None, idle=idle)
+        with watch.serving(store) as watching:  # the fact folders' stamp: commands skip their stat of every file
+            info["watch"] = watching
+            server.serve(store, settings.key(), info, handlers,
+                         ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None, idle=idle)

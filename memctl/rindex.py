@@ -279,7 +279,9 @@ def _sidecar_stamp(store: Store) -> str:
 def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
     """Bring the fact documents up to date with the files; True when any changed.
 
-    The fast path is one listdir and one stat per file (no way around it that
+    With the store's resident watch running (watch.py) and no fact file changed
+    since the last check, not even that: its stamp is the one recorded.
+    Otherwise the fast path is one listdir and one stat per file (no way around it that
     still sees an in-place write: it changes the file's mtime and ctime but not
     its folder's; docs/RECALL.md "Freshness") hashed into one digest; only when
     the digest differs are the stamps compared file by file. A file whose ctime
@@ -289,10 +291,19 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
     """
     import stat as stat_mod
 
+    from . import watch
+
+    sidecar = _sidecar_stamp(store)  # what memctl keeps per fact in a Claude Code directory: in every stamp
+    # Asked before the stat of any file: a change after the answer moves the next one (watch.py).
+    watched = watch.stamp(store)
+    watched = watched + sidecar if watched is not None else ""
+    if watched and _meta(conn, "facts.watch") == watched:
+        return False  # no fact file changed since the check that recorded it
     started = time.time_ns()
     listing = _fact_stats(store)
-    sidecar = _sidecar_stamp(store)  # what memctl keeps per fact in a Claude Code directory: in every stamp
     digest = _facts_digest(listing) + sidecar
+    if watched:  # (a check without the watch leaves its stamp: the files are as they were at it, or newer)
+        _set_meta(conn, "facts.watch", watched)
     if _meta(conn, "facts.digest") == digest:
         return False
     on_disk: dict[str, tuple[str, bool]] = {}

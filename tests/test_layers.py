@@ -19,10 +19,10 @@ PACKAGE = REPO / "memctl"
 
 # floor -> modules (a package name stands for all its modules, e.g. "embed" for embed/*).
 LAYERS: dict[int, tuple[str, ...]] = {
-    1: ("errors", "output", "textnorm", "clock", "tsv", "markers", "numerals", "jsonshape", "early", "private", "chunking"),
+    1: ("errors", "output", "textnorm", "clock", "tsv", "markers", "numerals", "jsonshape", "early", "private", "chunking", "unixsock"),
     2: ("fact", "config", "fsutil", "gitstore", "importers", "secrets", "runcmd"),
     3: ("store", "index", "parsecache", "embed", "merge", "claude_memory", "trust"),
-    4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes", "sources"),
+    4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes", "sources", "watch"),
     5: ("state", "neardup", "judge", "sync", "sync_fast"),
     6: ("recall", "jobs", "lifecycle", "transcripts", "docindex"),
     7: ("context", "doctor", "maintain", "resident"),

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from _socket import AF_UNIX, SOCK_STREAM
 from _socket import socket as _unix_socket
 
+from .. import unixsock
 from ..errors import BadInput, MemctlError, NotFound, Refused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,20 +57,6 @@ Handler = Callable[[dict[str, Any]], "tuple[dict[str, Any], bytes]"]
 
 def socket_path(store: "Store") -> Path:
     return store.embed_socket
-
-
-@contextlib.contextmanager
-def _short(path: Path) -> Iterator[str]:
-    """A path short enough for sun_path (108 bytes): via /proc/self/fd when needed (Linux)."""
-    text = str(path)
-    if len(text.encode()) < 100 or not Path("/proc/self/fd").is_dir():
-        yield text
-        return
-    fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_PATH", 0))
-    try:
-        yield f"/proc/self/fd/{fd}/{path.name}"
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------- framing
@@ -134,7 +121,7 @@ def ask(store: "Store", op: str, payload: dict[str, Any] | None = None, blob: by
 
         key = settings_for(store).key()
     try:
-        with _short(path) as address, contextlib.closing(_unix_socket(AF_UNIX, SOCK_STREAM)) as sock:
+        with unixsock.address(path) as address, contextlib.closing(_unix_socket(AF_UNIX, SOCK_STREAM)) as sock:
             sock.settimeout(CONNECT_TIMEOUT)
             sock.connect(address)
             sock.settimeout(_timeout() if timeout is None else timeout)
@@ -209,15 +196,6 @@ def remote(store: "Store") -> RemoteEmbedder | None:
 # ---------------------------------------------------------------- server
 
 
-def _peer_uid(conn: "socket.socket") -> int | None:
-    import socket
-
-    if not hasattr(socket, "SO_PEERCRED"):
-        return None
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
-
-
 @contextlib.contextmanager
 def single(store: "Store") -> Iterator[None]:
     """This process is the store's one embed server while inside (Refused when another one is)."""
@@ -276,20 +254,8 @@ def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Ha
           ready: Callable[[Path], None] | None = None, idle: float | None = None) -> None:
     """Answer requests until asked to stop (or SIGTERM/SIGINT, or `idle` seconds without a request).
     Blocks. The caller holds `single(store)`."""
-    import socket
-
     path = socket_path(store)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a dead server's socket: we hold the lock, so nobody else uses it
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_mask = os.umask(0o177)
-    try:
-        with _short(path) as address:
-            sock.bind(address)
-    finally:
-        os.umask(old_mask)
-    os.chmod(path, 0o600)
-    sock.listen(16)
+    sock = unixsock.listening(path)  # a dead server's socket is replaced: we hold the lock
     sock.settimeout(idle)
     stopping = False
 
@@ -322,8 +288,7 @@ def _answer(conn: "socket.socket", key: str, info: dict[str, Any], handlers: dic
     """Serve one connection; True when the server should stop."""
     conn.settimeout(10.0)
     try:
-        uid = _peer_uid(conn)
-        if uid is not None and uid not in (os.getuid(), 0):
+        if not unixsock.served_by_owner(conn):
             return False
         request, blob = receive(conn)
         op = request.get("op")
