@@ -75,7 +75,7 @@ def stamp(store: "Store") -> str | None:
     except OSError:
         return None  # a stale socket (a killed server), or one too busy to answer in time
     text, _, folder = data.partition(b"\0")
-    if not text or text == b"-" or os.fsdecode(folder) != os.path.abspath(store.memory_dir):
+    if not text or text == b"-" or os.fsdecode(folder) != os.path.realpath(store.memory_dir):
         return None  # no watch for these folders (another memory/ since the server started, or it went away)
     return text.decode("ascii", "replace")
 
@@ -93,6 +93,7 @@ class FactWatch:
 
         self.store = store
         self.archive_name = store.archive_dir.name
+        self.folder = os.path.realpath(store.memory_dir)  # what a client's store names, through any link above it
         self.nonce = os.urandom(6).hex()
         self.changes = 0
         self.gone = False  # memory/ itself was removed or moved: no stamp from here on
@@ -166,7 +167,7 @@ class FactWatch:
         self.drain()
         if self.gone:
             return b"-"
-        return f"{self.nonce}:{self.changes}".encode() + b"\0" + os.fsencode(os.path.abspath(self.store.memory_dir))
+        return f"{self.nonce}:{self.changes}".encode() + b"\0" + os.fsencode(self.folder)
 
     def close(self) -> None:
         os.close(self.fd)

@@ -98,6 +98,10 @@ def test_memory_moved_away_gives_no_stamp_and_a_dead_or_foreign_socket_none_eith
         assert watch.stamp(store) is None
         os.rename(tmp_path / "moved", store.memory_dir)
         assert watch.stamp(store) is None  # the watch followed the old folder: it never answers for this one again
+    linked = tmp_path / "linked-store"
+    linked.symlink_to(store.root)  # the same store by another path: the same folders, the same stamp
+    with watch.serving(open_store(linked)):
+        assert watch.stamp(store) is not None and watch.stamp(store) == watch.stamp(open_store(linked))
     path = watch.socket_path(store)
     path.write_text("not a socket")
     assert watch.stamp(store) is None
