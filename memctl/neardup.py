@@ -995,6 +995,7 @@ def run_server(store: "Store", *, ready: Callable[[dict[str, Any]], None] | None
         }
         handlers = {**Warm(store, engine).handlers(), **(more(engine.embedder) if more else {})}
         with watch.serving(store) as watching:  # the fact folders' stamp: commands skip their stat of every file
-            info["watch"] = watching
+            info["watch"] = watching is not None
             server.serve(store, settings.key(), info, handlers,
-                         ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None, idle=idle)
+                         ready=(lambda path: ready({**info, "socket": store.rel(path)})) if ready else None, idle=idle,
+                         asked_elsewhere=(lambda: watching.asked) if watching else None)

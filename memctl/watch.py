@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -97,6 +98,7 @@ class FactWatch:
         self.nonce = os.urandom(6).hex()
         self.changes = 0
         self.gone = False  # memory/ itself was removed or moved: no stamp from here on
+        self.asked = time.monotonic()  # when a command last asked for the stamp (the server's idle clock reads it)
         self._libc = ctypes.CDLL(None, use_errno=True)
         if not hasattr(self._libc, "inotify_init1"):
             raise OSError("no inotify on this system")
@@ -164,6 +166,7 @@ class FactWatch:
             self.digest, self.changes = digest, self.changes + 1
 
     def answer(self) -> bytes:
+        self.asked = time.monotonic()
         self.drain()
         if self.gone:
             return b"-"
@@ -174,8 +177,8 @@ class FactWatch:
 
 
 @contextlib.contextmanager
-def serving(store: "Store", recheck_seconds: float = RECHECK_SECONDS) -> Iterator[bool]:
-    """While inside, a thread answers stamps on `.memctl/watch.sock`; yields whether it does (False where
+def serving(store: "Store", recheck_seconds: float = RECHECK_SECONDS) -> Iterator[FactWatch | None]:
+    """While inside, a thread answers stamps on `.memctl/watch.sock`; yields the watch (None where
     inotify is missing or memory/ cannot be watched: commands then check every file). The caller is the
     store's one resident (it holds the embed-server lock), so a socket left at the path is a dead one's."""
     import threading
@@ -183,7 +186,7 @@ def serving(store: "Store", recheck_seconds: float = RECHECK_SECONDS) -> Iterato
     try:
         watch = FactWatch(store)
     except (OSError, AttributeError):
-        yield False
+        yield None
         return
     path = socket_path(store)
     listener = unixsock.listening(path)
@@ -192,7 +195,7 @@ def serving(store: "Store", recheck_seconds: float = RECHECK_SECONDS) -> Iterato
                               name="memctl-watch", daemon=True)
     thread.start()
     try:
-        yield True
+        yield watch
     finally:
         os.write(wake_w, b"x")
         thread.join(timeout=5)
@@ -207,7 +210,6 @@ def serving(store: "Store", recheck_seconds: float = RECHECK_SECONDS) -> Iterato
 def _answer_all(watch: FactWatch, listener, wake: int, recheck_seconds: float) -> None:
     """The watch's thread: drain events as they come, answer each asker, recheck every file now and then."""
     import select
-    import time
 
     due = time.monotonic() + recheck_seconds
     while True:

@@ -197,3 +197,25 @@ def test_every_write_made_before_a_command_is_in_its_answer_with_the_embed_serve
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_commands_asking_the_watch_keep_an_idle_embed_server_up_and_it_exits_once_nobody_asks(root):
+    """The SessionStart hook starts the server with --idle: keyword commands, which ask only the watch,
+    are requests too; once nobody asks anything for --idle seconds, it exits."""
+    (root / "memctl.toml").write_text((root / "memctl.toml").read_text(encoding="utf-8")
+                                      + '\n[embedding]\nbackend = "char-ngram"\n', encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "embed-server", "--json", "--idle", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(proc.stdout.readline())["watch"] is True
+        store = open_store(root)
+        asked = time.monotonic()
+        while time.monotonic() - asked < 6:  # three idle periods, with a stamp asked every 0.3 s
+            assert watch.stamp(store) is not None and proc.poll() is None
+            time.sleep(0.3)
+        assert proc.wait(timeout=60) == 0  # nobody asks: gone after --idle seconds
+        assert watch.stamp(store) is None and not watch.socket_path(store).exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

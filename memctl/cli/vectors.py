@@ -218,7 +218,7 @@ def embed_server(
     ctx: typer.Context,
     stop: Annotated[bool, typer.Option("--stop", help="Stop the running server.")] = False,
     idle: Annotated[Optional[int], typer.Option("--idle", min=1, metavar="SECONDS",
-                                                help="Exit after this many seconds without a request.")] = None,
+                                                help="Exit after this many seconds without a request (a command asking the fact watch counts).")] = None,
     warm: Annotated[bool, typer.Option("--warm", help="Embed recall's facts before answering.")] = False,
     json: JsonOpt = False,
 ) -> None:

@@ -251,9 +251,12 @@ def start(store: "Store", idle_seconds: int) -> bool:
 
 
 def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Handler], *,
-          ready: Callable[[Path], None] | None = None, idle: float | None = None) -> None:
+          ready: Callable[[Path], None] | None = None, idle: float | None = None,
+          asked_elsewhere: Callable[[], float] | None = None) -> None:
     """Answer requests until asked to stop (or SIGTERM/SIGINT, or `idle` seconds without a request).
-    Blocks. The caller holds `single(store)`."""
+    `asked_elsewhere()`: the time.monotonic() of the last request the caller answers on another socket
+    (the fact watch's stamps), which counts as one. Blocks. The caller holds `single(store)`."""
+    import time
     path = socket_path(store)
     sock = unixsock.listening(path)  # a dead server's socket is replaced: we hold the lock
     sock.settimeout(idle)
@@ -269,8 +272,13 @@ def serve(store: "Store", key: str, info: dict[str, Any], handlers: dict[str, Ha
         while not stopping:
             try:
                 conn, _ = sock.accept()
-            except TimeoutError:  # nobody asked for `idle` seconds
-                break
+            except TimeoutError:  # nobody asked here for `idle` seconds
+                quiet = time.monotonic() - asked_elsewhere() if asked_elsewhere else float("inf")
+                if quiet >= idle:
+                    break
+                sock.settimeout(idle - quiet)  # asked there meanwhile: idle counts from that request
+                continue
+            sock.settimeout(idle)
             conn.settimeout(None)
             with conn:
                 stopping = _answer(conn, key, info, handlers)
