@@ -97,7 +97,7 @@ class FactWatch:
         self.folder = os.path.realpath(store.memory_dir)  # what a client's store names, through any link above it
         self.nonce = os.urandom(6).hex()
         self.changes = 0
-        self.gone = False  # memory/ itself was removed or moved: no stamp from here on
+        self.gone = False  # memory/ itself was removed or moved: no stamp until a recheck finds it back
         self.asked = time.monotonic()  # when a command last asked for the stamp (the server's idle clock reads it)
         self._libc = ctypes.CDLL(None, use_errno=True)
         if not hasattr(self._libc, "inotify_init1"):
@@ -159,11 +159,30 @@ class FactWatch:
                 self.changes += 1
 
     def recheck(self) -> None:
-        """Compare every fact file's stat with the last recheck's: what inotify does not report moves the stamp too."""
+        """Compare every fact file's stat with the last recheck's: what inotify does not report moves the stamp too.
+        A memory/ that was gone and is back is watched again."""
         self.drain()
+        if self.gone:
+            self._watch_again()
+            return
         digest = self._digest()
         if digest != self.digest:
             self.digest, self.changes = digest, self.changes + 1
+
+    def _watch_again(self) -> None:
+        """memory/ is back (moved away and back, or made anew): watched afresh under a new nonce, so that
+        no index checked at a stamp of before counts as checked (inotify gives the same folder its old wd)."""
+        memory_wd = self._add(self.store.memory_dir)
+        if memory_wd < 0:
+            return
+        archive_wd = self._add(self.store.archive_dir)
+        for old in (self.memory_wd, self.archive_wd):
+            if old >= 0 and old not in (memory_wd, archive_wd):
+                self._libc.inotify_rm_watch(self.fd, old)
+        self.memory_wd, self.archive_wd = memory_wd, archive_wd
+        self.folder = os.path.realpath(self.store.memory_dir)
+        self.nonce, self.changes, self.gone = os.urandom(6).hex(), 0, False
+        self.digest = self._digest()
 
     def answer(self) -> bytes:
         self.asked = time.monotonic()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -92,12 +93,26 @@ def test_the_stamp_moves_with_every_change_to_a_fact_file_and_only_then(store):
 
 
 def test_memory_moved_away_gives_no_stamp_and_a_dead_or_foreign_socket_none_either(store, tmp_path):
-    with watch.serving(store):
-        assert watch.stamp(store) is not None
+    with watch.serving(store, recheck_seconds=0.2):
+        before = watch.stamp(store)
+        assert before is not None
         os.rename(store.memory_dir, tmp_path / "moved")
         assert watch.stamp(store) is None
+        (tmp_path / "moved" / "written-while-away.md").write_text("away\n")
         os.rename(tmp_path / "moved", store.memory_dir)
-        assert watch.stamp(store) is None  # the watch followed the old folder: it never answers for this one again
+        # Back, and watched again at the next recheck, under a stamp no index was checked at.
+        assert _eventually(lambda: watch.stamp(store) is not None)
+        again = watch.stamp(store)
+        assert again != before
+        (store.memory_dir / "written-while-away.md").write_text("back\n")
+        assert watch.stamp(store) != again  # the folder is watched, not only answered for
+        shutil.rmtree(store.memory_dir)
+        assert watch.stamp(store) is None
+        store.memory_dir.mkdir()
+        assert _eventually(lambda: watch.stamp(store) is not None)  # a memory/ made anew is watched too
+        fresh = watch.stamp(store)
+        (store.memory_dir / "new.md").write_text("new\n")
+        assert watch.stamp(store) != fresh
     linked = tmp_path / "linked-store"
     linked.symlink_to(store.root)  # the same store by another path: the same folders, the same stamp
     with watch.serving(open_store(linked)):
