@@ -204,13 +204,15 @@ def fact_vector_text(name: str, description: str) -> str:
 
 def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
             path: str, type_: str, tags: Sequence[str], importance: float, confidence: float, ts: float | None,
-            pinned: bool, status: str, expires: float | None, agent: str = "", body: str = "") -> int:
+            pinned: bool, status: str, expires: float | None, agent: str = "", body: str = "",
+            doc_id: int | None = None) -> int:
+    """Insert one document; `doc_id` (a file read again) keeps the id its earlier row had."""
     tokens = search_tokens(text, document=True)
     cur = conn.execute(
-        "INSERT INTO docs(kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned,"
-        " status, expires, agent, ntok, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts, int(pinned),
-         status, expires, agent, len(tokens), body),
+        "INSERT INTO docs(id, kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned,"
+        " status, expires, agent, ntok, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (doc_id, kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts,
+         int(pinned), status, expires, agent, len(tokens), body),
     )
     doc = cur.lastrowid
     conn.execute("INSERT INTO fts(rowid, tokens, kind) VALUES (?, ?, ?)", (doc, " ".join(tokens), kind))
@@ -317,11 +319,15 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
                 on_disk[prefix + name] = (stamp, archived)
     _set_meta(conn, "facts.digest", "" if racy else digest)
     known = dict(conn.execute("SELECT path, stamp FROM files"))
+    # A file read again keeps its document's id: the vector caches list documents in id order, so a
+    # new id would reorder them (and have them saved again) for a fact that did not move.
+    earlier: dict[str, int] = {}
     for path, stamp in known.items():
         if path not in on_disk or on_disk[path][0] != stamp or stamp.startswith("racy:"):
             row = conn.execute("SELECT doc FROM files WHERE path=?", (path,)).fetchone()
             if row and row[0] is not None:
                 _delete_doc(conn, row[0])
+                earlier[path] = row[0]
             conn.execute("DELETE FROM files WHERE path=?", (path,))
     root = str(store.root) + os.sep
     changed = [(path, stamp, archived) for path, (stamp, archived) in on_disk.items()
@@ -330,6 +336,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
         return bool(set(known) - set(on_disk))
     from . import fact as fact_mod  # PyYAML: imported only when a fact file changed (the prompt hook's budget)
 
+    changed.sort(key=lambda one: one[0] not in earlier)  # the ids kept first: a new one is then above them all
     loaded = []
     for path, stamp, archived in changed:
         try:
@@ -359,6 +366,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
                 _unit(fact.meta("confidence"), store.config.confidence_for(fact.type)),
                 _epoch(fact.meta("updated")) or _epoch(fact.meta("created")),
                 bool(fact.meta("pinned")), status, _epoch(fact.meta("expires")), body=fact.body,
+                doc_id=earlier.get(path),
             )
         conn.execute("INSERT INTO files VALUES (?, ?, ?)", (path, stamp, doc))
     return True

@@ -249,3 +249,28 @@ def json_load(path):
     import json
 
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _fact_ids(store) -> list[tuple[int, str]]:
+    with rindex.opened(store) as conn:
+        return list(conn.execute("SELECT id, key FROM docs WHERE kind='fact' ORDER BY id"))
+
+
+def test_a_fact_read_again_keeps_its_document_id(root, monkeypatch):
+    """A fact edited, or read again because its write is racy, keeps its id: the vector caches list
+    documents in id order, and a new id would reorder them (and have them saved again) for nothing."""
+    monkeypatch.setattr(rindex, "RACY_NS", 0)
+    store = _seed(root)
+    time.sleep(0.05)
+    first = _fact_ids(store)
+    edited = root / "memory" / f"{first[0][1]}.md"  # the lowest id: a new one would move it last
+    edited.write_text(edited.read_text(encoding="utf-8").replace("\n---\n", "\n---\nquokka\n", 1), encoding="utf-8")
+    assert _fact_ids(store) == first and _keys(store, "quokka") == [first[0][1]]
+    monkeypatch.setattr(rindex, "RACY_NS", 10**12)  # every file racy: each read again by every sync
+    assert _fact_ids(store) == first and _fact_ids(store) == first
+    monkeypatch.setattr(rindex, "RACY_NS", 0)
+    _remember(store, "walrus", "The walrus sleeps in the server room")
+    (root / "memory" / f"{first[1][1]}.md").unlink()
+    now = _fact_ids(store)
+    assert now[:-1] == [first[0], *first[2:]]
+    assert now[-1][1] == "walrus" and now[-1][0] > max(doc[0] for doc in now[:-1])  # a new fact comes after them
