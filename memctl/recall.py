@@ -878,9 +878,9 @@ class Signals(NamedTuple):
     vector: dict[int, float]  # calibrated cosine (empty in keyword mode)
     own: dict[int, float]  # the relevance of each candidate's own text
     window: dict[int, float]  # the relevance of each turn's conversation window (shown by --explain)
-    context: dict[int, tuple[float, float | None]] = {}  # (coverage, calibrated vector) of each turn's window
-    use: str = "keyword"  # the mode in use
-    cjk: bool = False  # the query has kana/kanji
+    context: dict[int, tuple[float, float | None]]  # (coverage, calibrated vector) of each turn's window
+    use: str  # the mode in use: keyword, vector or hybrid
+    cjk: bool  # the query has kana/kanji
 
 
 def relevance_of(keyword: float, vector: float | None, use: str, cjk: bool, chunk: bool = False) -> float:
