@@ -81,6 +81,14 @@ def stamp(store: "Store") -> str | None:
     return text.decode("ascii", "replace")
 
 
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _counts(name: str) -> bool:
     """Whether a change to `name` in a watched folder is a change to a fact file (rindex._fact_stats's choice)."""
     return name.endswith(".md") and name != "MEMORY.md" and not name.startswith(".")
@@ -97,7 +105,8 @@ class FactWatch:
         self.folder = os.path.realpath(store.memory_dir)  # what a client's store names, through any link above it
         self.nonce = os.urandom(6).hex()
         self.changes = 0
-        self.gone = False  # memory/ itself was removed or moved: no stamp until a recheck finds it back
+        self.gone = False  # memory/ itself was removed or moved: no stamp until it is watched again
+        self.blind = False  # the archive is there but could not be watched (inotify's limit, its mode): no stamp
         self.asked = time.monotonic()  # when a command last asked for the stamp (the server's idle clock reads it)
         self._libc = ctypes.CDLL(None, use_errno=True)
         if not hasattr(self._libc, "inotify_init1"):
@@ -105,15 +114,31 @@ class FactWatch:
         self.fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1")
+        # (dev, inode) before the watch: a folder replaced in between is then seen as replaced, not missed
+        self.identity = _identity(store.memory_dir)
         self.memory_wd = self._add(store.memory_dir)
         if self.memory_wd < 0:
             os.close(self.fd)
             raise OSError(ctypes.get_errno(), f"cannot watch {store.memory_dir}")
-        self.archive_wd = self._add(store.archive_dir)
+        self.archive_wd = self._add_archive()
         self.digest = self._digest()
 
     def _add(self, folder: Path) -> int:
         return self._libc.inotify_add_watch(self.fd, os.fsencode(folder), _ASKED)
+
+    def _add_archive(self) -> int:
+        """The archive's watch, or -1: none there (fine), or one that cannot be watched (`blind`)."""
+        import ctypes
+        import errno
+
+        wd = self._add(self.store.archive_dir)
+        self.blind = wd < 0 and ctypes.get_errno() not in (errno.ENOENT, errno.ENOTDIR)
+        return wd
+
+    def _replaced(self) -> bool:
+        """Whether memory/ is not the folder watched: the kernel holds back its delete event while anything
+        still has the old one open (a shell in it, an open file), and the new one's writes report nothing."""
+        return _identity(self.store.memory_dir) != self.identity
 
     def _digest(self) -> str:
         from . import rindex
@@ -145,7 +170,7 @@ class FactWatch:
             elif mask & IN_ISDIR and name == self.archive_name:  # the archive made, removed or moved
                 if self.archive_wd >= 0:
                     self._libc.inotify_rm_watch(self.fd, self.archive_wd)
-                self.archive_wd = self._add(self.store.archive_dir)
+                self.archive_wd = self._add_archive()
                 self.changes += 1
             elif _counts(name):
                 self.changes += 1
@@ -162,7 +187,7 @@ class FactWatch:
         """Compare every fact file's stat with the last recheck's: what inotify does not report moves the stamp too.
         A memory/ that was gone and is back is watched again."""
         self.drain()
-        if self.gone:
+        if self.gone or self.blind or self._replaced():
             self._watch_again()
             return
         digest = self._digest()
@@ -172,14 +197,17 @@ class FactWatch:
     def _watch_again(self) -> None:
         """memory/ is back (moved away and back, or made anew): watched afresh under a new nonce, so that
         no index checked at a stamp of before counts as checked (inotify gives the same folder its old wd)."""
+        self.gone = True
+        identity = _identity(self.store.memory_dir)
         memory_wd = self._add(self.store.memory_dir)
         if memory_wd < 0:
             return
-        archive_wd = self._add(self.store.archive_dir)
+        archive_wd = self._add_archive()
         for old in (self.memory_wd, self.archive_wd):
             if old >= 0 and old not in (memory_wd, archive_wd):
                 self._libc.inotify_rm_watch(self.fd, old)
         self.memory_wd, self.archive_wd = memory_wd, archive_wd
+        self.identity = identity
         self.folder = os.path.realpath(self.store.memory_dir)
         self.nonce, self.changes, self.gone = os.urandom(6).hex(), 0, False
         self.digest = self._digest()
@@ -187,7 +215,9 @@ class FactWatch:
     def answer(self) -> bytes:
         self.asked = time.monotonic()
         self.drain()
-        if self.gone:
+        if self.gone or self._replaced():  # (one stat) watched afresh now, under a new nonce
+            self._watch_again()
+        if self.gone or self.blind:
             return b"-"
         return f"{self.nonce}:{self.changes}".encode() + b"\0" + os.fsencode(self.folder)
 

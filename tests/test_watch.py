@@ -138,6 +138,22 @@ def test_memory_moved_away_gives_no_stamp_and_a_dead_or_foreign_socket_none_eith
     listener.close()
 
 
+def test_a_memory_folder_replaced_while_the_old_one_is_held_open_is_watched_at_once(store, tmp_path):
+    """The kernel holds back the delete event of a folder that something still has open (a shell in it,
+    a `tail -f` of a fact): the watch sees the new folder by its inode at the next ask, not 30 s later."""
+    _fact(store.memory_dir, "kept-open", "開いたままのファイル")
+    with watch.serving(store), open(store.memory_dir / "kept-open.md", "rb"):
+        before = watch.stamp(store)
+        shutil.rmtree(store.memory_dir)
+        store.memory_dir.mkdir()
+        stamps = [watch.stamp(store)]
+        for n in range(3):
+            _fact(store.memory_dir, f"after-{n}", f"Written into the new folder, number {n}")
+            stamps.append(watch.stamp(store))
+        assert None not in stamps and before not in stamps
+        assert len(set(stamps)) == len(stamps)  # every write into the new folder moved the stamp
+
+
 def test_a_change_inotify_does_not_report_moves_the_stamp_at_the_next_recheck(store, tmp_path):
     fact = _fact(store.memory_dir, "deploy-window", "デプロイは火曜日だけ")
     link = tmp_path / "hard-link.md"
