@@ -620,13 +620,21 @@ def _cosines(embedder, queries: Sequence[str], vectors):
 
 def _conversation_links(conn, docs) -> dict[int, tuple[int | None, int | None]]:
     """(previous, next) turn of each document's conversation, for `docs` and every turn within
-    2 x WINDOW_RADIUS of them (the context of a neighbour that is itself a candidate); turns are
-    consecutive documents (ledger order), so one query reads them all."""
+    2 x WINDOW_RADIUS of them (the context of a neighbour that is itself a candidate). Turns are
+    mostly consecutive documents (ledger order), so one query reads them all; a turn reached past a
+    fact indexed between two of them is read by one more."""
     from . import rindex
 
     reach = 2 * WINDOW_RADIUS
     around = {d + step for d in docs for step in range(-reach, reach + 1) if d + step > 0}
-    return rindex.conversation_neighbours(conn, sorted(around), WINDOW_GAP_SECONDS, EVENT_TYPES)
+    links = rindex.conversation_neighbours(conn, sorted(around), WINDOW_GAP_SECONDS, EVENT_TYPES)
+    frontier = set(docs)
+    for _ in range(reach):
+        missing = frontier - links.keys()
+        if missing:
+            links.update(rindex.conversation_neighbours(conn, sorted(missing), WINDOW_GAP_SECONDS, EVENT_TYPES))
+        frontier = {n for d in frontier for n in links[d] if n is not None}
+    return links
 
 
 def _joined_coverage(parts, weights) -> float:

@@ -767,7 +767,9 @@ def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap
 
     Turns of one conversation are consecutive episodes (in ledger order) of
     the same type, not one of `events`, whose timestamps are at most
-    `gap_seconds` apart.
+    `gap_seconds` apart. Episodes are numbered in ledger order, but a fact
+    indexed between two appends takes a number between them: the episode
+    next to a turn is then looked for past it.
     """
     wanted = sorted(set(wanted))
     around = sorted({d + step for d in wanted for step in (-1, 0, 1)})
@@ -778,12 +780,39 @@ def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap
                 f"SELECT id, kind, type, ts FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
             info[doc] = (kind, type_, ts)
 
-    def joined(a: int, b: int) -> bool:
+    def episode_next_to(d: int, step: int) -> int | None:
+        if step < 0:
+            row = conn.execute("SELECT id, kind, type, ts FROM docs WHERE kind='episode' AND id<? ORDER BY id DESC LIMIT 1",
+                               (d,)).fetchone()
+        else:
+            row = conn.execute("SELECT id, kind, type, ts FROM docs WHERE kind='episode' AND id>? ORDER BY id LIMIT 1",
+                               (d,)).fetchone()
+        if row is None:
+            return None
+        info[row[0]] = tuple(row[1:])
+        return row[0]
+
+    def joined(a: int | None, b: int | None) -> bool:
         x, y = info.get(a), info.get(b)
         return (x is not None and y is not None and x[0] == y[0] == "episode" and x[1] == y[1] and x[1] not in events
                 and x[2] is not None and y[2] is not None and abs(y[2] - x[2]) <= gap_seconds)
 
-    return {d: (d - 1 if joined(d - 1, d) else None, d + 1 if joined(d, d + 1) else None) for d in wanted}
+    def turn(d: int) -> bool:
+        mine = info.get(d)
+        return mine is not None and mine[0] == "episode" and mine[1] not in events
+
+    found = {}
+    for d in wanted:
+        if not turn(d):
+            found[d] = (None, None)
+            continue
+        before, after = d - 1, d + 1
+        if info.get(before, ("",))[0] != "episode":  # a fact (or a gap) in between: the episode before it
+            before = episode_next_to(d, -1)
+        if info.get(after, ("",))[0] != "episode":
+            after = episode_next_to(d, 1)
+        found[d] = (before if joined(before, d) else None, after if joined(d, after) else None)
+    return found
 
 
 def passing(conn: sqlite3.Connection, wanted: Sequence[int], *, kinds: Sequence[str], statuses: Sequence[str],

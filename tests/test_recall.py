@@ -366,6 +366,30 @@ def test_a_conversation_window_finds_an_answer_split_over_two_turns(root):
     assert all(h.window is None for h in facts_only)
 
 
+def test_a_fact_indexed_between_two_turns_does_not_split_their_conversation(root):
+    """Turns appended one by one, each seen by a recall, with facts remembered in between (a live
+    session): the facts take index numbers between the turns, and the window still joins them."""
+    from memctl import episodes, ledger
+
+    store = open_store(root)
+    episodes.ensure_ledger(store, commit_changes=False)
+    t = "2026-05-08T13:56:00+00:00"
+    turns = ["Mel: did you finally try the pottery workshop?", "Caroline: yes, last Saturday in Kyoto with my sister",
+             "Mel: lovely, send photos"]
+    for n, text in enumerate(turns):
+        ledger.append(store, episodes.LEDGER, [{"id": f"ep-{n:04d}", "ts": t, "agent": "a", "type": "dialog",
+                                                "description": text, "outcome": "", "importance": "0.5", "tags": "",
+                                                "refs": ""}], commit_changes=False)
+        recall.recall(store, ["anything"], source="all", mode="keyword", log=False)  # indexed now
+        _remember(store, f"aside-{n}", f"Unrelated note number {n} about the office plants")
+        recall.recall(store, ["anything"], source="all", mode="keyword", log=False)
+    _, (hits,) = recall.recall(store, ["pottery workshop Kyoto Saturday"], source="episodes", mode="keyword", log=False,
+                               min_score=0)
+    by = {h.item.key: h for h in hits}
+    assert by["ep-0000"].window == pytest.approx(recall.keyword_relevance(1.0, False)) == by["ep-0001"].window
+    assert by["ep-0002"].keyword == 0 and by["ep-0002"].relevance > 0  # found through its context, as without facts
+
+
 def test_a_window_never_brings_in_an_episode_the_filters_exclude(root):
     store = open_store(root)
     t = "2026-05-08T13:56:00+00:00"
