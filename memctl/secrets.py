@@ -74,5 +74,5 @@ def scrub(texts: Sequence[str], where: str, *, quiet: bool = False, secrets: boo
 
         found = sum(redactor.counts.values())
         warn(f"{where}: {found} secret{'s' if found != 1 else ''} redacted before writing ({', '.join(sorted(redactor.counts))})",
-             hint="allow secrets to store the text as given (docs/RELIABILITY.md, Secrets)")
+             hint="run it again with --allow-secrets to store the text as given (docs/RELIABILITY.md, Secrets)")
     return cleaned

@@ -132,4 +132,7 @@ ORDINARY = [
     "internationalization and localization",
     "https://example.com/docs/guide?page=2#install",
     "git rebase -i HEAD~3 && git push --force-with-lease",
+    "The staging password: ask Alice, it is in 1Password",
+    "パスワードは1Passwordの共有Vaultにある。",
+    "Wi-Fi password: see the sticker under the router, it changes every month",
 ]

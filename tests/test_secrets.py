@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from conftest import cli, git, mcp_calls, memctl
 from memctl import secrets
 from memctl.importers import redact
-from secret_fakes import ENV_DB, ENV_STRIPE, FAKES, GITHUB_CLASSIC, ORDINARY, PW_EN_2
+from secret_fakes import ENV_DB, ENV_STRIPE, FAKES, GITHUB_CLASSIC, ORDINARY, PW_EN_1, PW_EN_2, PW_EN_3
 
 NOW = {"MEMCTL_NOW": "2026-05-01T10:00:00+09:00"}
 
@@ -74,6 +74,22 @@ def test_what_the_pre_check_passes_over_no_detector_would_change(parts):
     text = " ".join(parts)
     if not secrets.might_hold_secret(text):
         assert redact.build().redact(text) == text
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("Login failed: password=" + PW_EN_2 + " was wrong, then fixed the config and it worked",
+     "was wrong, then fixed the config and it worked"),
+    ("connect with user=app pwd=" + PW_EN_1 + " host=db", "host=db"),
+    ("my password: " + PW_EN_3 + ", do not share", ", do not share"),
+])
+def test_a_secret_in_a_sentence_goes_and_the_rest_of_the_sentence_stays(text, kept):
+    out = redact.build().redact(text)
+    assert PW_EN_2 not in out and PW_EN_1 not in out and PW_EN_3 not in out
+    assert out.endswith(kept) and "[REDACTED:secret-keyword]" in out
+
+
+def test_a_few_plain_words_after_a_keyword_may_be_a_passphrase_and_go_whole():
+    assert redact.build().redact("password: correct horse battery staple") == "password: [REDACTED:secret-keyword]"
 
 
 @pytest.mark.parametrize("text", ORDINARY)

@@ -104,14 +104,16 @@ class Redactor:
                 spans += [(*span, det.kind) for span in bounded_spans(det.pattern, text)]
                 continue
             if not det.by_line:
-                spans += [(*m.span(det.group), det.kind) for m in det.pattern.finditer(text)]
+                for m in det.pattern.finditer(text):
+                    start, end = m.span(det.group)
+                    if det.kind == "password" and _names_a_store(text[start:end]):
+                        continue  # "パスワードは1Passwordにある": where it is kept, not the password
+                    spans.append((start, end, det.kind))
                 continue
             if lines is None:
                 lines = _lines(text) if _KEYWORD_HINT.search(text) else []
             for offset, line in lines:
-                for m in det.pattern.finditer(line):
-                    start, end = m.span(det.group)
-                    spans.append((offset + start, offset + end, det.kind))
+                spans += [(offset + start, offset + end, det.kind) for start, end in _keyword_values(det, line)]
         if not spans:
             return text
         spans.sort(key=lambda s: (s[0], -s[1]))
@@ -126,6 +128,62 @@ class Redactor:
             pos = end
         out.append(text[pos:])
         return "".join(out)
+
+
+# Where a password is kept, named where the password would be: not a secret.
+_STORES = frozenset({"1password", "bitwarden", "keepass", "keepassxc", "lastpass", "dashlane", "keychain", "vault",
+                     "vaultwarden", "gopass", "pass", "op"})
+_PLAIN_WORD = re.compile(r"[A-Za-z]+")
+_TOKEN = re.compile(r"\S+")
+_TRAILING = ".,;:!?)」』\"'`"
+
+
+def _names_a_store(value: str) -> bool:
+    return value.strip(_TRAILING + "(「『").casefold() in _STORES
+
+
+def _secret_in_value(value: str) -> tuple[int, int] | None:
+    """Where the secret is in the value a keyword pattern took (to the end of its line), or None.
+
+    In a config line the whole value is the secret. In prose the line goes on: `password=hunter2 was
+    wrong, then ...` keeps everything after the first word when that word has a digit or a symbol;
+    a value that opens with a plain word and reads as a sentence (five words or more, or a comma or a
+    full stop before a space: `password: ask Alice, it is in 1Password`) holds no secret; a few plain
+    words (`correct horse battery staple`) may be a passphrase and go whole."""
+    words = list(_TOKEN.finditer(value))
+    if not words or _names_a_store(words[0].group()):
+        return None
+    if len(words) == 1:
+        return 0, len(value)
+    first = words[0]
+    if not _PLAIN_WORD.fullmatch(first.group().strip(_TRAILING)):
+        end = first.end()
+        while end > first.start() + 1 and value[end - 1] in _TRAILING:
+            end -= 1
+        return first.start(), end
+    if len(words) >= 5 or re.search(r"[,.;] ", value):
+        return None
+    return 0, len(value)
+
+
+def _keyword_values(det: Detector, line: str) -> Iterator[tuple[int, int]]:
+    """The secrets a keyword pattern finds in one line. Its value runs to the end of the line, so the
+    search goes on after the part taken (`a=x1 / PGPASSWORD=y2`: both), or after the first word of
+    a value that is prose (each search starts further on: linear in the words of the line)."""
+    pos = 0
+    while True:
+        m = det.pattern.search(line, pos)
+        if m is None:
+            return
+        start, end = m.span(det.group)
+        found = _secret_in_value(line[start:end])
+        if found is not None:
+            yield start + found[0], start + found[1]
+            pos = start + found[1]
+        else:
+            first = _TOKEN.search(line, start)
+            pos = first.end() if first is not None and first.start() < end else end
+        pos = max(pos, m.start() + 1)
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
