@@ -115,7 +115,7 @@ def work_tree(path: Path) -> Path:
                        "or write without committing (MEMCTL_NO_COMMIT=1, or [git] commit = false in memctl.toml)",
                        kind="not-a-repo", store=_quoted(path))
     stderr = done.stderr.decode("utf-8", "replace").strip()
-    detail = stderr.splitlines()[-1] if stderr else f"exit status {done.returncode}"
+    detail = reason(stderr, f"exit status {done.returncode}")
     raise GitError(f"git does not work in {path}: `{git_executable()} rev-parse` failed: {detail}",
                    hint="check that this git runs (MEMCTL_GIT, PATH), or write without committing (MEMCTL_NO_COMMIT=1)",
                    kind="git-fails")
@@ -258,8 +258,18 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
             continue
-        detail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {done.returncode}"
-        raise GitError(f"git {args[0]} failed: {detail}") from None
+        raise GitError(f"git {args[0]} failed: {reason(stderr, f'exit status {done.returncode}')}") from None
+
+
+def reason(stderr: str, fallback: str) -> str:
+    """The line of git's stderr that says what went wrong: its first `fatal:` or `error:` line (the
+    prefix dropped), else its last line; `fallback` when it printed nothing. Control characters (a
+    remote's `remote:` lines are anyone's text) are shown escaped."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return fallback
+    said = next((line.split(":", 1)[1].strip() for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in said)
 
 
 def _lock_timeout() -> float:
@@ -459,8 +469,7 @@ def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:
         stderr = done.stderr.decode("utf-8", "replace")
         lock = _lock_in(stderr)
         if lock is None:
-            detail = stderr.strip().splitlines()[-1] if stderr.strip() else "update-ref failed"
-            raise GitError(f"git update-ref failed: {detail}")
+            raise GitError(f"git update-ref failed: {reason(stderr, 'update-ref failed')}")
         _wait_for_lock(top, lock if lock.is_absolute() else top / lock, "commit", deadline)
         deadline = deadline or time.monotonic() + _lock_timeout()
         time.sleep(0.05)

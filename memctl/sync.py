@@ -310,7 +310,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         if "unrelated histories" in done.err:
             raise Refused(f"{label} has no history in common with this store; nothing was merged or pushed",
                           hint="is the remote the right store? (git -C <store> remote -v); to join two stores, merge them by hand")
-        raise GitError(f"git merge failed: {done.err.splitlines()[-1] if done.err else done.out}",
+        raise GitError(f"git merge failed: {gitstore.reason(done.err, done.out.strip())}",
                        hint="git -C <store> status")
     resolved = _read_log(top, store)
     if not merging:  # a fast-forward (or nothing to merge): HEAD holds what git wrote
@@ -428,7 +428,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                 outgoing, pushed = ahead, True
                 break
             if not any(s in sent.err for s in ("non-fast-forward", "fetch first", "rejected")) or attempt == PUSH_ATTEMPTS:
-                raise GitError(f"cannot push to {name}: {sent.err.splitlines()[-1] if sent.err else 'git push failed'}",
+                raise GitError(f"cannot push to {name}: {gitstore.reason(sent.err, 'git push failed')}",
                                hint="the merge is committed here; run `memctl sync` again" + (
                                    "" if "rejected" in sent.err else ", after checking access: git -C <store> remote -v"))
         end = head

@@ -169,7 +169,7 @@ def fetch(top: Path, name: str, branch_name: str) -> str | None:
     if fetched.code != 0 and "couldn't find remote ref" in fetched.err:
         return None  # an empty remote, or a branch not pushed yet
     if fetched.code != 0:
-        raise GitError(f"cannot fetch from {name}: {fetched.err.splitlines()[-1] if fetched.err else 'git fetch failed'}",
+        raise GitError(f"cannot fetch from {name}: {gitstore.reason(fetched.err, 'git fetch failed')}",
                        hint="check the remote's URL and your access: git -C <store> remote -v")
     return _fetch_head(top)
 
@@ -325,7 +325,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
                 return None  # HEAD moved since the status looked (it may have started before the lock)
             listed = collect(asked)
             if listed.code != 0:  # where sync() would fetch, and fail the same way
-                raise GitError(f"cannot fetch from {name}: {listed.err.splitlines()[-1] if listed.err else 'git ls-remote failed'}",
+                raise GitError(f"cannot fetch from {name}: {gitstore.reason(listed.err, 'git ls-remote failed')}",
                                hint="check the remote's URL and your access: git -C <store> remote -v")
             theirs = [line.split("\t", 1)[0] for line in listed.out.splitlines()
                       if line.endswith(f"\trefs/heads/{on_remote}")]

@@ -216,6 +216,7 @@ def test_bad_remotes_and_unrelated_histories_are_one_line_errors_and_change_noth
     git(lone, "remote", "add", "gone", str(tmp_path / "missing.git"))
     r = cli(lone, "sync")
     assert r.exit_code == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("memctl: error: cannot fetch from gone:")
+    assert "does not appear to be a git repository" in r.stderr  # git's fatal line, not the tail of its advice
     git(lone, "remote", "remove", "gone")
     git(lone, "remote", "add", "origin", str(remote))
     r = cli(lone, "sync")
