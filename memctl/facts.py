@@ -925,14 +925,37 @@ def _git_problems(store: Store) -> list[Problem]:
     # memctl's files: a change to them that is not committed would be missing from every clone.
     # (access.tsv is appended without a commit on purpose; `memctl ledger commit access` commits it.)
     owned = [store.memory_dir] + ([store.ledgers_dir, store.state_dir] if store.layout == "memctl" else [])
-    dirty = gitstore.dirty_paths(store.root, [d for d in owned if d.exists()])
+    dirty = gitstore.dirty_entries(store.root, [d for d in owned if d.exists()])
     problems = []
-    for path in dirty:
+    for code, path in dirty:
         name = os.path.basename(path)
         if name.startswith(".") or name == "access.tsv":
             continue
         rel = store.rel(top / path) if top is not None else path
         where, what = shlex.quote(str(store.root)), shlex.quote(rel)
-        problems.append(Problem(rel, 0, "uncommitted", "memctl's file has changes that are not committed "
-                                f"(commit them: git -C {where} add -- {what} && git -C {where} commit; or discard them)"))
+        commit = f"git -C {where} add -- {what} && git -C {where} commit"
+        if code != "??":
+            message = f"memctl's file has changes that are not committed (commit them: {commit}; or discard them)"
+        elif (kept := _kept_by_memctl(store, top / path if top is not None else Path(path))) is None:
+            message = f"a fact file that does not parse, not committed: fix it (its error is above) or move it out of {store.rel(store.memory_dir)}/"
+        elif kept:
+            message = f"a new file that is not committed yet (commit it: {commit}; or remove it)"
+        else:  # dropped in by hand: not memctl's, and committing it would send it to every clone
+            message = (f"a file memctl does not write, not committed: move it out of {store.rel(store.memory_dir)}/ "
+                       f"if it does not belong there (or commit it: {commit})")
+        problems.append(Problem(rel, 0, "uncommitted", message))
     return problems
+
+
+def _kept_by_memctl(store: Store, path: Path) -> bool | None:
+    """Whether an untracked file is one memctl writes (a fact, a ledger, STATE.md); None for a fact
+    file that does not parse."""
+    if path.suffix == ".tsv" or path.name == "MEMORY.md" or (store.state_dir in path.parents and path.suffix == ".md"):
+        return True
+    if path.suffix != ".md":
+        return False
+    try:
+        fact_mod.load(path)
+    except (fact_mod.FactParseError, OSError, UnicodeError):
+        return None
+    return True

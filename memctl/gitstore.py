@@ -544,12 +544,18 @@ def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
 
 def dirty_paths(root: Path, under: list[Path]) -> list[str]:
     """Paths under `under` with uncommitted changes (untracked included)."""
+    return [path for _, path in dirty_entries(root, under)]
+
+
+def dirty_entries(root: Path, under: list[Path]) -> list[tuple[str, str]]:
+    """(git status's two-letter code, path) of each path under `under` with uncommitted changes;
+    `??` is a file git does not track."""
     top = toplevel(root)
     if top is None:
         return []
     rel = [os.path.relpath(p, top) for p in under]
     out = _run(top, "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
-    return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
+    return [(entry[:2], entry[3:]) for entry in out.split("\0") if len(entry) > 3]
 
 
 class FileVersion(NamedTuple):

@@ -38,7 +38,8 @@ def init(
     if json:
         output.emit_json({"root": root, "created": created})
     else:
-        output.info(f"initialised {root}: " + ", ".join(created) if created else f"{root} is already a store; nothing changed")
+        inside = [c for c in created if c not in (root, str(directory))]  # (the folder itself is named first)
+        output.info(f"initialised {root}: " + ", ".join(inside) if created else f"{root} is already a store; nothing changed")
 
 
 @app.command()

@@ -91,6 +91,16 @@ def test_broken_files_are_skipped_and_named_by_doctor(root):
     assert "binary" in problems["memory/binary.md"]["message"]
     text = cli(root, "doctor").stdout
     assert "memory/python-tag.md:3: error: invalid YAML frontmatter" in text
+    # Dropped in by hand and not committed: said as what they are, never "commit them" first.
+    (root / "memory" / "blob.bin").write_bytes(b"x\0y")
+    (root / "memory" / "handmade.md").write_text("---\nname: handmade\ndescription: Written by hand\n---\nbody\n",
+                                                  encoding="utf-8")
+    uncommitted = {p["path"]: p["message"] for p in json.loads(cli(root, "doctor", "--json").stdout)["problems"]
+                   if p["code"] == "uncommitted"}
+    assert uncommitted["memory/blob.bin"].startswith("a file memctl does not write, not committed: move it out of memory/")
+    for name in (*BROKEN, "binary.md"):
+        assert uncommitted[f"memory/{name}"].startswith("a fact file that does not parse, not committed: fix it")
+    assert uncommitted["memory/handmade.md"].startswith("a new file that is not committed yet (commit it: git -C ")
 
 
 def test_doctor_reports_drift_duplicates_and_dangling(root):
