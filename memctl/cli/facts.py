@@ -148,7 +148,7 @@ def list_(
 def forget(
     ctx: typer.Context,
     name: Annotated[Optional[str], typer.Argument(help="Fact name or file stem.", metavar="[NAME]")] = None,
-    reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten (kept in the archived file).")] = "",
+    reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten: one line, required with NAME (kept in the archived file).")] = "",
     policies: Annotated[bool, typer.Option("--policies", help="Apply the [[forget.policy]] rules of memctl.toml instead of one NAME.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="With --policies: print the plan, change nothing.")] = False,
     no_commit: NoCommitOpt = False,

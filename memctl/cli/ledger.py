@@ -218,7 +218,7 @@ AgentFilter = Annotated[Optional[str], typer.Option("--agent", help="Only this a
 @episode_app.command("add")
 def episode_add(
     ctx: typer.Context,
-    description: Annotated[str, typer.Argument(help="What happened, in one line.")],
+    description: Annotated[str, typer.Argument(help="What happened: one short line (a line break is kept, as \\n in the ledger).")],
     type_: Annotated[str, typer.Option("--type", "-t", help="decision | error | success | feedback | conflict | prompt | reply | tool, or one declared in memctl.toml ([episodes] types).")],
     agent: Annotated[Optional[str], typer.Option("--agent", help="Who (default: MEMCTL_AGENT).")] = None,
     outcome: Annotated[str, typer.Option("--outcome", help="How it turned out.")] = "",

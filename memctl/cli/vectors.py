@@ -37,6 +37,7 @@ near_dup_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     help="Find near-duplicates by meaning: `near-dup TEXT --ledger NAME --column COL` (or --facts).\n\n"
+    "`near-dup TEXT ...` is `near-dup check TEXT ...`: its options are in `memctl near-dup check --help`.\n\n"
     "Exit codes: 0 new, 1 near-duplicate, 5 similar (in the band below the threshold: worth a look), 2 bad input or "
     "another error, 3 not found (ledger, column), 4 lock timeout.",
 )
