@@ -820,14 +820,31 @@ _ARCHIVE_STAMP = re.compile(r"\.\d{8}T\d{6}(?:-\d+)?$")  # what _archive_path ad
 
 
 def path_history(store: Store, path: Path) -> list[gitstore.LogEntry]:
-    """A fact file's commits, newest first. An archived fact's past goes on under memory/<stem>.md up to
-    the commit that archived it (the oldest of its archive path); a later fact of that name is not its past."""
-    entries = gitstore.log(store.root, path)
-    if not entries or path.parent != store.archive_dir:
-        return entries
-    live = store.memory_dir / f"{_ARCHIVE_STAMP.sub('', path.stem)}.md"
-    seen = {entry.commit for entry in entries}
-    return entries + [e for e in gitstore.log(store.root, live, upto=entries[-1].commit) if e.commit not in seen]
+    """A fact file's commits, newest first, across forget and restore. An archived fact's past goes on
+    under memory/<stem>.md up to the commit that archived it (the oldest of its archive path); a live
+    fact that `restore` brought back goes on under the archived file that commit removed. A later fact
+    of that name is not its past."""
+    entries: list[gitstore.LogEntry] = []
+    seen: set[str] = set()
+    upto = None
+    for _ in range(64):  # forgotten and restored that many times: the rest is in `git log`
+        part = gitstore.log(store.root, path, upto=upto)
+        entries += [e for e in part if e.commit not in seen]
+        seen.update(e.commit for e in part)
+        if not part:
+            break
+        oldest = part[-1].commit
+        stem = _ARCHIVE_STAMP.sub("", path.stem)
+        if path.parent == store.archive_dir:
+            path = store.memory_dir / f"{stem}.md"
+        else:
+            restored = [p for p in gitstore.removed_in(store.root, oldest, store.archive_dir)
+                        if _ARCHIVE_STAMP.sub("", Path(p).stem) == stem]
+            if len(restored) != 1:
+                break  # created here (not by restore)
+            path = gitstore.work_tree(store.root) / restored[0]
+        upto = oldest
+    return entries
 
 
 # ---------------------------------------------------------------- doctor

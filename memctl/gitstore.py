@@ -510,6 +510,14 @@ def log(root: Path, path: Path, *, upto: str | None = None) -> list[LogEntry]:
     return entries
 
 
+def removed_in(root: Path, commit: str, under: Path) -> list[str]:
+    """Paths under `under` (relative to the work tree) that `commit` removed (renames not followed)."""
+    top = work_tree(root)
+    out = _run(top, "show", "--no-renames", "--diff-filter=D", "--name-only", "--format=", "-z", commit, "--",
+               os.path.relpath(under, top))
+    return [p.strip("\n") for p in out.split("\0") if p.strip("\n")]
+
+
 def changed_since(root: Path, under: Path, since) -> set[str]:
     """Paths under `under` (relative to the work tree) committed at or after `since` (a datetime), or
     changed and not committed yet; empty outside a repository."""

@@ -236,7 +236,7 @@ def log(
     name: Annotated[str, typer.Argument(help="Fact name or file stem.", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
-    """The git history of one fact: date, commit message, lines changed."""
+    """The git history of one fact, across forget and restore: date, commit message, lines changed."""
     store = store_from(ctx)
     entries = facts.history(store, name)
     rows = [

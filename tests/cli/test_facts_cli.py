@@ -158,6 +158,21 @@ def test_log_shows_history(root):
     assert [r["message"] for r in rows] == ["memory: forget a", "memory: update a", "memory: remember a"]
 
 
+def test_log_goes_on_across_forget_and_restore(root):
+    cli(root, "remember", "a", "--description", "first")
+    cli(root, "remember", "a", "--update", "--description", "second")
+    cli(root, "forget", "a", "--reason", "done")
+    assert cli(root, "restore", "a").exit_code == 0
+    rows = json.loads(cli(root, "log", "a", "--json").stdout)
+    assert [r["message"] for r in rows] == ["memory: restore a", "memory: forget a", "memory: update a", "memory: remember a"]
+    cli(root, "forget", "a", "--reason", "done again")
+    assert cli(root, "restore", "a").exit_code == 0
+    cli(root, "forget", "a", "--reason", "for good")
+    rows = json.loads(cli(root, "log", "a", "--json").stdout)
+    assert [r["message"] for r in rows] == ["memory: forget a", "memory: restore a", "memory: forget a", "memory: restore a",
+                                            "memory: forget a", "memory: update a", "memory: remember a"]
+
+
 def test_log_is_the_facts_own_past_never_a_similar_facts(root):
     """git's --follow guessed renames by similarity: a fact written beside another one's archiving
     (facts share one template) took on that one's history. Now only its own paths count."""
