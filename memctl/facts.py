@@ -617,6 +617,8 @@ def remember(
         if existing is None and update:
             raise NotFound(f"no live fact named {spec.name!r} to update", hint="create it instead (update=False)",
                            kind="nothing-to-update")
+        if existing is None:
+            _refuse_case_twin(store, spec.name)
         if (store.memory_dir / f"{spec.name}.md").exists() and existing is None:
             raise Refused(
                 f"{store.rel(store.memory_dir / (spec.name + '.md'))} exists but cannot be read",
@@ -817,6 +819,20 @@ def history(store: Store, key: str) -> list[gitstore.LogEntry]:
 
 
 _ARCHIVE_STAMP = re.compile(r"\.\d{8}T\d{6}(?:-\d+)?$")  # what _archive_path adds to a name already taken
+
+
+def _refuse_case_twin(store: Store, name: str) -> None:
+    """A new fact's file may not differ from another file of memory/ in case only: on macOS's and
+    Windows' file systems (and so in every clone there) the two are one file."""
+    wanted = f"{name}.md"
+    try:
+        twins = [n for n in os.listdir(store.memory_dir) if n.casefold() == wanted.casefold() and n != wanted]
+    except OSError:
+        return
+    if twins:
+        raise Refused(f"fact name {name!r} differs only in case from {store.rel(store.memory_dir / twins[0])}: on macOS "
+                      "and Windows the two are one file", hint=f"update {Path(twins[0]).stem!r}, or pick another name",
+                      kind="name-case")
 
 
 def path_history(store: Store, path: Path) -> list[gitstore.LogEntry]:

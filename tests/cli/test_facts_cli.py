@@ -158,6 +158,15 @@ def test_log_shows_history(root):
     assert [r["message"] for r in rows] == ["memory: forget a", "memory: update a", "memory: remember a"]
 
 
+def test_a_new_fact_whose_name_differs_only_in_case_is_refused(root):
+    assert cli(root, "remember", "CamelCase", "--description", "Upper case").exit_code == 0
+    head = git(root, "rev-parse", "HEAD")
+    r = cli(root, "remember", "camelcase", "--description", "lower case")
+    assert r.exit_code == 1 and "differs only in case from memory/CamelCase.md" in r.stderr and r.stderr.count("\n") == 1
+    assert not (root / "memory" / "camelcase.md").exists() and git(root, "rev-parse", "HEAD") == head
+    assert cli(root, "remember", "CamelCase", "--update", "--description", "Still upper case").exit_code == 0
+
+
 def test_log_goes_on_across_forget_and_restore(root):
     cli(root, "remember", "a", "--description", "first")
     cli(root, "remember", "a", "--update", "--description", "second")
