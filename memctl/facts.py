@@ -302,9 +302,12 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
             raise BadInput(f"invalid tag {tag!r}", hint="tags are one word or phrase without commas or newlines")
     if spec.expires is not None:
         try:
-            clock.parse_date(spec.expires)
+            expires = clock.parse_date(spec.expires)
         except ValueError:
             raise BadInput(f"invalid expires date {spec.expires!r}", hint="use YYYY-MM-DD", arg="expires") from None
+        if expires <= clock.now():
+            errors.warn(f"expires {spec.expires} is in the past: the fact is expired at once (recall leaves it out; "
+                        "the expired-facts policy archives it)", hint="give a later date, or drop --expires")
     for text, label in ((spec.source, "source"),):
         if text is not None and any(c in text for c in "\n\r"):
             raise BadInput(f"{label} must be one line", hint="drop the newline")

@@ -167,6 +167,14 @@ def test_a_new_fact_whose_name_differs_only_in_case_is_refused(root):
     assert cli(root, "remember", "CamelCase", "--update", "--description", "Still upper case").exit_code == 0
 
 
+def test_an_expiry_date_in_the_past_is_written_with_a_warning(root):
+    now = {"MEMCTL_NOW": "2026-05-01T10:00:00+09:00"}
+    r = cli(root, "remember", "closed", "--description", "Office closed for renovation", "--expires", "2026-04-30", env=now)
+    assert r.exit_code == 0 and "expires 2026-04-30 is in the past" in r.stderr
+    r = cli(root, "remember", "open", "--description", "Office open again", "--expires", "2026-05-02", env=now)
+    assert r.exit_code == 0 and "warning" not in r.stderr
+
+
 def test_log_goes_on_across_forget_and_restore(root):
     cli(root, "remember", "a", "--description", "first")
     cli(root, "remember", "a", "--update", "--description", "second")
