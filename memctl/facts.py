@@ -184,8 +184,7 @@ def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
     if found is None:
         refuse_unreadable(store, live, key)
     if found is None and archived:
-        old = scan_archive(store)
-        found = _match(sorted(old, key=lambda f: f.stem, reverse=True), key)
+        found = newest_archived(scan_archive(store), key)
     if found is None:
         raise NotFound(f"no fact named {key!r}", hint="listing the facts with archived ones included shows every fact",
                        kind="no-fact")
@@ -197,6 +196,28 @@ def refuse_unreadable(store: Store, scanned: Scan, key: str) -> None:
     for problem in scanned.problems:
         if Path(problem.path).stem == key and Path(problem.path).parent == Path(store.rel(store.memory_dir)):
             raise Refused(f"fact {key!r} cannot be read: {problem}", hint="fix the file (see `memctl doctor`), then run the command again")
+
+
+def newest_archived(archived: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
+    """`NAME.YYYYmmddTHHMMSS` picks that version; a name or stem picks the newest archived one (what
+    `show` shows and `restore` brings back)."""
+    exact = [f for f in archived if f.stem == key]
+    if exact and _ARCHIVE_STAMP.search(key):
+        return exact[0]
+    same = [f for f in archived if key in (f.stem, f.name, _ARCHIVE_STAMP.sub("", f.stem))]
+    return max(same, key=lambda f: (_archived_at(f), f.stem)) if same else None
+
+
+def _archived_at(fact: fact_mod.Fact) -> float:
+    """When it was archived (or superseded), as a POSIX time; 0 when unknown."""
+    for key in ("archived", "valid_to"):
+        value = fact.meta(key)
+        if value:
+            try:
+                return clock.parse_date(str(value)).timestamp()
+            except ValueError:
+                pass
+    return 0.0
 
 
 def scan_archive(store: Store) -> list[fact_mod.Fact]:

@@ -587,6 +587,8 @@ def test_restore_picks_the_newest_version(root, monkeypatch):
     archive_twice(root, monkeypatch, "x")
     store = open_store(root)
     assert sorted(p.name for p in (root / "memory" / "archive").glob("x*.md")) == ["x.20260913T120000.md", "x.md"]
+    assert facts.find(store, "x").description == "version 2 of x"  # what show shows is what restore brings back
+    assert facts.find(store, "x.20260913T120000").description == "version 2 of x"
     change = restore.restore(open_store(root), "x")
     assert (change.fact.description, store.rel(change.fact.path)) == ("version 2 of x", "memory/x.md")
     assert store.rel(change.archived[0].path) == "memory/archive/x.20260913T120000.md"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .. import clock, fact as fact_mod, facts as facts_mod
+from .. import fact as fact_mod, facts as facts_mod
 from ..errors import NotFound, Refused
 from ..fsutil import atomic_move, atomic_write
 from ..store import Store, commit, refuse_uncommitted
@@ -37,37 +37,13 @@ def unarchived(fact: fact_mod.Fact, stem: str, path) -> fact_mod.Fact:
     return fact_mod.Fact(stem, front, restored.body, False, path)
 
 
-def _when(fact: fact_mod.Fact) -> float:
-    """When it was archived (or superseded), as a POSIX time; 0 when unknown."""
-    for key in ("archived", "valid_to"):
-        value = fact.meta(key)
-        if value:
-            try:
-                return clock.parse_date(str(value)).timestamp()
-            except ValueError:
-                pass
-    return 0.0
-
-
-def choose(archived: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
-    """`NAME.YYYYmmddTHHMMSS` picks that version; a name or stem picks the newest archived one."""
-    if _VERSION_RE.match(key):
-        exact = [f for f in archived if f.stem == key]
-        if exact:
-            return exact[0]
-    same = [f for f in archived if key in (f.stem, f.name, original_stem(f.stem))]
-    if not same:
-        return None
-    return max(same, key=lambda f: (_when(f), f.stem))
-
-
 def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod.Change:
     """Move the newest archived version of `key` back to memory/, without its archive marks; one commit."""
     if not key or "/" in key or "\x00" in key or key in (".", ".."):
         facts_mod.find(store, key)  # raises the usual BadInput
     with store.lock():
         live = facts_mod.live_facts(store)
-        target = choose(facts_mod.scan_archive(store), key)
+        target = facts_mod.newest_archived(facts_mod.scan_archive(store), key)
         if target is None:
             if facts_mod._match(live, key) is not None:
                 raise Refused(f"fact {key!r} is live, not archived", hint="`memctl show` it")
