@@ -127,7 +127,7 @@ def scan_cmd(
             [{"score": f"{p.score:.3f}", "overlap": f"{p.overlap:.2f}", "a": p.a.where, "b": p.b.where, "text_a": p.a.text, "text_b": p.b.text} for p in report.pairs],
             ["score", "overlap", "a", "b", "text_a", "text_b"],
         )
-        output.info(f"{len(report.pairs)} pairs at or above {report.threshold:g} among {report.rows} rows ({report.embedder}, threshold {report.threshold_origin})")
+        output.info(f"{len(report.pairs)} pair{'' if len(report.pairs) == 1 else 's'} at or above {report.threshold:g} among {report.rows} rows ({report.embedder}, threshold {report.threshold_origin})")
     if report.pairs:
         raise typer.Exit(DUPLICATE)
 
