@@ -780,38 +780,36 @@ def conversation_neighbours(conn: sqlite3.Connection, wanted: Sequence[int], gap
                 f"SELECT id, kind, type, ts FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
             info[doc] = (kind, type_, ts)
 
-    def episode_next_to(d: int, step: int) -> int | None:
-        if step < 0:
-            row = conn.execute("SELECT id, kind, type, ts FROM docs WHERE kind='episode' AND id<? ORDER BY id DESC LIMIT 1",
-                               (d,)).fetchone()
-        else:
-            row = conn.execute("SELECT id, kind, type, ts FROM docs WHERE kind='episode' AND id>? ORDER BY id LIMIT 1",
-                               (d,)).fetchone()
-        if row is None:
-            return None
-        info[row[0]] = tuple(row[1:])
-        return row[0]
-
     def joined(a: int | None, b: int | None) -> bool:
         x, y = info.get(a), info.get(b)
         return (x is not None and y is not None and x[0] == y[0] == "episode" and x[1] == y[1] and x[1] not in events
                 and x[2] is not None and y[2] is not None and abs(y[2] - x[2]) <= gap_seconds)
 
-    def turn(d: int) -> bool:
-        mine = info.get(d)
-        return mine is not None and mine[0] == "episode" and mine[1] not in events
+    found = {d: (d - 1 if joined(d - 1, d) else None, d + 1 if joined(d, d + 1) else None) for d in wanted}
+    nothing = ("",)
+    for step in (-1, 1):  # a fact (or a gap) next to a turn: the episode past it
+        past = [d for d in wanted if info.get(d, nothing)[0] == "episode" and info.get(d + step, nothing)[0] != "episode"]
+        for d, other in (_episodes_past(conn, past, step, info) if past else {}).items():
+            if other is not None and (joined(other, d) if step < 0 else joined(d, other)):
+                found[d] = (other, found[d][1]) if step < 0 else (found[d][0], other)
+    return found
 
-    found = {}
-    for d in wanted:
-        if not turn(d):
-            found[d] = (None, None)
-            continue
-        before, after = d - 1, d + 1
-        if info.get(before, ("",))[0] != "episode":  # a fact (or a gap) in between: the episode before it
-            before = episode_next_to(d, -1)
-        if info.get(after, ("",))[0] != "episode":
-            after = episode_next_to(d, 1)
-        found[d] = (before if joined(before, d) else None, after if joined(d, after) else None)
+
+def _episodes_past(conn: sqlite3.Connection, docs: Sequence[int], step: int,
+                   info: dict[int, tuple[str, str, float | None]]) -> dict[int, int | None]:
+    """doc -> the nearest episode before it (step -1) or after it (+1), in one query; `info` gets theirs."""
+    import json
+
+    order, compare = ("DESC", "<") if step < 0 else ("ASC", ">")
+    found = dict(conn.execute(
+        f"SELECT j.value, (SELECT id FROM docs WHERE kind='episode' AND id{compare}j.value ORDER BY id {order} LIMIT 1)"
+        " FROM json_each(?) j", (json.dumps(list(docs)),)))
+    wanted = sorted({n for n in found.values() if n is not None} - info.keys())
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        for doc, kind, type_, ts in conn.execute(
+                f"SELECT id, kind, type, ts FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+            info[doc] = (kind, type_, ts)
     return found
 
 
