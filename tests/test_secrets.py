@@ -90,6 +90,8 @@ def test_a_secret_in_a_sentence_goes_and_the_rest_of_the_sentence_stays(text, ke
 
 def test_a_few_plain_words_after_a_keyword_may_be_a_passphrase_and_go_whole():
     assert redact.build().redact("password: correct horse battery staple") == "password: [REDACTED:secret-keyword]"
+    six = "password: unsaid fiddle proton mural quench bluish"  # a diceware phrase
+    assert redact.build().redact(six) == "password: [REDACTED:secret-keyword]"
 
 
 @pytest.mark.parametrize("text", ORDINARY)

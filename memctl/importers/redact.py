@@ -147,9 +147,10 @@ def _secret_in_value(value: str) -> tuple[int, int] | None:
 
     In a config line the whole value is the secret. In prose the line goes on: `password=hunter2 was
     wrong, then ...` keeps everything after the first word when that word has a digit or a symbol;
-    a value that opens with a plain word and reads as a sentence (five words or more, or a comma or a
-    full stop before a space: `password: ask Alice, it is in 1Password`) holds no secret; a few plain
-    words (`correct horse battery staple`) may be a passphrase and go whole."""
+    a value that opens with a plain word and reads as a sentence (a comma, full stop or semicolon
+    before a space, or eight words or more: `password: ask Alice, it is in 1Password`) holds no secret;
+    fewer plain words (`correct horse battery staple`, a diceware phrase of six) may be a passphrase and
+    go whole."""
     words = list(_TOKEN.finditer(value))
     if not words or _names_a_store(words[0].group()):
         return None
@@ -161,7 +162,7 @@ def _secret_in_value(value: str) -> tuple[int, int] | None:
         while end > first.start() + 1 and value[end - 1] in _TRAILING:
             end -= 1
         return first.start(), end
-    if len(words) >= 5 or re.search(r"[,.;] ", value):
+    if len(words) >= 8 or re.search(r"[,.;] ", value):
         return None
     return 0, len(value)
 
