@@ -262,13 +262,13 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
 
 
 def reason(stderr: str, fallback: str) -> str:
-    """The line of git's stderr that says what went wrong: its first `fatal:` or `error:` line (the
-    prefix dropped), else its last line; `fallback` when it printed nothing. Control characters (a
+    """The line of git's stderr that says what went wrong: its first `fatal:` or `error:` line, else
+    its last line; `fallback` when it printed nothing. Control characters (a
     remote's `remote:` lines are anyone's text) are shown escaped."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     if not lines:
         return fallback
-    said = next((line.split(":", 1)[1].strip() for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
+    said = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in said)
 
 
