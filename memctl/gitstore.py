@@ -337,6 +337,15 @@ def merge_temp_files(top: Path) -> set[Path]:
     return {p for p in top.glob(".merge_file_*") if p.is_file() and not p.is_symlink()}
 
 
+def remove_merge_temps(root: Path) -> None:
+    """After a memctl command killed with its git: the `.merge_file_XXXXXX` files that git writes for a
+    merge driver and removes when it exits. They are never anyone's content; the dead git left them."""
+    top = toplevel(root)
+    if top is not None:
+        for leftover in merge_temp_files(top):
+            leftover.unlink(missing_ok=True)
+
+
 def commit(root: Path, paths: list[Path], message: str, author: Author,
            contents: dict[Path, bytes] | None = None) -> str | None:
     """Commit exactly `paths` in one step; return the new commit id, or None if nothing changed.

@@ -157,6 +157,7 @@ def undo_killed_sync_merge(store: Store) -> None:
         errors.warn(f"discarded {store.rel(store.undo_path)} without acting on it: {exc}")
         wrote = []
     gitstore.abort_merge(store.root, wrote)
+    gitstore.remove_merge_temps(store.root)
     clear_undo(store.undo_path)
     errors.warn("an earlier `memctl sync` was killed inside its merge; undid that merge (nothing is lost: sync merges again)")
 
@@ -490,6 +491,7 @@ def finish_interrupted(store: Store) -> list[str]:
     undone = rollback(store.undo_path, records)
     if in_git:  # a git merge killed before its MERGE_HEAD leaves its stages (conflicts, added files) in the index
         gitstore.refresh_index(store.root, paths)
+        gitstore.remove_merge_temps(store.root)
     names = sorted({store.rel(p) for p in undone})
     errors.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
     return names

@@ -287,7 +287,8 @@ def test_a_git_killed_after_writing_the_merge_index_but_before_merge_head_does_n
     flag, script = tmp_path / "merged", tmp_path / "git-dies-before-merge-head"
     script.write_text(f"""#!/bin/sh
 case " $* " in *" merge --no-commit "*)
-  git "$@"; rm -f {b}/.git/MERGE_HEAD {b}/.git/MERGE_MSG {b}/.git/MERGE_MODE; touch {flag}; exec sleep 120;;
+  git "$@"; rm -f {b}/.git/MERGE_HEAD {b}/.git/MERGE_MSG {b}/.git/MERGE_MODE; echo x > {b}/.merge_file_Xk3p9Q
+  touch {flag}; exec sleep 120;;
 esac
 exec git "$@"
 """)
@@ -306,6 +307,7 @@ exec git "$@"
     r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed merge is put back")
     assert r.returncode == 0, r.stderr
     assert "interrupted" in r.stderr and git(b, "ls-files", "-u") == "" and git(b, "rev-parse", "HEAD^") == head
+    assert not (b / ".merge_file_Xk3p9Q").exists()  # a merge driver's temp file, which the killed git left
     assert {k: v for k, v in _files(b).items() if "after-the-kill" not in k and not k.endswith("MEMORY.md")} == \
         {k: v for k, v in files.items() if not k.endswith("MEMORY.md")}
     r = memctl(b, "sync")
