@@ -484,6 +484,8 @@ def finish_interrupted(store: Store) -> list[str]:
     from . import gitstore  # noqa: PLC0415
 
     in_git = commit_enabled(store) and gitstore.toplevel(store.root) is not None  # without git: undone
+    if in_git:  # a git killed inside a merge driver leaves its temp files, whatever it had written
+        gitstore.remove_merge_temps(store.root)
     if in_git and gitstore.matches_head(store.root, paths):
         gitstore.refresh_index(store.root, paths)
         clear_undo(store.undo_path, records)
@@ -491,7 +493,6 @@ def finish_interrupted(store: Store) -> list[str]:
     undone = rollback(store.undo_path, records)
     if in_git:  # a git merge killed before its MERGE_HEAD leaves its stages (conflicts, added files) in the index
         gitstore.refresh_index(store.root, paths)
-        gitstore.remove_merge_temps(store.root)
     names = sorted({store.rel(p) for p in undone})
     errors.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
     return names

@@ -316,3 +316,36 @@ exec git "$@"
     assert _files(a) == _files(b) and _status(a) == _status(b) == ""
     assert versions <= _kept(b) and (b / "memory" / "only-on-a.md").exists()
     assert memctl(b, "doctor").returncode == 0
+
+
+def test_a_git_killed_in_a_merge_driver_before_writing_a_file_leaves_no_temp_file_behind(pair, tmp_path):
+    """git writes a merge driver's `.merge_file_XXXXXX` temps and removes them when it exits: killed with
+    the sync before it wrote any file, it leaves them (and nothing else). The next command removes them."""
+    import os
+    import signal
+    import sys
+    import time
+
+    a, b, _ = pair
+    _both_changed(a, b, [f"shared-{n}" for n in range(2)])
+    head = git(b, "rev-parse", "HEAD")
+    flag, script = tmp_path / "in-driver", tmp_path / "git-dies-in-a-driver"
+    script.write_text(f"""#!/bin/sh
+case " $* " in *" merge --no-commit "*)
+  echo x > {b}/.merge_file_Zz9q1W; touch {flag}; exec sleep 120;;
+esac
+exec git "$@"
+""")
+    script.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(b), "sync"], env={**os.environ, "MEMCTL_GIT": str(script)},
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed sync is settled")
+    assert r.returncode == 0, r.stderr
+    assert not (b / ".merge_file_Zz9q1W").exists() and git(b, "rev-parse", "HEAD^") == head
+    assert memctl(b, "sync").returncode == 0 and _status(b) == ""
