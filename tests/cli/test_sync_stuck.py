@@ -276,31 +276,11 @@ def test_a_git_killed_after_writing_the_merge_index_but_before_merge_head_does_n
     leaves unmerged entries and no merge to abort (the parallel simulation met it under CI's shifted
     clock: `UU memory/MEMORY.md` after the kill, and every later sync refused). The next command puts
     git's index back as HEAD has it with the files, and the next sync merges again."""
-    import os
-    import signal
-    import sys
-    import time
-
     a, b, _ = pair
     versions = _both_changed(a, b, [f"shared-{n}" for n in range(3)])
     head, files = git(b, "rev-parse", "HEAD"), _files(b)
-    flag, script = tmp_path / "merged", tmp_path / "git-dies-before-merge-head"
-    script.write_text(f"""#!/bin/sh
-case " $* " in *" merge --no-commit "*)
-  git "$@"; rm -f {b}/.git/MERGE_HEAD {b}/.git/MERGE_MSG {b}/.git/MERGE_MODE; echo x > {b}/.merge_file_Xk3p9Q
-  touch {flag}; exec sleep 120;;
-esac
-exec git "$@"
-""")
-    script.chmod(0o755)
-    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(b), "sync"], env={**os.environ, "MEMCTL_GIT": str(script)},
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    _sync_killed_in_its_merge(b, tmp_path, f'git "$@"; rm -f {b}/.git/MERGE_HEAD {b}/.git/MERGE_MSG {b}/.git/MERGE_MODE; '
+                                           f'echo x > {b}/.merge_file_Xk3p9Q')
     assert not (b / ".git" / "MERGE_HEAD").exists() and git(b, "ls-files", "-u")  # unmerged entries, no merge
     r = memctl(b, "status")  # a read: it changes nothing
     assert git(b, "ls-files", "-u")
@@ -321,18 +301,28 @@ exec git "$@"
 def test_a_git_killed_in_a_merge_driver_before_writing_a_file_leaves_no_temp_file_behind(pair, tmp_path):
     """git writes a merge driver's `.merge_file_XXXXXX` temps and removes them when it exits: killed with
     the sync before it wrote any file, it leaves them (and nothing else). The next command removes them."""
+    a, b, _ = pair
+    _both_changed(a, b, [f"shared-{n}" for n in range(2)])
+    head = git(b, "rev-parse", "HEAD")
+    _sync_killed_in_its_merge(b, tmp_path, f"echo x > {b}/.merge_file_Zz9q1W")
+    r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed sync is settled")
+    assert r.returncode == 0, r.stderr
+    assert not (b / ".merge_file_Zz9q1W").exists() and git(b, "rev-parse", "HEAD^") == head
+    assert memctl(b, "sync").returncode == 0 and _status(b) == ""
+
+
+def _sync_killed_in_its_merge(b: Path, tmp_path: Path, merge: str) -> None:
+    """`memctl sync` in `b` with a git whose `merge --no-commit` runs the shell line `merge` then waits;
+    killed (its process group, git with it) once the line has run."""
     import os
     import signal
     import sys
     import time
 
-    a, b, _ = pair
-    _both_changed(a, b, [f"shared-{n}" for n in range(2)])
-    head = git(b, "rev-parse", "HEAD")
-    flag, script = tmp_path / "in-driver", tmp_path / "git-dies-in-a-driver"
+    flag, script = tmp_path / "in-merge", tmp_path / "git-dies-in-its-merge"
     script.write_text(f"""#!/bin/sh
 case " $* " in *" merge --no-commit "*)
-  echo x > {b}/.merge_file_Zz9q1W; touch {flag}; exec sleep 120;;
+  {merge}; touch {flag}; exec sleep 120;;
 esac
 exec git "$@"
 """)
@@ -345,7 +335,3 @@ exec git "$@"
     assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed sync is settled")
-    assert r.returncode == 0, r.stderr
-    assert not (b / ".merge_file_Zz9q1W").exists() and git(b, "rev-parse", "HEAD^") == head
-    assert memctl(b, "sync").returncode == 0 and _status(b) == ""
