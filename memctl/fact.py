@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,11 @@ class Fact:
         if isinstance(value, str):
             return [value]
         return [str(v) for v in value] if isinstance(value, list) else []
+
+    @property
+    def pinned(self) -> bool:
+        """`pinned: true` only: a quoted "false" or "yes" is not a pin (doctor says so: value_problems)."""
+        return self.meta("pinned") is True
 
     @property
     def file_name(self) -> str:
@@ -273,3 +279,42 @@ def update_body(current: str, body: str | None, why: str | None, how: str | None
         else:
             current = (current if current.endswith("\n") or not current else current + "\n") + line
     return current
+
+
+UNIT_KEYS = ("importance", "confidence")
+DATE_KEYS = ("created", "updated", "expires")
+
+
+def value_problems(fact: Fact) -> list[tuple[str, str]]:
+    """(key, message) for each metadata value that is not what docs/FORMAT.md says, and what is read instead.
+
+    memctl reads such a value without failing (a hand edit must not hide a fact), so nothing but
+    doctor would tell the user that `importance: high` is the type's default, `expires: next friday`
+    never expires, or `pinned: "yes"` is not a pin.
+    """
+    problems = []
+    for key in UNIT_KEYS:
+        value = fact.meta(key)
+        if value is None:
+            continue
+        try:
+            number = float(value) if not isinstance(value, bool) else float("nan")
+        except (TypeError, ValueError):
+            number = float("nan")
+        if number != number:
+            problems.append((key, f"{key} {str(value)!r} is not a number from 0 to 1: the type's default is used"))
+        elif not 0.0 <= number <= 1.0:
+            problems.append((key, f"{key} {value} is outside 0 to 1: read as {min(1.0, max(0.0, number)):g}"))
+    for key in DATE_KEYS:
+        value = fact.meta(key)
+        if value is None or value == "":
+            continue
+        try:
+            datetime.fromisoformat(str(value).strip())
+        except ValueError:
+            effect = "the fact never expires" if key == "expires" else "it is ignored"
+            problems.append((key, f"{key} {str(value)!r} is not an ISO-8601 date (YYYY-MM-DD, or with a time): {effect}"))
+    pinned = fact.meta("pinned")
+    if pinned is not None and not isinstance(pinned, bool):
+        problems.append(("pinned", f"pinned {str(pinned)!r} is not true or false: read as not pinned"))
+    return problems

@@ -916,6 +916,9 @@ def check(store: Store) -> list[Problem]:
             problems.append(Problem(rel, _key_line(item, "type"), "undeclared-type",
                                     f"type {item.type!r} is not declared ([facts] types in memctl.toml: "
                                     f"{' | '.join(store.config.fact_types)}); the fact is read as usual", "warning"))
+        if not item.archived:
+            problems += [Problem(rel, _key_line(item, key), f"bad-{key}", message, "warning")
+                         for key, message in fact_mod.value_problems(item)]
         for old in item.supersedes:
             if old not in known:
                 problems.append(Problem(rel, 0, "dangling-supersedes", f"supersedes {old!r}, which does not exist"))

@@ -205,7 +205,7 @@ def rank_key(importance_for: Callable[[str], float]) -> Callable[[Fact], tuple]:
                 when = datetime.fromisoformat(str(stamp)).timestamp()
             except (ValueError, OverflowError, OSError):
                 pass
-        return (fact.meta("pinned") is not True, -importance, -when, fact.stem)
+        return (not fact.pinned, -importance, -when, fact.stem)
 
     return key
 
@@ -235,7 +235,7 @@ def fair_order(entries: list[_Entry], rank: Callable[[Fact], tuple], recent: set
     size: dict[str, int] = {}
     for entry in ranked:
         size[entry.group] = size.get(entry.group, 0) + 1
-    pinned = [e for e in ranked if e.fact.meta("pinned") is True]
+    pinned = [e for e in ranked if e.fact.pinned]
     placed = {id(e) for e in pinned}
     best: dict[str, _Entry] = {}
     for entry in ranked:

@@ -235,7 +235,7 @@ def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
             importance=_float(fact.meta("importance"), store.config.importance_for(fact.type)),
             confidence=_float(fact.meta("confidence"), store.config.confidence_for(fact.type)),
             when=_time(fact.meta("updated")) or _time(fact.meta("created")),
-            pinned=bool(fact.meta("pinned")), status=status,
+            pinned=fact.pinned, status=status,
         ))
     return items
 

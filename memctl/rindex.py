@@ -365,7 +365,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
                 _unit(fact.meta("importance"), store.config.importance_for(fact.type)),
                 _unit(fact.meta("confidence"), store.config.confidence_for(fact.type)),
                 _epoch(fact.meta("updated")) or _epoch(fact.meta("created")),
-                bool(fact.meta("pinned")), status, _epoch(fact.meta("expires")), body=fact.body,
+                fact.pinned, status, _epoch(fact.meta("expires")), body=fact.body,
                 doc_id=earlier.get(path),
             )
         conn.execute("INSERT INTO files VALUES (?, ?, ?)", (path, stamp, doc))

@@ -425,6 +425,41 @@ def test_doctor_warns_of_a_fact_on_disk_whose_type_is_not_declared(base, tmp_pat
     assert _run(root, ["show", "old-note"], None, {}).returncode == 0
 
 
+
+def test_doctor_says_what_memctl_reads_for_a_hand_written_value_it_cannot_read_as_the_format_says(base, tmp_path):
+    """`importance: high`, `expires: next friday`, `pinned: "yes"` were read as the default, never, and (by some
+    readers) pinned, and nothing said so. Each is now a warning at its line, saying what is read instead."""
+    root = _copy(base, tmp_path)
+    (root / "memory" / "hand-made.md").write_text(
+        "---\nname: hand-made\ndescription: 手書きのメモ deploys on Tuesdays\nmetadata:\n  type: project\n"
+        "  importance: high\n  confidence: 7\n  pinned: \"false\"\n  expires: next friday\n  created: yesterday\n"
+        "  updated: 2026-11-30\n---\nbody\n", encoding="utf-8")
+    assert _run(root, ["index"], None, {}).returncode == 0
+    git(root, "add", "memory")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a hand-made fact")
+    done = _run(root, ["doctor"], None, {})
+    assert sorted(line for line in done.stdout.decode().splitlines() if "hand-made" in line) == sorted([
+        "memory/hand-made.md:6: warning: importance 'high' is not a number from 0 to 1: the type's default is used",
+        "memory/hand-made.md:7: warning: confidence 7 is outside 0 to 1: read as 1",
+        "memory/hand-made.md:8: warning: pinned 'false' is not true or false: read as not pinned",
+        "memory/hand-made.md:9: warning: expires 'next friday' is not an ISO-8601 date (YYYY-MM-DD, or with a time): "
+        "the fact never expires",
+        "memory/hand-made.md:10: warning: created 'yesterday' is not an ISO-8601 date (YYYY-MM-DD, or with a time): "
+        "it is ignored"])
+    codes = {p["code"] for p in json.loads(_run(root, ["doctor", "--json"], None, {}).stdout)["problems"]
+             if p["path"] == "memory/hand-made.md"}
+    assert codes == {"bad-importance", "bad-confidence", "bad-pinned", "bad-expires", "bad-created"}
+    # What doctor says is what is read: not pinned by context (it once was: bool("false")), and not expired.
+    context = _run(root, ["context", "--query", "Tuesdays", "--mode", "keyword", "--no-log"], None, {}).stdout.decode()
+    pinned = context.split("## Pinned facts", 1)[1].split("\n## ", 1)[0] if "## Pinned facts" in context else ""
+    assert "memory/hand-made.md" in context and "memory/hand-made.md" not in pinned
+    assert "hand-made" in _run(root, ["recall", "Tuesdays", "--mode", "keyword", "--no-log"], None, {}).stdout.decode()
+    # The values memctl writes itself give no warning.
+    assert _run(root, ["remember", "written", "-d", "Written by memctl", "--pin", "--expires", "2099-01-01"],
+                None, {}).returncode == 0
+    assert "memory/written.md" not in _run(root, ["doctor"], None, {}).stdout.decode()
+
+
 def test_state_check_without_state_md_says_so(base, tmp_path):
     root = _copy(base, tmp_path)
     done = _run(root, ["state", "check"], None, {})

@@ -351,7 +351,7 @@ def _merge_for(members: Sequence["Fact"], judged: dict[frozenset[str], Judged]) 
     sources = list(dict.fromkeys(str(f.meta("source")).strip() for f in ordered if f.meta("source")))
     source = "; ".join(sources) or None
     old_source = str(survivor.meta("source")).strip() if survivor.meta("source") else None
-    pin = any(bool(f.meta("pinned")) for f in absorbed) and not survivor.meta("pinned")
+    pin = any(f.pinned for f in absorbed) and not survivor.pinned
     stems = [f.stem for f in ordered]
     pairs = tuple(judged[frozenset((a, b))] for i, a in enumerate(stems) for b in stems[i + 1:])
     return Merge(

@@ -145,7 +145,7 @@ def fact_values(fact: fact_mod.Fact, *, now: datetime, count: int, last_access: 
         "type": fact.type,
         "tags": tuple(fact.tags),
         "expired": _expired(fact, now),
-        "pinned": bool(fact.meta("pinned")),
+        "pinned": fact.pinned,
     }
 
 
