@@ -20,7 +20,8 @@ from .errors import BadInput
 from .fsutil import FACT_LIMIT, TooBig, read_bounded, shown
 from .markers import first_conflict
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+# Not `-` first: a file `-x.md` is an option to grep, rm and ls in the folder (`grep deploy *`).
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$")
 MAX_DESCRIPTION = 1000  # hard limit; 150 is the recommendation
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BASE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -152,7 +153,7 @@ def validate_name(name: str) -> str:
         shown = name if len(name) <= 40 else name[:40] + "..."
         raise BadInput(
             f"invalid fact name {shown!r}",
-            hint="use 1-80 ASCII letters, digits, '-' or '_'",
+            hint="use 1-80 ASCII letters, digits, '-' or '_', not '-' first",
         )
     return name
 

@@ -34,7 +34,7 @@ from .markers import refuse_conflicts
 from .store import Store, commit, config_committable
 from .tsv import escape, format_record, unescape  # noqa: F401  (part of this module's interface)
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$")  # not `-` first: `-x.tsv` is an option to grep and rm
 COLUMN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 # A ledger line is a record, not a document: long text belongs in a fact file.
 MAX_FIELD_BYTES = 64 * 1024
@@ -102,7 +102,7 @@ def check_name(name: str) -> str:
     if not NAME_RE.match(name or ""):
         raise BadInput(
             f"invalid ledger name {name!r}",
-            hint="1-80 ASCII letters, digits, - or _ (no /, no ..)",
+            hint="1-80 ASCII letters, digits, - or _, not - first (no /, no ..)",
         )
     return name
 

@@ -49,7 +49,7 @@ MAX_NOTE_CHARS = 2000
 MAX_CELL_CHARS = 60
 SUMMARY_KINDS = ("facts", "ledger", "episodes")
 
-SCOPE_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+SCOPE_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$")  # not `-` first, as fact and ledger names
 # A key is written bare in the frontmatter: no spaces, colons, quotes or YAML indicators.
 KEY_RE = re.compile(r"^[A-Za-z0-9_\u0080-\U0010ffff][A-Za-z0-9_.\-\u0080-\U0010ffff]{0,79}$")
 RESERVED_PREFIXES = ("facts", "ledger.", "episodes.")
@@ -113,7 +113,7 @@ def check_scope(scope: str | None) -> str | None:
     if scope is None:
         return None
     if not SCOPE_RE.match(scope):
-        raise BadInput(f"invalid state scope {scope!r}", hint="1-80 ASCII letters, digits, - or _ (no /, no ..)")
+        raise BadInput(f"invalid state scope {scope!r}", hint="1-80 ASCII letters, digits, - or _, not - first (no /, no ..)")
     return scope
 
 
@@ -200,7 +200,7 @@ def state_config(store: Store, scope: str | None = None) -> StateConfig:
         raise BadInput("memctl.toml: [state] scopes must be a table ([state.scopes.NAME])")
     for name in scopes:
         if not SCOPE_RE.match(name):
-            raise BadInput(f"memctl.toml: invalid state scope [state.scopes.{name}]", hint="1-80 ASCII letters, digits, - or _")
+            raise BadInput(f"memctl.toml: invalid state scope [state.scopes.{name}]", hint="1-80 ASCII letters, digits, - or _, not - first")
     if scope is None:
         return base
     override = scopes.get(scope, {})

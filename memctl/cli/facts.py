@@ -45,7 +45,7 @@ def init(
 @app.command()
 def remember(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name: 1-80 ASCII letters, digits, - or _.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name: 1-80 ASCII letters, digits, - or _, not - first.", metavar="NAME")],
     description: Annotated[Optional[str], typer.Option("--description", "-d", help="One line; what MEMORY.md shows.")] = None,
     type_: Annotated[Optional[str], typer.Option("--type", "-t", help="One of the types memctl.toml declares ([facts] types; by default user | feedback | project | reference | procedure). A new fact without one is a project fact.")] = None,
     why: Annotated[Optional[str], typer.Option("--why", help="The **Why:** line of the body.")] = None,

@@ -251,7 +251,7 @@ def build(root: Path):
 
     @tool("Remember a fact")
     def remember(
-        name: Annotated[str, Field(description="Fact name: 1-80 ASCII letters, digits, - or _ (the file is NAME.md).")],
+        name: Annotated[str, Field(description="Fact name: 1-80 ASCII letters, digits, - or _, not - first (the file is NAME.md).")],
         description: Annotated[Text, Field(description="One line: what MEMORY.md shows. Required for a new fact.")] = None,
         type: Annotated[Text, Field(description="user | feedback | project | reference | procedure.")] = None,
         why: Annotated[Text, Field(description="The **Why:** line of the body.")] = None,

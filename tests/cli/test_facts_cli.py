@@ -294,13 +294,36 @@ def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     assert cli(root, "log", "Merge freeze").exit_code == 0
     # A new fact's name becomes its file name: that stays a slug.
     r = cli(root, "remember", "Merge thaw", "--description", "月曜から再開")
-    assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'Merge thaw' (hint: use 1-80 ASCII letters, digits, '-' or '_')\n")
+    assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'Merge thaw' (hint: use 1-80 ASCII letters, digits, '-' or '_', not '-' first)\n")
     for args in (["remember", "a/b", "--update", "--description", "x"], ["show", "a/b"]):
         r = cli(root, *args)
         assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name 'a/b' (hint: give a fact name or file stem, not a path)\n"), args
     r = cli(root, "remember", "Merge thaw", "--update", "--description", "x")
     assert r.exit_code == 3 and "no live fact named 'Merge thaw'" in r.stderr
 
+
+
+def test_a_new_name_starting_with_a_dash_is_refused_and_an_old_one_still_works(root):
+    """`memory/-x.md` is an option to `grep deploy *`, `rm` and `ls` in the folder: no new fact, ledger or state
+    scope takes such a name; a fact written so before (by hand, or an older memctl) is still found."""
+    before = _commits(root)
+    r = cli(root, "remember", "--description", "ダッシュで始まる名前", "--", "-dash")
+    assert (r.exit_code, r.stderr) == (2, "memctl: error: invalid fact name '-dash' (hint: use 1-80 ASCII letters, digits, "
+                                          "'-' or '_', not '-' first)\n")
+    r = cli(root, "ledger", "create", "--columns", "a", "--", "-log")
+    assert r.exit_code == 2 and "invalid ledger name '-log'" in r.stderr, r.stderr
+    r = cli(root, "state", "update", "--name", "-x")
+    assert r.exit_code == 2 and "invalid state scope '-x'" in r.stderr, r.stderr
+    assert _commits(root) == before and not (root / "memory" / "-dash.md").exists()
+    assert cli(root, "remember", "_under", "--description", "underscore first is fine").exit_code == 0
+    (root / "memory" / "-old.md").write_text("---\nname: -old\ndescription: 昔の名前\nmetadata:\n  type: project\n---\nbody\n",
+                                              encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-m", "an old name")
+    assert "昔の名前" in cli(root, "show", "--", "-old").stdout
+    r = cli(root, "remember", "--update", "--description", "今の名前", "--", "-old")
+    assert r.exit_code == 0, r.stderr
+    assert cli(root, "forget", "--reason", "renamed", "--", "-old").exit_code == 0
 
 @pytest.mark.parametrize("damage, line, what", [
     (lambda t: t.replace("<!-- memctl:index:end -->\n", ""), 3, "<!-- memctl:index:begin --> has no <!-- memctl:index:end --> after it"),
