@@ -31,7 +31,7 @@ from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
 from .fsutil import ROW_LIMIT, TooBig, append_bytes, atomic_write, link_on_way, refuse_link, shown
 from .markers import refuse_conflicts
-from .store import Store, commit, config_committable
+from .store import Store, commit, commit_enabled, config_committable
 from .tsv import escape, format_record, unescape  # noqa: F401  (part of this module's interface)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$")  # not `-` first: `-x.tsv` is an option to grep and rm
@@ -507,6 +507,8 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
             require_header(ledger, data[:data.find(b"\n") + 1] if data.find(b"\n") != -1 else data[:])
             if column is not None:
                 _refuse_duplicates(store, ledger, data, encoded, column)
+            if commit_changes and commit_enabled(store):  # an old line edited by hand must not ride along
+                _refuse_rewritten(store, ledger, data)
             last = data[-1:]
         if not last and ledger.header:
             payload = (ledger.header_line + "\n").encode("utf-8") + payload
@@ -515,6 +517,16 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
         message = f"ledger: append {ledger.name} (+{len(encoded)})"
         sha = commit(store, [ledger.path], message, enabled=commit_changes)
     return Appended(ledger.name, ledger.path, len(encoded), sha)
+
+
+def _refuse_rewritten(store: Store, ledger: Ledger, data) -> None:
+    from .errors import GitError
+    from .ledger_ops import refuse_rewritten  # noqa: PLC0415
+
+    try:
+        refuse_rewritten(store, ledger, data, "nothing was appended")
+    except GitError:
+        pass  # no git to read HEAD from: the commit says so, and the append is undone (store.commit)
 
 
 # ---------------------------------------------------------------- reading

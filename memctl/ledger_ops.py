@@ -367,6 +367,20 @@ class Committed:
     commit: str | None  # None: nothing to commit
 
 
+def refuse_rewritten(store: Store, ledger: Ledger, working, outcome: str) -> bytes:
+    """The ledger's committed bytes; Refused when `working` (bytes, or a map of the file) is not them plus
+    new lines: an edit of an old line must never ride along with a commit named "append"."""
+    from . import gitstore  # noqa: PLC0415
+
+    committed = gitstore.file_at(store.root, ledger.path, "HEAD")
+    if working[:len(committed)] != committed:
+        rel = store.rel(ledger.path)
+        raise Refused(f"{rel}: line {_first_difference(committed, working)} of the committed version was rewritten "
+                      f"or removed; {outcome}", hint=f"look at `git diff -- {rel}`: a ledger is only appended to",
+                      kind="ledger-rewritten")
+    return committed
+
+
 def commit_appended(store: Store, name: str) -> Committed:
     """One commit for the records appended since the last one (`--no-commit` appends; for the access
     log, the rows that reads left pending too: access.move_pending).
@@ -383,12 +397,8 @@ def commit_appended(store: Store, name: str) -> Committed:
             access.move_pending(store)  # undone with the rest if the commit does not happen
         ledger = open_ledger(store, name)
         rel = store.rel(ledger.path)
-        committed = gitstore.file_at(store.root, ledger.path, "HEAD")
         working = ledger.path.read_bytes() if ledger.path.exists() else b""
-        if not working.startswith(committed):
-            line = _first_difference(committed, working)
-            raise Refused(f"{rel}: line {line} of the committed version was rewritten or removed; nothing was committed",
-                          hint=f"look at `git diff -- {rel}`: a ledger is only appended to")
+        committed = refuse_rewritten(store, ledger, working, "nothing was committed")
         added = working.count(b"\n", len(committed))
         if not committed and ledger.header and added:
             added -= 1  # the header line of a new file is not a record

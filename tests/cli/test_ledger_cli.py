@@ -333,6 +333,29 @@ def test_commit_gathers_no_commit_appends_into_one_commit_and_refuses_an_edit(ro
     assert r.exit_code == 1 and "commits are turned off" in r.stderr
 
 
+
+def test_an_append_that_commits_refuses_an_old_line_edited_by_hand(root):
+    """`ledger append` (which commits) once swept a hand edit of an old row into "ledger: append t (+1)";
+    it now refuses as `ledger commit` does, and writes nothing. Lines added by hand below still go with it."""
+    assert cli(root, "ledger", "create", "t", "--columns", "d,theme").exit_code == 0
+    assert cli(root, "ledger", "append", "t", "d=1", "theme=MCPのテスト").exit_code == 0
+    path = root / "ledgers" / "t.tsv"
+    committed = path.read_bytes()
+    path.write_bytes(committed.replace("MCPのテスト".encode(), "MCPのデバッグ".encode()))
+    edited, head = path.read_bytes(), git(root, "rev-parse", "HEAD")
+    r = cli(root, "ledger", "append", "t", "d=2", "theme=stdioの挙動")
+    assert (r.exit_code, r.stderr) == (1, "memctl: error: ledgers/t.tsv: line 2 of the committed version was rewritten or "
+                                          "removed; nothing was appended (hint: look at `git diff -- ledgers/t.tsv`: a ledger "
+                                          "is only appended to)\n")
+    assert (path.read_bytes(), git(root, "rev-parse", "HEAD")) == (edited, head)
+    # --no-commit appends still go (nothing is committed; `ledger commit` refuses later, as above)
+    assert cli(root, "ledger", "append", "t", "d=3", "theme=x", "--no-commit").exit_code == 0
+    # put back: a line appended by hand is an append, and the next append commits it with its own
+    path.write_bytes(committed + "4\t手で追記\n".encode())
+    r = cli(root, "ledger", "append", "t", "d=5", "theme=y")
+    assert r.exit_code == 0, r.stderr
+    assert git(root, "status", "--porcelain") == "" and git(root, "show", "HEAD:ledgers/t.tsv").count("\n") == 4
+
 def test_commit_of_the_access_log(root):
     """A read keeps `git status` clean (its row waits in .memctl/); `ledger commit access` commits it (issue 23.10)."""
     assert cli(root, "remember", "a", "-t", "user", "-d", "deploys happen on Tuesdays").exit_code == 0
