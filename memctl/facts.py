@@ -478,25 +478,15 @@ def _topic_texts(store: Store) -> dict[str, str]:
             if not p.is_symlink() and p.is_file()}
 
 
-def _adopted_files(store: Store, text: str, facts: list[fact_mod.Fact]) -> list[Path]:
-    """Fact files never committed whose index line was added outside the block (Claude Code's new facts):
-    the block adopts the line, and the commit takes the file along so that the committed index links a committed file.
-    (Asked whether or not this write commits: with no repository there is nothing to adopt.)"""
-    if not commit_enabled(store) or gitstore.toplevel(store.root) is None:
+def _adopted_files(store: Store, facts: list[fact_mod.Fact]) -> list[Path]:
+    """Live fact files git has never committed (Claude Code's new facts, a fact file written by hand): the
+    regenerated index links them, so the commit takes them along, and the committed index never links
+    an uncommitted file. (Asked whether or not this write commits: with no repository there is nothing to adopt.)"""
+    if not commit_enabled(store) or (top := gitstore.toplevel(store.root)) is None:
         return []
-    live = {f.file_name: f.path for f in facts if f.path is not None}
-    outside = [line.target for line in index_mod.parse_lines(text) if not line.generated and line.target in live]
-    if not outside:
-        return []
-    dirty = set(gitstore.dirty_paths(store.root, [live[t] for t in outside]))
-    top = gitstore.toplevel(store.root)
-    found = []
-    for target in outside:
-        path = live[target]
-        if top is not None and str(path.resolve().relative_to(top)) in dirty \
-                and gitstore.committed_text(store.root, path) is None:
-            found.append(path)
-    return found
+    new = {os.path.normpath(top / path) for code, path in gitstore.dirty_entries(store.root, [store.memory_dir])
+           if code == "??" or code[0] == "A"}
+    return [f.path for f in facts if f.path is not None and os.path.normpath(f.path.resolve()) in new] if new else []
 
 
 RECENT_DAYS = 7  # a fact written or used this lately keeps its line in MEMORY.md (index.fair_order)
@@ -560,7 +550,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     folder = store.memory_dir / index_mod.TOPIC_DIR
     if folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
-    return touched + _adopted_files(store, current, facts), changed
+    return touched + _adopted_files(store, facts), changed
 
 
 def _write_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> list[Path]:
@@ -823,6 +813,7 @@ def reindex(store: Store, *, commit_changes: bool = True) -> tuple[bool, str | N
     """Regenerate the index block (and the topic files); (changed, commit id)."""
     with store.lock():
         facts = live_facts(store)
+        _refuse_hand_edited_index(store, commit_changes, facts)
         paths, changed = update_index(store, facts)
         if not changed:
             return False, None

@@ -37,10 +37,37 @@ def test_hand_edits_outside_the_index_block_are_not_committed(root):
     assert "+my private draft note" not in git(root, "show", "HEAD", "--", "memory/MEMORY.md")
 
 
+
+def test_index_and_maintain_refuse_hand_edits_outside_the_block_and_never_commit_an_index_linking_an_uncommitted_file(root):
+    """`index` and `maintain` (the daily job) once committed a hand-written line outside the block, and every write
+    committed an index linking a fact file git had never seen. Now they refuse the first as `remember` does, and
+    the second goes into the commit with the index that links it."""
+    index = root / "memory" / "MEMORY.md"
+    index.write_text(index.read_text(encoding="utf-8") + "自由記述のメモ\n", encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD")
+    for command in (["index"], ["maintain"]):
+        r = cli(root, *command)
+        assert r.exit_code == 1 and "memory/MEMORY.md has uncommitted edits outside the memctl block" in r.stderr, command
+        assert git(root, "rev-parse", "HEAD") == head, command
+    _commit_all(root, "my note")
+    hand = root / "memory" / "hand-made.md"
+    hand.write_text("---\nname: hand-made\ndescription: 手で書いた事実\nmetadata:\n  type: project\n---\nbody\n",
+                    encoding="utf-8")
+    assert cli(root, "remember", "b", "--description", "bee").exit_code == 0
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "hand-made.md" in git(root, "show", "HEAD:memory/MEMORY.md")
+    assert sorted(git(root, "show", "--name-only", "--format=", "HEAD").split()) == [
+        "memory/MEMORY.md", "memory/b.md", "memory/hand-made.md"]
+    again = root / "memory" / "again.md"
+    again.write_text("---\nname: again\ndescription: もう一つ\n---\n", encoding="utf-8")
+    assert cli(root, "maintain").exit_code == 0
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "again.md" in git(root, "show", "HEAD:memory/MEMORY.md")
+
 def test_file_names_are_not_git_patterns(root):
     (root / "memory" / "n[1].md").write_text("---\nname: n\ndescription: bracketed\n---\n", encoding="utf-8")
-    cli(root, "index")
-    _commit_all(root)
+    assert cli(root, "index").exit_code == 0
+    assert git(root, "status", "--porcelain") == ""  # committed with the index that links it
     (root / "memory" / "n1.md").write_text("secret draft, not a fact\n", encoding="utf-8")
     assert cli(root, "forget", "n", "--reason", "old").exit_code == 0
     changed = git(root, "show", "--name-only", "--format=", "HEAD").split()
