@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 
 def now() -> datetime:
@@ -22,6 +22,19 @@ def stamp() -> str:
 def parse_date(text: str) -> datetime:
     """An ISO date or timestamp; a bare date means local midnight."""
     value = datetime.fromisoformat(str(text).strip())
+    return value if value.tzinfo else value.astimezone()
+
+
+def expiry(text: str) -> datetime:
+    """When an `expires` value is past: a bare date (`2027-03-31`) at the end of that day, local time (the
+    fact is current all that day, wherever it is read); a timestamp at itself."""
+    text = str(text).strip()
+    value = datetime.fromisoformat(text)
+    try:
+        date.fromisoformat(text)
+        value += timedelta(days=1)  # naive local midnight: the next day's, summer time or not
+    except ValueError:
+        pass
     return value if value.tzinfo else value.astimezone()
 
 

@@ -323,7 +323,7 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
             raise BadInput(f"invalid tag {tag!r}", hint="tags are one word or phrase without commas or newlines")
     if spec.expires is not None:
         try:
-            expires = clock.parse_date(spec.expires)
+            expires = clock.expiry(spec.expires)
         except ValueError:
             raise BadInput(f"invalid expires date {spec.expires!r}", hint="use YYYY-MM-DD", arg="expires") from None
         if expires <= clock.now():

@@ -209,8 +209,11 @@ def _time(value: Any) -> datetime | None:
 
 
 def _expired(fact, now: datetime) -> bool:
-    when = _time(fact.meta("expires"))
-    return when is not None and when < now
+    value = fact.meta("expires")
+    try:
+        return bool(value) and clock.expiry(str(value)) <= now
+    except ValueError:
+        return False
 
 
 def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
@@ -242,7 +245,7 @@ def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
 
 def _item(doc, now_ts: float) -> Item:
     status = doc.status
-    if status == "live" and doc.expires is not None and doc.expires < now_ts:
+    if status == "live" and doc.expires is not None and doc.expires <= now_ts:
         status = "expired"
     when = datetime.fromtimestamp(doc.ts).astimezone() if doc.ts is not None else None
     from .rindex import SEP

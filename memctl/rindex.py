@@ -30,7 +30,7 @@ from . import clock, textnorm
 from .fsutil import ROW_LIMIT, file_lock, refuse_link
 from .store import Store
 
-VERSION = "9"  # 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "10"  # 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -108,6 +108,13 @@ def _epoch(value) -> float | None:
         return None
     try:
         return clock.parse_date(str(value)).timestamp()
+    except ValueError:
+        return None
+
+
+def _expiry(value) -> float | None:
+    try:
+        return clock.expiry(str(value)).timestamp() if value else None
     except ValueError:
         return None
 
@@ -365,7 +372,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
                 _unit(fact.meta("importance"), store.config.importance_for(fact.type)),
                 _unit(fact.meta("confidence"), store.config.confidence_for(fact.type)),
                 _epoch(fact.meta("updated")) or _epoch(fact.meta("created")),
-                fact.pinned, status, _epoch(fact.meta("expires")), body=fact.body,
+                fact.pinned, status, _expiry(fact.meta("expires")), body=fact.body,
                 doc_id=earlier.get(path),
             )
         conn.execute("INSERT INTO files VALUES (?, ?, ?)", (path, stamp, doc))

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import cli, git
+from conftest import cli, git, memctl
 
 
 def _index_lines(root):
@@ -174,6 +174,23 @@ def test_an_expiry_date_in_the_past_is_written_with_a_warning(root):
     r = cli(root, "remember", "open", "--description", "Office open again", "--expires", "2026-05-02", env=now)
     assert r.exit_code == 0 and "warning" not in r.stderr
 
+
+
+def test_a_bare_expiry_date_lasts_to_the_end_of_that_day_in_local_time_for_recall_and_the_policies(root):
+    """`--expires 2027-03-31` once ended at that day's first instant (09:00 in Tokyo when the clock ran on UTC, the
+    evening before in the US), and `--expires <today>` warned "in the past". Now the fact is current all that day."""
+    tokyo = {"TZ": "Asia/Tokyo"}
+    r = memctl(root, "remember", "sale", "--description", "年度末セールは3月31日まで", "--expires", "2027-03-31",
+            env={**tokyo, "MEMCTL_NOW": "2027-03-31T08:00:00+09:00"})
+    assert (r.returncode, "warning" in r.stderr) == (0, False), r.stderr
+    for now, live in (("2027-03-31T00:00:00+09:00", True), ("2027-03-31T23:59:59+09:00", True),
+                      ("2027-04-01T00:00:00+09:00", False), ("2027-04-01T09:00:00+09:00", False)):
+        env = {**tokyo, "MEMCTL_NOW": now}
+        found = memctl(root, "recall", "セール", "--mode", "keyword", "--no-log", env=env)
+        assert ("memory/sale.md" in found.stdout) == live, (now, found.stdout)
+        plan = memctl(root, "forget", "--policies", "--dry-run", "--json", env=env)
+        assert plan.returncode == 0, plan.stderr
+        assert ("sale" in plan.stdout) == (not live), (now, plan.stdout)
 
 def test_log_goes_on_across_forget_and_restore(root):
     cli(root, "remember", "a", "--description", "first")
