@@ -37,7 +37,7 @@ from . import clock
 from .clock import format_duration  # noqa: F401  (jobs and this module word ages with it)
 from .errors import BadInput, GitError, NotFound
 from .fsutil import atomic_write, link_on_way, refuse_link
-from .store import Store, commit
+from .store import Store, commit, refuse_uncommitted
 
 STATE_FILE = "STATE.md"
 GENERATOR = "memctl state update"
@@ -535,6 +535,7 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
             from .markers import refuse_conflicts  # noqa: PLC0415
 
             refuse_conflicts(path.read_bytes(), store.rel(path))
+            refuse_uncommitted(store, [path], commit_changes)  # a hand edit: overwritten, and in no commit
         previous = _read(path)
         now = clock.now()
         body, found = build(store, cfg, given, previous, now, note)

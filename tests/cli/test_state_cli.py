@@ -85,6 +85,23 @@ def test_no_commit(root):
     assert git(root, "rev-parse", "HEAD") == head
 
 
+
+def test_an_update_refuses_to_overwrite_a_hand_edit_of_state_md_that_is_not_committed(root):
+    """STATE.md is overwritten on every update: a hand edit not committed was lost, in no commit. Refused now, as
+    every writer refuses uncommitted hand edits; once it is committed (or discarded) the update runs."""
+    assert cli(root, "state", "update").exit_code == 0
+    path = root / "state" / "STATE.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n手で書いた注記: 来週は移行作業\n", encoding="utf-8")
+    edited, head = path.read_bytes(), git(root, "rev-parse", "HEAD")
+    r = cli(root, "state", "update", input=NUMBERS)
+    assert r.exit_code == 1 and r.stderr.startswith("memctl: error: state/STATE.md has uncommitted changes (hint: commit or discard"), r.stderr
+    assert (path.read_bytes(), git(root, "rev-parse", "HEAD")) == (edited, head)
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "my note")
+    assert cli(root, "state", "update", input=NUMBERS).exit_code == 0
+    assert "手で書いた注記" in git(root, "log", "-p", "--format=", "--", "state/STATE.md")  # kept in history
+    assert cli(root, "state", "update", "--no-commit").exit_code == 0  # --no-commit: written over, as asked
+    assert cli(root, "state", "update", "--no-commit").exit_code == 0
+
 def test_check_fresh_prints_nothing(root):
     r = cli(root, "state", "check", "--max-age", "24h")  # no STATE.md at all: not found, never a silent pass
     assert (r.exit_code, r.stdout) == (3, "")
