@@ -23,8 +23,10 @@ import plistlib
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -727,8 +729,11 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
     began = time.monotonic()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     try:
+        # A session of its own: a stop sent to run-job reaches the job's whole process tree through
+        # _forwarding_stops, and run-job (holding the job's lock) waits until the tree has ended.
         child = subprocess.Popen(argv, cwd=store.root, env=_child_env(store, job), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                 preexec_fn=_dies_with_parent())
     except OSError as exc:
         # 126/127: what a shell says for "cannot execute" and "not found".
         code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -737,13 +742,14 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
         tail.append(message)
     else:
         assert child.stdout is not None
-        for raw in child.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            log.write(f"| {line}")
-            tail.append(line)
-            if echo:
-                echo(line)
-        code = child.wait()
+        with _forwarding_stops(child, log):
+            for raw in child.stdout:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                log.write(f"| {line}")
+                tail.append(line)
+                if echo:
+                    echo(line)
+            code = child.wait()
         if code < 0:
             code = 128 - code  # killed by a signal, as a shell reports it
     seconds = time.monotonic() - began
@@ -758,6 +764,49 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
         return RunResult(**{**result.__dict__, "episode_error": exc.one_line()})
     log.write(f"episode {episode}")
     return RunResult(**{**result.__dict__, "episode": episode})
+
+
+STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _forwarding_stops(child: subprocess.Popen, log: _Log) -> Iterator[None]:
+    """SIGTERM, SIGINT or SIGHUP to run-job (launchd stopping it, a Ctrl-C, a closed terminal) go on to the
+    job's process group; run-job goes on logging until the job has ended, so its lock is held as long as
+    the job runs, and the run ends with its `end` line and error episode. A second stop sends SIGKILL."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+    stops: list[int] = []
+
+    def forward(signum: int, _frame) -> None:  # no logging here: it may interrupt a log write
+        stops.append(signum)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signum if len(stops) == 1 else signal.SIGKILL)
+
+    previous = {stop: signal.signal(stop, forward) for stop in STOPS}
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+        for number, stop in enumerate(stops):
+            log.write(f"stop: run-job got {signal.Signals(stop).name}; "
+                      + ("sent it to the job" if number == 0 else "killed the job (SIGKILL)"))
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """Linux: the job gets SIGTERM when run-job itself is killed (SIGKILL cannot be forwarded), so no job
+    outlives the lock that keeps a second copy from starting beside it. Elsewhere: None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes  # noqa: PLC0415
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG; resolved before fork: nothing to import after it
 
 
 def _record_failure(store: Store, job: Job, result: RunResult) -> str:
@@ -794,8 +843,8 @@ class Status:
             return "running"
         if self.last_run is None:
             return "never run"
-        if self.last_success is None:
-            return "failing"
+        if self.last_success is None or self.last_end is None or self.last_end < self.last_run:
+            return "failing"  # the last run has no `end` line: run-job itself was killed (SIGKILL, a power cut)
         if self.age is not None and self.age > self.job.max_age:
             return "stale"
         return "failing" if self.last_exit not in (None, 0) else "ok"

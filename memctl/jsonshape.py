@@ -138,7 +138,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("last_run", "string|null", "When it last ran; null if never."),
         ("last_exit", "integer|null", "Its last exit code; null if never run."),
         ("last_success", "string|null", "When it last succeeded; null if never."),
-        ("state", "string", "ok, failed, stale, never run, running."),
+        ("state", "string", "ok, failing, stale, never run, running."),
         ("running", "boolean", "A run holds its lock now."),
         ("log", "string", "Its log file, relative to the store."),
         ("log_tail", "list[string]", "The log's last lines."),

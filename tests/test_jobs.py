@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import plistlib
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -281,6 +286,19 @@ def test_status_reads_the_log(root, monkeypatch):
                                "its schedule (0 9 * * *) allows 25h (last exit 3)")
 
 
+
+def test_status_of_a_run_whose_run_job_was_killed_is_failing(root, monkeypatch):
+    """A run with a `start` line and no `end` (run-job killed with SIGKILL) once showed the exit of the run before."""
+    store = configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
+    (root / "logs").mkdir()
+    ok = LOG.replace("exit=3", "exit=0")
+    (root / "logs" / "daily.log").write_text(ok)
+    monkeypatch.setenv("MEMCTL_NOW", "2026-10-21T10:00:00+09:00")
+    assert jobs.status(store, jobs.get_job(store, "daily")).state == "ok"
+    (root / "logs" / "daily.log").write_text(ok + "2026-10-21T09:30:00+09:00 daily start pid=1 cmd=x\n")
+    st = jobs.status(store, jobs.get_job(store, "daily"))
+    assert (st.last_run, st.last_exit, st.state) == ("2026-10-21T09:30:00+09:00", 0, "failing")
+
 def test_status_reads_a_long_log_backwards(root):
     store = configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
     (root / "logs").mkdir()
@@ -354,3 +372,75 @@ def test_launchd_plan_with_a_fake_launchctl(root, tmp_path, monkeypatch):
 def test_unknown_scheduler(store):
     with pytest.raises(BadInput):
         jobs.plan_install(store, scheduler="systemd")
+
+
+# ---------------------------------------------------------------- run-job stopped
+
+STOPPABLE = """echo $$ > job.pid
+trap 'echo > got-term; echo "got TERM"; n=0; while [ ! -e release ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done; echo done > cleaned; exit 143' TERM
+echo started
+while :; do sleep 0.1; done
+"""
+
+
+def _run_job(root: Path, name: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}
+    return subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "run-job", "--quiet", name],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+@pytest.fixture
+def job_killed_after(root):
+    """A test that fails midway must not leave its looping job behind."""
+    yield
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int((root / "job.pid").read_text()), signal.SIGKILL)
+
+
+def _wait_for(path: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_a_stopped_run_job_stops_its_job_and_holds_the_lock_until_the_job_has_ended(root, job_killed_after):
+    """SIGTERM to run-job (launchd stopping it) once left the script running as an orphan, released the job's lock
+    (a second copy then ran beside it), and logged no `end` line, so `status` showed the run before. Now the stop
+    goes on to the job, run-job holds the lock until the job has ended, and the run ends as a failure."""
+    configure(root, f'[jobs.slow]\nscript = "{script(root, "slow.sh", STOPPABLE)}"\nhour = 9\n')
+    first = _run_job(root, "slow")
+    _wait_for(root / "job.pid")
+    while "| started" not in (root / "logs" / "slow.log").read_text(encoding="utf-8"):
+        time.sleep(0.05)
+    first.send_signal(signal.SIGTERM)
+    while "| got TERM" not in (root / "logs" / "slow.log").read_text(encoding="utf-8"):
+        assert first.poll() is None, first.communicate()
+        time.sleep(0.05)
+    second = _run_job(root, "slow")  # the job is still cleaning up: its lock is held
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 4 and b"already running" in err, err
+    (root / "release").write_text("", encoding="utf-8")
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 143, err
+    assert (root / "cleaned").exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((root / "job.pid").read_text()), 0)
+    log = [line.split(" ", 2)[2] for line in (root / "logs" / "slow.log").read_text(encoding="utf-8").splitlines()]
+    assert "stop: run-job got SIGTERM; sent it to the job" in log
+    assert [line for line in log if line.startswith("end ")][-1].startswith("end exit=143 ")
+    assert log[-1].startswith("episode ep-")
+    [status] = jobs.statuses(open_store(root), "slow")
+    assert (status.last_exit, status.state, status.running) == (143, "failing", False)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_job_gets_sigterm_when_run_job_itself_is_killed(root, job_killed_after):
+    """SIGKILL cannot be forwarded: the kernel sends the job SIGTERM when run-job dies, so no job outlives its lock."""
+    configure(root, f'[jobs.slow]\nscript = "{script(root, "slow.sh", STOPPABLE)}"\nhour = 9\n')
+    (root / "release").write_text("", encoding="utf-8")
+    first = _run_job(root, "slow")
+    _wait_for(root / "job.pid")
+    first.kill()
+    first.communicate(timeout=60)
+    _wait_for(root / "got-term")  # (its next line, an echo into the dead run-job's pipe, ends it: SIGPIPE)
