@@ -695,9 +695,28 @@ def _holder(lock: Path) -> str:
         return "?"
 
 
+def log_not_run(root: Path, name: str, error: MemctlError) -> None:
+    """A job that cannot even be read (memctl.toml does not load, its table is wrong, it is gone): say so in
+    logs/NAME.log, where `tail -f` and the next look at the job find it (cron's stderr file is otherwise the
+    only trace). Best effort."""
+    path = root / "logs" / f"{name}.log"
+    if not JOB_NAME_RE.match(name) or link_on_way(root, path) is not None:
+        return
+    with contextlib.suppress(OSError):
+        log = _Log(path, name)
+        try:
+            log.write(f"refused: {error.one_line()}; the job was not run")
+        finally:
+            log.close()
+
+
 def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = None) -> RunResult:
     """Run one job under its lock, log it, and record an `error` episode when it fails."""
-    job = get_job(store, name)
+    try:
+        job = get_job(store, name)
+    except MemctlError as exc:
+        log_not_run(store.root, name, exc)
+        raise
     lock = store.cache_dir / "jobs" / f"{job.name}.lock"
     refuse_link(store.root, log_path(store, job.name))  # logs/ is machine-local: a link there came from elsewhere
     log = _Log(log_path(store, job.name), job.name)

@@ -9,7 +9,7 @@ import typer
 from .. import jobs, output, trust
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
-from ..errors import FAILED
+from ..errors import FAILED, MemctlError
 
 schedule_app = typer.Typer(
     help="Scheduled jobs ([jobs.NAME] in memctl.toml): launchd plists on macOS, crontab lines elsewhere.",
@@ -143,7 +143,12 @@ def run_job(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only write the log (what launchd and cron run).")] = False,
 ) -> None:
     """Run one job as the scheduler does: per-job lock, logs/NAME.log, an error episode on failure."""
-    store = store_from(ctx)
+    try:
+        store = store_from(ctx)
+    except MemctlError as exc:  # memctl.toml does not load: the job's log says why it did not run
+        if (root := _root_if_any(ctx)) is not None:
+            jobs.log_not_run(root, name, exc)
+        raise
     result = jobs.run_job(store, name, echo=None if quiet else output.emit_text)
     log = store.rel(result.log)
     if result.exit_code == 0:
@@ -152,6 +157,15 @@ def run_job(
     trace = f"episode {result.episode}" if result.episode else f"no episode: {result.episode_error}"
     output.error(f"job {name} failed with exit {result.exit_code} (log: {log}; {trace})")
     raise typer.Exit(result.exit_code)
+
+
+def _root_if_any(ctx: typer.Context):
+    from ..store import find_root  # noqa: PLC0415
+
+    try:
+        return find_root((ctx.find_root().obj or {}).get("root"))
+    except MemctlError:
+        return None
 
 
 @app.command("trust")
