@@ -141,12 +141,14 @@ def require_header(ledger: Ledger, first: bytes) -> None:
         return
     if first.rstrip(b"\n") != ledger.header_line.encode("utf-8"):
         rel = _rel(ledger.path)
-        shown = _short(first.rstrip(b"\n").decode("utf-8", "replace").replace("\t", ","))
+        shown = _short(first.rstrip(b"\n").decode("utf-8", "replace"))  # repr below: a TAB shows as \t
         printf = ledger.header_line.replace("\t", "\\t")
         raise Refused(
-            f"{rel}:1: the header line of ledger {ledger.name!r} is missing or changed (line 1 is {shown!r}); "
-            "nothing was read or written",
-            hint=f"put it back: printf '{printf}\\n' | cat - {rel} > {rel}.new && mv {rel}.new {rel}",
+            f"{rel}:1: the header line of ledger {ledger.name!r} is missing or changed (line 1 is {shown!r}, the "
+            f"header is {ledger.header_line!r}); nothing was read or written",
+            hint=f"if line 1 is a record, put the header before it: printf '{printf}\\n' | cat - {rel} > {rel}.new && "
+                 f"mv {rel}.new {rel}; if it is the header, changed: {{ printf '{printf}\\n'; tail -n +2 {rel}; }} > "
+                 f"{rel}.new && mv {rel}.new {rel}",
         )
 
 

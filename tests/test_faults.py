@@ -559,6 +559,26 @@ def test_a_declared_ledger_without_its_header_is_an_error_for_every_reader_and_w
     assert run(root, "ledger", "check", "orders").returncode == 1
 
 
+def test_a_header_changed_by_hand_is_put_back_by_the_hint_for_that_case(root):
+    """The hint once only put a header before line 1: followed for a header changed by hand, it turned the changed
+    header into a record, and `ledger check` then said clean. Now it names both cases; each repair gives the rows back."""
+    seed(root)
+    path = root / "ledgers" / "orders.tsv"
+    good = path.read_bytes()
+    rows = run(root, "ledger", "rows", "orders").stdout
+    path.write_bytes(good.replace(b"k\tv\n", b"k\t\xe5\x80\xa4\n", 1))  # v renamed 値 by hand
+    line = one_line_error(run(root, "ledger", "rows", "orders"))
+    assert "line 1 is 'k\\t値', the header is 'k\\tv'" in line, line
+    repair = line.split("if it is the header, changed: ", 1)[1].rsplit(")", 1)[0]
+    subprocess.run(["sh", "-c", repair], cwd=root, check=True)
+    assert path.read_bytes() == good and run(root, "ledger", "rows", "orders").stdout == rows
+    path.write_bytes(good.split(b"\n", 1)[1])  # the header deleted: the other repair
+    line = one_line_error(run(root, "ledger", "rows", "orders"))
+    repair = line.split("if line 1 is a record, put the header before it: ", 1)[1].split("; if it is the header", 1)[0]
+    subprocess.run(["sh", "-c", repair], cwd=root, check=True)
+    assert path.read_bytes() == good
+
+
 def test_a_last_line_without_lf_refuses_append_and_fails_check(root):
     seed(root)
     path = root / "ledgers" / "orders.tsv"
