@@ -250,6 +250,16 @@ def check_ledger(store: Store, ledger: Ledger) -> list:
     return _scan(ledger.path.read_bytes(), rel, ledger)
 
 
+def refuse_damaged(store: Store, ledger: Ledger) -> None:
+    """For a reader that has printed the rows: Refused when lines were damaged (fields missing or extra, invalid
+    UTF-8, a conflict marker...), which it printed as best it could read them (`ledger check` lists each)."""
+    damaged = [p for p in check_ledger(store, ledger) if p.severity == "error" and p.line]
+    if damaged:
+        lines = len({p.line for p in damaged})
+        raise Refused(f"{store.rel(ledger.path)}: {lines} damaged line{'s' if lines > 1 else ''}, printed as read "
+                      f"(line {damaged[0].line}: {damaged[0].message})", hint=f"memctl ledger check {ledger.name} lists them")
+
+
 def check(store: Store, name: str) -> list:
     """Problems of one ledger as facts.Problem (path, line, code, message, severity)."""
     return check_ledger(store, open_ledger(store, name))

@@ -118,7 +118,8 @@ def rows(
     json: Annotated[bool, typer.Option("--json", help="Print a JSON array of objects with unescaped values.")] = False,
 ) -> None:
     """Print records (TSV, escaped as in the file, when piped; a table on a terminal); exit 1 after them
-    when the last line has no LF (named on stderr, not printed)."""
+    when the last line has no LF (named on stderr, not printed), or when lines are damaged (fields
+    missing or extra, invalid UTF-8, a conflict marker: printed as read, the first named on stderr)."""
     store = store_from(ctx)
     found, selected = ledger.select_rows(store, name, where=ledger.parse_assignments(where or []), since=since, tail=tail)
     if json:
@@ -126,6 +127,7 @@ def rows(
     else:
         output.emit_table([row.values for row in selected], found.columns)
     ledger.check_tail(found)  # a cut-off last line: the rows above are printed, then it is named (exit 1)
+    ledger_ops.refuse_damaged(store, found)  # so are damaged lines, printed as read
 
 
 @ledger_app.command("dups")

@@ -356,6 +356,28 @@ def test_an_append_that_commits_refuses_an_old_line_edited_by_hand(root):
     assert r.exit_code == 0, r.stderr
     assert git(root, "status", "--porcelain") == "" and git(root, "show", "HEAD:ledgers/t.tsv").count("\n") == 4
 
+
+@pytest.mark.parametrize("damage, line, what", [
+    (b"2\n", 3, "1 fields, expected 2"),
+    (b"2\tx\ty\n", 3, "3 fields, expected 2"),
+    (b"2\t\xe5\x80\n", 3, "invalid UTF-8"),
+    (b"=======\n", 3, "1 fields, expected 2"),  # a conflict marker line: named by its field count first
+    (b"<<<<<<< HEAD\tx\n", 3, "conflict marker"),
+])
+def test_rows_prints_damaged_lines_as_read_then_names_them_and_exits_1(root, damage, line, what):
+    """`ledger rows` once printed a padded, cut or garbled line as a record with exit 0 and no word; `ledger check`
+    was the only one to say. Now rows names the first damaged line after printing (exit 1), as it does a cut-off one."""
+    assert cli(root, "ledger", "create", "t", "--columns", "a,b").exit_code == 0
+    assert cli(root, "ledger", "append", "t", "a=1", "b=テーマ").exit_code == 0
+    clean = cli(root, "ledger", "rows", "t")
+    assert (clean.exit_code, clean.stdout, clean.stderr) == (0, "1\tテーマ\n", "")
+    with open(root / "ledgers" / "t.tsv", "ab") as handle:
+        handle.write(damage)
+    r = cli(root, "ledger", "rows", "t")
+    assert r.exit_code == 1 and r.stdout.startswith("1\tテーマ\n") and r.stdout.count("\n") == 2, r.stdout
+    assert r.stderr.startswith(f"memctl: error: ledgers/t.tsv: 1 damaged line, printed as read (line {line}: ") and what in r.stderr, r.stderr
+    assert "(hint: memctl ledger check t lists them)" in r.stderr
+
 def test_commit_of_the_access_log(root):
     """A read keeps `git status` clean (its row waits in .memctl/); `ledger commit access` commits it (issue 23.10)."""
     assert cli(root, "remember", "a", "-t", "user", "-d", "deploys happen on Tuesdays").exit_code == 0
