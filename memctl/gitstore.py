@@ -566,12 +566,13 @@ def dirty_paths(root: Path, under: list[Path]) -> list[str]:
 
 def dirty_entries(root: Path, under: list[Path]) -> list[tuple[str, str]]:
     """(git status's two-letter code, path) of each path under `under` with uncommitted changes;
-    `??` is a file git does not track."""
+    `??` is a file git does not track. A read: git may not write its index for it (a full disk, a
+    concurrent git), hence --no-optional-locks."""
     top = toplevel(root)
     if top is None:
         return []
     rel = [os.path.relpath(p, top) for p in under]
-    out = _run(top, "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
+    out = _run(top, "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
     return [(entry[:2], entry[3:]) for entry in out.split("\0") if len(entry) > 3]
 
 
