@@ -697,11 +697,11 @@ def _holder(lock: Path) -> str:
 
 def log_not_run(root: Path, name: str, error: MemctlError) -> None:
     """A job that cannot even be read (memctl.toml does not load, its table is wrong, it is gone): say so in
-    logs/NAME.log, where `tail -f` and the next look at the job find it (cron's stderr file is otherwise the
-    only trace). Best effort."""
+    its logs/NAME.log, where `tail -f` and the next look at the job find it (cron's stderr file is otherwise
+    the only trace). Best effort."""
     path = root / "logs" / f"{name}.log"
-    if not JOB_NAME_RE.match(name) or link_on_way(root, path) is not None:
-        return
+    if not JOB_NAME_RE.match(name) or link_on_way(root, path) is not None or not path.is_file():
+        return  # only a job that has run here has a log to look in; bad input creates no file
     with contextlib.suppress(OSError):
         log = _Log(path, name)
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import cli, git
 from test_consolidate import e5
 from memctl import episodes, facts, ledger
 from memctl.errors import BadInput, GitError
@@ -283,6 +283,12 @@ def test_dry_run_asks_and_validates_but_writes_nothing(root, store, monkeypatch,
     head = git(root, "rev-parse", "HEAD").strip()
     result = run(store, cmd, dry_run=True)
     assert [o.status for o in result.outcomes] == ["planned", "planned"]
+    assert git(root, "rev-parse", "HEAD").strip() == head and git(root, "status", "--porcelain") == ""
+    # the CLI's summary counts the lessons planned (it once said "0 lessons checked" on every dry run)
+    done = cli(root, "distill", "--llm-cmd", cmd, "--dry-run", "--json")
+    planned = sum(o["status"] == "planned" for o in json.loads(done.stdout)["outcomes"])
+    assert done.exit_code == 0 and planned >= 1, done.stderr
+    assert f"{planned} lesson{'s' if planned != 1 else ''} planned, " in done.stderr, done.stderr
     assert git(root, "rev-parse", "HEAD").strip() == head and git(root, "status", "--porcelain") == ""
 
 

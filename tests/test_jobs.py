@@ -448,8 +448,9 @@ def test_a_job_gets_sigterm_when_run_job_itself_is_killed(root, job_killed_after
 
 def test_a_job_that_cannot_be_read_says_so_in_its_log(root):
     """A broken memctl.toml, or a wrong job table, once left no line in logs/NAME.log: only cron's stderr file."""
-    configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
+    configure(root, '[jobs.daily]\ncommand = "list"\nhour = 9\n')
     toml = (root / "memctl.toml").read_text(encoding="utf-8")
+    assert _run_job(root, "daily").wait(timeout=120) == 0  # it has run here: it has a log
     for text, code, reason in ((toml + "x = [1\n", 2, "invalid TOML"),
                                (toml.replace("hour = 9", "hour = 25"), 2, "[jobs.daily] hour = 25 is out of range (0-23)")):
         (root / "memctl.toml").write_text(text, encoding="utf-8")
@@ -460,5 +461,9 @@ def test_a_job_that_cannot_be_read_says_so_in_its_log(root):
         assert " daily refused: " in last and reason in last and last.endswith("; the job was not run"), last
     (root / "memctl.toml").write_text(toml, encoding="utf-8")
     done = _run_job(root, "daily")
-    assert done.communicate(timeout=120) and done.returncode in (0, 1)  # it runs again (doctor's own exit)
-    assert "end" in [line.split(" ")[2] for line in (root / "logs" / "daily.log").read_text(encoding="utf-8").splitlines()[-2:]]
+    _out, err = done.communicate(timeout=120)
+    assert (done.returncode, err) == (0, b"")  # --quiet: a success writes nothing to cron's stderr file
+    assert (root / "logs" / "daily.log").read_text(encoding="utf-8").splitlines()[-1].split(" ")[2] == "end"
+    for gone in ("nightly", "../x"):  # bad input: no log is created
+        assert _run_job(root, gone).wait(timeout=120) in (2, 3)
+    assert sorted(p.name for p in (root / "logs").iterdir()) == ["daily.log"]

@@ -145,7 +145,8 @@ def distill(
                           ["status", "fact", "episodes", "reason"])
     for bad in result.rejected:
         output.warn(f"cluster {','.join(bad.cluster.ids)}: {bad.reason}; nothing written for it")
-    output.info(f"{_n(len(result.created), 'lesson')} {'checked' if dry_run else 'written'}, "
+    planned = [o for o in result.outcomes if o.status == "planned"]
+    output.info(f"{_n(len(planned), 'lesson') + ' planned' if dry_run else _n(len(result.created), 'lesson') + ' written'}, "
                 f"{_n(len(result.rejected), 'cluster')} rejected, from {_n(result.plan.considered, 'episode')}"
                 + (f" (commit {result.commit[:10]})" if result.commit else ""))
     if result.rejected:

@@ -152,7 +152,8 @@ def run_job(
     result = jobs.run_job(store, name, echo=None if quiet else output.emit_text)
     log = store.rel(result.log)
     if result.exit_code == 0:
-        output.info(f"job {name} succeeded in {result.seconds:.1f}s (log: {log})")
+        if not quiet:  # under launchd and cron stderr is a file that only what run-job could not log belongs in
+            output.info(f"job {name} succeeded in {result.seconds:.1f}s (log: {log})")
         return
     trace = f"episode {result.episode}" if result.episode else f"no episode: {result.episode_error}"
     output.error(f"job {name} failed with exit {result.exit_code} (log: {log}; {trace})")

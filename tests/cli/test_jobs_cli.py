@@ -314,6 +314,8 @@ def test_run_job_quiet_success(root):
     configure(root, '[jobs.state]\ncommand = "state update"\nhour = 9\n')
     r = cli(root, "run-job", "--quiet", "state", env={"MEMCTL_NOW": NOW})
     assert (r.exit_code, r.stdout) == (0, "")
+    assert r.stderr == ""  # cron's stderr file holds only what run-job could not log
+    r = cli(root, "run-job", "state", env={"MEMCTL_NOW": NOW})
     assert r.stderr.startswith("memctl: job state succeeded in ") and r.stderr.endswith("s (log: logs/state.log)\n")
     r = cli(root, "schedule", "status", env={"MEMCTL_NOW": NOW})
     assert r.stdout == f"state\t0 9 * * *\t{NOW}\t0\t{NOW}\tok\n"
