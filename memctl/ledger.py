@@ -523,12 +523,50 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
 
 def _refuse_rewritten(store: Store, ledger: Ledger, data) -> None:
     from .errors import GitError
-    from .ledger_ops import refuse_rewritten  # noqa: PLC0415
 
     try:
         refuse_rewritten(store, ledger, data, "nothing was appended")
     except GitError:
         pass  # no git to read HEAD from: the commit says so, and the append is undone (store.commit)
+
+
+def refuse_rewritten(store: Store, ledger: Ledger, working, outcome: str) -> bytes:
+    """The ledger's committed bytes; Refused when `working` (bytes, or a map of the file) is not them plus
+    new lines: an edit of an old line must never ride along with a commit named "append"."""
+    from . import gitstore  # noqa: PLC0415  (not on the path of --no-commit appends)
+
+    committed = gitstore.file_at(store.root, ledger.path, "HEAD")
+    if working[:len(committed)] != committed:
+        rel = store.rel(ledger.path)
+        raise Refused(f"{rel}: line {first_difference(committed, working)} of the committed version was rewritten "
+                      f"or removed; {outcome}", hint=f"look at `git diff -- {rel}`: a ledger is only appended to",
+                      kind="ledger-rewritten")
+    return committed
+
+
+def line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix, comparing in blocks (a ledger can be megabytes long)."""
+    limit = min(len(a), len(b))
+    same = 0
+    step = 65536
+    while same < limit:
+        end = min(same + step, limit)
+        if a[same:end] == b[same:end]:
+            same = end
+        elif step > 1:
+            step //= 16
+        else:
+            break
+    return same
+
+
+def first_difference(old: bytes, new: bytes) -> int:
+    """The 1-based line of `old` where `new` stops being an extension of it."""
+    return line_of(old, common_prefix(old, new))
 
 
 # ---------------------------------------------------------------- reading

@@ -25,6 +25,10 @@ from .markers import conflict_lines
 from .ledger import (
     BAD_ESCAPE_RE,
     Ledger,
+    common_prefix,
+    first_difference,
+    line_of,
+    refuse_rewritten,
     check_columns,
     check_name,
     declarations,
@@ -283,31 +287,6 @@ def check_all(store: Store) -> list:
 
 # ---------------------------------------------------------------- verify
 
-def _line_of(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix, comparing in blocks (a ledger can be megabytes long)."""
-    limit = min(len(a), len(b))
-    same = 0
-    step = 65536
-    while same < limit:
-        end = min(same + step, limit)
-        if a[same:end] == b[same:end]:
-            same = end
-        elif step > 1:
-            step //= 16
-        else:
-            break
-    return same
-
-
-def _first_difference(old: bytes, new: bytes) -> int:
-    """The 1-based line of `old` where `new` stops being an extension of it."""
-    return _line_of(old, _common_prefix(old, new))
-
-
 def _lost_line(parent: bytes, merged: bytes) -> int | None:
     """For the other parent of a merge: the first of its lines the merge lost, or None.
 
@@ -315,12 +294,12 @@ def _lost_line(parent: bytes, merged: bytes) -> int | None:
     version is not a prefix; its lines past the shared prefix must all still be
     in the merged version, in order.
     """
-    shared = parent.rfind(b"\n", 0, _common_prefix(parent, merged)) + 1
+    shared = parent.rfind(b"\n", 0, common_prefix(parent, merged)) + 1
     theirs = parent[shared:].split(b"\n")
     ours = iter(merged[shared:].split(b"\n"))
     for number, line in enumerate(theirs):
         if line not in ours:  # consumes `ours` up to the match: an in-order subsequence test
-            return _line_of(parent, shared) + number
+            return line_of(parent, shared) + number
     return None
 
 
@@ -344,7 +323,7 @@ def verify(store: Store, name: str) -> Verification:
             if position == 0 and len(version.parents) == 1:
                 if version.data.startswith(before):
                     continue
-                line = _first_difference(before, version.data)
+                line = first_difference(before, version.data)
             else:
                 lost = _lost_line(before, version.data)
                 if lost is None:
@@ -359,7 +338,7 @@ def verify(store: Store, name: str) -> Verification:
         last = gitstore.file_at(store.root, ledger.path, "HEAD")
         working = ledger.path.read_bytes() if ledger.path.exists() else b""
         if not working.startswith(last):
-            line = _first_difference(last, working)
+            line = first_difference(last, working)
             return Verification(
                 ledger.name, rel, len(history), False, None, None, line,
                 f"the working file rewrote or removed line {line} of the committed version (HEAD)",
@@ -375,20 +354,6 @@ class Committed:
     path: str
     appended: int  # records between the committed version and the working file
     commit: str | None  # None: nothing to commit
-
-
-def refuse_rewritten(store: Store, ledger: Ledger, working, outcome: str) -> bytes:
-    """The ledger's committed bytes; Refused when `working` (bytes, or a map of the file) is not them plus
-    new lines: an edit of an old line must never ride along with a commit named "append"."""
-    from . import gitstore  # noqa: PLC0415
-
-    committed = gitstore.file_at(store.root, ledger.path, "HEAD")
-    if working[:len(committed)] != committed:
-        rel = store.rel(ledger.path)
-        raise Refused(f"{rel}: line {_first_difference(committed, working)} of the committed version was rewritten "
-                      f"or removed; {outcome}", hint=f"look at `git diff -- {rel}`: a ledger is only appended to",
-                      kind="ledger-rewritten")
-    return committed
 
 
 def commit_appended(store: Store, name: str) -> Committed:
