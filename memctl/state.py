@@ -624,14 +624,29 @@ def _committed_at(store: Store, path: Path) -> datetime | None:
     return datetime.fromisoformat(entries[0].date) if entries else None
 
 
-def when_updated(store: Store, path: Path) -> tuple[datetime, str]:
-    """When a snapshot was last refreshed: `updated:`, else the last commit, else the mtime."""
+SKEW = 300  # seconds: another machine's clock may run this far ahead before `updated:` is not believed
+
+
+def unbelievable_updated(path: Path) -> str | None:
+    """Why a snapshot's `updated:` cannot date it (not a date, or in the future: a hand edit, a wrong clock),
+    else None. Its age is then taken from the last commit, or the file's mtime."""
     snapshot = _read(path)
-    if snapshot and snapshot.updated:
-        try:
-            return clock.parse_date(snapshot.updated), "updated"
-        except ValueError:
-            pass
+    if not snapshot or not snapshot.updated:
+        return None
+    try:
+        stated = clock.parse_date(snapshot.updated)
+    except ValueError:
+        return f"updated: {snapshot.updated!r} is not an ISO-8601 date"
+    if (stated - clock.now()).total_seconds() > SKEW:
+        return f"updated: {snapshot.updated} is in the future (a hand edit, or a clock that is wrong)"
+    return None
+
+
+def when_updated(store: Store, path: Path) -> tuple[datetime, str]:
+    """When a snapshot was last refreshed: `updated:`, else (none, or not believable) the last commit, else the mtime."""
+    snapshot = _read(path)
+    if snapshot and snapshot.updated and unbelievable_updated(path) is None:
+        return clock.parse_date(snapshot.updated), "updated"
     committed = _committed_at(store, path)
     if committed is not None:
         return committed, "commit"
@@ -678,9 +693,11 @@ def problems(store: Store) -> list:
         return []  # no snapshot yet: nothing can be stale
     except BadInput as exc:
         return [Problem("memctl.toml", 0, "state-config", exc.one_line())]
+    unbelievable = [(store.rel(path), why) for path in state_files(store) if (why := unbelievable_updated(path))]
     return [
         Problem(f.path, 0, "state-stale", f"stale: updated {f.updated}, {format_duration(f.age)} ago "
                 f"(limit {format_duration(f.max_age)}; is the job that runs `memctl state update` alive?)")
         for f in found if f.stale
-    ]
+    ] + [Problem(rel, 0, "state-updated", f"{why}: its age is taken from its last commit (or mtime) instead", "warning")
+         for rel, why in unbelievable]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from datetime import datetime, timedelta
 
@@ -137,6 +138,26 @@ def test_check_stale_by_updated_and_by_mtime(root):
     assert r.exit_code == 1 and data["ok"] is False
     assert [(f["path"], f["source"], f["stale"], f["max_age"]) for f in data["files"]] == [
         ("state/STATE.md", "updated", True, "24h"), ("state/blog/STATE.md", "mtime", True, "24h")]
+
+def test_an_updated_line_in_the_future_or_not_a_date_is_not_believed_and_doctor_says_so(root):
+    """`updated: 2099-…` was never stale and `updated: not-a-date` fell back to the mtime, both without a word.
+    Now neither dates the snapshot (its last commit does), and doctor warns about each."""
+    now = {"MEMCTL_NOW": "2026-10-27T09:00:00+09:00"}
+    assert cli(root, "state", "update", env={"MEMCTL_NOW": "2026-10-25T09:00:00+09:00"}).exit_code == 0
+    path = root / "state" / "STATE.md"
+    text = path.read_text(encoding="utf-8")
+    start = text.index("updated: ") + len("updated: ")
+    for stated, why in (("2099-01-01T00:00:00+09:00", "is in the future"), ("いつか", "is not an ISO-8601 date")):
+        path.write_text(text[:start] + stated + text[text.index("\n", start):], encoding="utf-8")
+        subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "hand edit"],
+                       check=True, env={**os.environ, "GIT_COMMITTER_DATE": "2026-10-25T09:00:00+09:00",
+                                        "GIT_AUTHOR_DATE": "2026-10-25T09:00:00+09:00"})
+        r = cli(root, "state", "check", "--json", env=now)
+        [found] = json.loads(r.stdout)["files"]
+        assert (r.exit_code, found["source"], found["stale"], found["age"]) == (1, "commit", True, "48h"), r.stdout
+        doctor = cli(root, "doctor", env=now).stdout
+        assert f"state/STATE.md: warning: updated: " in doctor and why in doctor, doctor
+        assert "its age is taken from its last commit (or mtime) instead" in doctor
 
 @pytest.mark.parametrize("args, stdin, code, message", [
     (["state", "update", "--from-json", "-"], '{"completed": 48,', 2, "memctl: error: stdin: invalid JSON: Expecting property name enclosed in double quotes (line 1, column 18) (hint: give one JSON object, e.g. {\"completed\": 48})"),
