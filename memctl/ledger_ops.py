@@ -24,6 +24,7 @@ from .fsutil import ROW_LIMIT, link_message, link_on_way, shown as shown_limit
 from .markers import conflict_lines
 from .ledger import (
     BAD_ESCAPE_RE,
+    NAME_RE,
     Ledger,
     common_prefix,
     first_difference,
@@ -280,6 +281,11 @@ def check_all(store: Store) -> list:
         for path in sorted(store.ledgers_dir.glob("*.tsv")):
             if path not in known and link_on_way(store.root, path) is None:
                 rel = store.rel(path)
+                if not NAME_RE.match(path.stem):  # テーマ.tsv: whatever its first line, no ledger is named so
+                    problems.append(_problem(rel, 0, "undeclared-ledger", f"{path.stem!r} is not a ledger name (1-80 ASCII "
+                                             "letters, digits, - or _, not - first), so memctl does not read it (memctl "
+                                             f"ledger adopt {rel} --name NAME --columns ...)", "warning"))
+                    continue
                 problems.append(_problem(rel, 1, "undeclared-ledger", "no header line and not declared in memctl.toml "
                                          f"(memctl ledger adopt {rel} --columns ...)", "warning"))
     return problems

@@ -387,3 +387,16 @@ def test_commit_of_the_access_log(root):
     assert r.exit_code == 0 and "+1 committed" in r.stderr, r.stderr
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "show", "HEAD:ledgers/access.tsv").splitlines()[1].split("\t")[2:] == ["recall", "deploys", "a"]
+
+
+def test_doctor_names_a_tsv_whose_file_name_is_no_ledger_name_and_the_adopt_that_works(root):
+    """`ledgers/テーマ.tsv` was "no header line" (it had one), and the adopt hint failed without --name."""
+    (root / "ledgers" / "テーマ.tsv").write_text("date\ttheme\n2026-12-01\tMCPのテスト\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a ledger by hand")
+    doctor = cli(root, "doctor").stdout
+    assert ("ledgers/テーマ.tsv: warning: 'テーマ' is not a ledger name (1-80 ASCII letters, digits, - or _, not - first), "
+            "so memctl does not read it (memctl ledger adopt ledgers/テーマ.tsv --name NAME --columns ...)") in doctor, doctor
+    assert cli(root, "ledger", "adopt", str(root / "ledgers" / "テーマ.tsv"), "--name", "themes", "--columns", "date,theme").exit_code == 0
+    assert cli(root, "ledger", "rows", "themes").stdout == "2026-12-01\tMCPのテスト\n"
+    assert "テーマ" not in cli(root, "doctor").stdout
