@@ -409,7 +409,11 @@ def _ledger_section(store: Store, summary: Summary, previous: Snapshot | None) -
     from . import ledger  # noqa: PLC0415
 
     name = summary.ledger or ""
-    opened = ledger.open_ledger(store, name)
+    try:
+        opened = ledger.open_ledger(store, name)
+    except NotFound as exc:  # the summary is the user's setting: name it, not only the ledger
+        raise NotFound(f"memctl.toml: [state] summary of ledger {name!r}: {exc.message}",
+                       hint=f"create the ledger, or fix ledger = {name!r} in [[state.summaries]]") from None
     for column in (summary.by, *summary.columns):
         if column and column not in opened.columns:
             raise BadInput(f"memctl.toml: [state] summary of ledger {name!r}: no column {column!r}",

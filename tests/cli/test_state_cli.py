@@ -198,3 +198,12 @@ def test_doctor_reports_a_stale_state_and_a_stale_job(root):
     r = cli(root, "doctor", env={"MEMCTL_NOW": "2026-10-26T12:00:00+09:00"})
     assert (r.exit_code, r.stdout) == (0, "logs/idle.log: warning: job idle has never run on this machine "
                                           "(memctl schedule install, or memctl run-job idle)\n")
+
+
+def test_a_summary_of_a_ledger_that_does_not_exist_names_the_setting(root):
+    """It said only "no ledger named 'nosuch'" with a hint to create one: the setting in memctl.toml went unnamed."""
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[[state.summaries]]\nkind = "ledger"\nledger = "nosuch"\n')
+    r = cli(root, "state", "update", "--no-commit")
+    assert (r.exit_code, r.stderr) == (3, "memctl: error: memctl.toml: [state] summary of ledger 'nosuch': no ledger named "
+                                          "'nosuch' (hint: create the ledger, or fix ledger = 'nosuch' in [[state.summaries]])\n")
