@@ -68,8 +68,10 @@ def consolidate(
         output.info(f"{_n(len(plan.merges), 'merge')} planned ({_n(absorbed, 'fact')} to supersede); run with --apply to write them")
     else:
         output.info(f"nothing to merge among {_n(plan.facts, 'fact')}")
-    if plan.conflicts:
-        output.info(f"{_n(len(plan.conflicts), 'conflict')} never merged: see `memctl conflicts`")
+    gone = {f.stem for m in plan.merges for f in m.absorbed} if result.applied else set()
+    left = [c for c in plan.conflicts if c.a not in gone and c.b not in gone]  # a fact just superseded is in none
+    if left:
+        output.info(f"{_n(len(left), 'conflict')} never merged: see `memctl conflicts`")
 
 
 @app.command()

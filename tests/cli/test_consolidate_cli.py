@@ -287,3 +287,19 @@ def test_conflicts_are_grouped_capped_and_counted(root):
                         "resolve one with `memctl remember KEEP --update --supersedes OTHER`\n")
     r = cli(root, "conflicts", "--limit", "-1")
     assert (r.exit_code, r.stderr) == (2, "memctl: error: --limit must be 0 (all) or more, got -1\n")
+
+
+def test_after_apply_the_conflicts_counted_are_those_left(root):
+    """A conflict with a fact that --apply just superseded was still counted ("2 conflicts never merged" while
+    `conflicts` listed 1)."""
+    configure(root)
+    remember(root, "fri", "原稿の締切は金曜日")
+    remember(root, "fri2", "原稿の締切は金曜日です", "--force")
+    remember(root, "mon", "原稿の締切は月曜日")
+    planned = json.loads(ok(cli(root, "consolidate", "--json")).stdout)
+    absorbed = {a["name"] for m in planned["merges"] for a in m["absorbed"]}
+    assert absorbed and len(planned["conflicts"]) >= 2, planned
+    r = ok(cli(root, "consolidate", "--apply"))
+    listed = json.loads(ok(cli(root, "conflicts", "--json")).stdout)["conflicts"]
+    count = f"{len(listed)} conflict{'s' if len(listed) != 1 else ''} never merged"
+    assert count in r.stderr and len(listed) < len(planned["conflicts"]), (r.stderr, listed)
