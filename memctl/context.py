@@ -4,7 +4,8 @@ Parts, most important first: pinned facts (description and body, not their
 YAML), the STATE.md files, with a query the best facts and the best episodes,
 the MEMORY.md index (left out for agents that load MEMORY.md themselves, as
 Claude Code does), and a list of old facts to verify before use. Parts are added in that order while
-they fit the token budget, so the lowest-ranked parts are the ones dropped.
+they fit the token budget, so the lowest-ranked parts are the ones dropped; a pinned fact longer than
+what is left is cut to fit instead, with a note naming `memctl show` for the rest.
 The output depends only on the store and the query, never on the clock's
 seconds, so two runs give the same bytes.
 """
@@ -202,6 +203,12 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         if part.heading is not None and (part.section, part.heading) not in opened_headings:
             cost += textnorm.estimate_tokens(part.heading) + 1  # a heading is paid for by its first line
             length += len(part.heading) + 1
+        if part.section == "pinned" and not (used + cost <= budget and chars + length <= char_limit):
+            # a pinned fact is never dropped for its length: cut to what is left, saying where the rest is
+            extra_tokens, extra_chars = cost - part.tokens, length - len(part.text) - 1
+            cut = _cut_to_fit(part, budget - used - extra_tokens, char_limit - chars - extra_chars)
+            if cut is not None:
+                part, cost, length = cut, cut.tokens + extra_tokens, len(cut.text) + 1 + extra_chars
         if used + cost <= budget and chars + length <= char_limit:
             included.append(part)
             used += cost
@@ -217,6 +224,23 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     if log:
         recall_mod.log_access(store, "context", [(query or "", [p.key for p in included if p.key])])
     return Bundle(text, tokens, budget, included, dropped)
+
+
+def _cut_to_fit(part: Part, tokens: float, chars: float) -> Part | None:
+    """The longest start of `part` that fits `tokens` and `chars` with a note naming the rest (`memctl show`);
+    None when less than a short line would be left of it."""
+    note = f"\n… (cut to fit the budget: `memctl show {part.key}` prints all of it)"
+    low, high = 0, len(part.text)
+    while low < high:  # the estimate only grows with the text: search the longest start that fits
+        middle = (low + high + 1) // 2
+        tried = part.text[:middle].rstrip() + note
+        if textnorm.estimate_tokens(tried) + 1 <= tokens and len(tried) + 1 <= chars:
+            low = middle
+        else:
+            high = middle - 1
+    if low < 20:
+        return None
+    return part._replace(text=part.text[:low].rstrip() + note)
 
 
 def _doc_parts(store: Store, query: str, k: int, mode: str | None, min_score: float | None, documents: str) -> list[Part]:

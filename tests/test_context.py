@@ -72,3 +72,21 @@ def test_a_tight_budget_prints_no_empty_heading(root):
                 assert i + 1 < len(lines) and lines[i + 1] != "", (budget, bundle.text)  # no empty section
         assert bundle.tokens <= budget
     assert len(texts) > 5  # the budgets really cut the index at different places
+
+
+def test_a_pinned_fact_longer_than_the_budget_left_is_cut_to_fit_never_dropped(root):
+    """`pin` says context always includes the fact; one longer than the budget was dropped whole, while the
+    index below it was printed. Now it is cut to fit, with a note naming `memctl show` for the rest."""
+    store = _seed(root)
+    long_body = "本番ブランチに直接プッシュしない。Never push to main. " * 200
+    facts.remember(store, facts.FactInput(name="no-push", type="feedback", description="mainに直接pushしない",
+                                          body=long_body, pinned=True), commit_changes=False)
+    for budget, max_chars in ((300, None), (4000, 2000), (120, None)):
+        bundle = context.build(store, budget=budget, log=False, max_chars=max_chars)
+        assert bundle.tokens <= budget and (max_chars is None or len(bundle.text) <= max_chars), (budget, bundle.tokens)
+        pinned = "\n".join(_section(bundle.text, "## Pinned facts"))
+        assert "### memory/no-push.md\nmainに直接pushしない\n本番ブランチに直接プッシュしない。" in pinned, (budget, pinned)
+        assert pinned.endswith("… (cut to fit the budget: `memctl show no-push` prints all of it)"), pinned[-200:]
+        assert "no-push" in context.Bundle.to_dict(bundle)["shown"]
+    whole = context.build(store, budget=20000, log=False)  # room for it: whole, no note
+    assert long_body.strip() in whole.text and "cut to fit" not in whole.text

@@ -136,7 +136,7 @@ def _pin(ctx: typer.Context, name: str, pinned: bool, no_commit: bool, json: boo
 @app.command()
 def pin(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Fact name or stem.", metavar="NAME")],
         no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
-    """Pin a fact: `context` always includes it in full."""
+    """Pin a fact: `context` always includes it (in full, or cut to the budget with a note naming `memctl show`)."""
     _pin(ctx, name, True, no_commit, json)
 
 
