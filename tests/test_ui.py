@@ -251,6 +251,13 @@ def test_command_serves_then_stops_on_ctrl_c(root, tmp_path, pinned_clock):
         line = proc.stderr.readline()
         url = re.search(r"http://127\.0\.0\.1:\d+/", line).group(0)
         assert request(url, "/")[0] == 200
+        port = urlsplit(url).port
+        for sent in (f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n", "GET / HT"):  # a browser gone mid-answer
+            reset = socket.create_connection(("127.0.0.1", port), timeout=5)
+            reset.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, __import__("struct").pack("ii", 1, 0))
+            reset.sendall(sent.encode())
+            reset.close()  # SO_LINGER 0: a reset, not a goodbye
+        assert request(url, "/")[0] == 200
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:

@@ -147,6 +147,12 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._page(200, title, body, head, target.path)
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # the browser went away (a reload, a closed tab): nothing to answer, no traceback to print
+
     def do_GET(self) -> None:  # noqa: N802
         self._answer(head=False)
 
