@@ -245,12 +245,8 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
                 try:
                     st, data, text = sources_mod.read(item.path)
                 except sources_mod.Unreadable as exc:
-                    present.discard(key)
+                    present.discard(key)  # its chunks, if it had any, leave below with the files gone (counted once)
                     skipped.append(sources_mod.Skip(item.shown, str(exc)))
-                    if old:
-                        _drop_file(conn, key)
-                        removed += 1
-                        moved[0] += 1
                 else:
                     digest = chunking.content_hash(text)
                     if old and old[2] == digest:

@@ -169,6 +169,10 @@ def test_an_index_run_reads_only_new_or_changed_files_and_drops_deleted_ones(roo
     assert (gone.files, gone.removed) == (3, 1)
     assert _generation(store) != generation
     assert docindex.status(store)[0].stale == 0
+    page = manual / "release.md"  # a file that becomes unreadable (a NUL byte: binary) leaves once
+    page.write_bytes(page.read_bytes() + b"\x00")
+    (binary,) = docindex.index(store, embed=False)
+    assert (binary.files, binary.removed, [s.reason for s in binary.skipped]) == (2, 1, ["binary (a NUL byte in its first 8 KiB)"]), binary
 
 
 def test_new_chunking_rules_chunk_every_file_again(root, manual, monkeypatch):
