@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import clock
 from .errors import BadInput
 from .fsutil import FACT_LIMIT, TooBig, read_bounded, shown
 from .markers import first_conflict
@@ -311,7 +311,7 @@ def value_problems(fact: Fact) -> list[tuple[str, str]]:
         if value is None or value == "":
             continue
         try:
-            datetime.fromisoformat(str(value).strip())
+            clock.parse_date(str(value))  # what every reader of these keys uses
         except ValueError:
             effect = "the fact never expires" if key == "expires" else "it is ignored"
             problems.append((key, f"{key} {str(value)!r} is not an ISO-8601 date (YYYY-MM-DD, or with a time): {effect}"))

@@ -486,7 +486,11 @@ def _adopted_files(store: Store, facts: list[fact_mod.Fact]) -> list[Path]:
         return []
     new = {os.path.normpath(top / path) for code, path in gitstore.dirty_entries(store.root, [store.memory_dir])
            if code == "??" or code[0] == "A"}
-    return [f.path for f in facts if f.path is not None and os.path.normpath(f.path.resolve()) in new] if new else []
+    if not new:
+        return []
+    memory = store.memory_dir.resolve()  # once, as git names it: not a realpath per fact
+    return [f.path for f in facts if f.path is not None
+            and os.path.normpath(os.path.join(memory, os.path.relpath(f.path, store.memory_dir))) in new]
 
 
 RECENT_DAYS = 7  # a fact written or used this lately keeps its line in MEMORY.md (index.fair_order)

@@ -631,10 +631,9 @@ def _committed_at(store: Store, path: Path) -> datetime | None:
 SKEW = 300  # seconds: another machine's clock may run this far ahead before `updated:` is not believed
 
 
-def unbelievable_updated(path: Path) -> str | None:
+def unbelievable_updated(snapshot: Snapshot | None) -> str | None:
     """Why a snapshot's `updated:` cannot date it (not a date, or in the future: a hand edit, a wrong clock),
     else None. Its age is then taken from the last commit, or the file's mtime."""
-    snapshot = _read(path)
     if not snapshot or not snapshot.updated:
         return None
     try:
@@ -649,7 +648,7 @@ def unbelievable_updated(path: Path) -> str | None:
 def when_updated(store: Store, path: Path) -> tuple[datetime, str]:
     """When a snapshot was last refreshed: `updated:`, else (none, or not believable) the last commit, else the mtime."""
     snapshot = _read(path)
-    if snapshot and snapshot.updated and unbelievable_updated(path) is None:
+    if snapshot and snapshot.updated and unbelievable_updated(snapshot) is None:
         return clock.parse_date(snapshot.updated), "updated"
     committed = _committed_at(store, path)
     if committed is not None:
@@ -697,7 +696,7 @@ def problems(store: Store) -> list:
         return []  # no snapshot yet: nothing can be stale
     except BadInput as exc:
         return [Problem("memctl.toml", 0, "state-config", exc.one_line())]
-    unbelievable = [(store.rel(path), why) for path in state_files(store) if (why := unbelievable_updated(path))]
+    unbelievable = [(store.rel(path), why) for path in state_files(store) if (why := unbelievable_updated(_read(path)))]
     return [
         Problem(f.path, 0, "state-stale", f"stale: updated {f.updated}, {format_duration(f.age)} ago "
                 f"(limit {format_duration(f.max_age)}; is the job that runs `memctl state update` alive?)")
