@@ -189,8 +189,10 @@ def shown_path(store: Store, path: Path) -> str:
 
 
 def absolute(store: Store, pattern: str) -> str:
+    """A glob or path as an absolute one, `..` taken out (lexically: a file has one path in the index,
+    and hits print a path `show` takes, however the source was declared)."""
     expanded = os.path.expanduser(pattern)
-    return expanded if os.path.isabs(expanded) else os.path.join(str(store.root), expanded)
+    return os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(str(store.root), expanded))
 
 
 def _translate(pattern: str) -> re.Pattern:
@@ -237,6 +239,12 @@ def base_dirs(store: Store, source: Source) -> list[str]:
         base, rest = _split(absolute(store, pattern))
         out.append(base if rest or os.path.isdir(base) else os.path.dirname(base))
     return out
+
+
+def missing(store: Store, source: Source) -> list[str]:
+    """The globs of a source whose folder (the part before the first wildcard; a path without one:
+    itself) does not exist: a typo finds nothing, and `add` says so at once."""
+    return [p for p in source.paths if not os.path.lexists(_split(absolute(store, p))[0])]
 
 
 def _excluded(shown: str, patterns: list[re.Pattern]) -> bool:

@@ -395,3 +395,35 @@ def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, ma
         measured = rindex.chunk_coverages(conn, "会議室の予約はどこでしますか", [doc])[doc]
     assert japanese[0].item.title.split("\x1f")[-1] == "会議室" and japanese[0].keyword == measured
     assert japanese[0].relevance == pytest.approx(recall.combine(measured, japanese[0].vector, cjk=True, chunk=True))
+
+
+def test_a_source_declared_relative_to_the_store_with_dots_is_one_file_per_path_and_shown_as_recall_prints_it(root, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ferry.md").write_text("# Ferry\n\nThe ferry timetable changes in October.\n", encoding="utf-8")
+    store = open_store(root)
+    sources.add(store, sources.Source("rel", ("../notes/*.md",)), commit_changes=False)
+    sources.add(open_store(root), sources.Source("abs", (str(notes / "*.md"),)), commit_changes=False)
+    rel, absolute = docindex.index(open_store(root), embed=False)
+    assert (rel.files, absolute.files) == (1, 0)  # one file, one path: the second source finds it taken
+    assert [s.reason for s in absolute.skipped] == ["already in source rel"]
+    hits = cli(root, "recall", "ferry timetable", "--source", "docs", "--mode", "keyword", "--json")
+    assert hits.exit_code == 0, hits
+    (hit,) = json.loads(hits.stdout)
+    assert hit["file"] == str(notes / "ferry.md") and hit["path"] == f"{hit['file']}:1-3"
+    shown = cli(root, "show", hit["path"])
+    assert shown.exit_code == 0 and "timetable" in shown.stdout, shown
+
+
+def test_source_add_warns_at_once_of_a_path_that_does_not_exist_and_still_declares_it(root, tmp_path):
+    (tmp_path / "here").mkdir()
+    added = cli(root, "source", "add", "typo", str(tmp_path / "hree"), f"{tmp_path}/nowhere/**/*.md", str(tmp_path / "here"))
+    assert added.exit_code == 0 and added.stdout == "typo\n"
+    warnings = [line for line in added.stderr.splitlines() if "warning" in line]
+    assert warnings == [f"memctl: warning: {tmp_path}/hree: no such file or folder (yet): this source finds nothing there "
+                        "until it exists (hint: check the path, or memctl source remove typo)",
+                        f"memctl: warning: {tmp_path}/nowhere/**/*.md: no such file or folder (yet): this source finds "
+                        "nothing there until it exists (hint: check the path, or memctl source remove typo)"]
+    assert "typo" in sources.declared(open_store(root))
+    fine = cli(root, "source", "add", "fine", "../store/*.md", "--json")
+    assert fine.exit_code == 0 and "warning" not in fine.stderr and json.loads(fine.stdout)["name"] == "fine"

@@ -43,6 +43,9 @@ def add(
         name, tuple(paths), tuple(exclude or ()), description, kind,
         chunking.DEFAULT_SIZE if chunk_size is None else chunk_size,
         chunking.DEFAULT_OVERLAP if overlap is None else overlap, prompt), commit_changes=not no_commit)
+    for pattern in sources.missing(store, made):
+        output.warn(f"{pattern}: no such file or folder (yet): this source finds nothing there until it exists",
+                    hint=f"check the path, or memctl source remove {made.name}")
     if json:
         output.emit_json({"name": made.name, "kind": made.kind, "description": made.description, "paths": list(made.paths)})
     else:
