@@ -813,9 +813,10 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, 
         return Change("forgotten", moved, commit=sha)
 
 
-def reindex(store: Store, *, commit_changes: bool = True) -> tuple[bool, str | None]:
-    """Regenerate the index block (and the topic files); (changed, commit id)."""
-    with store.lock():
+def reindex(store: Store, *, commit_changes: bool = True, wait: float | None = None) -> tuple[bool, str | None]:
+    """Regenerate the index block (and the topic files); (changed, commit id). `wait`: seconds to wait
+    for the store lock (default MEMCTL_LOCK_TIMEOUT)."""
+    with store.lock(wait):
         facts = live_facts(store)
         _refuse_hand_edited_index(store, commit_changes, facts)
         paths, changed = update_index(store, facts)

@@ -88,7 +88,7 @@ class Store(NamedTuple):
         return self.cache_dir / "undo" / "log"
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self, timeout: float | None = None) -> Iterator[None]:
         """The store lock, and the undo log of the writes made under it (see fsutil, docs/RELIABILITY.md).
 
         An earlier command's change that was cut off (killed, power lost) is
@@ -98,7 +98,8 @@ class Store(NamedTuple):
         outer undo log, so the whole is committed or undone as one; when the
         inner write fails, its own changes are undone at once (a savepoint), so
         a caller that goes on after the error keeps only whole writes. Such a
-        write may not commit by itself (commit() refuses).
+        write may not commit by itself (commit() refuses). `timeout`: seconds to
+        wait for another process's lock (default MEMCTL_LOCK_TIMEOUT), then LockTimeout.
         """
         key = _lock_key(self)
         if key in _HELD:
@@ -113,7 +114,7 @@ class Store(NamedTuple):
                 _HELD[key] -= 1
             return
         refuse_link(self.root, self.cache_dir)
-        with file_lock(self.cache_dir / "lock"):
+        with file_lock(self.cache_dir / "lock", timeout):
             _HELD[key] = 1
             try:
                 undo_killed_sync_merge(self)  # only a sync merges under this lock, which is ours now: it died

@@ -29,6 +29,7 @@ import sys
 from typing import IO
 
 EVENTS = ("session-start", "prompt")
+LOCK_WAIT = 1.0  # seconds SessionStart's housekeeping waits for the store lock before it leaves it be
 TIMEOUT_SECONDS = 5.0  # MEMCTL_HOOK_TIMEOUT overrides; Claude Code's own limit is in the settings file
 SESSION_BUDGET = 4000  # estimated tokens of the session-start bundle
 # Claude Code saves hook output over 10,000 characters to a file and shows the model a 2 KB preview:
@@ -266,10 +267,14 @@ def say_checked(found, problem: str | None) -> None:
 def session_start(store, log: bool = True) -> str:
     """The session-start bundle (`memctl context`), or nothing when the store has nothing to show."""
     from .. import context
-    from ..claude_memory import take_in_now
+    from ..claude_memory import relist_now, take_in_now
 
     if log:  # not under `agent status`, which writes nothing
-        take_in_now(store)  # what Claude Code wrote in its directory last session: its own commit
+        # What Claude Code wrote in its directory last session: its own commit; then an index line of
+        # memctl's that its whole-file write of MEMORY.md dropped, put back. Neither waits long for a
+        # lock another process holds: without them the bundle is still printed.
+        take_in_now(store, wait=LOCK_WAIT)
+        relist_now(store, wait=LOCK_WAIT)
     # Claude Code already loads the MEMORY.md of its own memory directory: the bundle leaves it out there.
     bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude",
                            max_chars=MAX_CHARS, state_root=True)

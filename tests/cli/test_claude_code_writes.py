@@ -155,3 +155,61 @@ def test_a_fact_claude_code_renames_while_commands_run_loses_nothing(tmp_path):
     listed = json.loads(memctl(d, "list", "--json", env={"MEMCTL_NOW": PINNED_NOW}).stdout)
     mine = [f for f in listed if f["name"] == "テスト方針"]
     assert len(mine) == 1 and mine[0]["metadata"].get("pinned") is True, mine  # the sidecar row followed the rename
+
+
+def test_the_session_start_hook_prints_its_bundle_while_another_process_holds_the_store_lock_and_git_is_busy(tmp_path):
+    """The take-in is housekeeping: a sync or a job holding the store lock (and a live git holding
+    index.lock) leaves it for later, and the session still gets its pinned facts."""
+    import subprocess
+    import sys
+
+    d, repo = _adopted(tmp_path)
+    assert cli(d, "pin", "feedback_testing").exit_code == 0
+    _claude_code_writes(d, repo)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time\n"
+        f"lock = open({str(d / '.memctl' / 'lock')!r}, 'a+'); fcntl.flock(lock, fcntl.LOCK_EX)\n"
+        "print('held', flush=True); time.sleep(120)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        head = git(repo, "rev-parse", "HEAD")
+        index_lock = repo / ".git" / "index.lock"
+        for busy_git in (False, True):  # the store lock held; then also a live memctl's index.lock, as gitstore writes it
+            if busy_git:
+                index_lock.write_text(f"memctl pid {holder.pid}\n", encoding="utf-8")
+            done = memctl(d, "hook", "session-start", input=json.dumps({"hook_event_name": "SessionStart"}),
+                          env={"MEMCTL_NOW": PINNED_NOW, "MEMCTL_HOOK_TIMEOUT": "5", "MEMCTL_HOOK_RESIDENT": "0"})
+            assert done.returncode == 0 and "nothing added" not in done.stderr, done.stderr
+            assert "統合テストは実DBに当てる" in done.stdout  # the pinned fact
+            assert git(repo, "rev-parse", "HEAD") == head  # nothing taken in
+        assert index_lock.exists()  # nor touched
+    finally:
+        holder.kill()
+        holder.wait()
+        (repo / ".git" / "index.lock").unlink(missing_ok=True)
+    later = memctl(d, "hook", "session-start", input=json.dumps({"hook_event_name": "SessionStart"}),
+                   env={"MEMCTL_NOW": PINNED_NOW, "MEMCTL_HOOK_RESIDENT": "0"})
+    assert later.returncode == 0 and _commit(repo, "HEAD")[0] == "claude-code <claude-code@localhost>"
+
+
+def test_a_memctl_line_lost_to_claude_codes_whole_file_write_of_memory_md_is_put_back_at_session_start(tmp_path):
+    """Claude Code reads MEMORY.md, memctl adds a fact meanwhile, Claude Code writes back what it read
+    plus its own line: memctl's line is gone. The next SessionStart takes Claude Code's write in and
+    lists every live fact again, each once, committed."""
+    d, repo = _adopted(tmp_path)
+    assert cli(d, "remember", "first_fact", "-t", "project", "-d", "The first memctl fact").exit_code == 0
+    read_by_claude = (d / "MEMORY.md").read_text(encoding="utf-8")
+    claude_fact(d, "project_lost", "lost update", "A fact Claude Code wrote", "project", "x\n")
+    assert cli(d, "remember", "interleaved", "-t", "user", "-d", "A memctl fact written meanwhile").exit_code == 0
+    (d / "MEMORY.md").write_text(read_by_claude + "- [lost update](project_lost.md) — A fact Claude Code wrote\n",
+                                 encoding="utf-8")
+    assert "interleaved.md" not in (d / "MEMORY.md").read_text(encoding="utf-8")
+    done = memctl(d, "hook", "session-start", input=json.dumps({"hook_event_name": "SessionStart"}),
+                  env={"MEMCTL_NOW": PINNED_NOW, "MEMCTL_HOOK_RESIDENT": "0"})
+    assert done.returncode == 0 and "nothing added" not in done.stderr, done.stderr
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.count("(interleaved.md)") == 1 and text.count("(project_lost.md)") == 1 and text.count("(first_fact.md)") == 1
+    assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
+    assert _commit(repo, "HEAD~1")[0] == "claude-code <claude-code@localhost>"  # its write, then memctl's repair
+    checked = cli(d, "doctor")
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
