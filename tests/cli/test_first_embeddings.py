@@ -201,7 +201,8 @@ def test_ctrl_c_twice_still_keeps_everything_finished_and_writes_nothing_half(ro
     sent = shown.keys("C-c")
     shown.keys("C-c")
     code, ended = shown.exit()
-    lines = [line for line in shown.screen().splitlines() if line.strip()]
+    # (a `^C` alone on a line is the terminal's echo of a key that came after the message, not memctl's)
+    lines = [line for line in shown.screen().splitlines() if line.strip() and line.strip() != "^C"]
     assert code == 130 and ended - sent < 1.0 and len(lines) == 1, lines
     kept = int(STOPPED.match(lines[0]).group(2).replace(",", ""))
     assert leftovers(root) == []
