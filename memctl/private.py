@@ -22,8 +22,8 @@ def has_private(text: str) -> bool:
     return "<" in text and _HINT.search(text) is not None
 
 
-def hide(text: str) -> tuple[str, int]:
-    """`text` with each private span replaced by `[private]`, and how many spans were hidden."""
+def hide(text: str, mark: str = MARK) -> tuple[str, int]:
+    """`text` with each private span replaced by `mark`, and how many spans were hidden."""
     if not has_private(text):
         return text, 0
     out: list[str] = []
@@ -33,7 +33,7 @@ def hide(text: str) -> tuple[str, int]:
         if depth == 0:
             out.append(text[pos:m.start()])
             if not closing:
-                out.append(MARK)
+                out.append(mark)
                 hidden += 1
                 depth = 1
         else:

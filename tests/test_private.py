@@ -92,3 +92,23 @@ def _with_private(host: str, data: str, texts: list[str]) -> str:
         at = next(i for i, line in enumerate(lines) if mark in line)
         lines[at] = lines[at].replace(mark, json.dumps(said + " " + mark, ensure_ascii=False)[1:-1], 1)
     return "\n".join(lines) + "\n"
+
+
+def test_private_words_in_a_prompt_neither_find_a_fact_nor_hide_one(root):
+    """The prompt hook ranks the prompt without its private spans: what it adds is what the same
+    prompt without them gets, and a fact only a private word names is not added."""
+    env = {**NOW, "MEMCTL_HOOK_RESIDENT": "0"}
+    for name, description in (("zenn-rate", "Zenn投稿は1日1件まで"), ("blue-bird", "合言葉は青い鳥 passphrase rotation")):
+        assert memctl(root, "remember", name, "--description", description, env=env).returncode == 0
+
+    def hooked(prompt: str) -> str:
+        done = memctl(root, "hook", "prompt", input=json.dumps({"prompt": prompt}), env=env)
+        assert done.returncode == 0 and "nothing added" not in done.stderr, done.stderr
+        return done.stdout
+
+    plain = hooked("Zenn投稿について")
+    assert "zenn-rate" in plain
+    long_secret = " ".join(["合言葉は青い鳥 passphrase rotation"] * 12)
+    assert hooked(f"Zenn投稿 <private>{long_secret}</private> について") == plain
+    assert hooked(f"Zenn投稿について <private>{long_secret}") == plain  # unclosed: to the end
+    assert hooked(f"<private>{long_secret}</private>") == ""

@@ -311,9 +311,13 @@ def prompt(store, text: str, log: bool = True) -> str:
     absolute, so "nothing relevant" means the same here as for `memctl recall`.
     """
     from .. import recall, textnorm
+    from ..private import hide
 
     query = text[:PROMPT_CHARS]
-    hits = ranked(store, query)
+    asked = hide(query, " ")[0]  # private words neither find a fact nor dilute the others' relevance
+    if not asked.strip():
+        return ""
+    hits = ranked(store, asked)
     header = (PROMPT_HEADER_DOCUMENTS if any(h.item.kind == "chunk" for h in hits) else PROMPT_HEADER)
     lines, shown = [header], []
     used, chars = textnorm.estimate_tokens(header) + 1, len(header) + 1
