@@ -219,12 +219,30 @@ def read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if _has_comments(text):  # Gemini CLI and Cursor read JSON with comments; Python's writer drops them
+            raise BadInput(f"{path}: has comments (// or /* */), which memctl cannot keep when it writes the file",
+                           hint="move them out (or remove them), then install again; nothing was written") from None
         raise BadInput(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})",
                        hint="fix the file by hand; nothing was written") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: not a JSON object (it holds a {type(data).__name__})",
                        hint="Claude Code's settings files are one JSON object; nothing was written")
     return data
+
+
+def _has_comments(text: str) -> bool:
+    """True when `text` is valid JSON once its `//` and `/* */` comments (outside strings) are taken out."""
+    import re
+
+    token = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+    stripped = token.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ", text)
+    if stripped == text:
+        return False
+    try:
+        json.loads(stripped)
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 def _table(doc: dict[str, Any], key: str, path: Path, kind: type, create: bool) -> Any:
@@ -416,8 +434,8 @@ def apply(changes: list[FileChange]) -> None:
                     pass
         else:
             try:
-                like = change.path.read_text(encoding="utf-8") if change.before is not None else None
-            except OSError:
+                like = change.path.read_bytes().decode("utf-8") if change.before is not None else None
+            except (OSError, UnicodeDecodeError):
                 like = None
             atomic_write(change.path, render(change.after, like))
 

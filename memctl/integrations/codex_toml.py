@@ -23,7 +23,7 @@ BEGIN = "# >>> memctl: written by `memctl agent install codex`; `memctl agent un
 END = "# <<< memctl <<<"
 NEWLINE_ADDED = " (newline added)"  # the file lacked a final newline: uninstall takes it back
 CREATED = " (file created)"  # the file did not exist: uninstall removes it
-_BLOCK = re.compile("(?P<begin>^" + re.escape(BEGIN) + r"(?P<flags>[^\n]*)\n).*?^" + re.escape(END) + r"\n?",
+_BLOCK = re.compile("(?P<begin>^" + re.escape(BEGIN) + r"(?P<flags>[^\r\n]*)\r?\n).*?^" + re.escape(END) + r"(?:\r?\n)?",
                     re.MULTILINE | re.DOTALL)
 
 
@@ -61,13 +61,14 @@ def split(text: str) -> tuple[str, str | None, str]:
     flags = found.group("flags")
     before, after = text[: found.start()], text[found.end():]
     if NEWLINE_ADDED in flags and before.endswith("\n") and not after:
-        before = before[:-1]
+        before = before[: -2 if before.endswith("\r\n") else -1]
     return before + after, found.group(0), flags
 
 
 def with_block(text: str | None, server: dict[str, Any], read_tools: tuple[str, ...], path: Path) -> str:
     """The file's text with memctl's block in it (appended, or replacing the one there)."""
     rest, _, flags = split(text or "")
+    newline = "\r\n" if "\r\n" in rest else "\n"  # a file written on Windows keeps its line ends
     if text is None:
         flags = CREATED
     elif rest and not rest.endswith("\n"):
@@ -78,7 +79,7 @@ def with_block(text: str | None, server: dict[str, Any], read_tools: tuple[str, 
     if isinstance(others, dict) and server["name"] in others:
         raise Refused(f"{path} already has an [mcp_servers.{server['name']}] table that memctl did not write; "
                       "nothing was written", hint="remove or rename that table, then install again")
-    new = rest + ("\n" if flags == NEWLINE_ADDED else "") + block(server, read_tools, flags)
+    new = rest + (newline if flags == NEWLINE_ADDED else "") + block(server, read_tools, flags).replace("\n", newline)
     parse(new, path)  # e.g. an inline `mcp_servers = {...}` cannot take a new table
     return new
 

@@ -121,7 +121,8 @@ def read_text(path: Path) -> str | None:
         raise BadInput(f"{path}: is a symbolic link; memctl does not write through links",
                        hint="install into the file it points to by hand, or replace the link by a file; nothing was written")
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as handle:  # CRLF kept: what is written keeps it too
+            return handle.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

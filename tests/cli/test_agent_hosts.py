@@ -114,6 +114,8 @@ def _check_installed(host: str, folder: Path, root: Path) -> None:
     ("codex", "config.toml", 'mcp_servers = { docs = { command = "x" } }\n', "not valid TOML", 2),  # inline: no new table
     ("codex", "config.toml", '[mcp_servers.memctl]\ncommand = "mine"\n', "memctl did not write", 1),
     ("gemini", "settings.json", '{"theme": "dark",}', "not valid JSON", 2),
+    ("gemini", "settings.json", '{\n  // my theme, "a // b" kept\n  "ui": {"theme": "GitHub", "u": "http://x"} /* c */\n}\n',
+     "has comments (// or /* */), which memctl cannot keep", 2),
     ("gemini", "policies/memctl.toml", '[[rule]]\ntoolName = "x"\ndecision = "deny"\npriority = 1\n', "memctl did not write", 1),
     ("cursor", "hooks.json", '{"version": 1, "hooks": []}', "'hooks' is not a JSON object", 2),
 ])
@@ -194,7 +196,7 @@ SERVER = {"name": "memctl", "command": "/x/memctl", "args": ["mcp", "--store", "
 
 
 @pytest.mark.parametrize("text", [None, "", "a = 1\n", "a = 1", "# only a comment", "[t]\nb = 'x'\r\n",
-                                  "[mcp_servers.other]\ncommand = \"o\"\n\n"])
+                                  "[mcp_servers.other]\ncommand = \"o\"\n\n", "a = 1\r\nb = 2", "a = 1\r\n"])
 def test_codex_block_goes_in_and_out_byte_for_byte(text):
     path = Path("config.toml")
     new = codex_toml.with_block(text, SERVER, hosts.READ_TOOLS, path)
@@ -259,3 +261,28 @@ def test_the_installed_session_end_hook_imports_the_session_through_sh(tmp_path,
     assert (run.returncode, run.stdout) == (0, ""), run.stderr
     assert "imported 4 episodes from 1 transcript" in run.stderr, run.stderr
     assert len(json.loads(memctl(root, "episode", "list", "--json").stdout)) >= 4
+
+
+@pytest.mark.parametrize("host", ["codex", "claude-code"])
+def test_a_config_file_with_windows_line_ends_keeps_them_and_comes_back_byte_for_byte(tmp_path, root, host):
+    """A config written on Windows (CRLF), as a teammate may commit a project's .claude/settings.json:
+    install writes CRLF lines only, uninstall gives the bytes back."""
+    home = Path(os.environ["HOME"])
+    if host == "codex":
+        path, text = home / ".codex" / "config.toml", 'model = "o3"\r\n[mcp_servers.other]\r\ncommand = "foo"'
+        args = ("--scope", "user")
+    else:
+        path = tmp_path / "project" / ".claude" / "settings.json"
+        text = json.dumps({"env": {"A": "1"}, "permissions": {"allow": ["Bash(ls)"]}}, indent=2).replace("\n", "\r\n") + "\r\n"
+        args = ("--project", str(tmp_path / "project"))
+    path.parent.mkdir(parents=True)
+    path.write_bytes(text.encode("utf-8"))
+    done = cli(None, "agent", "install", host, *args, "--store", str(root))
+    assert done.exit_code == 0, done.stderr
+    installed = path.read_bytes()
+    assert b"memctl" in installed and installed.count(b"\n") == installed.count(b"\r\n"), installed
+    again = cli(None, "agent", "install", host, *args, "--store", str(root))
+    assert again.exit_code == 0 and path.read_bytes() == installed
+    gone = cli(None, "agent", "uninstall", host, *args)
+    assert gone.exit_code == 0, gone.stderr
+    assert path.read_bytes() == text.encode("utf-8")
