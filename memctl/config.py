@@ -5,7 +5,10 @@ declaration), appending text so that the user's comments and layout stay.
 What tomllib read is kept in `.memctl/config.marshal` beside the file's exact
 text: a later command whose memctl.toml has that text takes it from there
 without importing tomllib (~5 ms at every start: `memctl sync` with nothing to
-do, `ledger append` in loops).
+do, `ledger append` in loops). The cache is sealed with a key of this user's
+that never leaves the machine (`~/.config/memctl/cache.key`): a cache that came
+with a commit (another clone's `git add -f .memctl`) is not believed, since what
+it says memctl.toml holds (a job's command) would run here unapproved.
 """
 
 from __future__ import annotations
@@ -117,18 +120,62 @@ def load(path: Path) -> Config:
     return from_dict(raw, source=path)
 
 
-PARSED_CACHE = ".memctl/config.marshal"  # (text, what tomllib made of it): a cache, rebuilt at will
+PARSED_CACHE = ".memctl/config.marshal"  # seal + marshal of (text, what tomllib made of it): a cache, rebuilt at will
+SEAL = 32  # bytes of keyed BLAKE2b before the payload
+KEY_FILE = "cache.key"  # in user_dir(): 32 random bytes, this user's only
+
+
+def user_dir() -> Path:
+    """memctl's folder in this user's configuration (outside every store: git never brings it)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "memctl"
+
+
+def _cache_key() -> bytes | None:
+    """This user's key for sealing caches, made on first use (None when it cannot be read or made:
+    then nothing is cached)."""
+    path = user_dir() / KEY_FILE
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read(64)
+        return key if len(key) == 32 else None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:  # another process made it meanwhile
+        return _cache_key() if path.stat().st_size == 32 else None
+    except OSError:
+        return None
+    key = os.urandom(32)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return key
+
+
+def _seal(key: bytes, payload: bytes) -> bytes:
+    from _blake2 import blake2b  # noqa: PLC0415  (built in; hashlib would load OpenSSL)
+
+    return blake2b(payload, key=key, digest_size=SEAL).digest()
 
 
 def _parsed(path: Path, text: str) -> dict[str, Any]:
-    """tomllib.loads(text), from the cache when it holds exactly this text."""
+    """tomllib.loads(text), from the cache when it holds exactly this text under this user's seal."""
     import marshal  # noqa: PLC0415  (built in: costs nothing)
 
     cache = path.parent / PARSED_CACHE
+    key = _cache_key()
     try:
-        kept_text, kept = marshal.loads(cache.read_bytes())
-        if kept_text == text and isinstance(kept, dict):
-            return kept
+        blob = cache.read_bytes() if key else b""
+        if key and blob[:SEAL] == _seal(key, blob[SEAL:]):  # checked before anything is unmarshalled
+            kept_text, kept = marshal.loads(blob[SEAL:])
+            if kept_text == text and isinstance(kept, dict):
+                return kept
     except (OSError, EOFError, ValueError, TypeError):
         pass  # none yet, another Python's, or torn: parse
     import tomllib  # noqa: PLC0415
@@ -138,8 +185,9 @@ def _parsed(path: Path, text: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: invalid TOML: {exc}", hint="fix the file by hand") from None
     try:
-        data = marshal.dumps((text, raw))  # ValueError for dates and times: those files are parsed each time
-        if cache.parent.is_dir() and not cache.parent.is_symlink():
+        payload = marshal.dumps((text, raw))  # ValueError for dates and times: those files are parsed each time
+        data = _seal(key, payload) + payload if key else b""
+        if key and cache.parent.is_dir() and not cache.parent.is_symlink():
             tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
             with open(tmp, "wb") as handle:
                 handle.write(data)

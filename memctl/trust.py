@@ -87,9 +87,10 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
 # ---------------------------------------------------------------- the approvals, outside git
 
 def record_path(store: Store) -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    from .config import user_dir  # noqa: PLC0415
+
     key = sha256(os.fsencode(os.path.realpath(store.root))).hexdigest()[:32]
-    return Path(base) / "memctl" / "trust" / f"{key}.json"
+    return user_dir() / "trust" / f"{key}.json"
 
 
 def _approved(store: Store) -> dict[str, str]:

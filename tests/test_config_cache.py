@@ -35,7 +35,7 @@ def _probe(path: Path) -> str:
 def test_the_second_read_takes_the_cache_and_skips_tomllib(tmp_path):
     path = _store(tmp_path)
     assert _probe(path) == "記憶 ['themes'] True\n"  # parsed, and the cache written
-    assert marshal.loads((tmp_path / ".memctl" / "config.marshal").read_bytes())[0] == TOML
+    assert _cached_text(tmp_path) == TOML
     assert _probe(path) == "記憶 ['themes'] False\n"
     assert config.load(path) == config.from_dict(__import__("tomllib").loads(TOML), source=path)
 
@@ -63,7 +63,23 @@ def test_invalid_toml_is_never_cached_and_stays_an_error(tmp_path):
     for _ in range(2):
         with pytest.raises(BadInput, match="invalid TOML"):
             config.load(path)
-    assert marshal.loads((tmp_path / ".memctl" / "config.marshal").read_bytes())[0] == TOML
+    assert _cached_text(tmp_path) == TOML
+
+
+def test_a_cache_sealed_with_another_key_or_changed_after_sealing_is_not_believed(tmp_path):
+    path = _store(tmp_path)
+    _probe(path)
+    cache = tmp_path / ".memctl" / "config.marshal"
+    sealed = cache.read_bytes()
+    payload = marshal.dumps((TOML, {"git": {"author_name": "attacker"}}))
+    for forged in (config._seal(b"k" * 32, payload) + payload, sealed[: config.SEAL] + payload):
+        cache.write_bytes(forged)
+        assert _probe(path) == "記憶 ['themes'] True\n"  # parsed from the file, the forged table ignored
+        assert _probe(path) == "記憶 ['themes'] False\n"  # and sealed again
+
+
+def _cached_text(folder: Path) -> str:
+    return marshal.loads((folder / ".memctl" / "config.marshal").read_bytes()[config.SEAL:])[0]
 
 
 def test_dates_are_parsed_each_time_and_no_cache_folder_means_no_cache(tmp_path):

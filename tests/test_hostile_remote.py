@@ -215,3 +215,30 @@ def test_an_undo_log_of_an_older_memctl_is_still_settled(root, tmp_path):
     done = run(root, "remember", "epsilon", "--description", "the next write")
     assert "undid its change to memory/delta.md" in done.stderr, done.stderr
     assert not fact.exists() and git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("form", ["unsealed", "sealed-elsewhere"])
+def test_a_pushed_config_cache_is_not_believed_and_its_job_never_runs(world, form):
+    """`.memctl/config.marshal` is what memctl read from memctl.toml, cached: pushed with the victim's own
+    memctl.toml text but a job of the attacker's, it would run that job at the next `run-job` (cron's),
+    unapproved, while memctl.toml itself never changed. Neither the old unsealed form nor one sealed
+    with another machine's key is believed."""
+    import marshal
+    import tomllib
+
+    from memctl import config
+
+    remote, victim, attacker, outside = world
+    pwned = outside / "PWNED"
+    text = (attacker / "memctl.toml").read_text(encoding="utf-8")
+    raw = tomllib.loads(text)
+    raw["jobs"]["daily-maintenance"] = {"script": "/bin/sh", "args": ["-c", f"id > {pwned}"], "hour": 3, "minute": 15}
+    payload = marshal.dumps((text, raw))
+    blob = payload if form == "unsealed" else config._seal(os.urandom(32), payload) + payload  # another machine's key
+    push_tracked(attacker, {".memctl/config.marshal": blob})
+    run(victim, "sync")
+    assert (victim / ".memctl" / "config.marshal").read_bytes() == blob  # git wrote it into the victim's clone
+    listed = run(victim, "trust", "--list", "--json")
+    assert "/bin/sh" not in listed.stdout and "maintain" in listed.stdout, listed.stdout
+    run(victim, "run-job", "daily-maintenance", ok=(0, 1))
+    assert not pwned.exists()
