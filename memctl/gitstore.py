@@ -861,11 +861,32 @@ def merge_driver_command(kind: str) -> str:
     return f"{shlex.quote(sys.executable)} -m memctl merge-driver {kind} %O %A %B %P"
 
 
-def register_merge_drivers(root: Path) -> list[str]:
-    """Define memctl's merge drivers in this clone's .git/config, and send ledgers to theirs in
-    .git/info/attributes (this clone only: a clone never set up keeps git's union merge).
-    Turns git's untracked cache on unless a git config (any level) sets core.untrackedCache.
-    Returns what changed; nothing when all is in place."""
+# What .git/info/attributes adds to each of memctl's lines: no conversion of its bytes on checkout, whatever
+# a pushed .gitattributes asks (`eol=crlf`, `working-tree-encoding=UTF-16`, `ident`).
+PINNED_ATTRIBUTES = " -text -ident -working-tree-encoding"
+
+
+def info_attribute_lines(root: Path, top: Path, lines: list[str]) -> list[str]:
+    """The lines of .git/info/attributes (this clone only; they take precedence over any .gitattributes,
+    so a pushed one cannot send memctl's files to git's own `merge=union`, nor convert them): memctl's
+    .gitattributes `lines` (relative to the store `root`) made relative to the work tree `top`, ledgers
+    on memctl's ledger driver, memctl.toml on git's text merge (a conflict there stops the sync)."""
+    prefix = Path(os.path.relpath(Path(root).resolve(), top)).as_posix()
+    prefix = "" if prefix == "." else prefix + "/"
+    out = []
+    for line in [*lines, "/memctl.toml merge=text"]:
+        pattern, attrs = line.split(" ", 1)
+        if pattern == "ledgers/*.tsv":
+            attrs = "merge=memctl-ledger"
+        out.append(f"{prefix + pattern.lstrip('/') if prefix else pattern} {attrs}{PINNED_ATTRIBUTES}")
+    return out
+
+
+def register_merge_drivers(root: Path, lines: list[str]) -> list[str]:
+    """Define memctl's merge drivers in this clone's .git/config, and write info_attribute_lines for
+    memctl's .gitattributes `lines` into .git/info/attributes (this clone only: a clone never set up
+    keeps git's union merge for ledgers). Turns git's untracked cache on unless a git config (any
+    level) sets core.untrackedCache. Returns what changed; nothing when all is in place."""
     top = toplevel(root)
     if top is None:
         return []
@@ -883,17 +904,16 @@ def register_merge_drivers(root: Path) -> list[str]:
         # changed since: the hand-edit check of `memctl sync` over 10,000 facts (docs/SYNC.md, "Speed").
         _run(top, "config", "core.untrackedCache", "true")
         changed.append("core.untrackedCache")
-    prefix = Path(os.path.relpath(Path(root).resolve(), top)).as_posix()
-    line = ("" if prefix == "." else prefix + "/") + "ledgers/*.tsv merge=memctl-ledger"
     gitdir = git_dir(top)
     if gitdir is not None:
         info = gitdir / "info" / "attributes"
         text = info.read_text(encoding="utf-8") if info.exists() else ""
-        if line not in text.splitlines():
+        lacking = [line for line in info_attribute_lines(root, top, lines) if line not in text.splitlines()]
+        if lacking:
             from .fsutil import atomic_write  # noqa: PLC0415
 
             info.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(info, text + ("" if text.endswith("\n") or not text else "\n") + line + "\n")
+            atomic_write(info, text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(lacking) + "\n")
             changed.append("info/attributes")
     return changed
 

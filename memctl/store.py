@@ -317,7 +317,7 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
                         + "; ".join(lacking), hint="commit your change, then run `memctl sync --setup` (docs/SYNC.md)")
     if files and commit(store, files, "memctl: adopt Claude Code memory directory", enabled=git) and adopted:
         created.append(f"{len(adopted)} fact files (adopted)")
-    gitstore.register_merge_drivers(root)
+    gitstore.register_merge_drivers(root, GITATTRIBUTES_CLAUDE.splitlines())
     return created
 
 
@@ -412,7 +412,7 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
     if touched:
         commit(open_store(root), touched, "memctl: init store", enabled=git)
     if git and gitstore.toplevel(root) is not None:
-        gitstore.register_merge_drivers(root)  # the drivers .gitattributes names (docs/SYNC.md)
+        gitstore.register_merge_drivers(root, GITATTRIBUTES.splitlines())  # the drivers .gitattributes names (docs/SYNC.md)
     return created
 
 

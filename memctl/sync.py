@@ -56,7 +56,7 @@ def setup(store: Store) -> list[str]:
     if add_lines(store.root / ".gitattributes", "\n".join(attribute_lines(store)),
                  replacing=CLAUDE_UNANCHORED if store.layout == "claude" else None):
         changed.append(".gitattributes")
-    changed += gitstore.register_merge_drivers(store.root)
+    changed += gitstore.register_merge_drivers(store.root, attribute_lines(store))
     return changed
 
 

@@ -75,12 +75,6 @@ def attribute_lines(store: Store) -> list[str]:
     return (GITATTRIBUTES if store.layout != "claude" else GITATTRIBUTES_CLAUDE).splitlines()
 
 
-def ledger_attribute_line(store: Store, top: Path) -> str:
-    """The line of .git/info/attributes that sends ledgers to memctl's ledger driver (this clone only)."""
-    prefix = Path(os.path.relpath(store.root, top)).as_posix()
-    return ("" if prefix == "." else prefix + "/") + "ledgers/*.tsv merge=memctl-ledger"
-
-
 class Branch(NamedTuple):
     head: str  # commit id ("(initial)" on an unborn branch)
     name: str  # "" when HEAD is detached
@@ -230,7 +224,8 @@ def _set_up(store: Store, top: Path, gitdir: Path, values: dict[str, list[str]])
             if values.get(key, [None])[-1] != wanted:  # the last value wins, as in gitstore.register_merge_drivers
                 return False
     info = gitdir / "info" / "attributes"
-    return info.exists() and ledger_attribute_line(store, top) in info.read_text(encoding="utf-8").splitlines()
+    have = info.read_text(encoding="utf-8").splitlines() if info.exists() else []
+    return all(line in have for line in gitstore.info_attribute_lines(store.root, top, attribute_lines(store)))
 
 
 def _legacy_remotes(gitdir: Path) -> bool:

@@ -242,3 +242,46 @@ def test_a_pushed_config_cache_is_not_believed_and_its_job_never_runs(world, for
     assert "/bin/sh" not in listed.stdout and "maintain" in listed.stdout, listed.stdout
     run(victim, "run-job", "daily-maintenance", ok=(0, 1))
     assert not pwned.exists()
+
+
+def test_a_pushed_gitattributes_cannot_send_memctls_files_to_gits_own_union_merge_or_convert_them(world):
+    """`merge=union`, `eol=crlf` and friends are git's own: no driver need be defined for them. A pushed
+    .gitattributes asking for them made a fact keep both sides' `description:` lines (no conflict copy),
+    and memctl.toml both sides' keys (invalid TOML, committed and pushed: every clone broken)."""
+    remote, victim, attacker, outside = world
+    with open(attacker / ".gitattributes", "a", encoding="utf-8") as handle:
+        handle.write("memctl.toml merge=union\nmemory/*.md merge=union\nledgers/*.tsv eol=crlf text\n")
+    _push_all(attacker)
+    run(victim, "sync")
+    run(victim, "episode", "add", "after the attributes", "--type", "decision")
+    assert b"\r" not in (victim / "ledgers" / "episodes.tsv").read_bytes()
+
+    run(attacker, "sync", "--setup")  # (the attacker's own clone: memctl's drivers, so the push is a plain one)
+    fact = attacker / "memory" / "alpha.md"
+    fact.write_text(fact.read_text(encoding="utf-8").replace("アルファ: the first fact", "EVIL"), encoding="utf-8")
+    _push_all(attacker)
+    run(victim, "remember", "alpha", "--update", "--description", "アルファ: updated here, later")
+    run(victim, "sync")
+    text = (victim / "memory" / "alpha.md").read_text(encoding="utf-8")
+    assert [line for line in text.splitlines() if line.startswith("description:")] == ["description: 'アルファ: updated here, later'"]
+    assert "EVIL" in "".join(p.read_text(encoding="utf-8") for p in (victim / "memory" / "conflicts").glob("*.md"))
+
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    toml = attacker / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('author_name = "memctl"', 'author_name = "evil"'), encoding="utf-8")
+    _push_all(attacker)
+    toml = victim / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('author_name = "memctl"', 'author_name = "alice"'), encoding="utf-8")
+    git(victim, *ID, "commit", "-qam", "my name")
+    pushed = git(remote, "rev-parse", _branch(victim))
+    refused = run(victim, "sync", ok=(1,))
+    assert "memctl.toml" in one_line_error(refused)
+    assert git(remote, "rev-parse", _branch(victim)) == pushed  # nothing pushed
+    assert 'author_name = "alice"' in toml.read_text(encoding="utf-8") and "evil" not in toml.read_text(encoding="utf-8")
+    run(victim, "doctor")
+
+
+def _push_all(attacker: Path) -> None:
+    git(attacker, "add", "-A")
+    git(attacker, *ID, "commit", "-qm", "harmless looking change")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")

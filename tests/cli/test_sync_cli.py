@@ -294,7 +294,10 @@ def test_init_writes_the_attributes_and_registers_the_drivers_once(tmp_path):
     assert "memory/memory-index/*.md merge=memctl-topic" in attributes
     drivers = git(root, "config", "--get-regexp", r"^merge\.memctl-.*\.driver$").splitlines()
     assert len(drivers) == 6 and all(" -m memctl merge-driver " in d and d.endswith(" %O %A %B %P") for d in drivers)
-    assert (root / ".git" / "info" / "attributes").read_text() == "ledgers/*.tsv merge=memctl-ledger\n"
+    pinned = " -text -ident -working-tree-encoding"  # a pushed .gitattributes neither re-routes nor converts them
+    assert (root / ".git" / "info" / "attributes").read_text().splitlines() == [
+        f"ledgers/*.tsv merge=memctl-ledger{pinned}", *(f"{line}{pinned}" for line in attributes[1:]),
+        f"/memctl.toml merge=text{pinned}"]
     assert git(root, "status", "--porcelain") == ""
     before = _files(root), (root / ".git" / "config").read_bytes()
     r = cli(None, "init", str(root))
