@@ -335,13 +335,27 @@ def merge_config(base: str, ours: str, theirs: str) -> str | None:
 def merge_ledger(base: bytes, ours: bytes, theirs: bytes) -> bytes:
     """A ledger: every row of both sides, each side's rows in their order (git's union merge).
 
-    Rows are never dropped or rewritten, so `ledger verify` passes; rows both
+    Rows are never dropped or rewritten, so `ledger verify` passes (when a side
+    removed or rewrote a row, which memctl never does, every row of ours is kept
+    and theirs' other rows follow: nothing is lost; `sync` refuses such a
+    remote before it merges); rows both
     sides added at the same place come ours first, then theirs; when both sides
     created the ledger, its header is kept once. Readers order rows by their
     `ts` column (`episode list`).
     """
     if ours == theirs or theirs == base:
         return ours
+    from .ledger import lost_line  # noqa: PLC0415
+
+    if lost_line(base, ours) is not None or lost_line(base, theirs) is not None:  # a side removed or rewrote a row: none is lost
+        have = Counter(_terminated(ours.splitlines(keepends=True)))
+        extra = []
+        for line in _terminated(theirs.splitlines(keepends=True)):
+            if have[line]:
+                have[line] -= 1
+            else:
+                extra.append(line)
+        return b"".join(_terminated(ours.splitlines(keepends=True)) + extra)
     if ours == base:
         return theirs
     merged, _ = _merge_lines(*(_terminated(x.splitlines(keepends=True)) for x in (base, ours, theirs)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -282,6 +283,28 @@ def _read_log(top: Path, store: Store) -> list[Resolution]:
     return found
 
 
+def _refuse_rewritten_ledgers(store: Store, top: Path, head: str, theirs: str, label: str) -> None:
+    """Refused when `theirs` changed a ledger other than by appending lines to it since the last commit
+    both sides share (an old row removed or rewritten, the file deleted): ledgers are only appended to,
+    and a merge (or a fast-forward) would take the loss in and push it on. Nothing is merged then."""
+    from .ledger import lost_line  # noqa: PLC0415
+
+    base = gitstore.run(top, "merge-base", head, theirs).out.strip()
+    if not base:
+        return  # unrelated histories: the merge refuses them
+    listed = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", base, theirs, "--",
+                          os.path.relpath(store.ledgers_dir, top)).out
+    for rel in (r for r in listed.split("\0") if r and _kind(store, r, top) == "ledger"):
+        before = gitstore.file_at(top, top / rel, base)
+        after = gitstore.file_at(top, top / rel, theirs)
+        line = lost_line(before, after)
+        if line is not None:
+            raise Refused(f"{label} rewrote or removed line {line} of {store.rel(top / rel)} (a ledger is only appended to); "
+                          "nothing was merged or pushed", kind="ledger-rewritten",
+                          hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
+                               "put the lines back on the remote, then sync")
+
+
 def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label: str) -> tuple[str | None, list[Resolution], list[str]]:
     """Merge `theirs` into HEAD and resolve memctl's files; (merge commit or None, resolutions, new copies)."""
     copies_before = _copies(store)
@@ -413,6 +436,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
         for attempt in range(1, PUSH_ATTEMPTS + 1):
             theirs = fetch(top, name, on_remote)
             if theirs is not None and theirs != head and gitstore.run(top, "merge-base", "--is-ancestor", theirs, head).code != 0:
+                _refuse_rewritten_ledgers(store, top, head, theirs, f"{name}/{on_remote}")
                 incoming += int(gitstore.checked(top, "rev-list", "--count", f"{head}..{theirs}"))
                 commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{on_remote}")
                 resolved += done

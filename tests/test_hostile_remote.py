@@ -285,3 +285,29 @@ def _push_all(attacker: Path) -> None:
     git(attacker, "add", "-A")
     git(attacker, *ID, "commit", "-qm", "harmless looking change")
     git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+
+
+@pytest.mark.parametrize("local_append", [True, False])
+def test_a_remote_that_removed_or_rewrote_ledger_rows_is_refused_before_anything_is_merged(world, local_append):
+    """A ledger is only appended to. A remote whose commits drop a row and rewrite another would have
+    its loss merged (with a local append) or fast-forwarded (without), then pushed on by this clone."""
+    remote, victim, attacker, outside = world
+    for i in (1, 2, 3):
+        run(victim, "episode", "add", f"A decision {i}", "--type", "decision")
+    run(victim, "sync")
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    episodes = attacker / "ledgers" / "episodes.tsv"
+    lines = episodes.read_text(encoding="utf-8").splitlines(keepends=True)
+    episodes.write_text("".join(line.replace("A decision 1", "ATTACKER REWROTE") for line in lines if "A decision 2" not in line),
+                        encoding="utf-8")
+    _push_all(attacker)
+    if local_append:
+        run(victim, "episode", "add", "A decision 4", "--type", "decision")
+    head, pushed = git(victim, "rev-parse", "HEAD"), git(remote, "rev-parse", _branch(victim))
+    refused = run(victim, "sync", ok=(1,))
+    line = one_line_error(refused)
+    assert "rewrote or removed line 2 of ledgers/episodes.tsv" in line and "nothing was merged" in line, line
+    assert git(victim, "rev-parse", "HEAD") == head and git(remote, "rev-parse", _branch(victim)) == pushed
+    kept = (victim / "ledgers" / "episodes.tsv").read_text(encoding="utf-8")
+    assert all(f"A decision {i}" in kept for i in (1, 2, 3)) and "ATTACKER" not in kept
+    run(victim, "ledger", "verify", "episodes")

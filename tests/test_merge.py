@@ -107,3 +107,14 @@ def test_fact_changed_on_both_sides_newer_stays_other_is_the_loser_with_a_stable
 def test_text_merge_never_writes_markers_and_says_when_it_was_not_clean():
     assert merge.merge_text("a\nb\nc\n", "a\nB\nc\n", "a\nb\nC\n") == ("a\nB\nC\n", True)
     assert merge.merge_text("a\nb\nc\n", "a\nB\nc\n", "a\nBB\nc\n") == ("a\nB\nBB\nc\n", False)
+
+
+def test_a_ledger_side_that_removed_or_rewrote_a_row_loses_no_row_of_either_side():
+    from memctl.merge import merge_ledger
+
+    base = b"ts\ttext\n1\tone\n2\ttwo\n"
+    ours = base + b"4\tfour\n"
+    theirs = b"ts\ttext\n1\tREWRITTEN\n3\tthree\n"
+    assert merge_ledger(base, ours, theirs) == ours + b"1\tREWRITTEN\n3\tthree\n"
+    assert merge_ledger(base, base, theirs) == base + b"1\tREWRITTEN\n3\tthree\n"  # not taken as theirs whole
+    assert merge_ledger(base, theirs, base + b"5\tfive\n") == theirs + b"1\tone\n2\ttwo\n5\tfive\n"
