@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
-from .fsutil import INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, refuse_link
+from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, refuse_link,
+                     utf8_name)
 from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
@@ -90,25 +91,34 @@ class Scan:
 
 # ---------------------------------------------------------------- reading
 
-def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path]]:
-    """The fact files in `directory`, and the links among its entries (never followed: docs/RELIABILITY.md).
+def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path], list[Path]]:
+    """The fact files in `directory`, the links among its entries (never followed: docs/RELIABILITY.md),
+    and the files whose name is not UTF-8 (a pushed `bad\xff.md`: never read, named by doctor).
     A folder that is itself a link, or lies under one, is a link with no files."""
     link = link_on_way(store.root, directory)
     if link is not None:
-        return [], [link] if os.path.lexists(directory) else []
+        return [], [link] if os.path.lexists(directory) else [], []
     try:
         entries = list(os.scandir(directory))
     except (FileNotFoundError, NotADirectoryError):
-        return [], []
-    files, links = [], []
+        return [], [], []
+    files, links, misnamed = [], [], []
     for entry in entries:
         if not entry.name.endswith(".md") or entry.name == "MEMORY.md" or entry.name.startswith("."):
             continue
-        if entry.is_symlink():
+        if not utf8_name(entry.name):
+            misnamed.append(Path(entry.path))
+        elif entry.is_symlink():
             links.append(Path(entry.path))
         elif entry.is_file(follow_symlinks=False):
             files.append(Path(entry.path))
-    return sorted(files), sorted(links)
+    return sorted(files), sorted(links), sorted(misnamed)
+
+
+def misnamed_problem(store: Store, path: Path) -> Problem:
+    shown = os.fsencode(store.rel(path)).decode("utf-8", "backslashreplace")
+    return Problem(shown, 0, "name", "the file name is not UTF-8: memctl does not read it "
+                   f"(rename it: git -C <store> mv -- $'{shown}' memory/NEW-NAME.md)")
 
 
 def link_problem(store: Store, link: Path) -> Problem:
@@ -125,8 +135,8 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
     seen: set[str] = set()
     dirs = [(store.memory_dir, False), (store.archive_dir, True)]
     for directory, is_archived in dirs if archived else dirs[:1]:
-        paths, links = _fact_files(directory, store)
-        problems += [link_problem(store, link) for link in links]
+        paths, links, misnamed = _fact_files(directory, store)
+        problems += [link_problem(store, link) for link in links] + [misnamed_problem(store, p) for p in misnamed]
         for path in paths:
             seen.add(str(path))
             try:

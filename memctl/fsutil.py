@@ -74,6 +74,18 @@ def sweep_temps(folder: Path) -> list[Path]:
     return removed
 
 
+def utf8_name(name: str) -> bool:
+    """Whether a file name read from the disk is UTF-8 (os.fsdecode keeps other bytes as surrogates,
+    which no text written from it can hold: a pushed `bad\xff.md` is named, never read)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace `path` with `data` atomically (temp file + fsync + rename)."""
     if isinstance(data, str):

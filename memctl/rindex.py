@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
 from . import clock, textnorm
-from .fsutil import ROW_LIMIT, file_lock, refuse_link
+from .fsutil import ROW_LIMIT, file_lock, refuse_link, utf8_name
 from .store import Store
 
 VERSION = "10"  # 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
@@ -245,7 +245,8 @@ def _fact_stats(store: Store) -> list[tuple[str, bool, list[str], list[os.stat_r
         except OSError:  # missing, not a folder, or a link (ELOOP)
             continue
         try:  # stat by name relative to the open folder: the cheapest way to stat 10,000 files
-            names = [n for n in os.listdir(fd) if n.endswith(".md") and n != "MEMORY.md" and not n.startswith(".")]
+            names = [n for n in os.listdir(fd) if n.endswith(".md") and n != "MEMORY.md" and not n.startswith(".")
+                     and utf8_name(n)]  # (scan() names the others)
             try:
                 # lstat: a linked fact is no regular file, so it is never read (docs/RELIABILITY.md)
                 stats = list(map(functools.partial(os.stat, dir_fd=fd, follow_symlinks=False), names))

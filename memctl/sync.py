@@ -313,6 +313,10 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
     # The drivers' work is done here, in this process, by the same functions: each driver is set to
     # `false` for this merge, so git leaves the three versions staged and starts no Python per file.
     inline = [arg for kind in merge.KINDS for arg in ("-c", f"merge.memctl-{kind}.driver=false")]
+    # No rename detection: a fact forgotten on one side (memory/x.md moved to archive/) and changed on the
+    # other is a delete against a change, resolved by the rule for it, not a "renamed and edited" file
+    # whose archive copy would take the edit over the archiving (its `archived:` lines lost).
+    inline += ["-c", "merge.renames=false"]  # (git 2.39's ort ignores it, and -X no-renames: hence -s recursive below)
     # A git that dies half-way through (a full disk; a kill) leaves some files as the other side has them and
     # no merge to abort: each file the merge may write is logged first, so that it is put back as it was.
     diff = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", "HEAD", theirs)
@@ -321,7 +325,8 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
     keep_for_undo(incoming)
     temps_before = gitstore.merge_temp_files(top)
     gitstore.await_index(top, "merge")  # a stale index.lock (a killed git's) would fail the merge as "stash failed"
-    done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", "-m", message, theirs, author=author)
+    done = gitstore.run(top, *inline, "merge", "-s", "recursive", "-X", "no-renames", "--no-commit", "--no-edit", "--no-stat",
+                        "-m", message, theirs, author=author)
     merging = gitstore.unfinished_operation(store.root) == "merge"
     if done.code != 0:  # git's drivers' temp files, which a git that died leaves in the work tree: this merge's are removed
         for leftover in gitstore.merge_temp_files(top) - temps_before:

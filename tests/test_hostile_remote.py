@@ -311,3 +311,41 @@ def test_a_remote_that_removed_or_rewrote_ledger_rows_is_refused_before_anything
     kept = (victim / "ledgers" / "episodes.tsv").read_text(encoding="utf-8")
     assert all(f"A decision {i}" in kept for i in (1, 2, 3)) and "ATTACKER" not in kept
     run(victim, "ledger", "verify", "episodes")
+
+
+def test_a_fact_forgotten_here_and_changed_there_stays_archived_with_its_reason_and_a_conflict_copy(world):
+    """Not an attack, the everyday race git's rename detection got wrong: the archive copy took the edit
+    and lost `archived:` and its reason, with no conflict copy (docs/SYNC.md says the archiving stands)."""
+    remote, victim, attacker, outside = world
+    run(attacker, "sync", "--setup")
+    run(victim, "forget", "alpha", "--reason", "obsolete")
+    run(attacker, "remember", "alpha", "--update", "--description", "edited on the other machine")
+    run(attacker, "sync")
+    run(victim, "sync")
+    archived = (victim / "memory" / "archive" / "alpha.md").read_text(encoding="utf-8")
+    assert "archived_reason: obsolete" in archived and "edited on the other machine" not in archived, archived
+    assert not (victim / "memory" / "alpha.md").exists()
+    copies = list((victim / "memory" / "conflicts").glob("alpha.*.md"))
+    assert len(copies) == 1 and "edited on the other machine" in copies[0].read_text(encoding="utf-8")
+    run(victim, "doctor", ok=(0, 1))
+
+
+def test_a_fact_file_whose_name_is_not_utf8_is_named_by_doctor_and_stops_no_command(world):
+    """A pushed `memory/bad\\xff.md` made list, context, recall and remember exit 2 with an error naming
+    neither the file nor a fix, and doctor could not say it either."""
+    remote, victim, attacker, outside = world
+    bad = os.fsdecode(b"bad\xff.md")
+    (attacker / "memory" / bad).write_bytes((attacker / "memory" / "alpha.md").read_bytes())
+    _push_all(attacker)
+    run(victim, "sync")
+    for args in (("list",), ("context",), ("recall", "first fact"), ("remember", "beta", "--description", "after it came")):
+        done = run(victim, *args)
+        assert "bad\\xff.md" in done.stderr or args[0] in ("context", "recall"), done.stderr
+    checked = run(victim, "doctor", ok=(1,))
+    (problem,) = [line for line in checked.stdout.splitlines() if "bad" in line]
+    assert problem.startswith("memory/bad\\xff.md: error: the file name is not UTF-8"), problem
+    rename = problem[problem.index("git -C <store> "):].removesuffix(")").replace("<store>", str(victim)).replace("NEW-NAME", "renamed")
+    assert subprocess.run(["bash", "-c", rename], capture_output=True).returncode == 0
+    git(victim, *ID, "commit", "-qm", "renamed")
+    after = run(victim, "doctor", ok=(1,))  # (the copy of alpha now clashes with it by name: a problem of its own)
+    assert "not UTF-8" not in after.stdout and "memory/renamed.md" in after.stdout, after.stdout
