@@ -145,6 +145,9 @@ def index(store: Store, names: Sequence[str] | None = None, *, embed: bool = Tru
     vectors (with `embed`, when recall has an embedding model). Sources no longer declared are dropped."""
     declared = sources_mod.declared(store)
     chosen = [sources_mod.get(store, n) for n in names] if names else list(declared.values())
+    trusted = sources_mod.trusted(store, [s.name for s in chosen])  # a source that came through git waits
+    held = [s for s in chosen if s.name not in trusted]
+    chosen = [s for s in chosen if s.name in trusted]
     reports = []
     with file_lock(store.cache_dir / LOCK) if store.cache_dir.is_dir() else _made_lock(store):
         conn = _open(store)
@@ -158,6 +161,10 @@ def index(store: Store, names: Sequence[str] | None = None, *, embed: bool = Tru
                 reports.append(_index_source(store, conn, source, taken))
         finally:
             conn.close()
+    for source in held:  # its chunks (of what was approved before) stay; nothing new is read
+        files, chunks = _counts_of(store, source.name)
+        reports.append(Report(source.name, files, chunks, 0, 0, (sources_mod.Skip(
+            "(every file)", "not read: its paths wait for approval on this machine (memctl trust)"),)))
     if embed:
         embed_chunks(store)
     return reports
@@ -295,6 +302,11 @@ def _renew(conn: sqlite3.Connection, moved: list[int]) -> None:
     if moved[0] or rindex.generation(conn, KIND) is None:
         rindex.renew(conn, KIND)
     moved[0] = 0
+
+
+def _counts_of(store: Store, name: str) -> tuple[int, int]:
+    with reading(store) as conn:
+        return (0, 0) if conn is None else _counts(conn, name)
 
 
 def _counts(conn: sqlite3.Connection, name: str) -> tuple[int, int]:

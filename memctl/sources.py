@@ -108,6 +108,15 @@ def declared(store: Store) -> dict[str, Source]:
     return {name: _parse(name, table) for name, table in tables.items()}
 
 
+def trusted(store: Store, names: list[str]) -> list[str]:
+    """Of the sources `names`, those this machine may read: a declaration that came through git (a pull,
+    a sync's merge) waits for `memctl trust`, with a warning, as a job does (trust.py)."""
+    from . import trust  # noqa: PLC0415
+
+    allowed = trust.acted_on(store, [f"{trust.SOURCE_KEY}{name}" for name in names]) if names else set()
+    return [name for name in names if f"{trust.SOURCE_KEY}{name}" in allowed]
+
+
 def get(store: Store, name: str) -> Source:
     found = declared(store)
     if name not in found:
@@ -424,6 +433,9 @@ def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
     source = owner(store, path)
     if source is None:
         raise Refused(f"{raw} is in no declared source", hint="memctl source list")
+    from . import trust  # noqa: PLC0415
+
+    trust.refuse_waiting(store, f"{trust.SOURCE_KEY}{source.name}", "nothing was shown")
     # No symbolic link anywhere on the way from the source's folder (the walk never follows one either).
     base = next((b for b in base_dirs(store, source) if not os.path.relpath(path, b).startswith("..")), None)
     probe = path

@@ -8,7 +8,9 @@ make memctl run something or spend time on it:
   which `run-job` (what cron and launchd call) runs;
 - `import.redact_patterns:PATTERN`: each regular expression `episode import` runs;
 - `embedding`: `[embedding] backend` and `model` (a model folder is loaded and run);
-- `neardup.judge_cmd`: the command `near-dup` asks whether two texts are the same.
+- `neardup.judge_cmd`: the command `near-dup` asks whether two texts are the same;
+- `sources.NAME`: what a document source reads (`paths`, `exclude`) and whether the prompt hook shows
+  it (`prompt`): a pushed `paths = ["~/.ssh/*"]` would be read, indexed and put in the agent's prompt.
 
 Each one's value, as this machine last approved it, is kept outside git, in
 `$XDG_CONFIG_HOME/memctl/trust/<store>.json` (default `~/.config`), keyed by
@@ -18,7 +20,8 @@ and a commit made on this machine (git's reflog says `commit:`), memctl's own
 commits included. A value that came in any other way (`pull`, `merge`,
 `clone`, `reset`, a sync's merge commit) waits: `run-job` refuses the job,
 `episode import` leaves the pattern out, the embedder falls back to the
-default, `doctor` names it, until `memctl trust` approves it.
+default, `source index` skips the source and `show` refuses its files, `doctor`
+names it, until `memctl trust` approves it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ except ImportError:
 PATTERN_KEY = "import.redact_patterns:"
 EMBEDDING_KEYS = ("backend", "model")
 JUDGE_KEY = "neardup.judge_cmd"
+SOURCE_KEY = "sources."
+SOURCE_KEYS = ("paths", "exclude", "prompt")  # what a source reads and where it goes; not its description
 # How a reflog entry begins when the commit was made here, by hand or by memctl: the only way a
 # value from history counts as the local user's own. (A rebase's picks do not: `rebase -i` can
 # replay commits that came from the remote.)
@@ -81,6 +86,10 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
     table = raw.get("embedding", {})
     if isinstance(table, dict) and any(k in table for k in EMBEDDING_KEYS):
         found["embedding"] = {k: table[k] for k in EMBEDDING_KEYS if k in table}
+    tables = raw.get("sources", {})
+    if isinstance(tables, dict):
+        found.update((f"{SOURCE_KEY}{name}", {k: t.get(k) for k in SOURCE_KEYS} if isinstance(t, dict) else t)
+                     for name, t in tables.items())
     return {key: _canonical(value) for key, value in found.items()}
 
 

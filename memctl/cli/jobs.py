@@ -177,7 +177,8 @@ def trust_(
     json: JsonOpt = False,
 ) -> None:
     """Show what a commit not made here changed in memctl.toml's executable settings (jobs, redaction
-    patterns, the embedder), and approve it on this machine (the approval is kept outside git)."""
+    patterns, the embedder, the near-dup judge, what sources read), and approve it on this machine
+    (the approval is kept outside git)."""
     store = store_from(ctx)
     found, approved = trust.review(store, keys or None, approving=not list_)
     if json:

@@ -371,6 +371,6 @@ def _prompt_documents(store, query: str) -> list:
     from .. import docindex, sources
 
     hits = []
-    for name in [n for n, s in sources.declared(store).items() if s.prompt]:
+    for name in sources.trusted(store, [n for n, s in sources.declared(store).items() if s.prompt]):
         hits += docindex.answer(store, [query], source=name, k=PROMPT_K, mode=FALLBACK_MODE)[1][0]
     return hits
