@@ -421,7 +421,11 @@ def commit_enabled(store: Store, flag: bool | None = None) -> bool:
         return False
     if os.environ.get("MEMCTL_NO_COMMIT", "") not in ("", "0", "false"):
         return False
-    return store.config.commit
+    if store.config.commit:
+        return True
+    from .trust import commits_off  # noqa: PLC0415  (only when memctl.toml turns commits off)
+
+    return not commits_off(store)
 
 
 def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = True) -> str | None:

@@ -9,6 +9,8 @@ make memctl run something or spend time on it:
 - `import.redact_patterns:PATTERN`: each regular expression `episode import` runs;
 - `embedding`: `[embedding] backend` and `model` (a model folder is loaded and run);
 - `neardup.judge_cmd`: the command `near-dup` asks whether two texts are the same;
+- `git.commit = false`: writes that are not committed (so not shared by `sync`), which the local user
+  must ask for by name: while it waits, memctl commits as by default;
 - `sources.NAME`: what a document source reads (`paths`, `exclude`) and whether the prompt hook shows
   it (`prompt`): a pushed `paths = ["~/.ssh/*"]` would be read, indexed and put in the agent's prompt.
 
@@ -46,6 +48,7 @@ except ImportError:
 PATTERN_KEY = "import.redact_patterns:"
 EMBEDDING_KEYS = ("backend", "model")
 JUDGE_KEY = "neardup.judge_cmd"
+COMMIT_KEY = "git.commit"
 SOURCE_KEY = "sources."
 SOURCE_KEYS = ("paths", "exclude", "prompt")  # what a source reads and where it goes; not its description
 # How a reflog entry begins when the commit was made here, by hand or by memctl: the only way a
@@ -86,6 +89,9 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
     table = raw.get("embedding", {})
     if isinstance(table, dict) and any(k in table for k in EMBEDDING_KEYS):
         found["embedding"] = {k: table[k] for k in EMBEDDING_KEYS if k in table}
+    table = raw.get("git", {})
+    if isinstance(table, dict) and table.get("commit", True) is not True:
+        found[COMMIT_KEY] = table["commit"]
     tables = raw.get("sources", {})
     if isinstance(tables, dict):
         found.update((f"{SOURCE_KEY}{name}", {k: t.get(k) for k in SOURCE_KEYS} if isinstance(t, dict) else t)
@@ -300,6 +306,8 @@ def describe(setting: Setting) -> str:
         return f"[import] redact_patterns {setting.value}"
     if setting.key == JUDGE_KEY:
         return f"[neardup] judge_cmd {setting.value}"
+    if setting.key == COMMIT_KEY:
+        return f"[git] commit = {setting.value}"
     return f"[{setting.key}]"
 
 
@@ -325,3 +333,9 @@ def acted_on(store: Store, keys: Iterable[str]) -> set[str]:
                     hint="review it, then approve it with `memctl trust`")
     return set(keys) - {s.key for s in held}
 
+
+
+def commits_off(store: Store) -> bool:
+    """Whether `[git] commit = false` holds here: approved (the local user wrote it, or `memctl trust`);
+    one that came through git is named in a warning and memctl goes on committing."""
+    return COMMIT_KEY in acted_on(store, [COMMIT_KEY])

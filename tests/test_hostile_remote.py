@@ -377,3 +377,20 @@ def test_a_pushed_source_reading_outside_the_store_waits_for_approval(world):
     run(victim, "trust", "sources.handy")  # the local user's own choice
     (report,) = json.loads(run(victim, "source", "index", "--json").stdout)
     assert report["files"] == 1
+
+
+def test_commits_turned_off_by_a_remote_wait_for_approval_and_writes_are_still_committed(world):
+    """`[git] commit = false` pushed by another clone made every write here exit 0 uncommitted, so this
+    machine silently stopped sharing; writing without a commit is the local user's to ask for."""
+    remote, victim, attacker, outside = world
+    toml = attacker / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("commit = true", "commit = false"), encoding="utf-8")
+    _push_all(attacker)
+    run(victim, "sync")
+    wrote = run(victim, "remember", "beta", "--description", "after the remote's change")
+    assert "[git] commit = false" in wrote.stderr and "memctl trust" in wrote.stderr, wrote.stderr
+    assert git(victim, "status", "--porcelain") == "" and "beta" in git(victim, "log", "-1", "--format=%s")
+    run(victim, "sync")
+    run(victim, "trust", "git.commit")  # the local user's choice
+    run(victim, "remember", "gamma", "--description", "not committed now")
+    assert "memory/gamma.md" in git(victim, "status", "--porcelain")
