@@ -69,17 +69,44 @@ def _repo(path: Path):
         return None
 
 
-def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None):
+def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
+         timeout: float | None = None):
     import subprocess  # noqa: PLC0415
 
     exe = git_executable()
     if exe is None:
         raise no_git()
     try:
-        return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
-                              input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
+        if timeout is None:
+            return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
+                                  input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
+        with subprocess.Popen([exe, *args], cwd=top, env={**os.environ, **env} if env else None, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # git is killed; its ssh (which holds the pipes too, and may wait on a dead network) is not
+                # waited for: it sees its git gone and ends by itself.
+                proc.kill()
+                proc.stdout.close()
+                proc.stderr.close()
+                proc.wait()
+                raise GitError(f"git {next((a for a in args[1:] if not a.startswith('-') and '=' not in a), '')} got no answer within "
+                               f"{timeout:g} s; nothing more was done", kind="git-timeout",
+                               hint="check the remote and the network (git -C <store> remote -v), or raise MEMCTL_GIT_TIMEOUT") from None
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     except OSError as exc:  # git vanished, or the directory did
         raise GitError(f"cannot run git: {exc}", hint="check that git runs (MEMCTL_GIT, PATH)", kind="git-fails") from None
+
+
+def network_timeout() -> float:
+    """MEMCTL_GIT_TIMEOUT: seconds a git fetch or push may take (default 300); past it the git is stopped,
+    so a remote that hangs never holds the store lock for good."""
+    try:
+        value = float(os.environ.get("MEMCTL_GIT_TIMEOUT", "") or 300)
+    except ValueError:
+        return 300.0
+    return value if value > 0 else 300.0
 
 
 _TOPLEVELS: dict[str, Path] = {}  # found work trees, per directory asked about: one command asks often
@@ -744,9 +771,10 @@ class GitResult(NamedTuple):
     err: str
 
 
-def run(top: Path, *args: str, author: Author | None = None) -> GitResult:
-    """Run git and return its exit code and output, for callers that act on a failure (sync)."""
-    done = _git(top, "-c", "core.quotePath=false", *args, env=_env(author) if author else None)
+def run(top: Path, *args: str, author: Author | None = None, timeout: float | None = None) -> GitResult:
+    """Run git and return its exit code and output, for callers that act on a failure (sync); with a
+    `timeout`, GitError once git has taken that long (network_timeout)."""
+    done = _git(top, "-c", "core.quotePath=false", *args, env=_env(author) if author else None, timeout=timeout)
     out = done.stdout.decode("utf-8", "surrogateescape")
     return GitResult(done.returncode, out[:-1] if out.endswith("\n") else out,
                      done.stderr.decode("utf-8", "replace").strip())
@@ -778,16 +806,23 @@ def start(top: Path, *args: str) -> Started:
         raise GitError(f"cannot run git: {exc}") from None
 
 
-def finish(started: Started) -> GitResult:
+def finish(started: Started, timeout: float | None = None) -> GitResult:
     """Wait for a command `start()` started and return what it printed (both pipes read as they
-    fill, so that a long stderr cannot stall git)."""
+    fill, so that a long stderr cannot stall git). With a `timeout`, the git is killed once it has
+    taken that long (GitError), as in _git."""
     import select  # noqa: PLC0415
 
     chunks: dict[int, list[bytes]] = {started.out: [], started.err: []}
     reading = [started.out, started.err]
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
         while reading:
-            for fd in select.select(reading, [], [])[0]:
+            ready = select.select(reading, [], [], None if deadline is None else max(0.0, deadline - time.monotonic()))[0]
+            if deadline is not None and not ready and time.monotonic() >= deadline:
+                os.kill(started.pid, 9)
+                raise GitError(f"git got no answer within {timeout:g} s; nothing more was done", kind="git-timeout",
+                               hint="check the remote and the network (git -C <store> remote -v), or raise MEMCTL_GIT_TIMEOUT")
+            for fd in ready:
                 data = os.read(fd, 1 << 16)
                 if data:
                     chunks[fd].append(data)

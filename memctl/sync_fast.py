@@ -159,7 +159,7 @@ def remote_branch(name: str, upstream: str, local: str) -> str:
 
 def fetch(top: Path, name: str, branch_name: str) -> str | None:
     """Fetch the remote's branch; the commit it is at, or None when the remote has no such branch yet."""
-    fetched = gitstore.run(top, "fetch", "-q", "--no-tags", name, f"refs/heads/{branch_name}")
+    fetched = gitstore.run(top, "fetch", "-q", "--no-tags", name, f"refs/heads/{branch_name}", timeout=gitstore.network_timeout())
     if fetched.code != 0 and "couldn't find remote ref" in fetched.err:
         return None  # an empty remote, or a branch not pushed yet
     if fetched.code != 0:
@@ -286,9 +286,9 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
         status = gitstore.start(top, *FAST_STATUS)  # the slowest: 10,000 files to stat
         started = [status]
 
-        def collect(proc: gitstore.Started) -> gitstore.GitResult:
+        def collect(proc: gitstore.Started, timeout: float | None = None) -> gitstore.GitResult:
             started.remove(proc)
-            return gitstore.finish(proc)
+            return gitstore.finish(proc, timeout)
 
         try:
             values = _config(top)
@@ -318,7 +318,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
                 return None
             if _branch_commit(gitdir, local) != state.head:
                 return None  # HEAD moved since the status looked (it may have started before the lock)
-            listed = collect(asked)
+            listed = collect(asked, gitstore.network_timeout())
             if listed.code != 0:  # where sync() would fetch, and fail the same way
                 raise GitError(f"cannot fetch from {name}: {gitstore.reason(listed.err, 'git ls-remote failed')}",
                                hint="check the remote's URL and your access: git -C <store> remote -v")

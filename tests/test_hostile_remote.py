@@ -394,3 +394,20 @@ def test_commits_turned_off_by_a_remote_wait_for_approval_and_writes_are_still_c
     run(victim, "trust", "git.commit")  # the local user's choice
     run(victim, "remember", "gamma", "--description", "not committed now")
     assert "memory/gamma.md" in git(victim, "status", "--porcelain")
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_a_remote_that_never_answers_stops_sync_at_its_time_limit_and_frees_the_store(world, tmp_path, fast):
+    """A remote (or network) that hangs held the store lock for as long as it hung: every write exited 4."""
+    remote, victim, attacker, outside = world
+    slow = tmp_path / "slow-ssh"
+    slow.write_text("#!/bin/sh\nsleep 120\n", encoding="utf-8")
+    slow.chmod(0o755)
+    git(victim, "config", "core.sshCommand", str(slow))
+    git(victim, "remote", "set-url", "origin", "ssh://nohost.invalid/x.git")
+    env = {**os.environ, "MEMCTL_GIT_TIMEOUT": "3", "MEMCTL_NO_FAST": "0" if fast == "1" else "1"}
+    done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(victim), "sync"], capture_output=True, text=True,
+                          timeout=T, env=env)
+    assert done.returncode == 1, done.stderr
+    assert "got no answer within 3 s" in one_line_error(done) and "MEMCTL_GIT_TIMEOUT" in done.stderr
+    run(victim, "remember", "beta", "--description", "the store is free again")
