@@ -99,7 +99,7 @@ def take_in_now(store, wait: float | None = None) -> str | None:
     if store.layout != "claude":
         return None
     try:
-        if wait is not None and _git_busy(store):
+        if wait is not None and git_busy(store):
             return None
         with file_lock(store.cache_dir / "lock", wait):
             return take_in(store)
@@ -107,33 +107,13 @@ def take_in_now(store, wait: float | None = None) -> str | None:
         return None
 
 
-def _git_busy(store) -> bool:
+def git_busy(store) -> bool:
     """A live git (or memctl) holds the repository's index.lock (a stale one is removed, with a warning)."""
     from . import gitstore
 
     top, found = gitstore.toplevel(store.root), gitstore.git_dir(store.root)
     lock = found / "index.lock" if found is not None else None
     return top is not None and lock is not None and lock.exists() and not gitstore.remove_stale_lock(top, lock)
-
-
-def relist_now(store, wait: float | None = None) -> bool:
-    """Put MEMORY.md's index back in order when it lists a live fact twice, not at all, or one that is
-    gone: Claude Code writes MEMORY.md whole from what it read, so a line memctl added meanwhile is lost
-    (and taken in with its write). True when the index was regenerated and committed; False when it was
-    in order, or the lock, git or a hand edit outside the block stood in the way (doctor names it)."""
-    from . import facts
-    from .errors import MemctlError
-
-    if store.layout != "claude":
-        return False
-    try:
-        if not [d for d in facts.index_drift(store) if d.kind in ("missing", "duplicate", "orphan")]:
-            return False
-        if wait is not None and _git_busy(store):
-            return False
-        return facts.reindex(store, wait=wait)[0]
-    except (MemctlError, OSError, UnicodeDecodeError):
-        return False
 
 
 # ---------------------------------------------------------------- Claude Code's dialect, and the sidecar

@@ -842,6 +842,26 @@ def index_drift(store: Store) -> list[index_mod.Drift]:
                            limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes)
 
 
+def relist_claude_index(store: Store, wait: float | None = None) -> bool:
+    """Put MEMORY.md's index back in order when it lists a live fact twice, not at all, or one that is
+    gone: Claude Code writes MEMORY.md whole from what it read, so a line memctl added meanwhile is lost
+    (and taken in with its write). True when the index was regenerated and committed; False when it was
+    in order, or the lock, git or a hand edit outside the block stood in the way (doctor names it)."""
+    from .claude_memory import git_busy
+    from .errors import MemctlError
+
+    if store.layout != "claude":
+        return False
+    try:
+        if not [d for d in index_drift(store) if d.kind in ("missing", "duplicate", "orphan")]:
+            return False
+        if wait is not None and git_busy(store):
+            return False
+        return reindex(store, wait=wait)[0]
+    except (MemctlError, OSError, UnicodeDecodeError):
+        return False
+
+
 def history(store: Store, key: str) -> list[gitstore.LogEntry]:
     found = find(store, key)
     assert found.path is not None

@@ -564,22 +564,6 @@ def common_prefix(a: bytes, b: bytes) -> int:
     return same
 
 
-def lost_line(old: bytes, new: bytes) -> int | None:
-    """The 1-based line of `old` that `new` no longer holds (a row removed or rewritten; lines may have
-    been added anywhere, as a union merge does), or None. A torn last line of `old` may be completed."""
-    kept = old[: old.rfind(b"\n") + 1]
-    if new.startswith(kept):
-        return None
-    from collections import Counter  # noqa: PLC0415
-
-    have = Counter(new.splitlines())
-    for number, line in enumerate(kept.splitlines(), start=1):
-        if not have[line]:
-            return number
-        have[line] -= 1
-    return None
-
-
 def first_difference(old: bytes, new: bytes) -> int:
     """The 1-based line of `old` where `new` stops being an extension of it."""
     return line_of(old, common_prefix(old, new))

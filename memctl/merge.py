@@ -332,6 +332,20 @@ def merge_config(base: str, ours: str, theirs: str) -> str | None:
 
 # ---------------------------------------------------------------- ledgers
 
+def lost_line(old: bytes, new: bytes) -> int | None:
+    """The 1-based line of `old` that `new` no longer holds (a row removed or rewritten; lines may have
+    been added anywhere, as a union merge does), or None. A torn last line of `old` may be completed."""
+    kept = old[: old.rfind(b"\n") + 1]
+    if new.startswith(kept):
+        return None
+    have = Counter(new.splitlines())
+    for number, line in enumerate(kept.splitlines(), start=1):
+        if not have[line]:
+            return number
+        have[line] -= 1
+    return None
+
+
 def merge_ledger(base: bytes, ours: bytes, theirs: bytes) -> bytes:
     """A ledger: every row of both sides, each side's rows in their order (git's union merge).
 
@@ -345,8 +359,6 @@ def merge_ledger(base: bytes, ours: bytes, theirs: bytes) -> bytes:
     """
     if ours == theirs or theirs == base:
         return ours
-    from .ledger import lost_line  # noqa: PLC0415
-
     if lost_line(base, ours) is not None or lost_line(base, theirs) is not None:  # a side removed or rewrote a row: none is lost
         have = Counter(_terminated(ours.splitlines(keepends=True)))
         extra = []

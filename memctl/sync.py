@@ -287,8 +287,6 @@ def _refuse_rewritten_ledgers(store: Store, top: Path, head: str, theirs: str, l
     """Refused when `theirs` changed a ledger other than by appending lines to it since the last commit
     both sides share (an old row removed or rewritten, the file deleted): ledgers are only appended to,
     and a merge (or a fast-forward) would take the loss in and push it on. Nothing is merged then."""
-    from .ledger import lost_line  # noqa: PLC0415
-
     base = gitstore.run(top, "merge-base", head, theirs).out.strip()
     if not base:
         return  # unrelated histories: the merge refuses them
@@ -297,7 +295,7 @@ def _refuse_rewritten_ledgers(store: Store, top: Path, head: str, theirs: str, l
     for rel in (r for r in listed.split("\0") if r and _kind(store, r, top) == "ledger"):
         before = gitstore.file_at(top, top / rel, base)
         after = gitstore.file_at(top, top / rel, theirs)
-        line = lost_line(before, after)
+        line = merge.lost_line(before, after)
         if line is not None:
             raise Refused(f"{label} rewrote or removed line {line} of {store.rel(top / rel)} (a ledger is only appended to); "
                           "nothing was merged or pushed", kind="ledger-rewritten",
@@ -325,7 +323,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
     keep_for_undo(incoming)
     temps_before = gitstore.merge_temp_files(top)
     gitstore.await_index(top, "merge")  # a stale index.lock (a killed git's) would fail the merge as "stash failed"
-    done = gitstore.run(top, *inline, "merge", "-s", "recursive", "-X", "no-renames", "--no-commit", "--no-edit", "--no-stat",
+    done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", "-s", "recursive", "-X", "no-renames",
                         "-m", message, theirs, author=author)
     merging = gitstore.unfinished_operation(store.root) == "merge"
     if done.code != 0:  # git's drivers' temp files, which a git that died leaves in the work tree: this merge's are removed

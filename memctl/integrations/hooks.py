@@ -267,14 +267,15 @@ def say_checked(found, problem: str | None) -> None:
 def session_start(store, log: bool = True) -> str:
     """The session-start bundle (`memctl context`), or nothing when the store has nothing to show."""
     from .. import context
-    from ..claude_memory import relist_now, take_in_now
+    from ..claude_memory import take_in_now
+    from ..facts import relist_claude_index
 
     if log:  # not under `agent status`, which writes nothing
         # What Claude Code wrote in its directory last session: its own commit; then an index line of
         # memctl's that its whole-file write of MEMORY.md dropped, put back. Neither waits long for a
         # lock another process holds: without them the bundle is still printed.
         take_in_now(store, wait=LOCK_WAIT)
-        relist_now(store, wait=LOCK_WAIT)
+        relist_claude_index(store, wait=LOCK_WAIT)
     # Claude Code already loads the MEMORY.md of its own memory directory: the bundle leaves it out there.
     bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude",
                            max_chars=MAX_CHARS, state_root=True)
