@@ -187,7 +187,9 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
 
     title = "# memctl context" + (f" — query: {query}" if query else "")
     if state_root:
-        title += f"\nStore: {store.root} (every path below is relative to it)"
+        folder = store.rel(store.index_path.parent)  # MEMORY.md's links are relative to its own folder
+        links = f"; the index's links are relative to {folder}/" if include_index and folder not in ("", ".") else ""
+        title += f"\nStore: {store.root} (every path below is relative to it{links})"
     used = textnorm.estimate_tokens(title) + 1
     chars = len(title) + 1  # the text's exact length: each line and its newline (see _render)
     char_limit = max_chars if max_chars is not None else float("inf")

@@ -90,3 +90,16 @@ def test_a_pinned_fact_longer_than_the_budget_left_is_cut_to_fit_never_dropped(r
         assert "no-push" in context.Bundle.to_dict(bundle)["shown"]
     whole = context.build(store, budget=20000, log=False)  # room for it: whole, no note
     assert long_body.strip() in whole.text and "cut to fit" not in whole.text
+
+
+def test_the_session_bundle_says_what_the_index_links_are_relative_to_and_they_resolve_so(root):
+    """Its second line said every path was relative to the store, while MEMORY.md's links are to files
+    beside it (memory/): an agent taking the line at its word opened store/user-00.md, which is not there."""
+    store = _seed(root)
+    text = context.build(store, budget=4000, log=False, state_root=True).text
+    second = text.split("\n")[1]
+    assert second == f"Store: {store.root} (every path below is relative to it; the index's links are relative to memory/)"
+    links = [line.split("](", 1)[1].split(")", 1)[0] for line in _section(text, "## Memory index (MEMORY.md)") if "](" in line]
+    assert len(links) == 13 and all((root / "memory" / link).is_file() for link in links)
+    bare = context.build(store, budget=4000, log=False, state_root=True, include_index=False).text
+    assert bare.split("\n")[1] == f"Store: {store.root} (every path below is relative to it)"

@@ -63,9 +63,11 @@ def test_session_start_on_1000_facts_stays_within_9000_characters(big_store):
     assert 8000 < len(text) <= LIMIT, len(text)  # filled up to the limit, not past it
     lines = text.splitlines()
     assert lines[0] == "# memctl context"
-    assert lines[1] == f"Store: {big_store.resolve()} (every path below is relative to it)"
+    assert lines[1] == f"Store: {big_store.resolve()} (every path below is relative to it; the index's links are relative to memory/)"
     assert lines.count("## Pinned facts") == 1 and "### memory/fact-0000.md" in lines
     assert all((big_store / line[4:]).is_file() for line in lines if line.startswith("### "))
+    links = [line.split("](", 1)[1].split(")", 1)[0] for line in lines if line.startswith("- [") and "](" in line]
+    assert all((big_store / "memory" / link).is_file() for link in links)  # as the second line says
 
 
 def test_the_prompt_hook_on_1000_facts_stays_within_9000_characters(big_store):
