@@ -97,15 +97,22 @@ def test_uninstall_removes_files_that_held_only_memctl(tmp_path):
 
 
 def test_a_hook_sharing_a_group_with_a_foreign_one(tmp_path):
-    """A hand edit put memctl's hook and another into one group: install and uninstall touch only memctl's."""
+    """A hand edit put memctl's hook and another into one group, with a timeout of its own: install keeps
+    the group and the timeout (only the program, memctl's part, is brought up to date), and uninstall
+    touches only memctl's."""
     tgt = cc.target("project", tmp_path, home=tmp_path / "home")
     _write(tgt.settings, {"hooks": {"UserPromptSubmit": [{"hooks": [
         {"type": "command", "command": "echo mine"},
-        {"type": "command", "command": "/old/bin/memctl hook prompt"}]}]}})
+        {"type": "command", "command": "/old/bin/memctl hook prompt", "timeout": 20}]}]}})
     _install(tgt)
     groups = _read(tgt.settings)["hooks"]["UserPromptSubmit"]
-    assert groups[0] == {"hooks": [{"type": "command", "command": "echo mine"}]}
-    assert [h["command"] for h in groups[1]["hooks"]] == ["/opt/venv/bin/memctl hook prompt"]
+    assert groups == [{"hooks": [{"type": "command", "command": "echo mine"},
+                                 {"type": "command", "command": "/opt/venv/bin/memctl hook prompt", "timeout": 20}]}]
+    assert cc.plan_install(tgt, EXE, None) == []
+    prefixed = "MEMCTL_HOOK_TIMEOUT=8 /opt/venv/bin/memctl hook prompt"  # an environment prefix: still memctl's, kept
+    doc = _read(tgt.settings)
+    doc["hooks"]["UserPromptSubmit"][0]["hooks"][1]["command"] = prefixed
+    _write(tgt.settings, doc)
     assert cc.plan_install(tgt, EXE, None) == []
     cc.apply(cc.plan_uninstall(tgt))
     assert _read(tgt.settings) == {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -185,6 +186,10 @@ def memctl_args(command: str) -> list[str] | None:
         words = shlex.split(command)
     except ValueError:
         return None
+    if words[:1] == ["env"]:
+        words = words[1:]
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):  # `MEMCTL_HOOK_TIMEOUT=8 memctl ...`
+        words = words[1:]
     if words and os.path.basename(words[0]) == "memctl":
         rest = words[1:]
     elif len(words) >= 3 and words[1:3] == ["-m", "memctl"] and "python" in os.path.basename(words[0]):
@@ -200,6 +205,19 @@ def memctl_args(command: str) -> list[str] | None:
     elif rest and rest[-1].startswith("--store="):
         rest = rest[:-1]
     return rest
+
+
+def _essence(command: str) -> tuple[str, ...]:
+    """What of a memctl command line is memctl's to keep right: the program and its `--root`/`--store`
+    (an environment prefix the user added is theirs)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return (command,)
+    words = [w for w in words if w != "env" and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
+    program = words[:3] if words[1:3] == ["-m", "memctl"] else words[:1]
+    stores = [f"{w}={words[i + 1]}" for i, w in enumerate(words[:-1]) if w in ("--root", "--store")]
+    return (*program, *stores, *(w for w in words if w.startswith(("--root=", "--store="))))
 
 
 def _is_ours(entry: Any, hook: Hook) -> bool:
@@ -319,6 +337,12 @@ def _with_hooks(doc: dict[str, Any], path: Path, commands: list[tuple[Hook, str]
                 and any(_is_ours(e, hook) for e in g["hooks"])]
         if ours == [wanted]:
             continue  # installed exactly so already
+        entries = [e for g in ours for e in g["hooks"] if _is_ours(e, hook)]
+        if len(entries) == 1:  # installed, then edited by its user (a timeout, an env prefix, its group): kept so
+            if _essence(entries[0]["command"]) != _essence(command):  # another program or store: that part is ours
+                entries[0]["command"] = command
+                added.append(f"~ {hook.event} hook: {command}")
+            continue
         _without_hooks(doc, path, (hook,))
         table = _table(doc, "hooks", path, dict, create=True)
         _table(table, hook.event, path, list, create=True).append(wanted)
