@@ -411,3 +411,23 @@ def test_a_remote_that_never_answers_stops_sync_at_its_time_limit_and_frees_the_
     assert done.returncode == 1, done.stderr
     assert "got no answer within 3 s" in one_line_error(done) and "MEMCTL_GIT_TIMEOUT" in done.stderr
     run(victim, "remember", "beta", "--description", "the store is free again")
+
+
+def test_terminal_control_sequences_in_pushed_rows_are_shown_not_obeyed_on_a_terminal(world):
+    """A row another clone pushed with ESC[2J (clear the screen) and an OSC window title reached the
+    terminal as is through the tables of `episode list`, `ledger rows` and `recall`. Piped, the bytes
+    stay as the file has them (grep and cut see what is stored)."""
+    remote, victim, attacker, outside = world
+    nasty = "X\x1b[2J\x1b[HY \x1b]0;owned\x07 rotation plan"
+    run(attacker, "sync", "--setup")
+    run(attacker, "episode", "add", nasty, "--type", "decision")
+    run(attacker, "sync")
+    run(victim, "sync")
+    tty = {**os.environ, "MEMCTL_FORCE_TTY": "1", "COLUMNS": "200", "MEMCTL_NO_SERVER": "1"}
+    for args in (("episode", "list"), ("ledger", "rows", "episodes"), ("recall", "rotation plan", "--source", "episodes")):
+        shown = subprocess.run([sys.executable, "-m", "memctl", "--root", str(victim), *args], capture_output=True,
+                               text=True, timeout=T, env=tty)
+        assert shown.returncode == 0, shown.stderr
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout and "\\x1b[2J" in shown.stdout.replace("\n", ""), args
+    piped = run(victim, "ledger", "rows", "episodes")
+    assert "\x1b[2J" in piped.stdout
