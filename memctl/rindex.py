@@ -246,7 +246,7 @@ def _fact_stats(store: Store) -> list[tuple[str, bool, list[str], list[os.stat_r
             continue
         try:  # stat by name relative to the open folder: the cheapest way to stat 10,000 files
             names = [n for n in os.listdir(fd) if n.endswith(".md") and n != "MEMORY.md" and not n.startswith(".")
-                     and utf8_name(n)]  # (scan() names the others)
+                     and (n.isascii() or utf8_name(n))]  # (scan() names the others; no call for the common name)
             try:
                 # lstat: a linked fact is no regular file, so it is never read (docs/RELIABILITY.md)
                 stats = list(map(functools.partial(os.stat, dir_fd=fd, follow_symlinks=False), names))
