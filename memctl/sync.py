@@ -203,9 +203,9 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
     blocked = sorted(p for p in unmerged if kinds[p] in (None, "config"))
     if blocked:  # _merge aborts the merge
         names = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
-        hint = ("merge it by hand: git -C <store> pull, fix memctl.toml, git commit; then memctl sync"
+        hint = ("merge it by hand: git -C <store> pull --no-rebase, fix memctl.toml, git commit; then memctl sync"
                 if "config" in {kinds[p] for p in blocked} else
-                "these are not memctl's files: merge by hand (git pull, fix, git commit), then memctl sync")
+                "these are not memctl's files: merge by hand (git pull --no-rebase, fix, git commit), then memctl sync")
         raise Refused(f"both sides changed {names} in ways git cannot merge; nothing was merged or pushed", hint=hint)
     for path, stages in sorted(unmerged.items()):
         kind = kinds[path]
