@@ -283,13 +283,29 @@ def _read_log(top: Path, store: Store) -> list[Resolution]:
     return found
 
 
-def _refuse_rewritten_ledgers(store: Store, top: Path, head: str, theirs: str, label: str) -> None:
-    """Refused when `theirs` changed a ledger other than by appending lines to it since the last commit
-    both sides share (an old row removed or rewritten, the file deleted): ledgers are only appended to,
-    and a merge (or a fast-forward) would take the loss in and push it on. Nothing is merged then."""
+def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str) -> None:
+    """What no merge may take in from `theirs` since the last commit both sides share: a ledger row lost
+    (_refuse_rewritten_ledgers), a file of memctl's turned into a symbolic link. Refused before anything
+    is merged (a fast-forward included)."""
     base = gitstore.run(top, "merge-base", head, theirs).out.strip()
     if not base:
         return  # unrelated histories: the merge refuses them
+    _refuse_rewritten_ledgers(store, top, base, theirs, label)
+    ours = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path)]
+    raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
+    for meta, rel in zip(raw[::2], raw[1::2]):
+        modes = meta.lstrip(":").split(" ")[:2]
+        if len(modes) == 2 and modes[0].startswith("100") and modes[1] == "120000" and _kind(store, rel, top):
+            raise Refused(f"{label} turned {store.rel(top / rel)} into a symbolic link (memctl never follows one); "
+                          "nothing was merged or pushed", kind="link-incoming",
+                          hint=f"on the remote, put the file back: git checkout {base[:12]} -- {shlex.quote(rel)}, "
+                               "commit and push; then memctl sync")
+
+
+def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, label: str) -> None:
+    """Refused when `theirs` changed a ledger other than by appending lines to it since `base` (an old row
+    removed or rewritten, the file deleted): ledgers are only appended to, and a merge (or a
+    fast-forward) would take the loss in and push it on."""
     listed = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", base, theirs, "--",
                           os.path.relpath(store.ledgers_dir, top)).out
     for rel in (r for r in listed.split("\0") if r and _kind(store, r, top) == "ledger"):
@@ -439,7 +455,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
         for attempt in range(1, PUSH_ATTEMPTS + 1):
             theirs = fetch(top, name, on_remote)
             if theirs is not None and theirs != head and gitstore.run(top, "merge-base", "--is-ancestor", theirs, head).code != 0:
-                _refuse_rewritten_ledgers(store, top, head, theirs, f"{name}/{on_remote}")
+                _refuse_incoming(store, top, head, theirs, f"{name}/{on_remote}")
                 incoming += int(gitstore.checked(top, "rev-list", "--count", f"{head}..{theirs}"))
                 commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{on_remote}")
                 resolved += done

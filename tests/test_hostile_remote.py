@@ -431,3 +431,26 @@ def test_terminal_control_sequences_in_pushed_rows_are_shown_not_obeyed_on_a_ter
         assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout and "\\x1b[2J" in shown.stdout.replace("\n", ""), args
     piped = run(victim, "ledger", "rows", "episodes")
     assert "\x1b[2J" in piped.stdout
+
+
+def test_a_remote_that_turned_a_file_of_memctls_into_a_link_is_refused_by_name(world):
+    """MEMORY.md made a link by the remote blocked every later sync of a clone with a change of its own,
+    with a message about `MEMORY.md~HEAD` that named neither the link nor a fix."""
+    remote, victim, attacker, outside = world
+    index = attacker / "memory" / "MEMORY.md"
+    index.unlink()
+    index.symlink_to("alpha.md")
+    _push_all(attacker)
+    run(victim, "remember", "beta", "--description", "a change of this clone's own")
+    head = git(victim, "rev-parse", "HEAD")
+    refused = run(victim, "sync", ok=(1,))
+    line = one_line_error(refused)
+    assert "turned memory/MEMORY.md into a symbolic link" in line and "nothing was merged" in line, line
+    assert git(victim, "rev-parse", "HEAD") == head and not (victim / "memory" / "MEMORY.md").is_symlink()
+    fix = line[line.index("git checkout "):line.index(", commit and push")]
+    subprocess.run(["sh", "-c", f"cd {attacker} && {fix}"], check=True)
+    git(attacker, *ID, "commit", "-qm", "the index is a file again")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")
+    assert not (victim / "memory" / "MEMORY.md").is_symlink()
+    run(victim, "doctor")
