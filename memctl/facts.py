@@ -33,7 +33,17 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{where}: {self.message}"
+        return _one_line(f"{where}: {self.message}")
+
+    def report(self) -> str:
+        """The problem as `doctor` and `check` print it: `path:line: severity: message`, one line."""
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return _one_line(f"{where}: {self.severity}: {self.message}")
+
+
+def _one_line(text: str) -> str:
+    """`text` with its control characters as `\\xNN` (a file named with a TAB or a newline): one line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
 
 
 @dataclass(frozen=True)

@@ -542,3 +542,17 @@ def test_library_warnings_go_to_logging_without_the_cli(base, tmp_path, caplog):
     done = _run(root, ["list"], None, {})
     assert done.returncode == 0
     assert done.stderr.decode().startswith("memctl: warning: skipped memory/broken.md")
+
+
+def test_doctor_prints_one_line_per_problem_for_a_file_named_with_a_newline_or_a_tab(root):
+    """A file named `two\\nlines.md` (git carries such a name) split doctor's report across lines."""
+    from conftest import cli
+
+    for name in ("two\nlines", "tab\there"):
+        (root / "memory" / f"{name}.md").write_text("---\nname: x\n---\nbroken, no description\n", encoding="utf-8")
+    done = cli(root, "doctor")
+    assert done.exit_code == 1
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("memory/two\\x0alines.md") for line in lines), lines
+    assert any(line.startswith("memory/tab\\x09here.md") for line in lines), lines
+    assert all(line.startswith("memory/") for line in lines), lines  # no line is a piece of another

@@ -223,7 +223,7 @@ def doctor(
     if json:
         output.emit_json({"ok": not failing, "problems": [p.__dict__ for p in problems]})
     else:
-        output.emit_lines(f"{p.path}{':' + str(p.line) if p.line else ''}: {p.severity}: {p.message}" for p in problems)
+        output.emit_lines(p.report() for p in problems)
         if not problems:
             output.info("store is clean")
     if failing:

@@ -217,7 +217,7 @@ def maintain(
         output.info("MEMORY.md regenerated" if done.index_changed else "MEMORY.md is up to date")
         if done.access is not None:
             output.info(f"access log: {done.access.appended} records committed" if done.access.commit else "access log: nothing to commit")
-        output.emit_lines(f"{p.path}{':' + str(p.line) if p.line else ''}: {p.severity}: {p.message}" for p in done.problems)
+        output.emit_lines(p.report() for p in done.problems)
         if not done.problems:
             output.info("store is clean")
     if failing:

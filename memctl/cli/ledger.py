@@ -179,7 +179,7 @@ def check(
     if json:
         output.emit_json({"ok": not errors, "problems": [p.__dict__ for p in problems]})
     else:
-        output.emit_lines(f"{p.path}{':' + str(p.line) if p.line else ''}: {p.severity}: {p.message}" for p in problems)
+        output.emit_lines(p.report() for p in problems)
         if not problems:
             output.info(f"ledger {name} is clean" if name else "every ledger is clean")
     if errors:
