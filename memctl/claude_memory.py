@@ -111,9 +111,11 @@ def git_busy(store) -> bool:
     """A live git (or memctl) holds the repository's index.lock (a stale one is removed, with a warning)."""
     from . import gitstore
 
-    top, found = gitstore.toplevel(store.root), gitstore.git_dir(store.root)
-    lock = found / "index.lock" if found is not None else None
-    return top is not None and lock is not None and lock.exists() and not gitstore.remove_stale_lock(top, lock)
+    found = gitstore.git_dir(store.root)  # (no git run: the common case, no lock, costs one stat)
+    if found is None or not (found / "index.lock").exists():
+        return False
+    top = gitstore.toplevel(store.root)
+    return top is not None and not gitstore.remove_stale_lock(top, found / "index.lock")
 
 
 # ---------------------------------------------------------------- Claude Code's dialect, and the sidecar

@@ -20,6 +20,7 @@ from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_messag
 from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
+from .tsv import visible
 from .store import Store, commit, commit_enabled, refuse_uncommitted, will_commit
 
 
@@ -33,17 +34,12 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return _one_line(f"{where}: {self.message}")
+        return visible(f"{where}: {self.message}")
 
     def report(self) -> str:
         """The problem as `doctor` and `check` print it: `path:line: severity: message`, one line."""
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return _one_line(f"{where}: {self.severity}: {self.message}")
-
-
-def _one_line(text: str) -> str:
-    """`text` with its control characters as `\\xNN` (a file named with a TAB or a newline): one line."""
-    return text if text.isprintable() else "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+        return visible(f"{where}: {self.severity}: {self.message}")  # one line, whatever a file is named
 
 
 @dataclass(frozen=True)

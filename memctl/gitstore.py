@@ -91,12 +91,16 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
                 proc.stdout.close()
                 proc.stderr.close()
                 proc.wait()
-                raise GitError(f"git {next((a for a in args[1:] if not a.startswith('-') and '=' not in a), '')} got no answer within "
-                               f"{timeout:g} s; nothing more was done", kind="git-timeout",
-                               hint="check the remote and the network (git -C <store> remote -v), or raise MEMCTL_GIT_TIMEOUT") from None
+                raise no_answer(next((a for a in args[1:] if not a.startswith("-") and "=" not in a), ""), timeout) from None
             return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     except OSError as exc:  # git vanished, or the directory did
         raise GitError(f"cannot run git: {exc}", hint="check that git runs (MEMCTL_GIT, PATH)", kind="git-fails") from None
+
+
+def no_answer(what: str, timeout: float) -> GitError:
+    """The error of a git (`what`: its command) stopped after `timeout` seconds without an answer."""
+    return GitError(f"git {what + ' ' if what else ''}got no answer within {timeout:g} s; nothing more was done",
+                    kind="git-timeout", hint="check the remote and the network (git -C <store> remote -v), or raise MEMCTL_GIT_TIMEOUT")
 
 
 def network_timeout() -> float:
@@ -820,8 +824,7 @@ def finish(started: Started, timeout: float | None = None) -> GitResult:
             ready = select.select(reading, [], [], None if deadline is None else max(0.0, deadline - time.monotonic()))[0]
             if deadline is not None and not ready and time.monotonic() >= deadline:
                 os.kill(started.pid, 9)
-                raise GitError(f"git got no answer within {timeout:g} s; nothing more was done", kind="git-timeout",
-                               hint="check the remote and the network (git -C <store> remote -v), or raise MEMCTL_GIT_TIMEOUT")
+                raise no_answer("", timeout)
             for fd in ready:
                 data = os.read(fd, 1 << 16)
                 if data:

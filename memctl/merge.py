@@ -96,16 +96,21 @@ def _merge_lines(b: list, o: list, t: list) -> tuple[list, bool]:
             out += mine
         else:
             clean = False
-            have = Counter(mine)
-            extra = []
-            for line in other:
-                if have[line]:
-                    have[line] -= 1
-                else:
-                    extra.append(line)
-            out += mine + extra
+            out += _with_rest(mine, other)
         pos = end
     return out + b[pos:], clean
+
+
+def _with_rest(mine: list, other: list) -> list:
+    """`mine`, then the lines of `other` that `mine` does not hold (counted: a line twice there, twice here)."""
+    have = Counter(mine)
+    extra = []
+    for line in other:
+        if have[line]:
+            have[line] -= 1
+        else:
+            extra.append(line)
+    return mine + extra
 
 
 def _terminated(lines: list) -> list:
@@ -360,14 +365,7 @@ def merge_ledger(base: bytes, ours: bytes, theirs: bytes) -> bytes:
     if ours == theirs or theirs == base:
         return ours
     if lost_line(base, ours) is not None or lost_line(base, theirs) is not None:  # a side removed or rewrote a row: none is lost
-        have = Counter(_terminated(ours.splitlines(keepends=True)))
-        extra = []
-        for line in _terminated(theirs.splitlines(keepends=True)):
-            if have[line]:
-                have[line] -= 1
-            else:
-                extra.append(line)
-        return b"".join(_terminated(ours.splitlines(keepends=True)) + extra)
+        return b"".join(_with_rest(_terminated(ours.splitlines(keepends=True)), _terminated(theirs.splitlines(keepends=True))))
     if ours == base:
         return theirs
     merged, _ = _merge_lines(*(_terminated(x.splitlines(keepends=True)) for x in (base, ours, theirs)))

@@ -95,22 +95,10 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     Console().print(table)
 
 
-_CONTROL = None  # a compiled pattern of the control characters a terminal would act on (made on first use)
-
-
 def _cell(value: Any) -> str:
-    """A table cell as text a terminal shows and does not obey: a control character (ESC starting a
-    sequence that clears the screen or retitles the window, from a row another clone pushed) is
-    printed as `\x1b`, as TSV escapes are."""
-    global _CONTROL
+    r"""A table cell: a control character is printed as `\x1b`, as TSV escapes are (TAB and LF kept)."""
     text = ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else "" if value is None else str(value)
-    if not text.isprintable():
-        if _CONTROL is None:
-            import re  # noqa: PLC0415
-
-            _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-        text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return text
+    return tsv.visible(text, keep="\t\n")
 
 
 def warn(message: str, hint: str | None = None) -> None:

@@ -29,3 +29,12 @@ def unescape(field: str) -> str:
     if "\\" not in field:
         return field
     return _UNESCAPE_RE.sub(lambda m: _ESCAPES[m.group(1)], field)
+
+
+def visible(text: str, keep: str = "") -> str:
+    r"""`text` as a terminal shows and does not obey it: each control character but those in `keep` as
+    `\xNN` (an ESC that would clear the screen, from a row another clone pushed; a newline in a file
+    name that would split a one-line report)."""
+    if text.isprintable():  # (the common case; a full-width space, also not "printable", is kept below)
+        return text
+    return "".join(f"\\x{ord(c):02x}" if (c < " " or "\x7f" <= c <= "\x9f") and c not in keep else c for c in text)

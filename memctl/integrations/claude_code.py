@@ -182,14 +182,9 @@ def server_entry(executable: list[str], root: str | None, store: str | None = No
 def memctl_args(command: str) -> list[str] | None:
     """The arguments after `memctl [--root DIR]`, without a trailing `--store DIR`, when `command` runs
     memctl, else None."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
+    words = _words(command)
+    if words is None:
         return None
-    if words[:1] == ["env"]:
-        words = words[1:]
-    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):  # `MEMCTL_HOOK_TIMEOUT=8 memctl ...`
-        words = words[1:]
     if words and os.path.basename(words[0]) == "memctl":
         rest = words[1:]
     elif len(words) >= 3 and words[1:3] == ["-m", "memctl"] and "python" in os.path.basename(words[0]):
@@ -207,14 +202,25 @@ def memctl_args(command: str) -> list[str] | None:
     return rest
 
 
-def _essence(command: str) -> tuple[str, ...]:
-    """What of a memctl command line is memctl's to keep right: the program and its `--root`/`--store`
-    (an environment prefix the user added is theirs)."""
+def _words(command: str) -> list[str] | None:
+    """A command line's words without an environment prefix (`MEMCTL_HOOK_TIMEOUT=8 memctl ...`, `env
+    A=1 memctl ...`), which is the user's; None when the shell would not split it."""
     try:
         words = shlex.split(command)
     except ValueError:
+        return None
+    if words[:1] == ["env"]:
+        words = words[1:]
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+        words = words[1:]
+    return words
+
+
+def _essence(command: str) -> tuple[str, ...]:
+    """What of a memctl command line is memctl's to keep right: the program and its `--root`/`--store`."""
+    words = _words(command)
+    if words is None:
         return (command,)
-    words = [w for w in words if w != "env" and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
     program = words[:3] if words[1:3] == ["-m", "memctl"] else words[:1]
     stores = [f"{w}={words[i + 1]}" for i, w in enumerate(words[:-1]) if w in ("--root", "--store")]
     return (*program, *stores, *(w for w in words if w.startswith(("--root=", "--store="))))
