@@ -153,13 +153,13 @@ def undo_killed_sync_merge(store: Store) -> None:
     if not gitstore.sync_merge_unfinished(store.root):
         return
     try:
-        wrote = touched(read_undo(store.undo_path, store.root))
+        records = read_undo(store.undo_path, store.root)
     except ForeignLog as exc:  # not memctl's to act on: the merge is aborted, no path of it is trusted
         errors.warn(f"discarded {store.rel(store.undo_path)} without acting on it: {exc}")
-        wrote = []
-    gitstore.abort_merge(store.root, wrote)
+        records = []
+    gitstore.abort_merge(store.root, touched(records))
     gitstore.remove_merge_temps(store.root)
-    clear_undo(store.undo_path)
+    clear_undo(store.undo_path, records)  # with the temp file of a write the kill cut short (MEMORY.md's, say)
     errors.warn("an earlier `memctl sync` was killed inside its merge; undid that merge (nothing is lost: sync merges again)")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import errors, gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
-from .fsutil import (FACT_LIMIT, atomic_write, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
+from .fsutil import (FACT_LIMIT, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
                      rollback_to, savepoint, settle, written)
 from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
@@ -143,6 +143,9 @@ def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
     copies = store.memory_dir / merge.CONFLICTS_DIR
     for rel in dirty:
         path = top / rel
+        if dead_temp(path.name) and not _tracked(top, rel):
+            path.unlink(missing_ok=True)  # a killed writer's temp file: nobody's content
+            continue
         if path.parent == copies and path.suffix == ".md" and rel not in _tracked(top, rel):
             appended.append(path)
             continue

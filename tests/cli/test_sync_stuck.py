@@ -125,6 +125,25 @@ exec git "$@"
     return script, flag
 
 
+def _sync_killed_where_git_blocks(clone: Path, blocking: Path, flag: Path) -> None:
+    """`memctl sync` in `clone` with the git `blocking` (MEMCTL_GIT), killed with every git it started once
+    that git has touched `flag` and blocks."""
+    import os
+    import signal
+    import sys
+    import time
+
+    argv = [sys.executable, "-m", "memctl", "--root", str(clone), "sync"]
+    proc = subprocess.Popen(argv, env={**os.environ, "MEMCTL_GIT": str(blocking)}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached the blocking git"
+    os.killpg(proc.pid, signal.SIGKILL)  # the sync and every git it started
+    proc.wait()
+
+
 def _versions(root: Path, names: list[str]) -> set[bytes]:
     return {(root / "memory" / f"{name}.md").read_bytes() for name in names}
 
@@ -153,24 +172,10 @@ def _kept(root: Path) -> set[bytes]:
 @pytest.mark.parametrize(("stop", "then"), [(1, "sync"), (3, "doctor-fix-then-sync"), (8, "remember-then-sync"),
                                             (1000, "sync"), (1000, "doctor-fix-then-sync")])
 def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_version_is_lost(pair, tmp_path, stop, then):
-    import os
-    import signal
-    import sys
-    import time
-
     a, b, remote = pair
     versions = _both_changed(a, b, [f"shared-{n}" for n in range(5)])
     head = git(b, "rev-parse", "HEAD")
-    blocking, flag = _blocking_git(tmp_path, b, stop)
-    argv = [sys.executable, "-m", "memctl", "--root", str(b), "sync"]
-    proc = subprocess.Popen(argv, env={**os.environ, "MEMCTL_GIT": str(blocking)}, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
-    os.killpg(proc.pid, signal.SIGKILL)  # the sync and every git it started
-    proc.wait()
+    _sync_killed_where_git_blocks(b, *_blocking_git(tmp_path, b, stop))
     assert (b / ".git" / "MERGE_HEAD").exists() and git(b, "rev-parse", "HEAD") == head  # killed inside the merge
 
     if then == "doctor-fix-then-sync":
@@ -188,6 +193,53 @@ def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_versio
     assert _files(a) == _files(b) and _status(a) == _status(b) == ""
     assert versions <= _kept(b)  # both machines' version of every fact: in place or as a conflict copy
     assert (b / "memory" / "only-on-a.md").exists()
+    assert memctl(b, "doctor").returncode == 0
+
+
+def _git_blocking_at_the_index_regeneration(tmp: Path, clone: Path) -> tuple[Path, Path]:
+    """A git (MEMCTL_GIT) that blocks, after touching a flag, at the `git add` that stages MEMORY.md as
+    sync regenerated it inside its merge: resolved and staged once, then rewritten."""
+    flag, script = tmp / "blocked-regenerated", tmp / "git-regenerated"
+    script.write_text(f"""#!/bin/sh
+if [ -e {clone}/.git/MERGE_HEAD ]; then
+  case " $* " in *" add "*"memory/MEMORY.md"*)
+    if [ -z "$(git -C {clone} ls-files -u -- memory/MEMORY.md)" ] && ! git -C {clone} diff --quiet -- memory/MEMORY.md; then
+      touch {flag}; exec sleep 120
+    fi;;
+  esac
+fi
+exec git "$@"
+""")
+    script.chmod(0o755)
+    return script, flag
+
+
+@pytest.mark.parametrize("cut", ["after-the-write", "before-the-rename"])
+def test_a_sync_killed_while_regenerating_the_merged_index_is_undone_and_redone(pair, tmp_path, cut):
+    """Found by the four-clone simulation: a sync killed after its merge had staged MEMORY.md and
+    rewritten it (`git merge --abort` refuses a file changed in the index and again after it: the
+    clone stayed in the merge), or killed before the rename of that write (its temp file stopped every
+    later sync as an uncommitted change). The next sync undoes the merge and merges again."""
+    from memctl import fsutil
+
+    a, b, remote = pair
+    _index_limit(a, 12, "a short index: the merged one overflows, and sync regenerates it")
+    versions = _both_changed(a, b, [f"shared-{n}" for n in range(5)])
+    for root in (a, b):
+        for n in range(4):
+            assert cli(root, "remember", f"{root.name}-{n}", "-d", f"{root.name} の事実 {n}", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    _sync_killed_where_git_blocks(b, *_git_blocking_at_the_index_regeneration(tmp_path, b))
+    assert (b / ".git" / "MERGE_HEAD").exists() and _status(b).startswith("MM memory/MEMORY.md")
+    if cut == "before-the-rename":  # the write's temp file, as a kill between its creation and its rename leaves it
+        records = fsutil.read_undo(b / ".memctl" / "undo" / "log", b)
+        tmp = [r.tmp for r in records if r.op == "W" and r.path == str(b / "memory" / "MEMORY.md")][-1]
+        Path(tmp).write_text("half an index")
+    r = memctl(b, "sync")
+    assert r.returncode == 0 and "undid that merge" in r.stderr, r.stderr
+    assert cli(a, "sync").exit_code == 0
+    assert _files(a) == _files(b) and _status(a) == _status(b) == ""
+    assert versions <= _kept(b)
     assert memctl(b, "doctor").returncode == 0
 
 
