@@ -288,12 +288,18 @@ def _read_log(top: Path, store: Store) -> list[Resolution]:
 
 def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str) -> None:
     """What no merge may take in from `theirs` since the last commit both sides share: a ledger row lost
-    (_refuse_rewritten_ledgers), a file of memctl's turned into a symbolic link. Refused before anything
-    is merged (a fast-forward included)."""
+    (_refuse_rewritten_ledgers), a file of memctl's turned into a symbolic link, a file (or link) where
+    this machine's .memctl/ folder is. Refused before anything is merged (a fast-forward included)."""
     base = gitstore.run(top, "merge-base", head, theirs).out.strip()
     if not base:
         return  # unrelated histories: the merge refuses them
     _refuse_rewritten_ledgers(store, top, base, theirs, label)
+    local = os.path.relpath(store.cache_dir, top)
+    entry = gitstore.run(top, "ls-tree", "-z", theirs, "--", local).out.split("\0")[0]
+    if entry and not entry.startswith("040000 "):  # git would delete this machine's .memctl/ folder to write it
+        raise Refused(f"{label} tracks {store.rel(store.cache_dir)} as a file, where this machine keeps its local state "
+                      "(the store lock, the undo log, caches); nothing was merged or pushed", kind="local-state-incoming",
+                      hint=f"on the remote, remove it: git rm --cached -- {shlex.quote(local)}, commit and push; then memctl sync")
     ours = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path)]
     raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
     for meta, rel in zip(raw[::2], raw[1::2]):

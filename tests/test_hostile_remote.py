@@ -454,3 +454,28 @@ def test_a_remote_that_turned_a_file_of_memctls_into_a_link_is_refused_by_name(w
     run(victim, "sync")
     assert not (victim / "memory" / "MEMORY.md").is_symlink()
     run(victim, "doctor")
+
+
+@pytest.mark.parametrize("form", ["file", "link"])
+def test_a_remote_that_tracks_a_file_where_the_memctl_folder_is_is_refused_and_the_folder_kept(world, form):
+    """Old code: git deleted the victim's `.memctl/` folder (it is git-ignored, so git counts it as
+    expendable) to write the pushed file there, in the middle of the sync that held the lock in it: the
+    sync failed on its undo log, and the pending access rows and caches were gone."""
+    remote, victim, attacker, outside = world
+    run(victim, "remember", "beta", "--description", "ベータ: written before the sync", "--type", "project")
+    local = {str(p.relative_to(victim)) for p in (victim / ".memctl").rglob("*")}
+    assert local, "the victim keeps local state in .memctl/"
+    push_tracked(attacker, {".memctl": b"gotcha\n" if form == "file" else str(outside)})
+    refused = run(victim, "sync", ok=(1,))
+    line = one_line_error(refused)
+    assert "tracks .memctl as a file" in line and "git rm --cached -- .memctl" in line, line
+    assert (victim / ".memctl").is_dir() and not (victim / ".memctl").is_symlink()
+    assert local <= {str(p.relative_to(victim)) for p in (victim / ".memctl").rglob("*")}
+    assert git(victim, "status", "--porcelain") == "" and not (victim / ".git" / "MERGE_HEAD").exists()
+    # The remote put right (as the hint says), the next sync goes through.
+    git(attacker, "rm", "-q", "--cached", "--", ".memctl")
+    git(attacker, *ID, "commit", "-qm", "untrack .memctl")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")
+    assert (victim / ".memctl").is_dir() and git(victim, "ls-files", "--", ".memctl") == ""
+    run(victim, "doctor")
