@@ -100,6 +100,9 @@ def install(
                              transcripts=transcripts)
     _report(changes, scope=scope, dry_run=dry_run, json=json, found=found if every else None,
             nothing=f"already installed ({scope} scope); nothing changed")
+    if scope == "project":
+        for caveat in agents.project_caveats(list(found), project or Path.cwd()):
+            output.warn(caveat)
 
 
 @agent_app.command()

@@ -42,6 +42,13 @@ def uninstall(clients: list[str], scope: str, project: Path, *, dry_run: bool = 
     return [change for _, changes in planned for change in changes]
 
 
+def project_caveats(clients: list[str], project: Path) -> list[str]:
+    """What keeps each agent from using a project-scope install as it stands (hosts.project_caveats)."""
+    from . import hosts
+
+    return [caveat for client in clients if client in hosts.HOST for caveat in hosts.project_caveats(client, project)]
+
+
 def status(client: str, project: Path) -> list[dict[str, Any]]:
     from . import claude_code, hosts
 

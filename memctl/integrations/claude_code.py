@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-from ..errors import BadInput
+from ..errors import BadInput, Refused
 
 SCOPES = ("project", "local", "user")
 SERVER_NAME = "memctl"
@@ -365,6 +365,39 @@ def _servers(doc: dict[str, Any], path: Path, keys: tuple[str, ...], create: boo
     return node
 
 
+def _server_is_ours(entry: Any) -> bool:
+    """Whether an MCP server entry runs `memctl mcp` (any memctl: another path, --root, --store)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return False
+    return (memctl_args(shlex.join([entry["command"], *args])) or [None])[0] == "mcp"
+
+
+def put_server(servers: dict[str, Any], entry: dict[str, Any], path: Path) -> list[str]:
+    """memctl's server entry into `servers`; the change, in words (none: it is there already). Refused
+    when the name is taken by a server that is not memctl's: it is the user's, never replaced."""
+    old = servers.get(SERVER_NAME)
+    if old == entry:
+        return []
+    if old is not None and not _server_is_ours(old):
+        raise Refused(f"{path} already has an MCP server named {SERVER_NAME!r} that is not memctl's; nothing was written",
+                      hint=f"rename or remove that entry in {path.name}, then install again")
+    servers[SERVER_NAME] = entry
+    return [f"{'+' if old is None else '~'} MCP server {SERVER_NAME!r}: {shlex.join([entry['command'], *entry['args']])}"]
+
+
+def drop_server(doc: dict[str, Any], path: Path, keys: tuple[str, ...]) -> list[str]:
+    """memctl's server entry out of `doc` (a server of that name that is not memctl's stays); the change, in words."""
+    servers = _servers(doc, path, keys, create=False)
+    if servers is None or not _server_is_ours(servers.get(SERVER_NAME)):
+        return []
+    del servers[SERVER_NAME]
+    _prune(doc, keys)
+    return [f"- MCP server {SERVER_NAME!r}"]
+
+
 def _prune(doc: dict[str, Any], keys: tuple[str, ...]) -> None:
     """Drop the containers on `keys` that are left empty, innermost first (never `doc` itself): an empty
     one goes when it is at the top or its parent holds nothing else (Claude Code keeps an empty
@@ -397,11 +430,7 @@ def plan_install(tgt: Target, executable: list[str], root: str | None,
     mcp_before = read_json(tgt.mcp_file)
     mcp_after = copy.deepcopy(mcp_before or {})
     servers = _servers(mcp_after, tgt.mcp_file, tgt.mcp_keys, create=True)
-    entry = server_entry(executable, root, store)
-    mcp_what = []
-    if servers.get(SERVER_NAME) != entry:
-        servers[SERVER_NAME] = entry
-        mcp_what.append(f"+ MCP server {SERVER_NAME!r}: {shlex.join([entry['command'], *entry['args']])}")
+    mcp_what = put_server(servers, server_entry(executable, root, store), tgt.mcp_file)
     changes.append(_change(tgt.settings, before, after, what, removable=False))
     changes.append(_change(tgt.mcp_file, mcp_before, mcp_after, mcp_what, removable=False))
     return [c for c in changes if c is not None]
@@ -417,12 +446,7 @@ def plan_uninstall(tgt: Target, hooks: tuple[Hook, ...] = ALL_HOOKS) -> list[Fil
     mcp_before = read_json(tgt.mcp_file)
     if mcp_before is not None:
         mcp_after = copy.deepcopy(mcp_before)
-        servers = _servers(mcp_after, tgt.mcp_file, tgt.mcp_keys, create=False)
-        what = []
-        if servers is not None and SERVER_NAME in servers:
-            del servers[SERVER_NAME]
-            _prune(mcp_after, tgt.mcp_keys)
-            what.append(f"- MCP server {SERVER_NAME!r}")
+        what = drop_server(mcp_after, tgt.mcp_file, tgt.mcp_keys)
         # A file left empty is one install created (Claude Code's own ~/.claude.json never is): removed.
         changes.append(_change(tgt.mcp_file, mcp_before, mcp_after, what, removable=True))
     return [c for c in changes if c is not None]
@@ -526,7 +550,6 @@ def _refuse_a_server_that_does_not_answer(entry: dict[str, Any], project: Path) 
     """Refused when the MCP server entry, started as Claude Code starts it, does not answer."""
     import re
 
-    from ..errors import Refused
     from . import probe
 
     checked = probe.server(entry, project)

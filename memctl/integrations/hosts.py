@@ -183,19 +183,16 @@ def plan_install(spec: Host, tgt: Target, executable: list[str], root: str | Non
     """The files an install changes, with their new text; empty when all is installed already."""
     files = _Files(tgt)
     entry = server_entry(spec, executable, root, store)
-    line = f"+ MCP server {SERVER_NAME!r}: {shlex.join([entry['command'], *entry['args']])}"
     if spec.name == "codex":
         text = files.text[tgt.mcp_file]
         new = codex_toml.with_block(text, {"name": SERVER_NAME, **entry}, READ_TOOLS, tgt.mcp_file)
         files.new[tgt.mcp_file] = new
         if new != text:
-            files.what[tgt.mcp_file].append(line + f" (read tools approved: {', '.join(READ_TOOLS)})")
+            files.what[tgt.mcp_file].append(f"+ MCP server {SERVER_NAME!r}: {shlex.join([entry['command'], *entry['args']])}"
+                                            f" (read tools approved: {', '.join(READ_TOOLS)})")
     else:
-        doc = files.new[tgt.mcp_file]
-        servers = claude_code._servers(doc, tgt.mcp_file, ("mcpServers",), create=True)
-        if servers.get(SERVER_NAME) != entry:
-            servers[SERVER_NAME] = entry
-            files.what[tgt.mcp_file].append(line)
+        servers = claude_code._servers(files.new[tgt.mcp_file], tgt.mcp_file, ("mcpServers",), create=True)
+        files.what[tgt.mcp_file] += claude_code.put_server(servers, entry, tgt.mcp_file)
     commands = [(h, claude_code.hook_command(executable, root, h, store)) for h in spec.hooks]
     if transcripts:  # as Claude Code's transcript hook: the store from the input's cwd, else --store
         commands.append((spec.end_hook, claude_code.hook_command(executable, root, spec.end_hook, store)))
@@ -213,12 +210,7 @@ def plan_uninstall(spec: Host, tgt: Target) -> list[Change]:
             if removed:
                 files.what[tgt.mcp_file].append(f"- MCP server {SERVER_NAME!r}")
     elif files.docs[tgt.mcp_file] is not None:
-        doc = files.new[tgt.mcp_file]
-        servers = claude_code._servers(doc, tgt.mcp_file, ("mcpServers",), create=False)
-        if servers is not None and SERVER_NAME in servers:
-            del servers[SERVER_NAME]
-            claude_code._prune(doc, ("mcpServers",))
-            files.what[tgt.mcp_file].append(f"- MCP server {SERVER_NAME!r}")
+        files.what[tgt.mcp_file] += claude_code.drop_server(files.new[tgt.mcp_file], tgt.mcp_file, ("mcpServers",))
     return _finish(spec, tgt, files, hooks, install=False)
 
 
@@ -381,8 +373,39 @@ def status(name: str, project: Path, home: Path | None = None) -> list[dict[str,
         if server is not None:
             row["mcp"] = shlex.join([str(server.get("command", "")), *map(str, server.get("args") or [])])
             row["entries"].append({"item": "MCP server", "command": row["mcp"], **probe.server(server, project)._asdict()})
+        if name == "codex" and scope == "project" and (row["hooks"] or server is not None):
+            row["problems"] += project_caveats(name, project, home)  # answers, but Codex does not start it
         rows.append(row)
     return rows
+
+
+def project_caveats(name: str, project: Path, home: Path | None = None) -> list[str]:
+    """What keeps the agent from using a project-scope install as it stands (found with Codex 0.171 and
+    Gemini CLI 0.61); none for the user scope, or for Claude Code and Cursor."""
+    if name == "codex" and not _codex_trusts(project, home):
+        config = home_folder(HOST["codex"], home) / "config.toml"
+        return [f"Codex reads {project.resolve() / '.codex'} only in a project it trusts, and {config} does not trust "
+                f"{project.resolve()}: trust it when Codex asks on its first start there, or install with --scope user"]
+    if name == "gemini":
+        return ["Gemini CLI (0.61) does not load a project's policy files, so it asks before each of memctl's read tools "
+                "here; for them to run without asking, install with --scope user"]
+    return []
+
+
+def _codex_trusts(project: Path, home: Path | None) -> bool:
+    """Whether ~/.codex/config.toml has `[projects."<dir>"] trust_level = "trusted"` for the project or a folder holding it."""
+    import tomllib  # noqa: PLC0415
+
+    text = read_text(home_folder(HOST["codex"], home) / "config.toml")
+    try:
+        projects = tomllib.loads(text or "").get("projects")
+    except tomllib.TOMLDecodeError:
+        return False
+    if not isinstance(projects, dict):
+        return False
+    folder = project.resolve()
+    return any(isinstance(projects.get(str(p)), dict) and projects[str(p)].get("trust_level") == "trusted"
+               for p in (folder, *folder.parents))
 
 
 def _installed_hooks(spec: Host, tgt: Target) -> dict[str, list[str]]:

@@ -58,6 +58,9 @@ def test_install_twice_then_uninstall_leaves_no_trace(tmp_path, host, scope, roo
 
     done = cli(None, "agent", "install", host, *args, "--store", str(root), "--transcripts")
     assert done.exit_code == 0, done.stderr
+    # What keeps the agent from using a project's files, as found with Codex 0.171 and Gemini CLI 0.61, is said.
+    caveat = {"codex": "does not trust", "gemini": "does not load a project's policy files"}.get(host)
+    assert (caveat in done.stderr) == (scope == "project") if caveat else "warning" not in done.stderr, done.stderr
     installed = _snapshot(home, project)
     assert installed != before
     _check_installed(host, folder, root)
@@ -68,6 +71,14 @@ def test_install_twice_then_uninstall_leaves_no_trace(tmp_path, host, scope, roo
     if scope == "project" and host != "gemini":  # status runs each entry once (server, hooks): slow; Codex's TOML and
         # Claude-shaped hooks, Cursor's JSON and flat hooks cover what Gemini's files have
         status = cli(None, "agent", "status", host, "--project", str(project), "--json")
+        if host == "codex":  # installed and answering, but Codex reads a project's files only in a folder it trusts
+            assert status.exit_code == 1 and "does not trust" in status.stderr, status.stderr
+            trusted = home / ".codex" / "config.toml"
+            trusted.parent.mkdir()
+            trusted.write_text(f'[projects."{project.resolve()}"]\ntrust_level = "trusted"\n', encoding="utf-8")
+            status = cli(None, "agent", "status", host, "--project", str(project), "--json")
+            trusted.unlink()
+            trusted.parent.rmdir()
         assert status.exit_code == 0, status.stderr
         row = next(r for r in json.loads(status.stdout) if r["scope"] == scope)
         answering = {e["item"] for e in row["entries"] if e["answers"] and e["store"] == str(root)}
@@ -286,3 +297,31 @@ def test_a_config_file_with_windows_line_ends_keeps_them_and_comes_back_byte_for
     gone = cli(None, "agent", "uninstall", host, *args)
     assert gone.exit_code == 0, gone.stderr
     assert path.read_bytes() == text.encode("utf-8")
+
+
+@pytest.mark.parametrize(("host", "name"), [("claude-code", ".mcp.json"), ("gemini", ".gemini/settings.json"),
+                                            ("cursor", ".cursor/mcp.json")])
+def test_a_server_named_memctl_that_is_not_memctls_is_never_replaced_or_removed(tmp_path, root, host, name):
+    """Found with the real clients: install replaced another program's server that happened to be named
+    `memctl` (printing "+"), and uninstall then removed it, and with it the whole file."""
+    project = tmp_path / "p"
+    mcp = project / name
+    mcp.parent.mkdir(parents=True, exist_ok=True)
+    mcp.write_text(json.dumps({"mcpServers": {"memctl": {"command": "npx", "args": ["-y", "other-memctl-server"]}}}), encoding="utf-8")
+    before = _snapshot(project)
+    done = memctl(None, "agent", "install", host, "--project", str(project), "--store", str(root))
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    assert "already has an MCP server named 'memctl' that is not memctl's; nothing was written" in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and _snapshot(project) == before
+    done = memctl(None, "agent", "uninstall", host, "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    assert _snapshot(project) == before
+    # memctl's own entry, from another install (another path, another store), is memctl's to replace: "~".
+    mcp.write_text(json.dumps({"mcpServers": {"memctl": {"command": "/old/bin/memctl", "args": ["mcp", "--store", "/old"]}}}),
+                   encoding="utf-8")
+    done = memctl(None, "agent", "install", host, "--project", str(project), "--store", str(root), "--json")
+    assert done.returncode == 0, done.stderr
+    said = [line for change in json.loads(done.stdout)["changes"] for line in change["changes"] if "MCP server" in line]
+    assert said and said[0].startswith("~ MCP server 'memctl': ") and str(root) in said[0]
+    done = memctl(None, "agent", "uninstall", host, "--project", str(project))
+    assert done.returncode == 0 and not mcp.exists(), done.stderr
