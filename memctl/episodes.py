@@ -57,6 +57,40 @@ class Episode:
 
 # ---------------------------------------------------------------- records
 
+ID_RE = re.compile(r"^ep-[0-9]{14}-[0-9a-f]{4}$")  # new_id's form (transcripts' ids take it too)
+
+
+def check_records(store: Store, records: Sequence[dict]) -> None:
+    """Rows for episodes.tsv written through `ledger append` (CLI, MCP, Python) hold what `episode add`
+    would write: an id of its form, an ISO time with its offset, a declared type, an importance from 0
+    to 1, a description, refs that name something. BadInput on the first that does not."""
+    for number, record in enumerate(records, 1):
+        where = f"record {number}: " if len(records) > 1 else ""
+        hint = "memctl episode add writes an episode whole (id and ts are made for you)"
+        value = {column: str(record.get(column, "")) for column in COLUMNS}
+        if not ID_RE.match(value["id"]):
+            raise BadInput(f"{where}episode id {value['id']!r} is not of the form ep-YYYYMMDDHHMMSS-xxxx", hint=hint)
+        try:
+            stamped = datetime.fromisoformat(value["ts"])
+        except ValueError:
+            stamped = None
+        if stamped is None or stamped.tzinfo is None:
+            raise BadInput(f"{where}episode ts {value['ts']!r} is not an ISO 8601 time with its offset", hint=hint)
+        try:
+            check_type(store, value["type"])
+        except BadInput as exc:
+            raise BadInput(where + exc.message, hint=exc.hint) from None
+        try:
+            importance = float(value["importance"])
+        except ValueError:
+            importance = -1.0
+        if not 0.0 <= importance <= 1.0:
+            raise BadInput(f"{where}episode importance {value['importance']!r} is not a number from 0 to 1", hint=hint)
+        if not value["description"].strip():
+            raise BadInput(f"{where}an episode needs a description", hint=hint)
+        check_refs(store, _split_list(value["refs"]))
+
+
 def _split_list(text: str) -> tuple[str, ...]:
     if not text:
         return ()

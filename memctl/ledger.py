@@ -497,6 +497,10 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
     ledger = open_ledger(store, name)
     records = scrub_records(records, f"ledger append {name}", secrets=not allow_secrets)  # <private> text: always
     encoded = encode_records(ledger, records)
+    if ledger.name == "episodes":  # what every reader of episodes takes for granted (episode add's checks)
+        from .episodes import check_records  # noqa: PLC0415
+
+        check_records(store, records)
     column = unique or ledger.unique
     if column is not None and column not in ledger.columns:
         raise BadInput(f"unique column {column!r} is not a column of {ledger.name} ({', '.join(ledger.columns)})")

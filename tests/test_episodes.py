@@ -116,3 +116,29 @@ def test_a_colliding_id_is_drawn_again(store, monkeypatch):
     second = episodes.add(store, "two", "decision", commit_changes=False)
     assert (first.id, second.id) == ("ep-20260914130022-aaaa", "ep-20260914130022-bbbb")
     assert [r.values["id"] for r in ledger.read_rows(store, "episodes")] == [first.id, second.id]
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"id": "ep-fake"}, "episode id 'ep-fake' is not of the form ep-YYYYMMDDHHMMSS-xxxx"),
+    ({"ts": "garbage"}, "episode ts 'garbage' is not an ISO 8601 time with its offset"),
+    ({"ts": "2026-11-30T09:00:00"}, "is not an ISO 8601 time with its offset"),
+    ({"type": "nonsense"}, "'nonsense'"),
+    ({"importance": "99"}, "episode importance '99' is not a number from 0 to 1"),
+    ({"importance": "高い"}, "episode importance '高い' is not a number from 0 to 1"),
+    ({"description": "  "}, "an episode needs a description"),
+    ({"refs": "no-such-fact"}, "ref 'no-such-fact' names no fact and no episode"),
+])
+def test_ledger_append_to_episodes_makes_the_checks_episode_add_makes(root, store, monkeypatch, change, said):
+    """Found with the MCP Inspector: `ledger_append name=episodes` (and `ledger append episodes`) wrote any
+    row; `episode list` and recall then showed an importance of 99 as 1.0 and a type nobody declared."""
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    episodes.add(store, "最初のエピソード", "decision")
+    row = {"id": "ep-20261130090000-0a1b", "ts": "2026-11-30T09:00:00+09:00", "agent": "me", "type": "decision",
+           "description": "締め切りを金曜に決めた", "outcome": "", "importance": "0.7", "tags": "", "refs": ""}
+    before = (root / "ledgers" / "episodes.tsv").read_bytes()
+    with pytest.raises(BadInput) as raised:
+        ledger.append(store, "episodes", [{**row, **change}])
+    assert said in raised.value.message
+    assert (root / "ledgers" / "episodes.tsv").read_bytes() == before
+    ledger.append(store, "episodes", [row])  # a row of episode add's form goes in
+    assert {e.id: e.description for e in episodes.list_episodes(open_store(root))}[row["id"]] == "締め切りを金曜に決めた"

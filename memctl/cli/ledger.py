@@ -103,7 +103,10 @@ def append(
     json: Annotated[bool, typer.Option("--json", help="Read NDJSON from stdin (with -) and print the result as JSON.")] = False,
     allow_secrets: AllowSecretsOpt = False,
 ) -> None:
-    """Append records with one write and one commit; nothing is written if any record is bad."""
+    """Append records with one write and one commit; nothing is written if any record is bad.
+
+    A record for the episodes ledger gets the checks `memctl episode add` makes (id and ts of its
+    form, a declared type, importance from 0 to 1, a description, refs that name something)."""
     fast.ledger_append(store_from(ctx), name, values or [], unique=unique, no_commit=no_commit, json=json,
                        allow_secrets=allow_secrets)
 
