@@ -155,6 +155,8 @@ def validate_name(name: str) -> str:
             f"invalid fact name {shown!r}",
             hint="use 1-80 ASCII letters, digits, '-' or '_', not '-' first",
         )
+    if name.casefold() == "memory":  # memory/MEMORY.md is the index (one file, whatever the case, on macOS)
+        raise BadInput(f"{name!r} cannot name a fact: memory/MEMORY.md is the index", hint="choose another name")
     return name
 
 

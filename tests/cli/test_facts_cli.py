@@ -320,6 +320,17 @@ def test_one_name_rule_for_an_existing_fact_in_every_command(root):
 
 
 
+@pytest.mark.parametrize("name", ["MEMORY", "memory", "Memory"])
+def test_the_index_name_cannot_name_a_fact_in_any_case(root, name):
+    """`remember MEMORY` said "memory/MEMORY.md exists but cannot be read (run memctl doctor)", and doctor
+    found nothing; `memory` (memory.md) is the index itself on a case-insensitive disk (macOS)."""
+    index = (root / "memory" / "MEMORY.md").read_bytes()
+    r = cli(root, "remember", name, "--description", "索引と同じ名前", "--type", "project")
+    assert (r.exit_code, r.stderr) == (2, f"memctl: error: {name!r} cannot name a fact: memory/MEMORY.md is the index "
+                                          "(hint: choose another name)\n")
+    assert (root / "memory" / "MEMORY.md").read_bytes() == index and not (root / "memory" / "memory.md").exists()
+
+
 def test_a_new_name_starting_with_a_dash_is_refused_and_an_old_one_still_works(root):
     """`memory/-x.md` is an option to `grep deploy *`, `rm` and `ls` in the folder: no new fact, ledger or state
     scope takes such a name; a fact written so before (by hand, or an older memctl) is still found."""
