@@ -64,20 +64,38 @@ def _expected(schema: Mapping[str, Any]) -> str:
     return " or ".join(dict.fromkeys(one(option) for option in schema.get("anyOf") or [schema]))
 
 
+_PYDANTIC = {"string_type": "a text", "int_type": "an integer", "int_parsing": "an integer", "float_type": "a number",
+             "float_parsing": "a number", "bool_type": "true or false", "bool_parsing": "true or false",
+             "list_type": "a list", "dict_type": "an object"}
+
+
+def _json(value: Any) -> str:
+    """A value as the client sent it (JSON's spelling: null, true, "text"), cut to 60 characters."""
+    import json  # noqa: PLC0415
+
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def argument_error(tool: str, parameters: Mapping[str, Any], exc: Any) -> BadInput:
     """The first problem of a pydantic ValidationError on `tool`'s arguments, worded as memctl words it.
 
-    The hint is the argument's own description and what it accepts (from the tool's input schema).
+    Where it is (`records[0].topic`), what was sent, in JSON's spelling; the hint is the argument's own
+    description and what it accepts (from the tool's input schema).
     """
     first = exc.errors()[0]
-    name = str(first["loc"][0]) if first.get("loc") else "?"
+    loc = first.get("loc") or ("?",)
+    name = str(loc[0])
+    where = name + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[1:])
     schema = parameters.get("properties", {}).get(name, {})
     if first["type"] == "missing":
-        message = f"{tool}: the argument {name} is required"
+        message = f"{tool}: the argument {where} is required"
     else:
-        value = first.get("input")
-        shown_value = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        message = f"{tool}: the argument {name} must be {_expected(schema)}, not {shown_value}"
+        expected = _expected(schema) if len(loc) == 1 else _PYDANTIC.get(first["type"], str(first.get("msg", "")).lower())
+        message = f"{tool}: the argument {where} must be {expected}, not {_json(first.get('input'))}"
     described = schema.get("description", "")
     hint = f"{name} is {_expected(schema)}" + (f": {described}" if described else "")
     return BadInput(message, hint=hint, kind="bad-argument")

@@ -418,7 +418,13 @@ def test_argument_errors_are_memctl_errors(root):
                 ("recall", {"query": "x", "k": 500}, "memctl: error: recall: the argument k must be an integer from 1 to 100, "
                                                      "not 500 (hint: k is an integer from 1 to 100: How many hits.)"),
                 ("recall", {"query": "x", "k": "たくさん"}, "memctl: error: recall: the argument k must be an integer from 1 "
-                                                          "to 100, not 'たくさん' (hint: k is an integer from 1 to 100: How many hits.)"),
+                                                          "to 100, not \"たくさん\" (hint: k is an integer from 1 to 100: How many hits.)"),
+                ("recall", {"query": None}, "memctl: error: recall: the argument query must be a text, not null "
+                                            "(hint: query is a text: What to look for, in Japanese or English.)"),
+                # A value inside a list: where it is, and what that place takes (the list itself was fine).
+                ("ledger_append", {"name": "themes", "records": [{"topic": 1, "memo": "y"}]},
+                 "memctl: error: ledger_append: the argument records[0].topic must be a text, not 1 (hint: records is a "
+                 "list: Records to append: one object per row, a text value for every column.)"),
                 ("remember", {"name": "a", "description": "x", "importance": 2},
                  "memctl: error: remember: the argument importance must be a number from 0 to 1 or null, not 2 "
                  "(hint: importance is a number from 0 to 1 or null: 0-1 (default by type).)"),
