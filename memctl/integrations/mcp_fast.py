@@ -71,6 +71,31 @@ def answer(manifest: dict[str, Any], message: Any, version: str | None, version_
     return (json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"), version
 
 
+def unreadable(line: bytes) -> tuple[Any, bytes | None]:
+    """(the message, None), or (None, the error to answer) for a line that is not JSON in UTF-8 or
+    holds a text that is not Unicode (a lone surrogate, `"\\ud800"`): JSON-RPC's parse error (-32700),
+    under the request's id when there is one. A notification is answered by nothing; a blank line passes."""
+    if not line.strip():
+        return None, None
+    try:
+        message = json.loads(line)
+    except ValueError:  # UnicodeDecodeError included
+        ident, why = None, "not JSON in UTF-8"
+    else:
+        try:
+            json.dumps(message, ensure_ascii=False).encode("utf-8")
+            return message, None
+        except UnicodeEncodeError:
+            ident = message.get("id") if isinstance(message, dict) else None
+            if isinstance(message, dict) and "id" not in message:
+                return None, b""  # a notification: dropped, as there is nobody to answer
+            why = "a text in it is not Unicode (a lone surrogate such as \\ud800)"
+    if not isinstance(ident, (str, int)) or isinstance(ident, bool):
+        ident = None
+    reply = {"jsonrpc": "2.0", "id": ident, "error": {"code": -32700, "message": f"Parse error: {why}"}}
+    return None, (json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
 def relay(version_text: str) -> Callable[[], None] | None:
     """Start the relay (see the module's doc); returns `finish`, to call when the SDK has returned,
     or None when there is no manifest or MEMCTL_MCP_NO_RELAY=1 (the SDK then reads stdin itself)."""
@@ -98,10 +123,10 @@ def relay(version_text: str) -> Callable[[], None] | None:
             with open(client_in, "rb", buffering=1 << 16) as stream:
                 for line in stream:
                     if first or version is not None:
-                        try:
-                            message = json.loads(line)
-                        except ValueError:
-                            message = None
+                        message, refused = unreadable(line)
+                        if refused is not None:  # the SDK drops such a line unanswered: the client would wait
+                            to_client(refused)
+                            continue
                         answered, negotiated = answer(manifest, message, version, version_text)
                         if answered is not None:
                             to_client(answered)

@@ -24,19 +24,21 @@ def test_the_manifest_is_what_the_sdk_answers(root):
     assert mcp_fast.MANIFEST.read_text(encoding="utf-8") == mcp_fast.dumped(mcp_fast.record(root))
 
 
-def _exchange(root, messages: list[dict], relay: bool) -> list[dict]:
-    """Send the messages to `memctl mcp` as raw JSON lines, read until every request has its reply (at
-    most 120 s), then close stdin: every line the server wrote."""
+def _exchange(root, messages: list[dict | bytes], relay: bool, expect: tuple[str, ...] = ()) -> list[dict]:
+    """Send the messages to `memctl mcp` as raw JSON lines (bytes: a line as it is), read until every
+    request has its reply, and the ids in `expect` (JSON: "null") theirs (at most 120 s), then close
+    stdin: every line the server wrote."""
     import select
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop(mcp_fast.OFF_ENV, None)
     if not relay:
         env[mcp_fast.OFF_ENV] = "1"
-    wanted = {json.dumps(m["id"]) for m in messages if "id" in m}
+    wanted = {json.dumps(m["id"]) for m in messages if isinstance(m, dict) and "id" in m} | set(expect)
     proc = subprocess.Popen([sys.executable, "-m", "memctl", "mcp", "--root", str(root)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    proc.stdin.write("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages).encode())
+    proc.stdin.write(b"".join(m if isinstance(m, bytes) else json.dumps(m, ensure_ascii=False).encode() + b"\n"
+                              for m in messages))
     proc.stdin.flush()
     replies, buffer, deadline = [], b"", time.monotonic() + 120
     while wanted - {json.dumps(r.get("id")) for r in replies} and time.monotonic() < deadline:
@@ -91,6 +93,21 @@ def test_a_client_that_does_not_start_with_initialize_talks_to_the_sdk(root):
     fast, slow = _exchange(root, messages, relay=True), _exchange(root, messages, relay=False)
     assert _by_id(fast) == _by_id(slow) and len(fast) == 4
     assert "error" in _by_id(fast)["1"]
+
+
+def test_a_line_that_is_not_json_or_not_unicode_gets_a_parse_error_not_silence(root):
+    """Found with the MCP Inspector: the SDK drops such a line without a word, and the client waits out
+    its own timeout. The relay answers JSON-RPC's parse error (under the request's id when it has one),
+    and the session goes on."""
+    lone = b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "\\ud800"}}}\n'
+    messages = [SESSION[0], SESSION[1], b"not json at all\n", b"\xff\xfe\xfd\n", lone,
+                b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "\\udc00"}}\n', SESSION[3]]
+    replies = _exchange(root, messages, relay=True, expect=("null",))
+    nulls = [r for r in replies if r.get("id") is None]
+    assert len(nulls) == 2 and all(r["error"]["code"] == -32700 and "not JSON in UTF-8" in r["error"]["message"] for r in nulls)
+    by_id = _by_id(replies)
+    assert by_id["9"]["error"]["code"] == -32700 and "not Unicode" in by_id["9"]["error"]["message"]
+    assert by_id["3"]["result"] == {} and len(replies) == 5  # ping answered; the notification got nothing
 
 
 @pytest.mark.parametrize("argv, expected", [
