@@ -193,6 +193,7 @@ def test_remember_refuses_an_exact_duplicate_in_any_script(tmp_path):
 # ---------------------------------------------------------------- messages: arguments in Python, flags in the CLI
 
 FLAG = re.compile(r"--[a-z]")
+GIT_COMMAND = re.compile(r"\bgit (?:-C \S+ )?[a-z-]+[^;,)]*")  # a git command line's flags are git's, not memctl's
 ERROR_NAMES = {name for name in dir(errors) if isinstance(getattr(errors, name), type)
                and issubclass(getattr(errors, name), errors.MemctlError)}
 
@@ -208,7 +209,7 @@ def flagged_messages(source: str) -> list[tuple[int, str]]:
             continue
         for arg in [*node.args, *(k.value for k in node.keywords if k.arg in ("hint", None))]:
             for part in ast.walk(arg):
-                if isinstance(part, ast.Constant) and isinstance(part.value, str) and FLAG.search(part.value):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) and FLAG.search(GIT_COMMAND.sub("", part.value)):
                     found.append((node.lineno, part.value))
     return found
 
