@@ -160,10 +160,15 @@ def validate_name(name: str) -> str:
     return name
 
 
+# What ends a line for someone: git, grep and editors (\n, \r), and str.splitlines() and some editors too
+# (\v \f \x1c-\x1e U+0085 U+2028 U+2029); NUL never goes into a file.
+LINE_BREAKS = "\n\r\x00\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 def validate_description(text: str) -> str:
     if not text or not text.strip():
         raise BadInput("description is empty", hint="give a one-line description", kind="description-empty")
-    if any(c in text for c in "\n\r\x00"):
+    if any(c in text for c in LINE_BREAKS):
         raise BadInput("description must be one line", hint="put details in the body, why or how", kind="description-lines")
     if len(text) > MAX_DESCRIPTION:
         raise BadInput(f"description is {len(text)} characters", hint="keep it under 150; put details in the body",

@@ -537,7 +537,7 @@ def log(root: Path, path: Path, *, upto: str | None = None) -> list[LogEntry]:
         added = removed = 0
         changed_path = rel
         created = False
-        for line in rest.strip().splitlines():
+        for line in rest.strip().split("\n"):  # not splitlines(): a path may hold U+2028
             parts = line.split("\t")
             if len(parts) == 3:
                 added += int(parts[0]) if parts[0].isdigit() else 0
@@ -577,9 +577,10 @@ def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
     top = Path(repo.working_tree_dir)
     rel = os.path.relpath(path, top)
     sep = "\x1f"
-    out = _run(top, "log", "--reverse", f"--format=%H{sep}%s", "--", rel)
+    # One NUL after each commit (-z): a subject may hold U+2028 or U+0085, which str.splitlines() splits on.
+    out = _run(top, "log", "-z", "--reverse", f"--format=%H{sep}%s", "--", rel)
     result = []
-    for line in out.splitlines():
+    for line in filter(None, out.split("\0")):
         sha, _, subject = line.partition(sep)
         try:
             blob = repo.commit(sha).tree / rel
@@ -648,7 +649,8 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
         return []
     rel = os.path.relpath(path, repo.working_tree_dir)
     sep = "\x1f"
-    out = _run(repo.working_tree_dir, "log", "--full-history", "--topo-order", "--reverse", f"--format=%H{sep}%P{sep}%s", "--", rel)
+    out = _run(repo.working_tree_dir, "log", "-z", "--full-history", "--topo-order", "--reverse", f"--format=%H{sep}%P{sep}%s",
+               "--", rel)  # -z: see versions()
     cache: dict[str, bytes] = {}
 
     def data_at(rev: str) -> bytes:
@@ -657,7 +659,7 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
         return cache[rev]
 
     history = []
-    for line in out.splitlines():
+    for line in filter(None, out.split("\0")):
         sha, parents, subject = line.split(sep, 2)
         parent_ids = tuple(parents.split())
         history.append(FileVersion(sha, subject, data_at(sha), parent_ids, tuple(data_at(p) for p in parent_ids)))

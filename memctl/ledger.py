@@ -283,6 +283,9 @@ def _decode_input(data: bytes, source: str) -> list[str]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise BadInput(f"{source}:{line}: not valid UTF-8; nothing was appended") from None
+    if text.startswith("\ufeff"):  # it would be stored in the first field, where --where and grep never match it
+        raise BadInput(f"{source}:1: starts with a byte-order mark (U+FEFF); nothing was appended",
+                       hint="save the input as UTF-8 without a BOM (spreadsheet exports often add one)")
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()

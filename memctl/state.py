@@ -50,6 +50,15 @@ MAX_CELL_CHARS = 60
 SUMMARY_KINDS = ("facts", "ledger", "episodes")
 
 SCOPE_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$")  # not `-` first, as fact and ledger names
+def _spacing(key: str) -> bool:
+    """Whether a key holds a space, a line or paragraph separator, a control or an invisible format
+    character of Unicode's (U+3000, U+00A0, U+2028, U+0085, U+200B): none of them shows, and U+2028 and
+    U+0085 end a line for str.splitlines() and for editors."""
+    import unicodedata  # noqa: PLC0415
+
+    return any(unicodedata.category(c) in ("Zs", "Zl", "Zp", "Cc", "Cf") for c in key if c > "\x7f")
+
+
 # A key is written bare in the frontmatter: no spaces, colons, quotes or YAML indicators.
 KEY_RE = re.compile(r"^[A-Za-z0-9_\u0080-\U0010ffff][A-Za-z0-9_.\-\u0080-\U0010ffff]{0,79}$")
 RESERVED_PREFIXES = ("facts", "ledger.", "episodes.")
@@ -328,8 +337,9 @@ def check_numbers(data: Any, source: str = "JSON") -> dict[str, Number]:
         raise BadInput(f"{source}: {len(data)} numbers; at most {MAX_NUMBERS}", hint="STATE.md holds summaries, never raw logs", arg=arg)
     numbers: dict[str, Number] = {}
     for key, value in data.items():
-        if not isinstance(key, str) or not KEY_RE.match(key):
-            raise BadInput(f"{source}: invalid key {key!r}", hint="letters, digits, _ . -; no spaces or colons; at most 80", arg=arg)
+        if not isinstance(key, str) or not KEY_RE.match(key) or _spacing(key):
+            raise BadInput(f"{source}: invalid key {key!r}", hint="letters, digits, _ . -; no spaces (U+3000 and U+2028 "
+                           "included) or colons; at most 80", arg=arg)
         if key.startswith(RESERVED_PREFIXES):
             raise BadInput(f"{source}: key {key!r} is reserved for memctl's own summaries", hint="rename it, e.g. tasks.completed", arg=arg)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

@@ -328,14 +328,17 @@ def _batches(folder: Path, embedder: "Embedder") -> list[Path]:
 
 
 def _read_batch(path: Path, *, vectors: bool = True) -> tuple[list[str], "np.ndarray | None"]:
-    """(content hashes, vectors or None) of a batch file; ([], None) when it cannot be read."""
+    """(content hashes, vectors or None) of a batch file; ([], None) when it cannot be read (cut short,
+    overwritten: a damaged zip is np.load's BadZipFile)."""
+    import zipfile
+
     import numpy as np
 
     try:
         with np.load(path, allow_pickle=False) as data:
             hashes = [f"{int(h):016x}" for h in data["hashes"]]
             matrix = np.asarray(data["vectors"], dtype=np.float32) if vectors else None
-    except (OSError, ValueError, KeyError, EOFError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return [], None
     if matrix is not None and (matrix.ndim != 2 or len(matrix) != len(hashes)):
         return [], None
@@ -725,13 +728,15 @@ def entries(store: "Store") -> list[Entry]:
 
 def pending(store: "Store") -> int:
     """Texts embedded by runs that did not finish (in batches, not yet in a source's matrix)."""
+    import zipfile
+
     import numpy as np
 
     total = 0
     base = root_dir(store)
     if base.is_dir():
         for path in base.glob("*/batch.*.npz"):
-            with contextlib.suppress(OSError, ValueError, KeyError, EOFError), np.load(path, allow_pickle=False) as data:
+            with contextlib.suppress(OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile), np.load(path, allow_pickle=False) as data:
                 total += len(data["hashes"])
     return total
 

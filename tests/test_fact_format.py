@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from memctl import fact as fact_mod
+from memctl.errors import BadInput
 
 SEED = """---
 name: feedback-zenn-rate-limit
@@ -79,3 +80,13 @@ def test_render_parse_render_is_stable(description, tags, body, importance):
     assert again.meta("importance") == importance
     assert again.body == body
     assert fact_mod.render(again) == text
+
+
+@pytest.mark.parametrize("breaker", ["\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_a_description_with_anything_that_ends_a_line_is_refused(breaker):
+    """U+2028 and U+0085 went into MEMORY.md's line as they were: str.splitlines() and some editors end
+    the line there, so the index line was two for them."""
+    with pytest.raises(BadInput) as refused:
+        fact_mod.validate_description(f"締め切り{breaker}金曜日")
+    assert refused.value.message == "description must be one line"
+    assert fact_mod.validate_description("締め切り\u3000金曜日") == "締め切り\u3000金曜日"  # a full-width space is text

@@ -118,6 +118,8 @@ def test_check_numbers_keeps_order_and_numbers():
     ({"a": float("nan")}, "'a' must be a number"),
     ({"has space": 1}, "invalid key 'has space'"),
     ({"a:b": 1}, "invalid key 'a:b'"),
+    *[({key: 1}, f"invalid key {key!r}") for key in ("e\u2028f", "e\x85f", "完了\u3000件数", "a\u00a0b", "a\u200bb")],
+    # (a line separator in a key broke `state history` for good; none of them shows)
     ({"facts": 1}, "key 'facts' is reserved"),
     ({"ledger.x.rows": 1}, "key 'ledger.x.rows' is reserved"),
     ({f"k{i}": i for i in range(101)}, "101 numbers; at most 100"),
@@ -323,6 +325,18 @@ def test_history_reads_numbers_back_from_git(root, store, monkeypatch):
     assert found[1].commit == git(root, "rev-parse", "HEAD").strip()
     with pytest.raises(NotFound):
         state.history(store, "never")
+
+
+def test_history_reads_past_a_commit_subject_with_a_line_separator(root, store, monkeypatch):
+    """A commit subject holding U+2028 or U+0085 (a key written so by an older memctl, or any commit a
+    remote pushed) was split in two by str.splitlines(): `state history` failed on every run after it."""
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    state.update(store, numbers={"completed": 1})
+    path = root / "state" / "STATE.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("completed: 1", "completed: 2"), encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "state: e\u2028f and g\x85h")
+    found = state.history(store)
+    assert [v.numbers["completed"] for v in found] == [1, 2]
 
 
 # ---------------------------------------------------------------- staleness

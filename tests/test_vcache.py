@@ -354,6 +354,32 @@ def test_a_ctrl_c_keeps_what_was_embedded_and_the_next_sync_embeds_only_the_rest
     assert not list(folder.glob("batch.*.npz"))  # all in the source's matrix now
 
 
+@pytest.mark.parametrize("damage", ["cut-short", "garbage"])
+def test_a_damaged_batch_file_is_left_out_and_the_rest_is_used(store, monkeypatch, damage):
+    """Found by hand: a batch cut short or overwritten is a damaged zip, and np.load's BadZipFile went
+    past the handler (OSError, ValueError, ...): remember, recall, near-dup and `cache status` failed
+    with a traceback and only `cache clear` helped."""
+    monkeypatch.setattr(paced, "MAX_CALL", 8)
+    stopping = Stopping(after=40)
+    with pytest.raises(errors.Interrupted):
+        vcache.sync(store, "s", items(100), stopping)
+    folder = vcache.folder_for(store, stopping, "query")
+    batches = sorted(folder.glob("batch.*.npz"))
+    assert batches
+    last = batches[-1]
+    lost = len(vcache._read_batch(last, vectors=False)[0])
+    if damage == "cut-short":
+        os.truncate(last, last.stat().st_size - 100)
+    else:
+        last.write_bytes(b"garbage\n")
+    assert vcache.pending(store) == len(stopping.texts) - lost
+    again = Counting()
+    result = vcache.sync(store, "s", items(100), again)
+    assert len(again.texts) == 100 - len(stopping.texts) + lost  # the damaged batch's texts, embedded again
+    assert np.allclose(result.matrix, again.inner.embed([t for _, t in items(100)]), atol=1e-6)
+    assert not list(folder.glob("batch.*.npz"))
+
+
 def test_a_failing_embedder_keeps_what_it_finished(store, monkeypatch):
     monkeypatch.setattr(paced, "MAX_CALL", 8)
     failing = Stopping(after=24, exc=RuntimeError("the model broke"))

@@ -140,6 +140,9 @@ BAD_INPUT = [
     (["ledger", "append", "t", "a=1", "a=2", "b=3"], None, 2, "column 'a' is given twice"),
     (["ledger", "append", "t", "-"], b"ok\t1\nbad\t\xff\xfe\n", 2, "stdin:2: not valid UTF-8; nothing was appended"),
     (["ledger", "append", "t", "-"], b"ok\t1\ntoo\tmany\tfields\n", 2, "stdin:2: 3 fields, expected 2 (a, b)"),
+    # A spreadsheet's UTF-8 export: the mark went into the first field, where --where and grep never match it.
+    (["ledger", "append", "t", "-"], "\ufeff2026-12-05\tBOM付き\n".encode(), 2, "stdin:1: starts with a byte-order mark (U+FEFF)"),
+    (["ledger", "append", "t", "-", "--json"], '\ufeff{"a": "1", "b": "2"}\n'.encode(), 2, "starts with a byte-order mark"),
     (["ledger", "append", "t", "-"], b"x\t" + b"y" * (1024 * 1024) + b"\n", 2, "column 'b': the value is 1048576 bytes; the limit is 65536"),
     (["ledger", "append", "t", "-", "--json"], b'{"a": "1", "b": "' + b"y" * (1024 * 1024) + b'"}\n', 2, "column 'b': the value is 1048576 bytes"),
     (["ledger", "append", "t", "a=1", "b=" + "y" * (1024 * 1024)], None, 2, "column 'b': the value is 1048576 bytes"),
