@@ -113,7 +113,7 @@ def check_columns(columns: Iterable[str], unique: str | None = None) -> tuple[st
         raise BadInput("a ledger needs at least one column")
     for col in cols:
         if not COLUMN_RE.match(col):
-            raise BadInput(f"invalid column name {col!r}", hint="a letter or _, then letters, digits, - or _")
+            raise BadInput(f"invalid column name {col!r}", hint="an ASCII letter or _, then ASCII letters, digits, - or _ (values may be in any language)")
     seen = {c for c in cols if cols.count(c) > 1}
     if seen:
         raise BadInput(f"column {sorted(seen)[0]!r} is named twice")
