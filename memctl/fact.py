@@ -43,18 +43,19 @@ class _Dumper(_BASE_DUMPER):  # type: ignore[misc, valid-type]
     """Block mappings, flow lists (`tags: [a, b]`), no quoting of timestamps."""
 
 
+class _WideDumper(yaml.SafeDumper):
+    """_Dumper with PyYAML's own emitter, which writes a character beyond U+FFFF (an emoji) as it is:
+    libyaml's writes it as `\\U0001F680`, which grep and people cannot read."""
+
+
 _Loader.yaml_implicit_resolvers = _without_timestamps(_BASE_LOADER.yaml_implicit_resolvers)
-_Dumper.yaml_implicit_resolvers = _without_timestamps(_BASE_DUMPER.yaml_implicit_resolvers)
-_Dumper.ignore_aliases = lambda self, data: True  # type: ignore[method-assign]  (a value used twice is written twice: see parse)
-_Dumper.add_representer(
-    list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True)
-)
-_Dumper.add_representer(
-    tuple, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", list(v), flow_style=True)
-)
-_Dumper.add_representer(
-    dict, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=False)
-)
+for _dumper in (_Dumper, _WideDumper):
+    _dumper.yaml_implicit_resolvers = _without_timestamps(yaml.SafeDumper.yaml_implicit_resolvers)
+    _dumper.ignore_aliases = lambda self, data: True  # type: ignore[method-assign]  (a value used twice is written twice: see parse)
+    _dumper.add_representer(list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+    _dumper.add_representer(tuple, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", list(v), flow_style=True))
+    _dumper.add_representer(dict, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=False))
+del _dumper
 
 
 class FactParseError(Exception):
@@ -245,9 +246,9 @@ def load(path: Path, *, archived: bool = False) -> Fact:
 
 def render(fact: Fact) -> str:
     """The file's text; refused (BadInput) over the size a reader takes (FACT_LIMIT): memctl never writes what it will not read."""
-    front = yaml.dump(
-        fact.front, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1_000_000
-    )
+    front = yaml.dump(fact.front, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1_000_000)
+    if "\\U" in front:  # libyaml escaped a character beyond U+FFFF: the same document, with it as it is
+        front = yaml.dump(fact.front, Dumper=_WideDumper, allow_unicode=True, sort_keys=False, width=1_000_000)
     text = f"---\n{front}---\n{fact.body}"
     if len(text) * 4 > FACT_LIMIT and len(text.encode("utf-8", "surrogatepass")) > FACT_LIMIT:
         raise BadInput(f"the fact {fact.stem!r} would be {len(text.encode('utf-8', 'surrogatepass'))} bytes; a fact file may be at most "

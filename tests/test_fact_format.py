@@ -90,3 +90,16 @@ def test_a_description_with_anything_that_ends_a_line_is_refused(breaker):
         fact_mod.validate_description(f"締め切り{breaker}金曜日")
     assert refused.value.message == "description must be one line"
     assert fact_mod.validate_description("締め切り\u3000金曜日") == "締め切り\u3000金曜日"  # a full-width space is text
+
+
+def test_an_emoji_is_written_as_it_is_and_the_rest_byte_for_byte_as_before():
+    """libyaml's emitter wrote a character beyond U+FFFF as `"\\U0001F680リリース手順"`: `grep 🚀` found
+    nothing and `show` printed the escape. Such a front is written by PyYAML's own emitter."""
+    front = {"name": "release", "description": "🚀リリース手順: 金曜日は避ける", "metadata": {
+        "type": "project", "tags": ["🚀", "リリース"], "importance": 0.6, "created": "2026-11-30T09:00:00+09:00"}}
+    text = fact_mod.render(fact_mod.Fact(stem="release", front=front, body="本文 🎉\n"))
+    assert "🚀リリース手順" in text and "\\U" not in text
+    assert fact_mod.parse(text, "release").front == front
+    plain = {**front, "description": "リリース手順: 金曜日は避ける", "metadata": {**front["metadata"], "tags": ["x", "リリース"]}}
+    wide = fact_mod.render(fact_mod.Fact(stem="release", front=plain, body=""))
+    assert wide == text.replace("🚀", "", 1).replace("[🚀,", "[x,").replace("本文 🎉\n", "")
