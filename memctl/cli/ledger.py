@@ -105,8 +105,8 @@ def append(
 ) -> None:
     """Append records with one write and one commit; nothing is written if any record is bad.
 
-    A record for the episodes ledger gets the checks `memctl episode add` makes (id and ts of its
-    form, a declared type, importance from 0 to 1, a description, refs that name something)."""
+    A record for the episodes ledger must hold what readers of episodes take for granted: an id
+    ep-..., a ts in ISO 8601 with its offset, an importance from 0 to 1, a description."""
     fast.ledger_append(store_from(ctx), name, values or [], unique=unique, no_commit=no_commit, json=json,
                        allow_secrets=allow_secrets)
 
