@@ -762,7 +762,9 @@ def abort_merge(root: Path, written: list[Path]) -> None:
     """Abort the unfinished merge, and put each of `written` (what was written during it) back as HEAD has it."""
     top = work_tree(root)
     rels = [os.path.relpath(p, top) for p in written]
-    if run(top, "merge", "--abort").code != 0:
+    # A failed `merge --abort` may have undone the merge all the same: its last step, ORIG_HEAD and HEAD,
+    # fails on a lock a killed git left (HEAD.lock), after the index and MERGE_HEAD were dealt with.
+    if run(top, "merge", "--abort").code != 0 and unfinished_operation(root) == "merge":
         # `merge --abort` (reset --merge) refuses, and leaves the merge in place, when a file was changed in
         # the index and again after it, as MEMORY.md is by a sync killed while regenerating it after
         # `git add`: those of `written` in the index are put back as HEAD has them, then it is asked again.

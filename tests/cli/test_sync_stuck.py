@@ -170,7 +170,7 @@ def _kept(root: Path) -> set[bytes]:
 
 
 @pytest.mark.parametrize(("stop", "then"), [(1, "sync"), (3, "doctor-fix-then-sync"), (8, "remember-then-sync"),
-                                            (1000, "sync"), (1000, "doctor-fix-then-sync")])
+                                            (1000, "sync"), (1000, "doctor-fix-then-sync"), (1000, "head-lock-then-sync")])
 def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_version_is_lost(pair, tmp_path, stop, then):
     a, b, remote = pair
     versions = _both_changed(a, b, [f"shared-{n}" for n in range(5)])
@@ -184,6 +184,11 @@ def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_versio
         r = memctl(b, "doctor", "--fix")
         assert (r.returncode, r.stdout) == (0, "") and not (b / ".git" / "MERGE_HEAD").exists(), r.stdout + r.stderr
         assert "undid that merge" in r.stderr
+    elif then == "head-lock-then-sync":
+        # What a git killed inside the merge's commit leaves besides: its HEAD.lock. `merge --abort` then undid
+        # the merge and failed on the lock at its last step (HEAD, ORIG_HEAD); asked again (after the stale lock
+        # was removed), it found no merge to abort, and every sync failed so (found by test_sync_killed_loop.py).
+        (b / ".git" / "HEAD.lock").write_text(head + "\n")
     elif then == "remember-then-sync":
         r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed merge is undone")
         assert r.returncode == 0, r.stderr
