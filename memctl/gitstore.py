@@ -262,6 +262,17 @@ def remove_stale_lock(top: Path, lock: Path) -> bool:
     return True
 
 
+def remove_remote_stale_lock(stderr: str) -> bool:
+    """A push refused on a lock in a remote on this machine's filesystem (a path remote: a folder, a
+    mounted share) that a killed push left there (`remote.git/HEAD.lock`): removed when stale by the
+    rule of our own (stale_lock), with a warning; True when it is gone. Every push failed on it before."""
+    lock = _lock_in(stderr)
+    if lock is None or not lock.is_absolute() or not lock.is_file():
+        return False
+    repo = next((p for p in lock.parents if (p / "HEAD").is_file() and (p / "objects").is_dir()), None)
+    return repo is not None and remove_stale_lock(repo, lock)
+
+
 def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
          settings: tuple[str, ...] = ()) -> str:
     """Run a git command in `top` (`settings`: `-c key=value` for this run), waiting while another

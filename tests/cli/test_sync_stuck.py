@@ -392,3 +392,27 @@ exec git "$@"
     assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "the sync never reached its merge"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def test_a_lock_a_killed_push_left_in_a_path_remote_is_removed_when_stale(pair):
+    """Found by the four-clone simulation: a sync killed while pushing to a remote on this machine's
+    filesystem (a folder, a mounted share) killed the remote's receive-pack too, which left
+    `remote.git/HEAD.lock`; every push of every clone failed from then on ("failed to push some refs").
+    A stale one is removed with a warning (our own rule: old, no git running there); a fresh one is
+    left alone, and the sync says to run it again."""
+    import os
+    import time
+
+    a, b, remote = pair
+    lock = remote / "HEAD.lock"
+    lock.write_text("ref: refs/heads/master\n")
+    assert cli(a, "remember", "fresh-lock", "-d", "押し出す前の事実", "-t", "project").exit_code == 0
+    r = memctl(a, "sync")
+    assert r.returncode == 1 and "cannot push to origin" in r.stderr and lock.exists(), r.stderr  # fresh: maybe live
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    r = memctl(a, "sync")
+    assert r.returncode == 0, r.stderr
+    assert f"removed a stale git lock: {lock}" in r.stderr and not lock.exists()
+    assert cli(b, "sync").exit_code == 0 and (b / "memory" / "fresh-lock.md").exists()
+    assert _status(a) == _status(b) == ""
