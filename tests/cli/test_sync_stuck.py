@@ -394,6 +394,7 @@ exec git "$@"
     proc.wait()
 
 
+@pytest.mark.file_times  # a lock's age is its mtime (the kernel's real clock) against the process's clock
 def test_a_lock_a_killed_push_left_in_a_path_remote_is_removed_when_stale(pair):
     """Found by the four-clone simulation: a sync killed while pushing to a remote on this machine's
     filesystem (a folder, a mounted share) killed the remote's receive-pack too, which left
