@@ -248,7 +248,9 @@ def render(fact: Fact) -> str:
     """The file's text; refused (BadInput) over the size a reader takes (FACT_LIMIT): memctl never writes what it will not read."""
     front = yaml.dump(fact.front, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1_000_000)
     if "\\U" in front:  # libyaml escaped a character beyond U+FFFF: the same document, with it as it is
-        front = yaml.dump(fact.front, Dumper=_WideDumper, allow_unicode=True, sort_keys=False, width=1_000_000)
+        wide = yaml.dump(fact.front, Dumper=_WideDumper, allow_unicode=True, sort_keys=False, width=1_000_000)
+        if yaml.load(wide, Loader=_Loader) == fact.front:  # PyYAML's emitter writes U+0085 raw, which reads back as a space
+            front = wide
     text = f"---\n{front}---\n{fact.body}"
     if len(text) * 4 > FACT_LIMIT and len(text.encode("utf-8", "surrogatepass")) > FACT_LIMIT:
         raise BadInput(f"the fact {fact.stem!r} would be {len(text.encode('utf-8', 'surrogatepass'))} bytes; a fact file may be at most "
