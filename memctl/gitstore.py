@@ -779,9 +779,7 @@ def abort_merge(root: Path, written: list[Path]) -> None:
         # `merge --abort` (reset --merge) refuses, and leaves the merge in place, when a file was changed in
         # the index and again after it, as MEMORY.md is by a sync killed while regenerating it after
         # `git add`: those of `written` in the index are put back as HEAD has them, then it is asked again.
-        staged = set(checked(top, "ls-files", "-z", "--", *rels).split("\0")) - {""} if rels else set()
-        if staged:
-            checked(top, "reset", "-q", "HEAD", "--", *sorted(staged))
+        refresh_index(root, written)
         checked(top, "merge", "--abort")
     in_head = set(checked(top, "ls-tree", "-z", "-r", "--name-only", "HEAD", "--", *rels).split("\0")) if rels else set()
     if in_head - {""}:
