@@ -188,14 +188,11 @@ def _parsed(path: Path, text: str) -> dict[str, Any]:
         payload = marshal.dumps((text, raw))  # ValueError for dates and times: those files are parsed each time
         data = _seal(key, payload) + payload if key else b""
         if key and cache.parent.is_dir() and not cache.parent.is_symlink():
-            tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, cache)
+            from .fsutil import atomic_write  # noqa: PLC0415  (only when the cache is written)
+
+            atomic_write(cache, data)
     except (OSError, ValueError):
-        pass  # a read-only store: parsed each time
+        pass  # a read-only store, a full disk: parsed each time
     return raw
 
 

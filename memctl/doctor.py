@@ -27,6 +27,7 @@ def run(store: Store) -> list[Problem]:
     problems += trust_problems(store)  # settings a commit not made here changed: not acted on until approved
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
     problems += interrupted_problems(store)
+    problems += lock_problems(store)
     return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
 
 
@@ -38,12 +39,9 @@ def fix(store: Store) -> list[str]:
     done += [f"settled the interrupted change to {p} (found committed, or undone)" for p in pending(store)]
     with store.lock():  # taking the lock settles an interrupted change (store.finish_interrupted)
         pass
-    top = gitstore.toplevel(store.root)
-    if top is not None:
-        git_dir = top / ".git"
-        for lock in [git_dir / "index.lock", git_dir / "HEAD.lock", *git_dir.glob("refs/heads/**/*.lock")]:
-            if lock.exists() and gitstore.remove_stale_lock(top, lock):
-                done.append(f"removed the stale git lock {lock}")
+    for top, lock in stale_git_locks(store):
+        if gitstore.remove_stale_lock(top, lock):
+            done.append(f"removed the stale git lock {lock}")
     for leftover in temp_files(store):
         try:
             leftover.unlink()
@@ -51,6 +49,25 @@ def fix(store: Store) -> list[str]:
         except OSError:
             pass
     return done
+
+
+def stale_git_locks(store: Store) -> list[tuple[Path, Path]]:
+    """(work tree, lock) of each lock a dead git (or memctl) left in the store's repository: index.lock,
+    HEAD.lock, a branch's. memctl's writes remove them on their way; plain git refuses to commit."""
+    from . import gitstore  # noqa: PLC0415
+
+    git_dir = gitstore.git_dir(store.root)
+    if git_dir is None or not git_dir.is_dir():
+        return []
+    locks = [git_dir / "index.lock", git_dir / "HEAD.lock", *git_dir.glob("refs/heads/**/*.lock")]
+    top = git_dir.parent
+    return [(top, lock) for lock in locks if lock.exists() and gitstore.stale_lock(top, lock)]
+
+
+def lock_problems(store: Store) -> list[Problem]:
+    return [Problem(os.path.relpath(lock, store.root), 0, "stale-git-lock",
+                    "left by a git that died: plain git refuses to commit until it is gone (memctl's writes remove it; "
+                    "so does `memctl doctor --fix`)", "warning") for _top, lock in stale_git_locks(store)]
 
 
 def untrack_local_state(store: Store) -> list[str]:

@@ -21,7 +21,7 @@ from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .tsv import visible
-from .store import Store, commit, commit_enabled, refuse_uncommitted, will_commit
+from .store import Store, commit, commit_enabled, pending, refuse_uncommitted, will_commit
 
 
 @dataclass(frozen=True)
@@ -1019,11 +1019,12 @@ def _git_problems(store: Store) -> list[Problem]:
     owned = [store.memory_dir] + ([store.ledgers_dir, store.state_dir] if store.layout == "memctl" else [])
     dirty = gitstore.dirty_entries(store.root, [d for d in owned if d.exists()])
     problems = []
+    interrupted = set(pending(store)) if dirty else set()  # doctor names those once, as an interrupted change
     for code, path in dirty:
         name = os.path.basename(path)
-        if name.startswith(".") or name == "access.tsv":
-            continue
         rel = store.rel(top / path) if top is not None else path
+        if name.startswith(".") or name == "access.tsv" or rel in interrupted:
+            continue
         where, what = shlex.quote(str(store.root)), shlex.quote(rel)
         commit = f"git -C {where} add -- {what} && git -C {where} commit"
         if code != "??":

@@ -91,10 +91,15 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_name(path)
-    _record("W", path, tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    made = [] if path.parent.is_dir() else [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _temp_name(path)
+        _record("W", path, tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except BaseException as exc:
+        _remove_empty(made)
+        raise _naming(exc, path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -105,12 +110,27 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         else:
             os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise
+        _remove_empty(made)
+        raise _naming(exc, path)
     _fsync_dir(path.parent)
     _remember_written(path, data)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a failed write made for its file (innermost first), if still empty."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _naming(exc: BaseException, path: Path) -> BaseException:
+    """`exc`, an OSError of a write (os.write names no file) made to name `path`: the user's one line says where."""
+    if isinstance(exc, OSError) and exc.filename is None:
+        exc.filename = str(path)
+    return exc
 
 
 def atomic_move(src: Path, dst: Path) -> None:
@@ -142,11 +162,11 @@ def append_bytes(path: Path, data: bytes) -> None:
                 written = os.write(fd, view)
                 view = view[written:]
             os.fsync(fd)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, before)
                 os.fsync(fd)
-            raise
+            raise _naming(exc, path)
     finally:
         os.close(fd)
 
@@ -449,8 +469,11 @@ def _append_records(log: _Log, recs: list[Undo]) -> None:
         log.inode[:] = [os.fstat(fd).st_ino]
         encoded = [_encoded(rec, log.root) for rec in recs]
         start = os.fstat(fd).st_size
-        os.write(fd, b"".join(encoded))
-        os.fsync(fd)
+        try:
+            os.write(fd, b"".join(encoded))
+            os.fsync(fd)
+        except OSError as exc:
+            raise _naming(exc, log.path)
         for data in encoded:
             start += len(data)
             log.sizes.append(start)
@@ -587,6 +610,32 @@ def rollback(log_path: Path, records: list[Undo]) -> list[Path]:
     _undo(records)
     clear_undo(log_path, records)
     return touched(records)
+
+
+def keep_undone(records: list[Undo], root: Path, folder: Path) -> list[Path]:
+    """Before a killed command's change is undone: copy into `folder` (made here) whatever the undo
+    would drop, so that an edit made to those files since the kill (by hand, by Claude Code) is never
+    lost: a replaced or created file as it is now (unless it is already as it will be put back), the
+    bytes appended past a ledger's old length (as `<name>.appended`). Moves and removals drop nothing.
+    Return the copies; an OSError (a full disk) propagates, and then nothing was undone."""
+    kept: list[Path] = []
+    for rec in records:
+        path = Path(rec.path)
+        if rec.op not in "WA" or not path.is_file() or path.is_symlink():
+            continue
+        target = folder / path.relative_to(root)
+        data = path.read_bytes()
+        if rec.op == "A" and int(rec.arg) >= 0:
+            data, target = data[int(rec.arg):], target.with_name(target.name + ".appended")
+        elif rec.op == "W" and rec.arg and os.path.exists(rec.arg) and Path(rec.arg).read_bytes() == data:
+            continue  # the rename never happened: the file is the old one
+        if not data or target in kept:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as handle:
+            handle.write(data)
+        kept.append(target)
+    return kept
 
 
 def savepoint() -> tuple[int, int] | None:

@@ -241,9 +241,22 @@ def stale_lock(top: Path, lock: Path) -> bool:
         return False
     if head.startswith(_OWNER.encode()):
         pid = head[len(_OWNER):].strip()
-        if pid.isdigit():
-            return not _alive(int(pid))  # memctl's own lock: stale exactly when its process is gone
+        if pid.isdigit():  # memctl's own lock: stale exactly when its process is gone (or the pid is another's now)
+            return not _alive(int(pid)) or _started_after(int(pid), time.time() - age)
     return age >= STALE_LOCK_SECONDS and not _git_running_in(top)
+
+
+def _started_after(pid: int, when: float) -> bool:
+    """Whether process `pid` started after `when` (a lock's mtime), so cannot have made that lock: its
+    pid was reused (after a reboot, say). Linux only (/proc); elsewhere False (the pid is believed)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: start time in ticks
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False
+    return started > when + 2  # btime is whole seconds
 
 
 def remove_stale_lock(top: Path, lock: Path) -> bool:
@@ -479,8 +492,11 @@ def _take_index_lock(top: Path, lock: Path) -> None:
             return False
         try:
             os.write(fd, f"{_OWNER}{os.getpid()}\n".encode())  # so another memctl sees it is live
-        finally:
+        except BaseException:  # a full disk: the lock is not left behind, to block git and the next memctl
             os.close(fd)
+            os.unlink(lock)
+            raise
+        os.close(fd)
         return True
 
     _retry_on_lock(top, lock, "commit", taken)
@@ -616,7 +632,13 @@ def dirty_entries(root: Path, under: list[Path]) -> list[tuple[str, str]]:
         return []
     rel = [os.path.relpath(p, top) for p in under]
     out = _run(top, "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", *rel)
-    return [(entry[:2], entry[3:]) for entry in out.split("\0") if len(entry) > 3]
+    entries, fields = [], iter(out.split("\0"))
+    for entry in fields:
+        if len(entry) > 3:
+            entries.append((entry[:2], entry[3:]))
+            if "R" in entry[:2] or "C" in entry[:2]:  # a rename or copy: its source path is the next field
+                entries.append((entry[:2], next(fields, "")))
+    return [(code, path) for code, path in entries if path]
 
 
 class FileVersion(NamedTuple):

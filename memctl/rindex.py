@@ -137,13 +137,36 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+@contextlib.contextmanager
+def _failing_storage(path: Path) -> Iterator[None]:
+    """SQLite's "database or disk is full" or "disk I/O error" (a full disk, a file size limit) as
+    one line naming the index, as any other failed write is (errors.from_os_error), not a traceback."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if not getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_FULL", "SQLITE_IOERR")):
+            raise  # a missing table, say: the caller makes the index anew
+        from .errors import OSFailure  # noqa: PLC0415
+
+        raise OSFailure(f"{exc}: {path}", hint="free some space (or raise `ulimit -f`), then run the command again; "
+                        "the file is a cache, rebuilt from the store's files") from None
+
+
 def _fresh(path: Path) -> sqlite3.Connection:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(str(path) + suffix)
-    conn = _connect(path)
-    conn.executescript(_SCHEMA)
-    conn.execute("INSERT INTO meta VALUES ('version', ?)", (VERSION,))
+    with _failing_storage(path):
+        conn = _connect(path)
+        try:
+            conn.executescript(_SCHEMA)
+            conn.execute("INSERT INTO meta VALUES ('version', ?)", (VERSION,))
+        except BaseException:
+            conn.close()
+            for suffix in ("", "-wal", "-shm"):  # no half-made index (one without tables) is left behind
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(str(path) + suffix)
+            raise
     return conn
 
 
@@ -163,11 +186,13 @@ def opened(store: Store) -> Iterator[sqlite3.Connection]:
                 conn.close()
             conn = _fresh(path)
         try:
-            _sync(store, conn)
+            with _failing_storage(path):
+                _sync(store, conn)
         except sqlite3.DatabaseError:
             conn.close()
             conn = _fresh(path)
-            _sync(store, conn)
+            with _failing_storage(path):
+                _sync(store, conn)
     try:
         yield conn
     finally:

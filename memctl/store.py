@@ -9,9 +9,9 @@ from typing import Iterator, NamedTuple
 
 from . import config as config_mod
 from . import errors
-from .errors import GitError, NotFound, Refused
-from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, read_undo, refuse_link, rollback,
-                     rollback_to, savepoint, settle, touched, undo_log, undoing, written_bytes)
+from .errors import BadInput, GitError, NotFound, Refused
+from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, keep_undone, read_undo, refuse_link,
+                     rollback, rollback_to, savepoint, settle, touched, undo_log, undoing, written_bytes)
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -362,6 +362,8 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
 
     A Claude Code memory directory is adopted as it is instead (`is_claude_code_dir`). With `git`,
     git must run (GitError before anything is written); without it, memctl.toml turns commits off.
+    An init that fails (a full disk) removes what it created; one run again where an earlier one was
+    killed commits the store's own files that git does not track yet.
     """
     from . import gitstore  # noqa: PLC0415
 
@@ -370,18 +372,44 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
         raise GitError(f"{exc.message}; nothing was created", hint="install git (or name it in MEMCTL_GIT), "
                        "or create the store without git (commits off)", kind="no-git-init")
     root = Path(root).expanduser()
+    if root.exists() and not root.is_dir():
+        raise BadInput(f"{root} is a file, not a folder; nothing was created", hint="name a new or existing folder")
     created: list[str] = []
+    made: list[Path] = []  # what this run created, removed again when it fails
     claude = is_claude_code_dir(root.resolve() if root.exists() else root.absolute())
-    if not root.exists():
-        root.mkdir(parents=True)
-        created.append(str(root))
-    root = root.resolve()
-    if git and gitstore.toplevel(root) is None:  # before any file: a git that fails writes none
-        gitstore.init(root)
-        created.append(".git/")
-        _commits_back_on(root, created)
-    if claude:
-        return created + _init_claude_code_dir(root, git, ".git/" in created)
+    try:
+        if not root.exists():
+            root.mkdir(parents=True)
+            created.append(str(root))
+            made.append(root.resolve())
+        root = root.resolve()
+        if git and gitstore.toplevel(root) is None:  # before any file: a git that fails writes none
+            made.append(root / ".git")
+            gitstore.init(root)
+            created.append(".git/")
+            _commits_back_on(root, created)
+        if claude:
+            return created + _init_claude_code_dir(root, git, ".git/" in created)
+        _init_files(root, git, created, made)
+    except BaseException:
+        import shutil  # noqa: PLC0415
+
+        for path in reversed(made):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        raise
+    if git and gitstore.toplevel(root) is not None:
+        gitstore.register_merge_drivers(root, GITATTRIBUTES.splitlines())  # the drivers .gitattributes names (docs/SYNC.md)
+    return created
+
+
+def _init_files(root: Path, git: bool, created: list[str], made: list[Path]) -> None:
+    """The store's folders and files (noted in `created` and `made`), committed."""
+    from . import gitstore  # noqa: PLC0415
+
     files = {
         CONFIG_FILE: config_mod.DEFAULT_TOML if git else NO_COMMIT_TOML,
         "memory/" + INDEX_FILE: "# Memory index\n\n<!-- memctl:index:begin -->\n<!-- memctl:index:end -->\n",
@@ -392,28 +420,35 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
     for folder in ("memory/archive", "ledgers", "state", "launchd"):
         path = root / folder
         if not path.is_dir():
+            made.append(next(p for p in (root / folder.split("/")[0], path) if not p.exists()))
             path.mkdir(parents=True)
             created.append(folder + "/")
         if not any(path.iterdir()):
             # git does not track empty folders; a .gitkeep keeps them in a clone.
+            made.append(path / ".gitkeep")
             (path / ".gitkeep").touch()
             touched.append(path / ".gitkeep")
     for rel, text in files.items():
         path = root / rel
         if not path.exists():
+            made.append(path)
             atomic_write(path, text)
             created.append(rel)
             touched.append(path)
         elif rel in (".gitignore", ".gitattributes") and add_lines(path, text):
             created.append(rel + " (updated)")
             touched.append(path)
+    own = [root / rel for rel in files] + [root / f / ".gitkeep" for f in ("memory/archive", "ledgers", "state", "launchd")]
     if ".git/" in created:  # a new repository adopts whatever the store already holds
         touched += [root / p for p in (CONFIG_FILE, "memory", "ledgers", "state", "launchd", ".gitignore", ".gitattributes")]
+    elif git and (top := gitstore.toplevel(root)) is not None:  # an earlier init killed before its commit
+        present = [p for p in own if p.is_file() and p not in touched]
+        tracked = set(gitstore.checked(top, "ls-files", "-z", "--", *present).split("\0")) if present else set()
+        left = [p for p in present if os.path.relpath(p, top) not in tracked]
+        created += [f"{os.path.relpath(p, root)} (committed)" for p in left]
+        touched += left
     if touched:
         commit(open_store(root), touched, "memctl: init store", enabled=git)
-    if git and gitstore.toplevel(root) is not None:
-        gitstore.register_merge_drivers(root, GITATTRIBUTES.splitlines())  # the drivers .gitattributes names (docs/SYNC.md)
-    return created
 
 
 def commit_enabled(store: Store, flag: bool | None = None) -> bool:
@@ -495,11 +530,18 @@ def finish_interrupted(store: Store) -> list[str]:
         gitstore.refresh_index(store.root, paths)
         clear_undo(store.undo_path, records)
         return []
+    from .clock import now  # noqa: PLC0415
+
+    kept_in = store.cache_dir / "undone" / f"{now().strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    kept = keep_undone(records, store.root, kept_in)  # an edit made since the kill is never lost with the undo
     undone = rollback(store.undo_path, records)
     if in_git:  # a git merge killed before its MERGE_HEAD leaves its stages (conflicts, added files) in the index
         gitstore.refresh_index(store.root, paths)
     names = sorted({store.rel(p) for p in undone})
-    errors.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}")
+    copies = (f"; those files as they were (its change, and any edit made since) are kept in {store.rel(kept_in)}/"
+              if kept else "")
+    errors.warn(f"an earlier memctl command was interrupted before its commit; undid its change to {', '.join(names)}"
+                + copies)
     return names
 
 

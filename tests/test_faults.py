@@ -167,6 +167,77 @@ def test_disk_full_on_every_writing_command_changes_nothing_then_the_retry_succe
         clean(root)
 
 
+def test_a_full_disk_at_any_point_leaves_no_git_lock_and_no_temp_file(small_disk):
+    """The disk fills up at each point of a write in turn (0 to 12 pages left): the old code, taking git's
+    index.lock, left it empty when writing its pid failed, and plain git refused every commit after it."""
+    root = small_disk / "store"
+    init_store(root)
+    seed(root)
+    for leave in range(13):
+        for argv in (("pin", "alpha"), ("unpin", "alpha"), ("ledger", "append", "orders", f"k=o-{leave}", "v=値")):
+            fill(small_disk, leave_pages=leave)
+            done = run(root, *argv)
+            free(small_disk)
+            assert done.returncode in (0, 1), (leave, argv, done.stderr)
+            leftovers = [p for p in (root / ".git").rglob("*.lock")] + [p for p in root.rglob("*.tmp")]
+            assert leftovers == [], (leave, argv, done.stderr)
+            if done.returncode == 1:
+                assert run(root, *argv).returncode == 0, (leave, argv)
+    clean(root)
+
+
+@pytest.mark.parametrize("argv", [("recall", "deploys", "--mode", "keyword"), ("cache", "rebuild"),
+                                  ("context", "--query", "deploys", "--mode", "keyword")])
+def test_the_recall_index_on_a_full_disk_fails_in_one_line_then_works(small_disk, argv):
+    """The recall index (`.memctl/recall.sqlite`) made on a full disk: the old code printed SQLite's
+    traceback ("database or disk is full", "disk I/O error") and left an index without tables; a
+    vector cache write failed naming no file."""
+    root = small_disk / "store"
+    init_store(root)
+    seed(root)
+    for leave in range(0, 40, 3):
+        shutil.rmtree(root / ".memctl", ignore_errors=True)
+        fill(small_disk, leave_pages=leave)
+        done = run(root, *argv, "--no-log") if argv[0] != "cache" else run(root, *argv)
+        free(small_disk)
+        if done.returncode not in (0, 1) or "Traceback" in done.stderr or "error" in done.stderr:
+            assert done.returncode == 1, (leave, done.stdout, done.stderr)
+            assert "/.memctl/" in one_line_error(done), (leave, done.stderr)  # the index, or the vector cache
+        again = run(root, *argv, "--no-log") if argv[0] != "cache" else run(root, *argv)
+        assert again.returncode == 0 and "Traceback" not in again.stderr, (leave, again.stderr)
+
+
+def test_init_on_a_full_disk_leaves_nothing_then_the_retry_makes_a_whole_store(small_disk):
+    """The disk fills up at each point of `memctl init` in turn: the old code left memctl.toml, the folders
+    and a half-made .git behind, and its retry said "already a store" without committing them."""
+    for leave in range(0, 48, 2):
+        target = small_disk / f"store-{leave}"
+        fill(small_disk, leave_pages=leave)
+        done = memctl(None, "init", str(target))
+        free(small_disk)
+        if done.returncode != 0:
+            assert done.returncode == 1, (leave, done.stderr)
+            one_line_error(done)
+            assert not target.exists(), (leave, sorted(map(str, target.rglob("*"))))
+            done = memctl(None, "init", str(target))
+            assert done.returncode == 0, (leave, done.stderr)
+        clean(target)
+        assert git(target, "ls-files").split() == [".gitattributes", ".gitignore", "launchd/.gitkeep", "ledgers/.gitkeep",
+                                                    "memctl.toml", "memory/MEMORY.md", "memory/archive/.gitkeep",
+                                                    "state/.gitkeep"], leave
+        shutil.rmtree(target)
+
+
+def test_init_killed_before_its_commit_is_committed_whole_by_the_next_init(tmp_path):
+    target = tmp_path / "store"
+    _killed(tmp_path, ("init", str(target)), _killing_git(tmp_path, "before", "update-ref"))
+    assert (target / "memctl.toml").exists()
+    again = memctl(None, "init", str(target))
+    assert again.returncode == 0 and "(committed)" in again.stderr, again.stderr
+    clean(target)
+    assert "memctl.toml" in git(target, "ls-files").split()
+
+
 def test_a_ledger_append_cut_off_by_a_full_disk_leaves_the_file_as_it_was(small_disk):
     """Issue 16.1: the append that crossed a page boundary wrote 20 of 95 bytes, then refused its retry."""
     root = small_disk / "store"
@@ -274,6 +345,21 @@ def test_file_size_limit_on_a_fact_and_state_write_is_one_line_and_changes_nothi
     clean(root)
 
 
+def test_an_agent_install_that_cannot_write_leaves_no_folder_behind(root, tmp_path):
+    """A write that fails (a full disk, the file size limit) removes the folders it made for its file:
+    the old code left an empty `.claude/` in the project after a failed `agent install`."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    done = run(root, "agent", "install", "claude-code", "--project", str(project), env={"HOME": str(home)}, fsize=100)
+    assert done.returncode == 1, done.stderr
+    assert "File too large" in one_line_error(done)
+    assert list(project.iterdir()) == []
+    again = run(root, "agent", "install", "claude-code", "--project", str(project), env={"HOME": str(home)})
+    assert again.returncode == 0, again.stderr
+    assert (project / ".mcp.json").is_file() or (project / ".claude").is_dir()
+
+
 # ---------------------------------------------------------------- git locks
 
 def _age(path: Path, seconds: float) -> None:
@@ -288,6 +374,8 @@ def test_a_stale_git_lock_is_removed_with_a_warning_and_the_write_commits(root, 
     path = root / ".git" / name
     path.touch()
     _age(path, 60)  # what a killed `git commit` leaves
+    seen = run(root, "doctor")  # plain git refuses to commit meanwhile: doctor says so (a warning)
+    assert seen.returncode == 0 and f"{name}: warning: left by a git that died" in seen.stdout, seen.stdout
     done = run(root, "remember", "alpha", "--description", "アルファ")
     assert done.returncode == 0, done.stderr
     assert "removed a stale git lock" in done.stderr
@@ -316,6 +404,30 @@ def test_a_live_git_lock_is_waited_for_then_exit_4_and_nothing_changes(root):
     done = run(root, "forget", "beta", "--reason", "古い")  # its git is gone now: the lock is stale
     assert done.returncode == 0, done.stderr
     assert "removed a stale git lock" in done.stderr
+    clean(root)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="a process's start time is read from /proc")
+def test_a_memctl_lock_whose_pid_another_process_took_since_is_stale(root):
+    """A memctl killed holding git's index.lock, its pid then reused (after a reboot): the old code took
+    the lock for live as long as that other process ran, and every write failed with exit 4."""
+    seed(root)
+    lock = root / ".git" / "index.lock"
+    other = subprocess.Popen(["sleep", "600"])
+    try:
+        lock.write_text(f"memctl pid {other.pid}\n")
+        os.utime(lock, (1_000_000_000, 1_000_000_000))  # made in 2001, long before that process started
+        done = run(root, "remember", "delta", "--description", "デルタ", env={"MEMCTL_LOCK_TIMEOUT": "5"})
+        assert done.returncode == 0, done.stderr
+        assert "removed a stale git lock" in done.stderr and not lock.exists()
+        lock.write_text(f"memctl pid {other.pid}\n")
+        os.utime(lock, (4_000_000_000, 4_000_000_000))  # made after it started: its memctl is alive
+        done = run(root, "remember", "epsilon", "--description", "イプシロン", env={"MEMCTL_LOCK_TIMEOUT": "1"})
+        assert done.returncode == 4 and lock.exists(), done.stderr
+    finally:
+        other.kill()
+        other.wait()
+    lock.unlink()
     clean(root)
 
 
@@ -411,6 +523,7 @@ def test_forget_killed_around_its_commit_is_settled_by_the_next_command(root, tm
     _killed(root, ("forget", "beta", "--reason", "古い"), _killing_git(tmp_path, when, at))
     pending = run(root, "doctor")
     assert pending.returncode == 1 and "interrupted" in pending.stdout, pending.stdout
+    assert "not committed" not in pending.stdout, pending.stdout  # one hint, not "commit them" beside it
     done = run(root, "forget", "beta", "--reason", "古い")
     # "after update-index": killed holding git's index.lock, before HEAD moved (the lock is stale for the retry)
     committed = (when, at) == ("after", "update-ref")
@@ -434,6 +547,47 @@ def test_doctor_fix_settles_an_interrupted_change(root, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "settled the interrupted change" in done.stderr
     assert snapshot(root) == before
+    clean(root)
+
+
+def test_an_edit_made_after_a_kill_is_kept_when_the_change_is_undone(root, tmp_path):
+    """A remember killed before its commit, then the user edits its fact and MEMORY.md: the next write
+    undoes the change but keeps both files as they were (the old code deleted the fact and put
+    MEMORY.md back, the edits with them)."""
+    seed(root)
+    before = snapshot(root)
+    _killed(root, ("remember", "zz-12", "--description", "被害に遭う事実"), _killing_git(tmp_path, "before", "update-ref"))
+    fact, index = root / "memory" / "zz-12.md", root / "memory" / "MEMORY.md"
+    with open(fact, "a", encoding="utf-8") as handle:
+        handle.write("手で書いた大事な一行\n")
+    with open(index, "a", encoding="utf-8") as handle:
+        handle.write("\nMy own hand note outside the block\n")
+    edited = {"memory/zz-12.md": fact.read_bytes(), "memory/MEMORY.md": index.read_bytes()}
+    done = run(root, "episode", "add", "something else", "--type", "decision")
+    assert done.returncode == 0, done.stderr
+    assert "undid its change" in done.stderr and ".memctl/undone/" in done.stderr, done.stderr
+    folder = root / done.stderr.split("are kept in ")[1].split("/\n")[0].strip()
+    assert {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == edited
+    after = snapshot(root)
+    assert after.pop("ledgers/episodes.tsv") != before.pop("ledgers/episodes.tsv")  # the new episode only
+    assert after == before
+    clean(root)
+
+
+def test_lines_appended_after_a_killed_append_are_kept_when_it_is_undone(root, tmp_path):
+    """A ledger append killed before its commit, then a line appended by hand: the undo cuts the ledger
+    back to its old length and keeps what it cut (memctl's row and the hand-written one)."""
+    seed(root)
+    ledger = root / "ledgers" / "orders.tsv"
+    old = ledger.read_bytes()
+    _killed(root, ("ledger", "append", "orders", "k=order-2", "v=二番目"), _killing_git(tmp_path, "before", "update-ref"))
+    with open(ledger, "ab") as handle:
+        handle.write("order-3\t手で足した行\n".encode())
+    cut = ledger.read_bytes()[len(old):]
+    done = run(root, "doctor", "--fix")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ledger.read_bytes() == old
+    assert [p.read_bytes() for p in (root / ".memctl" / "undone").rglob("orders.tsv.appended")] == [cut], done.stderr
     clean(root)
 
 

@@ -167,3 +167,14 @@ def test_reading_the_identity_costs_no_git_run_when_one_is_configured(authored, 
     calls = log.read_text().splitlines()
     assert sum(" commit-tree " in f" {c} " for c in calls) == 1, calls
     assert _who(root).startswith("山田 太郎 <taro@example.jp>")
+
+
+def test_a_staged_rename_is_read_as_both_of_its_paths(root):
+    """`git status -z` writes a rename as `R  new NUL old NUL`: the old code read the old path as an
+    entry of its own, code and path cut from its first letters (`memory/a.md` became `ory/a.md`)."""
+    from memctl import gitstore
+
+    assert memctl(root, "remember", "alpha", "--description", "アルファ").returncode == 0
+    git(root, "mv", "memory/alpha.md", "memory/アルファ.md")
+    entries = gitstore.dirty_entries(root, [root / "memory"])
+    assert sorted(entries) == [("R ", "memory/alpha.md"), ("R ", "memory/アルファ.md")]
