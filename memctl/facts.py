@@ -1017,18 +1017,23 @@ def _git_problems(store: Store) -> list[Problem]:
     # memctl's files: a change to them that is not committed would be missing from every clone.
     # (access.tsv is appended without a commit on purpose; `memctl ledger commit access` commits it.)
     owned = [store.memory_dir] + ([store.ledgers_dir, store.state_dir] if store.layout == "memctl" else [])
-    dirty = gitstore.dirty_entries(store.root, [d for d in owned if d.exists()])
+    own_files = [store.config_path, store.root / ".gitignore", store.root / ".gitattributes"] if store.layout == "memctl" else []
+    dirty = gitstore.dirty_entries(store.root, [d for d in owned + own_files if d.exists()])
     problems = []
     interrupted = set(pending(store)) if dirty else set()  # doctor names those once, as an interrupted change
     for code, path in dirty:
         name = os.path.basename(path)
         rel = store.rel(top / path) if top is not None else path
-        if name.startswith(".") or name == "access.tsv" or rel in interrupted:
+        own_file = top is not None and top / path in own_files  # only when git does not track it (below)
+        if (name.startswith(".") and not own_file) or name == "access.tsv" or rel in interrupted \
+                or (own_file and code != "??"):
             continue
         where, what = shlex.quote(str(store.root)), shlex.quote(rel)
         commit = f"git -C {where} add -- {what} && git -C {where} commit"
         if code != "??":
             message = f"memctl's file has changes that are not committed (commit them: {commit}; or discard them)"
+        elif own_file:  # an init killed before its commit (`memctl init` commits it)
+            message = f"the store's own file is not committed, so no clone gets it (commit it: {commit}; or run `memctl init` again)"
         elif (kept := _kept_by_memctl(store, top / path if top is not None else Path(path))) is None:
             message = f"a fact file that does not parse, not committed: fix it (its error is above) or move it out of {store.rel(store.memory_dir)}/"
         elif kept:

@@ -232,6 +232,8 @@ def test_init_killed_before_its_commit_is_committed_whole_by_the_next_init(tmp_p
     target = tmp_path / "store"
     _killed(tmp_path, ("init", str(target)), _killing_git(tmp_path, "before", "update-ref"))
     assert (target / "memctl.toml").exists()
+    seen = run(target, "doctor")  # the old doctor said "store is clean"
+    assert seen.returncode == 1 and "memctl.toml: error: the store's own file is not committed" in seen.stdout, seen.stdout
     again = memctl(None, "init", str(target))
     assert again.returncode == 0 and "(committed)" in again.stderr, again.stderr
     clean(target)
