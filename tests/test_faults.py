@@ -159,6 +159,7 @@ def test_disk_full_on_every_writing_command_changes_nothing_then_the_retry_succe
         assert done.returncode == 1, (argv, done.stderr)
         line = one_line_error(done)
         assert "No space left on device" in line or "not committed" in line, line
+        assert "free some space" in line, line  # not "check `git status`" when git ran out of space
         assert (snapshot(root), head(root)) == (before, commit), argv  # byte-identical, nothing committed
         again = run(root, *argv)
         assert again.returncode == 0, (argv, again.stderr)
@@ -182,6 +183,7 @@ def test_a_full_disk_at_any_point_leaves_no_git_lock_and_no_temp_file(small_disk
             leftovers = [p for p in (root / ".git").rglob("*.lock")] + [p for p in root.rglob("*.tmp")]
             assert leftovers == [], (leave, argv, done.stderr)
             if done.returncode == 1:
+                assert "free some space" in one_line_error(done), (leave, argv)  # even when git ran out of it
                 assert run(root, *argv).returncode == 0, (leave, argv)
     clean(root)
 
