@@ -194,4 +194,9 @@ def interrupted_problems(store: Store) -> list[Problem]:
                          "(the next memctl write undoes it, or run `memctl doctor --fix`)") for path in pending(store)]
     found += [Problem(store.rel(p), 0, "temp-file", "a temp file left by a writer that died (`memctl doctor --fix` removes it)", "warning")
               for p in temp_files(store)]
+    undone = store.cache_dir / "undone"
+    if undone.is_dir() and not undone.is_symlink():
+        found += [Problem(store.rel(Path(entry.path)) + "/", 0, "undone-copies", "files as they were when an interrupted "
+                          "change was undone (with any edit made to them since); delete the folder once nothing in it "
+                          "is wanted", "warning") for entry in sorted(os.scandir(undone), key=lambda e: e.name)]
     return found

@@ -575,6 +575,8 @@ def test_an_edit_made_after_a_kill_is_kept_when_the_change_is_undone(root, tmp_p
     after = snapshot(root)
     assert after.pop("ledgers/episodes.tsv") != before.pop("ledgers/episodes.tsv")  # the new episode only
     assert after == before
+    seen = run(root, "doctor")  # a warning until the user deletes the copies
+    assert seen.returncode == 0 and f"{folder.relative_to(root)}/: warning: files as they were" in seen.stdout, seen.stdout
     clean(root)
 
 
