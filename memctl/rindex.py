@@ -152,10 +152,14 @@ def _failing_storage(path: Path) -> Iterator[None]:
                         "the file is a cache, rebuilt from the store's files") from None
 
 
-def _fresh(path: Path) -> sqlite3.Connection:
+def _remove_index(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(str(path) + suffix)
+
+
+def _fresh(path: Path) -> sqlite3.Connection:
+    _remove_index(path)
     with _failing_storage(path):
         conn = _connect(path)
         try:
@@ -163,9 +167,7 @@ def _fresh(path: Path) -> sqlite3.Connection:
             conn.execute("INSERT INTO meta VALUES ('version', ?)", (VERSION,))
         except BaseException:
             conn.close()
-            for suffix in ("", "-wal", "-shm"):  # no half-made index (one without tables) is left behind
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(str(path) + suffix)
+            _remove_index(path)  # no half-made index (one without tables) is left behind
             raise
     return conn
 
