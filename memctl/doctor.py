@@ -53,20 +53,22 @@ def fix(store: Store) -> list[str]:
 
 def stale_git_locks(store: Store) -> list[tuple[Path, Path]]:
     """(work tree, lock) of each lock a dead git (or memctl) left in the store's repository: index.lock,
-    HEAD.lock, a branch's. memctl's writes remove them on their way; plain git refuses to commit."""
+    HEAD.lock, packed-refs.lock, a branch's or a remote-tracking ref's (a killed `git fetch`). memctl's
+    writes and syncs remove them on their way; plain git fails on them."""
     from . import gitstore  # noqa: PLC0415
 
     git_dir = gitstore.git_dir(store.root)
     if git_dir is None or not git_dir.is_dir():
         return []
-    locks = [git_dir / "index.lock", git_dir / "HEAD.lock", *git_dir.glob("refs/heads/**/*.lock")]
+    locks = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock",
+             *git_dir.glob("refs/heads/**/*.lock"), *git_dir.glob("refs/remotes/**/*.lock")]
     top = git_dir.parent
     return [(top, lock) for lock in locks if lock.exists() and gitstore.stale_lock(top, lock)]
 
 
 def lock_problems(store: Store) -> list[Problem]:
     return [Problem(os.path.relpath(lock, store.root), 0, "stale-git-lock",
-                    "left by a git that died: plain git refuses to commit until it is gone (memctl's writes remove it; "
+                    "left by a git that died: plain git fails on it (a commit, a fetch) until it is gone (memctl's writes remove it; "
                     "so does `memctl doctor --fix`)", "warning") for _top, lock in stale_git_locks(store)]
 
 

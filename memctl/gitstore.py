@@ -819,11 +819,37 @@ class GitResult(NamedTuple):
 
 def run(top: Path, *args: str, author: Author | None = None, timeout: float | None = None) -> GitResult:
     """Run git and return its exit code and output, for callers that act on a failure (sync); with a
-    `timeout`, GitError once git has taken that long (network_timeout)."""
-    done = _git(top, "-c", "core.quotePath=false", *args, env=_env(author) if author else None, timeout=timeout)
-    out = done.stdout.decode("utf-8", "surrogateescape")
-    return GitResult(done.returncode, out[:-1] if out.endswith("\n") else out,
-                     done.stderr.decode("utf-8", "replace").strip())
+    `timeout`, GitError once git has taken that long (network_timeout).
+
+    A failure on a lock in this repository's own git folder (a ref's, packed-refs', the index's: a
+    killed `git fetch` leaves `refs/remotes/origin/master.lock`) is dealt with as `_run` does: a stale
+    lock removed with a warning and git run again, a live one waited for, then LockTimeout (exit 4).
+    A lock elsewhere (in a path remote) is the caller's (remove_remote_stale_lock)."""
+    deadline, delay = None, 0.02
+    while True:
+        done = _git(top, "-c", "core.quotePath=false", *args, env=_env(author) if author else None, timeout=timeout)
+        out = done.stdout.decode("utf-8", "surrogateescape")
+        result = GitResult(done.returncode, out[:-1] if out.endswith("\n") else out,
+                           done.stderr.decode("utf-8", "replace").strip())
+        lock = _own_lock(top, result.err) if result.code else None
+        if lock is None:
+            return result
+        _wait_for_lock(top, lock, args[0], deadline)
+        deadline = deadline or time.monotonic() + _lock_timeout()
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _own_lock(top: Path, stderr: str) -> Path | None:
+    """The lock a failed git names when it lies in the git folder of the repository at `top`."""
+    lock = _lock_in(stderr)
+    found = git_dir(top)
+    if lock is None or found is None:
+        return None
+    lock = lock if lock.is_absolute() else Path(top) / lock
+    common = found / "commondir"  # a linked worktree's refs live in the main repository's folder
+    folders = [found, (found / common.read_text().strip()).resolve()] if common.is_file() else [found]
+    return lock if any(lock.is_relative_to(f) or lock.resolve().is_relative_to(f.resolve()) for f in folders) else None
 
 
 class Started(NamedTuple):

@@ -417,3 +417,46 @@ def test_a_lock_a_killed_push_left_in_a_path_remote_is_removed_when_stale(pair):
     assert f"removed a stale git lock: {lock}" in r.stderr and not lock.exists()
     assert cli(b, "sync").exit_code == 0 and (b / "memory" / "fresh-lock.md").exists()
     assert _status(a) == _status(b) == ""
+
+
+@pytest.mark.file_times  # a lock's age is its mtime (the kernel's real clock) against the process's clock
+def test_a_lock_a_killed_fetch_left_in_the_clone_is_removed_when_stale_and_the_sync_goes_on(pair):
+    """Found by the kill loop in CI: a sync killed while its `git fetch` updated the remote-tracking ref
+    left `.git/refs/remotes/origin/master.lock`, and every later sync failed ("cannot fetch from
+    origin: cannot lock ref"), blaming the remote's URL. A lock in the clone's own git folder is
+    git's (as for every other git memctl runs): removed once stale, with a warning, then fetched again."""
+    import os
+    import time
+
+    a, b, _ = pair
+    assert cli(a, "remember", "from-a", "-d", "a の事実", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    lock = b / ".git" / "refs" / "remotes" / "origin" / "master.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    old = time.time() - 60
+    os.utime(lock, (old, old))  # a killed git's, a minute ago
+    r = memctl(b, "doctor")
+    assert "origin/master.lock: warning: left by a git that died" in r.stdout, r.stdout
+    r = memctl(b, "sync")
+    assert r.returncode == 0, r.stderr
+    assert f"removed a stale git lock: {lock}" in r.stderr and not lock.exists()
+    assert (b / "memory" / "from-a.md").exists() and _status(b) == ""
+
+
+@pytest.mark.file_times
+def test_a_live_lock_on_the_remote_tracking_ref_is_waited_for_then_exit_4(pair, monkeypatch):
+    import os
+
+    a, b, _ = pair
+    assert cli(a, "remember", "from-a", "-d", "a の事実", "-t", "project").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    lock = b / ".git" / "refs" / "remotes" / "origin" / "master.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")  # fresh: maybe a live git's (an outside `git fetch`)
+    before = git(b, "rev-parse", "HEAD")
+    r = memctl(b, "sync", env={"MEMCTL_LOCK_TIMEOUT": "1"})
+    assert r.returncode == 4 and str(lock) in r.stderr and lock.exists(), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert git(b, "rev-parse", "HEAD") == before and _status(b) == ""
+    os.unlink(lock)
