@@ -48,7 +48,7 @@ _SCHEDULE_KEYS = {"label_prefix"}
 WEEK_MINUTES = 7 * 24 * 60
 TAIL_LINES = 10
 EPISODE_TAIL_CHARS = 4000
-_LOG_EVENT_RE = re.compile(r"^(\S+) (\S+) (start|end|skip)\b(.*)$")
+_LOG_EVENT_RE = re.compile(r"^(\S+) (\S+) (start|end|skip|refused)\b:?(.*)$")
 
 
 class JobRunning(LockTimeout):
@@ -855,11 +855,20 @@ class Status:
     running: bool = False
     tail: tuple[str, ...] = ()
     age: int | None = None  # seconds since the last success
+    last_refused: str | None = None  # when run-job last refused to start it, if after its last run
+    refused_why: str | None = None  # (its table waits for approval, its log is a link, ...)
+
+    @property
+    def refused(self) -> bool:
+        """Whether the last attempt to run it was refused: nothing ran since (cron keeps trying)."""
+        return self.last_refused is not None
 
     @property
     def state(self) -> str:
         if self.running:
             return "running"
+        if self.refused:
+            return "refused"
         if self.last_run is None:
             return "never run"
         if self.last_success is None or self.last_end is None or self.last_end < self.last_run:
@@ -873,6 +882,7 @@ class Status:
             "job": self.job.name, "schedule": self.job.describe_schedule(), "max_age": format_duration(self.job.max_age),
             "last_run": self.last_run, "last_exit": self.last_exit, "last_success": self.last_success,
             "state": self.state, "running": self.running, "log": self.log, "log_tail": list(self.tail),
+            "last_refused": self.last_refused, "refused": self.refused_why,
         }
 
 
@@ -923,6 +933,8 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
                 ts, event, rest = match.group(1), match.group(3), match.group(4)
                 if event == "start":
                     found.setdefault("last_run", ts)
+                elif event == "refused" and "last_refused" not in found and "last_run" not in found:
+                    found["last_refused"], found["refused_why"] = ts, rest.strip()  # refused since its last run
                 elif event == "end":
                     code = re.search(r"exit=(-?\d+)", rest)
                     if code:
@@ -957,7 +969,10 @@ def problems(store: Store) -> list:
         name, allowed = st.job.name, format_duration(st.job.max_age)
         if st.running:
             continue  # its run decides (and daily maintenance runs doctor from inside its own job)
-        if st.last_run is None:
+        if st.refused:
+            result.append(Problem(st.log, 0, "job-refused", f"job {name}: its last run was refused at {st.last_refused}, "
+                                  f"nothing ran: {st.refused_why}"))
+        elif st.last_run is None:
             if not logs_dir(store).is_dir():
                 continue  # no job was installed or run on this machine: scheduling is not in use here
             result.append(Problem(st.log, 0, "job-never-run", f"job {name} has never run on this machine "

@@ -138,10 +138,12 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("last_run", "string|null", "When it last ran; null if never."),
         ("last_exit", "integer|null", "Its last exit code; null if never run."),
         ("last_success", "string|null", "When it last succeeded; null if never."),
-        ("state", "string", "ok, failing, stale, never run, running."),
+        ("state", "string", "ok, failing, stale, never run, running, refused (its last run was refused: nothing ran)."),
         ("running", "boolean", "A run holds its lock now."),
         ("log", "string", "Its log file, relative to the store."),
         ("log_tail", "list[string]", "The log's last lines."),
+        ("last_refused", "string|null", "When run-job last refused to start it (its table waits for approval: memctl trust), if it has not run since; else null."),
+        ("refused", "string|null", "Why, when its last run was refused (state refused); else null."),
     ),
     "state": (
         ("path", "string", "STATE.md, relative to the store."),

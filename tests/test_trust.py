@@ -126,6 +126,15 @@ def test_a_changed_job_waits_again_and_the_approval_is_kept_outside_git(victim, 
     done = memctl(store, "run-job", "--quiet", "daily-maintenance")
     assert done.returncode == 1 and "[jobs.daily-maintenance] in memctl.toml waits" in one_error(done)
     assert not marker.exists()
+    # What cron does next night, every night: refused. Status and doctor say so (they said `ok`, exit 0).
+    status = json.loads(memctl(store, "schedule", "status", "daily-maintenance", "--json").stdout)[0]
+    assert status["state"] == "refused" and status["last_exit"] == 0 and status["last_refused"]
+    assert "waits for approval on this machine" in status["refused"]
+    table = memctl(store, "schedule", "status").stdout
+    assert "refused" in next(line for line in table.splitlines() if "daily-maintenance" in line)
+    doctor = memctl(store, "doctor")
+    assert doctor.returncode == 1, doctor.stdout
+    assert "logs/daily-maintenance.log: error: job daily-maintenance: its last run was refused at " in doctor.stdout, doctor.stdout
     # Nothing in the work tree or in git holds the approval: a commit cannot bring one.
     assert memctl(store, "trust", "jobs.daily-maintenance").returncode == 0
     assert not any(".memctl" in p or "trust" in p for p in git(remote, "log", "--all", "--name-only", "--format=").split())
@@ -133,6 +142,7 @@ def test_a_changed_job_waits_again_and_the_approval_is_kept_outside_git(victim, 
     assert len(record) == 1 and str(store) in record[0].read_text(encoding="utf-8")
     assert memctl(store, "run-job", "--quiet", "daily-maintenance").returncode == 0
     assert marker.read_text() == "pwned\n"
+    assert json.loads(memctl(store, "schedule", "status", "daily-maintenance", "--json").stdout)[0]["state"] == "ok"
     # Reverting to the old table by hand (a commit made here) needs no approval.
     (store / "memctl.toml").write_text(text, encoding="utf-8")
     git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "back")
@@ -182,7 +192,10 @@ def test_a_fresh_clone_waits_until_its_user_approves_or_installs_the_jobs(victim
     subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
     done = memctl(clone, "run-job", "--quiet", "state-update")
     assert done.returncode == 1 and "it came in by git clone" in one_error(done)
-    assert memctl(clone, "doctor").stdout.count("waits for approval on this machine") == 2
+    doctor = memctl(clone, "doctor").stdout.splitlines()
+    assert sum("warning: [jobs." in line and "waits for approval on this machine" in line for line in doctor) == 2
+    assert [line.split(" at ")[0] for line in doctor if "refused" in line] == [
+        "logs/state-update.log: error: job state-update: its last run was refused"]
     installed = memctl(clone, "schedule", "install", "--scheduler", "cron")
     assert installed.returncode == 0, installed.stderr
     assert installed.stderr.count("approved [jobs.") == 2

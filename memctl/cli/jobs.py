@@ -10,6 +10,7 @@ from .. import jobs, output, trust
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 from ..errors import FAILED, MemctlError
+from ..tsv import visible
 
 schedule_app = typer.Typer(
     help="Scheduled jobs ([jobs.NAME] in memctl.toml): launchd plists on macOS, crontab lines elsewhere.",
@@ -133,7 +134,8 @@ def status(
     )
     for s in found:
         if tail and s.tail:
-            output.emit_lines([f"==> {s.log} <==", *s.tail])
+            # A job's output is anyone's text (a pushed script, a remote's `remote:` lines): shown, not obeyed.
+            output.emit_lines([f"==> {s.log} <==", *(visible(line, "\t") for line in s.tail)])
 
 
 @app.command("run-job")

@@ -310,6 +310,18 @@ def test_run_job_failure_exit_log_and_episode(root):
     assert (status[0]["last_exit"], status[0]["state"], len(status[0]["log_tail"])) == (3, "failing", 4)
 
 
+def test_a_jobs_output_is_shown_escaped_by_status_tail_never_obeyed(root):
+    """A job prints what it likes (a script pulled from a remote, git's `remote:` lines): an escape
+    sequence in its log must not clear the screen or retitle the terminal of whoever reads the tail."""
+    executable(root / "loud.sh", "printf 'before\\033[2J\\033]0;pwned\\007after\\tTAB\\n'\n")
+    configure(root, '[jobs.loud]\nscript = "loud.sh"\nhour = 9\n')
+    assert cli(root, "run-job", "--quiet", "loud", env={"MEMCTL_NOW": NOW}).exit_code == 0
+    assert "\x1b[2J" in (root / "logs" / "loud.log").read_text()  # the log keeps the bytes as they came
+    r = cli(root, "schedule", "status", "loud", "--tail", "3", env={"MEMCTL_NOW": NOW})
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert f"{NOW} loud | before\\x1b[2J\\x1b]0;pwned\\x07after\tTAB\n" in r.stdout
+
+
 def test_run_job_quiet_success(root):
     configure(root, '[jobs.state]\ncommand = "state update"\nhour = 9\n')
     r = cli(root, "run-job", "--quiet", "state", env={"MEMCTL_NOW": NOW})
