@@ -294,12 +294,17 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
     if not base:
         return  # unrelated histories: the merge refuses them
     _refuse_rewritten_ledgers(store, top, base, theirs, label)
-    local = os.path.relpath(store.cache_dir, top)
-    entry = gitstore.run(top, "ls-tree", "-z", theirs, "--", local).out.split("\0")[0]
-    if entry and not entry.startswith("040000 "):  # git would delete this machine's .memctl/ folder to write it
-        raise Refused(f"{label} tracks {store.rel(store.cache_dir)} as a file, where this machine keeps its local state "
-                      "(the store lock, the undo log, caches); nothing was merged or pushed", kind="local-state-incoming",
-                      hint=f"on the remote, remove it: git rm --cached -- {shlex.quote(local)}, commit and push; then memctl sync")
+    # Where this machine keeps its own state: a file or link there would replace its folder (git deletes
+    # .memctl/ to write one) or lead its writes elsewhere (cron's `>>logs/NAME.stdout.log` follows a link).
+    for folder, what in ((store.cache_dir, "its local state (the store lock, the undo log, caches)"),
+                         (store.root / "logs", "its job logs (cron and launchd write there)")):
+        local = os.path.relpath(folder, top)
+        entry = gitstore.run(top, "ls-tree", "-z", theirs, "--", local).out.split("\0")[0]
+        if entry and not entry.startswith("040000 "):
+            shape = "a symbolic link" if entry.startswith("120000 ") else "a file"
+            raise Refused(f"{label} tracks {store.rel(folder)} as {shape}, where this machine keeps {what}; "
+                          "nothing was merged or pushed", kind="local-state-incoming",
+                          hint=f"on the remote, remove it: git rm --cached -- {shlex.quote(local)}, commit and push; then memctl sync")
     ours = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path)]
     raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
     for meta, rel in zip(raw[::2], raw[1::2]):

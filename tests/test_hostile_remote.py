@@ -457,25 +457,31 @@ def test_a_remote_that_turned_a_file_of_memctls_into_a_link_is_refused_by_name(w
 
 
 @pytest.mark.parametrize("form", ["file", "link"])
-def test_a_remote_that_tracks_a_file_where_the_memctl_folder_is_is_refused_and_the_folder_kept(world, form):
+@pytest.mark.parametrize("folder", [".memctl", "logs"])
+def test_a_remote_that_tracks_a_file_where_the_memctl_folder_is_is_refused_and_the_folder_kept(world, folder, form):
     """Old code: git deleted the victim's `.memctl/` folder (it is git-ignored, so git counts it as
     expendable) to write the pushed file there, in the middle of the sync that held the lock in it: the
-    sync failed on its undo log, and the pending access rows and caches were gone."""
+    sync failed on its undo log, and the pending access rows and caches were gone. `logs` pushed as a
+    link (`.gitignore`'s `logs/` matches no link) was taken in: cron's `>>logs/NAME.stdout.log` then
+    wrote wherever it pointed."""
     remote, victim, attacker, outside = world
     run(victim, "remember", "beta", "--description", "ベータ: written before the sync", "--type", "project")
-    local = {str(p.relative_to(victim)) for p in (victim / ".memctl").rglob("*")}
-    assert local, "the victim keeps local state in .memctl/"
-    push_tracked(attacker, {".memctl": b"gotcha\n" if form == "file" else str(outside)})
+    (victim / "logs").mkdir(exist_ok=True)
+    (victim / "logs" / "state-update.stderr.log").write_text("what cron's line wrote here\n")
+    local = {str(p.relative_to(victim)) for p in (victim / folder).rglob("*")}
+    assert local, "the victim keeps local state there"
+    push_tracked(attacker, {folder: b"gotcha\n" if form == "file" else str(outside)})
     refused = run(victim, "sync", ok=(1,))
     line = one_line_error(refused)
-    assert "tracks .memctl as a file" in line and "git rm --cached -- .memctl" in line, line
-    assert (victim / ".memctl").is_dir() and not (victim / ".memctl").is_symlink()
-    assert local <= {str(p.relative_to(victim)) for p in (victim / ".memctl").rglob("*")}
+    shape = "a file" if form == "file" else "a symbolic link"
+    assert f"tracks {folder} as {shape}, where this machine keeps" in line and f"git rm --cached -- {folder}" in line, line
+    assert (victim / folder).is_dir() and not (victim / folder).is_symlink()
+    assert local <= {str(p.relative_to(victim)) for p in (victim / folder).rglob("*")}
     assert git(victim, "status", "--porcelain") == "" and not (victim / ".git" / "MERGE_HEAD").exists()
     # The remote put right (as the hint says), the next sync goes through.
-    git(attacker, "rm", "-q", "--cached", "--", ".memctl")
-    git(attacker, *ID, "commit", "-qm", "untrack .memctl")
+    git(attacker, "rm", "-q", "--cached", "--", folder)
+    git(attacker, *ID, "commit", "-qm", f"untrack {folder}")
     git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
     run(victim, "sync")
-    assert (victim / ".memctl").is_dir() and git(victim, "ls-files", "--", ".memctl") == ""
+    assert (victim / folder).is_dir() and git(victim, "ls-files", "--", folder) == ""
     run(victim, "doctor")

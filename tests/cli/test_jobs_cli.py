@@ -236,6 +236,25 @@ def test_installed_cron_line_runs_in_cron_s_minimal_environment(root, fake_cront
     assert git(root, "log", "-1", "--format=%s").startswith("state: update state/STATE.md (date:")
 
 
+def test_the_cron_line_writes_nothing_through_a_logs_link(root, fake_crontab, tmp_path):
+    """`logs` as a symbolic link (a `git pull` of another clone's commit brings one: `.gitignore`'s
+    `logs/` matches no link): the shell's `>>logs/NAME.stdout.log` would append wherever it points.
+    The line stops before its redirections; doctor names the link."""
+    configure(root, '[jobs.state]\ncommand = "state update"\nhour = 9\n')
+    cli(root, "schedule", "install", "--scheduler", "cron")
+    line = next(l for l in fake_crontab.read_text().splitlines() if l.startswith("0 9 "))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(root / "logs", ignore_errors=True)
+    (root / "logs").symlink_to(elsewhere)
+    head = git(root, "rev-parse", "HEAD")
+    command = line.split(" ", 5)[5].replace("\\%", "%")
+    done = subprocess.run(["env", "-i", "sh", "-c", command], cwd="/", capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and list(elsewhere.iterdir()) == []
+    assert git(root, "rev-parse", "HEAD") == head  # the job did not run
+    assert "logs: error: " in memctl(root, "doctor").stdout
+
+
 def test_a_git_named_by_memctl_git_is_named_in_the_cron_line_too(root, fake_crontab, tmp_path, monkeypatch):
     """A git memctl finds only through MEMCTL_GIT (another file name, on no PATH): the installed cron line
     names it, and the job commits through it under `env -i sh -c`."""
