@@ -139,9 +139,10 @@ def _tail_hash(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-def _resume_point(path: Path, size: int, saved: Any) -> tuple[int, int]:
-    """(byte offset, line number) to start reading at: where the last import stopped, if still true."""
-    if not isinstance(saved, dict):
+def _resume_point(path: Path, size: int, saved: Any, tools: bool) -> tuple[int, int]:
+    """(byte offset, line number) to start reading at: where the last import stopped, if still true,
+    and if it read what this one wants (an import without tools left tool records behind it)."""
+    if not isinstance(saved, dict) or tools and saved.get("tools") is not True:
         return 0, 1
     end, line, tail = saved.get("end"), saved.get("line"), saved.get("tail")
     if not isinstance(end, int) or not isinstance(line, int) or not isinstance(tail, str) or not 0 < end <= size:
@@ -163,7 +164,7 @@ class _Read:
     resumable: bool = True  # False for a file read whole every time (a Gemini `.json` session, rewritten)
 
 
-def _open_checked(path: Path, settings: Settings, saved: Any, whole: bool) -> tuple[bytes, int, int, bytes, float]:
+def _open_checked(path: Path, settings: Settings, saved: Any, whole: bool, tools: bool) -> tuple[bytes, int, int, bytes, float]:
     """(new bytes, their offset, their first line number, the file's first line when reading from
     later on, the file's modification time): a symbolic link, a missing file, too many bytes are refused."""
     try:
@@ -176,7 +177,7 @@ def _open_checked(path: Path, settings: Settings, saved: Any, whole: bool) -> tu
             raise BadInput(f"{path}: not a file")
         info = path.stat()
         size = info.st_size
-        start, first_line = (0, 1) if whole else _resume_point(path, size, saved)
+        start, first_line = (0, 1) if whole else _resume_point(path, size, saved, tools)
         if size - start > settings.max_file_mb * 1024 * 1024:
             raise BadInput(
                 f"{path}: {(size - start) / 1048576:.0f} MB to read, more than [import] max_file_mb = {settings.max_file_mb:g}",
@@ -188,9 +189,20 @@ def _open_checked(path: Path, settings: Settings, saved: Any, whole: bool) -> tu
             data = handle.read()
     except OSError as exc:
         raise BadInput(f"{path}: {exc.strerror or exc}") from None
-    if b"\x00" in data[:8192]:
+    # A NUL near the start of a file whose first line is no JSON: binary. A NUL further on, or after a
+    # first record (a block a killed writer left), makes a bad record of its line, counted, and the
+    # session is read on past it.
+    if not start and b"\x00" in data[:8192] and not _is_json(data[:8192].split(b"\n", 1)[0]):
         raise BadInput(f"{path}: a binary file, not a JSONL transcript")
     return data, start, first_line, head, info.st_mtime
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
+        return False
+    return True
 
 
 def _first(numbered: list[tuple[int, Any]], head: bytes) -> tuple[int, Any]:
@@ -202,7 +214,7 @@ def _first(numbered: list[tuple[int, Any]], head: bytes) -> tuple[int, Any]:
 
 def _read(path: Path, host: Host, *, tools: bool, settings: Settings, saved: Any) -> _Read:
     whole = host.whole is not None and path.suffix == ".json"
-    data, start, first_line, head, mtime = _open_checked(path, settings, saved, whole)
+    data, start, first_line, head, mtime = _open_checked(path, settings, saved, whole, tools)
     numbered: list[tuple[int, Any]] = []
     end, line = 0, first_line - 1
     if whole:
@@ -222,7 +234,7 @@ def _read(path: Path, host: Host, *, tools: bool, settings: Settings, saved: Any
     modified = datetime.fromtimestamp(mtime, tz=timezone.utc).astimezone() if host.timeless else None
     parsed = host.parse(numbered, session=host.session_of(path, first), tools=tools, modified=modified)
     parsed.end = start + end
-    if parsed.records and parsed.bad == parsed.records:
+    if not start and parsed.records and parsed.bad == parsed.records:  # (read on from a resume point: a transcript already)
         raise BadInput(f"{path}: not a JSONL transcript ({parsed.first_bad})", hint=host.hint)
     torn = parsed.end < start + len(data)
     with open(path, "rb") as handle:
@@ -341,7 +353,7 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
             result.episodes = [replace(e, lineno=last - len(made) + 1 + i) for i, e in enumerate(made)]
         for read in reads:
             if read.resumable:
-                state[_key(read.path)] = {"end": read.parsed.end, "line": read.next_line, "tail": read.tail}
+                state[_key(read.path)] = {"end": read.parsed.end, "line": read.next_line, "tail": read.tail, "tools": tools}
         store.cache_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(_state_path(store), json.dumps(state, sort_keys=True, indent=1) + "\n")
     return result

@@ -81,6 +81,41 @@ def test_tools_option_adds_tool_names_and_failed_results(store, tmp_path):
     assert "12 Fri" not in ledger_text(store.root)  # a successful tool result stays out
 
 
+def test_tools_asked_for_after_a_plain_import_reads_the_transcript_again(store, tmp_path):
+    """The resume point of a plain import is past the tool records it left out: `--tools` asked for
+    later read from there and imported nothing (found by an exploratory test)."""
+    path = fixture_copy(tmp_path, S1)
+    plain = transcripts.import_files(store, "claude-code", [path])
+    assert not any(e.type == "tool" for e in plain.episodes)
+    tools = transcripts.import_files(store, "claude-code", [path], tools=True)
+    assert [(e.type, e.description) for e in tools.episodes] == [
+        ("tool", "tool: Bash"), ("tool", "tool: Read"), ("error", "tool error: File does not exist.")]
+    assert tools.files[0].resumed_at == 0 and tools.files[0].already == 4
+    again = transcripts.import_files(store, "claude-code", [path], tools=True)
+    assert again.episodes == [] and again.files[0].resumed_at > 0  # read with tools: resumed from here on
+    assert transcripts.import_files(store, "claude-code", [path]).files[0].resumed_at > 0  # plain: a subset
+
+
+def test_a_transcript_with_a_run_of_nul_bytes_is_read_past_it(store, tmp_path):
+    """A writer killed mid-append can leave a block of NUL bytes (the file's size was set, its data
+    never written); the session then goes on. The import counts the NUL line as a bad record and
+    imports what follows; it refused the whole file as binary, for good, on every later import."""
+    path = tmp_path / "s-1.jsonl"
+    path.write_text(record("u1", "2026-05-01T10:00:00Z", "user", "最初の質問"), encoding="utf-8")
+    assert [e.refs[1] for e in transcripts.import_files(store, "claude-code", [path]).episodes] == ["record:u1"]
+    with open(path, "ab") as handle:
+        handle.write(b"\x00" * 4096)
+    waiting = transcripts.import_files(store, "claude-code", [path])  # no LF yet: perhaps still being written
+    assert waiting.episodes == [] and waiting.files[0].torn
+    with open(path, "ab") as handle:
+        handle.write(b"\n" + record("u2", "2026-05-01T10:05:00Z", "user", "続きの質問").encode())
+    later = transcripts.import_files(store, "claude-code", [path])
+    assert [e.refs[1] for e in later.episodes] == ["record:u2"] and later.files[0].bad == 1
+    whole = tmp_path / "s-2.jsonl"  # the same, read whole for the first time
+    whole.write_bytes(path.read_bytes())
+    assert transcripts.import_files(store, "claude-code", [whole]).files[0].bad == 1
+
+
 def test_importing_again_adds_nothing_even_without_the_resume_cache(store, tmp_path):
     files = [fixture_copy(tmp_path, S1), fixture_copy(tmp_path, S2)]
     transcripts.import_files(store, "claude-code", files)
