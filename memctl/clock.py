@@ -10,7 +10,13 @@ def now() -> datetime:
     """Local time with its UTC offset; MEMCTL_NOW (ISO-8601) overrides it."""
     fixed = os.environ.get("MEMCTL_NOW")
     if fixed:
-        value = datetime.fromisoformat(fixed)
+        try:
+            value = datetime.fromisoformat(fixed)
+        except ValueError:
+            from .errors import BadInput  # noqa: PLC0415
+
+            raise BadInput(f"MEMCTL_NOW={fixed!r} is not an ISO-8601 time", hint="e.g. MEMCTL_NOW=2026-05-01T09:00:00+09:00, "
+                           "or unset it for the real clock") from None
         return value if value.tzinfo else value.astimezone()
     return datetime.now().astimezone()
 

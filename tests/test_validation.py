@@ -70,6 +70,8 @@ CASES: dict[str, list[tuple[list[str], bytes | None, dict[str, str]]]] = {
         (["state", "check", "--max-age", "forever"], None, {}),
         (["near-dup", "x", "--ledger", "themes", "--column", "theme", "--top", "0"], None, {}),
         (["remember", "ok", "-d", "x", "--importance", "high"], None, {}),
+        (["remember", "ok", "-d", "x"], None, {"MEMCTL_NOW": "garbage"}),  # a traceback before
+        (["episode", "add", "x", "--type", "decision"], None, {"MEMCTL_NOW": "yesterday"}),
     ],
     "unknown-type": [
         (["remember", "ok", "-d", "x", "--type", "feeback"], None, {}),
