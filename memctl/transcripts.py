@@ -378,4 +378,6 @@ def hook_transcript(stdin_text: str) -> Path:
     path = data.get("transcript_path") if isinstance(data, dict) else None
     if not isinstance(path, str) or not path:
         raise BadInput("hook: the hook input has no transcript_path", arg="hook")
-    return Path(path).expanduser()
+    found = Path(path).expanduser()
+    cwd = data.get("cwd")  # a relative path is the session's, not the hook process's (which may run elsewhere)
+    return found if found.is_absolute() or not isinstance(cwd, str) or not os.path.isabs(cwd) else Path(cwd) / found

@@ -83,6 +83,20 @@ def test_hook_imports_the_session_transcript(root, project):
     assert (again.returncode, again.stderr) == (0, "memctl: imported 0 episodes from 1 transcript\n")
 
 
+def test_a_relative_transcript_path_is_the_sessions_own_read_against_its_cwd(root, project):
+    """A hook runs wherever its host starts it (here `/`, through `sh -c`); a relative `transcript_path`
+    belongs to the session, whose folder the input names as `cwd`."""
+    import subprocess
+    import sys
+
+    payload = json.dumps({"session_id": S1, "transcript_path": f"{S1}.jsonl", "cwd": str(project),
+                          "hook_event_name": "SessionEnd"})
+    command = f"{sys.executable} -m memctl --root {root} episode import claude-code --hook"
+    run = subprocess.run(["sh", "-c", command], input=payload, capture_output=True, text=True, cwd="/", timeout=120)
+    assert (run.returncode, run.stdout) == (0, "")
+    assert run.stderr.startswith("memctl: imported 4 episodes from 1 transcript (commit "), run.stderr
+
+
 @pytest.mark.parametrize("stdin, reason", [
     ("not json", "--hook: stdin is not the JSON a Claude Code hook receives"),
     ('{"session_id": "x"}', "--hook: the hook input has no transcript_path"),
