@@ -519,12 +519,14 @@ def _find_tool(name: str, fallback: str) -> str | None:
 
 def read_crontab() -> str:
     crontab = _tool("crontab", "/usr/bin/crontab")
-    done = subprocess.run([crontab, "-l"], capture_output=True, text=True)
+    done = subprocess.run([crontab, "-l"], capture_output=True)
     if done.returncode != 0:
-        if "no crontab" in done.stderr.lower():
+        said = done.stderr.decode("utf-8", "replace").strip()
+        if "no crontab" in said.lower():
             return ""
-        raise MemctlError(f"crontab -l failed: {done.stderr.strip() or done.returncode}")
-    return done.stdout
+        raise MemctlError(f"crontab -l failed: {said or done.returncode}")
+    # Other lines are anyone's bytes (a comment in Latin-1, say): kept as they are, written back the same.
+    return done.stdout.decode("utf-8", "surrogateescape")
 
 
 def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
@@ -538,7 +540,7 @@ def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool, dr
         new = merge_crontab(current, "", store) if begin_marker(store) in current.splitlines() else current
     else:
         new = merge_crontab(current, crontab_block(store, jobs, env), store)
-    steps = () if new == current else (Step("crontab", "crontab", new.encode("utf-8")),)
+    steps = () if new == current else (Step("crontab", "crontab", new.encode("utf-8", "surrogateescape")),)
     return Plan("cron", steps, new, notes)
 
 

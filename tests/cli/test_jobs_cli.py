@@ -214,6 +214,23 @@ def test_install_dry_run_keeps_foreign_lines_and_is_idempotent(root, fake_cronta
     assert fake_crontab.read_text() == FOREIGN + "*/5 * * * * echo mine\n"
 
 
+def test_a_crontab_with_lines_that_are_not_utf8_keeps_them_byte_for_byte(root, fake_crontab):
+    """Another program's line in Latin-1 (or Shift_JIS): install and uninstall failed on it, without
+    naming the crontab. They are kept as they are, around this store's block."""
+    configure_jobs(root)
+    foreign = "# café: sauvegarde\n*/5 * * * * echo 保存\n".encode("latin-1", "replace")
+    fake_crontab.write_bytes(foreign)
+    r = memctl(root, "schedule", "install", "--scheduler", "cron")
+    assert r.returncode == 0, r.stderr
+    table = fake_crontab.read_bytes()
+    assert table.startswith(foreign) and f"# memctl:begin root={root}".encode() in table
+    planned = memctl(root, "schedule", "install", "--scheduler", "cron", "--dry-run", input=b"")
+    assert planned.returncode == 0 and foreign in planned.stdout  # the crontab as it would be, bytes as they are
+    r = memctl(root, "schedule", "uninstall", "--scheduler", "cron")
+    assert r.returncode == 0, r.stderr
+    assert fake_crontab.read_bytes() == foreign
+
+
 def test_install_into_an_empty_crontab_then_json(root, fake_crontab):
     configure_jobs(root)
     r = cli(root, "schedule", "install", "--scheduler", "cron", "--json")
