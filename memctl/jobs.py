@@ -934,8 +934,9 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
             match = _LOG_EVENT_RE.match(line)
             if match and match.group(2) == job.name:
                 ts, event, rest = match.group(1), match.group(3), match.group(4)
-                if event == "start":
-                    found.setdefault("last_run", ts)
+                if event == "start" and "last_run" not in found:
+                    found["last_run"] = ts
+                    found.setdefault("last_exit", None)  # no `end` after it: killed, or running; not an older run's exit
                 elif event == "refused" and "last_refused" not in found and "last_run" not in found:
                     found["last_refused"], found["refused_why"] = ts, rest.strip()  # refused since its last run
                 elif event == "end":
@@ -982,12 +983,18 @@ def problems(store: Store) -> list:
                                   "(memctl schedule install, or memctl run-job " + name + ")", "warning"))
         elif st.last_success is None:
             result.append(Problem(st.log, 0, "job-never-succeeded", f"job {name} has never succeeded "
-                                  f"(last exit {st.last_exit} at {st.last_end or st.last_run})"))
+                                  f"({_last_outcome(st)})"))
         elif st.age is not None and st.age > st.job.max_age:
             result.append(Problem(st.log, 0, "job-stale", f"job {name}: last success {st.last_success}, "
                                   f"{format_duration(st.age)} ago; its schedule ({st.job.describe_schedule()}) allows {allowed}"
                                   + (f" (last exit {st.last_exit})" if st.last_exit else "")))
-        elif st.last_exit not in (None, 0):
-            result.append(Problem(st.log, 0, "job-failing", f"job {name}: last run failed (exit {st.last_exit} at {st.last_end})", "warning"))
+        elif st.state == "failing":
+            result.append(Problem(st.log, 0, "job-failing", f"job {name}: last run failed ({_last_outcome(st)})", "warning"))
     return result
+
+
+def _last_outcome(st: Status) -> str:
+    if st.last_exit is None:  # its run has no `end` line
+        return f"the run started at {st.last_run} did not end: run-job was killed"
+    return f"last exit {st.last_exit} at {st.last_end}"
 

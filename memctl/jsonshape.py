@@ -136,7 +136,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("schedule", "string", "Cron-style schedule."),
         ("max_age", "string", "How old its last success may get."),
         ("last_run", "string|null", "When it last ran; null if never."),
-        ("last_exit", "integer|null", "Its last exit code; null if never run."),
+        ("last_exit", "integer|null", "Its last run's exit code; null if never run, or if that run has not ended (running, or run-job was killed)."),
         ("last_success", "string|null", "When it last succeeded; null if never."),
         ("state", "string", "ok, failing, stale, never run, running, refused (its last run was refused: nothing ran)."),
         ("running", "boolean", "A run holds its lock now."),

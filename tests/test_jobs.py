@@ -297,7 +297,12 @@ def test_status_of_a_run_whose_run_job_was_killed_is_failing(root, monkeypatch):
     assert jobs.status(store, jobs.get_job(store, "daily")).state == "ok"
     (root / "logs" / "daily.log").write_text(ok + "2026-10-21T09:30:00+09:00 daily start pid=1 cmd=x\n")
     st = jobs.status(store, jobs.get_job(store, "daily"))
-    assert (st.last_run, st.last_exit, st.state) == ("2026-10-21T09:30:00+09:00", 0, "failing")
+    assert (st.last_run, st.last_exit, st.state) == ("2026-10-21T09:30:00+09:00", None, "failing")  # not the run before's 0
+    assert st.to_dict()["last_exit"] is None and st.last_success is not None
+    [problem] = jobs.problems(store)  # (doctor said nothing: the exit shown was the run before's 0)
+    assert (problem.code, problem.severity) == ("job-failing", "warning")
+    assert problem.message == "job daily: last run failed (the run started at 2026-10-21T09:30:00+09:00 did not end: run-job was killed)"
+
 
 def test_status_reads_a_long_log_backwards(root):
     store = configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
