@@ -288,9 +288,25 @@ def test_port_in_use_is_one_line(root):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        result = memctl(root, "ui", "--no-open", "--port", str(taken.getsockname()[1]))
-    assert result.returncode != 0 and result.stderr.count("\n") == 1 and result.stderr.startswith("memctl: error:")
+        port = taken.getsockname()[1]
+        result = memctl(root, "ui", "--no-open", "--port", str(port))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and result.stderr.startswith("memctl: error:")
+    assert f"port {port} on 127.0.0.1 is in use" in result.stderr and "hint: choose another port" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_silent_connection_is_closed_so_it_holds_no_thread(root, monkeypatch):
+    """A client that connects and sends nothing (or a few bytes now and then) held its server thread
+    for good; enough of them and the ui answered nobody."""
+    from ui_store import serving
+
+    assert server.Handler.timeout is not None and 0 < server.Handler.timeout <= 60  # the shipped limit
+    monkeypatch.setattr(server.Handler, "timeout", 0.3)  # the mechanism, without waiting that long
+    with serving(root) as url:
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as idle:
+            assert idle.recv(1) == b""  # closed by the server (a client timeout would raise instead)
+        assert "<html" in get(url, "/")  # and the server still answers
 
 
 def test_bad_port_is_refused(root):

@@ -89,6 +89,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "memctl-ui"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds a connection may stay silent: an idle or trickling client does not hold a thread for good
     store: Store  # set on the subclass make() builds
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002  (no line per request on stderr)
@@ -174,7 +175,15 @@ class Server(ThreadingHTTPServer):
 def make(store: Store, port: int = 0) -> Server:
     """A server for `store` bound to 127.0.0.1:`port` (0: a free port), not yet serving."""
     handler = type("StoreHandler", (Handler,), {"store": store})
-    return Server((HOST, port), handler)
+    try:
+        return Server((HOST, port), handler)
+    except OSError as exc:
+        import errno  # noqa: PLC0415
+
+        if exc.errno == errno.EADDRINUSE:
+            raise errors.Refused(f"port {port} on {HOST} is in use by another program", kind="port-in-use",
+                                 hint="choose another port, or leave it out to take a free one") from None
+        raise errors.OSFailure(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
 
 
 def url(server: Server) -> str:
