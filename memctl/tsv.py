@@ -31,10 +31,17 @@ def unescape(field: str) -> str:
     return _UNESCAPE_RE.sub(lambda m: _ESCAPES[m.group(1)], field)
 
 
+# The characters that reorder how the text after them is shown (embeddings, overrides, isolates): a
+# description holding U+202E shows `invoice exe.pdf` for `invoice \u202efdp.exe`. Ordinary right-to-left
+# text needs none of them.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def visible(text: str, keep: str = "") -> str:
     r"""`text` as a terminal shows and does not obey it: each control character but those in `keep` as
     `\xNN` (an ESC that would clear the screen, from a row another clone pushed; a newline in a file
-    name that would split a one-line report)."""
+    name that would split a one-line report), each bidi control as `\uNNNN`."""
     if text.isprintable():  # (the common case; a full-width space, also not "printable", is kept below)
         return text
-    return "".join(f"\\x{ord(c):02x}" if (c < " " or "\x7f" <= c <= "\x9f") and c not in keep else c for c in text)
+    return "".join(f"\\x{ord(c):02x}" if (c < " " or "\x7f" <= c <= "\x9f") and c not in keep
+                   else f"\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in text)

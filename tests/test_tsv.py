@@ -21,3 +21,13 @@ def test_japanese_and_control_characters():
 def test_every_writer_uses_the_one_escape():
     assert ledger.escape is tsv.escape and ledger.unescape is tsv.unescape
     assert output._escape("a\tb") == tsv.escape("a\tb") and output._escape(["x", "y\n"]) == "x,y\\n"
+
+
+def test_visible_shows_bidi_controls_and_keeps_right_to_left_text():
+    """U+202E would show `invoice \u202efdp.exe` as `invoice exe.pdf` on a terminal; Arabic or Hebrew
+    text needs no control character and is kept as it is."""
+    from memctl.tsv import visible
+
+    assert visible("invoice \u202efdp.exe") == "invoice \\u202efdp.exe"
+    assert visible("\u2067x\u2069 and \x1b[2J", keep="") == "\\u2067x\\u2069 and \\x1b[2J"
+    assert visible("مرحبا שלום 日本語") == "مرحبا שלום 日本語"

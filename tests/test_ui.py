@@ -225,6 +225,19 @@ def test_text_is_escaped(ui_url):
     assert "&lt;script&gt;" in get(ui_url, "/", q="fact holding script")
 
 
+def test_bidi_controls_are_shown_not_obeyed(root):
+    """A description holding U+202E (RIGHT-TO-LEFT OVERRIDE) showed `invoice exe.pdf` for
+    `invoice \u202efdp.exe`; every cell is isolated too, so right-to-left text stays in its own."""
+    from ui_store import serving
+
+    spoof = "invoice \u202efdp.exe"
+    assert memctl(root, "remember", "rtl", "-d", spoof, "-t", "project").returncode == 0
+    with serving(root) as url:
+        for page in (get(url, "/"), get(url, "/fact", name="rtl")):
+            assert "\u202e" not in page and "invoice &lt;U+202E&gt;fdp.exe" in page
+        assert "unicode-bidi:isolate" in get(url, "/ui.css")
+
+
 def test_every_answer_carries_a_strict_policy(ui_url):
     for path in ("/", "/fact?name=nope", "/nope", "/ui.css", "/?zz=1"):
         status, headers, _ = request(ui_url, path)

@@ -12,6 +12,8 @@ import html
 from typing import Iterable, Sequence
 from urllib.parse import urlencode
 
+from ..tsv import BIDI_CONTROLS
+
 NAV = (("/", "Facts"), ("/inject", "Injected"), ("/episodes", "Episodes"), ("/state", "State"),
        ("/ledgers", "Ledgers"), ("/conflicts", "Conflicts"))
 
@@ -23,6 +25,7 @@ header .store{color:#9fb3c8;font-size:.85em;margin-left:auto}
 main{padding:1em 1.5em;max-width:70em}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#eef2f6}
+td,th,pre,h1,a{unicode-bidi:isolate}
 pre{background:#fff;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;word-break:break-word;max-width:100%}
 .muted{color:#777}.warn{color:#a40}.err{color:#b00;font-weight:bold}
 .side{display:flex;gap:1em}.side>div{flex:1;min-width:0}
@@ -34,8 +37,12 @@ h2{margin-top:1.3em;font-size:1.2em}
 
 
 def esc(value: object) -> str:
-    """Text for an element's content or a quoted attribute value."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Text for an element's content or a quoted attribute value; a bidi control (which would reorder
+    what follows it: `invoice \u202efdp.exe` shown as `invoice exe.pdf`) is shown as `<U+202E>`."""
+    text = "" if value is None else str(value)
+    if not text.isprintable():
+        text = "".join(f"<U+{ord(c):04X}>" if c in BIDI_CONTROLS else c for c in text)
+    return html.escape(text, quote=True)
 
 
 def link(path: str, text: object, **params: str) -> str:
