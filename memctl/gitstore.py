@@ -12,6 +12,7 @@ caller touched.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from pathlib import Path
@@ -320,11 +321,20 @@ def reason(stderr: str, fallback: str) -> str:
     """The line of git's stderr that says what went wrong: its first `fatal:` or `error:` line, else
     its last line; `fallback` when it printed nothing. Control characters (a
     remote's `remote:` lines are anyone's text) are shown escaped."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    raw = [line for line in stderr.splitlines() if line.strip()]
+    lines = [line.strip() for line in raw]
     if not lines:
         return fallback
-    said = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
+    at = next((n for n, line in enumerate(lines) if line.startswith(("fatal:", "error:"))), len(lines) - 1)
+    said = lines[at]
+    if said.endswith(":"):  # "...would be overwritten by merge:" and the files, one per indented line
+        names = [line.strip() for line in itertools.takewhile(lambda line: line[:1] in "\t ", raw[at + 1:])]
+        if names:
+            said += " " + ", ".join(names[:_NAMED]) + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in said)
+
+
+_NAMED = 5  # files a one-line git error names before "and N more"
 
 
 def _lock_timeout() -> float:

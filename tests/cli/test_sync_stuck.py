@@ -460,3 +460,22 @@ def test_a_live_lock_on_the_remote_tracking_ref_is_waited_for_then_exit_4(pair, 
     assert len(r.stderr.strip().splitlines()) == 1
     assert git(b, "rev-parse", "HEAD") == before and _status(b) == ""
     os.unlink(lock)
+
+
+def test_a_merge_git_refuses_names_the_files_in_its_one_line(pair):
+    """git lists the files that stop a merge on the lines after its `error:` line; the one-line error
+    kept only that line ("...would be overwritten by merge:"), without a file name."""
+    a, b, _ = pair
+    for name in ("notes.txt", "メモ.txt"):
+        (a / name).write_text("from a\n", encoding="utf-8")
+    git(a, "add", "notes.txt", "メモ.txt")
+    git(a, *ID, "commit", "-qm", "notes")
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "remember", "from-b", "-d", "b の事実").exit_code == 0  # so the sync merges, not fast-forwards
+    for name in ("notes.txt", "メモ.txt"):
+        (b / name).write_text("b's own, never committed\n", encoding="utf-8")
+    head = git(b, "rev-parse", "HEAD")
+    r = memctl(b, "sync")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "would be overwritten by merge: notes.txt, メモ.txt" in r.stderr, r.stderr
+    assert git(b, "rev-parse", "HEAD") == head and (b / "メモ.txt").read_text(encoding="utf-8") == "b's own, never committed\n"
