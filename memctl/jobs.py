@@ -261,7 +261,11 @@ def label_prefix(store: Store) -> str:
         if not isinstance(prefix, str) or not LABEL_RE.match(prefix):
             raise BadInput(f"memctl.toml: [schedule] label_prefix = {prefix!r} is not a launchd label", hint="letters, digits, . and -")
         return prefix
-    slug = re.sub(r"[^a-z0-9]+", "-", store.root.name.lower()).strip("-") or "store"
+    name = store.root.name.lower()
+    # A name with other letters (記憶, メモ-2026) by its Punycode: each its own label, where all of them were
+    # `io.memctl.store` (or shared the ASCII left over), and the second store's install was refused.
+    spelled = name if name.isascii() else name.encode("punycode").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", spelled).strip("-") or "store"
     return f"io.memctl.{slug}"
 
 

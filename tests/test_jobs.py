@@ -124,6 +124,17 @@ def test_label_prefix(root, store):
         jobs.label_prefix(store)
 
 
+@pytest.mark.parametrize("names", [("記憶", "メモ"), ("メモ-2026", "日記-2026"), ("mémoire", "memoire")])
+def test_stores_named_in_other_letters_get_labels_of_their_own(tmp_path, names):
+    """Every store named only in Japanese was `io.memctl.store` (and `メモ-2026`, `日記-2026` both
+    `io.memctl.2026`): the second one's `schedule install` was refused as another store's plist."""
+    from memctl import api
+
+    labels = [jobs.label_prefix(api.init_store(tmp_path / name)) for name in names]
+    assert len(set(labels)) == 2 and all(jobs.LABEL_RE.match(label) for label in labels), labels
+    assert jobs.label_prefix(api.init_store(tmp_path / "again" / names[0])) == labels[0]  # the name decides, as for ASCII
+
+
 # ---------------------------------------------------------------- rendering
 
 def test_plist_calendar(root, store):
