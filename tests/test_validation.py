@@ -112,6 +112,8 @@ CASES: dict[str, list[tuple[list[str], bytes | None, dict[str, str]]]] = {
         (["ledger", "append"], None, {}),
         (["ledger", "append", "themes", "--unique"], None, {}),
         (["episode", "add", "x"], None, {}),
+        (["forget", "fa", "--reason", "x", "--dry-run"], None, {}),  # it forgot and committed
+        (["forget", "--policies", "--reason", "x"], None, {}),  # the reason was dropped
     ],
     "exists": [
         (["remember", "fa", "-d", "another description"], None, {}),

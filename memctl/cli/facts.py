@@ -156,10 +156,15 @@ def forget(
     json: JsonOpt = False,
 ) -> None:
     """Move a fact to memory/archive/ with the reason, or forget by policy (--policies)."""
+    if policies and name:
+        raise BadInput("give either NAME or --policies, not both", hint="memctl forget NAME --reason TEXT, or memctl forget --policies")
+    if dry_run and not policies:  # it forgot NAME and committed, as if the flag were not there
+        raise BadInput("--dry-run goes with --policies; forgetting one NAME has no dry run",
+                       hint="memctl show NAME shows the fact; memctl restore NAME brings a forgotten one back")
+    if reason and policies:
+        raise BadInput("--reason goes with NAME; a policy gives its own reason", hint="memctl forget NAME --reason TEXT")
     store = store_from(ctx, committing=not (no_commit or dry_run))
     if policies:
-        if name:
-            raise BadInput("give either NAME or --policies, not both")
         from .lifecycle import forget_by_policies
 
         forget_by_policies(store, dry_run=dry_run, commit_changes=not no_commit, json=json)
