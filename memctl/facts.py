@@ -214,12 +214,12 @@ def refuse_unreadable(store: Store, scanned: Scan, key: str) -> None:
             raise Refused(f"fact {key!r} cannot be read: {problem}", hint="fix the file (see `memctl doctor`), then run the command again")
 
 
-def newest_archived(archived: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
-    """`NAME.YYYYmmddTHHMMSS` picks that version; a name or stem picks the newest archived one (what
-    `show` shows and `restore` brings back)."""
-    exact = [f for f in archived if f.stem == key]
-    if exact and _ARCHIVE_STAMP.search(key):
-        return exact[0]
+def newest_archived(archived: list[fact_mod.Fact], key: str, *, exact: bool = False) -> fact_mod.Fact | None:
+    """`NAME.YYYYmmddTHHMMSS` picks that version (so does any file stem, with `exact`); a name or stem
+    picks the newest archived one (what `show` shows and `restore` brings back)."""
+    same_stem = [f for f in archived if f.stem == key]
+    if exact or same_stem and _ARCHIVE_STAMP.search(key):
+        return same_stem[0] if same_stem else None
     same = [f for f in archived if key in (f.stem, f.name, _ARCHIVE_STAMP.sub("", f.stem))]
     return max(same, key=lambda f: (_archived_at(f), f.stem)) if same else None
 

@@ -9,8 +9,6 @@ replaced by the full one it points to (`full_text`).
 
 from __future__ import annotations
 
-import re
-
 from .. import fact as fact_mod, facts as facts_mod
 from ..errors import NotFound, Refused
 from ..fsutil import atomic_move, atomic_write
@@ -18,13 +16,25 @@ from ..store import Store, commit, refuse_uncommitted
 
 ARCHIVE_KEYS = ("archived", "archived_reason", "archived_policy")
 SUPERSEDED_KEYS = ("superseded_by", "valid_to")
-# archive/<stem>.<YYYYmmddTHHMMSS>.md: a second archived version of the same stem (facts._archive_path)
-_VERSION_RE = re.compile(r"^(?P<stem>.+)\.\d{8}T\d{6}$")
 
 
 def original_stem(archived_stem: str) -> str:
-    match = _VERSION_RE.match(archived_stem)
-    return match.group("stem") if match else archived_stem
+    """`x` for archive/x.md, archive/x.20261204T100000.md and archive/x.20261204T100000-2.md (facts._archive_path)."""
+    return facts_mod._ARCHIVE_STAMP.sub("", archived_stem)
+
+
+def _file_key(store: Store, key: str) -> str:
+    """The stem an archived file's path names (`memory/archive/y.md`, `archive/y.md`, `y.md`): the one way
+    to pick the version archived first, which has no time in its name, once a later one exists."""
+    parts = key.split("/")
+    memory = store.rel(store.memory_dir).split("/")
+    if parts[:len(memory)] == memory:
+        parts = parts[len(memory):]
+    if parts[:1] == [store.archive_dir.name]:
+        parts = parts[1:]
+    if len(parts) != 1:
+        facts_mod.find(store, key)  # raises the usual BadInput
+    return parts[0][:-len(".md")]
 
 
 def unarchived(fact: fact_mod.Fact, stem: str, path) -> fact_mod.Fact:
@@ -38,12 +48,16 @@ def unarchived(fact: fact_mod.Fact, stem: str, path) -> fact_mod.Fact:
 
 
 def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod.Change:
-    """Move the newest archived version of `key` back to memory/, without its archive marks; one commit."""
+    """Move the newest archived version of `key` back to memory/, without its archive marks; one commit.
+    A key ending in `.md` names one archived file (`archive/y.md`), whichever version it is."""
+    exact = key.endswith(".md")
+    if exact:
+        key = _file_key(store, key)
     if not key or "/" in key or "\x00" in key or key in (".", ".."):
         facts_mod.find(store, key)  # raises the usual BadInput
     with store.lock():
         live = facts_mod.live_facts(store)
-        target = facts_mod.newest_archived(facts_mod.scan_archive(store), key)
+        target = facts_mod.newest_archived(facts_mod.scan_archive(store), key, exact=exact)
         if target is None:
             if facts_mod._match(live, key) is not None:
                 raise Refused(f"fact {key!r} is live, not archived", hint="`memctl show` it")
@@ -65,6 +79,7 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
                 f"cannot restore {store.rel(target.path)}: live fact {store.rel(other.path)} has the same name",
                 hint="forget or rename the live fact first",
             )
+        facts_mod._refuse_case_twin(store, stem)  # `DEPLOY-MON` live beside a restored `deploy-mon`: one file on macOS
         if replacing is None and dest.exists():
             raise Refused(
                 f"cannot restore {store.rel(target.path)}: {store.rel(dest)} exists (and could not be read as a fact)",

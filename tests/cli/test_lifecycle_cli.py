@@ -192,6 +192,42 @@ def test_restore_json_and_superseded_note(root):
     assert r.stderr == "memctl: memory/old-way.md was superseded by new-way, which still lists it under supersedes\n"
 
 
+def test_every_archived_version_can_be_restored_by_its_file(root):
+    """Three versions of `x` forgotten in one second are archive/x.md, x.STAMP.md and x.STAMP-2.md.
+    `restore x` brings the newest back as x.md (it kept `.STAMP-2` in the live name); the first one,
+    without a time in its name, can be named by its file once a later version exists."""
+    for n in (1, 2, 3):
+        assert cli(root, "remember", "x", "-d", f"version {n} of the x fact, number {n}", env={"MEMCTL_NOW": NOW}).exit_code == 0
+        assert cli(root, "forget", "x", "--reason", f"r{n}", env={"MEMCTL_NOW": NOW}).exit_code == 0
+    archived = sorted(p.name for p in (root / "memory" / "archive").glob("x*.md"))
+    assert archived == ["x.20260914T120000-2.md", "x.20260914T120000.md", "x.md"], archived
+    r = cli(root, "restore", "x", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["path"] == "memory/x.md", r.stdout
+    assert "version 3" in (root / "memory" / "x.md").read_text() and "- [x](x.md)" in (root / "memory" / "MEMORY.md").read_text()
+    assert cli(root, "forget", "x", "--reason", "again", env={"MEMCTL_NOW": NOW}).exit_code == 0
+    for spelled in ("memory/archive/x.md", "archive/x.md"):  # the first version, as `list --all` prints it
+        r = cli(root, "restore", spelled)
+        assert (r.exit_code, r.stdout) == (0, "memory/x.md\n"), r.stderr
+        assert "version 1" in (root / "memory" / "x.md").read_text()
+        assert cli(root, "forget", "x", "--reason", "once more", env={"MEMCTL_NOW": NOW}).exit_code == 0
+    r = cli(root, "restore", "x.20260914T120000.md")
+    assert r.exit_code == 0 and "version 2" in (root / "memory" / "x.md").read_text()
+    assert git(root, "status", "--porcelain") == ""
+    r = cli(root, "restore", "elsewhere/x.md")
+    assert r.exit_code == 2 and "invalid fact name" in r.stderr
+
+
+def test_restore_refuses_a_name_that_differs_from_a_live_one_in_case_only(root):
+    assert cli(root, "remember", "deploy-mon", "-d", "deploys on Mondays").exit_code == 0
+    assert cli(root, "forget", "deploy-mon", "--reason", "not any more").exit_code == 0
+    assert cli(root, "remember", "DEPLOY-MON", "-d", "something about cats and dogs").exit_code == 0
+    before = _commits(root)
+    r = cli(root, "restore", "deploy-mon")
+    assert r.exit_code == 1 and "differs only in case from memory/DEPLOY-MON.md" in r.stderr, r.stderr
+    assert _commits(root) == before and not (root / "memory" / "deploy-mon.md").exists()
+    assert git(root, "status", "--porcelain") == ""
+
+
 @pytest.mark.parametrize("args,code,message", [
     (["restore", "nope"], 3, "memctl: error: no archived fact named 'nope' (hint: `memctl list --all` shows archived facts)\n"),
     (["restore", "live-one"], 1, "memctl: error: fact 'live-one' is live, not archived (hint: `memctl show` it)\n"),
