@@ -268,6 +268,19 @@ def test_a_fact_edited_after_planning_stops_the_merge(root):
     assert {f.stem for f in facts.live_facts(store)} == {"keep", "gone"}
 
 
+def test_an_expired_fact_is_never_the_survivor_nor_merged(root, monkeypatch):
+    """The more confident of two near-identical facts had expired: the current one was folded into it,
+    and the next `forget --policies` archived the survivor: nothing live said it any more."""
+    store = open_store(root)
+    monkeypatch.setenv("MEMCTL_NOW", "2026-11-20T10:00:00+09:00")
+    put(store, "office-old", "The office wifi password changes every Monday", confidence=1.0, expires="2026-12-01")
+    put(store, "office-new", "The office wifi password changes every Monday morning", confidence=0.7)
+    assert len(cons.plan(store, embedder=e5()).merges) == 1  # before the expiry: one fact, said twice
+    monkeypatch.setenv("MEMCTL_NOW", "2026-12-04T10:00:00+09:00")
+    result = cons.consolidate(store, dry_run=False, embedder=e5())
+    assert result.plan.merges == [] and {f.stem for f in facts.live_facts(store)} == {"office-old", "office-new"}
+
+
 def test_three_wordings_of_one_fact_become_one(root):
     store = open_store(root)
     put(store, "one", "Run the full test suite with pytest before every commit", confidence=0.7)
