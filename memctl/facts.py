@@ -584,14 +584,16 @@ def _refreshed(old: fact_mod.Fact, new: fact_mod.Fact) -> set[str]:
 
 
 def _inherit(spec: FactInput, old_facts: list[fact_mod.Fact]) -> FactInput:
-    """A fact that supersedes others keeps their type (the first one's) and tags unless given."""
+    """A fact that supersedes others keeps their type (the first one's), tags and pin unless given (a
+    pinned fact's successor is what every session must still see; consolidate carries pins the same way)."""
     if not old_facts:
         return spec
     fact_type = spec.type if spec.type is not None else (old_facts[0].type or None)
     tags = spec.tags
     if tags is None:
         tags = tuple(dict.fromkeys(t for old in old_facts for t in old.tags)) or None
-    return replace(spec, type=fact_type, tags=tags)
+    pinned = spec.pinned if spec.pinned is not None else (True if any(old.meta("pinned") is True for old in old_facts) else None)
+    return replace(spec, type=fact_type, tags=tags, pinned=pinned)
 
 
 _TEXT_FIELDS = ("description", "body", "why", "how", "source")

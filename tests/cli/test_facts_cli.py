@@ -297,6 +297,16 @@ def test_supersedes_keeps_the_old_fact_s_type_and_tags_unless_given(root):
     assert (shown["type"], shown["metadata"]["tags"]) == ("project", ["weekly"])
 
 
+def test_a_pinned_facts_successor_stays_pinned(root):
+    """The pin was dropped silently: what every session saw was gone from context after a supersede."""
+    assert cli(root, "remember", "key-rotation", "-d", "The API key rotates every 90 days", "--pin").exit_code == 0
+    assert cli(root, "remember", "key-rotation-2", "-d", "API keys are rotated every 60 days now",
+               "--supersedes", "key-rotation").exit_code == 0
+    assert json.loads(cli(root, "show", "key-rotation-2", "--json").stdout)["metadata"].get("pinned") is True
+    pinned = cli(root, "context", "--no-log").stdout.split("## Pinned facts\n", 1)[1].split("\n## ", 1)[0]
+    assert "### memory/key-rotation-2.md\nAPI keys are rotated every 60 days now" in pinned, pinned
+
+
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
     (root / "memory" / "merge_freeze.md").write_text(
