@@ -23,6 +23,7 @@ the agent tools count as use.
 from __future__ import annotations
 
 import math
+import os
 from datetime import datetime
 from typing import Any, NamedTuple, Sequence
 
@@ -281,9 +282,12 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
     warning on stderr, never the command's failure. A display row changes no
     score (access.is_use).
     """
+    # A passage of a document outside the store is named by its absolute path: the log is committed and
+    # pushed, and neither that path nor the question it answered is the store's to share (docs/SOURCES.md).
+    rows = [(query.replace("\0", ""), inside) for query, keys in rows  # a NUL is never stored (a hook's prompt: never refused)
+            if (inside := [key for key in keys if not os.path.isabs(key)]) or not keys]
     if not rows:
         return
-    rows = [(query.replace("\0", ""), keys) for query, keys in rows]  # a NUL is never stored (a hook's prompt: never refused)
     try:
         access_mod.append(store, command, rows, agent=agent, query_chars=query_chars)
     except (MemctlError, OSError) as exc:

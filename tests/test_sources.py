@@ -265,6 +265,23 @@ def test_recall_answers_from_documents_with_place_heading_and_description(root, 
     assert "## Relevant documents" in bundle.stdout and "harbour mount" in bundle.stdout
 
 
+def test_a_document_outside_the_store_is_never_named_in_the_access_log(root, manual, pinned_clock):
+    """The access log is committed (maintain, the daily job) and pushed: it named each passage shown by
+    its absolute path (`/home/me/notes/private-hr.md:3-5`) with the question asked of it."""
+    store = open_store(root)
+    docindex.index(store, embed=False)
+    assert cli(root, "remember", "meeting-rooms", "-d", "会議室の予約は総務に頼む").exit_code == 0
+    for argv in (["recall", "会議室の予約", "--source", "docs", "--mode", "keyword"],
+                 ["recall", "会議室の予約", "--source", "all", "--mode", "keyword"],
+                 ["context", "--query", "会議室の予約", "--mode", "keyword"]):
+        assert cli(root, *argv).exit_code == 0
+    assert cli(root, "maintain").exit_code in (0, 1)
+    logged = git(root, "show", "HEAD:ledgers/access.tsv")
+    assert str(manual) not in logged and "ja.md" not in logged, logged
+    assert "meeting-rooms" in logged  # the store's own facts still are (shown, with the question)
+    assert "recall\t会議室の予約\t\n" not in logged  # a question only documents answered is not kept either
+
+
 def test_particles_and_question_forms_find_no_chunk_but_still_count_in_its_coverage(root, tmp_path):
     """rindex.searched_terms: the bigrams holding a hiragana and the question forms of a Japanese query
     do not search the chunks (they occur in most Japanese texts) while another term is left; a chunk
