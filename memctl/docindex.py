@@ -326,7 +326,7 @@ def embed_chunks(store: Store) -> int:
     with reading(store) as conn:
         if conn is None:
             return 0
-        found = recall.kind_vectors(store, conn, embedder, KIND)
+        found = recall.kind_vectors(store, conn, embedder, KIND, embed=True)
     return 0 if found is None else len(found[0])
 
 

@@ -454,14 +454,18 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     return choice.embedder
 
 
-def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, str, str]] | None = None):
+def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, str, str]] | None = None, *,
+                 embed: bool | None = None):
     """(document ids, their vectors, how many documents wait for theirs) of every document of `kind`
     in the index, or None when it has none.
 
     From the embedding cache, brought up to date (`rows`: rindex.vector_texts, when already read).
     One cache per kind over all its documents, so filters and sources never churn it. The third
     value is 0 but in a server answering by a deadline (vcache.answer_within): the documents
-    whose vectors are still being embedded in the background are left out until they are done.
+    whose vectors are still being embedded in the background are left out until they are done;
+    and for document chunks outside a server unless `embed`: embedding them is `source index`'s
+    work (minutes for thousands, after `--no-embed` or a stopped run), never a query's, which
+    ranks the chunks without vectors by their keywords alone.
     """
     from . import rindex, vcache
 
@@ -479,12 +483,21 @@ def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, 
             rows = rindex.vector_texts(conn, kind)
     if not rows:
         return None
-    vectors = vcache.sync(store, f"recall-{kind}s", [(cid, text) for _, cid, text in rows], embedder,
-                          kind="passage", key=key)
+    items = [(cid, text) for _, cid, text in rows]
+    if not (embed if embed is not None else kind != "chunk" or vcache.within_deadline()):
+        vectors = vcache.ready(store, f"recall-{kind}s", items, embedder, "passage")
+    else:
+        vectors = vcache.sync(store, f"recall-{kind}s", items, embedder, kind="passage", key=key)
     docs = [doc for doc, _, _ in rows]
     if vectors.present is not None:
         docs = [docs[i] for i in vectors.present]
     return docs, vectors.matrix, vectors.waiting
+
+
+def _deadline() -> bool:
+    from . import vcache
+
+    return vcache.within_deadline()
 
 
 def build_vectors(store: Store) -> list[dict[str, Any]]:
@@ -1086,6 +1099,9 @@ def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fac
     if embedder is not None:
         doc_ids, vectors, waiting = (vectors_for or allowed_vectors)(store, conn, embedder, kinds, filters)
         corpus.vector_backend = embedder.backend
+        if waiting and "chunk" in kinds and chosen != "keyword" and not _deadline():
+            corpus.notes.append(f"{waiting:,} document passages have no vectors yet: ranked by their keywords alone "
+                                "(`memctl source index` embeds them)")
         calibration = calibration_for(embedder)  # (waiting: said by the server that set the deadline)
     use = chosen if embedder is not None else "keyword"
     column = Columns(doc_ids if use != "keyword" else [])

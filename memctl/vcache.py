@@ -656,6 +656,16 @@ def _sync_by(store: "Store", source: str, items: Sequence[tuple[str, str]], embe
     return found
 
 
+def within_deadline() -> bool:
+    """Whether this thread is inside answer_within() (a server: what is missing is embedded in the background)."""
+    return _DEADLINE.__dict__.get("at") is not None
+
+
+def ready(store: "Store", source: str, items: Sequence[tuple[str, str]], embedder: "Embedder", kind: str) -> Vectors:
+    """The rows of `items` that have vectors already, nothing embedded (Vectors.waiting counts the others)."""
+    return _ready(store, source, items, embedder, kind)
+
+
 def _ready(store: "Store", source: str, items: Sequence[tuple[str, str]], embedder: "Embedder", kind: str) -> Vectors:
     """The rows of `items` whose vectors the folder already holds (a source's matrix or a batch).
 

