@@ -138,6 +138,11 @@ def add(store: Store, source: Source, *, commit_changes: bool = True) -> Source:
               "overlap": None if source.overlap == chunking.DEFAULT_OVERLAP else source.overlap,
               "prompt": True if source.prompt else None}
     _parse(source.name, {k: v for k, v in values.items() if v is not None})  # the same checks as reading
+    for pattern in source.paths:  # a folder that is a link would index nothing, in silence, from then on
+        base = _split(absolute(store, pattern))[0]
+        if os.path.islink(base):
+            raise BadInput(f"{pattern} is a symbolic link: memctl follows none, so the source would find no file",
+                           hint=f"declare the folder it points to: {os.path.realpath(base)}")
     with store.lock():
         path = store.config_path
         text = path.read_text(encoding="utf-8") if path.exists() else ""

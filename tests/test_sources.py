@@ -122,6 +122,26 @@ def test_add_list_remove_keep_memctl_toml_and_commit(root, pinned_clock):
         sources.remove(open_store(root), "code")
 
 
+def test_a_folder_that_is_a_link_is_refused_when_declared_naming_what_it_points_to(root, tmp_path):
+    """`~/notes -> ~/Dropbox/notes`: the source was declared, then indexed nothing ("symbolic link: not
+    followed", in `source status` only). A link above the folder is no link to memctl (macOS's /tmp)."""
+    real = tmp_path / "real" / "notes"
+    real.mkdir(parents=True)
+    (real / "a.md").write_text("# A\n\nferries run hourly\n", encoding="utf-8")
+    (tmp_path / "link").symlink_to(real)
+    (tmp_path / "above").symlink_to(tmp_path / "real")
+    store = open_store(root)
+    before = (root / "memctl.toml").read_bytes()
+    for pattern in (str(tmp_path / "link"), str(tmp_path / "link" / "**" / "*.md")):
+        with pytest.raises(BadInput) as refused:
+            sources.add(store, sources.Source("lk", (pattern,)))
+        assert "is a symbolic link" in refused.value.message and str(real) in refused.value.hint
+    assert (root / "memctl.toml").read_bytes() == before
+    sources.add(store, sources.Source("above", (str(tmp_path / "above" / "notes"),)), commit_changes=False)
+    (done,) = docindex.index(open_store(root), embed=False)
+    assert done.files == 1
+
+
 # ---------------------------------------------------------------- index runs
 
 def _docs_source(root: Path, folder: Path, name: str = "manual", **kw) -> None:
