@@ -209,8 +209,9 @@ def absolute(store: Store, pattern: str) -> str:
     return os.path.normpath(expanded if os.path.isabs(expanded) else os.path.join(str(store.root), expanded))
 
 
-def _translate(pattern: str) -> re.Pattern:
-    """A glob as a regular expression over `/`-separated paths: `**` any folders, `*` and `?` within one."""
+def _translate(pattern: str, *, any_case: bool = False) -> re.Pattern:
+    """A glob as a regular expression over `/`-separated paths: `**` any folders, `*` and `?` within one
+    (`any_case`: letters of either case, for the default globs: `README.MD` is markdown too)."""
     out = []
     i = 0
     while i < len(pattern):
@@ -234,7 +235,7 @@ def _translate(pattern: str) -> re.Pattern:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return re.compile("".join(out) + r"\Z", re.IGNORECASE if any_case else 0)
 
 
 def _split(pattern: str) -> tuple[str, str]:
@@ -288,7 +289,7 @@ def walk(store: Store, source: Source, skipped: list[Skip]) -> Iterator[Found]:
             else:
                 skipped.append(Skip(shown_path(store, Path(base)), "no such file or folder"))
                 continue
-        matchers = [_translate(r) for r in rests]
+        matchers = [_translate(r, any_case=not rest) for r in rests]  # (no glob given: the kind's defaults)
         if os.path.islink(base):
             skipped.append(Skip(shown_path(store, Path(base)), "symbolic link: not followed"))
             continue

@@ -142,6 +142,22 @@ def test_a_folder_that_is_a_link_is_refused_when_declared_naming_what_it_points_
     assert done.files == 1
 
 
+def test_a_folder_source_takes_its_kinds_files_whatever_the_case_of_their_extension(root, tmp_path):
+    """`README.MD`, `NOTES.Markdown` were left out without a word; a glob the user wrote keeps its case."""
+    folder = tmp_path / "upper"
+    folder.mkdir()
+    for name in ("README.MD", "notes.Markdown", "plain.md", "other.txt"):
+        (folder / name).write_text("# T\n\ndugong sightings\n", encoding="utf-8")
+    sources.add(open_store(root), sources.Source("u", (str(folder),)), commit_changes=False)
+    sources.add(open_store(root), sources.Source("g", (str(folder / "*.md"),)), commit_changes=False)
+    folder_run, glob_run = docindex.index(open_store(root), embed=False)
+    assert (folder_run.files, glob_run.files) == (3, 0)  # the three markdown files, each indexed once
+    store = open_store(root)
+    sources.remove(store, "u")
+    (only,) = docindex.index(open_store(root), embed=False)
+    assert only.files == 1  # `*.md` as written: plain.md
+
+
 # ---------------------------------------------------------------- index runs
 
 def _docs_source(root: Path, folder: Path, name: str = "manual", **kw) -> None:
