@@ -1,7 +1,7 @@
 """The session-start bundle: what an agent loads into its context window.
 
 Parts, most important first: pinned facts (description and body, not their
-YAML), the STATE.md files, with a query the best facts and the best episodes,
+YAML; not once past their `expires`), the STATE.md files, with a query the best facts and the best episodes,
 the MEMORY.md index (left out for agents that load MEMORY.md themselves, as
 Claude Code does), and a list of old facts to verify before use. Parts are added in that order while
 they fit the token budget, so the lowest-ranked parts are the ones dropped; a pinned fact longer than
@@ -75,7 +75,9 @@ def _fact_texts(store: Store, conn, paths: list[str]) -> dict[str, str]:
 def _pinned_parts(store: Store, conn) -> list[Part]:
     from . import rindex
 
-    pinned = rindex.live_facts_where(conn, "pinned = 1", order="importance DESC, key")
+    # A pinned fact past its `expires` is no longer how things are: recall leaves it out, so does this.
+    pinned = rindex.live_facts_where(conn, "pinned = 1 AND (expires IS NULL OR expires > ?)", (clock.now().timestamp(),),
+                                     order="importance DESC, key")
     texts = _fact_texts(store, conn, [doc.path for doc in pinned])
     return [Part("pinned", f"### {doc.path}\n{texts[doc.path]}", doc.key) for doc in pinned if doc.path in texts]
 

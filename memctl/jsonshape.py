@@ -30,7 +30,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("path", "string", "The file, relative to the store."),
         ("type", "string", "user, feedback, project, reference, procedure, ..."),
         ("description", "string", "The one-line description (frontmatter)."),
-        ("status", "string", "live, archived (forgotten) or superseded."),
+        ("status", "string", "live, archived (forgotten), superseded, or expired (live, past its `expires`: the next `forget --policies` archives it)."),
         ("importance", "number|null", "metadata.importance; null when the file does not set it."),
         ("tags", "list[string]", "metadata.tags."),
         ("metadata", "object", "The frontmatter's metadata mapping as written."),

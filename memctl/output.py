@@ -147,6 +147,8 @@ def fact_json(store, found, *, body: bool = True) -> dict[str, Any]:
     status = "live"
     if found.archived:
         status = "superseded" if found.meta("superseded_by") else "archived"
+    elif _past(found.meta("expires")):
+        status = "expired"  # as recall says of it (it said `live` here)
     importance = found.meta("importance")
     return {
         "name": found.name or found.stem, "path": store.rel(found.path), "type": found.type,
@@ -155,6 +157,15 @@ def fact_json(store, found, *, body: bool = True) -> dict[str, Any]:
         "tags": list(found.tags), "metadata": dict(meta) if isinstance(meta, dict) else {},
         "body": found.body if body else None,
     }
+
+
+def _past(expires: Any) -> bool:
+    from . import clock  # noqa: PLC0415
+
+    try:
+        return bool(expires) and clock.expiry(str(expires)) <= clock.now()
+    except ValueError:
+        return False
 
 
 def hit_json(found, rank: int, explain: bool = False) -> dict[str, Any]:

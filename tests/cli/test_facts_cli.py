@@ -307,6 +307,22 @@ def test_a_pinned_facts_successor_stays_pinned(root):
     assert "### memory/key-rotation-2.md\nAPI keys are rotated every 60 days now" in pinned, pinned
 
 
+def test_an_expired_fact_is_expired_everywhere_and_no_longer_pinned_into_context(root):
+    """Past its `expires`, `recall --all` said `expired` while `list` and `show` said `live`, and a pinned
+    one stayed in every session's context as current (a pinned fact is kept by forget --policies)."""
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+    assert cli(root, "remember", "osaka-trip", "-d", "Conference in Osaka next week", "--expires", "2026-12-12",
+               "--pin", env=at).exit_code == 0
+    assert "Conference in Osaka next week" in cli(root, "context", "--no-log", env=at).stdout
+    later = {"MEMCTL_NOW": "2026-12-13T12:00:00+09:00"}
+    listed = json.loads(cli(root, "list", "--json", env=later).stdout)
+    assert [f["status"] for f in listed if f["name"] == "osaka-trip"] == ["expired"]
+    assert json.loads(cli(root, "show", "osaka-trip", "--json", env=later).stdout)["status"] == "expired"
+    bundle = cli(root, "context", "--no-log", env=later).stdout
+    assert "## Pinned facts" not in bundle, bundle
+    assert json.loads(cli(root, "show", "osaka-trip", "--json", env=at).stdout)["status"] == "live"
+
+
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
     (root / "memory" / "merge_freeze.md").write_text(
