@@ -430,6 +430,10 @@ def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
     if found is None:
         raise BadInput(f"{spec!r} is not PATH:START-END", hint="memctl show docs/setup.md:10-24")
     raw, start = found.group("path"), int(found.group("start"))
+    if "\\" in raw and not os.path.lexists(absolute(store, raw)):
+        from .tsv import unescape  # noqa: PLC0415
+
+        raw = unescape(raw)  # as recall's table and --paths print a name holding a TAB, a newline or a backslash
     end = int(found.group("end") or start)
     if start < 1 or end < start:
         raise BadInput(f"line range {start}-{end} is empty", hint="START and END count from 1, START <= END")

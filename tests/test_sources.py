@@ -158,6 +158,26 @@ def test_a_folder_source_takes_its_kinds_files_whatever_the_case_of_their_extens
     assert only.files == 1  # `*.md` as written: plain.md
 
 
+def test_show_takes_the_path_recall_prints_for_a_name_with_a_tab_a_newline_or_a_backslash(root, tmp_path):
+    """SOURCES.md promises "recall prints a path that `show` accepts": recall escapes such names
+    (`with\\ttab.md`, as TSV does) and `show` answered "no such file"; `--paths` split a name in two lines."""
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    names = {"with\ttab.md": "hedgehog", "with\nnewline.md": "oryx", "back\\slash.md": "dugong"}
+    for name, word in names.items():
+        (folder / name).write_text(f"# {word}\n\nthe {word} is seen here\n", encoding="utf-8")
+    sources.add(open_store(root), sources.Source("odd", (str(folder),)), commit_changes=False)
+    docindex.index(open_store(root), embed=False)
+    for name, word in names.items():
+        printed = cli(root, "recall", word, "--source", "docs", "--mode", "keyword", "--paths")
+        assert printed.exit_code == 0 and printed.stdout.count("\n") == 1, printed.stdout
+        spec = printed.stdout.strip()
+        shown = cli(root, "show", spec)
+        assert shown.exit_code == 0 and f"the {word} is seen here" in shown.stdout, (spec, shown.stderr)
+        table = cli(root, "recall", word, "--source", "docs", "--mode", "keyword").stdout
+        assert spec in table
+
+
 # ---------------------------------------------------------------- index runs
 
 def _docs_source(root: Path, folder: Path, name: str = "manual", **kw) -> None:

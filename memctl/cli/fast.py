@@ -208,7 +208,7 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
                agent: str | None = None, include_all: bool = False, explain: bool = False, paths: bool = False,
                min_score: float | None = None, no_log: bool = False, json: bool = False) -> int:
     """`memctl recall` and `memctl episode recall`: 0 with hits, 1 when nothing reaches the floor (like grep)."""
-    from .. import output
+    from .. import output, tsv
     from .. import recall as recall_mod
     from ..errors import BadInput
 
@@ -234,7 +234,9 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         output.emit_ndjson({"query": q, "hits": _hit_rows(hits, explain)} for q, hits in zip(asked, results))
     elif paths:
         hits = results[0]
-        output.emit_lines(dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in hits))
+        # One line a path: a TAB, newline or backslash in a name escaped as in the table (`show` takes either).
+        output.emit_lines(dict.fromkeys(tsv.escape(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path)
+                                        for h in hits))
     elif json:
         output.emit_json(_hit_rows(results[0], explain))
     elif found and explain and output.stdout_is_tty():
