@@ -1077,8 +1077,16 @@ def factors(conn, docs: list[int], relevances: dict[int, float], found: Signals,
 
 
 def order(hits: list[Hit], k: int) -> list[Hit]:
-    """The best `k` hits by score (ties: by path)."""
-    return sorted(hits, key=lambda h: (-h.score, h.item.path))[:k]
+    """The best `k` hits by score (ties: by path), each key once: the chunks of one long line (a 700-character
+    paragraph, minified text) share its `path:N-N`, which `show` prints whole, so the best of them stands for all."""
+    ranked, seen = [], set()
+    for hit in sorted(hits, key=lambda h: (-h.score, h.item.path)):
+        if len(ranked) == k:
+            break
+        if hit.item.key not in seen:
+            seen.add(hit.item.key)
+            ranked.append(hit)
+    return ranked
 
 
 def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fact_type, tag, agent,

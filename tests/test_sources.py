@@ -178,6 +178,24 @@ def test_show_takes_the_path_recall_prints_for_a_name_with_a_tab_a_newline_or_a_
         assert spec in table
 
 
+def test_the_chunks_of_one_long_line_are_one_hit(root, tmp_path):
+    """A 700-character paragraph on one line is cut into several chunks, all `doc.md:3-3`: `--k 5 --paths`
+    printed the same place two and three times (and fewer places than asked)."""
+    folder = tmp_path / "long"
+    folder.mkdir()
+    (folder / "doc.md").write_text("# T\n\n" + "ああ会議室の予約は三階です。" * 50 + "\n\n## U\n\n会議室の予約は総務へ。\n",
+                                   encoding="utf-8")
+    sources.add(open_store(root), sources.Source("long", (str(folder),)), commit_changes=False)
+    docindex.index(open_store(root), embed=False)
+    with docindex.reading(open_store(root)) as conn:
+        keys = [k for (k,) in conn.execute("SELECT key FROM docs WHERE kind='chunk'")]
+    assert len(keys) > len(set(keys))  # the long line is several chunks of one key
+    printed = cli(root, "recall", "会議室の予約", "--source", "docs", "--mode", "keyword", "--json", "--k", "5", "--no-log")
+    paths = [hit["path"] for hit in json.loads(printed.stdout)]
+    assert len(paths) == len(set(paths)), paths
+    assert {p.rsplit(":", 1)[1] for p in paths} >= {"3-3", "5-7"}, paths  # the long line once, and the other section
+
+
 # ---------------------------------------------------------------- index runs
 
 def _docs_source(root: Path, folder: Path, name: str = "manual", **kw) -> None:
