@@ -28,6 +28,7 @@ def run(store: Store) -> list[Problem]:
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
     problems += interrupted_problems(store)
     problems += lock_problems(store)
+    problems += unignored_problems(store)
     return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
 
 
@@ -113,6 +114,22 @@ def link_problems(store: Store) -> list[Problem]:
             subdirs.remove(".git")
         links += [Path(here) / name for name in sorted(subdirs + files) if os.path.islink(os.path.join(here, name))]
     return [facts.link_problem(store, link) for link in sorted(links)]
+
+
+def unignored_problems(store: Store) -> list[Problem]:
+    """This machine's own folders (`.memctl/`: the lock, the undo log, caches, indexes of documents
+    outside the store; `logs/`) that git does not ignore: a `git add -A` would commit and push them."""
+    from . import gitstore  # noqa: PLC0415
+
+    folders = [f for f in (store.cache_dir, store.root / "logs") if f.is_dir() and not f.is_symlink()]
+    top = gitstore.toplevel(store.root) if folders and gitstore.git_executable() is not None else None
+    if top is None:
+        return []
+    probes = [os.path.relpath(folder / "x", top) for folder in folders]
+    ignored = set(gitstore.run(top, "check-ignore", "--no-index", "--", *probes).out.splitlines())  # (names of memctl's own)
+    return [Problem(store.rel(folder), 0, "not-ignored", "machine-local, but git does not ignore it: `git add -A` would "
+                    f"commit it (add `{store.rel(folder)}/` to .gitignore)", "warning")
+            for folder, probe in zip(folders, probes) if probe not in ignored]
 
 
 def trust_problems(store: Store) -> list[Problem]:

@@ -323,6 +323,22 @@ def test_an_expired_fact_is_expired_everywhere_and_no_longer_pinned_into_context
     assert json.loads(cli(root, "show", "osaka-trip", "--json", env=at).stdout)["status"] == "live"
 
 
+def test_doctor_names_machine_local_folders_git_does_not_ignore(root):
+    """`.memctl/` taken out of .gitignore (by hand, by a merge): `git status` showed `?? .memctl/` and a
+    `git add -A` would commit the lock, the undo log and the index of documents outside the store;
+    doctor said "store is clean"."""
+    assert cli(root, "remember", "a-fact", "-d", "something to cache").exit_code == 0
+    (root / "logs").mkdir(exist_ok=True)
+    assert "not-ignored" not in cli(root, "doctor", "--json").stdout
+    assert "git does not ignore it" not in cli(root, "doctor").stdout
+    ignore = root / ".gitignore"
+    ignore.write_text(ignore.read_text(encoding="utf-8").replace(".memctl/\n", ""), encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "oops")
+    report = cli(root, "doctor").stdout
+    assert ".memctl: warning: machine-local, but git does not ignore it" in report and "add `.memctl/` to .gitignore" in report
+    assert "logs: warning" not in report
+
+
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
     (root / "memory" / "merge_freeze.md").write_text(
