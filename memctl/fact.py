@@ -172,7 +172,8 @@ def validate_description(text: str) -> str:
     if any(c in text for c in LINE_BREAKS):
         raise BadInput("description must be one line", hint="put details in the body, why or how", kind="description-lines")
     if len(text) > MAX_DESCRIPTION:
-        raise BadInput(f"description is {len(text)} characters", hint="keep it under 150; put details in the body",
+        raise BadInput(f"description is {len(text):,} characters, more than the {MAX_DESCRIPTION:,} a description may hold",
+                       hint="keep it to one line of about 150 (what MEMORY.md shows); put details in the body",
                        kind="description-long")
     return text
 

@@ -29,7 +29,7 @@ HINTS = {
     "description-required": "memctl remember NAME --description TEXT",
     "description-empty": "pass --description TEXT",
     "description-lines": "put details in --body, --why or --how",
-    "description-long": "keep it under 150; put details in --body",
+    "description-long": "keep it to one line of about 150 (what MEMORY.md shows); put details in --body",
     "fact-exists": "use --update to change it, or pick another name",
     "nothing-to-update": "drop --update to create it",
     "same-description": "use --update on that fact, --supersedes it, or --force",
