@@ -806,7 +806,11 @@ def edit(
 
 def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = True) -> Change:
     """Pin (always in the context bundle) or unpin a live fact."""
-    found = find(store, key, archived=False)
+    found = find(store, key)
+    if found.archived:  # "no fact named" it said, while `list --all` lists it
+        why = f"superseded by {found.meta('superseded_by')}" if found.meta("superseded_by") else "forgotten"
+        raise Refused(f"fact {key!r} is archived ({why}): only a live fact is pinned", hint="`memctl restore` it first",
+                      kind="archived-fact")
     spec = FactInput(name=found.name if fact_mod.NAME_RE.match(found.name) else found.stem, pinned=pinned)
     return remember(store, spec, update=True, commit_changes=commit_changes, verb="pin" if pinned else "unpin")
 

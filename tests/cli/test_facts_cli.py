@@ -339,6 +339,17 @@ def test_doctor_names_machine_local_folders_git_does_not_ignore(root):
     assert "logs: warning" not in report
 
 
+def test_pinning_an_archived_fact_says_it_is_archived(root):
+    """It said "no fact named 'old-way'", with a hint to list every fact: which lists it, as superseded."""
+    assert cli(root, "remember", "old-way", "-d", "the old way of doing it").exit_code == 0
+    assert cli(root, "remember", "new-way", "-d", "the new approach", "--supersedes", "old-way").exit_code == 0
+    for verb in ("pin", "unpin"):
+        r = cli(root, verb, "old-way")
+        assert (r.exit_code, r.stderr) == (1, "memctl: error: fact 'old-way' is archived (superseded by new-way): only a live "
+                                              "fact is pinned (hint: `memctl restore` it first)\n")
+    assert cli(root, "pin", "nosuch").exit_code == 3
+
+
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
     (root / "memory" / "merge_freeze.md").write_text(
