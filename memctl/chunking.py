@@ -36,7 +36,8 @@ DEFAULT_SIZE = 300  # characters; chosen on JSQuAD by bench/bench_docs.py (docs/
 DEFAULT_OVERLAP = 60
 MIN_SIZE = 20
 HEADING_SEP = " > "
-RULES = 2  # raised whenever a change of these rules moves chunk boundaries: indexes re-chunk (docindex._config)
+RULES = 3  # raised whenever a change of these rules moves chunk boundaries: indexes re-chunk (docindex._config)
+# 3: a section holding its heading alone is no chunk (its title is in the heading path of those below)
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -124,7 +125,9 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
 
     def new_section() -> None:
         nonlocal paragraphs
-        if paragraphs:
+        # A heading with nothing under it but the next heading (`# Runbooks` above `## 障害対応`) is no
+        # passage: it would be embedded, ranked and shown as one. Its title heads the sections below.
+        if paragraphs and not (len(paragraphs) == 1 and _HEADING.match(paragraphs[0].text)):
             sections.append((tuple(title for _, title in stack), paragraphs))
         paragraphs = []
 

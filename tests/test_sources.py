@@ -47,6 +47,16 @@ def test_markdown_chunks_carry_their_heading_path_and_lines():
     assert fence.indexed.startswith("Backups > Restoring a file\n") and fence.hash == chunking.content_hash(fence.indexed)
 
 
+def test_a_heading_with_nothing_under_it_is_no_chunk_its_title_heads_the_ones_below():
+    """`# Runbooks` right above `## 障害対応` was a chunk of its own: embedded, ranked, and spent the
+    per-prompt hook's budget on `- Runbooks > 障害対応: ## 障害対応`."""
+    text = "# Runbooks\n\n## 障害対応\n\n### 夜間\n\n夜間の障害は当番が一次対応する。\n\n## Empty\n"
+    chunks = chunking.chunk(text, "markdown")
+    assert [(c.heading, c.start, c.end) for c in chunks] == [(("Runbooks", "障害対応", "夜間"), 5, 7)]
+    assert chunks[0].indexed.startswith("Runbooks > 障害対応 > 夜間\n")
+    assert chunking.chunk("# Title\n\nA body line.\n", "markdown")[0].text == "# Title\n\nA body line."
+
+
 def test_a_fence_longer_than_the_chunk_is_never_cut_and_a_heading_inside_it_is_no_heading():
     body = "\n".join(f"# not a heading {i}" for i in range(40))
     text = f"# Real\n\nIntro.\n\n```\n{body}\n```\n\nAfter.\n"
