@@ -386,6 +386,8 @@ def read(path: Path) -> tuple[os.stat_result, bytes, str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Unreadable(f"not UTF-8 (byte {exc.start})") from None
+    if "\r" in text:  # Windows' CRLF and old Macs' lone CR end lines too (one line was the whole file): for chunks and `show` alike
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     return st, data, text
 
 

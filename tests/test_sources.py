@@ -206,6 +206,22 @@ def test_the_chunks_of_one_long_line_are_one_hit(root, tmp_path):
     assert {p.rsplit(":", 1)[1] for p in paths} >= {"3-3", "5-7"}, paths  # the long line once, and the other section
 
 
+def test_lines_ended_by_cr_or_crlf_are_lines_for_chunks_and_show_alike(root, tmp_path):
+    """A file of old-Mac line ends (CR alone) was one line: one chunk `:1-1` whose heading was the whole text."""
+    folder = tmp_path / "ends"
+    folder.mkdir()
+    (folder / "cr.md").write_bytes(b"# CR\r\rold mac mentions puffin.\r\r## Next\r\rthe walrus line.\r")
+    (folder / "crlf.md").write_bytes(b"# CRLF\r\n\r\nwindows mentions narwhal.\r\n")
+    sources.add(open_store(root), sources.Source("ends", (str(folder),)), commit_changes=False)
+    docindex.index(open_store(root), embed=False)
+    for word, place, text in (("puffin", "cr.md:1-3", "old mac mentions puffin."), ("walrus", "cr.md:5-7", "the walrus line."),
+                              ("narwhal", "crlf.md:1-3", "windows mentions narwhal.")):
+        hit = json.loads(cli(root, "recall", word, "--source", "docs", "--mode", "keyword", "--json", "--no-log").stdout)[0]
+        assert hit["path"].endswith(place), hit["path"]
+        shown = cli(root, "show", hit["path"])
+        assert shown.exit_code == 0 and shown.stdout.splitlines()[-1] == text and "\r" not in shown.stdout
+
+
 # ---------------------------------------------------------------- index runs
 
 def _docs_source(root: Path, folder: Path, name: str = "manual", **kw) -> None:
