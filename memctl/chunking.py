@@ -37,7 +37,8 @@ DEFAULT_OVERLAP = 60
 MIN_SIZE = 20
 HEADING_SEP = " > "
 RULES = 3  # raised whenever a change of these rules moves chunk boundaries: indexes re-chunk (docindex._config)
-# 3: a section holding its heading alone is no chunk (its title is in the heading path of those below)
+# 3: a section holding its heading alone is no chunk (its title is in the heading path of those below);
+#    a markdown file's YAML front matter is no text
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -131,7 +132,10 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
             sections.append((tuple(title for _, title in stack), paragraphs))
         paragraphs = []
 
+    skip = _front_matter(lines) if markdown else 0
     for number, line in enumerate(lines, 1):
+        if number <= skip:
+            continue
         if fence is not None:
             current.append(line)
             found = _FENCE.match(line)
@@ -165,6 +169,14 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
     close(len(lines))  # (an unclosed fence runs to the end, as markdown renders it)
     new_section()
     return sections
+
+
+def _front_matter(lines: list[str]) -> int:
+    """How many first lines a YAML front matter block takes (`---` ... `---` or `...`): metadata, not
+    text to find (a chunk `--- title: Runbook tags: [ops] ---` ranked as a passage); 0 without one."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    return next((n for n, line in enumerate(lines[1:200], 2) if line.rstrip() in ("---", "...")), 0)
 
 
 def _sentences(unit: _Unit, size: int) -> list[_Unit]:

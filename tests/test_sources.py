@@ -57,6 +57,14 @@ def test_a_heading_with_nothing_under_it_is_no_chunk_its_title_heads_the_ones_be
     assert chunking.chunk("# Title\n\nA body line.\n", "markdown")[0].text == "# Title\n\nA body line."
 
 
+def test_a_markdown_files_front_matter_is_no_text_and_the_line_numbers_stay_the_files():
+    text = "---\ntitle: Runbook\ntags: [ops]\n---\n\n# Runbook\n\nRestart the worker first.\n"
+    (only,) = chunking.chunk(text, "markdown")
+    assert (only.start, only.end, only.heading) == (6, 8, ("Runbook",)) and "title:" not in only.indexed
+    assert chunking.chunk("---\nno end, so a rule\n", "markdown")[0].text == "---\nno end, so a rule"
+    assert "title:" in chunking.chunk("---\ntitle: x\n---\n", "text")[0].text  # plain text keeps every line
+
+
 def test_a_fence_longer_than_the_chunk_is_never_cut_and_a_heading_inside_it_is_no_heading():
     body = "\n".join(f"# not a heading {i}" for i in range(40))
     text = f"# Real\n\nIntro.\n\n```\n{body}\n```\n\nAfter.\n"
