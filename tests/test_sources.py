@@ -230,6 +230,15 @@ def test_lines_ended_by_cr_or_crlf_are_lines_for_chunks_and_show_alike(root, tmp
         assert shown.exit_code == 0 and shown.stdout.splitlines()[-1] == text and "\r" not in shown.stdout
 
 
+def test_without_a_source_index_and_docs_recall_say_so(root):
+    """`source index` printed nothing (exit 0) and `recall --source docs` exited 1 in silence."""
+    r = cli(root, "source", "index")
+    assert (r.exit_code, r.stderr) == (0, "memctl: no source is declared: nothing to index (memctl source add NAME PATH)\n")
+    r = cli(root, "recall", "anything", "--source", "docs")
+    assert r.exit_code == 1 and "no source is declared: `memctl source add NAME PATH`" in r.stderr
+    assert "no source" not in cli(root, "recall", "anything", "--source", "all").stderr
+
+
 # ---------------------------------------------------------------- index runs
 
 def _docs_source(root: Path, folder: Path, name: str = "manual", **kw) -> None:

@@ -84,13 +84,15 @@ def remove(ctx: typer.Context, name: NameArg, no_commit: NoCommitOpt = False, js
 def index(
     ctx: typer.Context,
     names: Annotated[Optional[list[str]], typer.Argument(help="Sources to index (default: all).", metavar="[NAME...]")] = None,
-    no_embed: Annotated[bool, typer.Option("--no-embed", help="Chunk only; recall embeds what is missing at its first query.")] = False,
+    no_embed: Annotated[bool, typer.Option("--no-embed", help="Chunk only; recall ranks passages without vectors by their keywords until a run embeds them.")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Bring the chunks up to date with the files: only new and changed files are read, only new chunks embedded."""
     from .. import docindex
 
     reports = docindex.index(store_from(ctx), names or None, embed=not no_embed)
+    if not reports:  # (a run that did nothing, in silence, looked like one that worked)
+        output.info("no source is declared: nothing to index (memctl source add NAME PATH)")
     if json:
         output.emit_json([r.to_dict() for r in reports])
         return
