@@ -651,6 +651,7 @@ def remember(
                 hint="update it (update=True), or pick another name", kind="fact-exists",
             )
         if existing is None and update:
+            _refuse_archived(store, spec.name, "updated")
             raise NotFound(f"no live fact named {spec.name!r} to update", hint="create it instead (update=False)",
                            kind="nothing-to-update")
         if existing is None:
@@ -804,13 +805,22 @@ def edit(
         return Change("updated", new, commit=sha)
 
 
+def _refuse_archived(store: Store, key: str, what: str) -> None:
+    """Refused, naming how it was archived, when `key` is an archived fact: only a live one is `what`
+    (updating would otherwise say "create it": a second fact of the name, the first one's past lost to it)."""
+    found = newest_archived(scan_archive(store), key)
+    if found is None:
+        return
+    why = f"superseded by {found.meta('superseded_by')}" if found.meta("superseded_by") else "forgotten"
+    raise Refused(f"fact {key!r} is archived ({why}): only a live fact is {what}", hint="`memctl restore` it first",
+                  kind="archived-fact")
+
+
 def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = True) -> Change:
     """Pin (always in the context bundle) or unpin a live fact."""
     found = find(store, key)
     if found.archived:  # "no fact named" it said, while `list --all` lists it
-        why = f"superseded by {found.meta('superseded_by')}" if found.meta("superseded_by") else "forgotten"
-        raise Refused(f"fact {key!r} is archived ({why}): only a live fact is pinned", hint="`memctl restore` it first",
-                      kind="archived-fact")
+        _refuse_archived(store, key, "pinned")
     spec = FactInput(name=found.name if fact_mod.NAME_RE.match(found.name) else found.stem, pinned=pinned)
     return remember(store, spec, update=True, commit_changes=commit_changes, verb="pin" if pinned else "unpin")
 

@@ -348,6 +348,9 @@ def test_pinning_an_archived_fact_says_it_is_archived(root):
         assert (r.exit_code, r.stderr) == (1, "memctl: error: fact 'old-way' is archived (superseded by new-way): only a live "
                                               "fact is pinned (hint: `memctl restore` it first)\n")
     assert cli(root, "pin", "nosuch").exit_code == 3
+    r = cli(root, "remember", "old-way", "--update", "--importance", "0.3")  # its hint said to drop --update: a second old-way
+    assert (r.exit_code, r.stderr) == (1, "memctl: error: fact 'old-way' is archived (superseded by new-way): only a live "
+                                          "fact is updated (hint: `memctl restore` it first)\n")
 
 
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
