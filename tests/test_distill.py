@@ -228,6 +228,24 @@ def test_distill_writes_lessons_with_provenance_once(root, store, monkeypatch, t
     assert git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
 
 
+def test_a_dry_run_says_what_the_run_would_refuse(root, store, monkeypatch, tmp_path):
+    """One lesson for both clusters: the dry run planned two, the run wrote one and rejected the other
+    ("the same description is already in ..."); the dry run now rejects it as the run does."""
+    seed(store, monkeypatch)
+    same = {"pytest": ANSWERS["pytest"], "Zenn": ANSWERS["pytest"]}
+    cmd, _ = llm(tmp_path, same)
+    head = git(root, "rev-parse", "HEAD").strip()
+    planned = run(store, cmd, dry_run=True)
+    assert git(root, "rev-parse", "HEAD").strip() == head and git(root, "status", "--porcelain") == ""
+    done = run(store, cmd)
+    shape = lambda result: [(o.status, o.reason.split(" in ")[0]) for o in result.outcomes]  # noqa: E731
+    assert shape(planned) == [("planned", ""), ("rejected", "the same description is already")]
+    assert shape(done) == [("created", ""), ("rejected", "the same description is already")]
+    assert planned.outcomes[1].reason == done.outcomes[1].reason  # the same file named
+    assert run(store, llm(tmp_path, {"pytest": ANSWERS["pytest"], "Zenn": ANSWERS["Zenn"]})[0], dry_run=True).outcomes[
+        0].status == "planned"  # (distilled already: not asked; the other cluster plans)
+
+
 def test_garbage_from_the_command_changes_nothing_and_says_why(root, store, monkeypatch, tmp_path):
     seed(store, monkeypatch)
     cmd, log = llm(tmp_path, {"pytest": "Sure! The lesson is: reset fixtures.", "Zenn": "{not json"})

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .. import clock, episodes as episodes_mod, facts as facts_mod, ledger, neardup
+from .. import clock, episodes as episodes_mod, facts as facts_mod, ledger, neardup, textnorm
 from ..errors import BadInput, NotFound, Refused
 from ..runcmd import MAX_ANSWER_BYTES, BadAnswer, parse_command, run_command, shorten as _shorten  # noqa: F401
 from ..store import commit, config_committable
@@ -316,13 +316,20 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
     made = plan(store, since=since, min_cluster=min_cluster, similarity=similarity, embedder=embedder)
     outcomes: list[Outcome | None] = []
     answers: list[tuple[int, Cluster, Answer]] = []
+    planned: dict[str, str] = {}  # (dry run) normalised description -> where it would be written
     for cluster in made.clusters:
         try:
             answer = parse_answer(run_command(argv, prompt(cluster), seconds, cwd=store.root))
         except BadAnswer as exc:
             outcomes.append(Outcome(cluster, "rejected", exc.reason))
             continue
-        if dry_run:
+        if dry_run:  # the refusal the write would meet: a description already in memory, or planned above
+            twin = _same_description(store, fact_input(cluster, answer).description or "", planned)
+            if twin is not None:
+                outcomes.append(Outcome(cluster, "rejected", f"the same description is already in {twin}", answer=answer))
+                continue
+            planned[textnorm.normalize(fact_input(cluster, answer).description or "")] = store.rel(
+                store.memory_dir / f"{cluster.fact_name}.md")
             outcomes.append(Outcome(cluster, "planned", fact=cluster.fact_name, answer=answer))
             continue
         answers.append((len(outcomes), cluster, answer))
@@ -345,6 +352,16 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
             created = [o for o in outcomes if o is not None and o.status == "created"]
             sha = commit(store, touched, _message(created), enabled=commit_changes) if touched else None
     return Result(made, [o for o in outcomes if o is not None], sha)
+
+
+def _same_description(store: "Store", description: str, planned: dict[str, str]) -> str | None:
+    """Where a lesson of this description is already (a live fact's file) or would be (planned earlier
+    in this dry run): what `remember` refuses as "the same description is already in ..."."""
+    norm = textnorm.normalize(description)
+    if norm in planned:
+        return planned[norm]
+    same = next((h for h in facts_mod.similar(description, facts_mod.live_facts(store)) if h.exact), None)
+    return store.rel(same.fact.path) if same is not None and same.fact.path is not None else None
 
 
 def _message(created: Sequence[Outcome]) -> str:
