@@ -631,6 +631,10 @@ def remember(
     fact's text are redacted, with a warning, unless `allow_secrets`; `<private>` text is always hidden.
     """
     spec = _scrubbed(spec, secrets=not allow_secrets)  # <private> text is hidden even when secrets are allowed
+    if spec.expires:  # `２０２６－１２－２０` as a Japanese IME types it: the date it means, as it is written to the file
+        import unicodedata  # noqa: PLC0415
+
+        spec = replace(spec, expires=unicodedata.normalize("NFKC", spec.expires).strip())
     _check_input(store, spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:

@@ -353,6 +353,12 @@ def test_pinning_an_archived_fact_says_it_is_archived(root):
                                           "fact is updated (hint: `memctl restore` it first)\n")
 
 
+def test_an_expiry_typed_in_full_width_is_the_date_it_means(root):
+    """A Japanese IME types `２０２７－１２－２０`: refused as an invalid date; written as the date it means."""
+    assert cli(root, "remember", "fw", "-d", "全角の日付で期限を書いた事実", "--expires", "２０２７－１２－２０").exit_code == 0
+    assert json.loads(cli(root, "show", "fw", "--json").stdout)["metadata"]["expires"] == "2027-12-20"
+
+
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
     (root / "memory" / "merge_freeze.md").write_text(
