@@ -351,6 +351,8 @@ def test_ctrl_c_keeps_the_files_done_and_the_next_run_does_the_rest(root, manual
     with pytest.raises(KeyboardInterrupt):
         docindex.index(store, embed=False)
     assert docindex.status(store)[0].files == 2
+    # (it said "never indexed" of a source two files of which were indexed)
+    assert cli(root, "source", "status").stdout.splitlines()[0].split("\t")[:4] == ["manual", "2", "7", "first run not finished"]
     monkeypatch.setattr(docindex.chunking, "chunk", real)
     (rest,) = docindex.index(store, embed=False)
     assert (rest.files, rest.changed) == (4, 2)
