@@ -809,10 +809,11 @@ def edit(
         return Change("updated", new, commit=sha)
 
 
-def _refuse_archived(store: Store, key: str, what: str) -> None:
-    """Refused, naming how it was archived, when `key` is an archived fact: only a live one is `what`
-    (updating would otherwise say "create it": a second fact of the name, the first one's past lost to it)."""
-    found = newest_archived(scan_archive(store), key)
+def _refuse_archived(store: Store, key: str, what: str, found: fact_mod.Fact | None = None) -> None:
+    """Refused, naming how it was archived, when `key` is an archived fact (`found`, when the caller
+    has it): only a live one is `what` (updating would otherwise say "create it": a second fact of
+    the name, the first one's past lost to it)."""
+    found = found or newest_archived(scan_archive(store), key)
     if found is None:
         return
     why = f"superseded by {found.meta('superseded_by')}" if found.meta("superseded_by") else "forgotten"
@@ -824,7 +825,7 @@ def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = T
     """Pin (always in the context bundle) or unpin a live fact."""
     found = find(store, key)
     if found.archived:  # "no fact named" it said, while `list --all` lists it
-        _refuse_archived(store, key, "pinned")
+        _refuse_archived(store, key, "pinned", found)
     spec = FactInput(name=found.name if fact_mod.NAME_RE.match(found.name) else found.stem, pinned=pinned)
     return remember(store, spec, update=True, commit_changes=commit_changes, verb="pin" if pinned else "unpin")
 

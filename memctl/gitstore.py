@@ -16,7 +16,7 @@ import itertools
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from . import early
 from .early import git_executable
@@ -350,7 +350,8 @@ def _wait_for_lock(top: Path, lock: Path, what: str, deadline: float | None) -> 
     if deadline is not None and time.monotonic() >= deadline:
         from .errors import LockTimeout  # noqa: PLC0415
 
-        raise LockTimeout(f"git {what}: {lock} is held by another git process; nothing was committed",
+        done = {"fetch": "nothing was fetched or merged", "push": "nothing was pushed"}.get(what, "nothing was committed")
+        raise LockTimeout(f"git {what}: {lock} is held by another git process; {done}",
                           hint="wait for it to finish, or raise MEMCTL_LOCK_TIMEOUT")
 
 
@@ -844,10 +845,21 @@ def run(top: Path, *args: str, author: Author | None = None, timeout: float | No
         lock = _own_lock(top, result.err) if result.code else None
         if lock is None:
             return result
-        _wait_for_lock(top, lock, args[0], deadline)
+        _wait_for_lock(top, lock, _subcommand(args), deadline)
         deadline = deadline or time.monotonic() + _lock_timeout()
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """git's subcommand among its arguments (`-c key=value` pairs and options before it skipped)."""
+    words = iter(args)
+    for word in words:
+        if word == "-c":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return "git"
 
 
 def _own_lock(top: Path, stderr: str) -> Path | None:
@@ -857,8 +869,11 @@ def _own_lock(top: Path, stderr: str) -> Path | None:
     if lock is None or found is None:
         return None
     lock = lock if lock.is_absolute() else Path(top) / lock
-    common = found / "commondir"  # a linked worktree's refs live in the main repository's folder
-    folders = [found, (found / common.read_text().strip()).resolve()] if common.is_file() else [found]
+    folders = [found]
+    try:  # a linked worktree's refs live in the main repository's folder
+        folders.append((found / (found / "commondir").read_text(encoding="utf-8").strip()).resolve())
+    except (OSError, ValueError):
+        pass  # no commondir (the usual case), or one that cannot be read: the git folder alone
     return lock if any(lock.is_relative_to(f) or lock.resolve().is_relative_to(f.resolve()) for f in folders) else None
 
 

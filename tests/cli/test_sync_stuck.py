@@ -457,7 +457,7 @@ def test_a_live_lock_on_the_remote_tracking_ref_is_waited_for_then_exit_4(pair, 
     before = git(b, "rev-parse", "HEAD")
     r = memctl(b, "sync", env={"MEMCTL_LOCK_TIMEOUT": "1"})
     assert r.returncode == 4 and str(lock) in r.stderr and lock.exists(), r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and "git fetch: " in r.stderr and "nothing was fetched or merged" in r.stderr
     assert git(b, "rev-parse", "HEAD") == before and _status(b) == ""
     os.unlink(lock)
 
