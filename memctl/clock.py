@@ -31,6 +31,15 @@ def parse_date(text: str) -> datetime:
     return value if value.tzinfo else value.astimezone()
 
 
+def expired(value: object, at: datetime | None = None) -> bool:
+    """Whether a fact's `expires` value is past at `at` (default: now); a value that is no ISO-8601
+    date never expires (docs/FORMAT.md)."""
+    try:
+        return bool(value) and expiry(str(value)) <= (at or now())
+    except ValueError:
+        return False
+
+
 def expiry(text: str) -> datetime:
     """When an `expires` value is past: a bare date (`2027-03-31`) at the end of that day, local time (the
     fact is current all that day, wherever it is read); a timestamp at itself."""

@@ -309,10 +309,7 @@ def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
         stderr = done.stderr.decode("utf-8", "replace")
         lock = _lock_in(stderr)
         if lock is not None:
-            _wait_for_lock(Path(top), lock if lock.is_absolute() else Path(top) / lock, args[0], deadline)
-            deadline = deadline or time.monotonic() + _lock_timeout()
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+            deadline, delay = _waited(Path(top), lock if lock.is_absolute() else Path(top) / lock, args[0], deadline, delay)
             continue
         raise GitError(f"git {args[0]} failed: {reason(stderr, f'exit status {done.returncode}')}") from None
 
@@ -341,6 +338,15 @@ def _lock_timeout() -> float:
     from .fsutil import lock_timeout  # noqa: PLC0415  (one reading of MEMCTL_LOCK_TIMEOUT)
 
     return lock_timeout()
+
+
+def _waited(top: Path, lock: Path, what: str, deadline: float | None, delay: float) -> tuple[float, float]:
+    """Between two tries that failed on `lock`: it is removed when stale, else waited for (LockTimeout
+    once `deadline` has passed); then a pause of `delay`. The next (deadline, delay): doubling to 0.5 s."""
+    _wait_for_lock(top, lock, what, deadline)
+    deadline = deadline or time.monotonic() + _lock_timeout()
+    time.sleep(delay)
+    return deadline, min(delay * 2, 0.5)
 
 
 def _wait_for_lock(top: Path, lock: Path, what: str, deadline: float | None) -> None:
@@ -529,10 +535,7 @@ def _retry_on_lock(top: Path, lock: Path, what: str, attempt: Callable[[], bool]
     deadline = None
     delay = 0.02
     while not attempt():
-        _wait_for_lock(top, lock, what, deadline)
-        deadline = deadline or time.monotonic() + _lock_timeout()
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+        deadline, delay = _waited(top, lock, what, deadline, delay)
 
 
 def _move_head(top: Path, sha: str, old: str | None, message: str) -> bool:
@@ -845,10 +848,7 @@ def run(top: Path, *args: str, author: Author | None = None, timeout: float | No
         lock = _own_lock(top, result.err) if result.code else None
         if lock is None:
             return result
-        _wait_for_lock(top, lock, _subcommand(args), deadline)
-        deadline = deadline or time.monotonic() + _lock_timeout()
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+        deadline, delay = _waited(top, lock, _subcommand(args), deadline, delay)
 
 
 def _subcommand(args: Sequence[str]) -> str:

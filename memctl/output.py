@@ -147,7 +147,7 @@ def fact_json(store, found, *, body: bool = True) -> dict[str, Any]:
     status = "live"
     if found.archived:
         status = "superseded" if found.meta("superseded_by") else "archived"
-    elif _past(found.meta("expires")):
+    elif _expired(found.meta("expires")):
         status = "expired"  # as recall says of it (it said `live` here)
     importance = found.meta("importance")
     return {
@@ -159,13 +159,10 @@ def fact_json(store, found, *, body: bool = True) -> dict[str, Any]:
     }
 
 
-def _past(expires: Any) -> bool:
-    from . import clock  # noqa: PLC0415
+def _expired(expires: Any) -> bool:
+    from . import clock  # noqa: PLC0415  (only a fact's JSON needs the clock)
 
-    try:
-        return bool(expires) and clock.expiry(str(expires)) <= clock.now()
-    except ValueError:
-        return False
+    return clock.expired(expires)
 
 
 def hit_json(found, rank: int, explain: bool = False) -> dict[str, Any]:

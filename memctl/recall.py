@@ -210,11 +210,7 @@ def _time(value: Any) -> datetime | None:
 
 
 def _expired(fact, now: datetime) -> bool:
-    value = fact.meta("expires")
-    try:
-        return bool(value) and clock.expiry(str(value)) <= now
-    except ValueError:
-        return False
+    return clock.expired(fact.meta("expires"), now)
 
 
 def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
@@ -492,12 +488,6 @@ def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, 
     if vectors.present is not None:
         docs = [docs[i] for i in vectors.present]
     return docs, vectors.matrix, vectors.waiting
-
-
-def _deadline() -> bool:
-    from . import vcache
-
-    return vcache.within_deadline()
 
 
 def build_vectors(store: Store) -> list[dict[str, Any]]:
@@ -1107,7 +1097,9 @@ def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fac
     if embedder is not None:
         doc_ids, vectors, waiting = (vectors_for or allowed_vectors)(store, conn, embedder, kinds, filters)
         corpus.vector_backend = embedder.backend
-        if waiting and "chunk" in kinds and chosen != "keyword" and not _deadline():
+        from . import vcache
+
+        if waiting and "chunk" in kinds and chosen != "keyword" and not vcache.within_deadline():
             corpus.notes.append(f"{waiting:,} document passages have no vectors yet: ranked by their keywords alone "
                                 "(`memctl source index` embeds them)")
         calibration = calibration_for(embedder)  # (waiting: said by the server that set the deadline)

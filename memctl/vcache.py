@@ -648,7 +648,7 @@ def _sync_by(store: "Store", source: str, items: Sequence[tuple[str, str]], embe
             raise error
         if box["vectors"].ids == [str(i) for i, _ in items]:
             return box["vectors"]
-    found = _ready(store, source, items, embedder, kind)
+    found = ready(store, source, items, embedder, kind)
     late = getattr(_DEADLINE, "late", None)
     if late is not None and found.waiting:
         late.waiting += found.waiting
@@ -662,12 +662,8 @@ def within_deadline() -> bool:
 
 
 def ready(store: "Store", source: str, items: Sequence[tuple[str, str]], embedder: "Embedder", kind: str) -> Vectors:
-    """The rows of `items` that have vectors already, nothing embedded (Vectors.waiting counts the others)."""
-    return _ready(store, source, items, embedder, kind)
-
-
-def _ready(store: "Store", source: str, items: Sequence[tuple[str, str]], embedder: "Embedder", kind: str) -> Vectors:
-    """The rows of `items` whose vectors the folder already holds (a source's matrix or a batch).
+    """The rows of `items` whose vectors the folder already holds (a source's matrix or a batch), nothing
+    embedded (Vectors.waiting counts the others).
 
     Without the folder's lock (the thread embedding the rest may hold it, fsyncing): every file
     is replaced by a rename, and one removed meanwhile only leaves its rows out of this answer."""

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .. import clock, facts as facts_mod, neardup, numerals, textnorm
 from ..errors import Refused
-from ..recall import _expired
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..embed import Embedder
@@ -515,7 +514,7 @@ def plan(store: "Store", *, embedder: "Embedder | None" = None, neighbours: int 
     # An expired fact is no survivor (the merge would fold a current fact into one the next policy run
     # archives) and no one to merge: `forget --policies` takes it out.
     now = clock.now()
-    live = [f for f in facts_mod.live_facts(store) if not _expired(f, now)]
+    live = [f for f in facts_mod.live_facts(store) if not clock.expired(f.meta("expires"), now)]
     source = neardup.facts_source(store)
     rows = neardup.fact_rows(store, live)  # the texts near-dup and recall embed: one vector per fact
     vectors = neardup._vectors(store, source, engine, rows)

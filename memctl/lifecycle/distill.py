@@ -324,12 +324,12 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
             outcomes.append(Outcome(cluster, "rejected", exc.reason))
             continue
         if dry_run:  # the refusal the write would meet: a description already in memory, or planned above
-            twin = _same_description(store, fact_input(cluster, answer).description or "", planned)
+            description = fact_input(cluster, answer).description or ""
+            twin = _same_description(store, description, planned)
             if twin is not None:
                 outcomes.append(Outcome(cluster, "rejected", f"the same description is already in {twin}", answer=answer))
                 continue
-            planned[textnorm.normalize(fact_input(cluster, answer).description or "")] = store.rel(
-                store.memory_dir / f"{cluster.fact_name}.md")
+            planned[textnorm.normalize(description)] = store.rel(store.memory_dir / f"{cluster.fact_name}.md")
             outcomes.append(Outcome(cluster, "planned", fact=cluster.fact_name, answer=answer))
             continue
         answers.append((len(outcomes), cluster, answer))
