@@ -337,7 +337,7 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
     for tag in spec.tags or ():
         if not tag.strip() or any(c in tag for c in "\n\r\t,"):
             raise BadInput(f"invalid tag {tag!r}", hint="tags are one word or phrase without commas or newlines")
-    if spec.expires is not None:
+    if spec.expires:  # "" clears an expiry (write() keeps it only for --update)
         try:
             expires = clock.expiry(spec.expires)
         except ValueError:
@@ -405,6 +405,8 @@ def _updated_fact(current: fact_mod.Fact, spec: FactInput) -> fact_mod.Fact:
     if spec.supersedes:
         meta["supersedes"] = sorted(set(current.supersedes) | set(spec.supersedes))
     given = {k: v for k, v in meta.items() if v is not None or k == "pinned"}
+    if given.get("expires") == "":  # `--expires ""`: the fact no longer expires
+        given["expires"] = None
     if given:
         changed = changed.with_meta(**given)
     if spec.body is not None or spec.why is not None or spec.how is not None:
@@ -635,6 +637,11 @@ def remember(
         import unicodedata  # noqa: PLC0415
 
         spec = replace(spec, expires=unicodedata.normalize("NFKC", spec.expires).strip())
+    if spec.expires == "" and not update:  # a new fact with `--expires ""` has no expiry, as without it
+        spec = replace(spec, expires=None)
+    if spec.importance == 0 or spec.confidence == 0:  # `--importance -0` is written 0.0, not -0.0
+        spec = replace(spec, importance=None if spec.importance is None else spec.importance + 0.0,
+                       confidence=None if spec.confidence is None else spec.confidence + 0.0)
     _check_input(store, spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:
@@ -672,13 +679,19 @@ def remember(
                 raise NotFound(f"supersedes {old_key!r}: no live fact by that name", hint="listing the facts shows live ones",
                                arg="supersedes", kind="no-live-fact")
             if existing is not None and old.stem == existing.stem or old_key == spec.name:
-                raise BadInput("a fact cannot supersede itself")
+                raise BadInput("a fact cannot supersede itself", hint="name the older fact it replaces", arg="supersedes")
             old_facts.append(old)
         skip = {f.stem for f in old_facts} | ({existing.stem} if existing else set())
         hits: list[Similar] = []
         if spec.description is not None:
             hits = similar(spec.description, [f for f in facts if f.stem not in skip])
             exact = [h for h in hits if h.exact]
+            if exact and not force and existing is not None:  # --update: "update that fact" would send the user in circles
+                raise Refused(
+                    f"the same description is already in {store.rel(exact[0].fact.path)}",
+                    hint="give this fact a description of its own, forget one of the two, or force the write",
+                    kind="same-description-update",
+                )
             if exact and not force:
                 raise Refused(
                     f"the same description is already in {store.rel(exact[0].fact.path)}",
@@ -847,7 +860,10 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, 
         moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
         touched += _write_index(store, [f for f in facts if f.stem != target.stem])
         sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)
-        return Change("forgotten", moved, commit=sha)
+    if target.pinned:
+        errors.warn(f"{target.stem} was pinned: context no longer includes it",
+                    hint=f"`memctl restore {target.stem}` brings it back, pinned")
+    return Change("forgotten", moved, commit=sha)
 
 
 def reindex(store: Store, *, commit_changes: bool = True, wait: float | None = None) -> tuple[bool, str | None]:

@@ -38,15 +38,18 @@ def parse_command(cmd: str, name: str = "llm_cmd") -> list[str]:
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:
-        raise BadInput(f"{name} {cmd!r}: {exc}", arg=name) from None
+        raise BadInput(f"{name} {cmd!r}: {exc}", hint="check its quotes: it is split as a shell would, but not run by one",
+                       arg=name) from None
     if not argv:
         raise BadInput(f"{name} is empty", hint=f"e.g. {name} 'claude -p'", arg=name)
     exe = argv[0]
     if os.sep in exe:
         if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-            raise BadInput(f"{name}: {exe} is not an executable file", arg=name)
+            raise BadInput(f"{name}: {exe} is not an executable file", hint=f"check the path, or chmod +x {shlex.quote(exe)}",
+                           arg=name)
     elif shutil.which(exe) is None:
-        raise BadInput(f"{name}: command {exe!r} not found on PATH", arg=name)
+        raise BadInput(f"{name}: command {exe!r} not found on PATH",
+                           hint="give its full path (scheduled jobs run with a minimal PATH)", arg=name)
     return argv
 
 

@@ -189,6 +189,7 @@ def test_a_command_that_cannot_run_is_bad_input(cmd, message):
         dist.parse_command(cmd)
     assert caught.value.message == message.replace("--llm-cmd", "llm_cmd")
     assert hints.worded(caught.value)[0] == message
+    assert caught.value.hint, "every way a command cannot run says what to do"
 
 
 # ---------------------------------------------------------------- with a store and a real subprocess

@@ -610,6 +610,7 @@ def test_restore_a_specific_version_and_refuse_a_live_name(root, monkeypatch):
     with pytest.raises(Refused) as info:
         restore.restore(open_store(root), "y")  # only the first archived version is left, and y is live
     assert info.value.message == "cannot restore memory/archive/y.md: live fact memory/y.md has the same name"
+    assert "rename" not in info.value.hint  # there is no rename command
 
 
 def test_restore_in_a_claude_code_memory_dir(tmp_path, monkeypatch):

@@ -33,6 +33,7 @@ HINTS = {
     "fact-exists": "use --update to change it, or pick another name",
     "nothing-to-update": "drop --update to create it",
     "same-description": "use --update on that fact, --supersedes it, or --force",
+    "same-description-update": "give this fact a description of its own, forget one of the two, or --force",
     "similar-fact": "check it; --update or --supersedes it, or drop --strict",
     "index-edited": "commit or discard them first, or use --no-commit",
     "uncommitted": "commit or discard them first (git -C {store} status), or use --no-commit (MEMCTL_NO_COMMIT=1)",

@@ -77,7 +77,7 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
                 continue
             raise Refused(
                 f"cannot restore {store.rel(target.path)}: live fact {store.rel(other.path)} has the same name",
-                hint="forget or rename the live fact first",
+                hint="forget the live fact first (or remember it under another name, then forget it)",
             )
         facts_mod._refuse_case_twin(store, stem)  # `DEPLOY-MON` live beside a restored `deploy-mon`: one file on macOS
         if replacing is None and dest.exists():

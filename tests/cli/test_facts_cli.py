@@ -359,6 +359,54 @@ def test_an_expiry_typed_in_full_width_is_the_date_it_means(root):
     assert json.loads(cli(root, "show", "fw", "--json").stdout)["metadata"]["expires"] == "2027-12-20"
 
 
+def test_an_empty_expiry_clears_it_on_update_and_means_none_for_a_new_fact(root):
+    """`--expires ""` was refused as an invalid date, so an expiry, once set, could not be taken off."""
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+    assert cli(root, "remember", "trial", "-d", "試用期間は12月末まで", "--expires", "2026-12-31", env=at).exit_code == 0
+    r = cli(root, "remember", "trial", "--update", "--expires", "", env=at)
+    assert r.exit_code == 0, r.stderr
+    shown = json.loads(cli(root, "show", "trial", "--json", env=at).stdout)
+    assert "expires" not in shown["metadata"] and "expires" not in (root / "memory" / "trial.md").read_text(encoding="utf-8")
+    later = {"MEMCTL_NOW": "2027-02-01T12:00:00+09:00"}
+    assert json.loads(cli(root, "show", "trial", "--json", env=later).stdout)["status"] == "live"
+    assert cli(root, "remember", "open-ended", "-d", "No end date for this one", "--expires", "", env=at).exit_code == 0
+    assert "expires" not in (root / "memory" / "open-ended.md").read_text(encoding="utf-8")
+
+
+def test_a_negative_zero_is_written_as_zero(root):
+    assert cli(root, "remember", "nz", "-d", "An unimportant note", "--importance", "-0", "--confidence", "-0.0",
+               env={"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}).exit_code == 0
+    text = (root / "memory" / "nz.md").read_text(encoding="utf-8")
+    assert ": -0" not in text and "importance: 0.0" in text and "confidence: 0.0" in text, text
+
+
+def test_forgetting_a_pinned_fact_says_so_and_restore_brings_it_back_pinned(root):
+    """`forget` archived a pinned fact without a word: every session's context lost it silently."""
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+    assert cli(root, "remember", "deploy-rule", "-d", "本番への反映は火曜日だけ", "--pin", env=at).exit_code == 0
+    r = cli(root, "forget", "deploy-rule", "--reason", "no longer true", env=at)
+    assert r.exit_code == 0 and "deploy-rule was pinned: context no longer includes it" in r.stderr, r.stderr
+    assert "restore deploy-rule" in r.stderr
+    assert cli(root, "restore", "deploy-rule", env=at).exit_code == 0
+    assert "本番への反映は火曜日だけ" in cli(root, "context", "--no-log", env=at).stdout.split("## Pinned facts", 1)[1]
+    r = cli(root, "remember", "plain", "-d", "An ordinary fact", env=at)
+    assert "was pinned" not in cli(root, "forget", "plain", "--reason", "gone", env=at).stderr
+
+
+def test_refusals_of_a_description_or_a_supersession_say_what_to_do_instead(root):
+    """`remember c2 --update -d <c1's text>` hinted "use --update on that fact"; "a fact cannot supersede
+    itself" had no hint."""
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+    assert cli(root, "remember", "c1", "-d", "会議は毎週月曜の10時から", env=at).exit_code == 0
+    assert cli(root, "remember", "c2", "-d", "Something else entirely", env=at).exit_code == 0
+    r = cli(root, "remember", "c2", "--update", "-d", "会議は毎週月曜の10時から", env=at)
+    assert r.exit_code == 1 and "hint: give this fact a description of its own, forget one of the two, or --force" in r.stderr, r.stderr
+    r = cli(root, "remember", "c3", "-d", "会議は毎週月曜の10時から", env=at)
+    assert r.exit_code == 1 and "hint: use --update on that fact" in r.stderr, r.stderr
+    r = cli(root, "remember", "c2", "--update", "--supersedes", "c2", env=at)
+    assert r.exit_code == 2 and "a fact cannot supersede itself (hint: name the older fact it replaces)" in r.stderr, r.stderr
+
+
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
     (root / "memory" / "merge_freeze.md").write_text(
