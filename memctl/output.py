@@ -233,7 +233,8 @@ def pace(done: int, total: int, seconds: float) -> str:
     rate = done / seconds if seconds > 0 else 0.0
     text = f"{done:,}/{total:,}, {rate:,.0f}/s" if rate >= 10 or rate == 0 else f"{done:,}/{total:,}, {rate:.1f}/s"
     if 0 < done < total and rate > 0:
-        text += f", about {format_duration((total - done) / rate)} left"
+        left = (total - done) / rate
+        text += f", about {format_duration(left)} left" if left >= 1 else ", under 1s left"
     return text
 
 

@@ -132,6 +132,12 @@ def add(store: Store, source: Source, *, commit_changes: bool = True) -> Source:
     from .store import commit, config_committable  # noqa: PLC0415
 
     check_name(source.name)
+    if source.chunk_size < chunking.MIN_SIZE:  # named as the caller gave them (reading names memctl.toml's table)
+        raise BadInput(f"chunk_size {source.chunk_size} is below {chunking.MIN_SIZE} characters",
+                       hint=f"give at least {chunking.MIN_SIZE} (default {chunking.DEFAULT_SIZE})", arg="chunk_size")
+    if not 0 <= source.overlap < source.chunk_size:
+        raise BadInput(f"overlap {source.overlap} must be at least 0 and below the chunk size {source.chunk_size}",
+                       hint=f"default {chunking.DEFAULT_OVERLAP}", arg="overlap")
     values = {"paths": list(source.paths), "exclude": list(source.exclude) or None, "description": source.description,
               "kind": source.kind,
               "chunk_size": None if source.chunk_size == chunking.DEFAULT_SIZE else source.chunk_size,

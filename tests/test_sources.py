@@ -588,3 +588,15 @@ def test_source_add_warns_at_once_of_a_path_that_does_not_exist_and_still_declar
     assert "typo" in sources.declared(open_store(root))
     fine = cli(root, "source", "add", "fine", "../store/*.md", "--json")
     assert fine.exit_code == 0 and "warning" not in fine.stderr and json.loads(fine.stdout)["name"] == "fine"
+
+
+@pytest.mark.parametrize("flags, line", [
+    (["--chunk-size", "0"], "memctl: error: --chunk-size 0 is below 20 characters (hint: give at least 20 (default 300))"),
+    (["--overlap", "400"], "memctl: error: --overlap 400 must be at least 0 and below the chunk size 300 (hint: default 60)"),
+])
+def test_source_add_names_the_flag_given_not_memctl_toml(root, tmp_path, flags, line):
+    """`source add --chunk-size 0` said "memctl.toml [sources.x]: chunk size 0 ..." though the file had no such table."""
+    before = (root / "memctl.toml").read_bytes()
+    added = cli(root, "source", "add", "notes", str(tmp_path), *flags)
+    assert added.exit_code == 2 and added.stderr == line + "\n", added.stderr
+    assert (root / "memctl.toml").read_bytes() == before

@@ -293,6 +293,7 @@ def test_progress_shows_count_rate_and_time_left():
     assert output.pace(1200, 10000, 25.0) == "1,200/10,000, 48/s, about 3m left"
     assert output.pace(3, 10, 2.0) == "3/10, 1.5/s, about 4s left"
     assert output.pace(10, 10, 2.0) == "10/10, 5.0/s"
+    assert output.pace(999, 1000, 10.0) == "999/1,000, 100/s, under 1s left"  # it said "about 0s left"
 
 
 def test_embed_texts_keeps_the_callers_order_while_batching_by_length(monkeypatch):
