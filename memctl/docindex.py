@@ -373,12 +373,11 @@ def answer(store: Store, queries: Sequence[str], *, source: str = "docs", **opti
     say so, and no hits, when nothing is indexed."""
     from . import recall
 
-    from .errors import BadInput
+    from .errors import NotFound
 
     name = None if source in ("docs", "all") else source
-    if name is not None and name not in sources_mod.declared(store):
-        raise BadInput(f"unknown source {source!r}", hint="facts, episodes, docs, all or a source's name (memctl source list)",
-                       arg="source")
+    if name is not None and name not in sources_mod.declared(store):  # not found (3), as `source index NAME` says
+        raise NotFound(f"no source {source!r}", hint="facts, episodes, docs, all or a source's name (memctl source list)")
     with reading(store) as conn:
         if conn is None or not conn.execute("SELECT 1 FROM docs WHERE kind=? LIMIT 1", (KIND,)).fetchone():
             corpus = recall.Corpus(recall.min_score_for(store) if options.get("min_score") is None else options["min_score"])

@@ -373,7 +373,7 @@ def test_recall_answers_from_documents_with_place_heading_and_description(root, 
     assert english[0].item.title.split("\x1f") == ["Releasing", "Freezes"]
     _, (nothing,) = recall.recall(store, ["zebra giraffe"], source="docs", mode="keyword", log=False)
     assert nothing == []
-    with pytest.raises(BadInput):
+    with pytest.raises(NotFound):
         recall.recall(store, ["x"], source="nope", log=False)
 
     shown = cli(root, "show", top["path"])
@@ -600,3 +600,11 @@ def test_source_add_names_the_flag_given_not_memctl_toml(root, tmp_path, flags, 
     added = cli(root, "source", "add", "notes", str(tmp_path), *flags)
     assert added.exit_code == 2 and added.stderr == line + "\n", added.stderr
     assert (root / "memctl.toml").read_bytes() == before
+
+
+def test_recall_of_a_source_never_declared_is_not_found_as_source_index_says(root):
+    """`recall --source nosuch` exited 2 (bad input) while `source index nosuch` exited 3 (not found)."""
+    recalled = cli(root, "recall", "会議", "--source", "nosuch")
+    indexed = cli(root, "source", "index", "nosuch")
+    assert (recalled.exit_code, indexed.exit_code) == (3, 3), (recalled.stderr, indexed.stderr)
+    assert recalled.stderr.startswith("memctl: error: no source 'nosuch' (hint: ") and "memctl source list" in recalled.stderr
