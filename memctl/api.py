@@ -100,6 +100,19 @@ def show(store: Store, name: str, *, log: bool = False) -> Fact:
     return found
 
 
+def passage(store: Store, spec: str, *, log: str | None = None) -> tuple[Any, str, int, int, str]:
+    """(source, shown path, start, end, text) of a document's lines `PATH:START-END` (docs/SOURCES.md);
+    `log` ("show", "used:mcp") records a use of that passage, as recall keys it (one inside the store only)."""
+    from . import sources
+
+    found = sources.lines(store, spec)
+    if log:
+        from . import recall as recall_mod
+
+        recall_mod.log_access(store, log, [("", [sources.passage_key(found[1], found[2], found[3])])])
+    return found
+
+
 def list_facts(store: Store, *, type: str | None = None, tag: str | None = None,  # noqa: A002
                archived: bool = False) -> list[Fact]:
     """Live facts (and archived ones with `archived=True`), by type then name."""

@@ -132,7 +132,7 @@ def _add_file(conn: sqlite3.Connection, source: sources_mod.Source, found: sourc
               digest: str, chunks: list[chunking.Chunk]) -> None:
     ids = []
     for c in chunks:
-        key = f"{found.shown}:{c.start}-{c.end}"
+        key = sources_mod.passage_key(found.shown, c.start, c.end)
         ids.append(rindex.add_doc(conn, KIND, key, rindex.SEP.join(c.heading),
                                   _snippet(c) + rindex.SEP + source.description, c.indexed, key, source.name,
                                   st.st_mtime, c.text))
@@ -389,6 +389,7 @@ def answer(store: Store, queries: Sequence[str], *, source: str = "docs", **opti
         options.pop("fact_type", None)
         options.pop("tag", None)
         options.pop("agent", None)
+        rindex.sync_uses(store, conn)  # a passage shown or used inside the store counts (its frequency factor)
         return recall.answered(store, conn, queries, index="docs", source="docs", fact_type=name, **options)
 
 

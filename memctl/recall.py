@@ -294,11 +294,13 @@ def record_use(store: Store, names: Sequence[str], *, command: str = "used", age
                query: str = "") -> list[str]:
     """Record that facts or episodes were used (not just shown): they gain frequency and recency.
 
-    `names` are fact names or file stems (archived too) and episode ids; an
-    unknown one raises NotFound and nothing is recorded. `command` is `used`,
-    `show`, or `used:<tool>` (access.is_use). Returns the keys recorded.
+    `names` are fact names or file stems (archived too), episode ids and passages
+    `PATH:START-END` of a declared source's file (one outside the store is not
+    recorded: the log is shared, its path is not); an unknown one raises NotFound
+    and nothing is recorded. `command` is `used`, `show`, or `used:<tool>`
+    (access.is_use). Returns the keys recorded.
     """
-    from . import facts, rindex
+    from . import facts, rindex, sources
     from .errors import NotFound
 
     if not access_mod.is_use(command):
@@ -316,11 +318,19 @@ def record_use(store: Store, names: Sequence[str], *, command: str = "used", age
             if name not in known:
                 raise NotFound(f"no episode {name!r}", hint="memctl episode list")
             keys.append(name)
+        elif sources.is_spec(name):
+            _, path, start, end, _ = sources.lines(store, name)
+            if os.path.isabs(path):
+                errors.warn(f"{name}: a passage outside the store: its use is not recorded",
+                            hint="the access log is committed and shared; its path is not")
+                continue
+            keys.append(sources.passage_key(path, start, end))
         else:
             fact = facts.find(store, name)
             keys.append(fact.name or fact.stem)
     keys = list(dict.fromkeys(keys))
-    access_mod.append(store, command, [(query, keys)], agent=agent)
+    if keys:
+        access_mod.append(store, command, [(query, keys)], agent=agent)
     return keys
 
 
@@ -805,7 +815,7 @@ def answered(store: Store, conn, queries: Sequence[str], *, index: str = "recall
              **options: Any) -> tuple[Corpus, list[list[Hit]]]:
     """answer(), by a running embed-server when there is one (served()), else in this process.
     `conn`: the index, just synced by the caller (rindex.opened), or, with `index="docs"`, the
-    documents' index (docindex.reading: synced by the index runs)."""
+    documents' index (docindex.reading: synced by the index runs, its use counts by docindex.answer)."""
     found = served(store, conn, queries, options, index)
     return found if found is not None else answer(store, conn, queries, **options)
 

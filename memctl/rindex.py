@@ -523,6 +523,25 @@ def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
         _sync_pending(store, conn)
 
 
+def sync_uses(store: Store, conn: sqlite3.Connection) -> None:
+    """Bring the use counts of another index (the documents', docindex.py) up to date with the store's
+    access log, which holds the uses of its passages too. A writer holding that index (a `source index`
+    run) is not waited for: the counts stay as the last query left them."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:  # locked by an index run
+        return
+    finally:
+        conn.execute("PRAGMA busy_timeout = 30000")
+    try:
+        _sync_access(store, conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def _sync_pending(store: Store, conn: sqlite3.Connection) -> None:
     """`access_pending`: the rows being moved (rare: a move cut short) counted whole whenever they
     change, pending.tsv by byte offset; both again when pending.tsv was moved away."""

@@ -431,6 +431,11 @@ def owner(store: Store, path: Path) -> Source | None:
     return None
 
 
+def passage_key(path: str, start: int, end: int) -> str:
+    """A passage's key in the index and in the access log: `path:start-end`, the path as shown_path gives it."""
+    return f"{path}:{start}-{end}"
+
+
 def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
     """(source, shown path, start, end, text) of `path:start-end`: only a file a declared source holds,
     reached without a symbolic link or `..`; BadInput / NotFound / Refused otherwise."""

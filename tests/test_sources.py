@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import cli, git
 from memctl import chunking, docindex, recall, sources
+from memctl.access import rows as access_rows
 from memctl.errors import BadInput, NotFound, Refused
 from memctl.store import open_store
 
@@ -608,3 +609,40 @@ def test_recall_of_a_source_never_declared_is_not_found_as_source_index_says(roo
     indexed = cli(root, "source", "index", "nosuch")
     assert (recalled.exit_code, indexed.exit_code) == (3, 3), (recalled.stderr, indexed.stderr)
     assert recalled.stderr.startswith("memctl: error: no source 'nosuch' (hint: ") and "memctl source list" in recalled.stderr
+
+
+def test_a_passage_shown_got_or_marked_used_counts_as_a_use_and_one_outside_the_store_is_never_logged(root, tmp_path):
+    """`show PATH:N-M` of a passage was no use and `used PATH:N-M` was refused (`invalid fact name`), so a
+    document's use frequency stayed 0 whatever the agents did with it."""
+    inside = root / "notes"
+    inside.mkdir()
+    (inside / "会議.md").write_text("# 定例会議\n\n定例会議は毎週月曜の10時から3階の会議室で\n", encoding="utf-8")
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Plans\n\nthe narwhal project ships in spring\n", encoding="utf-8")
+    store = open_store(root)
+    sources.add(store, sources.Source("notes", ("notes/**/*.md",)), commit_changes=False)
+    sources.add(store, sources.Source("private", (str(outside),)), commit_changes=False)
+    docindex.index(open_store(root), embed=False)
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+
+    def frequency(word):
+        hit, = json.loads(cli(root, "recall", word, "--source", "docs", "--mode", "keyword", "--explain", "--json",
+                              "--no-log", "--k", "1", env=at).stdout)
+        return hit["path"], hit["factors"]["frequency"]
+
+    spec, before = frequency("定例会議")
+    assert spec.startswith("notes/") and before == 0
+    assert cli(root, "show", spec, env=at).exit_code == 0
+    assert json.loads(cli(root, "used", spec, "--json", env=at).stdout) == {"used": [spec]}
+    assert frequency("定例会議")[1] > 0
+    used_rows = [r for _, r in access_rows(open_store(root))]
+    assert [(r["command"], r["shown"]) for r in used_rows] == [("show", spec), ("used", spec)]
+
+    far, _ = frequency("narwhal")
+    assert os.path.isabs(far)
+    assert cli(root, "show", far, env=at).exit_code == 0
+    r = cli(root, "used", far, env=at)
+    assert r.exit_code == 0 and "a passage outside the store: its use is not recorded" in r.stderr, r.stderr
+    assert str(outside) not in json.dumps([r for _, r in access_rows(open_store(root))])
+    assert cli(root, "used", "notes/nothing.md:1-2", env=at).exit_code == 3

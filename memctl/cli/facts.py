@@ -105,7 +105,7 @@ def show(
     from .. import sources
 
     if sources.is_spec(name):
-        source, path, start, end, text = sources.lines(store, name)
+        source, path, start, end, text = api.passage(store, name, log="show")  # a use, as a fact's show is
         if json:
             output.emit_json({"path": path, "start": start, "end": end, "source": source.name,
                               "source_description": source.description, "text": text})

@@ -74,17 +74,17 @@ def context(
 @app.command()
 def used(
     ctx: typer.Context,
-    names: Annotated[list[str], typer.Argument(help="Fact names or stems, episode ids.", metavar="NAME...")],
+    names: Annotated[list[str], typer.Argument(help="Fact names or stems, episode ids, document passages PATH:START-END.", metavar="NAME...")],
     query: Annotated[Optional[str], typer.Option("--query", "-q", help="What the item was used for (recorded).")] = None,
     json: JsonOpt = False,
 ) -> None:
-    """Record that facts or episodes were used: raises their frequency and recency in recall."""
+    """Record that facts, episodes or document passages were used: raises their frequency and recency in recall."""
     from .. import recall as recall_mod
 
     keys = recall_mod.record_use(store_from(ctx), names, query=query or "")
     if json:
         output.emit_json({"used": keys})
-    else:
+    elif keys:
         output.info(f"recorded use of {', '.join(keys)}")
 
 

@@ -351,10 +351,11 @@ def build(root: Path):
 
     @tool("Get a document's lines", read_only=True, idempotent=True)
     def get(spec: Annotated[str, Field(description="PATH:START-END, as a recall hit's path gives it.")]) -> dict[str, Any]:
-        """Lines of a document in a declared source (docs/SOURCES.md): the file as it is now."""
-        from .. import sources
+        """Lines of a document in a declared source (docs/SOURCES.md): the file as it is now (recorded as a
+        use of that passage, as `show` of a fact is)."""
+        from .. import api
 
-        source, path, start, end, text = sources.lines(store(), spec)
+        source, path, start, end, text = api.passage(store(), spec, log="used:mcp")
         return {"path": path, "start": start, "end": end, "source": source.name,
                 "source_description": source.description, "text": text}
 
