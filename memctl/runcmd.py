@@ -49,7 +49,7 @@ def parse_command(cmd: str, name: str = "llm_cmd") -> list[str]:
                            arg=name)
     elif shutil.which(exe) is None:
         raise BadInput(f"{name}: command {exe!r} not found on PATH",
-                           hint="give its full path (scheduled jobs run with a minimal PATH)", arg=name)
+                           hint="give its full path: scheduled jobs run with a minimal PATH", arg=name)
     return argv
 
 

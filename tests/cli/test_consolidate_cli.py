@@ -127,8 +127,10 @@ def test_conflicts_lists_and_a_supersedes_resolves(facts_root):
     (["consolidate", "--dry-run", "--apply"], "give --dry-run or --apply, not both", 2),
     (["distill", "--min-cluster", "1"], "--min-cluster must be 2 or more, got 1", 2),
     (["distill", "--similarity", "2"], "--similarity must be above 0 and at most 1, got 2", 2),
-    (["distill", "--llm-cmd", "no-such-llm -p"], "--llm-cmd: command 'no-such-llm' not found on PATH", 2),
-    (["distill", "--llm-cmd", "'claude"], "--llm-cmd \"'claude\": No closing quotation", 2),
+    (["distill", "--llm-cmd", "no-such-llm -p"], "--llm-cmd: command 'no-such-llm' not found on PATH (hint: give its full path: scheduled jobs run "
+                                               "with a minimal PATH)", 2),
+    (["distill", "--llm-cmd", "'claude"], "--llm-cmd \"'claude\": No closing quotation (hint: check its quotes: it is split as a shell would, "
+                                       "but not run by one)", 2),
     (["distill", "--llm-cmd", sys.executable, "--timeout", "0"], "--timeout must be above 0 seconds, got 0", 2),
     (["procedure", "record", "nope", "--success"], "no fact named 'nope' (hint: `memctl list --all` shows every fact)", 3),
     (["procedure", "record", "a-fact", "--success"],

@@ -142,7 +142,7 @@ def recall_pair(pair):
     (["recall", "x", "--min-score", "1.5"], 2),
     (["recall", "x", "--min-score", "-0.5"], 2),  # looks like an option: Typer's path
     (["recall", "x", "--k", "many"], 2),
-    (["recall", "x", "--source", "nope"], 2),
+    (["recall", "x", "--source", "nope"], 3),
     (["recall"], 2),
     (["recall", "a", "b"], 2),
     (["episode", "recall", "payment deploy", "--mode", "keyword", "--no-log", "--json"], 0),
