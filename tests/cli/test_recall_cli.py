@@ -62,7 +62,7 @@ def test_pin_unpin_commit(root):
 
 def test_recall_bad_input(root):
     _seed(root)
-    assert cli(root, "recall", "x", "--source", "nope").exit_code == 2
+    assert cli(root, "recall", "x", "--source", "nope").exit_code == 3  # not found, as `source index nope`
     assert cli(root, "recall", "x", "--mode", "nope").exit_code == 2
     assert cli(root, "recall").exit_code == 2
     assert cli(root, "recall", "x", "--since", "yesterday-ish").exit_code == 2
