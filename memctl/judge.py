@@ -79,15 +79,21 @@ def judge_checks(store: "Store", checks: list["Check"], command: str) -> list["C
     seconds = timeout_for(store)
     cache = _read_cache(store)
     learned: dict[str, str] = {}
+    given_up: list[str] = []  # a judge that timed out (or cannot run) is not asked again: each ask would wait as long
 
     def ask(a: str, b: str) -> str:
         k = key(command, a, b)
         if k in cache or k in learned:
             return cache.get(k) or learned[k]
+        if given_up:
+            return "failed"
         try:
             answer = run_command(argv, PROMPT.format(a=a, b=b), seconds, env={"MEMCTL_JUDGE_A": a, "MEMCTL_JUDGE_B": b})
         except BadAnswer as exc:
-            errors.warn(f"near-dup judge {command!r}: {exc}; the score decides", hint="check the judge command")
+            if not exc.again:
+                given_up.append(exc.reason)
+            errors.warn(f"near-dup judge {command!r}: {exc}; the score decides"
+                        + ("" if exc.again else " (the judge is not asked again in this run)"), hint="check the judge command")
             return "failed"
         verdict = parse(answer)
         if verdict is None:

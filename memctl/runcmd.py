@@ -22,9 +22,10 @@ MAX_ANSWER_BYTES = 64 * 1024
 class BadAnswer(Exception):
     """An answer that cannot be used; `reason` is one line for the report."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, *, again: bool = True):
         super().__init__(reason)
         self.reason = reason
+        self.again = again  # False: asking again would fail the same way (a timeout, a command that cannot run)
 
 
 def shorten(text: str, limit: int = 60) -> str:
@@ -78,14 +79,14 @@ def run_command(argv: Sequence[str], text: str, timeout: float, cwd: Path | None
     try:
         done = _run_in_group(argv, text.encode("utf-8"), timeout, cwd, env)
     except subprocess.TimeoutExpired:
-        raise BadAnswer(f"the command did not answer within {timeout:g} s") from None
+        raise BadAnswer(f"the command did not answer within {timeout:g} s", again=False) from None
     except OSError as exc:
-        raise BadAnswer(f"the command could not run: {exc.strerror or exc}") from None
+        raise BadAnswer(f"the command could not run: {exc.strerror or exc}", again=False) from None
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise BadAnswer(f"the command exited with status {done.returncode}" + (f": {shorten(err[-1], 120)}" if err else ""))
     if len(done.stdout) > MAX_ANSWER_BYTES:
-        raise BadAnswer(f"the answer is {len(done.stdout)} bytes; a small JSON object was expected")
+        raise BadAnswer(f"the answer is {len(done.stdout):,} bytes, over {MAX_ANSWER_BYTES:,}: a short answer was expected")
     try:
         return done.stdout.decode("utf-8")
     except UnicodeDecodeError:

@@ -78,7 +78,7 @@ def test_a_judge_that_says_different_makes_a_near_duplicate_new(root, tmp_path):
     ("echo 'I think they might be related'", "not same or different"),
     ("sleep 60", "did not answer within 1 s"),
 ])
-def test_a_failing_judge_leaves_the_score_to_decide_with_one_warning_each(root, tmp_path, body, why):
+def test_a_failing_judge_leaves_the_score_to_decide_with_one_warning_each_and_a_hung_one_is_asked_once(root, tmp_path, body, why):
     themes_store(root)
     with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
         handle.write("\n[neardup]\njudge_timeout = 1\n")
@@ -89,7 +89,9 @@ def test_a_failing_judge_leaves_the_score_to_decide_with_one_warning_each(root, 
     assert done.returncode == 5, done.stderr  # the band, as without a judge
     assert json.loads(done.stdout)["verdict"] == "similar"
     warnings = [line for line in done.stderr.splitlines() if line.startswith("memctl: warning: near-dup judge")]
-    assert len(warnings) == 2 and all(why in w and "the score decides" in w for w in warnings), done.stderr
+    # A judge that timed out is asked no more (three asks of a hung judge waited 3 x judge_timeout, 90 s by default)
+    assert len(warnings) == (1 if "did not answer" in why else 2), done.stderr
+    assert all(why in w and "the score decides" in w for w in warnings), done.stderr
     assert not (root / ".memctl" / "judge.tsv").exists()  # a failure is never cached
 
 
