@@ -195,6 +195,20 @@ def test_a_command_that_cannot_run_is_bad_input(cmd, message):
 # ---------------------------------------------------------------- with a store and a real subprocess
 
 
+def test_a_command_that_times_out_is_not_asked_for_the_next_cluster(root, store, monkeypatch, tmp_path):
+    """Each cluster asked a hung LLM command again, waiting the whole timeout each time."""
+    seed(store, monkeypatch)
+    log = tmp_path / "asked"
+    script = tmp_path / "hung.py"
+    script.write_text(f"import sys, time\nopen({str(log)!r}, 'a').write('x')\ntime.sleep(60)\n", encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD").strip()
+    result = run(store, f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}", timeout=1)
+    assert [(o.status, o.reason) for o in result.outcomes] == [
+        ("rejected", "the command did not answer within 1 s"),
+        ("rejected", "not asked: for an earlier cluster, the command did not answer within 1 s")]
+    assert log.read_text() == "x" and git(root, "rev-parse", "HEAD").strip() == head
+
+
 def test_distill_writes_lessons_with_provenance_once(root, store, monkeypatch, tmp_path):
     ids = seed(store, monkeypatch)
     cmd, log = llm(tmp_path, ANSWERS)

@@ -317,11 +317,16 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
     outcomes: list[Outcome | None] = []
     answers: list[tuple[int, Cluster, Answer]] = []
     planned: dict[str, str] = {}  # (dry run) normalised description -> where it would be written
+    given_up = ""  # a command that timed out (or cannot run) is not asked again: each cluster would wait as long
     for cluster in made.clusters:
+        if given_up:
+            outcomes.append(Outcome(cluster, "rejected", f"not asked: for an earlier cluster, {given_up}"))
+            continue
         try:
             answer = parse_answer(run_command(argv, prompt(cluster), seconds, cwd=store.root))
         except BadAnswer as exc:
             outcomes.append(Outcome(cluster, "rejected", exc.reason))
+            given_up = "" if exc.again else exc.reason
             continue
         if dry_run:  # the refusal the write would meet: a description already in memory, or planned above
             description = fact_input(cluster, answer).description or ""
