@@ -98,7 +98,9 @@ def _index_parts(store: Store) -> list[Part]:
     if not _unlinked(store, [store.index_path]):
         return []
     try:
-        text = read_bounded(store.index_path, INDEX_LIMIT, "an index file", store.rel(store.index_path)).decode("utf-8", errors="replace")
+        from .index import decoded
+
+        text = decoded(read_bounded(store.index_path, INDEX_LIMIT, "an index file", store.rel(store.index_path)))
     except FileNotFoundError:
         return []
     except TooBig as exc:

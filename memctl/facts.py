@@ -446,7 +446,7 @@ def index_text(store: Store, path: Path | None = None, errors: str = "replace") 
     path = path or store.index_path
     refuse_link(store.root, path)  # never read through a link (docs/RELIABILITY.md)
     try:
-        return read_bounded(path, INDEX_LIMIT, "an index file", store.rel(path)).decode("utf-8", errors)
+        return index_mod.decoded(read_bounded(path, INDEX_LIMIT, "an index file", store.rel(path)), errors)
     except FileNotFoundError:
         return ""
 
@@ -1026,7 +1026,7 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
         topics = _topic_texts(store)
     except TooBig as exc:
         return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
-    text = raw.decode("utf-8", errors="replace")
+    text = index_mod.decoded(raw)
     problems = []
     for drift in index_mod.drift(text, live, topics):
         where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index

@@ -161,3 +161,20 @@ def test_hand_lines_with_spaces_move_into_the_block_and_leave_with_forget(tmp_pa
         r = cli(d, "index", "--check")
         assert r.exit_code == 0, r.stdout + r.stderr
         assert "my note.md" not in (d / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_a_byte_order_mark_before_the_first_index_line_does_not_list_its_fact_twice(tmp_path, monkeypatch):
+    """An editor on Windows saves MEMORY.md with a BOM: its first line was not read as an index line, so doctor
+    said the fact was not listed, and the next write listed it a second time in the block."""
+    no_repository(monkeypatch)
+    d = tmp_path / "projects" / "-home-me-app" / "memory"
+    d.mkdir(parents=True)
+    (d / "MEMORY.md").write_bytes("\ufeff- [Deploy rule](deploy_rule.md) — デプロイは火曜日だけ\n".encode("utf-8"))
+    (d / "deploy_rule.md").write_text("---\nname: Deploy rule\ndescription: デプロイは火曜日だけ\ntype: project\n---\n\nx\n",
+                                      encoding="utf-8")
+    assert cli(d, "doctor").exit_code == 0
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+    assert cli(d, "remember", "lunch", "-t", "project", "-d", "Team lunch is on Fridays", env=at).exit_code == 0
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.count("(deploy_rule.md)") == 1 and "\ufeff" not in text, text
+    assert cli(d, "doctor").exit_code == 0
