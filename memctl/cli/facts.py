@@ -55,7 +55,7 @@ def remember(
     confidence: Annotated[Optional[float], typer.Option("--confidence", help="0-1: stated 1.0, inferred 0.7, observed 0.5.")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag; repeat for more.")] = None,
     source: Annotated[Optional[str], typer.Option("--source", help="Where it came from: session, URL, episode id.")] = None,
-    expires: Annotated[Optional[str], typer.Option("--expires", help="The last day the fact holds (YYYY-MM-DD, local time; from the next day recall leaves it out), or an ISO-8601 time; "" with --update clears it.")] = None,
+    expires: Annotated[Optional[str], typer.Option("--expires", help="The last day the fact holds (YYYY-MM-DD, local time; from the next day recall leaves it out), or an ISO-8601 time; \"\" with --update clears it.")] = None,
     supersedes: Annotated[Optional[list[str]], typer.Option("--supersedes", help="Archive this fact, replaced by NAME; repeatable.")] = None,
     pin: Annotated[bool, typer.Option("--pin", help="Pin the fact (always in context).")] = False,
     update: Annotated[bool, typer.Option("--update", help="Change an existing fact; fields not given are kept.")] = False,

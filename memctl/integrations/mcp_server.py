@@ -261,7 +261,7 @@ def build(root: Path):
         importance: Annotated[Optional[float], Field(description="0-1 (default by type).", ge=0, le=1)] = None,
         confidence: Annotated[Optional[float], Field(description="0-1: stated 1.0, inferred 0.7, observed 0.5.", ge=0, le=1)] = None,
         source: Annotated[Text, Field(description="Where it came from: session, URL, episode id.")] = None,
-        expires: Annotated[Text, Field(description="The last day the fact holds (YYYY-MM-DD, local time; from the next day recall leaves it out), or an ISO-8601 time; "" with update=true clears it.")] = None,
+        expires: Annotated[Text, Field(description="The last day the fact holds (YYYY-MM-DD, local time; from the next day recall leaves it out), or an ISO-8601 time; an empty text with update=true clears it.")] = None,
         supersedes: Annotated[Tags, Field(description="Names of facts this one replaces (they are archived).")] = None,
         pin: Annotated[bool, Field(description="Pin the fact: always in the session-start context.")] = False,
         update: Annotated[bool, Field(description="Change an existing fact; fields not given are kept.")] = False,
