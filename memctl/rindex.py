@@ -526,7 +526,8 @@ def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
 def sync_uses(store: Store, conn: sqlite3.Connection) -> None:
     """Bring the use counts of another index (the documents', docindex.py) up to date with the store's
     access log, which holds the uses of its passages too. A writer holding that index (a `source index`
-    run) is not waited for: the counts stay as the last query left them."""
+    run) is not waited for, and a failure to write them (a full disk) fails no query: the counts stay as
+    the last query left them."""
     conn.execute("PRAGMA busy_timeout = 0")
     try:
         conn.execute("BEGIN IMMEDIATE")
@@ -537,6 +538,8 @@ def sync_uses(store: Store, conn: sqlite3.Connection) -> None:
     try:
         _sync_access(store, conn)
         conn.execute("COMMIT")
+    except (sqlite3.Error, OSError):  # a full disk, a read-only index: the counts stay, the query goes on
+        conn.execute("ROLLBACK")
     except BaseException:
         conn.execute("ROLLBACK")
         raise

@@ -646,3 +646,27 @@ def test_a_passage_shown_got_or_marked_used_counts_as_a_use_and_one_outside_the_
     assert r.exit_code == 0 and "a passage outside the store: its use is not recorded" in r.stderr, r.stderr
     assert str(outside) not in json.dumps([r for _, r in access_rows(open_store(root))])
     assert cli(root, "used", "notes/nothing.md:1-2", env=at).exit_code == 3
+
+
+def test_use_counts_that_cannot_be_written_fail_no_document_query(root, tmp_path, monkeypatch):
+    """The documents' index writes its use counts at each query (rindex.sync_uses): a full disk there
+    must cost the counts, not the answer."""
+    import sqlite3
+
+    from memctl import rindex
+
+    folder = root / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# 会議\n\n定例会議は月曜の10時から\n", encoding="utf-8")
+    sources.add(open_store(root), sources.Source("notes", ("notes/*.md",)), commit_changes=False)
+    docindex.index(open_store(root), embed=False)
+
+    def full(store, conn):
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('probe', 'x')")  # a write that the rollback must undo
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(rindex, "_sync_access", full)
+    _, (hits,) = recall.recall(open_store(root), ["定例会議"], source="docs", mode="keyword", log=False)
+    assert [h.item.key for h in hits] == ["notes/a.md:1-3"]
+    with docindex.reading(open_store(root)) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='probe'").fetchone() is None
