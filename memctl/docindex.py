@@ -235,7 +235,7 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
                 advance(1)
                 key = str(item.path)
                 if taken.get(key, source.name) != source.name:
-                    skipped.append(sources_mod.Skip(item.shown, f"already in source {taken[key]}"))
+                    skipped.append(sources_mod.Skip(item.shown, f"{ALREADY}{taken[key]}"))
                     continue
                 present.add(key)
                 old = known.get(key)
@@ -332,19 +332,25 @@ def embed_chunks(store: Store) -> int:
 
 # ---------------------------------------------------------------- status
 
+ALREADY = "already in source "  # a skip's reason: the file is another source's (its name follows)
+
+
 def status(store: Store) -> list[Status]:
     """Each declared source: its files and chunks in the index, what was skipped and why, and how many
-    files changed since (new, edited, deleted: by size and mtime, nothing is read)."""
+    files changed since (new, edited, deleted: by size and mtime, nothing is read). A file skipped as
+    another source's, that source removed since, is one to index (changed), no longer skipped."""
     out = []
     with reading(store) as conn:
-        for source in sources_mod.declared(store).values():
+        declared = sources_mod.declared(store)
+        for source in declared.values():
             if conn is None:
                 out.append(Status(source, 0, 0, None, 0, ()))
                 continue
             files, chunks = _counts(conn, source.name)
             run = conn.execute("SELECT finished FROM src_runs WHERE source=?", (source.name,)).fetchone()
             skipped = tuple(sources_mod.Skip(p, r) for p, r in
-                            conn.execute("SELECT path, reason FROM src_skipped WHERE source=? ORDER BY rowid", (source.name,)))
+                            conn.execute("SELECT path, reason FROM src_skipped WHERE source=? ORDER BY rowid", (source.name,))
+                            if not (r.startswith(ALREADY) and r[len(ALREADY):] not in declared))
             known = {path: (size, mtime) for path, size, mtime in
                      conn.execute("SELECT path, size, mtime FROM src_files WHERE source=?", (source.name,))}
             skipped_now = {s.shown for s in skipped}

@@ -670,3 +670,19 @@ def test_use_counts_that_cannot_be_written_fail_no_document_query(root, tmp_path
     assert [h.item.key for h in hits] == ["notes/a.md:1-3"]
     with docindex.reading(open_store(root)) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='probe'").fetchone() is None
+
+
+def test_status_no_longer_names_a_file_skipped_for_a_source_since_removed(root, tmp_path):
+    """`source status` said "already in source rel" after `rel` was removed, until the next index run; the
+    file is one to index now."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ferry.md").write_text("# フェリー\n\n10月から時刻表が変わる\n", encoding="utf-8")
+    sources.add(open_store(root), sources.Source("rel", ("../notes/*.md",)), commit_changes=False)
+    sources.add(open_store(root), sources.Source("abs", (str(notes / "*.md"),)), commit_changes=False)
+    docindex.index(open_store(root), embed=False)
+    (before,) = [s for s in docindex.status(open_store(root)) if s.source.name == "abs"]
+    assert [s.reason for s in before.skipped] == ["already in source rel"]
+    sources.remove(open_store(root), "rel", commit_changes=False)
+    (after,) = docindex.status(open_store(root))
+    assert after.skipped == () and after.stale == 1, after
