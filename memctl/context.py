@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from . import clock, recall as recall_mod, textnorm
 from . import errors
 from .errors import BadInput, warn
-from .fsutil import INDEX_LIMIT, TooBig, link_message, link_on_way, read_bounded
+from .fsutil import TooBig, link_message, link_on_way, read_index
 from .store import Store
 
 SECTIONS = {
@@ -98,9 +98,7 @@ def _index_parts(store: Store) -> list[Part]:
     if not _unlinked(store, [store.index_path]):
         return []
     try:
-        from .index import decoded
-
-        text = decoded(read_bounded(store.index_path, INDEX_LIMIT, "an index file", store.rel(store.index_path)))
+        text = read_index(store.index_path, store.rel(store.index_path))
     except FileNotFoundError:
         return []
     except TooBig as exc:

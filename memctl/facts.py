@@ -15,8 +15,9 @@ from typing import Any, Callable
 
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
-from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, refuse_link,
-                     utf8_name)
+from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
+                     refuse_link, utf8_name)
+from .fsutil import index_text as index_text_of
 from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
@@ -446,7 +447,7 @@ def index_text(store: Store, path: Path | None = None, errors: str = "replace") 
     path = path or store.index_path
     refuse_link(store.root, path)  # never read through a link (docs/RELIABILITY.md)
     try:
-        return index_mod.decoded(read_bounded(path, INDEX_LIMIT, "an index file", store.rel(path)), errors)
+        return read_index(path, store.rel(path), errors)
     except FileNotFoundError:
         return ""
 
@@ -1026,7 +1027,7 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
         topics = _topic_texts(store)
     except TooBig as exc:
         return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
-    text = index_mod.decoded(raw)
+    text = index_text_of(raw)
     problems = []
     for drift in index_mod.drift(text, live, topics):
         where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index

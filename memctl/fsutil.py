@@ -219,6 +219,18 @@ def read_bounded(path: Path, limit: int, what: str, name: str | None = None) -> 
     raise too_big(name or str(path), size, limit, what)
 
 
+def read_index(path: Path, name: str, errors: str = "replace") -> str:
+    """An index file's text (MEMORY.md, a topic file), refused (TooBig) over INDEX_LIMIT: index_text()."""
+    return index_text(read_bounded(path, INDEX_LIMIT, "an index file", name), errors)
+
+
+def index_text(raw: bytes, errors: str = "replace") -> str:
+    """An index file's bytes as text, without a leading byte-order mark (an editor on Windows saves one):
+    with it, the first line was no index line, and its fact was listed twice once memctl wrote the block.
+    A regenerated file is written without it."""
+    return raw.decode("utf-8", errors).removeprefix("\ufeff")
+
+
 # ---------------------------------------------------------------- the store lock
 
 def lock_timeout() -> float:

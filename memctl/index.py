@@ -23,12 +23,6 @@ from typing import Callable, Iterable, NamedTuple
 from .config import FACT_TYPES
 from .fact import NAME_RE, Fact
 
-def decoded(raw: bytes, errors: str = "replace") -> str:
-    """MEMORY.md's text from its bytes, without a leading byte-order mark (an editor on Windows adds one):
-    with it, the first line was no index line and its fact was listed twice once memctl wrote the block."""
-    return raw.decode("utf-8", errors).removeprefix("\ufeff")
-
-
 BEGIN = "<!-- memctl:index:begin -->"
 END = "<!-- memctl:index:end -->"
 TOPIC_DIR = "memory-index"  # beside MEMORY.md: the facts that do not fit in its first lines
