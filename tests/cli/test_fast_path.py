@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -163,6 +164,17 @@ def test_recall_and_context_start_without_typer(recall_pair):
     assert "typer" in loaded(root, "recall", "payment", "--no-log", env={"MEMCTL_NO_FAST": "1"}).split(",")
 
 
+def test_recall_and_context_on_unchanged_facts_parse_no_yaml(recall_pair):
+    """Reading MEMORY.md for the context bundle imported memctl.index, and with it fact.py and PyYAML: 20 ms
+    of a 120 ms budget. With the facts unchanged since the last query, neither command parses YAML."""
+    root = recall_pair[0]
+    assert "yaml" in loaded(root, "remember", "new-one", "-d", "a fact written now", "--no-commit").split(",")  # the probe can fail
+    time.sleep(2.1)  # past rindex.RACY_NS: a file changed as the index read it is read again by the next query
+    loaded(root, "recall", "payment", "--mode", "keyword", "--no-log")  # the index takes the new fact in
+    assert "yaml" not in loaded(root, "recall", "payment", "--mode", "keyword", "--no-log").split(",")
+    assert "yaml" not in loaded(root, "context", "-q", "payment", "--mode", "keyword", "--no-log").split(",")
+
+
 PROBE = """
 import sys
 sys.argv = ["memctl"] + sys.argv[1:]
@@ -171,7 +183,8 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-print("LOADED:" + ",".join(sorted(m for m in ("typer", "click", "rich", "dataclasses", "git") if m in sys.modules)), file=sys.stderr)
+print("LOADED:" + ",".join(sorted(m for m in ("typer", "click", "rich", "dataclasses", "git", "yaml") if m in sys.modules)),
+      file=sys.stderr)
 """
 
 
