@@ -193,6 +193,20 @@ def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: st
     return found
 
 
+def is_passage(store: Store, key: str) -> bool:
+    """Whether `key` names a document's lines (PATH:START-END) rather than a fact: a Claude Code fact's
+    title may look like one (`Standup:9`), and a fact by that name wins."""
+    from .sources import is_spec  # noqa: PLC0415
+
+    if not is_spec(key):
+        return False
+    try:
+        find(store, key)
+    except (NotFound, BadInput):
+        return True
+    return False
+
+
 def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
     """A fact by file stem or by name; live facts first, then the archive (newest first)."""
     check_key(key)

@@ -318,7 +318,7 @@ def record_use(store: Store, names: Sequence[str], *, command: str = "used", age
             if name not in known:
                 raise NotFound(f"no episode {name!r}", hint="memctl episode list")
             keys.append(name)
-        elif sources.is_spec(name):
+        elif facts.is_passage(store, name):
             _, path, start, end, _ = sources.lines(store, name)
             if os.path.isabs(path):
                 errors.warn(f"{name}: a passage outside the store: its use is not recorded",

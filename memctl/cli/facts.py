@@ -102,9 +102,7 @@ def show(
 ) -> None:
     """Print one fact file, or lines of a document (PATH:START-END, as recall shows them)."""
     store = store_from(ctx)
-    from .. import sources
-
-    if sources.is_spec(name):
+    if facts.is_passage(store, name):
         source, path, start, end, text = api.passage(store, name, log="show")  # a use, as a fact's show is
         if json:
             output.emit_json({"path": path, "start": start, "end": end, "source": source.name,

@@ -178,3 +178,19 @@ def test_a_byte_order_mark_before_the_first_index_line_does_not_list_its_fact_tw
     text = (d / "MEMORY.md").read_text(encoding="utf-8")
     assert text.count("(deploy_rule.md)") == 1 and "\ufeff" not in text, text
     assert cli(d, "doctor").exit_code == 0
+
+
+def test_a_fact_titled_like_a_passage_is_still_shown_and_marked_used_by_its_title(tmp_path, monkeypatch):
+    """`show` and `used` read PATH:START-END as a document's lines: a Claude Code title such as `Standup:9`
+    named no document and was refused, though a fact has that name."""
+    no_repository(monkeypatch)
+    d = tmp_path / "projects" / "-home-me-app" / "memory"
+    d.mkdir(parents=True)
+    (d / "standup.md").write_text("---\nname: Standup:9\ndescription: 朝会は9時から\ntype: project\n---\n\nx\n",
+                                  encoding="utf-8")
+    (d / "MEMORY.md").write_text("- [Standup:9](standup.md) — 朝会は9時から\n", encoding="utf-8")
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+    shown = cli(d, "show", "Standup:9", env=at)
+    assert shown.exit_code == 0 and "朝会は9時から" in shown.stdout, shown.stderr
+    assert json.loads(cli(d, "used", "Standup:9", "--json", env=at).stdout) == {"used": ["Standup:9"]}
+    assert cli(d, "show", "notes/x.md:1-2", env=at).exit_code == 1  # a passage still: in no declared source
