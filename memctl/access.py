@@ -94,16 +94,17 @@ def has_pending(store: Store) -> bool:
 
 
 @contextlib.contextmanager
-def reading(store: Store) -> Iterator[None]:
-    """Hold off appends and moves while the log's files are read (a shared lock). Where nothing
-    was ever appended there is no lock file, and nothing to hold off (a read-only store too)."""
+def reading(store: Store, wait: float | None = None) -> Iterator[None]:
+    """Hold off appends and moves while the log's files are read (a shared lock, waited for up to
+    `wait` seconds, default MEMCTL_LOCK_TIMEOUT). Where nothing was ever appended there is no lock
+    file, and nothing to hold off (a read-only store too)."""
     lock = store.cache_dir / LOCK
     if not lock.exists():
         yield
         return
     from .fsutil import file_lock
 
-    with file_lock(lock, shared=True):
+    with file_lock(lock, wait, shared=True):
         yield
 
 

@@ -489,6 +489,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     if not gitstore.dirty_paths(store.root, [store.index_path]):
         return
     committed = gitstore.committed_text(store.root, store.index_path)
+    committed = None if committed is None else committed.removeprefix("\ufeff")  # read as index_text reads the file
     current = index_text(store)
     adopted = {f.file_name for f in facts} | _archived_names(store)
     if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):

@@ -505,13 +505,14 @@ def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
             ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None, ep.agent)
 
 
-def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
+def _sync_access(store: Store, conn: sqlite3.Connection, wait: float | None = None) -> None:
     """Use counts and last use per key (display rows are skipped: access.is_use): the log's in
-    `access`, the rows still pending in `access_pending` (access.py), read while no move runs."""
+    `access`, the rows still pending in `access_pending` (access.py), read while no move runs (waited
+    for up to `wait` seconds, default MEMCTL_LOCK_TIMEOUT)."""
     from . import access as access_mod
 
     path = access_mod.path_for(store)
-    with access_mod.reading(store):
+    with access_mod.reading(store, wait):
         new = _new_lines(path, conn, "access")
         if new is None or _meta(conn, "access.path") != str(path):
             conn.execute("DELETE FROM access")
@@ -525,24 +526,33 @@ def _sync_access(store: Store, conn: sqlite3.Connection) -> None:
 
 def sync_uses(store: Store, conn: sqlite3.Connection) -> None:
     """Bring the use counts of another index (the documents', docindex.py) up to date with the store's
-    access log, which holds the uses of its passages too. A writer holding that index (a `source index`
-    run) is not waited for, and a failure to write them (a full disk) fails no query: the counts stay as
-    the last query left them."""
+    access log, which holds the uses of its passages too. Best effort: a writer holding that index (a
+    `source index` run) or the access log (an append, a move) is not waited for, and a failure to write
+    the counts (a full disk) fails no query: they stay as the last query left them."""
+    from .errors import LockTimeout
+
     conn.execute("PRAGMA busy_timeout = 0")
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError:  # locked by an index run
         return
     finally:
-        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA busy_timeout = 30000")  # _connect's timeout=30
     try:
-        _sync_access(store, conn)
+        _sync_access(store, conn, wait=0.2)  # an append holds the log for a moment; a move, longer
         conn.execute("COMMIT")
-    except (sqlite3.Error, OSError):  # a full disk, a read-only index: the counts stay, the query goes on
-        conn.execute("ROLLBACK")
+    except (sqlite3.Error, OSError, LockTimeout):
+        _rolled_back(conn)
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rolled_back(conn)
         raise
+
+
+def _rolled_back(conn: sqlite3.Connection) -> None:
+    """ROLLBACK when a transaction is still open (SQLite ends one itself on a full disk or an I/O error)."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _sync_pending(store: Store, conn: sqlite3.Connection) -> None:

@@ -661,15 +661,38 @@ def test_use_counts_that_cannot_be_written_fail_no_document_query(root, tmp_path
     sources.add(open_store(root), sources.Source("notes", ("notes/*.md",)), commit_changes=False)
     docindex.index(open_store(root), embed=False)
 
-    def full(store, conn):
+    def full(store, conn, wait=None):
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('probe', 'x')")  # a write that the rollback must undo
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(rindex, "_sync_access", full)
-    _, (hits,) = recall.recall(open_store(root), ["定例会議"], source="docs", mode="keyword", log=False)
+    def full_and_rolled_back(store, conn, wait=None):  # SQLite ends the transaction itself on SQLITE_FULL
+        conn.execute("ROLLBACK")
+        raise sqlite3.OperationalError("database or disk is full")
+
+    for failing in (full, full_and_rolled_back):
+        monkeypatch.setattr(rindex, "_sync_access", failing)
+        _, (hits,) = recall.recall(open_store(root), ["定例会議"], source="docs", mode="keyword", log=False)
+        assert [h.item.key for h in hits] == ["notes/a.md:1-3"]
+        with docindex.reading(open_store(root)) as conn:
+            assert conn.execute("SELECT value FROM meta WHERE key='probe'").fetchone() is None
+
+
+def test_a_held_access_log_does_not_hold_up_a_document_query(root, monkeypatch):
+    """The use counts wait for the access log's lock: a move of the log (maintain, sync) made a document query
+    wait MEMCTL_LOCK_TIMEOUT, then fail, holding the documents' index meanwhile."""
+    from memctl.fsutil import file_lock
+
+    folder = root / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# 会議\n\n定例会議は月曜の10時から\n", encoding="utf-8")
+    store = open_store(root)
+    sources.add(store, sources.Source("notes", ("notes/*.md",)), commit_changes=False)
+    docindex.index(open_store(root), embed=False)
+    assert cli(root, "show", "notes/a.md:1-3").exit_code == 0  # a use: the access log and its lock exist
+    monkeypatch.setenv("MEMCTL_LOCK_TIMEOUT", "3")
+    with file_lock(store.cache_dir / "access.lock"):
+        _, (hits,) = recall.recall(open_store(root), ["定例会議"], source="docs", mode="keyword", log=False)
     assert [h.item.key for h in hits] == ["notes/a.md:1-3"]
-    with docindex.reading(open_store(root)) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='probe'").fetchone() is None
 
 
 def test_status_no_longer_names_a_file_skipped_for_a_source_since_removed(root, tmp_path):

@@ -213,3 +213,20 @@ def test_a_memctl_line_lost_to_claude_codes_whole_file_write_of_memory_md_is_put
     assert _commit(repo, "HEAD~1")[0] == "claude-code <claude-code@localhost>"  # its write, then memctl's repair
     checked = cli(d, "doctor")
     assert checked.exit_code == 0, checked.stdout + checked.stderr
+
+
+def test_claude_codes_edit_of_the_first_index_line_after_a_byte_order_mark_is_taken_in(tmp_path):
+    """A BOM before MEMORY.md's first line made that line prose: Claude Code's edit of it was not taken in."""
+    d, repo = _adopted(tmp_path)
+    index = d / "MEMORY.md"
+    lines = ["- [締め切り](project_deadline.md) — リリースは12月5日\n",
+             "- [テスト方針](feedback_testing.md) — 統合テストは実DBに当てる（モックは使わない）\n",
+             "- [User role](user_role.md) — The user is a data scientist\n"]
+    index.write_bytes(b"\xef\xbb\xbf" + "".join(lines).encode("utf-8"))
+    git(repo, "-c", "user.name=me", "-c", "user.email=me@localhost", "commit", "-qam", "an editor saved a BOM")
+    edited = "- [締め切り](project_deadline.md) — リリースは12月10日に延びた\n"
+    index.write_bytes(b"\xef\xbb\xbf" + "".join([edited, *lines[1:]]).encode("utf-8"))  # Claude Code's edit
+    done = cli(d, "remember", "project_freeze", "--type", "project", "-d", "No releases in the holidays")
+    assert done.exit_code == 0, done.stderr
+    assert _commit(repo, "HEAD~1") == ("claude-code <claude-code@localhost>", ["M\tprojects/-home-me-app/memory/MEMORY.md"])
+    assert "リリースは12月10日に延びた" in index.read_text(encoding="utf-8")

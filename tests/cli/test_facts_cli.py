@@ -407,6 +407,23 @@ def test_refusals_of_a_description_or_a_supersession_say_what_to_do_instead(root
     assert r.exit_code == 2 and "a fact cannot supersede itself (hint: name the older fact it replaces)" in r.stderr, r.stderr
 
 
+def test_a_committed_index_with_a_byte_order_mark_still_adopts_an_index_line_edit(root):
+    """With MEMORY.md committed with a BOM, every write was refused as a hand edit outside the block: the
+    committed text kept the BOM while the file's text was read without it."""
+    at = {"MEMCTL_NOW": "2026-12-05T12:00:00+09:00"}
+    for name, text in (("a-one", "first fact"), ("b-two", "second fact")):
+        assert cli(root, "remember", name, "-d", text, env=at).exit_code == 0
+    index = root / "memory" / "MEMORY.md"
+    index.write_bytes(b"\xef\xbb\xbf" + index.read_bytes())
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "an editor saved a BOM")
+    with index.open("a", encoding="utf-8") as handle:
+        handle.write("- [B two](b-two.md) — 二つ目の事実\n")  # an index line: the block adopts it
+    r = cli(root, "remember", "c-three", "-d", "third fact", env=at)
+    assert r.exit_code == 0, r.stderr
+    text = index.read_text(encoding="utf-8")
+    assert "\ufeff" not in text and text.count("(b-two.md)") == 1 and "二つ目の事実" in text, text
+
+
 def test_one_name_rule_for_an_existing_fact_in_every_command(root):
     """A Claude Code fact may be called "Merge freeze": show, pin, log and remember --update all find it."""
     (root / "memory" / "merge_freeze.md").write_text(
