@@ -57,19 +57,64 @@ def parse_command(cmd: str, name: str = "llm_cmd") -> list[str]:
 def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | None,
                   env: dict[str, str] | None) -> subprocess.CompletedProcess:
     """Run argv in its own process group; at the timeout the whole group is killed (a shell script's
-    `sleep` would otherwise keep the pipes open and the wait going)."""
+    `sleep` would otherwise keep the pipes open and the wait going). Its stdout and stderr are read
+    up to MAX_ANSWER_BYTES + 1 each: a command printing more (`yes`) is killed at once, and its
+    answer is that much (it was read whole: gigabytes, past the timeout)."""
+    import contextlib  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    cap = MAX_ANSWER_BYTES + 1
     with subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           cwd=cwd, env=None if env is None else {**os.environ, **env}, start_new_session=True) as proc:
-        try:
-            out, err = proc.communicate(data, timeout=timeout)
-        except BaseException:  # the timeout, or Ctrl-C (the group is in its own session: no SIGINT reaches it)
-            try:
+        out, err, over = bytearray(), bytearray(), threading.Event()
+
+        def feed() -> None:
+            with contextlib.suppress(OSError):  # a command that does not read its stdin
+                proc.stdin.write(data)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+
+        def drain(pipe, into: bytearray, stop: bool) -> None:
+            while chunk := pipe.read1(65536):
+                if len(into) < cap:
+                    into += chunk[: cap - len(into)]
+                if len(into) >= cap and stop:
+                    over.set()
+                    return
+
+        def kill() -> None:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.communicate()
+
+        threads = [threading.Thread(target=feed, daemon=True),
+                   threading.Thread(target=drain, args=(proc.stdout, out, True), daemon=True),
+                   threading.Thread(target=drain, args=(proc.stderr, err, False), daemon=True)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + timeout
+        try:  # the timeout, or Ctrl-C (the group is in its own session: no SIGINT reaches it), kill the group
+            while not over.is_set():
+                try:
+                    proc.wait(timeout=0.05)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= deadline:
+                        raise subprocess.TimeoutExpired(list(argv), timeout) from None
+            for thread in threads[1:]:  # a child left in the background may hold the pipes open
+                thread.join(max(0.0, deadline - time.monotonic()) if not over.is_set() else 0)
+                if thread.is_alive() and not over.is_set() and time.monotonic() >= deadline:
+                    raise subprocess.TimeoutExpired(list(argv), timeout)
+        except BaseException:
+            kill()
+            proc.wait()
             raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        if over.is_set() or any(t.is_alive() for t in threads[1:]):
+            kill()
+        proc.wait()
+        for thread in threads:
+            thread.join(5)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, bytes(out), bytes(err))
 
 
 def run_command(argv: Sequence[str], text: str, timeout: float, cwd: Path | None = None,
@@ -82,11 +127,11 @@ def run_command(argv: Sequence[str], text: str, timeout: float, cwd: Path | None
         raise BadAnswer(f"the command did not answer within {timeout:g} s", again=False) from None
     except OSError as exc:
         raise BadAnswer(f"the command could not run: {exc.strerror or exc}", again=False) from None
+    if len(done.stdout) > MAX_ANSWER_BYTES:  # before the exit status: such a command is killed
+        raise BadAnswer(f"the answer is over {MAX_ANSWER_BYTES:,} bytes: a short answer was expected")
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise BadAnswer(f"the command exited with status {done.returncode}" + (f": {shorten(err[-1], 120)}" if err else ""))
-    if len(done.stdout) > MAX_ANSWER_BYTES:
-        raise BadAnswer(f"the answer is {len(done.stdout):,} bytes, over {MAX_ANSWER_BYTES:,}: a short answer was expected")
     try:
         return done.stdout.decode("utf-8")
     except UnicodeDecodeError:

@@ -195,6 +195,16 @@ def test_a_command_that_cannot_run_is_bad_input(cmd, message):
 # ---------------------------------------------------------------- with a store and a real subprocess
 
 
+def test_a_command_that_prints_without_end_is_killed_at_the_answer_limit():
+    """`yes same` as a judge was read whole until the timeout: 3.3 GB in 12 s, and a MemoryError under a limit."""
+    with pytest.raises(dist.BadAnswer, match=r"^the answer is over 65,536 bytes: a short answer was expected$"):
+        dist.run_command(["yes", "same"], "p", 60)
+    child = f"import sys, time; sys.stdout.write('x' * 70000); sys.stdout.flush(); time.sleep(60)"
+    with pytest.raises(dist.BadAnswer, match=r"^the answer is over 65,536 bytes"):
+        dist.run_command([sys.executable, "-c", child], "p", 60)
+    assert dist.run_command([sys.executable, "-c", "import sys; sys.stderr.write('e' * 200000); print('ok')"], "p", 60) == "ok\n"
+
+
 def test_a_command_that_times_out_is_not_asked_for_the_next_cluster(root, store, monkeypatch, tmp_path):
     """Each cluster asked a hung LLM command again, waiting the whole timeout each time."""
     seed(store, monkeypatch)
