@@ -396,6 +396,8 @@ def check(
     """`memctl near-dup`: the top hits for each text, and whether each is new, similar or a
     near-duplicate (`similar`: the band's lower edge, instead of the model's). A judge command
     (`judge_cmd`, else `[neardup] judge_cmd`: memctl/judge.py) decides for the top hits."""
+    if any(not t.strip() for t in texts):  # "new" for a blank text let a check-then-append job store it
+        raise BadInput("the text to check is empty", hint="give the text to compare, e.g. a theme or a fact's description")
     if top < 1:
         raise BadInput("top must be at least 1", arg="top")
     for name, value in (("threshold", threshold), ("similar", similar)):

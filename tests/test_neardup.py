@@ -240,3 +240,13 @@ def test_saving_a_threshold_keeps_the_users_text(tmp_path):
         config.save_threshold(inline, "b", 0.5)
     assert caught.value.hint == "add it by hand"
     assert inline.read_text(encoding="utf-8") == "[embedding]\nthresholds = { a = 1 }\n"
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\u3000"])
+def test_a_blank_text_is_bad_input_not_new(root, text):
+    """`near-dup ""` answered "new" (exit 0): a job checking a theme before appending it stored a blank one."""
+    from conftest import cli
+
+    assert cli(root, "ledger", "create", "themes", "--columns", "date,theme").exit_code == 0
+    done = cli(root, "near-dup", text, "--ledger", "themes", "--column", "theme")
+    assert done.exit_code == 2 and "the text to check is empty" in done.stderr, done.stderr
