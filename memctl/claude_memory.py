@@ -57,8 +57,9 @@ def _only_index_lines_changed(store, path: Path) -> bytes | None:
         now = data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    # a byte-order mark is no prose: the index line after it is an index line (fsutil.index_text)
-    return data if before is not None and _prose(before.removeprefix("\ufeff")) == _prose(now.removeprefix("\ufeff")) else None
+    from .fsutil import without_bom  # a byte-order mark is no prose: the index line after it is one
+
+    return data if before is not None and _prose(without_bom(before)) == _prose(without_bom(now)) else None
 
 
 def _prose(text: str) -> list[str]:

@@ -17,7 +17,7 @@ from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, tex
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
                      refuse_link, utf8_name)
-from .fsutil import index_text as index_text_of
+from .fsutil import without_bom
 from .claude_memory import write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
@@ -489,7 +489,7 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     if not gitstore.dirty_paths(store.root, [store.index_path]):
         return
     committed = gitstore.committed_text(store.root, store.index_path)
-    committed = None if committed is None else committed.removeprefix("\ufeff")  # read as index_text reads the file
+    committed = None if committed is None else without_bom(committed)  # read as index_text reads the file
     current = index_text(store)
     adopted = {f.file_name for f in facts} | _archived_names(store)
     if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
@@ -1042,7 +1042,7 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
         topics = _topic_texts(store)
     except TooBig as exc:
         return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
-    text = index_text_of(raw)
+    text = without_bom(raw.decode("utf-8", errors="replace"))
     problems = []
     for drift in index_mod.drift(text, live, topics):
         where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index

@@ -220,15 +220,15 @@ def read_bounded(path: Path, limit: int, what: str, name: str | None = None) -> 
 
 
 def read_index(path: Path, name: str, errors: str = "replace") -> str:
-    """An index file's text (MEMORY.md, a topic file), refused (TooBig) over INDEX_LIMIT: index_text()."""
-    return index_text(read_bounded(path, INDEX_LIMIT, "an index file", name), errors)
+    """An index file's text (MEMORY.md, a topic file), refused (TooBig) over INDEX_LIMIT, without_bom()."""
+    return without_bom(read_bounded(path, INDEX_LIMIT, "an index file", name).decode("utf-8", errors))
 
 
-def index_text(raw: bytes, errors: str = "replace") -> str:
-    """An index file's bytes as text, without a leading byte-order mark (an editor on Windows saves one):
-    with it, the first line was no index line, and its fact was listed twice once memctl wrote the block.
-    A regenerated file is written without it."""
-    return raw.decode("utf-8", errors).removeprefix("\ufeff")
+def without_bom(text: str) -> str:
+    """An index file's text without a leading byte-order mark (an editor on Windows saves one): with it,
+    the first line was no index line, and its fact was listed twice once memctl wrote the block. Every
+    reader of MEMORY.md (the file, HEAD's copy) reads it so; a regenerated file is written without it."""
+    return text.removeprefix("\ufeff")
 
 
 # ---------------------------------------------------------------- the store lock

@@ -79,9 +79,10 @@ def judge_checks(store: "Store", checks: list["Check"], command: str) -> list["C
     seconds = timeout_for(store)
     cache = _read_cache(store)
     learned: dict[str, str] = {}
-    given_up: list[str] = []  # a judge that timed out (or cannot run) is not asked again: each ask would wait as long
+    given_up = False  # a judge that timed out (or cannot run) is not asked again: each ask would wait as long
 
     def ask(a: str, b: str) -> str:
+        nonlocal given_up
         k = key(command, a, b)
         if k in cache or k in learned:
             return cache.get(k) or learned[k]
@@ -90,8 +91,7 @@ def judge_checks(store: "Store", checks: list["Check"], command: str) -> list["C
         try:
             answer = run_command(argv, PROMPT.format(a=a, b=b), seconds, env={"MEMCTL_JUDGE_A": a, "MEMCTL_JUDGE_B": b})
         except BadAnswer as exc:
-            if not exc.again:
-                given_up.append(exc.reason)
+            given_up = not exc.again
             errors.warn(f"near-dup judge {command!r}: {exc}; the score decides"
                         + ("" if exc.again else " (the judge is not asked again in this run)"), hint="check the judge command")
             return "failed"

@@ -281,13 +281,18 @@ def log_access(store: Store, command: str, rows: Sequence[tuple[str, Sequence[st
     # A passage of a document outside the store is named by its absolute path: the log is committed and
     # pushed, and neither that path nor the question it answered is the store's to share (docs/SOURCES.md).
     rows = [(query.replace("\0", ""), inside) for query, keys in rows  # a NUL is never stored (a hook's prompt: never refused)
-            if (inside := [key for key in keys if not os.path.isabs(key)]) or not keys]
+            if (inside := [key for key in keys if shareable(key)]) or not keys]
     if not rows:
         return
     try:
         access_mod.append(store, command, rows, agent=agent, query_chars=query_chars)
     except (MemctlError, OSError) as exc:
         errors.warn(f"not recorded in {access_mod.FILE}: {getattr(exc, 'message', exc)}", hint=getattr(exc, "hint", None))
+
+
+def shareable(key: str) -> bool:
+    """Whether the access log may name `key`: not a passage outside the store (an absolute path)."""
+    return not os.path.isabs(key)
 
 
 def record_use(store: Store, names: Sequence[str], *, command: str = "used", agent: str | None = None,
@@ -320,7 +325,7 @@ def record_use(store: Store, names: Sequence[str], *, command: str = "used", age
             keys.append(name)
         elif facts.is_passage(store, name):
             _, path, start, end, _ = sources.lines(store, name)
-            if os.path.isabs(path):
+            if not shareable(path):
                 errors.warn(f"{name}: a passage outside the store: its use is not recorded",
                             hint="the access log is committed and shared; its path is not")
                 continue

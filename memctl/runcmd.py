@@ -94,22 +94,20 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
             thread.start()
         deadline = time.monotonic() + timeout
         try:  # the timeout, or Ctrl-C (the group is in its own session: no SIGINT reaches it), kill the group
-            while not over.is_set():
-                try:
-                    proc.wait(timeout=0.05)
-                    break
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() >= deadline:
-                        raise subprocess.TimeoutExpired(list(argv), timeout) from None
-            for thread in threads[1:]:  # a child left in the background may hold the pipes open
-                thread.join(max(0.0, deadline - time.monotonic()) if not over.is_set() else 0)
-                if thread.is_alive() and not over.is_set() and time.monotonic() >= deadline:
+            while proc.poll() is None and not over.is_set():
+                if time.monotonic() >= deadline:
                     raise subprocess.TimeoutExpired(list(argv), timeout)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(0.05)
+            for thread in threads[1:]:  # the rest of the output; a child left in the background may hold the pipes
+                thread.join(0 if over.is_set() else max(0.0, deadline - time.monotonic()))
+            if not over.is_set() and any(t.is_alive() for t in threads[1:]):
+                raise subprocess.TimeoutExpired(list(argv), timeout)
         except BaseException:
             kill()
             proc.wait()
             raise
-        if over.is_set() or any(t.is_alive() for t in threads[1:]):
+        if over.is_set():
             kill()
         proc.wait()
         for thread in threads:
