@@ -36,8 +36,8 @@ def claude_code_writes(store) -> tuple[list[Path], dict[Path, bytes]]:
     found, contents = [], {}
     for entry in gitstore.dirty_paths(store.root, [store.memory_dir]):
         path = Path(os.path.normpath(top / entry.strip('"')))
-        if path.parent != memory or path.suffix != ".md" or path.name.startswith("."):
-            continue
+        if path.parent != memory or path.suffix != ".md" or path.name.startswith(".") or path.is_symlink():
+            continue  # (a link is no write of Claude Code's, and memctl never follows one: doctor names it)
         if path == index:
             data = _only_index_lines_changed(store, path)
             if data is None:

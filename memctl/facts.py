@@ -131,7 +131,8 @@ def misnamed_problem(store: Store, path: Path) -> Problem:
 def link_problem(store: Store, link: Path) -> Problem:
     """A symbolic link inside the store, as doctor and the readers that skip it report it."""
     rel = store.rel(link)
-    return Problem(rel, 0, "link", link_message(store.root, link).removeprefix(f"{rel} is "))
+    return Problem(rel, 0, "link", link_message(store.root, link).removeprefix(f"{rel} is ")
+                   + " (put the file itself here, or remove the link)")
 
 
 def scan(store: Store, *, archived: bool = False) -> Scan:
@@ -491,12 +492,19 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     committed = gitstore.committed_text(store.root, store.index_path)
     committed = None if committed is None else without_bom(committed)  # read as index_text reads the file
     current = index_text(store)
-    adopted = {f.file_name for f in facts} | _archived_names(store)
+    adopted = {f.file_name for f in facts} | _archived_names(store) | _written_since(store, current)
     if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
         raise Refused(
             f"{store.rel(store.index_path)} has uncommitted edits outside the memctl block",
             hint="commit or discard them first, or write without committing", kind="index-edited",
         )
+
+
+def _written_since(store: Store, text: str) -> set[str]:
+    """The targets of index lines outside the block that name a fact file there now: one Claude Code
+    wrote after this command read the facts (its line appended next) is no edit of the user's."""
+    return {line.target for line in index_mod.parse_lines(text) if not line.generated
+            and "/" not in line.target and not line.target.startswith(".") and (store.memory_dir / line.target).is_file()}
 
 
 def _archived_names(store: Store) -> set[str]:
@@ -562,19 +570,25 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     """Regenerate MEMORY.md and its topic files; (the paths to commit, whether any file changed)."""
     _refuse_damaged_index(store)
     path = store.index_path
-    current = index_text(store, errors="strict")
-    refuse_conflicts(current.encode("utf-8"), store.rel(path))
     topics = _topic_texts(store)
-    layout = index_mod.build_layout(
-        current, facts, archived=_archived_names(store), topics=topics, refresh=refresh,
-        limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
-        rank=index_mod.rank_key(store.config.importance_for), recent=_recent(store, facts),
-    )
-    touched = [path]
+    archived, recent = _archived_names(store), _recent(store, facts)
     changed = False
-    if layout.memory != current:
-        atomic_write(path, layout.memory)
-        changed = True
+    for attempt in range(INDEX_ATTEMPTS):
+        raw = _index_bytes(store)
+        current = without_bom(raw.decode("utf-8"))  # strict: a regenerated file would lose what is not UTF-8
+        refuse_conflicts(current.encode("utf-8"), store.rel(path))
+        layout = index_mod.build_layout(
+            current, facts, archived=archived, topics=topics, refresh=refresh,
+            limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
+            rank=index_mod.rank_key(store.config.importance_for), recent=recent,
+        )
+        if layout.memory == current:
+            break
+        # Claude Code appends to MEMORY.md taking no lock: a line it added since the read is read again
+        if atomic_write(path, layout.memory, expected=raw if attempt < INDEX_ATTEMPTS - 1 else None):
+            changed = True
+            break
+    touched = [path]
     for rel, text in sorted(layout.topics.items()):
         target = store.memory_dir / rel
         touched.append(target)
@@ -589,6 +603,19 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     if folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
     return touched + _adopted_files(store, facts), changed
+
+
+INDEX_ATTEMPTS = 20  # reads of MEMORY.md while another writer keeps changing it; the last write is made regardless
+
+
+def _index_bytes(store: Store) -> bytes:
+    """MEMORY.md's bytes as index_text reads them: b"" when missing, refused through a link or over the limit."""
+    refuse_link(store.root, store.index_path)
+    try:
+        data = read_bounded(store.index_path, INDEX_LIMIT, "an index file", store.rel(store.index_path))
+    except FileNotFoundError:
+        return b""
+    return data
 
 
 def _write_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = frozenset()) -> list[Path]:
@@ -1079,8 +1106,8 @@ def _git_problems(store: Store) -> list[Problem]:
         rel = store.rel(top / path) if top is not None else path
         own_file = top is not None and top / path in own_files  # only when git does not track it (below)
         if (name.startswith(".") and not own_file) or name == "access.tsv" or rel in interrupted \
-                or (own_file and code != "??"):
-            continue
+                or (own_file and code != "??") or (top is not None and (top / path).is_symlink()):
+            continue  # (a link is named once, above, as one: never to be committed)
         where, what = shlex.quote(str(store.root)), shlex.quote(rel)
         commit = f"git -C {where} add -- {what} && git -C {where} commit"
         if code != "??":

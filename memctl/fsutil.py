@@ -86,8 +86,15 @@ def utf8_name(name: str) -> bool:
     return True
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Replace `path` with `data` atomically (temp file + fsync + rename)."""
+def atomic_write(path: Path, data: bytes | str, expected: bytes | None = None) -> bool:
+    """Replace `path` with `data` atomically (temp file + fsync + rename); True when it did.
+
+    With `expected`: only while the file still holds exactly those bytes (a
+    missing file holds b""); False, nothing written, when a writer that takes
+    no lock (Claude Code appending to MEMORY.md) changed it since it was read.
+    What such a writer appends to the old file in the instant of the rename is
+    appended to the new one, not lost with the old file.
+    """
     if isinstance(data, str):
         data = data.encode("utf-8")
     path = Path(path)
@@ -109,14 +116,44 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         else:
             os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        old = None if expected is None else _still(path, expected)
+        if old is False:
+            os.unlink(tmp)
+            _remove_empty(made)
+            return False
+        try:
+            os.replace(tmp, path)
+            late = b"" if old is None else os.pread(old, 1 << 20, len(expected))
+        finally:
+            if old is not None:
+                os.close(old)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         _remove_empty(made)
         raise _naming(exc, path)
     _fsync_dir(path.parent)
+    if late:  # theirs to commit, not this command's: it commits the bytes it wrote
+        append_bytes(path, late)
     _remember_written(path, data)
+    return True
+
+
+def _still(path: Path, expected: bytes) -> int | None | bool:
+    """An open descriptor on `path` when it holds exactly `expected` (None when it is missing and
+    `expected` is b""), False when it holds anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None if expected == b"" else False
+    try:
+        if os.fstat(fd).st_size == len(expected) and os.pread(fd, len(expected) + 1, 0) == expected:
+            return fd
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return False
 
 
 def _remove_empty(folders: list[Path]) -> None:

@@ -954,3 +954,28 @@ def test_the_store_lock_is_reentrant_in_one_thread_only(root):
     assert other.returncode == 4, other.stderr
     assert not (root / "memory" / "inner.md").exists()  # undone with the outer write, nested parts and all
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_replace_made_only_while_the_file_is_as_read_keeps_what_another_writer_appends(tmp_path, monkeypatch):
+    """atomic_write(expected=...): MEMORY.md's replace when Claude Code (which takes no lock) may append to it.
+    Changed since the read: nothing is written. Appended to the old file in the instant of the rename:
+    those bytes are appended to the new file, not lost with the old one."""
+    from memctl import fsutil
+
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes(b"- [a](a.md)\n")
+    assert fsutil.atomic_write(path, "new\n", expected=b"other\n") is False
+    assert path.read_bytes() == b"- [a](a.md)\n" and os.listdir(tmp_path) == ["MEMORY.md"]
+    assert fsutil.atomic_write(tmp_path / "none.md", "x\n", expected=b"y") is False and not (tmp_path / "none.md").exists()
+    assert fsutil.atomic_write(tmp_path / "none.md", "x\n", expected=b"") is True
+
+    replace = os.replace
+
+    def claude_appends_then_replace(src, dst):
+        with open(dst, "ab") as handle:  # opened the old file just before the rename, writes just after
+            replace(src, dst)
+            handle.write(b"- [late](late.md)\n")
+
+    monkeypatch.setattr(fsutil.os, "replace", claude_appends_then_replace)
+    assert fsutil.atomic_write(path, "- [a](a.md)\n- [b](b.md)\n", expected=b"- [a](a.md)\n") is True
+    assert path.read_bytes() == b"- [a](a.md)\n- [b](b.md)\n- [late](late.md)\n"

@@ -230,3 +230,68 @@ def test_claude_codes_edit_of_the_first_index_line_after_a_byte_order_mark_is_ta
     assert done.exit_code == 0, done.stderr
     assert _commit(repo, "HEAD~1") == ("claude-code <claude-code@localhost>", ["M\tprojects/-home-me-app/memory/MEMORY.md"])
     assert "リリースは12月10日に延びた" in index.read_text(encoding="utf-8")
+
+
+def test_a_line_claude_code_appends_while_memctl_rewrites_memory_md_is_kept(tmp_path, monkeypatch):
+    """Claude Code appends to MEMORY.md taking no lock. A line it appends after memctl read the index and
+    before memctl replaced it was lost with the old file (11 of 111 in a `printf >>` loop racing
+    `memctl index`): the replace is now made only while the file is as read, else it is read again."""
+    from memctl import facts as facts_mod, index as index_mod
+
+    d, _ = _adopted(tmp_path)
+    claude_fact(d, "project_k8s", "クラスタ", "本番は k8s 1.31", "project", "x\n")
+    built = index_mod.build_layout
+    calls = []
+
+    def build_then_claude_appends(*args, **kwargs):
+        layout = built(*args, **kwargs)
+        if not calls:  # between memctl's read and its write, once
+            claude_appends(d, "- [クラスタ](project_k8s.md) — 本番は k8s 1.31")
+        calls.append(1)
+        return layout
+
+    monkeypatch.setattr(facts_mod.index_mod, "build_layout", build_then_claude_appends)
+    r = cli(d, "remember", "a_fact", "-d", "first")
+    assert r.exit_code == 0, r.stderr
+    assert len(calls) == 2  # read again, once
+    assert "(project_k8s.md)" in (d / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_a_fact_and_line_claude_code_writes_after_memctl_read_the_facts_is_no_hand_edit(tmp_path, monkeypatch):
+    """The refusal of hand edits outside the block took Claude Code's line for a person's when Claude Code
+    wrote its fact after memctl had read the facts: `memctl index` failed half the time while it wrote."""
+    from memctl import facts as facts_mod
+
+    d, _ = _adopted(tmp_path)
+    assert cli(d, "remember", "a_fact", "-d", "first").exit_code == 0
+    read = facts_mod.live_facts
+
+    def read_then_claude_writes(store, *args, **kwargs):
+        found = read(store, *args, **kwargs)
+        if not (d / "project_k8s.md").exists():
+            claude_fact(d, "project_k8s", "クラスタ", "本番は k8s 1.31", "project", "x\n")
+            claude_appends(d, "- [クラスタ](project_k8s.md) — 本番は k8s 1.31")
+        return found
+
+    monkeypatch.setattr(facts_mod, "live_facts", read_then_claude_writes)
+    r = cli(d, "index")
+    assert r.exit_code == 0, r.stderr
+    assert "(project_k8s.md)" in (d / "MEMORY.md").read_text(encoding="utf-8")
+    monkeypatch.undo()
+    assert cli(d, "doctor").exit_code == 0
+
+
+def test_a_symbolic_link_in_the_directory_is_named_by_doctor_and_blocks_no_write(tmp_path):
+    """A `shared.md` linking a file outside made every write fail with git's raw "is outside repository"
+    (it was taken in as Claude Code's write); doctor called it a link and also a file to commit."""
+    d, repo = _adopted(tmp_path)
+    outside = tmp_path / "team-notes.md"
+    outside.write_text("---\nname: team\ndescription: shared\n---\nx\n", encoding="utf-8")
+    (d / "shared.md").symlink_to(outside)
+    r = cli(d, "remember", "a_fact", "-d", "first")
+    assert r.exit_code == 0, r.stderr
+    assert "shared.md" not in git(repo, "show", "--name-only", "--format=", "HEAD")
+    r = cli(d, "doctor")
+    assert r.exit_code == 1
+    problems = [line for line in (r.stdout + r.stderr).splitlines() if line.startswith("shared.md")]
+    assert len(problems) == 1 and "symbolic link" in problems[0] and "remove the link" in problems[0], problems
