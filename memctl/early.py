@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 
+from .values import env_on
+
 # Where git usually lives when a scheduled job runs with a minimal PATH.
 FALLBACK_GITS = ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git")
 # The fast path's `git status`: the whole work tree, untracked folders shown as folders, so that git's
@@ -121,7 +123,7 @@ def start_sync_status(argv: list[str]) -> None:
     """For `memctl [--root DIR] sync [--remote NAME] [--no-push] [--json]`: start the fast path's
     `git status` in the work tree holding the store, now. Any doubt (another command, another
     form, no store found the simple way, git redirected or missing): nothing is started."""
-    if os.environ.get("MEMCTL_NO_FAST", "") not in ("", "0"):
+    if env_on("MEMCTL_NO_FAST"):
         return
     split = root_option(argv)
     if split is None or split[1][:1] != ["sync"] or any(a in ("--setup", "--help", "-h") for a in split[1][1:]):

@@ -22,6 +22,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from .config import FACT_TYPES
 from .fact import NAME_RE, Fact
+from .values import unit_value
 
 BEGIN = "<!-- memctl:index:begin -->"
 END = "<!-- memctl:index:end -->"
@@ -29,8 +30,11 @@ TOPIC_DIR = "memory-index"  # beside MEMORY.md: the facts that do not fit in its
 SEPARATOR = " — "  # Claude Code's own: `- [Title](file.md) — hook`
 # The link target is bare (`note.md`), or in angle brackets when the file name
 # has a space or a parenthesis (`<my note.md>`, CommonMark's form); `%20` is read too.
+# A line in another Markdown form is one too: `+` or `1.` for the bullet, the link in bold, a title
+# holding `[ ]`, a `./` before the file name.
 _LINE_RE = re.compile(
-    r"^\s*[-*]\s+\[(?P<title>[^\]]*)\]\((?:<(?P<angled>[^<>\n]+)>|(?P<target>[^)\s]+))\)"
+    r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\*\*|__)?\[(?P<title>(?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
+    r"\((?:<(?P<angled>[^<>\n]+)>|(?P<target>[^)\s]+))\)(?:\*\*|__)?"
     r"\s*(?:(?:-|—|–|:)\s*(?P<desc>.*))?$"
 )
 
@@ -76,12 +80,13 @@ def _target(match: re.Match[str]) -> str:
         from urllib.parse import unquote  # noqa: PLC0415
 
         target = unquote(target)
-    return target
+    return target.removeprefix("./")
 
 
 def link_target(file_name: str) -> str:
-    """A file name as a Markdown link destination."""
-    return f"<{file_name}>" if any(c in file_name for c in " ()<>") else file_name
+    """A file name as a Markdown link destination (`%` and `#` escaped: a bare `#` starts a fragment)."""
+    name = file_name.replace("%", "%25").replace("#", "%23")
+    return f"<{name}>" if any(c in name for c in " ()<>") else name
 
 
 def title_for(fact: Fact) -> str:
@@ -93,6 +98,8 @@ def title_for(fact: Fact) -> str:
 
 
 def format_line(title: str, target: str, hook: str) -> str:
+    """One index line; a hook of several lines (a YAML block description) becomes one."""
+    hook = " ".join(part.strip() for part in hook.splitlines() if part.strip())
     line = f"- [{title}]({link_target(target)})"
     return line + SEPARATOR + hook if hook else line
 
@@ -194,9 +201,8 @@ def rank_key(importance_for: Callable[[str], float]) -> Callable[[Fact], tuple]:
     """Most important first: pinned, then importance, then the latest `updated` (or `created`), then stem."""
 
     def key(fact: Fact) -> tuple:
-        try:
-            importance = float(fact.meta("importance"))
-        except (TypeError, ValueError):
+        importance = unit_value(fact.meta("importance"))
+        if importance is None:
             importance = importance_for(fact.type)
         when = 0.0
         stamp = fact.meta("updated") or fact.meta("created")

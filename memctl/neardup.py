@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from . import embed, textnorm, tsv
 from .errors import BadInput, MemctlError, NotFound
+from .values import env_on
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -288,7 +289,7 @@ class Engine:
 
 
 def _server_allowed() -> bool:
-    return os.environ.get("MEMCTL_NO_SERVER", "") in ("", "0")
+    return not env_on("MEMCTL_NO_SERVER")
 
 
 def engine_for(store: "Store", embedder: embed.Embedder | None = None, threshold: float | None = None, *,

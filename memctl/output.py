@@ -34,19 +34,36 @@ def _escape(value: Any) -> str:
     return tsv.escape(text)
 
 
-def emit_json(data: Any) -> None:
+def json_text(data: Any, indent: int | None = None) -> str:
+    """`data` as JSON; a NaN or infinity (a hand-written `importance: .nan` in a fact's metadata) is null:
+    NaN and Infinity are not JSON, and a strict parser fails on the whole answer."""
     import json  # noqa: PLC0415  (lazy, like every import not every command needs)
 
-    indent = 2 if stdout_is_tty() else None
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=indent, default=str) + "\n")
+    try:
+        return json.dumps(data, ensure_ascii=False, indent=indent, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(json_safe(data), ensure_ascii=False, indent=indent, default=str)
+
+
+def json_safe(data: Any) -> Any:
+    """`data` with every float that is not finite replaced by None (dicts, lists and tuples walked)."""
+    if isinstance(data, float):
+        return data if data == data and data not in (float("inf"), float("-inf")) else None
+    if isinstance(data, dict):
+        return {key: json_safe(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(value) for value in data]
+    return data
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json_text(data, 2 if stdout_is_tty() else None) + "\n")
     sys.stdout.flush()
 
 
 def emit_ndjson(rows: Iterable[Any]) -> None:
-    import json  # noqa: PLC0415
-
     for row in rows:
-        sys.stdout.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json_text(row) + "\n")
     sys.stdout.flush()
 
 
@@ -149,11 +166,12 @@ def fact_json(store, found, *, body: bool = True) -> dict[str, Any]:
         status = "superseded" if found.meta("superseded_by") else "archived"
     elif _expired(found.meta("expires")):
         status = "expired"  # as recall says of it (it said `live` here)
-    importance = found.meta("importance")
+    from .values import unit_value  # noqa: PLC0415
+
     return {
         "name": found.name or found.stem, "path": store.rel(found.path), "type": found.type,
         "description": found.description, "status": status,
-        "importance": importance if isinstance(importance, (int, float)) and not isinstance(importance, bool) else None,
+        "importance": unit_value(found.meta("importance")),
         "tags": list(found.tags), "metadata": dict(meta) if isinstance(meta, dict) else {},
         "body": found.body if body else None,
     }

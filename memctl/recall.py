@@ -32,6 +32,7 @@ from . import clock
 from . import errors
 from .errors import BadInput, MemctlError, install_hint
 from .store import Store
+from .values import env_on
 
 FACT_WEIGHTS = {"relevance": 0.50, "importance": 0.15, "confidence": 0.15, "recency": 0.10, "frequency": 0.10}
 EPISODE_WEIGHTS = {"relevance": 0.40, "importance": 0.35, "confidence": 0.0, "recency": 0.25, "frequency": 0.0}
@@ -193,11 +194,10 @@ class Corpus:
 # ---------------------------------------------------------------- items
 
 def _float(value: Any, default: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return default
-    return min(1.0, max(0.0, number)) if math.isfinite(number) else default
+    from .values import unit_value
+
+    number = unit_value(value)
+    return default if number is None else number
 
 
 def _time(value: Any) -> datetime | None:
@@ -450,7 +450,7 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     from . import embed
 
     settings = embed.settings_for(store)
-    if os.environ.get("MEMCTL_NO_SERVER", "") in ("", "0"):
+    if not env_on("MEMCTL_NO_SERVER"):
         from .embed import server
 
         remote = server.remote(store)
@@ -843,7 +843,7 @@ def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any],
     """
     import os
 
-    if options.get("mode") == "keyword" or os.environ.get("MEMCTL_NO_SERVER", "") not in ("", "0"):
+    if options.get("mode") == "keyword" or env_on("MEMCTL_NO_SERVER"):
         return None
     if not store.embed_socket.exists():  # no server: not even its module is imported (the prompt hook's budget)
         return None

@@ -29,8 +29,9 @@ except ImportError:  # pragma: no cover
 from . import clock, textnorm
 from .fsutil import ROW_LIMIT, file_lock, refuse_link, utf8_name
 from .store import Store
+from .values import unit_value
 
-VERSION = "10"  # 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "11"  # 11: importance/confidence read by values.unit_value (`true`, `.inf`: the default); 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -120,11 +121,8 @@ def _expiry(value) -> float | None:
 
 
 def _unit(value, default: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return default
-    return min(1.0, max(0.0, number)) if number == number else default
+    number = unit_value(value)  # (memctl/values.py: the one rule)
+    return default if number is None else number
 
 
 # ---------------------------------------------------------------- open / sync

@@ -12,6 +12,7 @@ from . import errors
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, keep_undone, read_undo, refuse_link,
                      rollback, rollback_to, savepoint, settle, touched, undo_log, undoing, written_bytes)
+from .values import env_on
 
 CONFIG_FILE = "memctl.toml"
 CACHE_DIR = ".memctl"
@@ -454,7 +455,7 @@ def _init_files(root: Path, git: bool, created: list[str], made: list[Path]) -> 
 def commit_enabled(store: Store, flag: bool | None = None) -> bool:
     if flag is False:
         return False
-    if os.environ.get("MEMCTL_NO_COMMIT", "") not in ("", "0", "false"):
+    if env_on("MEMCTL_NO_COMMIT"):
         return False
     if store.config.commit:
         return True

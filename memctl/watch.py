@@ -34,6 +34,7 @@ from _socket import AF_UNIX, SOCK_STREAM
 from _socket import socket as _unix_socket
 
 from . import unixsock
+from .values import env_on
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import Store
@@ -61,7 +62,7 @@ def stamp(store: "Store") -> str | None:
 
     Equal stamps mean no fact file changed between the two answers (see the module's docstring)."""
     path = socket_path(store)
-    if not os.path.exists(path) or os.environ.get("MEMCTL_NO_SERVER", "") not in ("", "0"):
+    if not os.path.exists(path) or env_on("MEMCTL_NO_SERVER"):
         return None  # no watch (one stat, nothing imported), or asked to use no resident
     data = b""
     try:

@@ -168,3 +168,30 @@ def test_index_properties(n, limit, user_lines, appended):
     topics = {k: v for k, v in layout.topics.items() if v}
     assert index.build_layout(layout.memory, facts, topics=topics, limit_lines=limit, limit_bytes=25_000,
                             rank=RANK).memory == layout.memory
+
+
+def test_index_lines_in_other_markdown_forms_are_adopted_once():
+    """`./file.md`, a bold link, a numbered or `+` bullet, a title holding `[ ]`: Claude Code's and a
+    person's index lines were read as prose, never adopted (the fact listed twice), and blocked writes."""
+    text = ("# Memory\n\n- [A](./a.md) — hook a\n- **[B](b.md)** — hook b\n1. [C](c.md) — hook c\n"
+            "+ [D [draft]](d.md) — hook d\n2) see [E](e.md) for details\n")
+    facts = [claude_fact(stem, stem.upper(), f"desc {stem}", "project") for stem in "abcde"]
+    assert [(line.target, line.title) for line in index.parse_lines(text)] == [
+        ("a.md", "A"), ("b.md", "B"), ("c.md", "C"), ("d.md", "D [draft]")]
+    out = index.build_layout(text, facts).memory
+    assert _fact_lines(out) == ["- [A](a.md) — hook a", "- [B](b.md) — hook b", "- [C](c.md) — hook c",
+                                "- [D [draft]](d.md) — hook d", "- [E](e.md) — desc e"]
+    assert "2) see [E](e.md) for details" in out  # prose that links a fact stays prose
+    assert index.build_layout(out, facts).memory == out and index.drift(out, facts) == []
+
+
+def test_a_description_of_several_lines_is_one_hook_and_a_hash_in_a_name_stays_in_the_link():
+    """A YAML block description (`description: |`) put a raw second line into the block; a file named
+    `c#.md` was linked as `c#.md`, which Markdown reads as `c` and a fragment."""
+    facts = [claude_fact("notes", "Notes", "first line\n  second line\n", "project"),
+             claude_fact("c#", "C sharp", "the C# rules", "project"), claude_fact("100%", "All", "all in", "project")]
+    out = index.build_layout("", facts).memory
+    assert _fact_lines(out) == ["- [All](100%25.md) — all in", "- [C sharp](c%23.md) — the C# rules",
+                                "- [Notes](notes.md) — first line second line"]
+    assert [line.target for line in index.parse_lines(out)] == ["100%.md", "c#.md", "notes.md"]
+    assert index.build_layout(out, facts).memory == out and index.drift(out, facts) == []

@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ..values import env_on
+
 NEW, DUPLICATE, NEAR_DUP_ERROR, SIMILAR = 0, 1, 2, 5  # near-dup's own exit codes (3, 4: as everywhere)
 NEAR_DUP_EXIT = {"new": NEW, "near-duplicate": DUPLICATE, "similar": SIMILAR}
 
@@ -459,7 +461,7 @@ def _plan(argv: list[str]):
 
 def run(argv: list[str]) -> int | None:
     """Run argv here and return its exit code, or None when the Typer app should handle it."""
-    if os.environ.get("MEMCTL_NO_FAST", "") not in ("", "0"):
+    if env_on("MEMCTL_NO_FAST"):
         return None
     if "sync" in argv:  # `memctl sync` with nothing to do (fastsync.py)
         from .fastsync import run as run_sync

@@ -28,6 +28,8 @@ import os
 import sys
 from typing import IO
 
+from ..values import env_on
+
 EVENTS = ("session-start", "prompt")
 LOCK_WAIT = 1.0  # seconds SessionStart's housekeeping waits for the store lock before it leaves it be
 TIMEOUT_SECONDS = 5.0  # MEMCTL_HOOK_TIMEOUT overrides; Claude Code's own limit is in the settings file
@@ -289,7 +291,7 @@ def start_resident(store) -> bool:
     MEMCTL_NO_SERVER); True when one was started. Never waits for it, never fails the hook."""
     from ..embed import server
 
-    if os.environ.get(RESIDENT_ENV, "") == "0" or os.environ.get("MEMCTL_NO_SERVER", "") not in ("", "0"):
+    if os.environ.get(RESIDENT_ENV, "") == "0" or env_on("MEMCTL_NO_SERVER"):
         return False
     try:
         return server.start(store, RESIDENT_IDLE_SECONDS)

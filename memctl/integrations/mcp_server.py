@@ -198,7 +198,7 @@ def build(root: Path):
         def register(fn: Callable[..., dict[str, Any]]):
             @functools.wraps(fn)
             def call(**kwargs):
-                from .. import secrets, vcache
+                from .. import output, secrets, vcache
 
                 try:
                     mcp_input.check(kwargs)  # sizes and NUL, before any work
@@ -214,7 +214,7 @@ def build(root: Path):
                     notes.append(_waiting_note(late))
                 if notes or "notes" in result:
                     result["notes"] = notes
-                return result
+                return output.json_safe(result)  # (the SDK would write NaN, which is no JSON)
 
             server.add_tool(call, name=fn.__name__, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
                             annotations=ToolAnnotations(title=title, read_only_hint=read_only,

@@ -328,10 +328,9 @@ def _when(fact: "Fact") -> datetime | None:
 
 
 def _confidence(fact: "Fact") -> float:
-    try:
-        return float(fact.meta("confidence", 0.0))
-    except (TypeError, ValueError):
-        return 0.0
+    from ..values import unit_value
+
+    return unit_value(fact.meta("confidence")) or 0.0
 
 
 def survivor_order(facts: Sequence["Fact"]) -> list["Fact"]:

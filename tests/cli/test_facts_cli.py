@@ -504,3 +504,13 @@ def test_a_damaged_index_block_is_reported_by_doctor_and_refused_by_writers(root
         assert (r.exit_code, r.stdout, r.stderr) == (1, "", refusal), args
     assert index.read_text(encoding="utf-8") == damaged
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+def test_an_environment_switch_set_to_no_or_off_is_off(root, pinned_clock):
+    """MEMCTL_NO_COMMIT=no (or off, False) turned commits off: only "", "0" and "false" were off."""
+    for n, value in enumerate(["no", "off", "False", " 0 ", "yes"]):
+        head = git(root, "rev-parse", "HEAD")
+        r = cli(root, "remember", f"switch-{n}", "-d", f"switch fact number {n} set {value.strip()}", env={"MEMCTL_NO_COMMIT": value})
+        assert r.exit_code == 0, r.stderr
+        committed = git(root, "rev-parse", "HEAD") != head
+        assert committed == (value != "yes"), value
