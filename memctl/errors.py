@@ -119,6 +119,33 @@ class Interrupted(KeyboardInterrupt):
         self.exit_code = exit_code
 
 
+def stops_raise(*numbers: int):
+    """A context manager: while it is open in the main thread, these signals (SIGTERM by default) raise
+    Interrupted("terminated", 128 + the signal) instead of ending the process at once, so the command
+    cleans up first (saves what it embedded, kills the judge it started)."""
+    import contextlib  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    @contextlib.contextmanager
+    def held():
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def terminated(signum, frame) -> None:
+            raise Interrupted("terminated", 128 + signum)
+
+        previous = {number: signal.signal(number, terminated) for number in numbers or (signal.SIGTERM,)}
+        try:
+            yield
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    return held()
+
+
 def interrupted_line(exc: BaseException) -> tuple[str, int]:
     """The one line and the exit code for a KeyboardInterrupt that reached the CLI."""
     if isinstance(exc, Interrupted):

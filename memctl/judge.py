@@ -126,7 +126,7 @@ def _read_cache(store: "Store") -> dict[str, str]:
 
     try:
         text = read_text(store.root, store.cache_dir / CACHE)  # a link on the way is refused, never followed
-    except (FileNotFoundError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):  # missing, a folder, unreadable: a cache, so none (saving says why)
         return {}
     pairs = (line.split("\t") for line in text.splitlines())
     return {p[0]: p[1] for p in pairs if len(p) == 2 and p[1] in ("same", "different")}
@@ -136,7 +136,12 @@ def _save_cache(store: "Store", learned: dict[str, str]) -> None:
     """The new answers added to the cache (atomically, under the store lock)."""
     from .fsutil import atomic_write, refuse_link  # noqa: PLC0415
 
+    path = store.cache_dir / CACHE
     with store.lock():
         merged = {**_read_cache(store), **learned}
-        refuse_link(store.root, store.cache_dir / CACHE)
-        atomic_write(store.cache_dir / CACHE, "".join(f"{k}\t{v}\n" for k, v in merged.items()))
+        refuse_link(store.root, path)
+        try:
+            atomic_write(path, "".join(f"{k}\t{v}\n" for k, v in merged.items()))
+        except OSError as exc:  # a folder in its place, a full disk: the answer stands, the judge is asked again next time
+            errors.warn(f"the judge's answers were not cached in {store.rel(path)}: {exc.strerror or exc}",
+                        hint=f"remove {store.rel(path)} if it is not a file" if path.is_dir() else None)

@@ -64,6 +64,8 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
     import threading  # noqa: PLC0415
     import time  # noqa: PLC0415
 
+    from .errors import stops_raise  # noqa: PLC0415
+
     cap = MAX_ANSWER_BYTES + 1
     with subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           cwd=cwd, env=None if env is None else {**os.environ, **env}, start_new_session=True) as proc:
@@ -93,16 +95,19 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + timeout
-        try:  # the timeout, or Ctrl-C (the group is in its own session: no SIGINT reaches it), kill the group
-            while proc.poll() is None and not over.is_set():
-                if time.monotonic() >= deadline:
+        # The timeout, Ctrl-C, or a SIGTERM / SIGHUP to memctl (`timeout`, run-job, launchd, a closed
+        # terminal) kill the group: in its own session, no signal of ours reaches it, and it would outlive us.
+        try:
+            with stops_raise(signal.SIGTERM, signal.SIGHUP):
+                while proc.poll() is None and not over.is_set():
+                    if time.monotonic() >= deadline:
+                        raise subprocess.TimeoutExpired(list(argv), timeout)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(0.05)
+                for thread in threads[1:]:  # the rest of the output; a child left in the background may hold the pipes
+                    thread.join(0 if over.is_set() else max(0.0, deadline - time.monotonic()))
+                if not over.is_set() and any(t.is_alive() for t in threads[1:]):
                     raise subprocess.TimeoutExpired(list(argv), timeout)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(0.05)
-            for thread in threads[1:]:  # the rest of the output; a child left in the background may hold the pipes
-                thread.join(0 if over.is_set() else max(0.0, deadline - time.monotonic()))
-            if not over.is_set() and any(t.is_alive() for t in threads[1:]):
-                raise subprocess.TimeoutExpired(list(argv), timeout)
         except BaseException:
             kill()
             proc.wait()

@@ -133,3 +133,49 @@ def test_remember_never_runs_the_judge(root, tmp_path):
     done = memctl(root, "remember", "mcp-debugging", "-d", "MCPサーバーのデバッグ手法")
     assert done.returncode == 0 and "similar fact: memory/mcp-testing.md" in done.stderr, done.stderr
     assert calls(tmp_path) == []
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_a_judge_dies_with_memctl_when_memctl_is_stopped(root, tmp_path, stop):
+    """The judge runs in a session of its own (so a Ctrl-C in the terminal reaches only memctl, which
+    kills it): a SIGTERM to memctl (`timeout`, run-job, launchd) or a SIGHUP (a closed terminal) ended
+    memctl and left the judge running. Now memctl kills the judge's group first, and exits 128 + N."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    themes_store(root)
+    judge = judge_script(tmp_path, f'echo $$ > "{tmp_path}/judge.pid"; sleep 60')
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), *ASK, "--judge-cmd", judge],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid_file = tmp_path / "judge.pid"
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    judge_pid = int(pid_file.read_text())
+    proc.send_signal(getattr(signal, stop))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + getattr(signal, stop), err
+    assert err.strip().splitlines()[-1] == "memctl: error: terminated", err
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(judge_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(judge_pid, signal.SIGKILL)
+        raise AssertionError("the judge outlived memctl")
+
+
+def test_a_judge_cache_that_cannot_be_written_leaves_the_answer_standing_with_a_warning(root, tmp_path):
+    """`.memctl/judge.tsv` as a folder (or a full disk) failed near-dup with `IsADirectoryError: ...: 3`:
+    the cache is a cache, so the judge's answer stands and the warning says why it was not kept."""
+    themes_store(root)
+    (root / ".memctl" / "judge.tsv").mkdir(parents=True)
+    done = memctl(root, *ASK, "--judge-cmd", judge_script(tmp_path, SAYS_STDIO_IS_SAME))
+    assert done.returncode == 1, done.stderr
+    assert "the judge's answers were not cached in .memctl/judge.tsv: Is a directory" in done.stderr
+    assert "Error" not in done.stderr

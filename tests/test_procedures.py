@@ -112,7 +112,8 @@ def test_best_picks_by_success_and_quality_among_matching_triggers(store):
     assert script.rank == pytest.approx(0.6 * 0.19 + 0.4 * (0.1 * 9 + 0.9 * (0.1 * 9 + 0.9 * 2)) / 10)
     found = proc.best(store, "publish the weekly article to Zenn")
     assert [c.fact.stem for c in found] == ["zenn-manual", "zenn-script"]  # the script failed first: EMA remembers
-    assert [c.fact.stem for c in proc.best(store, "Zennで新しい記事を公開したい")] == ["zenn-ja"]
+    # the Japanese trigger matches; the English procedures (no trigger) are found by recall, and rank first on their runs
+    assert [c.fact.stem for c in proc.best(store, "Zennで新しい記事を公開したい")] == ["zenn-manual", "zenn-script", "zenn-ja"]
     with pytest.raises(NotFound, match="^no procedure matches 'water the plants'$"):
         proc.best(store, "water the plants")
     with pytest.raises(BadInput):
@@ -150,3 +151,22 @@ def test_evolve_bumps_the_version_and_git_keeps_the_old_template(root, store):
     assert proc.version(proc.evolve(store, "publish-zenn", "1. just push\n").fact) == 3
     with pytest.raises(BadInput, match="^the template is empty$"):
         proc.evolve(store, "publish-zenn", "  \n")
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_procedure_without_a_trigger_is_found_for_a_task_recall_finds_it_for(root, store, mode):
+    """Without `trigger`, half of the description's keywords had to occur in the task: the bundled example
+    (`記事公開の手順：テーマ台帳で重複確認→下書き→CTA確認→公開→台帳に追記`, 21 keywords) matched no
+    task a person would write. It now also matches when recall finds it (relevance at the floor or above)."""
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[recall]\nmode = "{mode}"\n')
+    from memctl.store import open_store
+
+    store = open_store(root)
+    add_procedure(store, "publish-article", "記事公開の手順：テーマ台帳で重複確認→下書き→CTA確認→公開→台帳に追記")
+    add_procedure(store, "water-plants", "Water the office plants on Mondays", trigger="water the plants")
+    found = proc.best(store, "記事を公開する")
+    assert [c.fact.stem for c in found] == ["publish-article"] and 0.35 <= found[0].match <= 1
+    with pytest.raises(NotFound):
+        proc.best(store, "猫に餌をやる")
+    assert [c.fact.stem for c in proc.best(store, "please water the plants")] == ["water-plants"]

@@ -64,7 +64,9 @@ def exit_table() -> str:
             "`tests/test_validation.py` checks each one through every command that can meet it). "
             "`near-dup` keeps 1 for \"near-duplicate\", so what is 1 below is 2 there; `hook` always exits 0. "
             "Ctrl-C exits 130 and a SIGTERM while texts are embedded 143 (128 + the signal, as a shell reports it), "
-            "each with one line saying what was kept (docs/EMBEDDINGS.md, \"The cache\").\n\n"
+            "each with one line saying what was kept (docs/EMBEDDINGS.md, \"The cache\"). While a judge or LLM command "
+            "runs (`near-dup --judge-cmd`, `distill --llm-cmd`), a SIGTERM (143) or SIGHUP "
+            "(129) to memctl kills that command's process group first: it never outlives memctl.\n\n"
             "| condition | exit code |\n|---|---|\n" + rows)
 
 

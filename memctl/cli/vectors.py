@@ -39,7 +39,7 @@ near_dup_app = typer.Typer(
     help="Find near-duplicates by meaning: `near-dup TEXT --ledger NAME --column COL` (or --facts).\n\n"
     "`near-dup TEXT ...` is `near-dup check TEXT ...`: its options are in `memctl near-dup check --help`.\n\n"
     "Exit codes: 0 new, 1 near-duplicate, 5 similar (in the band below the threshold: worth a look), 2 bad input or "
-    "another error, 3 not found (ledger, column), 4 lock timeout.",
+    "another error (an empty text, a column the ledger does not have), 3 not found (the ledger), 4 lock timeout.",
 )
 cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The embedding cache under .memctl/: status, rebuild, clear.")
 app.add_typer(near_dup_app, name="near-dup")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from .. import errors
 
@@ -67,7 +67,7 @@ def embed(embedder: "Embedder", todo: Sequence[tuple[str, str]], kind: str, *, s
         unsaved.clear()
         saved[0] = time.monotonic()
 
-    with _progress(len(todo), embedder, quiet=quiet) as advance, _terminate_raises():
+    with _progress(len(todo), embedder, quiet=quiet) as advance, errors.stops_raise():
         try:
             start, pace = 0, 0.0  # weight per second
             while start < len(todo):
@@ -135,26 +135,6 @@ def _progress(total: int, embedder: "Embedder", *, quiet: bool) -> Iterator[Call
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def _terminate_raises() -> Iterator[None]:
-    """While embedding in the main thread, SIGTERM raises errors.Interrupted (exit 143) instead of
-    killing the process at once, so that what was finished is saved first."""
-    import signal
-
-    if not _main_thread():
-        yield
-        return
-
-    def terminated(signum: int, frame: Any) -> None:
-        raise errors.Interrupted("terminated", errors.TERMINATED)
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,10 @@ s_n = (1 − α)^(n−1)·x_1 + Σ_(k=2..n) α·(1 − α)^(n−k)·x_k.
 
 `best TASK` ranks the procedures whose trigger matches the task by
 success_rate × 0.6 + quality / 10 × 0.4 (a statistic with no data counts 0).
-A trigger matches when at least half of its keywords occur in the task.
+A trigger matches when at least half of its keywords occur in the task. A procedure without a
+`trigger` also matches when recall finds it for the task (its relevance at or above the floor,
+docs/RECALL.md): a description such as `記事公開の手順：テーマ台帳で重複確認→下書き→…` has far
+more keywords than any task names, so half of them never occur in one.
 `evolve` replaces the template and bumps `version`; git keeps the old ones.
 """
 
@@ -157,20 +160,36 @@ def match(trigger_text: str, task: str) -> float:
     return len(wanted & textnorm.keywords(task)) / len(wanted)
 
 
-def rank(facts: Sequence["Fact"], table: dict[str, Stats], task: str) -> list[Candidate]:
-    """Matching procedures, best first: rank score, then match, then name (pure)."""
+def rank(facts: Sequence["Fact"], table: dict[str, Stats], task: str,
+         recalled: dict[str, float] | None = None) -> list[Candidate]:
+    """Matching procedures, best first: rank score, then match, then name (pure). `recalled`: stem ->
+    recall's relevance for the task (by file name), of the procedures without a `trigger` that recall found."""
     if not textnorm.keywords(task):
         raise BadInput(f"task {task!r} has no keywords to match", hint="describe the task in content words")
     found = []
     for fact in facts:
         share = match(trigger(fact), task)
-        if share >= MATCH_SHARE:
+        if share < MATCH_SHARE and not fact.meta("trigger"):
+            if fact.file_name in (recalled or {}):
+                found.append(Candidate(fact, table.get(name_of(fact), Stats()), max(share, recalled[fact.file_name])))
+        elif share >= MATCH_SHARE:
             found.append(Candidate(fact, table.get(name_of(fact), Stats()), share))
     return sorted(found, key=lambda c: (-c.stats.rank, -c.match, name_of(c.fact)))
 
 
+def _recalled(store: "Store", task: str, facts: Sequence["Fact"]) -> dict[str, float]:
+    """Recall's relevance for the task of the procedures without a trigger it finds (none: no recall run)."""
+    if all(fact.meta("trigger") for fact in facts):
+        return {}
+    from ..recall import recall
+
+    _, [hits] = recall(store, [task], k=max(1, len(facts)), fact_type=TYPE, log=False)
+    return {hit.item.path.rsplit("/", 1)[-1]: hit.relevance for hit in hits}
+
+
 def best(store: "Store", task: str) -> list[Candidate]:
-    found = rank(procedures(store), all_stats(store), task)
+    facts = procedures(store)
+    found = rank(facts, all_stats(store), task, _recalled(store, task, facts) if textnorm.keywords(task) else None)
     if not found:
         raise NotFound(f"no procedure matches {task!r}", hint="`memctl procedure list` shows the procedures and their triggers")
     return found
