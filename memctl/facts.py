@@ -587,6 +587,10 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
         # Claude Code appends to MEMORY.md taking no lock: a line it added since the read is read again
         if atomic_write(path, layout.memory, expected=raw if attempt < INDEX_ATTEMPTS - 1 else None):
             changed = True
+            if layout.moved:
+                errors.warn(f"{store.rel(path)}: {len(layout.moved)} line(s) written inside the memctl block were "
+                            f"kept just below it (the first: {layout.moved[0].strip()[:60]!r})",
+                            hint="memctl regenerates the lines between its markers: write your own text outside them")
             break
     touched = [path]
     for rel, text in sorted(layout.topics.items()):

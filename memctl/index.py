@@ -71,6 +71,7 @@ class Layout:
 
     memory: str
     topics: dict[str, str | None]
+    moved: tuple[str, ...] = ()  # a person's lines found inside the block, now kept below it
 
 
 def _target(match: re.Match[str]) -> str:
@@ -339,7 +340,8 @@ def build_layout(
     lines = text.split("\n") if text else []
     span = _block_span(lines)
     hole = "\0block"  # where the block goes
-    outside = lines if span is None else lines[: span[0]] + [hole] + lines[span[1] + 1 :]
+    moved = () if span is None else tuple(_written_inside(lines[span[0] + 1 : span[1]]))
+    outside = lines if span is None else lines[: span[0]] + [hole, *moved] + lines[span[1] + 1 :]
     kept: list[str] = []
     removed = False
     for line in outside:
@@ -396,7 +398,16 @@ def build_layout(
     new_topics: dict[str, str | None] = {name: None for name in topics}
     for group, group_entries in by_group.items():
         new_topics[topic_file(group)] = _topic_text(group, group_entries, limit_lines or 200)
-    return Layout(memory, new_topics)
+    return Layout(memory, new_topics, moved)
+
+
+_HEADING_RE = re.compile(r"^## [^\s]+$")  # what render_block writes between the markers, with index lines
+
+
+def _written_inside(block: list[str]) -> list[str]:
+    """The lines between the markers that memctl never writes there (prose, a note, a heading of the
+    person's): regenerating the block would drop them, so they are kept just below it."""
+    return [line for line in block if line.strip() and not _HEADING_RE.match(line) and not _LINE_RE.match(line)]
 
 
 def drift(

@@ -195,3 +195,15 @@ def test_a_description_of_several_lines_is_one_hook_and_a_hash_in_a_name_stays_i
                                 "- [Notes](notes.md) — first line second line"]
     assert [line.target for line in index.parse_lines(out)] == ["100%.md", "c#.md", "notes.md"]
     assert index.build_layout(out, facts).memory == out and index.drift(out, facts) == []
+
+
+def test_a_persons_line_inside_the_block_is_kept_below_it_not_dropped():
+    """A note typed between the markers was dropped at the next regeneration, without a word."""
+    facts = [fact("a", "desc a"), fact("b", "desc b")]
+    text = index.build_layout("# Memory\n\nmy intro\n", facts).memory
+    edited = text.replace("## project\n", "## project\nTODO: ask about the deploy window\n### my notes\n")
+    layout = index.build_layout(edited, facts)
+    assert layout.moved == ("TODO: ask about the deploy window", "### my notes")
+    assert layout.memory == text.replace(index.END + "\n", index.END + "\nTODO: ask about the deploy window\n### my notes\n")
+    again = index.build_layout(layout.memory, facts)
+    assert again.memory == layout.memory and again.moved == ()
