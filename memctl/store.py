@@ -292,7 +292,11 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
             created.append(CONFIG_FILE)
         return created
     store = open_store(root)  # also makes .memctl/ ignore itself
+    from .claude_memory import SIDECAR  # noqa: PLC0415
+
     files = [root / INDEX_FILE, *(f.path for f in facts)]
+    if (root / SIDECAR).is_file():  # written by memctl before this directory had git (`init --no-git`)
+        files.append(root / SIDECAR)
     for folder in ("archive", index_mod.TOPIC_DIR):
         if (root / folder).is_dir():
             files += sorted(p for p in (root / folder).rglob("*") if p.is_file())
@@ -303,7 +307,7 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
         top = gitstore.toplevel(root)
         files = [p for p in files if top is not None and str(p.resolve().relative_to(top)) in dirty
                  and gitstore.committed_text(root, p) is None]
-    adopted = [p for p in files if p.parent == root and p.name != INDEX_FILE]
+    adopted = [p for p in files if p.parent == root and p.suffix == ".md" and p.name != INDEX_FILE]
     # memctl's merge drivers, as for a memctl store: two machines' MEMORY.md merge by meaning (docs/SYNC.md)
     attributes = root / ".gitattributes"
     if new_repo or not gitstore.dirty_paths(root, [attributes]):  # never commit a hand edit of it

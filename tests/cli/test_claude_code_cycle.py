@@ -252,3 +252,17 @@ def test_prose_edits_outside_the_block_still_refuse_but_claude_code_lines_do_not
     r = cli(d, "unpin", "user_tz")
     assert r.exit_code == 0, r.stderr
     assert git(d, "show", "--name-only", "--format=%an", "HEAD~1").split() == ["claude-code", "user_tz.md"]
+
+
+def test_init_with_git_after_init_no_git_commits_the_sidecar_memctl_wrote_meanwhile(tmp_path):
+    """`pin` without git writes memctl-facts.tsv; a later `init` (with git) adopted the facts and left the
+    sidecar untracked: doctor failed, and a clone lost every pin."""
+    d = make_claude_dir(tmp_path)
+    assert cli(None, "init", str(d), "--no-git").exit_code == 0
+    assert cli(d, "pin", "user_role").exit_code == 0 and (d / "memctl-facts.tsv").is_file()
+    r = cli(None, "init", str(d))
+    assert r.exit_code == 0, r.stderr
+    assert "3 fact files (adopted)" in r.stderr
+    assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "memctl-facts.tsv" in git(d, "ls-files").split()
+    assert cli(d, "doctor").exit_code == 0
