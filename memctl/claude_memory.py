@@ -63,9 +63,11 @@ def _only_index_lines_changed(store, path: Path) -> bytes | None:
 
 
 def _prose(text: str) -> list[str]:
-    """MEMORY.md without its index lines and blank lines."""
+    """MEMORY.md without its index lines and blank lines (and without line endings: Claude Code on
+    Windows rewrites the whole file with CRLF, which changes no line's text)."""
     from . import index
 
+    text = text.replace("\r\n", "\n")
     numbers = {line.lineno for line in index.parse_lines(text)}
     return [line for number, line in enumerate(text.split("\n"), start=1) if number not in numbers and line.strip()]
 

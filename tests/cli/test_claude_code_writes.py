@@ -295,3 +295,20 @@ def test_a_symbolic_link_in_the_directory_is_named_by_doctor_and_blocks_no_write
     assert r.exit_code == 1
     problems = [line for line in (r.stdout + r.stderr).splitlines() if line.startswith("shared.md")]
     assert len(problems) == 1 and "symbolic link" in problems[0] and "remove the link" in problems[0], problems
+
+
+def test_claude_codes_whole_file_rewrite_of_memory_md_with_crlf_is_taken_in(tmp_path):
+    """Claude Code on Windows writes MEMORY.md whole with CRLF line endings: every prose line then
+    differed by its `\\r`, so doctor (and every write) took the rewrite for a person's edit and said
+    to commit it by hand."""
+    d, repo = _adopted(tmp_path)
+    index = d / "MEMORY.md"
+    claude_fact(d, "project_win", "Windows", "The build runs on Windows too", "project", "x\n")
+    text = index.read_text(encoding="utf-8") + "- [Windows](project_win.md) — The build runs on Windows too\n"
+    index.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    checked = cli(d, "doctor")
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
+    assert _commit(repo, "HEAD")[0] == "claude-code <claude-code@localhost>"
+    assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
+    done = cli(d, "remember", "project_next", "--type", "project", "-d", "The next thing to remember")
+    assert done.exit_code == 0, done.stderr
