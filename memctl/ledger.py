@@ -318,10 +318,13 @@ def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
     """Records as one JSON object a line: {"column": "value", ...}."""
     import json  # noqa: PLC0415
 
+    def not_json(constant: str):
+        raise BadInput(f"{source}:{lineno}: {constant} is not JSON", hint="send a number or a string")
+
     records = []
     for lineno, line in enumerate(_decode_input(data, source), 1):
-        try:
-            obj = json.loads(line)
+        try:  # a number is stored as it was written (`100.0` stays 100.0, `1e2` stays 1e2): its own text
+            obj = json.loads(line, parse_int=str, parse_float=str, parse_constant=not_json)
         except json.JSONDecodeError as exc:
             raise BadInput(f"{source}:{lineno}: invalid JSON: {exc.msg}") from None
         if not isinstance(obj, dict):
@@ -330,7 +333,7 @@ def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
         for key, value in obj.items():
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 raise BadInput(f"{source}:{lineno}: column {key!r} must be a string or a number")
-            record[key] = value if isinstance(value, str) else json.dumps(value)
+            record[key] = value
         records.append(record)
     return records
 

@@ -403,3 +403,18 @@ def test_doctor_names_a_tsv_whose_file_name_is_no_ledger_name_and_the_adopt_that
     assert cli(root, "ledger", "adopt", str(root / "ledgers" / "テーマ.tsv"), "--name", "themes", "--columns", "date,theme").exit_code == 0
     assert cli(root, "ledger", "rows", "themes").stdout == "2026-12-01\tMCPのテスト\n"
     assert "テーマ" not in cli(root, "doctor").stdout
+
+
+def test_ndjson_numbers_are_stored_as_written_and_nan_is_refused(root):
+    """`ledger append - --json` stored NaN and Infinity (not JSON; Python's parser takes them) and wrote
+    `1e2` and `100.0` both as 100.0: a number is now stored as its own text, and NaN refused."""
+    assert cli(root, "ledger", "create", "metrics", "--columns", "name,value").exit_code == 0
+    before = (root / "ledgers" / "metrics.tsv").read_bytes()
+    for bad in ('{"name": "a", "value": NaN}', '{"name": "a", "value": -Infinity}'):
+        r = cli(root, "ledger", "append", "metrics", "-", "--json", input=bad + "\n")
+        assert r.exit_code == 2 and "is not JSON" in r.stderr, r.stderr
+        assert (root / "ledgers" / "metrics.tsv").read_bytes() == before
+    rows = '{"name": "a", "value": 100.0}\n{"name": "b", "value": 1e2}\n{"name": "c", "value": 7}\n{"name": "d", "value": 123456789012345678901234567890}\n'
+    assert cli(root, "ledger", "append", "metrics", "-", "--json", input=rows).exit_code == 0
+    lines = (root / "ledgers" / "metrics.tsv").read_text(encoding="utf-8").splitlines()[-4:]
+    assert [line.split("\t")[-1] for line in lines] == ["100.0", "1e2", "7", "123456789012345678901234567890"]
