@@ -49,6 +49,9 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("line", "integer", "Its line in ledgers/episodes.tsv, the same in `episode add`, `episode import` and `episode list` (0: not written, `--dry-run`)."),
     ),
     "ledger_row": (),  # generated as a map: see _MAPS
+    "hit_path": (
+        ("path", "string", "Where a hit is: a fact's file, `ledgers/episodes.tsv:LINE`, a document's `PATH:START-END`; each once, best first."),
+    ),
     "hit": (
         ("rank", "integer", "1 for the best hit."),
         ("kind", "string", "fact, episode or chunk (lines of a document in a declared source, docs/SOURCES.md)."),
@@ -696,6 +699,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "episode recall": ("array", "hit"),
     "recall": ("array", "hit"),
     "recall --explain": ("array", "hit"),
+    "recall --paths": ("array", "hit_path"),
     "recall --queries": ("ndjson", "query_hits"),
     "context": ("object", "context"),
     "used": ("object", "used"),

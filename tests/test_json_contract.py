@@ -80,6 +80,7 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("recall", ["recall", "デプロイ", "--json"], None, (0,)),
         ("recall --explain", ["recall", "デプロイ", "--source", "all", "--json", "--explain", "--no-log"], None, (0,)),
         ("recall --queries", ["recall", "--queries", str(queries), "--json"], None, (0,)),
+        ("recall --paths", ["recall", "デプロイ", "--paths", "--json", "--no-log"], None, (0,)),
         ("context", ["context", "--query", "デプロイ", "--json"], None, (0,)),
         # document sources (docs/SOURCES.md): a folder outside the store, with a binary file it skips
         ("source add", ["source", "add", "notes", str(notes / "*.md"), "-d", "Team notes", "--json"], None, (0,)),

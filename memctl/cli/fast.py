@@ -235,10 +235,11 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
     if queries is not None:
         output.emit_ndjson({"query": q, "hits": _hit_rows(hits, explain)} for q, hits in zip(asked, results))
     elif paths:
-        hits = results[0]
-        # One line a path: a TAB, newline or backslash in a name escaped as in the table (`show` takes either).
-        output.emit_lines(dict.fromkeys(tsv.escape(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path)
-                                        for h in hits))
+        where = dict.fromkeys(h.item.path.split(":")[0] if h.item.kind == "fact" else h.item.path for h in results[0])
+        if json:
+            output.emit_json([{"path": path} for path in where])
+        else:  # one line a path: a TAB, newline or backslash in a name escaped as in the table (`show` takes either)
+            output.emit_lines(tsv.escape(path) for path in where)
     elif json:
         output.emit_json(_hit_rows(results[0], explain))
     elif found and explain and output.stdout_is_tty():
