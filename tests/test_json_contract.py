@@ -324,6 +324,19 @@ def test_with_json_an_error_is_one_object_on_stderr(error_store, argv, code, whe
     assert plain.stderr.splitlines() == [expected]
 
 
+def test_an_argument_that_is_not_utf8_is_a_json_error_with_json(error_store):
+    """Checked before any command runs; with --json its error was the plain line all the same."""
+    root, env = error_store
+    bad = os.fsdecode(b"\xff")  # what Python hands over for a byte that is not UTF-8
+    for fast in ("0", "1"):
+        r = _run({**env, "MEMCTL_NO_FAST": fast}, root, "show", bad, "--json")
+        assert r.returncode == 2 and r.stdout == ""
+        data = json.loads(r.stderr)
+        assert jsonshape.validate(data, "object", "error") == [] and "is not valid UTF-8" in data["error"]
+    plain = _run(env, root, "show", bad)
+    assert plain.returncode == 2 and plain.stderr.startswith("memctl: error: argument 4 (\\xff) is not valid UTF-8")
+
+
 def test_an_option_value_that_spells_json_after_double_dash_is_not_a_request_for_json(error_store):
     root, env = error_store
     r = _run(env, root, "show", "--", "--json")

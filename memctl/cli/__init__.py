@@ -22,8 +22,8 @@ def main() -> None:
 
     errors.set_reporter(output)  # the library's warnings become `memctl: warning: ...` lines
     bad = undecodable(sys.argv[1:])
-    if bad is not None:
-        output.error(bad.one_line())
+    if bad is not None:  # (the one line of an error with --json too: an object, as every other error)
+        output.failure(bad.message, bad.hint, bad.exit_code, json=output.wants_json(sys.argv[1:]))
         sys.exit(bad.exit_code)
     code = run(sys.argv[1:])
     if code is not None:
