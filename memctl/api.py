@@ -27,6 +27,58 @@ from .store import Store
 log = logging.getLogger("memctl")
 
 
+# ---------------------------------------------------------------- arguments
+
+def _checked(fn):
+    """Check the simple arguments by the function's annotations before any work: a wrong type is a
+    BadInput naming the argument (it was a TypeError or AttributeError from deep inside), and one
+    string given for a list of strings (`tags="ops"`) is that one string (it was split into letters)."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        for name, value in list(bound.arguments.items()):
+            bound.arguments[name] = _argument(name, value, signature.parameters[name].annotation)
+        return fn(*bound.args, **bound.kwargs)
+
+    return call
+
+
+_SCALARS = {"str": (str,), "float": (int, float), "int": (int,), "bool": (bool,)}
+_WORDS = {"str": "a string", "float": "a number", "int": "an integer", "bool": "True or False"}
+
+
+def _argument(name: str, value: Any, annotation: str) -> Any:
+    from .errors import BadInput
+
+    if annotation == "Store":
+        if not isinstance(value, Store):
+            raise BadInput(f"{name} must be a store, not {type(value).__name__}", hint="memctl.open_store(path) gives one")
+        return value
+    optional = annotation.endswith(" | None")
+    kind = annotation.removesuffix(" | None")
+    if value is None and optional:
+        return value
+    if kind in _SCALARS:
+        if isinstance(value, _SCALARS[kind]) and (kind == "bool" or not isinstance(value, bool)):
+            return value
+        raise BadInput(f"{name} must be {_WORDS[kind]}{' or None' if optional else ''}, not {type(value).__name__}")
+    if kind in ("Iterable[str]", "Sequence[str]"):
+        items = (value,) if isinstance(value, str) else value
+        try:
+            items = tuple(items)
+        except TypeError:
+            items = None
+        if items is None or not all(isinstance(item, str) for item in items):
+            raise BadInput(f"{name} must be a list of strings (or one string), not {type(value).__name__}")
+        return items
+    return value
+
+
 # ---------------------------------------------------------------- stores
 
 def init_store(path: str | os.PathLike, *, git: bool = True) -> Store:
@@ -46,6 +98,7 @@ def open_store(path: str | os.PathLike | None = None) -> Store:
 
 # ---------------------------------------------------------------- facts
 
+@_checked
 def remember(
     store: Store,
     name: str,
@@ -90,6 +143,7 @@ def remember(
                            vector_check=check, allow_secrets=allow_secrets)
 
 
+@_checked
 def show(store: Store, name: str, *, log: bool = False) -> Fact:
     """One fact by name or file stem (live first, then archived); `log=True` records a use in the access log."""
     found = _facts.find(store, name)
@@ -100,6 +154,7 @@ def show(store: Store, name: str, *, log: bool = False) -> Fact:
     return found
 
 
+@_checked
 def passage(store: Store, spec: str, *, log: str | None = None) -> tuple[Any, str, int, int, str]:
     """(source, shown path, start, end, text) of a document's lines `PATH:START-END` (docs/SOURCES.md);
     `log` ("show", "used:mcp") records a use of that passage, as recall keys it (one inside the store only)."""
@@ -113,17 +168,20 @@ def passage(store: Store, spec: str, *, log: str | None = None) -> tuple[Any, st
     return found
 
 
+@_checked
 def list_facts(store: Store, *, type: str | None = None, tag: str | None = None,  # noqa: A002
                archived: bool = False) -> list[Fact]:
     """Live facts (and archived ones with `archived=True`), by type then name."""
     return _facts.list_facts(store, fact_type=type, tag=tag, include_archived=archived)
 
 
+@_checked
 def forget(store: Store, name: str, reason: str, *, commit: bool = True, allow_secrets: bool = False) -> Change:
     """Move a fact to memory/archive/ with the reason (never deleted; a secret in it redacted), and commit."""
     return _facts.forget(store, name, reason, commit_changes=commit, allow_secrets=allow_secrets)
 
 
+@_checked
 def used(store: Store, names: Sequence[str], *, query: str = "") -> list[str]:
     """Record in the access log that facts or episodes were used; returns the keys recorded."""
     from . import recall as recall_mod
@@ -133,6 +191,7 @@ def used(store: Store, names: Sequence[str], *, query: str = "") -> list[str]:
 
 # ---------------------------------------------------------------- recall
 
+@_checked
 def search(store: Store, query: str, *, k: int = 10, source: str = "facts", mode: str | None = None,
            type: str | None = None, tag: str | None = None, since: str | None = None,  # noqa: A002
            agent: str | None = None, include_all: bool = False, min_score: float | None = None,
@@ -152,6 +211,7 @@ def search(store: Store, query: str, *, k: int = 10, source: str = "facts", mode
     return hits
 
 
+@_checked
 def build_context(store: Store, query: str | None = None, *, budget: int = 4000, k: int = 5, mode: str | None = None,
             min_score: float | None = None, index: bool = True, log: bool = False):
     """The session-start bundle (memctl.Bundle: .text, .tokens, .included) within `budget` estimated tokens."""
@@ -163,6 +223,7 @@ def build_context(store: Store, query: str | None = None, *, budget: int = 4000,
 
 # ---------------------------------------------------------------- episodes
 
+@_checked
 def add_episode(store: Store, description: str, type: str, *, agent: str | None = None,  # noqa: A002
                 outcome: str = "", importance: float | None = None, tags: Sequence[str] = (),
                 refs: Sequence[str] = (), commit: bool = True, allow_secrets: bool = False):
@@ -174,6 +235,7 @@ def add_episode(store: Store, description: str, type: str, *, agent: str | None 
                         tags=tags, refs=refs, commit_changes=commit, allow_secrets=allow_secrets)
 
 
+@_checked
 def list_episodes(store: Store, *, agent: str | None = None, type: str | None = None,  # noqa: A002
                   since: str | None = None) -> list:
     """Episodes in time order, filtered by agent, type and time."""
@@ -184,6 +246,7 @@ def list_episodes(store: Store, *, agent: str | None = None, type: str | None = 
 
 # ---------------------------------------------------------------- ledgers
 
+@_checked
 def create_ledger(store: Store, name: str, columns: Sequence[str], *, unique: str | None = None,
                   commit: bool = True):
     """A new ledgers/<name>.tsv holding its header, declared in memctl.toml."""
@@ -192,6 +255,7 @@ def create_ledger(store: Store, name: str, columns: Sequence[str], *, unique: st
     return ledger.create(store, name, columns, unique=unique, commit_changes=commit)
 
 
+@_checked
 def append(store: Store, ledger: str, records: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
            unique: str | None = None, commit: bool = True, allow_secrets: bool = False):
     """Append one record (a mapping) or several, in one write and one commit; memctl.Appended says how many.
@@ -202,6 +266,7 @@ def append(store: Store, ledger: str, records: Mapping[str, Any] | Sequence[Mapp
     return ledger_mod.append(store, ledger, batch, unique=unique, commit_changes=commit, allow_secrets=allow_secrets)
 
 
+@_checked
 def rows(store: Store, ledger: str, *, where: Mapping[str, str] | None = None, since: str | None = None,
          tail: int | None = None) -> list:
     """Records (memctl.Row: .lineno, .values) equal to every `where` value, at or after `since`, the last `tail`."""
@@ -211,6 +276,7 @@ def rows(store: Store, ledger: str, *, where: Mapping[str, str] | None = None, s
     return found
 
 
+@_checked
 def near_dup(store: Store, texts: str | Sequence[str], *, ledger: str | None = None, column: str | None = None,
              facts: bool = False, top: int | None = None, threshold: float | None = None,
              similar: float | None = None, judge_cmd: str | None = None):
@@ -234,6 +300,7 @@ def near_dup(store: Store, texts: str | Sequence[str], *, ledger: str | None = N
 
 # ---------------------------------------------------------------- state
 
+@_checked
 def update_state(store: Store, *, name: str | None = None, numbers: Mapping[str, Any] | None = None,
                  note: str | None = None, commit: bool = True, allow_secrets: bool = False):
     """Rewrite state/STATE.md (or state/<name>/STATE.md) from its summaries and `numbers`, and commit
@@ -244,6 +311,7 @@ def update_state(store: Store, *, name: str | None = None, numbers: Mapping[str,
                         allow_secrets=allow_secrets)
 
 
+@_checked
 def read_state(store: Store, *, name: str | None = None):
     """The STATE.md snapshot (memctl.Snapshot: .updated, .numbers, .body); NotFound before the first update."""
     from . import state

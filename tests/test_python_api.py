@@ -257,3 +257,27 @@ def test_every_kind_the_cli_words_is_raised_somewhere():
     library = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "memctl").rglob("*.py") if p.parent.name != "cli")
     for kind in [*hints.HINTS, *hints.MESSAGES]:
         assert f'kind="{kind}"' in library, kind
+
+
+def test_arguments_of_the_wrong_type_are_bad_input_naming_them_and_one_string_is_one_item(tmp_path):
+    """`tags="ops"` was split into o, p, s; `importance="high"` and a path given for the store were a
+    TypeError or an AttributeError from deep inside. The same calls, checked at the door."""
+    store = memctl.init_store(tmp_path / "s")
+    change = memctl.remember(store, "ops-fact", "the ops rota", tags="ops", supersedes=(), vector_check=False)
+    assert change.fact.tags == ["ops"]
+    cases = [
+        (lambda: memctl.remember(store, "x-fact", "d", importance="high"), "importance must be a number or None, not str"),
+        (lambda: memctl.remember(store, "x-fact", "d", pinned="yes"), "pinned must be True or False or None, not str"),
+        (lambda: memctl.remember(store, "x-fact", "d", tags=5), "tags must be a list of strings (or one string), not int"),
+        (lambda: memctl.remember(store, "x-fact", "d", tags=["a", 1]), "tags must be a list of strings"),
+        (lambda: memctl.remember(str(tmp_path / "s"), "x-fact", "d"), "store must be a store, not str"),
+        (lambda: memctl.search(store, "ops", k="2"), "k must be an integer, not str"),
+        (lambda: memctl.search(store, "ops", k=True), "k must be an integer, not bool"),
+        (lambda: memctl.show(store, 7), "name must be a string, not int"),
+    ]
+    for call, message in cases:
+        with pytest.raises(memctl.BadInput) as caught:
+            call()
+        assert str(caught.value).startswith(message), str(caught.value)
+    assert [h.item.key for h in memctl.search(store, "ops rota", mode="keyword", k=1)] == ["ops-fact"]
+    assert git(tmp_path / "s", "status", "--porcelain") == ""
