@@ -99,3 +99,27 @@ def argument_error(tool: str, parameters: Mapping[str, Any], exc: Any) -> BadInp
     described = schema.get("description", "")
     hint = f"{name} is {_expected(schema)}" + (f": {described}" if described else "")
     return BadInput(message, hint=hint, kind="bad-argument")
+
+
+_JSON_TYPES = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+               "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+               "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+               "array": lambda v: isinstance(v, list), "object": lambda v: isinstance(v, dict), "null": lambda v: v is None}
+
+
+def strictly(tool: str, parameters: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+    """Refused (BadInput) when an argument is not one the tool takes, or not of its schema's JSON type:
+    the SDK's validation would turn `"2"` or `true` into 2 and drop a misspelt argument (`kk: 3`),
+    and the call would go on with something the client did not mean."""
+    properties = parameters.get("properties", {})
+    for name, value in arguments.items():
+        schema = properties.get(name)
+        if schema is None:
+            known = ", ".join(properties) or "none"
+            raise BadInput(f"{tool}: no argument named {name!r}", hint=f"its arguments are {known}", kind="bad-argument")
+        kinds = [option.get("type") for option in schema.get("anyOf") or [schema]]
+        if None in kinds or any(_JSON_TYPES.get(kind, lambda v: True)(value) for kind in kinds):
+            continue
+        described = schema.get("description", "")
+        raise BadInput(f"{tool}: the argument {name} must be {_expected(schema)}, not {_json(value)}",
+                       hint=f"{name} is {_expected(schema)}" + (f": {described}" if described else ""), kind="bad-argument")

@@ -479,7 +479,10 @@ def build(root: Path):
             known = ", ".join(t.name for t in server._tool_manager.list_tools())
             return _tool_error(BadInput(f"no tool named {name!r}", hint=f"the tools are {known}", kind="unknown-tool"))
         try:
+            mcp_input.strictly(name, found.parameters, arguments or {})
             found.fn_metadata.validate_arguments(arguments)
+        except BadInput as exc:
+            return _tool_error(exc)
         except ValidationError as exc:
             return _tool_error(mcp_input.argument_error(name, found.parameters, exc))
         return await called_tool(name, arguments, context)

@@ -430,6 +430,16 @@ def test_argument_errors_are_memctl_errors(root):
                  "(hint: importance is a number from 0 to 1 or null: 0-1 (default by type).)"),
                 ("forget", {"name": "a"}, "memctl: error: forget: the argument reason is required "
                                           "(hint: reason is a text: Why it is forgotten: one line, kept in the archived file.)"),
+                # Not coerced: `true` and "2" were taken as k=1 and k=2; a misspelt argument was dropped.
+                ("recall", {"query": "x", "k": True}, "memctl: error: recall: the argument k must be an integer from 1 "
+                                                      "to 100, not true (hint: k is an integer from 1 to 100: How many hits.)"),
+                ("recall", {"query": "x", "k": "2"}, "memctl: error: recall: the argument k must be an integer from 1 "
+                                                     "to 100, not \"2\" (hint: k is an integer from 1 to 100: How many hits.)"),
+                ("remember", {"name": "a", "description": "x", "pin": "yes"},
+                 "memctl: error: remember: the argument pin must be true or false, not \"yes\" "
+                 "(hint: pin is true or false: Pin the fact: always in the session-start context.)"),
+                ("recall", {"query": "x", "kk": 3}, "memctl: error: recall: no argument named 'kk' (hint: its arguments "
+                                                    "are query, k, source, mode, type, tag, since, include_all, min_score)"),
                 ("recal", {"query": "x"}, "memctl: error: no tool named 'recal' (hint: the tools are remember, recall, "
                                           "context, show, get, forget, episode_add, near_dup, ledger_append, state_show)"),
             ]
