@@ -82,6 +82,10 @@ def unreadable(line: bytes) -> tuple[Any, bytes | None]:
     except ValueError:  # UnicodeDecodeError included
         ident, why = None, "not JSON in UTF-8"
     else:
+        if isinstance(message, list):  # a JSON-RPC batch: MCP 2025-06-18 has none, and the SDK drops it unanswered
+            reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request: a batch (a JSON "
+                     "array) is not supported: send one request a line"}}
+            return None, (json.dumps(reply, separators=(",", ":")) + "\n").encode("utf-8")
         try:
             json.dumps(message, ensure_ascii=False).encode("utf-8")
             return message, None

@@ -124,3 +124,13 @@ def test_memctl_mcp_skips_typer_for_its_plain_forms(argv, expected):
 
     plan = fast._plan(argv)
     assert (plan[3]["mcp"] if plan else None) == expected
+
+
+def test_a_batch_gets_an_invalid_request_error_not_silence(root):
+    """A JSON-RPC batch (an array; MCP 2025-06-18 has no batching) was dropped by the SDK unanswered:
+    the client waited out its timeout. It gets JSON-RPC's Invalid Request now, and the session goes on."""
+    batch = (json.dumps([SESSION[2], SESSION[3]]) + "\n").encode("utf-8")
+    replies = _exchange(root, [SESSION[0], SESSION[1], batch, SESSION[3]], relay=True, expect=("null",))
+    nulls = [r for r in replies if r.get("id") is None]
+    assert len(nulls) == 1 and nulls[0]["error"]["code"] == -32600 and "batch" in nulls[0]["error"]["message"]
+    assert _by_id(replies)["3"]["result"] == {} and len(replies) == 3
