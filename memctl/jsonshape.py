@@ -180,7 +180,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("score", "number", "How similar."),
         ("shared", "integer", "Keywords both share."),
         ("exact", "boolean", "The same description after normalisation."),
-        ("method", "string", "keyword or the embedder that found it."),
+        ("method", "string", "keywords, or the embedder that found it (e5-small-q4, ...)."),
         ("near", "boolean", "False for an embedder's similar band (below its near-duplicate threshold): never refused by strict."),
     ),
     "value_count": (
@@ -261,11 +261,11 @@ SHAPES: dict[str, tuple[Field, ...]] = {
     ),
     # ------------------------------------------------ per-command envelopes
     "init": (
-        ("root", "string", "The store's directory."),
+        ("root", "string", "The store's directory, an absolute path."),
         ("created", "list[string]", "What was created."),
     ),
     "fact_change": (
-        ("action", "string", "created, updated, forgotten."),
+        ("action", "string", "created, updated, forgotten, restored, or unchanged (the same write again, a pin of a pinned fact)."),
         ("name", "string", "The fact."),
         ("path", "string", "Its file now."),
         ("commit", "string|null", "The commit; null with --no-commit."),
