@@ -208,13 +208,25 @@ def write_fact(store, fact, before=None) -> list[Path]:
         front["type"] = meta.pop("type")
     old = dict((before.front.get("metadata") or {})) if before is not None and isinstance(before.front.get("metadata"), dict) else {}
     changed = {k: v for k, v in meta.items() if old.get(k) != v} | {k: None for k in old if k not in meta and k != "type"}
-    atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
+    written = []
+    if before is None or front != _claude_front(before) or fact.body != before.body or not fact.path.exists():
+        atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
+        written.append(fact.path)  # (else the file stays byte for byte Claude Code's: its comments, its quotes)
     if not changed:
-        return [fact.path]
+        return written
     path = store.memory_dir / SIDECAR
     stamp = clock.stamp()
     lines = ["\t".join(map(escape, [stamp, fact.file_name, fact.name, key, json.dumps(value, ensure_ascii=False, default=str)]))
              for key, value in sorted(changed.items())]
     payload = ("" if path.exists() and path.stat().st_size else "\t".join(SIDECAR_COLUMNS) + "\n") + "".join(l + "\n" for l in lines)
     append_bytes(path, payload.encode("utf-8"))
-    return [fact.path, path]
+    return [*written, path]
+
+
+def _claude_front(fact) -> dict:
+    """A fact's frontmatter as write_fact would write it in an adopted directory (its keys, `type` at the top)."""
+    meta = fact.front.get("metadata") if isinstance(fact.front.get("metadata"), dict) else {}
+    front = {k: v for k, v in fact.front.items() if k != "metadata"}
+    if "type" in meta and "type" not in front:
+        front["type"] = meta["type"]
+    return front

@@ -64,3 +64,24 @@ def test_a_title_too_long_for_claude_code_is_refused(tmp_path):
     done = cli(d, "remember", "長" * 300, "--type", "feedback", "-d", "x", env=ENV)
     assert done.exit_code != 0 and "invalid fact title" in done.stderr and "(hint: " in done.stderr
     assert git(d, "rev-parse", "HEAD") == head and not (d / SIDECAR).exists()
+
+
+def test_pin_and_a_metadata_update_leave_a_claude_fact_with_comments_and_quotes_byte_for_byte(tmp_path):
+    """The file of a fact whose frontmatter memctl would write otherwise (a YAML comment, quoted values)
+    was rewritten by `pin` and `remember --update --importance`: the comment dropped, the quotes gone,
+    though all that changed went to the sidecar."""
+    d = _adopted(tmp_path)
+    path = d / "project_quoted.md"
+    path.write_text('---\n# written by Claude Code\nname: "Quoted name"\ndescription: \'single quoted: value\'\n'
+                    "type: project\n---\nbody\n", encoding="utf-8")
+    before = path.read_bytes()
+    for argv in (["pin", "Quoted name"], ["remember", "Quoted name", "--update", "--importance", "0.9"],
+                 ["unpin", "Quoted name"]):
+        done = cli(d, *argv, env=ENV)
+        assert done.exit_code == 0, (argv, done.stderr)
+        assert path.read_bytes() == before, argv
+    sidecar = (d / SIDECAR).read_text(encoding="utf-8")
+    assert "\tproject_quoted.md\tQuoted name\timportance\t0.9\n" in sidecar and sidecar.endswith("\tpinned\tnull\n")
+    assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
+    done = cli(d, "remember", "Quoted name", "--update", "-d", "a new description", env=ENV)  # a change of its own keys
+    assert done.exit_code == 0 and fact.load(path).description == "a new description"
