@@ -1122,11 +1122,19 @@ def _git_problems(store: Store) -> list[Problem]:
             message = f"a fact file that does not parse, not committed: fix it (its error is above) or move it out of {store.rel(store.memory_dir)}/"
         elif kept:
             message = f"a new file that is not committed yet (commit it: {commit}; or remove it)"
+        elif name.endswith(LEFTOVERS):  # an editor's backup or a merge's leftover: noise, not a problem of the store
+            problems.append(Problem(rel, 0, "uncommitted", "an editor's or a merge's leftover, not committed: remove it "
+                                    f"(or ignore it: add `*{'~' if name.endswith('~') else os.path.splitext(name)[1]}` "
+                                    "to .gitignore)", "warning"))
+            continue
         else:  # dropped in by hand: not memctl's, and committing it would send it to every clone
             message = (f"a file memctl does not write, not committed: move it out of {store.rel(store.memory_dir)}/ "
                        f"if it does not belong there (or commit it: {commit})")
         problems.append(Problem(rel, 0, "uncommitted", message))
     return problems
+
+
+LEFTOVERS = ("~", ".orig", ".rej", ".bak", ".swp", ".swo", ".tmp")  # left beside a file by editors, patch and git
 
 
 def _kept_by_memctl(store: Store, path: Path) -> bool | None:

@@ -101,6 +101,19 @@ def test_broken_files_are_skipped_and_named_by_doctor(root):
     for name in (*BROKEN, "binary.md"):
         assert uncommitted[f"memory/{name}"].startswith("a fact file that does not parse, not committed: fix it")
     assert uncommitted["memory/handmade.md"].startswith("a new file that is not committed yet (commit it: git -C ")
+    # An editor's backup or a merge's leftover: a warning saying what it is, not an error that fails doctor.
+    (root / "memory" / "handmade.md").unlink()
+    (root / "memory" / "blob.bin").unlink()
+    for name in (*BROKEN, "binary.md"):
+        (root / "memory" / name).unlink()
+    for leftover in ("other.md~", "other.md.orig"):
+        (root / "memory" / leftover).write_text("x\n", encoding="utf-8")
+    checked = json.loads(cli(root, "doctor", "--json").stdout)
+    found = {p["path"]: p for p in checked["problems"] if p["code"] == "uncommitted"}
+    assert {p: (f["severity"], f["message"].split(":")[0]) for p, f in found.items()} == {
+        "memory/other.md~": ("warning", "an editor's or a merge's leftover, not committed"),
+        "memory/other.md.orig": ("warning", "an editor's or a merge's leftover, not committed")}
+    assert "`*~`" in found["memory/other.md~"]["message"] and "`*.orig`" in found["memory/other.md.orig"]["message"]
 
 
 def test_doctor_reports_drift_duplicates_and_dangling(root):
