@@ -1043,6 +1043,7 @@ def check(store: Store) -> list[Problem]:
             files = ", ".join(store.rel(f.path) for f in same if f.path)
             for item in same:
                 problems.append(Problem(store.rel(item.path), 2, "duplicate-name", f"name {name!r} is used by {files}"))
+    problems += _case_twins(store, result.facts)
     if link_on_way(store.root, store.index_path) is not None:
         pass  # a link: doctor names it (link_problems) and reads nothing through it
     elif not store.index_path.exists():
@@ -1051,6 +1052,18 @@ def check(store: Store) -> list[Problem]:
         problems += _index_problems(store, live)
     problems += _git_problems(store)
     return problems
+
+
+def _case_twins(store: Store, found: list[fact_mod.Fact]) -> list[Problem]:
+    """Fact files whose paths differ only in case (`Deploy.md`, `deploy.md`): a clone on macOS or
+    Windows (a file system that ignores case) holds one of them, and git shows the other as changed."""
+    by_folded: dict[str, list[str]] = {}
+    for item in found:
+        if item.path is not None:
+            by_folded.setdefault(store.rel(item.path).casefold(), []).append(store.rel(item.path))
+    return [Problem(rel, 0, "case-twin", f"differs from {', '.join(r for r in same if r != rel)} only in case: a clone "
+                    "on macOS or Windows keeps one of them (rename one)", "warning")
+            for same in by_folded.values() if len(same) > 1 for rel in same]
 
 
 def _key_line(fact: fact_mod.Fact, key: str) -> int:

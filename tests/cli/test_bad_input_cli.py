@@ -149,3 +149,17 @@ def test_hand_edits_not_yet_committed_are_not_swept_into_a_commit(root):
     assert git(root, "status", "--porcelain") == " M memory/a.md\n"
     # --no-commit is the explicit way through
     assert cli(root, "remember", "a", "--update", "--importance", "0.1", "--no-commit").exit_code == 0
+
+
+def test_doctor_warns_of_fact_files_that_differ_only_in_case(root):
+    """`remember` refuses a case twin, but one pushed or written by hand was not named: a clone on
+    macOS or Windows then holds one of the two files."""
+    import json
+
+    assert cli(root, "remember", "deploy", "--description", "deploys on Tuesdays").exit_code == 0
+    (root / "memory" / "Deploy.md").write_text("---\nname: Deploy\ndescription: deploys on Fridays\n---\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "a twin")
+    found = [p for p in json.loads(cli(root, "doctor", "--json").stdout)["problems"] if p["code"] == "case-twin"]
+    assert sorted((p["path"], p["severity"]) for p in found) == [("memory/Deploy.md", "warning"), ("memory/deploy.md", "warning")]
+    assert "differs from memory/deploy.md only in case" in found[0]["message"] + found[1]["message"]
