@@ -128,7 +128,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
     "near_dup_match": (
         ("score", "number", "Cosine similarity."),
         ("overlap", "number", "Lexical overlap (Jaccard of words / kana-kanji bigrams), 0-1."),
-        ("id", "string", "The row: a ledger line number, or a fact name."),
+        ("id", "string", "The row: a ledger line number, or a fact's file stem (what `show` takes; in a Claude Code directory the name is a title)."),
         ("text", "string", "The matched text."),
         ("where", "string", "file:line of the match."),
         ("judge", "string|null", "What --judge-cmd answered for this pair: same, different, failed (the score decides); null: not asked."),
