@@ -6,6 +6,7 @@ at the timeout; its stdout back, or BadAnswer with one line saying why not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -54,13 +55,23 @@ def parse_command(cmd: str, name: str = "llm_cmd") -> list[str]:
     return argv
 
 
+_GROUPS: set[int] = set()  # the process groups of the commands running now, in any thread
+
+
+def kill_running() -> None:
+    """Kill every command still running: for a process about to end while another thread waits on one
+    (the MCP server's tool call, when the server gets SIGTERM and leaves with os._exit)."""
+    for group in list(_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+
+
 def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | None,
                   env: dict[str, str] | None) -> subprocess.CompletedProcess:
     """Run argv in its own process group; at the timeout the whole group is killed (a shell script's
     `sleep` would otherwise keep the pipes open and the wait going). Its stdout and stderr are read
     up to MAX_ANSWER_BYTES + 1 each: a command printing more (`yes`) is killed at once, and its
     answer is that much (it was read whole: gigabytes, past the timeout)."""
-    import contextlib  # noqa: PLC0415
     import threading  # noqa: PLC0415
     import time  # noqa: PLC0415
 
@@ -70,6 +81,7 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
     with subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           cwd=cwd, env=None if env is None else {**os.environ, **env}, start_new_session=True) as proc:
         out, err, over = bytearray(), bytearray(), threading.Event()
+        _GROUPS.add(proc.pid)
 
         def feed() -> None:
             with contextlib.suppress(OSError):  # a command that does not read its stdin
@@ -112,6 +124,8 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
             kill()
             proc.wait()
             raise
+        finally:
+            _GROUPS.discard(proc.pid)
         if over.is_set():
             kill()
         proc.wait()

@@ -179,3 +179,36 @@ def test_a_judge_cache_that_cannot_be_written_leaves_the_answer_standing_with_a_
     assert done.returncode == 1, done.stderr
     assert "the judge's answers were not cached in .memctl/judge.tsv: Is a directory" in done.stderr
     assert "Error" not in done.stderr
+
+
+def test_kill_running_ends_a_command_another_thread_waits_on(tmp_path):
+    """The MCP server leaves with os._exit on SIGTERM while a tool call may wait on a judge in a worker
+    thread: runcmd.kill_running() (called first) ends that judge, which would outlive the server."""
+    import os
+    import threading
+
+    from memctl import runcmd
+
+    script = tmp_path / "slow.sh"
+    script.write_text(f'#!/bin/sh\necho $$ > "{tmp_path}/pid"\nsleep 60\n', encoding="utf-8")
+    script.chmod(0o755)
+    outcome = []
+
+    def call():
+        try:
+            runcmd.run_command([str(script)], "", 60)
+        except runcmd.BadAnswer as exc:
+            outcome.append(str(exc))
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int((tmp_path / "pid").read_text())
+    runcmd.kill_running()
+    worker.join(30)
+    assert not worker.is_alive() and outcome and "status -9" in outcome[0], outcome
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert runcmd._GROUPS == set()

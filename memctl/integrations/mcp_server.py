@@ -528,7 +528,7 @@ def serve(root: str | os.PathLike | None) -> None:
     finish = mcp_fast.relay(__version__)  # initialize and tools/list answered while the SDK loads
     import signal
 
-    from .. import errors, output, vcache
+    from .. import errors, output, runcmd, vcache
 
     output.log_progress()  # stderr is the client's log of this server: a line every few seconds
 
@@ -543,6 +543,7 @@ def serve(root: str | os.PathLike | None) -> None:
             raise MemctlError("the MCP server needs the mcp package, which is not installed", hint=install_hint()) from None
         build(path).run("stdio")
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM
+        runcmd.kill_running()  # a judge a tool call started would outlive os._exit (it has a session of its own)
         vcache.stop_background()  # the embedding thread saves what it finished
         message, code = errors.interrupted_line(exc)
         output.failure(message, None, code)
