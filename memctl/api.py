@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import datetime
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import facts as _facts
@@ -66,6 +67,8 @@ def _argument(name: str, value: Any, annotation: str) -> Any:
     if kind in _SCALARS:
         if isinstance(value, _SCALARS[kind]) and (kind == "bool" or not isinstance(value, bool)):
             return value
+        if kind in ("int", "float") and not isinstance(value, bool) and hasattr(value, "__index__"):
+            return value  # numpy's integers, say
         raise BadInput(f"{name} must be {_WORDS[kind]}{' or None' if optional else ''}, not {type(value).__name__}")
     if kind in ("Iterable[str]", "Sequence[str]"):
         items = (value,) if isinstance(value, str) else value
@@ -193,7 +196,7 @@ def used(store: Store, names: Sequence[str], *, query: str = "") -> list[str]:
 
 @_checked
 def search(store: Store, query: str, *, k: int = 10, source: str = "facts", mode: str | None = None,
-           type: str | None = None, tag: str | None = None, since: str | None = None,  # noqa: A002
+           type: str | None = None, tag: str | None = None, since: str | datetime | None = None,  # noqa: A002
            agent: str | None = None, include_all: bool = False, min_score: float | None = None,
            log: bool = False) -> list:
     """The hits (memctl.Hit) for one query, best first; [] when nothing reaches the relevance floor.
@@ -237,7 +240,7 @@ def add_episode(store: Store, description: str, type: str, *, agent: str | None 
 
 @_checked
 def list_episodes(store: Store, *, agent: str | None = None, type: str | None = None,  # noqa: A002
-                  since: str | None = None) -> list:
+                  since: str | datetime | None = None) -> list:
     """Episodes in time order, filtered by agent, type and time."""
     from . import episodes
 
@@ -267,7 +270,7 @@ def append(store: Store, ledger: str, records: Mapping[str, Any] | Sequence[Mapp
 
 
 @_checked
-def rows(store: Store, ledger: str, *, where: Mapping[str, str] | None = None, since: str | None = None,
+def rows(store: Store, ledger: str, *, where: Mapping[str, str] | None = None, since: str | datetime | None = None,
          tail: int | None = None) -> list:
     """Records (memctl.Row: .lineno, .values) equal to every `where` value, at or after `since`, the last `tail`."""
     from . import ledger as ledger_mod

@@ -209,7 +209,8 @@ def write_fact(store, fact, before=None) -> list[Path]:
     old = dict((before.front.get("metadata") or {})) if before is not None and isinstance(before.front.get("metadata"), dict) else {}
     changed = {k: v for k, v in meta.items() if old.get(k) != v} | {k: None for k in old if k not in meta and k != "type"}
     written = []
-    if before is None or front != _claude_front(before) or fact.body != before.body or not fact.path.exists():
+    if (before is None or front != _claude_front(before) or fact.body != before.body or not fact.path.exists()
+            or _own_metadata(fact.path)):  # (a file's own `metadata:` wins over the sidecar: it must change too)
         atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
         written.append(fact.path)  # (else the file stays byte for byte Claude Code's: its comments, its quotes)
     if not changed:
@@ -221,6 +222,16 @@ def write_fact(store, fact, before=None) -> list[Path]:
     payload = ("" if path.exists() and path.stat().st_size else "\t".join(SIDECAR_COLUMNS) + "\n") + "".join(l + "\n" for l in lines)
     append_bytes(path, payload.encode("utf-8"))
     return [*written, path]
+
+
+def _own_metadata(path) -> bool:
+    """Whether the file itself (not the sidecar's overlay) has a `metadata:` mapping."""
+    from . import fact as fact_mod
+
+    try:
+        return isinstance(fact_mod.load(path).front.get("metadata"), dict)
+    except (fact_mod.FactParseError, OSError):
+        return True
 
 
 def _claude_front(fact) -> dict:

@@ -136,7 +136,8 @@ def stops_raise(*numbers: int):
         def terminated(signum, frame) -> None:
             raise Interrupted("terminated", 128 + signum)
 
-        previous = {number: signal.signal(number, terminated) for number in numbers or (signal.SIGTERM,)}
+        wanted = [n for n in numbers or (signal.SIGTERM,) if signal.getsignal(n) is not signal.SIG_IGN]  # nohup's stays
+        previous = {number: signal.signal(number, terminated) for number in wanted}
         try:
             yield
         finally:

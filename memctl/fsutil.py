@@ -123,7 +123,7 @@ def atomic_write(path: Path, data: bytes | str, expected: bytes | None = None) -
             return False
         try:
             os.replace(tmp, path)
-            late = b"" if old is None else os.pread(old, 1 << 20, len(expected))
+            late = b"" if old is None else _appended(old, expected)
         finally:
             if old is not None:
                 os.close(old)
@@ -137,6 +137,14 @@ def atomic_write(path: Path, data: bytes | str, expected: bytes | None = None) -
         append_bytes(path, late)
     _remember_written(path, data)
     return True
+
+
+def _appended(fd: int, expected: bytes) -> bytes:
+    """What was appended to the old file (open as `fd`) past `expected`: nothing when it no longer starts
+    with `expected` (rewritten whole meanwhile, by an editor: that is no append to carry over)."""
+    if os.pread(fd, len(expected), 0) != expected:
+        return b""
+    return os.pread(fd, 1 << 20, len(expected))
 
 
 def _still(path: Path, expected: bytes) -> int | None | bool:

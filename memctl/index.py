@@ -401,13 +401,22 @@ def build_layout(
     return Layout(memory, new_topics, moved)
 
 
-_HEADING_RE = re.compile(r"^## [^\s]+$")  # what render_block writes between the markers, with index lines
+_HEADING_RE = re.compile(r"^## [a-z][a-z0-9_-]*$")  # a group heading render_block writes (a type slug, `other`)
 
 
 def _written_inside(block: list[str]) -> list[str]:
     """The lines between the markers that memctl never writes there (prose, a note, a heading of the
     person's): regenerating the block would drop them, so they are kept just below it."""
-    return [line for line in block if line.strip() and not _HEADING_RE.match(line) and not _LINE_RE.match(line)]
+    return [line for line in block if line.strip() and not _HEADING_RE.match(line.rstrip()) and not _generated(line)]
+
+
+def _generated(line: str) -> bool:
+    """An index line as render_block writes it: a link to a fact file or a topic file beside MEMORY.md."""
+    match = _LINE_RE.match(line.rstrip("\r"))
+    if match is None:
+        return False
+    target = _target(match)
+    return target.endswith(".md") and "://" not in target and not target.startswith(("../", "/"))
 
 
 def drift(

@@ -979,3 +979,23 @@ def test_a_replace_made_only_while_the_file_is_as_read_keeps_what_another_writer
     monkeypatch.setattr(fsutil.os, "replace", claude_appends_then_replace)
     assert fsutil.atomic_write(path, "- [a](a.md)\n- [b](b.md)\n", expected=b"- [a](a.md)\n") is True
     assert path.read_bytes() == b"- [a](a.md)\n- [b](b.md)\n- [late](late.md)\n"
+
+
+def test_a_file_rewritten_whole_during_the_replace_gives_no_fragment_to_carry_over(tmp_path, monkeypatch):
+    """Review: an editor rewriting MEMORY.md in place (truncate + write) in the instant of the rename
+    made the old file's tail past the read length look appended; that fragment went into memctl's file."""
+    from memctl import fsutil
+
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes(b"- [a](a.md)\n")
+    replace = os.replace
+
+    def editor_rewrites_then_replace(src, dst):
+        with open(dst, "r+b") as handle:
+            replace(src, dst)
+            handle.truncate(0)
+            handle.write(b"# my whole new index, longer\n")
+
+    monkeypatch.setattr(fsutil.os, "replace", editor_rewrites_then_replace)
+    assert fsutil.atomic_write(path, "- [a](a.md)\n- [b](b.md)\n", expected=b"- [a](a.md)\n") is True
+    assert path.read_bytes() == b"- [a](a.md)\n- [b](b.md)\n"

@@ -207,3 +207,15 @@ def test_a_persons_line_inside_the_block_is_kept_below_it_not_dropped():
     assert layout.memory == text.replace(index.END + "\n", index.END + "\nTODO: ask about the deploy window\n### my notes\n")
     again = index.build_layout(layout.memory, facts)
     assert again.memory == layout.memory and again.moved == ()
+
+
+def test_only_what_memctl_writes_in_the_block_is_regenerated_crlf_included():
+    """Review: a person's `## Notes`, a link to a web page or to a file outside were dropped as if
+    memctl's; in a CRLF file memctl's own `## user` headings were moved below the block."""
+    facts = [fact("a", "desc a")]
+    text = index.build_layout("# Memory\n", facts).memory
+    mine = ["## Notes", "- [Wiki](https://example.com/wiki)", "- [Guide](../docs/guide.md)", "1. [Runbook](runbook.txt)"]
+    layout = index.build_layout(text.replace("## project\n", "## project\n" + "\n".join(mine) + "\n"), facts)
+    assert layout.moved == tuple(mine)
+    crlf = index.build_layout(text.replace("\n", "\r\n"), facts)
+    assert crlf.moved == ()

@@ -212,3 +212,19 @@ def test_kill_running_ends_a_command_another_thread_waits_on(tmp_path):
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert runcmd._GROUPS == set()
+
+
+def test_an_ignored_hangup_stays_ignored_while_a_command_runs():
+    """Review: under nohup (SIGHUP ignored) stops_raise made a closed terminal interrupt the judge."""
+    import signal
+
+    from memctl import errors
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with errors.stops_raise(signal.SIGTERM, signal.SIGHUP):
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)

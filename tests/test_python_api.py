@@ -281,3 +281,27 @@ def test_arguments_of_the_wrong_type_are_bad_input_naming_them_and_one_string_is
         assert str(caught.value).startswith(message), str(caught.value)
     assert [h.item.key for h in memctl.search(store, "ops rota", mode="keyword", k=1)] == ["ops-fact"]
     assert git(tmp_path / "s", "status", "--porcelain") == ""
+
+
+def test_the_argument_checks_take_what_the_functions_take(tmp_path):
+    """Review: a datetime for `since` (the functions take one) and numpy-like integers were refused."""
+    from datetime import datetime, timezone
+
+    store = memctl.init_store(tmp_path / "s")
+    memctl.add_episode(store, "deployed the site", "success", agent="me")
+
+    class Index(int):  # an integer type that is not int itself, as numpy's int64 is not
+        pass
+
+    assert memctl.list_episodes(store, since=datetime(2000, 1, 1, tzinfo=timezone.utc))
+    assert memctl.search(store, "deployed", source="episodes", mode="keyword", k=Index(2))
+
+
+def test_mcp_takes_an_integral_float_for_an_integer():
+    """Review: JSON Schema's integer is any number with no fraction; some clients send 5.0."""
+    from memctl.integrations import mcp_input
+
+    schema = {"properties": {"k": {"type": "integer", "minimum": 1, "maximum": 100}}}
+    mcp_input.strictly("recall", schema, {"k": 5.0})
+    with pytest.raises(memctl.BadInput):
+        mcp_input.strictly("recall", schema, {"k": 5.5})

@@ -102,7 +102,7 @@ def argument_error(tool: str, parameters: Mapping[str, Any], exc: Any) -> BadInp
 
 
 _JSON_TYPES = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
-               "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+               "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
                "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
                "array": lambda v: isinstance(v, list), "object": lambda v: isinstance(v, dict), "null": lambda v: v is None}
 

@@ -85,3 +85,17 @@ def test_pin_and_a_metadata_update_leave_a_claude_fact_with_comments_and_quotes_
     assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
     done = cli(d, "remember", "Quoted name", "--update", "-d", "a new description", env=ENV)  # a change of its own keys
     assert done.exit_code == 0 and fact.load(path).description == "a new description"
+
+
+def test_unpin_and_an_update_change_a_claude_fact_that_has_its_own_metadata(tmp_path):
+    """Review: the byte-for-byte shortcut skipped a file whose own `metadata:` wins over the sidecar,
+    so `unpin` and `--importance` reported success and changed nothing."""
+    import json
+
+    d = _adopted(tmp_path)
+    (d / "project_own.md").write_text("---\nname: own\ndescription: has its own metadata\ntype: project\n"
+                                      "metadata:\n  importance: 0.2\n  pinned: true\n---\nbody\n", encoding="utf-8")
+    assert cli(d, "unpin", "own", env=ENV).exit_code == 0
+    assert cli(d, "remember", "own", "--update", "--importance", "0.9", env=ENV).exit_code == 0
+    shown = json.loads(cli(d, "show", "own", "--json", env=ENV).stdout)
+    assert shown["importance"] == 0.9 and not shown["metadata"].get("pinned")
