@@ -112,8 +112,8 @@ def test_best_picks_by_success_and_quality_among_matching_triggers(store):
     assert script.rank == pytest.approx(0.6 * 0.19 + 0.4 * (0.1 * 9 + 0.9 * (0.1 * 9 + 0.9 * 2)) / 10)
     found = proc.best(store, "publish the weekly article to Zenn")
     assert [c.fact.stem for c in found] == ["zenn-manual", "zenn-script"]  # the script failed first: EMA remembers
-    # the Japanese trigger matches; the English procedures (no trigger) are found by recall, and rank first on their runs
-    assert [c.fact.stem for c in proc.best(store, "Zennで新しい記事を公開したい")] == ["zenn-manual", "zenn-script", "zenn-ja"]
+    # the Japanese trigger matches: recall's finds (the English procedures, no trigger) are not asked for
+    assert [c.fact.stem for c in proc.best(store, "Zennで新しい記事を公開したい")] == ["zenn-ja"]
     with pytest.raises(NotFound, match="^no procedure matches 'water the plants'$"):
         proc.best(store, "water the plants")
     with pytest.raises(BadInput):
@@ -170,3 +170,20 @@ def test_a_procedure_without_a_trigger_is_found_for_a_task_recall_finds_it_for(r
     with pytest.raises(NotFound):
         proc.best(store, "猫に餌をやる")
     assert [c.fact.stem for c in proc.best(store, "please water the plants")] == ["water-plants"]
+
+
+def test_a_procedure_recall_found_does_not_outrank_one_whose_trigger_the_task_names(root, store):
+    """A procedure without a trigger that recall found for the task was ranked on its runs against the
+    exact trigger matches: one with good runs came first for another task (a reviewer's case)."""
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[recall]\nmode = "keyword"\n')
+    from memctl.store import open_store
+
+    store = open_store(root)
+    add_procedure(store, "deploy-blue-green", "Deploy the dashboard script with a blue-green switch of the load balancer")
+    add_procedure(store, "publish-article", "Publish an article on the blog", trigger="publish article")
+    for _ in range(3):
+        proc.record(store, "deploy-blue-green", True, 9)
+    task = "publish the article about our new dashboard script"
+    assert [c.fact.stem for c in proc.best(store, task)] == ["publish-article"]
+    assert [c.fact.stem for c in proc.best(store, "switch the dashboard script")] == ["deploy-blue-green"]

@@ -17,7 +17,9 @@ success_rate × 0.6 + quality / 10 × 0.4 (a statistic with no data counts 0).
 A trigger matches when at least half of its keywords occur in the task. A procedure without a
 `trigger` also matches when recall finds it for the task (its relevance at or above the floor,
 docs/RECALL.md): a description such as `記事公開の手順：テーマ台帳で重複確認→下書き→…` has far
-more keywords than any task names, so half of them never occur in one.
+more keywords than any task names, so half of them never occur in one. Recall is asked only when
+no trigger matches (a keyword match is the stronger evidence: good runs of a procedure recall found
+must not put it before one whose trigger the task names).
 `evolve` replaces the template and bumps `version`; git keeps the old ones.
 """
 
@@ -162,24 +164,25 @@ def match(trigger_text: str, task: str) -> float:
 
 def rank(facts: Sequence["Fact"], table: dict[str, Stats], task: str,
          recalled: dict[str, float] | None = None) -> list[Candidate]:
-    """Matching procedures, best first: rank score, then match, then name (pure). `recalled`: stem ->
-    recall's relevance for the task (by file name), of the procedures without a `trigger` that recall found."""
+    """Matching procedures, best first: rank score, then match, then name (pure). Without `recalled`, the
+    procedures whose trigger matches; with it (file name -> recall's relevance for the task), the
+    procedures without a `trigger` that recall found."""
     if not textnorm.keywords(task):
         raise BadInput(f"task {task!r} has no keywords to match", hint="describe the task in content words")
     found = []
     for fact in facts:
         share = match(trigger(fact), task)
-        if share < MATCH_SHARE and not fact.meta("trigger"):
-            if fact.file_name in (recalled or {}):
-                found.append(Candidate(fact, table.get(name_of(fact), Stats()), max(share, recalled[fact.file_name])))
-        elif share >= MATCH_SHARE:
+        if recalled is None and share >= MATCH_SHARE:
             found.append(Candidate(fact, table.get(name_of(fact), Stats()), share))
+        elif recalled is not None and not fact.meta("trigger") and fact.file_name in recalled:
+            found.append(Candidate(fact, table.get(name_of(fact), Stats()), max(share, recalled[fact.file_name])))
     return sorted(found, key=lambda c: (-c.stats.rank, -c.match, name_of(c.fact)))
 
 
 def _recalled(store: "Store", task: str, facts: Sequence["Fact"]) -> dict[str, float]:
-    """Recall's relevance for the task of the procedures without a trigger it finds (none: no recall run)."""
-    if all(fact.meta("trigger") for fact in facts):
+    """Recall's relevance for the task of the procedures without a trigger it finds."""
+    untriggered = [fact for fact in facts if not fact.meta("trigger")]
+    if not untriggered:
         return {}
     from ..recall import recall
 
@@ -188,8 +191,10 @@ def _recalled(store: "Store", task: str, facts: Sequence["Fact"]) -> dict[str, f
 
 
 def best(store: "Store", task: str) -> list[Candidate]:
+    """The procedures whose trigger matches the task; when none does, those recall finds for it."""
     facts = procedures(store)
-    found = rank(facts, all_stats(store), task, _recalled(store, task, facts) if textnorm.keywords(task) else None)
+    table = all_stats(store)
+    found = rank(facts, table, task) or rank(facts, table, task, _recalled(store, task, facts))
     if not found:
         raise NotFound(f"no procedure matches {task!r}", hint="`memctl procedure list` shows the procedures and their triggers")
     return found
