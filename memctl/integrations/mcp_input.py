@@ -113,6 +113,8 @@ def strictly(tool: str, parameters: Mapping[str, Any], arguments: Mapping[str, A
     and the call would go on with something the client did not mean."""
     properties = parameters.get("properties", {})
     for name, value in arguments.items():
+        if name == "_meta" and name not in properties:
+            continue  # a client's metadata (the spec puts it beside `arguments`; some clients send it inside)
         schema = properties.get(name)
         if schema is None:
             known = ", ".join(properties) or "none"

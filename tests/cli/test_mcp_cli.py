@@ -449,6 +449,9 @@ def test_argument_errors_are_memctl_errors(root):
                 assert "pydantic" not in result.content[0].text and "validation error" not in result.content[0].text
             error, found = await call(client, "recall", query="x")
             assert not error and found["hits"] == []
+            # a client's `_meta` sent inside the arguments is its metadata, not a misspelt argument
+            error, found = await call(client, "recall", query="x", _meta={"progressToken": 7})
+            assert not error and found["hits"] == [], found
 
     anyio.run(run)
     assert git(root, "rev-parse", "HEAD") == head
