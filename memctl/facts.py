@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import time
+import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -481,7 +483,8 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     """MEMORY.md's text outside the generated block is the user's: never commit uncommitted edits of it.
 
     Changes inside the block are memctl's own (e.g. a process killed before its
-    commit) and are simply regenerated. Index lines for live facts added outside
+    commit) and are simply regenerated, but for a line memctl never writes there
+    (a person's note): it is kept below the block, so it is the user's too. Index lines for live facts added outside
     it (Claude Code appends its own) are not edits to refuse: the block adopts them.
     """
     _refuse_damaged_index(store)
@@ -495,7 +498,8 @@ def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.
     adopted = {f.file_name for f in facts} | _archived_names(store) | _written_since(store, current)
     if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
         raise Refused(
-            f"{store.rel(store.index_path)} has uncommitted edits outside the memctl block",
+            f"{store.rel(store.index_path)} has uncommitted edits of yours (outside the memctl block, or a line "
+            "inside it that memctl did not write)",
             hint="commit or discard them first, or write without committing", kind="index-edited",
         )
 
@@ -585,13 +589,17 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
         if layout.memory == current:
             break
         # Claude Code appends to MEMORY.md taking no lock: a line it added since the read is read again
-        if atomic_write(path, layout.memory, expected=raw if attempt < INDEX_ATTEMPTS - 1 else None):
+        if atomic_write(path, layout.memory, expected=raw):
             changed = True
             if layout.moved:
                 errors.warn(f"{store.rel(path)}: {len(layout.moved)} line(s) written inside the memctl block were "
                             f"kept just below it (the first: {layout.moved[0].strip()[:60]!r})",
                             hint="memctl regenerates the lines between its markers: write your own text outside them")
             break
+        time.sleep(min(0.05, 0.001 * 2 ** attempt))  # let a burst of appends end
+    else:  # never replaced under a writer that kept appending: its lines matter more than a fresh index
+        errors.warn(f"{store.rel(path)} kept changing while memctl rewrote it ({INDEX_ATTEMPTS} reads): left as it is",
+                    hint="run `memctl index` when the other writer is done")
     touched = [path]
     for rel, text in sorted(layout.topics.items()):
         target = store.memory_dir / rel
@@ -609,7 +617,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     return touched + _adopted_files(store, facts), changed
 
 
-INDEX_ATTEMPTS = 20  # reads of MEMORY.md while another writer keeps changing it; the last write is made regardless
+INDEX_ATTEMPTS = 20  # reads of MEMORY.md while another writer keeps changing it (about 0.8 s of waits); then it is left as is
 
 
 def _index_bytes(store: Store) -> bytes:
@@ -961,16 +969,21 @@ def history(store: Store, key: str) -> list[gitstore.LogEntry]:
 _ARCHIVE_STAMP = re.compile(r"\.\d{8}T\d{6}(?:-\d+)?$")  # what _archive_path adds to a name already taken
 
 
+def _folded(name: str) -> str:
+    """A file name as a file system that ignores case and normalises Unicode sees it."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
 def _refuse_case_twin(store: Store, name: str) -> None:
     """A new fact's file may not differ from another file of memory/ in case only: on macOS's and
     Windows' file systems (and so in every clone there) the two are one file."""
     wanted = f"{name}.md"
     try:
-        twins = [n for n in os.listdir(store.memory_dir) if n.casefold() == wanted.casefold() and n != wanted]
+        twins = [n for n in os.listdir(store.memory_dir) if _folded(n) == _folded(wanted) and n != wanted]
     except OSError:
         return
     if twins:
-        raise Refused(f"fact name {name!r} differs only in case from {store.rel(store.memory_dir / twins[0])}: on macOS "
+        raise Refused(f"fact name {name!r} differs only in case or Unicode form from {store.rel(store.memory_dir / twins[0])}: on macOS "
                       "and Windows the two are one file", hint=f"update {Path(twins[0]).stem!r}, or pick another name",
                       kind="name-case")
 
@@ -1055,15 +1068,26 @@ def check(store: Store) -> list[Problem]:
 
 
 def _case_twins(store: Store, found: list[fact_mod.Fact]) -> list[Problem]:
-    """Fact files whose paths differ only in case (`Deploy.md`, `deploy.md`): a clone on macOS or
-    Windows (a file system that ignores case) holds one of them, and git shows the other as changed."""
+    """Fact files whose paths differ only in case (`Deploy.md`, `deploy.md`) or in Unicode normal form
+    (`が` as one code point, or `か` and a combining mark as macOS writes it): a clone on macOS or
+    Windows (a file system that ignores case, or normalises names) holds one of them, and git shows the
+    other as changed."""
     by_folded: dict[str, list[str]] = {}
     for item in found:
         if item.path is not None:
-            by_folded.setdefault(store.rel(item.path).casefold(), []).append(store.rel(item.path))
-    return [Problem(rel, 0, "case-twin", f"differs from {', '.join(r for r in same if r != rel)} only in case: a clone "
-                    "on macOS or Windows keeps one of them (rename one)", "warning")
+            rel = store.rel(item.path)
+            by_folded.setdefault(_folded(rel), []).append(rel)
+    return [Problem(rel, 0, "case-twin", f"{_twin_kind(rel, same)}: a clone on macOS or Windows keeps one of "
+                    "them (rename one)", "warning")
             for same in by_folded.values() if len(same) > 1 for rel in same]
+
+
+def _twin_kind(rel: str, same: list[str]) -> str:
+    others = [other for other in same if other != rel]
+    if all(unicodedata.normalize("NFC", other) == unicodedata.normalize("NFC", rel) for other in others):
+        form = "NFC" if unicodedata.is_normalized("NFC", rel) else "not NFC"
+        return f"is written in Unicode form {form}, and {len(others)} other file(s) hold the same name in another form"
+    return f"differs from {', '.join(others)} only in case or Unicode form"
 
 
 def _key_line(fact: fact_mod.Fact, key: str) -> int:

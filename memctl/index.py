@@ -31,9 +31,9 @@ SEPARATOR = " — "  # Claude Code's own: `- [Title](file.md) — hook`
 # The link target is bare (`note.md`), or in angle brackets when the file name
 # has a space or a parenthesis (`<my note.md>`, CommonMark's form); `%20` is read too.
 # A line in another Markdown form is one too: `+` or `1.` for the bullet, the link in bold, a title
-# holding `[ ]`, a `./` before the file name.
+# holding `[ ]` (or an escaped `\]`), a `./` before the file name.
 _LINE_RE = re.compile(
-    r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\*\*|__)?\[(?P<title>(?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
+    r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\*\*|__)?\[(?P<title>(?:\\[\[\]]|[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
     r"\((?:<(?P<angled>[^<>\n]+)>|(?P<target>[^)\s]+))\)(?:\*\*|__)?"
     r"\s*(?:(?:-|—|–|:)\s*(?P<desc>.*))?$"
 )
@@ -91,10 +91,11 @@ def link_target(file_name: str) -> str:
 
 
 def title_for(fact: Fact) -> str:
-    """The title memctl gives a fact's new line: its name (the stem when the name cannot be a link text)."""
+    """The title memctl gives a fact's new line: its name (the stem, brackets escaped, when the name
+    cannot be a link text: `a]b.md` is `[a\\]b](a]b.md)`)."""
     name = fact.name.strip()
     if not name or any(c in name for c in "[]\n\r") or name == fact.file_name:
-        return fact.stem
+        return fact.stem.replace("[", "\\[").replace("]", "\\]")
     return name
 
 
@@ -175,27 +176,20 @@ def damaged_block(text: str) -> tuple[int, str] | None:
     return None
 
 
-def outside_block(text: str) -> str:
-    """The text outside the generated block (what belongs to the user)."""
+def user_text(text: str, adopted: set[str]) -> str:
+    """The text that regeneration keeps (outside the block, and a person's lines inside it, which go just
+    below it), without the index lines for `adopted` files and without blank lines.
+
+    Two versions of MEMORY.md with the same user text differ only in lines
+    that memctl takes into its block (Claude Code's appended index lines), in
+    the blank lines around them, and in where a person's line inside the block
+    stands (moved below it by a write that did not commit).
+    """
     lines = text.split("\n")
     span = _block_span(lines)
     if span is not None:
-        lines = lines[: span[0]] + lines[span[1] + 1 :]
-    return "\n".join(lines)
-
-
-def user_text(text: str, adopted: set[str]) -> str:
-    """The text outside the block that regeneration keeps, without the index lines for `adopted` files
-    and without blank lines.
-
-    Two versions of MEMORY.md with the same user text differ only in lines
-    that memctl takes into its block (Claude Code's appended index lines) and
-    in the blank lines around them.
-    """
-    return "\n".join(
-        line for line in outside_block(text).split("\n")
-        if line.strip() and not ((m := _LINE_RE.match(line)) and _target(m) in adopted)
-    )
+        lines = lines[: span[0]] + _written_inside(lines[span[0] + 1 : span[1]]) + lines[span[1] + 1 :]
+    return "\n".join(line for line in lines if line.strip() and not ((m := _LINE_RE.match(line)) and _target(m) in adopted))
 
 
 def rank_key(importance_for: Callable[[str], float]) -> Callable[[Fact], tuple]:

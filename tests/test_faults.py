@@ -981,6 +981,37 @@ def test_a_replace_made_only_while_the_file_is_as_read_keeps_what_another_writer
     assert path.read_bytes() == b"- [a](a.md)\n- [b](b.md)\n- [late](late.md)\n"
 
 
+def test_an_index_another_writer_keeps_appending_to_is_left_as_it_is_not_overwritten(root, monkeypatch, caplog):
+    """update_index reads MEMORY.md again when it changed since the read, 20 times; the 20th write was made
+    regardless, and the line appended since that read was lost (a reviewer's appender at ~2 kHz lost 11 of
+    300). Now the file is left as it is, with a warning; the next write lists the fact."""
+    from memctl import facts
+    from memctl.store import open_store
+
+    store = open_store(root)
+    (root / "memory" / "by-hand.md").write_text("---\nname: by-hand\ndescription: made by hand\n---\nbody\n",
+                                                encoding="utf-8")
+    appended = []
+    read = facts._index_bytes
+
+    def read_then_another_writer_appends(store):
+        data = read(store)
+        appended.append(f"- [n{len(appended)}](n{len(appended)}.md) — from Claude Code\n")
+        with open(store.index_path, "a", encoding="utf-8") as handle:
+            handle.write(appended[-1])
+        return data
+
+    monkeypatch.setattr(facts, "_index_bytes", read_then_another_writer_appends)
+    facts.update_index(store, facts.live_facts(store))
+    text = store.index_path.read_text(encoding="utf-8")
+    assert len(appended) == facts.INDEX_ATTEMPTS and all(line in text for line in appended)
+    assert "kept changing while memctl rewrote it" in caplog.text
+    monkeypatch.setattr(facts, "_index_bytes", read)
+    facts.update_index(store, facts.live_facts(store))
+    text = store.index_path.read_text(encoding="utf-8")
+    assert "(by-hand.md)" in text and all(line in text for line in appended)
+
+
 def test_a_file_rewritten_whole_during_the_replace_gives_no_fragment_to_carry_over(tmp_path, monkeypatch):
     """Review: an editor rewriting MEMORY.md in place (truncate + write) in the instant of the rename
     made the old file's tail past the read length look appended; that fragment went into memctl's file."""

@@ -197,6 +197,17 @@ def test_a_description_of_several_lines_is_one_hook_and_a_hash_in_a_name_stays_i
     assert index.build_layout(out, facts).memory == out and index.drift(out, facts) == []
 
 
+def test_a_bracket_in_a_file_name_is_escaped_in_the_title_and_the_line_is_read_back():
+    """`a]b.md` got the line `- [a]b](a]b.md)`, which is no Markdown link: it was not read back, so each
+    write kept it below the block as a person's line and wrote it again (one more line every write)."""
+    facts = [fact("a]b", "closing", name="a]b"), fact("a[b", "opening", name="a[b"), fact("[x]", "both", name="[x]")]
+    out = index.build_layout("", facts).memory
+    assert _fact_lines(out) == ["- [\\[x\\]]([x].md) — both", "- [a\\[b](a[b.md) — opening", "- [a\\]b](a]b.md) — closing"]
+    assert sorted(line.target for line in index.parse_lines(out)) == ["[x].md", "a[b.md", "a]b.md"]
+    again = index.build_layout(out, facts)
+    assert again.memory == out and again.moved == () and index.drift(out, facts) == []
+
+
 def test_a_persons_line_inside_the_block_is_kept_below_it_not_dropped():
     """A note typed between the markers was dropped at the next regeneration, without a word."""
     facts = [fact("a", "desc a"), fact("b", "desc b")]

@@ -163,3 +163,22 @@ def test_doctor_warns_of_fact_files_that_differ_only_in_case(root):
     found = [p for p in json.loads(cli(root, "doctor", "--json").stdout)["problems"] if p["code"] == "case-twin"]
     assert sorted((p["path"], p["severity"]) for p in found) == [("memory/Deploy.md", "warning"), ("memory/deploy.md", "warning")]
     assert "differs from memory/deploy.md only in case" in found[0]["message"] + found[1]["message"]
+
+
+def test_doctor_warns_of_fact_files_whose_names_differ_only_in_unicode_form(root):
+    """`ガイド.md` written once as NFC (Linux, Claude Code) and once as NFD (a Mac's file name pushed
+    back) are two files to git and one on macOS: doctor named only case twins."""
+    import json
+    import unicodedata
+
+    nfc, nfd = "ガイド.md", unicodedata.normalize("NFD", "ガイド.md")
+    assert nfc != nfd
+    for name, said in [(nfc, "guide"), (nfd, "the same guide")]:
+        (root / "memory" / name).write_text(f"---\nname: guide\ndescription: {said}\ntype: project\n---\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "twins")
+    found = [p for p in json.loads(cli(root, "doctor", "--json").stdout)["problems"] if p["code"] == "case-twin"]
+    assert sorted(p["path"] for p in found) == sorted(["memory/" + nfc, "memory/" + nfd])
+    assert {p["severity"] for p in found} == {"warning"}
+    messages = sorted(p["message"] for p in found)
+    assert "Unicode form NFC" in messages[0] + messages[1] and "Unicode form not NFC" in messages[0] + messages[1]

@@ -162,7 +162,7 @@ def test_a_new_fact_whose_name_differs_only_in_case_is_refused(root):
     assert cli(root, "remember", "CamelCase", "--description", "Upper case").exit_code == 0
     head = git(root, "rev-parse", "HEAD")
     r = cli(root, "remember", "camelcase", "--description", "lower case")
-    assert r.exit_code == 1 and "differs only in case from memory/CamelCase.md" in r.stderr and r.stderr.count("\n") == 1
+    assert r.exit_code == 1 and "differs only in case or Unicode form from memory/CamelCase.md" in r.stderr and r.stderr.count("\n") == 1
     assert not (root / "memory" / "camelcase.md").exists() and git(root, "rev-parse", "HEAD") == head
     assert cli(root, "remember", "CamelCase", "--update", "--description", "Still upper case").exit_code == 0
 

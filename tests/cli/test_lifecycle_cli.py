@@ -223,7 +223,7 @@ def test_restore_refuses_a_name_that_differs_from_a_live_one_in_case_only(root):
     assert cli(root, "remember", "DEPLOY-MON", "-d", "something about cats and dogs").exit_code == 0
     before = _commits(root)
     r = cli(root, "restore", "deploy-mon")
-    assert r.exit_code == 1 and "differs only in case from memory/DEPLOY-MON.md" in r.stderr, r.stderr
+    assert r.exit_code == 1 and "differs only in case or Unicode form from memory/DEPLOY-MON.md" in r.stderr, r.stderr
     assert _commits(root) == before and not (root / "memory" / "deploy-mon.md").exists()
     assert git(root, "status", "--porcelain") == ""
 

@@ -38,6 +38,32 @@ def test_hand_edits_outside_the_index_block_are_not_committed(root):
 
 
 
+def test_a_persons_uncommitted_line_inside_the_block_is_refused_as_an_edit_before_and_after_a_no_commit_write(root):
+    """Review: a person's line inside the block is kept just below it, but a committing write took the
+    uncommitted line into memctl's commit; after a `--no-commit` write had moved it, the next write
+    refused it as an edit outside the block. Now it is the person's edit wherever it stands."""
+    assert cli(root, "remember", "a", "--description", "aye").exit_code == 0
+    index = root / "memory" / "MEMORY.md"
+    text = index.read_text(encoding="utf-8")
+    note = "デプロイ窓は火曜だけ — my note"
+    assert "- [a](a.md) — aye\n" in text
+    index.write_text(text.replace("- [a](a.md) — aye\n", f"- [a](a.md) — aye\n{note}\n"), encoding="utf-8")
+    before, head = index.read_bytes(), git(root, "rev-parse", "HEAD")
+    r = cli(root, "remember", "b", "--description", "bee")
+    assert r.exit_code == 1 and "uncommitted edits of yours" in r.stderr, r.stderr
+    assert index.read_bytes() == before and git(root, "rev-parse", "HEAD") == head and not (root / "memory" / "b.md").exists()
+    assert cli(root, "remember", "b", "--description", "bee", "--no-commit").exit_code == 0
+    moved = index.read_text(encoding="utf-8")
+    assert moved.count(note) == 1 and moved.index(note) > moved.index("<!-- memctl:index:end -->")
+    r = cli(root, "remember", "c", "--description", "sea")
+    assert r.exit_code == 1 and "uncommitted edits of yours" in r.stderr, r.stderr
+    git(root, "add", "memory/MEMORY.md")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "my note", "--", "memory/MEMORY.md")
+    assert cli(root, "remember", "c", "--description", "sea").exit_code == 0, cli(root, "remember", "c", "--description", "sea").stderr
+    assert index.read_text(encoding="utf-8").count(note) == 1
+    assert "+" + note not in git(root, "show", "HEAD", "--", "memory/MEMORY.md")  # memctl's commit adds none of it
+
+
 def test_index_and_maintain_refuse_hand_edits_outside_the_block_and_never_commit_an_index_linking_an_uncommitted_file(root):
     """`index` and `maintain` (the daily job) once committed a hand-written line outside the block, and every write
     committed an index linking a fact file git had never seen. Now they refuse the first as `remember` does, and
@@ -47,7 +73,7 @@ def test_index_and_maintain_refuse_hand_edits_outside_the_block_and_never_commit
     head = git(root, "rev-parse", "HEAD")
     for command in (["index"], ["maintain"]):
         r = cli(root, *command)
-        assert r.exit_code == 1 and "memory/MEMORY.md has uncommitted edits outside the memctl block" in r.stderr, command
+        assert r.exit_code == 1 and "memory/MEMORY.md has uncommitted edits of yours (outside the memctl block" in r.stderr, command
         assert git(root, "rev-parse", "HEAD") == head, command
     _commit_all(root, "my note")
     hand = root / "memory" / "hand-made.md"
