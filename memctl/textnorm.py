@@ -106,9 +106,11 @@ def tokens(text: str, *, run_ends: bool = False) -> list[str]:
 
 
 def keywords(text: str) -> set[str]:
-    """Distinct tokens without English stopwords or single Latin letters."""
+    """Distinct tokens without English stopwords, single Latin letters or a lone hiragana (`の`, `を`:
+    a particle standing between two other scripts)."""
     return {
-        t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or has_cjk(t))
+        t for t in tokens(text)
+        if t not in STOPWORDS and (len(t) > 1 or (has_cjk(t) and not "\u3040" <= t <= "\u309f"))
     }
 
 

@@ -118,6 +118,8 @@ def test_best_picks_by_success_and_quality_among_matching_triggers(store):
         proc.best(store, "water the plants")
     with pytest.raises(BadInput):
         proc.best(store, "the a of")
+    with pytest.raises(BadInput, match="has no keywords"):  # a lone particle was a keyword: exit 3, not 2
+        proc.best(store, "の")
 
 
 def test_an_untried_procedure_ranks_last():
