@@ -20,10 +20,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
+from . import clock
 from .config import FACT_TYPES
 from .index import BEGIN, END
 
@@ -281,10 +282,20 @@ def updated_of(text: str) -> datetime | None:
     return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
+FUTURE_SKEW = timedelta(days=1)  # clocks differ: an `updated:` up to a day ahead is believed
+
+
+def _believed(text: str) -> datetime | None:
+    """A version's `updated:`, unless it lies more than a day ahead of this clock: a version pushed
+    with `updated: 2099-...` would otherwise win every merge of its fact (or STATE.md)."""
+    value = updated_of(text)
+    return None if value is not None and value > clock.now() + FUTURE_SKEW else value
+
+
 def _newer(ours: str, theirs: str) -> bool:
-    """Whether ours is the newer snapshot: later `updated:`; a tie or no date goes to the larger text
-    (any rule will do, as long as both sides of a merge pick the same version)."""
-    o, t = updated_of(ours), updated_of(theirs)
+    """Whether ours is the newer snapshot: later `updated:`; a tie or no date (or one far in the future)
+    goes to the larger text (any rule will do, as long as both sides of a merge pick the same version)."""
+    o, t = _believed(ours), _believed(theirs)
     if o is not None and t is not None and o != t:
         return o > t
     if (o is None) != (t is None):

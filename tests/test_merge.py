@@ -104,6 +104,23 @@ def test_fact_changed_on_both_sides_newer_stays_other_is_the_loser_with_a_stable
     assert merge.merge_fact(base, base, theirs) == merge.FactMerge(theirs, None, "clean")
 
 
+def test_an_updated_date_far_ahead_of_the_clock_does_not_win_a_merge(monkeypatch):
+    """Whatever arrives through git is untrusted: a version pushed with `updated: 2099-...` stayed in place
+    in every merge of its fact (and of STATE.md). A date more than a day ahead of the clock is not
+    believed; a day of clock skew still is."""
+    monkeypatch.setenv("MEMCTL_NOW", "2026-12-01T12:00:00+00:00")
+    base = FACT.format(d="基本", u="2026-11-30T09:00:00+09:00")
+    ours = FACT.format(d="ours", u="2026-12-01T10:00:00+00:00")
+    forged = FACT.format(d="forged", u="2099-01-01T00:00:00+00:00")
+    for done in (merge.merge_fact(base, ours, forged), merge.merge_fact(base, forged, ours)):
+        assert (done.text, done.loser) == (ours, forged)
+    skewed = FACT.format(d="skewed", u="2026-12-02T11:00:00+00:00")  # 23 hours ahead: a clock that runs fast
+    assert merge.merge_fact(base, ours, skewed).text == skewed
+    state = "---\nupdated: {u}\n---\n{d}\n"
+    ours_state, forged_state = state.format(u="2026-12-01T11:00:00+00:00", d="now"), state.format(u="2099-01-01", d="forged")
+    assert merge.merge_state(state.format(u="2026-11-01", d="old"), forged_state, ours_state) == ours_state
+
+
 def test_text_merge_never_writes_markers_and_says_when_it_was_not_clean():
     assert merge.merge_text("a\nb\nc\n", "a\nB\nc\n", "a\nb\nC\n") == ("a\nB\nC\n", True)
     assert merge.merge_text("a\nb\nc\n", "a\nB\nc\n", "a\nBB\nc\n") == ("a\nB\nBB\nc\n", False)
