@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, textnorm
+from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, merge, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
                      refuse_link, utf8_name)
@@ -1164,6 +1164,12 @@ def _git_problems(store: Store) -> list[Problem]:
                                     f"(or ignore it: add `*{'~' if name.endswith('~') else os.path.splitext(name)[1]}` "
                                     "to .gitignore)", "warning"))
             continue
+        elif path.endswith(".md") and top is not None and _in_a_folder_of_yours(store, top / path):
+            folder = f"{store.rel(store.memory_dir)}/" if store.layout == "memctl" else "the directory"
+            problems.append(Problem(rel, 0, "uncommitted", f"not read as a fact (facts are the .md files at the top of "
+                                    f"{folder}, for Claude Code too), not committed: move it up to make it one, or commit "
+                                    f"it as a file of yours: {commit}", "warning"))
+            continue
         else:  # dropped in by hand: not memctl's, and committing it would send it to every clone
             message = (f"a file memctl does not write, not committed: move it out of {store.rel(store.memory_dir)}/ "
                        f"if it does not belong there (or commit it: {commit})")
@@ -1174,12 +1180,19 @@ def _git_problems(store: Store) -> list[Problem]:
 LEFTOVERS = ("~", ".orig", ".rej", ".bak", ".swp", ".swo", ".tmp")  # left beside a file by editors, patch and git
 
 
+def _in_a_folder_of_yours(store: Store, path: Path) -> bool:
+    """A file in a folder of memory/ that is not memctl's (archive/, conflicts/, memory-index/)."""
+    own = {store.memory_dir, store.archive_dir, store.memory_dir / merge.CONFLICTS_DIR, store.memory_dir / index_mod.TOPIC_DIR}
+    return store.memory_dir in path.parents and path.parent not in own
+
+
 def _kept_by_memctl(store: Store, path: Path) -> bool | None:
     """Whether an untracked file is one memctl writes (a fact, a ledger, STATE.md); None for a fact
-    file that does not parse."""
+    file that does not parse. A Markdown file in a folder of memory/ that is not memctl's (archive/,
+    conflicts/, memory-index/) is no fact: facts are the files at the top, for Claude Code too."""
     if path.suffix == ".tsv" or path.name == "MEMORY.md" or (store.state_dir in path.parents and path.suffix == ".md"):
         return True
-    if path.suffix != ".md":
+    if path.suffix != ".md" or _in_a_folder_of_yours(store, path):
         return False
     try:
         fact_mod.load(path)

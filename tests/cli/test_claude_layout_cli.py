@@ -194,3 +194,21 @@ def test_a_fact_titled_like_a_passage_is_still_shown_and_marked_used_by_its_titl
     assert shown.exit_code == 0 and "朝会は9時から" in shown.stdout, shown.stderr
     assert json.loads(cli(d, "used", "Standup:9", "--json", env=at).stdout) == {"used": ["Standup:9"]}
     assert cli(d, "show", "notes/x.md:1-2", env=at).exit_code == 1  # a passage still: in no declared source
+
+
+def test_a_markdown_file_in_a_subfolder_is_no_uncommitted_fact_to_doctor(tmp_path):
+    """doctor called an uncommitted `notes/idea.md` in a Claude Code directory "a new file that is not
+    committed yet" (an error): it is no fact (facts are the files at the top, for Claude Code too)."""
+    d = _claude_dir(tmp_path)
+    git(d, "init", "-q")
+    git(d, "add", "-A")
+    git(d, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "claude memory")
+    (d / "notes").mkdir()
+    (d / "notes" / "idea.md").write_text("---\nname: idea\ndescription: 下書きの案\ntype: project\n---\nbody\n",
+                                         encoding="utf-8")
+    r = cli(d, "doctor", "--json")
+    assert r.exit_code == 0, r.stdout
+    found = [p for p in json.loads(r.stdout)["problems"] if p["path"] == "notes/idea.md"]
+    assert [(p["severity"], p["code"]) for p in found] == [("warning", "uncommitted")]
+    assert found[0]["message"].startswith("not read as a fact (facts are the .md files at the top of the directory")
+    assert [row["name"] for row in json.loads(cli(d, "list", "--json").stdout)] == ["feedback_testing", "user_role"]
