@@ -268,9 +268,11 @@ def missing(store: Store, source: Source) -> list[str]:
     return [p for p in source.paths if not os.path.lexists(_split(absolute(store, p))[0])]
 
 
-def _excluded(shown: str, patterns: list[re.Pattern]) -> bool:
+def _excluded(shown: str, patterns: list[re.Pattern], rel: str = "") -> bool:
+    """Whether an exclude glob matches the path as hits show it, the path under the source's folder
+    (`drafts/*` for a source `~/notes/**/*.md`: hits show that one's paths absolute), or the name."""
     name = shown.rsplit("/", 1)[-1]
-    return any(p.match(shown) or p.match(name) for p in patterns)
+    return any(p.match(shown) or (rel and p.match(rel)) or p.match(name) for p in patterns)
 
 
 def walk(store: Store, source: Source, skipped: list[Skip]) -> Iterator[Found]:
@@ -335,7 +337,7 @@ def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list
             if os.path.islink(full):  # never followed: no loop, nothing outside the source's folders
                 skipped.append(Skip(shown_path(store, Path(full)), "symbolic link: not followed"))
                 continue
-            if exclude and _excluded(shown_path(store, Path(full)) + "/", exclude):
+            if exclude and _excluded(shown_path(store, Path(full)) + "/", exclude, prefix + d + "/"):
                 continue
             keep.append(d)
         dirs[:] = keep
@@ -347,7 +349,7 @@ def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list
                 continue
             full = Path(folder, name)
             shown = shown_path(store, full)
-            if exclude and _excluded(shown, exclude):
+            if exclude and _excluded(shown, exclude, rel):
                 continue
             if os.path.islink(full):
                 skipped.append(Skip(shown, "symbolic link: not followed"))
@@ -411,7 +413,8 @@ def owner(store: Store, path: Path) -> Source | None:
     """The first declared source whose globs hold `path` (an absolute path, not resolved), or None."""
     for source in declared(store).values():
         shown = shown_path(store, path)
-        if source.exclude and _excluded(shown, [_translate(p) for p in source.exclude]):
+        exclude = [_translate(p) for p in source.exclude]
+        if exclude and _excluded(shown, exclude):
             continue
         for pattern in source.paths:
             base, rest = _split(absolute(store, pattern))
@@ -423,10 +426,10 @@ def owner(store: Store, path: Path) -> Source | None:
                     if os.path.normpath(base) == str(path):
                         return source
                     continue
-            rel = os.path.relpath(path, base)
-            if rel.startswith(".."):
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            if rel.startswith("..") or (exclude and _excluded(shown, exclude, rel)):
                 continue
-            if any(_translate(r).match(rel.replace(os.sep, "/")) for r in rests):
+            if any(_translate(r).match(rel) for r in rests):
                 return source
     return None
 

@@ -141,6 +141,23 @@ def test_add_list_remove_keep_memctl_toml_and_commit(root, pinned_clock):
         sources.remove(open_store(root), "code")
 
 
+def test_an_exclude_glob_is_also_read_under_the_sources_folder_for_a_source_outside_the_store(root, tmp_path):
+    """`~/notes/**/*.md` with exclude `drafts/*`: hits show such a source's paths absolute, and the exclude
+    was matched only against that path and the file name, so it left out nothing, silently."""
+    notes = tmp_path / "notes"
+    for rel in ("keep.md", "drafts/下書き.md", "team/drafts/wip.md", "team/plan.md"):
+        (notes / rel).parent.mkdir(parents=True, exist_ok=True)
+        (notes / rel).write_text("# x\n\ntext\n", encoding="utf-8")
+    store = open_store(root)
+    source = sources.Source("notes", (str(notes / "**" / "*.md"),), ("drafts/*", "team/drafts/"))
+    found = sorted(Path(f.shown).relative_to(notes).as_posix() for f in sources.walk(store, source, []))
+    assert found == ["keep.md", "team/plan.md"]
+    sources.add(store, source)
+    store = open_store(root)
+    assert sources.owner(store, notes / "drafts" / "下書き.md") is None
+    assert sources.owner(store, notes / "team" / "plan.md").name == "notes"
+
+
 def test_a_folder_that_is_a_link_is_refused_when_declared_naming_what_it_points_to(root, tmp_path):
     """`~/notes -> ~/Dropbox/notes`: the source was declared, then indexed nothing ("symbolic link: not
     followed", in `source status` only). A link above the folder is no link to memctl (macOS's /tmp)."""
