@@ -1004,6 +1004,7 @@ def path_history(store: Store, path: Path) -> list[gitstore.LogEntry]:
             break
         oldest = part[-1].commit
         stem = _ARCHIVE_STAMP.sub("", path.stem)
+        moved_to = path
         if path.parent == store.archive_dir:
             path = store.memory_dir / f"{stem}.md"
         else:
@@ -1012,6 +1013,9 @@ def path_history(store: Store, path: Path) -> list[gitstore.LogEntry]:
             if len(restored) != 1:
                 break  # created here (not by restore)
             path = gitstore.work_tree(store.root) / restored[0]
+        counts = gitstore.moved_numstat(store.root, oldest, path, moved_to)
+        if counts is not None:  # the move's own change, not the whole file as added
+            entries[-1] = entries[-1]._replace(added=counts[0], removed=counts[1])
         upto = oldest
     return entries
 

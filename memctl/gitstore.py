@@ -591,6 +591,21 @@ def log(root: Path, path: Path, *, upto: str | None = None) -> list[LogEntry]:
     return entries
 
 
+def moved_numstat(root: Path, commit: str, old: Path, new: Path) -> tuple[int, int] | None:
+    """(added, removed) lines between `old` in `commit`'s first parent and `new` in `commit` (a file
+    the commit moved, as forget and restore do); None when either is not there."""
+    top = work_tree(root)
+    before, after = (os.path.relpath(p, top).replace(os.sep, "/") for p in (old, new))
+    try:
+        out = _run(top, "diff", "--numstat", f"{commit}^:{before}", f"{commit}:{after}")
+    except GitError:
+        return None
+    parts = out.split("\t")
+    if len(parts) < 3:
+        return (0, 0) if not out.strip() else None
+    return (int(parts[0]) if parts[0].isdigit() else 0, int(parts[1]) if parts[1].isdigit() else 0)
+
+
 def removed_in(root: Path, commit: str, under: Path) -> list[str]:
     """Paths under `under` (relative to the work tree) that `commit` removed (renames not followed)."""
     top = work_tree(root)

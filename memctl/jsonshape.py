@@ -278,8 +278,8 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("commit", "string", "The commit."),
         ("date", "string", "Its date."),
         ("message", "string", "Its subject."),
-        ("added", "integer", "Lines added to the file."),
-        ("removed", "integer", "Lines removed."),
+        ("added", "integer", "Lines added to the file (by a move, forget or restore: against the file it moved from)."),
+        ("removed", "integer", "Lines removed (the same way)."),
         ("path", "string", "The file at that commit."),
     ),
     "ledger": (

@@ -199,6 +199,10 @@ def test_log_goes_on_across_forget_and_restore(root):
     assert cli(root, "restore", "a").exit_code == 0
     rows = json.loads(cli(root, "log", "a", "--json").stdout)
     assert [r["message"] for r in rows] == ["memory: restore a", "memory: forget a", "memory: update a", "memory: remember a"]
+    # a move counts what it changed (forget adds the reason lines), not the whole file as added
+    forgot = git(root, "diff", "--numstat", f"{rows[1]['commit']}^:memory/a.md", f"{rows[1]['commit']}:memory/archive/a.md")
+    assert [(r["added"], r["removed"]) for r in rows[:2]] == [(0, int(forgot.split()[0])), (int(forgot.split()[0]), 0)]
+    assert 0 < rows[1]["added"] < rows[3]["added"]
     cli(root, "forget", "a", "--reason", "done again")
     assert cli(root, "restore", "a").exit_code == 0
     cli(root, "forget", "a", "--reason", "for good")
