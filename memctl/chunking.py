@@ -36,11 +36,14 @@ DEFAULT_SIZE = 300  # characters; chosen on JSQuAD by bench/bench_docs.py (docs/
 DEFAULT_OVERLAP = 60
 MIN_SIZE = 20
 HEADING_SEP = " > "
-RULES = 3  # raised whenever a change of these rules moves chunk boundaries: indexes re-chunk (docindex._config)
+RULES = 4  # raised whenever a change of these rules moves chunk boundaries: indexes re-chunk (docindex._config)
 # 3: a section holding its heading alone is no chunk (its title is in the heading path of those below);
 #    a markdown file's YAML front matter is no text
+# 4: a setext heading (a paragraph underlined with === or ---) is a heading
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")  # under a paragraph: `=` a level 1 heading, `-` level 2
+_NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:[-*+>|]|\d{1,9}[.)])(?:[ \t]|$)")  # a list item, a quote, a table row
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # A sentence ends after 。！？, or after ! ? right after Japanese text (and the closing brackets or
 # quotes right after them), or after . ! ? (and closing quotes or brackets) followed by white space:
@@ -128,7 +131,7 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
         nonlocal paragraphs
         # A heading with nothing under it but the next heading (`# Runbooks` above `## 障害対応`) is no
         # passage: it would be embedded, ranked and shown as one. Its title heads the sections below.
-        if paragraphs and not (len(paragraphs) == 1 and _HEADING.match(paragraphs[0].text)):
+        if paragraphs and not (markdown and len(paragraphs) == 1 and _is_heading(paragraphs[0].text)):
             sections.append((tuple(title for _, title in stack), paragraphs))
         paragraphs = []
 
@@ -150,14 +153,18 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
                 fence, start, current = found.group(1), number, [line]
                 continue
             heading = _HEADING.match(line)
-            if heading:
+            underline = _SETEXT.match(line) if current and not _NOT_PARAGRAPH.match(current[0]) else None
+            if heading or underline:
+                title_lines, title_start = (current, start) if underline and not heading else ([], number)
+                if title_lines:
+                    current = []  # the paragraph is the heading's title, not a passage of the section above
                 close(number - 1)
                 new_section()
-                level = len(heading.group(1))
+                level = len(heading.group(1)) if heading else 1 if underline.group(1)[0] == "=" else 2
                 while stack and stack[-1][0] >= level:
                     stack.pop()
-                stack.append((level, heading.group(2).strip()))
-                start, current = number, [line]
+                stack.append((level, heading.group(2).strip() if heading else " ".join(t.strip() for t in title_lines)))
+                start, current = title_start, [*title_lines, line]
                 close(number)
                 continue
         if not line.strip():
@@ -169,6 +176,12 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
     close(len(lines))  # (an unclosed fence runs to the end, as markdown renders it)
     new_section()
     return sections
+
+
+def _is_heading(text: str) -> bool:
+    """Whether a paragraph is a heading alone: `# Title`, or a setext one (`Title` over `=====`)."""
+    lines = text.split("\n")
+    return bool(_HEADING.match(text) or (len(lines) > 1 and _SETEXT.match(lines[-1]) and not _NOT_PARAGRAPH.match(lines[0])))
 
 
 def _front_matter(lines: list[str]) -> int:

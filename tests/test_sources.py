@@ -48,6 +48,17 @@ def test_markdown_chunks_carry_their_heading_path_and_lines():
     assert fence.indexed.startswith("Backups > Restoring a file\n") and fence.hash == chunking.content_hash(fence.indexed)
 
 
+def test_a_setext_heading_is_a_heading_and_a_rule_under_a_list_is_none():
+    """`Title` over `=====` (or `---`), as many READMEs write them, was text: its section had no heading path."""
+    text = ("運用手順\n========\n\n概要の段落。\n\nFreezes\n-------\n\nThe December freeze starts.\n\n"
+            "- a list item\n---\n\nTail.\n")
+    chunks = chunking.chunk(text, "markdown", size=40, overlap=0)
+    assert [(c.heading, c.start) for c in chunks][:2] == [(("運用手順",), 1), (("運用手順", "Freezes"), 6)]
+    assert all(c.heading == ("運用手順", "Freezes") for c in chunks[1:])
+    assert "- a list item\n---" in "\n".join(c.text for c in chunks)  # a thematic break, not a heading
+    assert chunking.chunk("Title\n=====\n\nSection\n-------\n\nbody\n", "markdown")[0].heading == ("Title", "Section")
+
+
 def test_a_heading_with_nothing_under_it_is_no_chunk_its_title_heads_the_ones_below():
     """`# Runbooks` right above `## 障害対応` was a chunk of its own: embedded, ranked, and spent the
     per-prompt hook's budget on `- Runbooks > 障害対応: ## 障害対応`."""
