@@ -39,7 +39,8 @@ HEADING_SEP = " > "
 RULES = 4  # raised whenever a change of these rules moves chunk boundaries: indexes re-chunk (docindex._config)
 # 3: a section holding its heading alone is no chunk (its title is in the heading path of those below);
 #    a markdown file's YAML front matter is no text
-# 4: a setext heading (a paragraph underlined with === or ---) is a heading
+# 4: a setext heading (a paragraph underlined with === or ---) is a heading; what joins the units
+#    of a chunk counts towards its size (chunks passed `chunk_size` by a few characters)
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")  # under a paragraph: `=` a level 1 heading, `-` level 2
@@ -236,25 +237,31 @@ def _join(units: list[_Unit]) -> str:
     return "".join(parts)
 
 
+SEP = 2  # the most _join puts between two units ("\n\n")
+
+
 def _pack(heading: tuple[str, ...], paragraphs: list[_Unit], size: int, overlap: int) -> list[Chunk]:
     units = [u for p in paragraphs for u in (_sentences(p, size) if len(p.text) > size else [p])]
     chunks: list[Chunk] = []
     group: list[_Unit] = []
     length = 0
     fresh = 0  # units of `group` not already in the previous chunk
+    # lengths count SEP per unit after a group's first: what _join puts between units (a space, a line
+    # break or a blank line) is part of the chunk's text, and a chunk never passes `size` with it
     for unit in units:
-        if group and fresh and length + len(unit.text) > size:
+        if group and fresh and length + SEP + len(unit.text) > size:
             chunks.append(Chunk(group[0].start, max(u.end for u in group), heading, _join(group)))
             carried: list[_Unit] = []
             kept = 0
             for prev in reversed(group):
-                if kept + len(prev.text) > overlap or kept + len(prev.text) + len(unit.text) > size:
+                cost = len(prev.text) + (SEP if carried else 0)
+                if kept + cost > overlap or kept + cost + SEP + len(unit.text) > size:
                     break
                 carried.insert(0, prev)
-                kept += len(prev.text)
+                kept += cost
             group, length, fresh = carried, kept, 0
+        length += len(unit.text) + (SEP if group else 0)
         group.append(unit)
-        length += len(unit.text)
         fresh += 1
     if group and fresh:
         chunks.append(Chunk(group[0].start, max(u.end for u in group), heading, _join(group)))

@@ -112,6 +112,20 @@ def test_code_is_cut_at_top_level_definitions():
     assert len(windows) > 3 and all(len(w.text) <= 100 for w in windows) and windows[1].start <= windows[0].end
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["A short sentence.", "Another one here!", "日本語の文。", "次の文！", "x" * 30, "word", "",
+                                 "デプロイは火曜日"]), max_size=80),
+       st.integers(min_value=20, max_value=300), st.integers(min_value=0, max_value=80), st.sampled_from([" ", "\n"]))
+def test_no_chunk_of_prose_passes_the_chunk_size_with_what_joins_its_parts(pieces, size, overlap, glue):
+    """Lengths were summed without the space, line break or blank line that joins two sentences or
+    paragraphs: a chunk passed `chunk_size` by a few characters (11 at 300)."""
+    overlap = min(overlap, size // 2)
+    text = glue.join(pieces)
+    for kind in ("markdown", "text"):
+        for c in chunking.chunk(text, kind, size=size, overlap=overlap):
+            assert len(c.text) <= size, (kind, size, overlap, c.text)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from(["# H", "## Sub", "text line.", "日本語の文。次の文！", "", "```", "code()", "- item"]),
                 max_size=40), st.integers(min_value=50, max_value=200))
