@@ -576,7 +576,7 @@ def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, ma
     assert japanese[0].relevance == pytest.approx(recall.combine(measured, japanese[0].vector, cjk=True, chunk=True))
 
 
-def test_a_second_source_index_leaves_the_embedding_to_the_one_already_at_it(root, manual, caplog):
+def test_a_second_source_index_leaves_the_embedding_to_the_one_already_at_it(root, manual, capsys, monkeypatch):
     """Two scheduled `source index` runs that overlap both embedded the same texts, each paying the whole
     cost. The second one now leaves it to the first (which holds the embed lock) and says so."""
     import subprocess
@@ -588,7 +588,9 @@ def test_a_second_source_index_leaves_the_embedding_to_the_one_already_at_it(roo
 
     with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
         handle.write(f'\n[embedding]\nbackend = "sentence-transformers"\nmodel = {json.dumps(str(gt.get_model_path()))}\n')
-    caplog.set_level("INFO", logger="memctl")
+    from memctl import errors, output
+
+    monkeypatch.setattr(errors, "_reporter", output)  # the library's notes as the CLI prints them
     store = open_store(root)
     lock = store.cache_dir / docindex.EMBED_LOCK
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -605,7 +607,7 @@ def test_a_second_source_index_leaves_the_embedding_to_the_one_already_at_it(roo
     with docindex.reading(store) as conn:
         texts = [text for _, _, text in rindex.vector_texts(conn, "chunk")]
     assert texts and vcache.missing(store, "recall-chunks", texts, embedder, "passage") == len(texts)
-    assert "another memctl is embedding the chunks: left to it" in caplog.text
+    assert "memctl: another memctl is embedding the chunks: left to it" in capsys.readouterr().err
     docindex.index(store)  # the lock is free: this run embeds them
     assert vcache.missing(store, "recall-chunks", texts, embedder, "passage") == 0
 
