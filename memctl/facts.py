@@ -1155,7 +1155,11 @@ def _git_problems(store: Store) -> list[Problem]:
             continue  # (a link is named once, above, as one: never to be committed)
         where, what = shlex.quote(str(store.root)), shlex.quote(rel)
         commit = f"git -C {where} add -- {what} && git -C {where} commit"
-        if code != "??":
+        if code != "??" and (line := _rewritten_ledger_line(store, top / path if top is not None else None)):
+            message = (f"an append-only ledger changed at line {line} since its last commit (a row rewritten or "
+                       f"removed): put the committed rows back as they were (git -C {where} diff -- {what} shows the "
+                       "change), then append the change as a new row")
+        elif code != "??":
             message = f"memctl's file has changes that are not committed (commit them: {commit}; or discard them)"
         elif own_file:  # an init killed before its commit (`memctl init` commits it)
             message = f"the store's own file is not committed, so no clone gets it (commit it: {commit}; or run `memctl init` again)"
@@ -1179,6 +1183,22 @@ def _git_problems(store: Store) -> list[Problem]:
                        f"if it does not belong there (or commit it: {commit})")
         problems.append(Problem(rel, 0, "uncommitted", message))
     return problems
+
+
+def _rewritten_ledger_line(store: Store, path: Path | None) -> int | None:
+    """For a ledger whose working file does not extend its committed version: the first line that
+    differs (committing it would break `ledger verify`); else None."""
+    if path is None or path.suffix != ".tsv" or store.ledgers_dir not in path.parents:
+        return None
+    committed = gitstore.committed_text(store.root, path)
+    try:
+        current = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if committed is None or current.startswith(committed):
+        return None
+    same = len(os.path.commonprefix([committed, current]))
+    return committed.count("\n", 0, same) + 1
 
 
 LEFTOVERS = ("~", ".orig", ".rej", ".bak", ".swp", ".swo", ".tmp")  # left beside a file by editors, patch and git

@@ -418,3 +418,29 @@ def test_ndjson_numbers_are_stored_as_written_and_nan_is_refused(root):
     assert cli(root, "ledger", "append", "metrics", "-", "--json", input=rows).exit_code == 0
     lines = (root / "ledgers" / "metrics.tsv").read_text(encoding="utf-8").splitlines()[-4:]
     assert [line.split("\t")[-1] for line in lines] == ["100.0", "1e2", "7", "123456789012345678901234567890"]
+
+
+def test_doctor_never_advises_committing_a_rewritten_ledger_row(root):
+    """doctor said "memctl's file has changes that are not committed (commit them ...)" for a ledger whose
+    committed row was rewritten by hand: committing that breaks `ledger verify`. Rows only appended
+    still get that advice."""
+    import json as json_mod
+
+    assert cli(root, "ledger", "create", "themes", "--columns", "host,theme").exit_code == 0
+    for host, theme in (("a", "デプロイ"), ("b", "cache")):
+        assert cli(root, "ledger", "append", "themes", f"host={host}", f"theme={theme}").exit_code == 0
+    path = root / "ledgers" / "themes.tsv"
+    committed = path.read_bytes()
+
+    def told() -> list[dict]:
+        done = cli(root, "doctor", "--json")
+        return [p for p in json_mod.loads(done.stdout)["problems"] if p["path"] == "ledgers/themes.tsv"]
+
+    path.write_bytes(committed.replace("デプロイ".encode(), "リリース".encode()))
+    (found,) = told()
+    assert found["severity"] == "error" and found["message"].startswith(
+        "an append-only ledger changed at line 2 since its last commit (a row rewritten or removed)")
+    assert "commit them" not in found["message"]
+    path.write_bytes(committed + "c\t追記\n".encode())
+    (found,) = told()
+    assert found["message"].startswith("memctl's file has changes that are not committed (commit them")
