@@ -147,8 +147,10 @@ def test_a_judge_dies_with_memctl_when_memctl_is_stopped(root, tmp_path, stop):
 
     themes_store(root)
     judge = judge_script(tmp_path, f'echo $$ > "{tmp_path}/judge.pid"; sleep 60')
+    # SIGHUP as a terminal's shell leaves it (the suite itself may run under nohup, whose SIG_IGN memctl keeps)
     proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), *ASK, "--judge-cmd", judge],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     pid_file = tmp_path / "judge.pid"
     deadline = time.monotonic() + 60
     while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
