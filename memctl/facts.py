@@ -479,7 +479,7 @@ def _refuse_damaged_index(store: Store) -> None:
                       hint=f"fix the marker lines by hand ({index_mod.BEGIN} ... {index_mod.END}), then `memctl index`")
 
 
-def _refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.Fact]) -> None:
+def refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.Fact]) -> None:
     """MEMORY.md's text outside the generated block is the user's: never commit uncommitted edits of it.
 
     Changes inside the block are memctl's own (e.g. a process killed before its
@@ -761,7 +761,7 @@ def remember(
                     hint="check it; update or supersede it, or write without strict", kind="similar-fact",
                 )
         refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)
-        _refuse_hand_edited_index(store, commit_changes, facts)
+        refuse_hand_edited_index(store, commit_changes, facts)
         now = clock.stamp()
         if existing is None:
             given = _inherit(spec, old_facts)
@@ -830,6 +830,7 @@ def update_many(
             claimed |= set(stems)
             pairs.append((current, olds))
         refuse_uncommitted(store, [f.path for current, olds in pairs for f in (current, *olds)], commit_changes)
+        refuse_hand_edited_index(store, commit_changes, facts)
         now = clock.stamp()
         touched: list[Path] = []
         changes = []
@@ -869,6 +870,7 @@ def edit(
         if fact_mod.render(new) == fact_mod.render(current):
             return Change("unchanged", current)
         refuse_uncommitted(store, [current.path], commit_changes)
+        refuse_hand_edited_index(store, commit_changes, facts)
         new = new.with_meta(updated=clock.stamp())
         assert new.path is not None
         atomic_write(new.path, fact_mod.render(new))
@@ -911,7 +913,7 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, 
         facts = live_facts(store)
         target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")
         refuse_uncommitted(store, [target.path], commit_changes)
-        _refuse_hand_edited_index(store, commit_changes, facts)
+        refuse_hand_edited_index(store, commit_changes, facts)
         moved, touched = _archive(store, target, archived=clock.stamp(), archived_reason=reason.strip())
         touched += _write_index(store, [f for f in facts if f.stem != target.stem])
         sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)
@@ -926,7 +928,7 @@ def reindex(store: Store, *, commit_changes: bool = True, wait: float | None = N
     for the store lock (default MEMCTL_LOCK_TIMEOUT)."""
     with store.lock(wait):
         facts = live_facts(store)
-        _refuse_hand_edited_index(store, commit_changes, facts)
+        refuse_hand_edited_index(store, commit_changes, facts)
         paths, changed = update_index(store, facts)
         if not changed:
             return False, None

@@ -424,6 +424,8 @@ def forget_by_policies(store: Store, *, dry_run: bool = False, commit_changes: b
             final = plan(snap.facts, snap.episodes, rules)
         if not final.steps:
             return Outcome(final, applied=False)
+        if any(s.item.kind == "fact" for s in final.steps):  # it rewrites MEMORY.md: a person's edits stay theirs
+            facts_mod.refuse_hand_edited_index(store, commit_changes, snap.live_facts)
         # Declared under this lock, in its undo log: memctl.toml changes with the tombstones, committed or undone as one.
         declared = any(s.item.kind == "episode" for s in final.steps) and _ensure_tombstones(store, commit_changes)
         sha = _apply(store, final, snap, commit_changes=commit_changes, declared=declared)

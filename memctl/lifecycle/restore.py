@@ -86,6 +86,7 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
                 hint="move that file away or fix it first (memctl doctor)",
             )
         refuse_uncommitted(store, [target.path] + ([dest] if replacing else []), commit_changes)
+        facts_mod.refuse_hand_edited_index(store, commit_changes, live)
         atomic_write(target.path, fact_mod.render(restored))
         atomic_move(target.path, dest)
         index = facts_mod._write_index(store, [f for f in live if f is not replacing] + [restored])

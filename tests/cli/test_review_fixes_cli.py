@@ -90,6 +90,30 @@ def test_index_and_maintain_refuse_hand_edits_outside_the_block_and_never_commit
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
     assert "again.md" in git(root, "show", "HEAD:memory/MEMORY.md")
 
+def test_every_command_that_rewrites_memory_md_refuses_a_persons_uncommitted_edit(root, pinned_clock):
+    """`restore`, `forget --policies`, `consolidate --apply` and `pin` committed a person's uncommitted
+    note in MEMORY.md under their own message (an exploratory tester's finding); remember, forget,
+    index and maintain refused it. Now every one refuses it and changes nothing."""
+    index = root / "memory" / "MEMORY.md"
+    for args in (["remember", "gone", "-d", "a fact to restore"], ["forget", "gone", "--reason", "for the test"],
+                 ["remember", "old-rule", "-d", "キャンペーン中は送料無料", "--expires", "2020-01-01"],
+                 ["remember", "push-a", "-d", "Never push directly to the main branch"],
+                 ["remember", "push-b", "-d", "Never push directly to the main branch!", "--force"],
+                 ["remember", "plain", "-d", "a fact to pin"]):
+        done = cli(root, *args)
+        assert done.exit_code == 0, (args, done.stderr)
+    assert json.loads(cli(root, "forget", "--policies", "--dry-run", "--json").stdout)["steps"]  # each has work to do
+    assert json.loads(cli(root, "consolidate", "--json").stdout)["merges"]
+    note = "田中のメモ（未コミットの下書き）"
+    index.write_text(index.read_text(encoding="utf-8") + f"\n{note}\n", encoding="utf-8")
+    before, head = index.read_bytes(), git(root, "rev-parse", "HEAD")
+    for args in (["restore", "gone"], ["forget", "--policies"], ["consolidate", "--apply"], ["pin", "plain"]):
+        done = cli(root, *args)
+        assert done.exit_code == 1 and "has uncommitted edits of yours" in done.stderr, (args, done.stderr)
+        assert git(root, "rev-parse", "HEAD") == head and index.read_bytes() == before, args
+        assert git(root, "status", "--porcelain").split() == ["M", "memory/MEMORY.md"], args
+
+
 def test_file_names_are_not_git_patterns(root):
     (root / "memory" / "n[1].md").write_text("---\nname: n\ndescription: bracketed\n---\n", encoding="utf-8")
     assert cli(root, "index").exit_code == 0
