@@ -735,6 +735,9 @@ def remember(
                                arg="supersedes", kind="no-live-fact")
             if existing is not None and old.stem == existing.stem or old_key == spec.name:
                 raise BadInput("a fact cannot supersede itself", hint="name the older fact it replaces", arg="supersedes")
+            if any(f.stem == old.stem for f in old_facts):  # archived twice, listed twice: `--supersedes b --supersedes b`
+                raise BadInput(f"supersedes names {store.rel(old.path)} twice", hint="name each fact it replaces once",
+                               arg="supersedes")
             old_facts.append(old)
         skip = {f.stem for f in old_facts} | ({existing.stem} if existing else set())
         hits: list[Similar] = []

@@ -239,3 +239,14 @@ def test_restore_errors(root, args, code, message):
     r = cli(root, *args)
     assert (r.exit_code, r.stdout, r.stderr) == (code, "", message)
     assert _commits(root) == before
+
+
+def test_superseding_one_fact_twice_in_one_write_is_refused(root):
+    """`--supersedes b --supersedes b` archived b twice (two copies in archive/, `supersedes: [b, b]`), and a
+    restore of b left the other copy listed as superseded beside the live b."""
+    assert cli(root, "remember", "b", "--description", "Beta").exit_code == 0
+    head = git(root, "rev-parse", "HEAD")
+    done = cli(root, "remember", "e", "--description", "Epsilon", "--supersedes", "b", "--supersedes", "b")
+    assert done.exit_code == 2 and "supersedes names memory/b.md twice" in done.stderr, done.stderr
+    assert git(root, "rev-parse", "HEAD") == head and not (root / "memory" / "e.md").exists()
+    assert not list((root / "memory" / "archive").glob("b*.md"))
