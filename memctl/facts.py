@@ -178,13 +178,17 @@ def live_facts(store: Store, *, quiet: bool = False) -> list[fact_mod.Fact]:
 
 
 def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
+    """The fact whose file stem is `key`, else the one whose `name` is; a name several files share is
+    refused (the first by file name was taken: `forget` archived one of them, unasked)."""
     for fact in facts:
         if fact.stem == key:
             return fact
-    for fact in facts:
-        if fact.name == key:
-            return fact
-    return None
+    named = [fact for fact in facts if fact.name == key]
+    if len(named) > 1:
+        files = ", ".join(f.file_name for f in named)
+        raise BadInput(f"name {key!r} is used by {len(named)} facts: {files}",
+                       hint=f"give the file's stem instead (e.g. {named[0].stem!r})", kind="ambiguous-name")
+    return named[0] if named else None
 
 
 def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: str, hint: str) -> fact_mod.Fact:

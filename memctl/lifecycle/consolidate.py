@@ -28,7 +28,7 @@ is one `facts.update_many` call, so the whole consolidation is one commit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -68,6 +68,12 @@ _MONTH_WORDS = {
     )
     if name
 }
+# Words that narrow what a text says: "allowed on weekdays" and "allowed on weekdays except holidays"
+# are two rules, though every other word is shared (a merge would keep one of them).
+_QUALIFIERS = frozenset("only except unless but just solely exclusively excluding until".split())
+_JA_QUALIFIERS = ("だけ", "のみ", "以外", "除", "限り", "限定", "まで")
+_CONTENT_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[\u30a0-\u30ff\u31f0-\u31ff]{2,}"
+                         r"|[^\W\d_\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _NEGATION_WORDS = frozenset("not no never without none nothing cannot can't don't doesn't didn't won't isn't aren't shouldn't mustn't n't".split())
 _JA_NEGATION = ("ない", "ません", "禁止", "不可", "無効")
 
@@ -102,6 +108,8 @@ class Profile:
     months: frozenset[int]
     names: frozenset[str]  # capitalised or code-like words, Latin words in Japanese text, katakana words
     negated: bool
+    qualifiers: frozenset[str]  # _QUALIFIERS and _JA_QUALIFIERS found
+    sequence: tuple[str, ...]  # content words and kanji/katakana runs in text order, each once
     text: str  # normalised (NFKC, casefolded)
     tokens: frozenset[str]  # textnorm.tokens, for the lexical overlap
     # words | names by their first three letters: _stem_equal needs those to match (a speed-up)
@@ -135,11 +143,44 @@ def profile(text: str) -> Profile:
         if n not in textnorm.STOPWORDS and n not in _WEEKDAY_WORDS and n not in _MONTH_WORDS and not _NUMBER_RE.fullmatch(n)
     }
     negated = any(w in _NEGATION_WORDS or w.endswith("n't") for w in all_words) or any(m in rest for m in _JA_NEGATION)
+    qualifiers = frozenset({w for w in all_words if w in _QUALIFIERS} | {m for m in _JA_QUALIFIERS if m in rest})
+    sequence = tuple(dict.fromkeys(
+        w for w in _CONTENT_RE.findall(rest) if textnorm.has_cjk(w) or (len(w) > 1 and w not in textnorm.STOPWORDS)))
     latin: dict[str, list[str]] = {}
     for w in words | names:
         latin.setdefault(w[:3], []).append(w)
-    return Profile(words, cjk, numbers, frozenset(weekdays), months, frozenset(names), negated, norm,
-                   frozenset(textnorm.tokens(text)), {k: tuple(v) for k, v in latin.items()})
+    return Profile(words, cjk, numbers, frozenset(weekdays), months, frozenset(names), negated, qualifiers, sequence,
+                   norm, frozenset(textnorm.tokens(text)), {k: tuple(v) for k, v in latin.items()})
+
+
+def _order(pa: Profile, pb: Profile) -> tuple[list[str], list[str]] | None:
+    """The two words both texts hold that trade places, the rest in the same order ("Alice reports to
+    Bob" / "Bob reports to Alice", `AWSからGCPへ` / `GCPからAWSへ`): the same words, another fact.
+    Words moved otherwise (`本番のデプロイは火曜日` / `火曜日に本番のデプロイ`) are a paraphrase."""
+    common = set(pa.sequence) & set(pb.sequence)
+    left = [w for w in pa.sequence if w in common]
+    right = [w for w in pb.sequence if w in common]
+    moved = [i for i, (x, y) in enumerate(zip(left, right)) if x != y]
+    if len(moved) != 2 or (left[moved[0]], left[moved[1]]) != (right[moved[1]], right[moved[0]]):
+        return None
+    x, y = left[moved[0]], left[moved[1]]
+    # Only a trade in place: `テストはpytestで実行する` / `pytestでテストを実行する` moves its words, and
+    # its particles say that each keeps its role.
+    if _squashed(_swapped(pa.text, x, y)) != _squashed(pb.text):
+        return None
+    return [x, y], [y, x]
+
+
+def _swapped(text: str, x: str, y: str) -> str:
+    def whole(word: str) -> str:
+        latin = "a-z0-9\u00c0-\u024f"  # a Latin word ends at anything else (`本番はawsから`)
+        return re.escape(word) if textnorm.has_cjk(word) else rf"(?<![{latin}]){re.escape(word)}(?![{latin}])"
+
+    return re.sub(f"{whole(x)}|{whole(y)}", lambda m: y if m.group() == x else x, text)
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text)
 
 
 def _only(mine: Iterable[str], theirs: frozenset[str]) -> list[str]:
@@ -173,6 +214,10 @@ def differences(a: str | Profile, b: str | Profile) -> list[str]:
             found.append(f"{label} {_sides(sorted(map(show, left - right)), sorted(map(show, right - left)))}")
     if pa.negated != pb.negated:
         found.append("negation " + _sides(["not"] if pa.negated else [], ["not"] if pb.negated else []))
+    if pa.qualifiers != pb.qualifiers:
+        found.append(f"qualifier {_sides(sorted(pa.qualifiers - pb.qualifiers), sorted(pb.qualifiers - pa.qualifiers))}")
+    if (order := _order(pa, pb)) is not None:
+        found.append(f"order {_sides(*order)}")
     names_a = sorted(n for n in pa.names if _name_missing(n, pb))
     names_b = sorted(n for n in pb.names if _name_missing(n, pa))
     if names_a or names_b:
@@ -424,13 +469,27 @@ def build(facts: Sequence["Fact"], scored: Iterable[tuple[str, str, float]], rul
         overlap = shared / (len(ta) + len(tb) - shared) if ta and tb else 0.0  # textnorm.jaccard
         if overlap < lowest:
             continue
-        judged.append(judge(fa.stem, fb.stem, fa.description, fb.description, score, rules, profiles, overlap))
+        found = judge(fa.stem, fb.stem, fa.description, fb.description, score, rules, profiles, overlap)
+        judged.append(_kept_apart(found, fa, fb) if found.verdict == "merge" else found)
     edges = [(j.a, j.b, j.score) for j in judged if j.verdict == "merge"]
     groups = complete_link([f.stem for f in eligible], edges)
     by_pair = {frozenset((j.a, j.b)): j for j in judged if j.verdict == "merge"}
     merges = [_merge_for([by_stem[s] for s in g], by_pair) for g in groups]
     conflicts = sorted((j for j in judged if j.verdict == "conflict"), key=lambda j: (-j.score, j.a, j.b))
     return Plan(embedder, rules, merges, conflicts, len(eligible))
+
+
+def _kept_apart(found: Judged, a: "Fact", b: "Fact") -> Judged:
+    """A pair the text would merge, made a conflict when the facts differ in type or expiry: a feedback
+    fact folded into a project fact left the never-forget class (a later `forget --policies` archived
+    it), and a fact that never expires folded into one that does went with it."""
+    differs = []
+    if a.type != b.type:
+        differs.append(f"type {_sides([a.type or '-'], [b.type or '-'])}")
+    ends = [str(f.meta("expires") or "") for f in (a, b)]
+    if ends[0] != ends[1]:
+        differs.append(f"expires {_sides([ends[0] or 'never'], [ends[1] or 'never'])}")
+    return replace(found, verdict="conflict", differs=tuple(differs)) if differs else found
 
 
 # ---------------------------------------------------------------- conflicts, ranked and grouped

@@ -212,3 +212,22 @@ def test_a_markdown_file_in_a_subfolder_is_no_uncommitted_fact_to_doctor(tmp_pat
     assert [(p["severity"], p["code"]) for p in found] == [("warning", "uncommitted")]
     assert found[0]["message"].startswith("not read as a fact (facts are the .md files at the top of the directory")
     assert [row["name"] for row in json.loads(cli(d, "list", "--json").stdout)] == ["feedback_testing", "user_role"]
+
+
+def test_a_name_two_files_share_is_refused_not_resolved_to_the_first(tmp_path, monkeypatch):
+    """Two Claude Code facts titled `テスト方針`: `forget テスト方針` archived the first by file name, unasked
+    (show and pin took it too). Now the name is refused with both files named; the stem still works."""
+    no_repository(monkeypatch)
+    d = tmp_path / "memory"
+    d.mkdir()
+    for stem, desc, kind in (("feedback_testing", "統合テストは実DBに当てる", "feedback"), ("project_testing", "E2Eテストは夜間のみ", "project")):
+        (d / f"{stem}.md").write_text(f"---\nname: テスト方針\ndescription: {desc}\ntype: {kind}\n---\nbody\n", encoding="utf-8")
+    (d / "MEMORY.md").write_text("- [テスト方針](feedback_testing.md) — x\n- [テスト方針](project_testing.md) — y\n", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    for args in (["forget", "テスト方針", "--reason", "古い"], ["show", "テスト方針"], ["pin", "テスト方針"]):
+        done = cli(d, *args)
+        assert done.exit_code == 2, (args, done.stderr)
+        assert "name 'テスト方針' is used by 2 facts: feedback_testing.md, project_testing.md" in done.stderr, done.stderr
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
+    assert cli(d, "forget", "project_testing", "--reason", "古い").exit_code == 0
+    assert "統合テストは実DBに当てる" in cli(d, "show", "テスト方針").stdout  # one fact has the name now
