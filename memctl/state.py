@@ -549,7 +549,8 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
             from .markers import refuse_conflicts  # noqa: PLC0415
 
             refuse_conflicts(path.read_bytes(), store.rel(path))
-            refuse_uncommitted(store, [path], commit_changes)  # a hand edit: overwritten, and in no commit
+            if not _as_written(store, path):  # memctl's own snapshot, left uncommitted by --no-commit: replaced
+                refuse_uncommitted(store, [path], commit_changes)  # a hand edit: overwritten, and in no commit
         previous = _read(path)
         now = clock.now()
         body, found = build(store, cfg, given, previous, now, note)
@@ -557,8 +558,44 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
         rel = store.rel(path)
         message = commit_message(cfg.message, rel=rel, now=now, numbers=found, key_numbers=cfg.key_numbers, given=given)
         atomic_write(path, render(snapshot))
+        _written(store, path, render(snapshot).encode("utf-8"))
         sha = commit(store, [path], message, enabled=commit_changes)
     return Updated(path, snapshot, message, sha)
+
+
+WRITTEN = "state-written.json"  # in .memctl/: the hash of each STATE.md as memctl last wrote it
+
+
+def _written(store: Store, path: Path, data: bytes) -> None:
+    import hashlib  # noqa: PLC0415
+
+    table = _written_table(store)
+    table[store.rel(path)] = hashlib.sha256(data).hexdigest()
+    try:
+        store.cache_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(store.cache_dir / WRITTEN, json.dumps(table, sort_keys=True) + "\n")
+    except OSError:
+        pass  # a cache: without it, an uncommitted snapshot is refused as a hand edit, as before
+
+
+def _written_table(store: Store) -> dict[str, str]:
+    try:
+        table = json.loads((store.cache_dir / WRITTEN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def _as_written(store: Store, path: Path) -> bool:
+    """Whether STATE.md holds exactly what memctl last wrote there (a `--no-commit` update's snapshot,
+    which the daily job's committing update refused as a hand edit, every day after)."""
+    import hashlib  # noqa: PLC0415
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return _written_table(store).get(store.rel(path)) == hashlib.sha256(data).hexdigest()
 
 
 def show(store: Store, scope: str | None = None) -> tuple[Path, str, Snapshot]:

@@ -207,3 +207,21 @@ def test_a_summary_of_a_ledger_that_does_not_exist_names_the_setting(root):
     r = cli(root, "state", "update", "--no-commit")
     assert (r.exit_code, r.stderr) == (3, "memctl: error: memctl.toml: [state] summary of ledger 'nosuch': no ledger named "
                                           "'nosuch' (hint: create the ledger, or fix ledger = 'nosuch' in [[state.summaries]])\n")
+
+
+def test_a_no_commit_update_does_not_stop_the_next_committing_one(root):
+    """One documented `state update --no-commit` made every later committing update (the daily job) fail
+    with "state/STATE.md has uncommitted changes": memctl's own snapshot was taken for a hand edit. A
+    file memctl wrote is replaced and committed now; a hand edit is still refused."""
+    env = {"MEMCTL_NOW": "2026-11-29T09:00:00+09:00"}
+    assert cli(root, "state", "update", env=env).exit_code == 0
+    assert cli(root, "state", "update", "--no-commit", env={"MEMCTL_NOW": "2026-11-29T10:00:00+09:00"}).exit_code == 0
+    assert git(root, "status", "--porcelain").split() == ["M", "state/STATE.md"]
+    done = cli(root, "state", "update", env={"MEMCTL_NOW": "2026-11-30T09:00:00+09:00"})
+    assert done.exit_code == 0, done.stderr
+    assert git(root, "status", "--porcelain") == "" and "updated: 2026-11-30T09:00:00+09:00" in git(root, "show", "HEAD:state/STATE.md")
+    path = root / "state" / "STATE.md"
+    path.write_text(path.read_text(encoding="utf-8") + "手で書いたメモ\n", encoding="utf-8")
+    done = cli(root, "state", "update", env={"MEMCTL_NOW": "2026-11-30T10:00:00+09:00"})
+    assert done.exit_code == 1 and "state/STATE.md has uncommitted changes" in done.stderr
+    assert "手で書いたメモ" in path.read_text(encoding="utf-8")
