@@ -180,7 +180,7 @@ def ensure_ledger(store: Store, *, commit_changes: bool = True) -> ledger.Ledger
     except NotFound:
         pass
     try:
-        ledger.create(store, LEDGER, COLUMNS, unique="id", commit_changes=commit_changes)
+        ledger.create(store, LEDGER, COLUMNS, unique="id", commit_changes=commit_changes, own=True)
     except Refused:
         pass  # another process created it between our look and our lock
     return ledger.open_ledger(store, LEDGER)

@@ -579,7 +579,9 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     _refuse_damaged_index(store)
     path = store.index_path
     topics = _topic_texts(store)
-    archived, recent = _archived_names(store), _recent(store, facts)
+    gone = {f.file_name for f in facts} - {f.file_name for f in listed_facts(facts)}  # expired: no line, as archived
+    archived, recent = _archived_names(store) | gone, _recent(store, facts)
+    facts = [f for f in facts if f.file_name not in gone]
     changed = False
     for attempt in range(INDEX_ATTEMPTS):
         raw = _index_bytes(store)
@@ -942,11 +944,22 @@ def reindex(store: Store, *, commit_changes: bool = True, wait: float | None = N
         return True, commit(store, paths, "memory: regenerate index", enabled=commit_changes)
 
 
+def listed_facts(facts: list[fact_mod.Fact]) -> list[fact_mod.Fact]:
+    """The facts MEMORY.md lists: the live ones whose `expires` has not passed (recall leaves those out
+    too, and an agent reading the index took an expired rule for a current one)."""
+    now = clock.now()
+    return [f for f in facts if not clock.expired(f.meta("expires"), now)]
+
+
 def index_drift(store: Store) -> list[index_mod.Drift]:
-    facts = live_facts(store)
+    live = live_facts(store)
+    facts = listed_facts(live)
+    expired = {f.file_name for f in live} - {f.file_name for f in facts}
     text = index_text(store, errors="strict")
-    return index_mod.drift(text, facts, _topic_texts(store),
-                           limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes)
+    found = index_mod.drift(text, facts, _topic_texts(store),
+                            limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes)
+    return [replace(d, message=f"{d.target} has expired: its line goes at the next write") if d.kind == "orphan"
+            and d.target in expired else d for d in found]
 
 
 def relist_claude_index(store: Store, wait: float | None = None) -> bool:
@@ -1125,8 +1138,13 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
         return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
     text = without_bom(raw.decode("utf-8", errors="replace"))
     problems = []
-    for drift in index_mod.drift(text, live, topics):
+    expired = {f.file_name for f in live} - {f.file_name for f in listed_facts(live)}
+    for drift in index_mod.drift(text, listed_facts(live), topics):
         where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
+        if drift.kind == "orphan" and drift.target in expired:  # expired since the last write: the daily job drops it
+            problems.append(Problem(where, drift.lineno, "index-expired", f"{drift.target} has expired and is still "
+                                    "listed (the next write, `memctl index` or the daily maintain drops its line)", "warning"))
+            continue
         fix = "fix the marker lines by hand" if drift.kind == "damaged-block" else "run `memctl index`"
         problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", f"{drift.message} ({fix})"))
     lines = text.count("\n")

@@ -218,7 +218,28 @@ def open_ledger(store: Store, name: str) -> Ledger:
                 hint="adopt it, naming its columns", kind="adopt-ledger", path=store.rel(path),
             )
         return found
+    if name in OWN:
+        raise NotFound(f"no ledger named {name!r} yet", hint=f"it is memctl's own, made by {OWN[name]} with its columns",
+                       kind="own-ledger-missing", name=name)
     raise NotFound(f"no ledger named {name!r}", hint="create it with its columns", kind="no-ledger", name=name)
+
+
+# memctl's own ledgers, and what makes each (with its columns): `ledger create episodes --columns a,b,c`
+# made every `episode add` fail after it, and an `access` of two columns took five-field rows
+OWN = {
+    "episodes": "`memctl episode add`",
+    "access": "recall and show (the access log)",
+    "episode-tombstones": "`memctl forget --policies`",
+    "distilled": "`memctl distill`",
+    "procedure-outcomes": "`memctl procedure record`",
+}
+
+
+def refuse_own(name: str) -> None:
+    """A ledger name memctl keeps for itself is not the user's to create or adopt."""
+    if name in OWN:
+        raise BadInput(f"ledger {name!r} is memctl's own, made by {OWN[name]} with its columns",
+                       hint="pick another name for yours", kind="own-ledger")
 
 
 def list_ledgers(store: Store) -> list[Ledger]:
@@ -236,9 +257,12 @@ def list_ledgers(store: Store) -> list[Ledger]:
 
 
 def create(store: Store, name: str, columns: Iterable[str], *, unique: str | None = None,
-           commit_changes: bool = True) -> Ledger:
-    """A new ledgers/<name>.tsv holding only its header, declared in memctl.toml."""
+           commit_changes: bool = True, own: bool = False) -> Ledger:
+    """A new ledgers/<name>.tsv holding only its header, declared in memctl.toml (`own`: one of memctl's
+    own ledgers, made by the command that writes it)."""
     check_name(name)
+    if not own:
+        refuse_own(name)
     cols = check_columns(columns, unique)
     decl = LedgerDecl(name=name, file=f"{name}.tsv", columns=cols, header=True, unique=unique)
     path = store.ledgers_dir / decl.file

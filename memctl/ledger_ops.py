@@ -28,6 +28,7 @@ from .ledger import (
     Ledger,
     common_prefix,
     first_difference,
+    refuse_own,
     line_of,
     refuse_rewritten,
     check_columns,
@@ -95,6 +96,7 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     if link is not None:
         raise BadInput(link_message(store.root, link), hint="copy the file into ledgers/ instead", kind="link")
     name = check_name(name or path.stem)
+    refuse_own(name)
     cols = check_columns(columns, unique)
     data = path.read_bytes()
     header = data.split(b"\n", 1)[0] == format_record(cols).encode("utf-8")

@@ -278,7 +278,10 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
     facts = _top_level_facts(root)
     if not (root / INDEX_FILE).exists():
         cfg = config_mod.Config()
-        layout = index_mod.build_layout("# Memory index\n", facts, limit_lines=cfg.max_index_lines,
+        from .clock import expired  # noqa: PLC0415
+
+        listed = [f for f in facts if not expired(f.meta("expires"))]  # as facts.listed_facts
+        layout = index_mod.build_layout("# Memory index\n", listed, limit_lines=cfg.max_index_lines,
                                       limit_bytes=cfg.max_index_bytes, rank=index_mod.rank_key(cfg.importance_for))
         atomic_write(root / INDEX_FILE, layout.memory)
         for rel, text in layout.topics.items():

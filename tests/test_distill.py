@@ -367,7 +367,7 @@ def test_episodes_distilled_meanwhile_are_refused_before_the_lesson_is_written(r
     cmd, _ = llm(tmp_path, ANSWERS)
     made = dist.plan(store, similarity=0.9, embedder=e5())
     assert [c.ids for c in made.clusters] == [ids["pytest"], ids["Zenn"]]
-    ledger.create(store, dist.LEDGER, dist.COLUMNS, unique="episode")
+    ledger.create(store, dist.LEDGER, dist.COLUMNS, unique="episode", own=True)
     ledger.append(store, dist.LEDGER, [{"ts": NOW, "episode": ids["pytest"][1], "fact": "someone-else"}])
     monkeypatch.setattr(dist, "plan", lambda *a, **k: made)  # our plan predates their run
 

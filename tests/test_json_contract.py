@@ -57,7 +57,7 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("remember", ["remember", "zenn-rule", "-d", "Zenn posts at most one a day", "--json"], None, (0,)),
         ("remember", ["remember", "publish", "-d", "Publish an article to Zenn", "-t", "procedure", "--body", "1. write", "--json"], None, (0,)),
         # near duplicates and a conflict, for scan pairs, consolidation merges and judged pairs
-        ("remember", ["remember", "deploy-friday-2", "-d", "本番デプロイは金曜日に行わない", "--force", "--json"], None, (0,)),
+        ("remember", ["remember", "deploy-friday-2", "-d", "本番デプロイは金曜日に行わない", "-t", "feedback", "--force", "--json"], None, (0,)),
         ("remember", ["remember", "deploy-thu", "-d", "本番デプロイは木曜に行う", "--force", "--json"], None, (0,)),
         ("show", ["show", "deploy-friday", "--json"], None, (0,)),
         ("list", ["list", "--json"], None, (0,)),

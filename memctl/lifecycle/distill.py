@@ -282,7 +282,7 @@ def _ensure_ledger(store: "Store", commit_changes: bool) -> list[Path]:
         pass
     with_config = config_committable(store, commit_changes, f"the declaration of ledger {LEDGER!r}")
     try:
-        made = ledger.create(store, LEDGER, COLUMNS, unique="episode", commit_changes=False)
+        made = ledger.create(store, LEDGER, COLUMNS, unique="episode", commit_changes=False, own=True)
     except Refused:
         return []  # created by another process meanwhile
     return [made.path, store.config_path] if with_config else [made.path]

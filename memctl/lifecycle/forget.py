@@ -362,7 +362,7 @@ def _ensure_tombstones(store: Store, commit_changes: bool) -> bool:
         return False
     except NotFound:
         with_config = config_committable(store, commit_changes, f"the declaration of ledger {episodes_mod.TOMBSTONES!r}")
-        ledger.create(store, episodes_mod.TOMBSTONES, episodes_mod.TOMBSTONE_COLUMNS, commit_changes=False)
+        ledger.create(store, episodes_mod.TOMBSTONES, episodes_mod.TOMBSTONE_COLUMNS, commit_changes=False, own=True)
         return with_config
 
 

@@ -213,7 +213,7 @@ def _ensure_ledger(store: "Store", commit_changes: bool) -> None:
         ledger.open_ledger(store, LEDGER)
     except NotFound:
         try:
-            ledger.create(store, LEDGER, COLUMNS, commit_changes=commit_changes)
+            ledger.create(store, LEDGER, COLUMNS, commit_changes=commit_changes, own=True)
         except Refused:
             pass  # created by another process meanwhile
 

@@ -444,3 +444,22 @@ def test_doctor_never_advises_committing_a_rewritten_ledger_row(root):
     path.write_bytes(committed + "c\t追記\n".encode())
     (found,) = told()
     assert found["message"].startswith("memctl's file has changes that are not committed (commit them")
+
+
+def test_memctls_own_ledger_names_are_not_the_users_to_create_or_adopt(root):
+    """`memctl ledger rows episodes` on a new store hinted `memctl ledger create episodes --columns a,b,c`,
+    after which every `episode add` failed (unknown column 'id'); an `access` of two columns took the access
+    log's five-field rows into a commit. memctl's own names are refused; the commands that own them still work."""
+    done = cli(root, "ledger", "rows", "episodes")
+    assert done.exit_code == 3 and "it is memctl's own, made by `memctl episode add` with its columns" in done.stderr
+    assert "ledger create" not in done.stderr
+    head = git(root, "rev-parse", "HEAD")
+    for name in ("episodes", "access", "episode-tombstones", "distilled", "procedure-outcomes"):
+        done = cli(root, "ledger", "create", name, "--columns", "a,b,c")
+        assert done.exit_code == 2 and f"ledger '{name}' is memctl's own" in done.stderr, done.stderr
+    (root / "ledgers" / "old.tsv").write_text("a\tb\n1\t2\n", encoding="utf-8")
+    done = cli(root, "ledger", "adopt", str(root / "ledgers" / "old.tsv"), "--name", "episodes", "--columns", "a,b")
+    assert done.exit_code == 2 and "ledger 'episodes' is memctl's own" in done.stderr
+    assert git(root, "rev-parse", "HEAD") == head and "[ledgers." not in (root / "memctl.toml").read_text(encoding="utf-8")
+    assert cli(root, "episode", "add", "デプロイ手順を決めた", "--type", "decision").exit_code == 0
+    assert cli(root, "ledger", "rows", "episodes").exit_code == 0

@@ -250,3 +250,25 @@ def test_superseding_one_fact_twice_in_one_write_is_refused(root):
     assert done.exit_code == 2 and "supersedes names memory/b.md twice" in done.stderr, done.stderr
     assert git(root, "rev-parse", "HEAD") == head and not (root / "memory" / "e.md").exists()
     assert not list((root / "memory" / "archive").glob("b*.md"))
+
+
+def test_an_expired_fact_leaves_memory_md_and_the_session_start_bundle(root, monkeypatch):
+    """recall left an expired fact out, but MEMORY.md kept listing it, unmarked, and the session-start hook
+    showed it every session ("free shipping during the sale", long after the sale). The index lists only
+    facts that have not expired; one that expired since the last write is a doctor warning until the
+    next write or the daily maintain drops it."""
+    monkeypatch.setenv("MEMCTL_NOW", "2026-12-01T12:00:00+09:00")
+    assert cli(root, "remember", "sale", "--description", "セール中は送料無料", "--expires", "2026-12-10", "--pin").exit_code == 0
+    assert cli(root, "remember", "shipping", "--description", "送料は全国一律500円").exit_code == 0
+    index = root / "memory" / "MEMORY.md"
+    assert "(sale.md)" in index.read_text(encoding="utf-8")
+    monkeypatch.setenv("MEMCTL_NOW", "2026-12-11T12:00:00+09:00")
+    found = [p for p in json.loads(cli(root, "doctor", "--json").stdout)["problems"] if p["code"] == "index-expired"]
+    assert [(p["severity"], p["message"].split(" has ")[0]) for p in found] == [("warning", "sale.md")]
+    assert cli(root, "maintain").exit_code == 0
+    assert "(sale.md)" not in index.read_text(encoding="utf-8") and "(shipping.md)" in index.read_text(encoding="utf-8")
+    assert cli(root, "doctor").exit_code == 0
+    bundle = cli(root, "hook", "session-start", input="{}").stdout
+    assert "送料は全国一律500円" in bundle and "セール中は送料無料" not in bundle
+    assert cli(root, "remember", "late", "--description", "期限切れの告知", "--expires", "2026-12-01").exit_code == 0
+    assert "(late.md)" not in index.read_text(encoding="utf-8")  # written already expired: never listed
