@@ -428,6 +428,10 @@ def _ledger_section(store: Store, summary: Summary, previous: Snapshot | None) -
         if column and column not in opened.columns:
             raise BadInput(f"memctl.toml: [state] summary of ledger {name!r}: no column {column!r}",
                            hint=f"columns: {', '.join(opened.columns)}")
+    if opened.path.is_file():  # a conflict's marker lines read as rows: a wrong count, committed (writers refuse too)
+        from .markers import refuse_conflicts  # noqa: PLC0415
+
+        refuse_conflicts(opened.path.read_bytes(), store.rel(opened.path))
     rows = list(ledger.iter_rows(opened))
     key = f"ledger.{name}"
     numbers: dict[str, Number] = {f"{key}.rows": len(rows)}

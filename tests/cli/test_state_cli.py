@@ -225,3 +225,16 @@ def test_a_no_commit_update_does_not_stop_the_next_committing_one(root):
     done = cli(root, "state", "update", env={"MEMCTL_NOW": "2026-11-30T10:00:00+09:00"})
     assert done.exit_code == 1 and "state/STATE.md has uncommitted changes" in done.stderr
     assert "手で書いたメモ" in path.read_text(encoding="utf-8")
+
+
+def test_a_ledger_with_conflict_markers_stops_the_update_instead_of_counting_them_as_rows(root):
+    """`state update` counted a merge conflict's marker lines as ledger rows (`ledger.n.rows: 6` for one
+    row and one conflict) and committed that snapshot with exit 0. It refuses, as writers do."""
+    assert cli(root, "ledger", "create", "n", "--columns", "a,b").exit_code == 0
+    assert cli(root, "ledger", "append", "n", "a=1", "b=x").exit_code == 0
+    path = root / "ledgers" / "n.tsv"
+    path.write_bytes(path.read_bytes() + "<<<<<<< HEAD\n2\ty\n=======\n3\tz\n>>>>>>> theirs\n".encode())
+    head = git(root, "rev-parse", "HEAD")
+    done = cli(root, "state", "update")
+    assert done.exit_code == 1 and "ledgers/n.tsv:3: unresolved merge conflict markers" in done.stderr, done.stderr
+    assert git(root, "rev-parse", "HEAD") == head and not (root / "state" / "STATE.md").exists()
