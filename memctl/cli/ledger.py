@@ -122,7 +122,8 @@ def rows(
 ) -> None:
     """Print records (TSV, escaped as in the file, when piped; a table on a terminal); exit 1 after them
     when the last line has no LF (named on stderr, not printed), or when lines are damaged (fields
-    missing or extra, invalid UTF-8, a conflict marker: printed as read, the first named on stderr)."""
+    missing or extra, invalid UTF-8, a conflict marker: printed fitted to the columns, extra fields
+    left out and missing ones empty, the first named on stderr: repair the file itself, not this)."""
     store = store_from(ctx)
     found, selected = ledger.select_rows(store, name, where=ledger.parse_assignments(where or []), since=since, tail=tail)
     if json:
@@ -130,7 +131,7 @@ def rows(
     else:
         output.emit_table([row.values for row in selected], found.columns)
     ledger.check_tail(found)  # a cut-off last line: the rows above are printed, then it is named (exit 1)
-    ledger_ops.refuse_damaged(store, found)  # so are damaged lines, printed as read
+    ledger_ops.refuse_damaged(store, found)  # so are damaged lines, printed fitted to the columns
 
 
 @ledger_app.command("dups")
