@@ -263,7 +263,7 @@ def refuse_damaged(store: Store, ledger: Ledger) -> None:
     damaged = [p for p in check_ledger(store, ledger) if p.severity == "error" and p.line]
     if damaged:
         lines = len({p.line for p in damaged})
-        raise Refused(f"{store.rel(ledger.path)}: {lines} damaged line{'s' if lines > 1 else ''}, printed as read "
+        raise Refused(f"{store.rel(ledger.path)}: {lines} damaged line{'s' if lines > 1 else ''}, printed fitted to the columns "
                       f"(line {damaged[0].line}: {damaged[0].message})", hint=f"memctl ledger check {ledger.name} lists them")
 
 

@@ -378,7 +378,7 @@ def test_rows_prints_damaged_lines_as_read_then_names_them_and_exits_1(root, dam
         handle.write(damage)
     r = cli(root, "ledger", "rows", "t")
     assert r.exit_code == 1 and r.stdout.startswith("1\tテーマ\n") and r.stdout.count("\n") == 2, r.stdout
-    assert r.stderr.startswith(f"memctl: error: ledgers/t.tsv: 1 damaged line, printed as read (line {line}: ") and what in r.stderr, r.stderr
+    assert r.stderr.startswith(f"memctl: error: ledgers/t.tsv: 1 damaged line, printed fitted to the columns (line {line}: ") and what in r.stderr, r.stderr
     assert "(hint: memctl ledger check t lists them)" in r.stderr
 
 def test_commit_of_the_access_log(root):
