@@ -149,6 +149,7 @@ def dups(
     else:
         output.emit_table([{column: vc.field} for vc in found], [column],  # a terminal gets a header
                           plain="".join(vc.field + "\n" for vc in found))  # one write: dups can be 100,000s of lines
+    ledger.check_tail(ledger.open_ledger(store, name))  # a cut-off last line was left out: named, exit 1
 
 
 @ledger_app.command("stats")
@@ -168,6 +169,7 @@ def stats(
         count = "records" if by == "count" else "count"
         output.emit_table([{count: vc.count, by: vc.field} for vc in found], [count, by],
                           plain="".join(f"{vc.count:7d} {vc.field}\n" for vc in found))
+    ledger.check_tail(ledger.open_ledger(store, name))  # a cut-off last line was left out: named, exit 1
 
 
 @ledger_app.command("check")

@@ -463,3 +463,19 @@ def test_memctls_own_ledger_names_are_not_the_users_to_create_or_adopt(root):
     assert git(root, "rev-parse", "HEAD") == head and "[ledgers." not in (root / "memctl.toml").read_text(encoding="utf-8")
     assert cli(root, "episode", "add", "デプロイ手順を決めた", "--type", "decision").exit_code == 0
     assert cli(root, "ledger", "rows", "episodes").exit_code == 0
+
+
+def test_stats_dups_and_list_leave_out_a_last_line_without_lf_as_rows_does(root):
+    """`ledger rows` leaves out a last line without LF (a cut-off record) and says so; `stats`, `dups` and
+    `list` counted it, with no word: the commands disagreed about the same file."""
+    assert cli(root, "ledger", "create", "n", "--columns", "ts,who").exit_code == 0
+    for ts in ("1", "2"):
+        assert cli(root, "ledger", "append", "n", f"ts={ts}", "who=a").exit_code == 0
+    path = root / "ledgers" / "n.tsv"
+    path.write_bytes(path.read_bytes() + "3\tq".encode())
+    stats = cli(root, "ledger", "stats", "n", "--by", "who")
+    assert stats.exit_code == 1 and stats.stdout == "      2 a\n" and "the last line has no LF" in stats.stderr
+    dups = cli(root, "ledger", "dups", "n", "who")
+    assert dups.exit_code == 1 and dups.stdout == "a\n" and "that line was left out" in dups.stderr
+    assert cli(root, "ledger", "list").stdout.split("\t")[2] == "2"
+    assert cli(root, "ledger", "rows", "n").exit_code == 1
