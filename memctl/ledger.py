@@ -347,6 +347,8 @@ def parse_ndjson(data: bytes, source: str = "stdin") -> list[dict[str, str]]:
 
     records = []
     for lineno, line in enumerate(_decode_input(data, source), 1):
+        if not line.strip():
+            continue  # a blank line (a heredoc's or an editor's last one) holds no record
         try:  # a number is stored as it was written (`100.0` stays 100.0, `1e2` stays 1e2): its own text
             obj = json.loads(line, parse_int=str, parse_float=str, parse_constant=not_json)
         except json.JSONDecodeError as exc:

@@ -96,7 +96,7 @@ def append(
     values: Annotated[Optional[list[str]], typer.Argument(
         help="col=value for every column (value taken literally), or - to read records from stdin: "
              "one TSV line per record, fields in declared column order, escaped as in the ledger "
-             "(\\\\ \\t \\n \\r), no header; with --json, one JSON object per line.",
+             "(\\\\ \\t \\n \\r), no header; with --json, one JSON object per line (blank lines skipped).",
         metavar="COL=VALUE... | -")] = None,
     unique: UniqueOpt = None,
     no_commit: NoCommitOpt = False,

@@ -479,3 +479,11 @@ def test_stats_dups_and_list_leave_out_a_last_line_without_lf_as_rows_does(root)
     assert dups.exit_code == 1 and dups.stdout == "a\n" and "that line was left out" in dups.stderr
     assert cli(root, "ledger", "list").stdout.split("\t")[2] == "2"
     assert cli(root, "ledger", "rows", "n").exit_code == 1
+
+
+def test_json_lines_on_stdin_may_hold_blank_lines(root):
+    """`ledger append n - --json` with a heredoc's trailing blank line failed with `stdin:2: invalid JSON`."""
+    assert cli(root, "ledger", "create", "n", "--columns", "a,b").exit_code == 0
+    done = cli(root, "ledger", "append", "n", "-", "--json", input='{"a": "1", "b": "ｘ"}\n\n{"a": 2, "b": "y"}\n\n')
+    assert done.exit_code == 0 and json.loads(done.stdout)["appended"] == 2, done.stderr
+    assert (root / "ledgers" / "n.tsv").read_text(encoding="utf-8") == "a\tb\n1\tｘ\n2\ty\n"
