@@ -184,7 +184,11 @@ def from_os_error(exc: OSError) -> OSFailure:
     if exc.filename2 is not None:
         where = f"{where} -> {exc.filename2}"
     message = f"{reason}: {os.fsdecode(where)}" if where else reason
-    return OSFailure(message + (f" ({name})" if name else ""), hint=_OS_HINTS.get(name))
+    hint = _OS_HINTS.get(name)
+    if not where and name in ("ENOSPC", "EDQUOT", "EFBIG"):  # no path: the output (`> /dev/full`), written last
+        message = f"{reason} while printing the output"
+        hint = "free some space for the output; what the command changed before printing is done (`git log -1` shows a commit)"
+    return OSFailure(message + (f" ({name})" if name else ""), hint=hint)
 
 
 def undeclared_type(what: str, given: str | None, declared: tuple[str, ...], where: str, *, of: str = "") -> BadInput:

@@ -487,3 +487,17 @@ def test_json_lines_on_stdin_may_hold_blank_lines(root):
     done = cli(root, "ledger", "append", "n", "-", "--json", input='{"a": "1", "b": "ｘ"}\n\n{"a": 2, "b": "y"}\n\n')
     assert done.exit_code == 0 and json.loads(done.stdout)["appended"] == 2, done.stderr
     assert (root / "ledgers" / "n.tsv").read_text(encoding="utf-8") == "a\tb\n1\tｘ\n2\ty\n"
+
+
+def test_output_to_a_full_device_says_what_failed_not_that_nothing_changed(root):
+    """`memctl remember a > /dev/full` committed the fact, then said "the change was not made" (the hint for a
+    full disk while writing a file); `ledger rows > /dev/full` said so of a command that changes nothing."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), "remember", "a", "--description", "エー"],
+                              stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 1 and "while printing the output (ENOSPC)" in done.stderr, done.stderr
+    assert "the change was not made" not in done.stderr
+    assert git(root, "log", "-1", "--format=%s").strip() == "memory: remember a"
