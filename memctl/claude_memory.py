@@ -200,6 +200,7 @@ def write_fact(store, fact, before=None) -> list[Path]:
     from .tsv import escape
 
     if store.layout != "claude":
+        _warn_comments(store, fact.path)
         atomic_write(fact.path, fact_mod.render(fact))
         return [fact.path]
     meta = dict(fact.front.get("metadata") or {}) if isinstance(fact.front.get("metadata"), dict) else {}
@@ -211,6 +212,7 @@ def write_fact(store, fact, before=None) -> list[Path]:
     written = []
     if (before is None or front != _claude_front(before) or fact.body != before.body or not fact.path.exists()
             or _own_metadata(fact.path)):  # (a file's own `metadata:` wins over the sidecar: it must change too)
+        _warn_comments(store, fact.path)
         atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
         written.append(fact.path)  # (else the file stays byte for byte Claude Code's: its comments, its quotes)
     if not changed:
@@ -222,6 +224,30 @@ def write_fact(store, fact, before=None) -> list[Path]:
     payload = ("" if path.exists() and path.stat().st_size else "\t".join(SIDECAR_COLUMNS) + "\n") + "".join(l + "\n" for l in lines)
     append_bytes(path, payload.encode("utf-8"))
     return [*written, path]
+
+
+def _warn_comments(store, path) -> None:
+    """A rewritten frontmatter loses the YAML comments a person wrote in it (YAML keeps no comments):
+    said, with where the old text is, rather than done without a word."""
+    import re
+
+    from . import errors
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        return
+    for line in lines[1:]:
+        if line.rstrip("\r") in ("---", "..."):
+            return
+        unquoted = re.sub(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"", "", line)
+        if re.search(r"(?:^|\s)#", unquoted):
+            errors.warn(f"{store.rel(path)}: the YAML comments in its frontmatter are not kept when memctl rewrites it",
+                        hint="git keeps the old text (git log -p -- the file); put lasting notes in the body")
+            return
 
 
 def _own_metadata(path) -> bool:

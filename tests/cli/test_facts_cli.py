@@ -518,3 +518,19 @@ def test_an_environment_switch_set_to_no_or_off_is_off(root, pinned_clock):
         assert r.exit_code == 0, r.stderr
         committed = git(root, "rev-parse", "HEAD") != head
         assert committed == (value != "yes"), value
+
+
+def test_a_rewrite_that_drops_a_persons_yaml_comments_says_so(root):
+    """`pin` (and every rewrite) dropped the comments a person wrote in a fact's frontmatter without a word;
+    YAML keeps none, so memctl says so and where the old text is. A `#` inside quotes is no comment."""
+    path = root / "memory" / "hand.md"
+    path.write_text("---\n# このファイルは田中が管理\nname: hand\ndescription: 手書きの事実  # 行末コメント\n"
+                    "metadata:\n  type: project\n---\n本文\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "hand")
+    done = cli(root, "pin", "hand")
+    assert done.exit_code == 0 and "memory/hand.md: the YAML comments in its frontmatter are not kept" in done.stderr
+    assert "# このファイルは田中が管理" in git(root, "show", "HEAD~1:memory/hand.md")
+    assert cli(root, "remember", "q", "--description", "a 'quoted # not a comment'").exit_code == 0
+    done = cli(root, "pin", "q")
+    assert done.exit_code == 0 and "YAML comments" not in done.stderr
