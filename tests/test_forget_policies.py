@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memctl import episodes, facts, fact as fact_mod, ledger, recall, store as store_mod
+from memctl import clock, episodes, facts, fact as fact_mod, ledger, recall, store as store_mod
 from memctl.errors import NotFound, Refused
 from memctl.lifecycle import forget, policy, restore
 from memctl.lifecycle.forget import Item, Kept, Step
@@ -396,8 +396,9 @@ def test_generated_store_forgets_exactly_what_the_rules_say(root, at_now):
             assert not live.exists() and f"({name}.md)" not in index
             moved = fact_mod.load(root / "memory" / "archive" / f"{name}.md")
             assert moved.meta("archived") == NOW_TEXT and moved.meta("archived_policy") in {s[3] for s in steps}
-        else:  # kept facts, never-forget ones included, are untouched byte for byte
-            assert live.read_bytes() == before[f"{name}.md"] and f"({name}.md)" in index
+        else:  # kept facts, never-forget ones included, are untouched byte for byte; listed unless expired
+            expired = clock.expired(fact_mod.load(live).meta("expires"), NOW)
+            assert live.read_bytes() == before[f"{name}.md"] and (f"({name}.md)" in index) != expired
     store = open_store(root)
     assert facts.index_drift(store) == []
     assert (root / "ledgers" / "episodes.tsv").read_bytes() == tsv_before  # append-only: not rewritten
