@@ -43,7 +43,7 @@ RULES = 4  # raised whenever a change of these rules moves chunk boundaries: ind
 #    of a chunk counts towards its size (chunks passed `chunk_size` by a few characters)
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")  # under a paragraph: `=` a level 1 heading, `-` level 2
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*\r?$")  # under a paragraph: `=` a level 1 heading, `-` level 2
 _NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:[-*+>|]|\d{1,9}[.)])(?:[ \t]|$)")  # a list item, a quote, a table row
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # A sentence ends after 。！？, or after ! ? right after Japanese text (and the closing brackets or
@@ -154,7 +154,7 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
                 fence, start, current = found.group(1), number, [line]
                 continue
             heading = _HEADING.match(line)
-            underline = _SETEXT.match(line) if current and not _NOT_PARAGRAPH.match(current[0]) else None
+            underline = _SETEXT.match(line) if current and not any(map(_NOT_PARAGRAPH.match, current)) else None
             if heading or underline:
                 title_lines, title_start = (current, start) if underline and not heading else ([], number)
                 if title_lines:
@@ -182,7 +182,8 @@ def _sections(lines: list[str], *, markdown: bool) -> list[tuple[tuple[str, ...]
 def _is_heading(text: str) -> bool:
     """Whether a paragraph is a heading alone: `# Title`, or a setext one (`Title` over `=====`)."""
     lines = text.split("\n")
-    return bool(_HEADING.match(text) or (len(lines) > 1 and _SETEXT.match(lines[-1]) and not _NOT_PARAGRAPH.match(lines[0])))
+    return bool(_HEADING.match(text) or (len(lines) > 1 and _SETEXT.match(lines[-1])
+                                         and not any(map(_NOT_PARAGRAPH.match, lines[:-1]))))
 
 
 def _front_matter(lines: list[str]) -> int:

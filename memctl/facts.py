@@ -606,6 +606,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     else:  # never replaced under a writer that kept appending: its lines matter more than a fresh index
         errors.warn(f"{store.rel(path)} kept changing while memctl rewrote it ({INDEX_ATTEMPTS} reads): left as it is",
                     hint="run `memctl index` when the other writer is done")
+        return [], False  # its topic files too: MEMORY.md links the ones it has
     touched = [path]
     for rel, text in sorted(layout.topics.items()):
         target = store.memory_dir / rel
@@ -1103,8 +1104,7 @@ def _case_twins(store: Store, found: list[fact_mod.Fact]) -> list[Problem]:
         if item.path is not None:
             rel = store.rel(item.path)
             by_folded.setdefault(_folded(rel), []).append(rel)
-    return [Problem(rel, 0, "case-twin", f"{_twin_kind(rel, same)}: a clone on macOS or Windows keeps one of "
-                    "them (rename one)", "warning")
+    return [Problem(rel, 0, "case-twin", f"{_twin_kind(rel, same)} (rename one)", "warning")
             for same in by_folded.values() if len(same) > 1 for rel in same]
 
 
@@ -1112,8 +1112,9 @@ def _twin_kind(rel: str, same: list[str]) -> str:
     others = [other for other in same if other != rel]
     if all(unicodedata.normalize("NFC", other) == unicodedata.normalize("NFC", rel) for other in others):
         form = "NFC" if unicodedata.is_normalized("NFC", rel) else "not NFC"
-        return f"is written in Unicode form {form}, and {len(others)} other file(s) hold the same name in another form"
-    return f"differs from {', '.join(others)} only in case or Unicode form"
+        return (f"is written in Unicode form {form}, and {len(others)} other file(s) hold the same name in another "
+                "form: a clone on macOS keeps one of them")
+    return f"differs from {', '.join(others)} only in case or Unicode form: a clone on macOS or Windows keeps one of them"
 
 
 def _key_line(fact: fact_mod.Fact, key: str) -> int:
@@ -1241,7 +1242,8 @@ def _kept_by_memctl(store: Store, path: Path) -> bool | None:
     """Whether an untracked file is one memctl writes (a fact, a ledger, STATE.md); None for a fact
     file that does not parse. A Markdown file in a folder of memory/ that is not memctl's (archive/,
     conflicts/, memory-index/) is no fact: facts are the files at the top, for Claude Code too."""
-    if path.suffix == ".tsv" or path.name == "MEMORY.md" or (store.state_dir in path.parents and path.suffix == ".md"):
+    if path.suffix == ".tsv" or path.name == "MEMORY.md" or (store.state_dir in path.parents and path.suffix == ".md") \
+            or path.parent == store.memory_dir / index_mod.TOPIC_DIR:  # a topic file, memctl's own (no fact to load)
         return True
     if path.suffix != ".md" or _in_a_folder_of_yours(store, path):
         return False

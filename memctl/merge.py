@@ -33,7 +33,8 @@ CONFLICTS_DIR = "conflicts"  # beside the fact files: memory/conflicts/<stem>.<8
 
 _UPDATED_RE = re.compile(r"^\s*updated:\s*['\"]?([^'\"\s]+)", re.M)
 _HEADING_RE = re.compile(r"^##\s+(\S.*?)\s*$")
-_LINK_RE = re.compile(r"^\s*[-*]\s+\[[^\]]*\]\((?:<([^<>\n]+)>|([^)\s]+))\)")
+# a title as index._LINE_RE reads it: brackets escaped (`a\]b`) or in pairs (`D [draft]`)
+_LINK_RE = re.compile(r"^\s*[-*]\s+\[(?:\\[\[\]]|[^\[\]\n]|\[[^\[\]\n]*\])*\]\((?:<([^<>\n]+)>|([^)\s]+))\)")
 
 
 class FactMerge(NamedTuple):
@@ -294,7 +295,9 @@ def _believed(text: str) -> datetime | None:
 
 def _newer(ours: str, theirs: str) -> bool:
     """Whether ours is the newer snapshot: later `updated:`; a tie or no date (or one far in the future)
-    goes to the larger text (any rule will do, as long as both sides of a merge pick the same version)."""
+    goes to the larger text. Every machine picks the same version, but for a date within a day of one
+    machine's clock and past the other's (clocks that differ by more than a day): the other version
+    is kept as a conflict copy either way, so the choice loses nothing."""
     o, t = _believed(ours), _believed(theirs)
     if o is not None and t is not None and o != t:
         return o > t

@@ -1003,7 +1003,7 @@ def test_an_index_another_writer_keeps_appending_to_is_left_as_it_is_not_overwri
         return data
 
     monkeypatch.setattr(facts, "_index_bytes", read_then_another_writer_appends)
-    facts.update_index(store, facts.live_facts(store))
+    assert facts.update_index(store, facts.live_facts(store)) == ([], False)  # nothing to commit, topic files too
     text = store.index_path.read_text(encoding="utf-8")
     assert len(appended) == facts.INDEX_ATTEMPTS and all(line in text for line in appended)
     assert "memctl: warning: memory/MEMORY.md kept changing while memctl rewrote it" in capsys.readouterr().err

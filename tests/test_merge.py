@@ -46,6 +46,17 @@ def test_topic_file_keeps_both_sides_new_lines_in_stem_order_and_says_when_a_lin
     assert not clean and merged in (ours, theirs) and "<<<<<<<" not in merged
 
 
+def test_index_lines_with_escaped_or_paired_brackets_in_their_titles_survive_the_merge():
+    """Review: the merge driver's link pattern took no `\\]` in a title: `- [a\\]b](a]b.md)` (memctl's own line
+    for a file named a]b.md) and `- [D [draft]](d.md)` were dropped from the merged block."""
+    base = index("## project", "- [a\\]b](a]b.md) — bracket file", "- [D [draft]](d.md) — draft")
+    ours = index("## project", "- [a\\]b](a]b.md) — bracket file", "- [D [draft]](d.md) — draft", "- [new1](new1.md) — n")
+    theirs = index("## project", "- [a\\]b](a]b.md) — bracket file", "- [D [draft]](d.md) — draft", "- [zz](zz.md) — z")
+    merged = merge.merge_index(base, ours, theirs)
+    for line in ("- [a\\]b](a]b.md) — bracket file", "- [D [draft]](d.md) — draft", "- [new1](new1.md) — n", "- [zz](zz.md) — z"):
+        assert line in merged, (line, merged)
+
+
 def test_state_newer_updated_wins_whole_whatever_the_side():
     base = "---\nupdated: 2026-11-30T08:00:00+09:00\n---\nold\n"
     early = "---\nupdated: 2026-11-30T09:00:00+09:00\n---\nearly\n"

@@ -189,3 +189,18 @@ def test_a_procedure_recall_found_does_not_outrank_one_whose_trigger_the_task_na
     task = "publish the article about our new dashboard script"
     assert [c.fact.stem for c in proc.best(store, task)] == ["publish-article"]
     assert [c.fact.stem for c in proc.best(store, "switch the dashboard script")] == ["deploy-blue-green"]
+
+
+def test_a_trigger_matched_in_half_does_not_hide_what_recall_finds(root):
+    """Review: once any trigger matched in half ("deploy production": one of two words), recall was not
+    asked, and the procedure the task describes was not listed at all."""
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[recall]\nmode = "keyword"\n')
+    from memctl.store import open_store
+
+    store = open_store(root)
+    add_procedure(store, "publish-blog", "Publish an article on the company blog: check the topic ledger for duplicates, "
+                  "write a draft, get a review, publish")
+    add_procedure(store, "deploy-prod", "Deploy to production", trigger="deploy production")
+    found = [c.fact.stem for c in proc.best(store, "publish the blog article in production")]
+    assert found == ["publish-blog", "deploy-prod"]

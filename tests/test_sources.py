@@ -57,6 +57,12 @@ def test_a_setext_heading_is_a_heading_and_a_rule_under_a_list_is_none():
     assert all(c.heading == ("運用手順", "Freezes") for c in chunks[1:])
     assert "- a list item\n---" in "\n".join(c.text for c in chunks)  # a thematic break, not a heading
     assert chunking.chunk("Title\n=====\n\nSection\n-------\n\nbody\n", "markdown")[0].heading == ("Title", "Section")
+    # review: a list ends the paragraph before it (its `---` is a rule): the steps vanished from the index
+    steps = "# Deploy\n\nSteps:\n- build the image with buildkit\n- push it to the harbor registry\n---\n\n## Rollback\n\nRevert.\n"
+    assert "push it to the harbor registry" in chunking.chunk(steps, "markdown")[0].text
+    assert "2. プッシュ" in chunking.chunk("手順：\n1. ビルド\n2. プッシュ\n---\n\n本文\n", "markdown")[0].text
+    crlf = chunking.chunk("Intro.\r\n\r\nOverview\r\n========\r\n\r\ntext\r\n", "markdown")
+    assert [c.heading for c in crlf] == [(), ("Overview",)]
 
 
 def test_a_heading_with_nothing_under_it_is_no_chunk_its_title_heads_the_ones_below():

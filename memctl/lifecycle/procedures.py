@@ -18,8 +18,9 @@ A trigger matches when at least half of its keywords occur in the task. A proced
 `trigger` also matches when recall finds it for the task (its relevance at or above the floor,
 docs/RECALL.md): a description such as `記事公開の手順：テーマ台帳で重複確認→下書き→…` has far
 more keywords than any task names, so half of them never occur in one. Recall is asked only when
-no trigger matches (a keyword match is the stronger evidence: good runs of a procedure recall found
-must not put it before one whose trigger the task names).
+no trigger matches strongly — whole, or by two keywords or more (the stronger evidence: good runs
+of a procedure recall found must not put it before that one; a trigger matched by one word of two
+must not hide the procedure recall finds).
 `evolve` replaces the template and bumps `version`; git keeps the old ones.
 """
 
@@ -190,11 +191,25 @@ def _recalled(store: "Store", task: str, facts: Sequence["Fact"]) -> dict[str, f
     return {hit.item.path.rsplit("/", 1)[-1]: hit.relevance for hit in hits}
 
 
+def _strong(fact: "Fact", task: str) -> bool:
+    """A trigger the task names whole, or two of whose keywords it names: one word of two
+    (`deploy production` for "publish the blog article in production") is weak evidence."""
+    wanted = textnorm.keywords(trigger(fact))
+    named = len(wanted & textnorm.keywords(task))
+    return named == len(wanted) or named >= 2
+
+
 def best(store: "Store", task: str) -> list[Candidate]:
-    """The procedures whose trigger matches the task; when none does, those recall finds for it."""
+    """The procedures whose trigger matches the task; when none matches strongly (_strong), those
+    recall finds for it too (a trigger matched by one word must not hide the procedure a task
+    describes)."""
     facts = procedures(store)
     table = all_stats(store)
-    found = rank(facts, table, task) or rank(facts, table, task, _recalled(store, task, facts))
+    found = rank(facts, table, task)
+    if not any(_strong(c.fact, task) for c in found):
+        matched = {c.fact.stem for c in found}
+        found = sorted(found + [c for c in rank(facts, table, task, _recalled(store, task, facts)) if c.fact.stem not in matched],
+                       key=lambda c: (-c.stats.rank, -c.match, name_of(c.fact)))
     if not found:
         raise NotFound(f"no procedure matches {task!r}", hint="`memctl procedure list` shows the procedures and their triggers")
     return found

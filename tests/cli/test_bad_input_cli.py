@@ -182,3 +182,22 @@ def test_doctor_warns_of_fact_files_whose_names_differ_only_in_unicode_form(root
     assert {p["severity"] for p in found} == {"warning"}
     messages = sorted(p["message"] for p in found)
     assert "Unicode form NFC" in messages[0] + messages[1] and "Unicode form not NFC" in messages[0] + messages[1]
+
+
+def test_doctor_names_an_uncommitted_topic_file_as_memctls_own_not_as_a_broken_fact(root):
+    """Review: after `index --no-commit` wrote memory-index/<type>.md, doctor called it "a fact file that does
+    not parse ... (its error is above)", with no error above: a topic file is memctl's own, not a fact."""
+    import json
+    import re
+
+    toml = root / "memctl.toml"
+    text = re.sub(r"(?m)^max_index_lines = \d+", "max_index_lines = 8", toml.read_text(encoding="utf-8"))
+    toml.write_text(text, encoding="utf-8")
+    assert "max_index_lines = 8" in toml.read_text(encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qam", "a short index")
+    for i in range(12):
+        assert cli(root, "remember", f"f{i:02d}", "--description", f"事実その{i}について", "--no-commit").exit_code == 0
+    assert list((root / "memory" / "memory-index").glob("*.md"))
+    found = [p for p in json.loads(cli(root, "doctor", "--json").stdout)["problems"] if "memory-index/" in p["path"]]
+    assert found and all("does not parse" not in p["message"] for p in found), found
+    assert all(p["message"].startswith("a new file that is not committed yet") for p in found), found
