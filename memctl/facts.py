@@ -1139,8 +1139,9 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
         return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
     text = without_bom(raw.decode("utf-8", errors="replace"))
     problems = []
-    expired = {f.file_name for f in live} - {f.file_name for f in listed_facts(live)}
-    for drift in index_mod.drift(text, listed_facts(live), topics):
+    listed = listed_facts(live)
+    expired = {f.file_name for f in live} - {f.file_name for f in listed}
+    for drift in index_mod.drift(text, listed, topics):
         where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
         if drift.kind == "orphan" and drift.target in expired:  # expired since the last write: the daily job drops it
             problems.append(Problem(where, drift.lineno, "index-expired", f"{drift.target} has expired and is still "
@@ -1218,15 +1219,15 @@ def _rewritten_ledger_line(store: Store, path: Path | None) -> int | None:
     differs (committing it would break `ledger verify`); else None."""
     if path is None or path.suffix != ".tsv" or store.ledgers_dir not in path.parents:
         return None
+    from .ledger import first_difference  # noqa: PLC0415  (only for a changed ledger)
+
     committed = gitstore.committed_text(store.root, path)
     try:
-        current = path.read_bytes().decode("utf-8", errors="replace")
+        current = path.read_bytes()
     except OSError:
         return None
-    if committed is None or current.startswith(committed):
-        return None
-    same = len(os.path.commonprefix([committed, current]))
-    return committed.count("\n", 0, same) + 1
+    before = None if committed is None else committed.encode("utf-8")
+    return None if before is None or current.startswith(before) else first_difference(before, current)
 
 
 LEFTOVERS = ("~", ".orig", ".rej", ".bak", ".swp", ".swo", ".tmp")  # left beside a file by editors, patch and git
