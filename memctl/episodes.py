@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
-from . import clock, config, ledger
+from . import clock, config, ledger, ledger_ops
 from .errors import BadInput, NotFound, Refused, undeclared_type
 from .store import Store
 
@@ -156,7 +156,7 @@ def to_record(episode: Episode) -> dict[str, str]:
     return {
         "id": episode.id, "ts": episode.ts, "agent": episode.agent, "type": episode.type,
         "description": episode.description, "outcome": episode.outcome,
-        "importance": format(round(episode.importance, 4), "g"),
+        "importance": format(round(episode.importance, 4) + 0.0, "g"),  # + 0.0: -0 is written 0
         "tags": ",".join(episode.tags), "refs": ",".join(episode.refs),
     }
 
@@ -242,8 +242,12 @@ def _since(since: str | datetime | None) -> datetime | None:
 
 
 def _when(episode: Episode) -> datetime | None:
+    return _time_of(episode.ts)
+
+
+def _time_of(text: str) -> datetime | None:
     try:
-        return clock.parse_date(episode.ts)
+        return clock.parse_date(text)
     except ValueError:
         return None
 
@@ -302,6 +306,35 @@ def list_episodes(store: Store, *, agent: str | None = None, episode_type: str |
     # Stable: rows with the same ts (or an unreadable one, kept last) stay in the order written.
     far = datetime.max.replace(tzinfo=timezone.utc)
     return sorted(found, key=lambda e: _when(e) or far)
+
+
+def refuse_damaged(store: Store) -> None:
+    """For a reader that has printed the episodes: Refused (exit 1) when the ledger's last line has no LF,
+    when lines are damaged (fields missing or extra...), or when a row's `ts` is no time or its
+    `importance` no number from 0 to 1 (such a row was read with its type's importance and listed last)."""
+    try:
+        found = ledger.open_ledger(store, LEDGER)
+    except NotFound:
+        return
+    ledger.check_tail(found)
+    ledger_ops.refuse_damaged(store, found)
+    for row in ledger.read_rows(store, LEDGER):
+        problem = _bad_value(row.values)
+        if problem:
+            raise Refused(f"{store.rel(found.path)}:{row.lineno}: {problem}; the episode was listed as read",
+                          hint="repair the row by hand (git log -p shows how it was written)")
+
+
+def _bad_value(values: dict[str, str]) -> str | None:
+    if _time_of(values["ts"]) is None:
+        return f"ts {values['ts']!r} is not a time"
+    try:
+        importance = float(values["importance"])
+    except ValueError:
+        importance = -1.0
+    if not 0.0 <= importance <= 1.0:
+        return f"importance {values['importance']!r} is not a number from 0 to 1"
+    return None
 
 
 # ---------------------------------------------------------------- values

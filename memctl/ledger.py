@@ -327,7 +327,7 @@ def parse_tsv(data: bytes, columns: Sequence[str], source: str = "stdin") -> lis
         fields = line.split("\t")
         if len(fields) != len(columns):
             raise BadInput(
-                f"{source}:{lineno}: {len(fields)} fields, expected {len(columns)} ({', '.join(columns)})",
+                f"{source}:{lineno}: {len(fields)} field{'s' if len(fields) > 1 else ''}, expected {len(columns)} ({', '.join(columns)})",
                 hint="one record per line, fields separated by TAB in declared column order",
             )
         for field in fields:

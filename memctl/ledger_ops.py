@@ -104,7 +104,7 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     errors = [p for p in _scan(data, store.rel(path), ledger) if p.severity == "error"]
     if errors:
         first = errors[0]
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
         raise Refused(f"{first}{more}", hint="check the columns; nothing was declared", kind="check-columns")
     duplicates = sum(1 for c in _column_counts(data, ledger, unique).values() if c > 1) if unique else 0
     decl = LedgerDecl(name=name, file=os.path.relpath(path, store.ledgers_dir), columns=cols,
@@ -212,10 +212,13 @@ def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
             shown = header.decode("utf-8", "replace").replace("\t", ",")
             problems.append(_problem(rel, 1, "bad-header", f"header is {shown!r}, declared columns are {','.join(ledger.columns)!r}"))
     counts = list(map(bytes.count, lines, repeat(b"\t")))
+    markers = set(conflict_lines(data))
     if set(counts[first:]) - {expected - 1}:
         for number in range(first, len(lines)):
-            if counts[number] != expected - 1:
-                problems.append(_problem(rel, number + 1, "field-count", f"{counts[number] + 1} fields, expected {expected}"))
+            if counts[number] != expected - 1 and number + 1 not in markers:  # a marker is named as one, below
+                fields = counts[number] + 1
+                problems.append(_problem(rel, number + 1, "field-count",
+                                         f"{fields} field{'s' if fields > 1 else ''}, expected {expected}"))
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -240,7 +243,7 @@ def _scan(data: bytes, rel: str, ledger: Ledger) -> list:
     if lines and max(map(len, lines)) >= ROW_LIMIT:
         problems += [_problem(rel, number, "too-big", f"a line of more than {shown_limit(ROW_LIMIT)}, the limit for a ledger line "
                               "(docs/FORMAT.md, Limits): readers refuse the ledger") for number, line in enumerate(lines, 1) if len(line) >= ROW_LIMIT]
-    for number in conflict_lines(data):
+    for number in sorted(markers):
         problems.append(_problem(rel, number, "conflict-marker", "an unresolved merge conflict marker (appends refuse until it is resolved)"))
     problems.sort(key=lambda p: p.line)
     if len(problems) > MAX_PROBLEMS:

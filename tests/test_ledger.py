@@ -141,7 +141,7 @@ def test_adopt_recognises_a_header_and_refuses_wrong_columns(root, store):
     wrong = seed_ledger(root)
     with pytest.raises(Refused) as refused:
         ledger_ops.adopt(fresh(root), wrong, ["date", "platform", "slug"])
-    assert refused.value.message == "ledgers/article-theme-ledger.tsv:1: 4 fields, expected 3 (and 1 more problems)"
+    assert refused.value.message == "ledgers/article-theme-ledger.tsv:1: 4 fields, expected 3 (and 1 more problem)"
     assert "article-theme-ledger" not in (root / "memctl.toml").read_text()
 
 

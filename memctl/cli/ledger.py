@@ -250,13 +250,14 @@ def episode_add(
 @episode_app.command("list")
 def episode_list(ctx: typer.Context, agent: AgentFilter = None, type_: TypeFilter = None,
                  since: SinceOpt = None, json: JsonOpt = False) -> None:
-    """List episodes, oldest first."""
+    """List episodes, oldest first; exit 1 after them when the ledger has damaged rows (named on stderr)."""
     store = store_from(ctx)
     found = episodes.list_episodes(store, agent=agent, episode_type=type_, since=since)
     if json:
         output.emit_json([e.to_dict() for e in found])
     else:
         output.emit_table([e.to_dict() for e in found], ["id", "ts", "agent", "type", "importance", "description"])
+    episodes.refuse_damaged(store)  # after printing, as `ledger rows` does (exit 1)
 
 
 @episode_app.command("recall")

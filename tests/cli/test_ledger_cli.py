@@ -193,14 +193,14 @@ def test_check_prints_file_line_and_exits_1(root):
     result = cli(root, "ledger", "check", "t")
     assert result.exit_code == 1
     assert result.stdout == (
-        "ledgers/t.tsv:2: error: 1 fields, expected 2\n"
+        "ledgers/t.tsv:2: error: 1 field, expected 2\n"
         "ledgers/t.tsv:3: error: invalid UTF-8 at byte 1 of the line\n"
         "ledgers/t.tsv:5: error: invalid escape '\\q' (only \\\\ \\t \\n \\r)\n"
     )
     report = json.loads(cli(root, "ledger", "check", "--json").stdout)
     assert report["ok"] is False and [p["line"] for p in report["problems"]] == [2, 3, 5]
     doctor = cli(root, "doctor")
-    assert doctor.exit_code == 1 and "ledgers/t.tsv:2: error: 1 fields, expected 2" in doctor.stdout
+    assert doctor.exit_code == 1 and "ledgers/t.tsv:2: error: 1 field, expected 2" in doctor.stdout
 
 
 def test_verify_names_the_commit_that_edited_a_line(root):
@@ -284,6 +284,29 @@ def test_episode_add_list_recall(root, monkeypatch):
     assert "unknown episode type 'Not A Type'; the types are decision | error" in one_line_error(bad, 2)
 
 
+@pytest.mark.parametrize("row, named", [
+    ("ep-x\tnot-a-time\t\tdecision\t手で足した\t\t0.7\t\t\n", "ts 'not-a-time' is not a time"),
+    ("ep-x\t2026-09-14T22:00:00+09:00\t\tdecision\t手で足した\t\tabc\t\t\n", "importance 'abc' is not a number from 0 to 1"),
+    ("ep-x\t2026-09-14T22:00:00+09:00\tdecision\t手で足した\t\t0.7\t\t\n", "8 fields, expected 9"),
+])
+def test_episode_list_names_a_damaged_row_after_listing_as_ledger_rows_does(root, row, named):
+    """`episode list` read a row whose ts was no time or importance no number (it took the type's default)
+    with exit 0 and no word, where `ledger rows episodes` exits 1: it lists, then names the row (exit 1)."""
+    env = {"MEMCTL_NOW": "2026-09-14T22:00:22+09:00"}
+    assert cli(root, "episode", "add", "記録した", "-t", "decision", env=env).exit_code == 0
+    assert cli(root, "episode", "list", env=env).exit_code == 0
+    with open(root / "ledgers" / "episodes.tsv", "a", encoding="utf-8") as handle:
+        handle.write(row)
+    r = cli(root, "episode", "list", env=env)
+    assert r.exit_code == 1 and "記録した" in r.stdout and "手で足した" in r.stdout, (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "ledgers/episodes.tsv" in r.stderr and named in r.stderr, r.stderr
+
+
+def test_an_importance_of_minus_zero_is_written_zero(root):
+    assert cli(root, "episode", "add", "記録した", "-t", "decision", "--importance", "-0").exit_code == 0
+    assert (root / "ledgers" / "episodes.tsv").read_text(encoding="utf-8").splitlines()[1].split("\t")[6] == "0"
+
+
 def test_create_and_adopt_never_sweep_hand_edits_of_memctl_toml_into_their_commit(root):
     """The declaration is written, the ledger committed, memctl.toml left for its owner to commit."""
     toml = root / "memctl.toml"
@@ -361,10 +384,10 @@ def test_an_append_that_commits_refuses_an_old_line_edited_by_hand(root):
 
 
 @pytest.mark.parametrize("damage, line, what", [
-    (b"2\n", 3, "1 fields, expected 2"),
+    (b"2\n", 3, "1 field, expected 2"),
     (b"2\tx\ty\n", 3, "3 fields, expected 2"),
     (b"2\t\xe5\x80\n", 3, "invalid UTF-8"),
-    (b"=======\n", 3, "1 fields, expected 2"),  # a conflict marker line: named by its field count first
+    (b"=======\n", 3, "1 field, expected 2"),  # no marker without <<<<<<< above it: a line of one field
     (b"<<<<<<< HEAD\tx\n", 3, "conflict marker"),
 ])
 def test_rows_prints_damaged_lines_as_read_then_names_them_and_exits_1(root, damage, line, what):
@@ -380,6 +403,17 @@ def test_rows_prints_damaged_lines_as_read_then_names_them_and_exits_1(root, dam
     assert r.exit_code == 1 and r.stdout.startswith("1\tテーマ\n") and r.stdout.count("\n") == 2, r.stdout
     assert r.stderr.startswith(f"memctl: error: ledgers/t.tsv: 1 damaged line, printed fitted to the columns (line {line}: ") and what in r.stderr, r.stderr
     assert "(hint: memctl ledger check t lists them)" in r.stderr
+
+def test_a_conflict_marker_line_is_named_as_one_not_by_its_field_count(root):
+    """`<<<<<<< HEAD` in a ledger of two columns was named "1 fields, expected 2" first (rows, check, doctor)."""
+    assert cli(root, "ledger", "create", "t", "--columns", "a,b").exit_code == 0
+    with open(root / "ledgers" / "t.tsv", "ab") as handle:
+        handle.write("<<<<<<< HEAD\n1\tテーマ\n=======\n1\t別\n>>>>>>> theirs\n".encode())
+    r = cli(root, "ledger", "rows", "t")
+    assert r.exit_code == 1 and "(line 2: an unresolved merge conflict marker" in r.stderr, r.stderr
+    check = cli(root, "ledger", "check", "t")
+    assert "field" not in check.stdout + check.stderr and check.stdout.count("conflict marker") == 3, check.stdout
+
 
 def test_commit_of_the_access_log(root):
     """A read keeps `git status` clean (its row waits in .memctl/); `ledger commit access` commits it (issue 23.10)."""
