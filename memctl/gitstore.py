@@ -147,7 +147,7 @@ def work_tree(path: Path) -> Path:
                        "or write without committing (MEMCTL_NO_COMMIT=1, or [git] commit = false in memctl.toml)",
                        kind="not-a-repo", store=_quoted(path))
     stderr = done.stderr.decode("utf-8", "replace").strip()
-    detail = reason(stderr, f"exit status {done.returncode}")
+    detail = reason(stderr, f"exit status {done.returncode}") if done.returncode else "it printed no folder (is it git?)"
     raise GitError(f"git does not work in {path}: `{git_executable()} rev-parse` failed: {detail}",
                    hint="check that this git runs (MEMCTL_GIT, PATH), or write without committing (MEMCTL_NO_COMMIT=1)",
                    kind="git-fails")

@@ -29,6 +29,13 @@ def test_a_git_path_that_does_not_run_falls_back_to_git_on_path(root):
     assert git(root, "log", "-1", "--format=%s").strip() == "memory: remember a"
 
 
+def test_a_git_that_runs_but_prints_nothing_is_named_so_not_as_exit_status_0(root):
+    """MEMCTL_GIT=/bin/true said "`/bin/true rev-parse` failed: exit status 0", which reads as no failure."""
+    r = memctl(root, "remember", "a", "-t", "user", "-d", "x", env={"MEMCTL_GIT": shutil.which("true")})
+    assert r.returncode == 1 and "exit status 0" not in r.stderr and "printed no folder" in r.stderr, r.stderr
+    assert not (root / "memory" / "a.md").exists()
+
+
 def test_log_prints_japanese_paths_as_they_are(tmp_path):
     d = tmp_path / "memory"
     d.mkdir()
