@@ -282,6 +282,22 @@ def test_a_fact_edited_after_planning_stops_the_merge(root):
     assert {f.stem for f in facts.live_facts(store)} == {"keep", "gone"}
 
 
+@pytest.mark.parametrize("change", [{"expires": "2099-01-01"}, {"confidence": 0.2}, {"type": "feedback"}, {"why": "理由が変わった"}])
+def test_a_fact_whose_metadata_changed_after_planning_stops_the_merge(root, change):
+    """The check that the plan still holds compared descriptions only: an expiry, confidence, type or body
+    changed between plan and apply went unnoticed (the merge was made on what the plan had read)."""
+    store = open_store(root)
+    put(store, "keep", "Run the full test suite with pytest before every commit", confidence=1.0)
+    put(store, "gone", "Before every commit, run the full test suite with pytest")
+    plan = cons.plan(store, embedder=e5())
+    assert len(plan.merges) == 1
+    facts.remember(store, facts.FactInput(name="gone", **change), update=True)
+    head = git(root, "rev-parse", "HEAD")
+    with pytest.raises(Refused, match="facts changed while consolidation was planned: gone"):
+        cons.apply(store, plan.merges)
+    assert git(root, "rev-parse", "HEAD") == head and {f.stem for f in facts.live_facts(store)} == {"keep", "gone"}
+
+
 def test_an_expired_fact_is_never_the_survivor_nor_merged(root, monkeypatch):
     """The more confident of two near-identical facts had expired: the current one was folded into it,
     and the next `forget --policies` archived the survivor: nothing live said it any more."""

@@ -609,10 +609,11 @@ class Result:
 
 
 def _guard(merges: Sequence[Merge]):
-    expected = {f.stem: f.description for m in merges for f in (m.survivor, *m.absorbed)}
+    # The whole fact, not its description alone: a type, expiry or confidence changed since the plan changes the merge.
+    expected = {f.stem: (f.front, f.body) for m in merges for f in (m.survivor, *m.absorbed)}
 
     def check(live: list["Fact"]) -> None:
-        now = {f.stem: f.description for f in live}
+        now = {f.stem: (f.front, f.body) for f in live}
         changed = sorted(s for s, d in expected.items() if now.get(s) != d)
         if changed:
             raise Refused(
