@@ -277,13 +277,18 @@ def list_facts(
     return sorted(facts, key=lambda f: (f.archived, f.type, f.stem))
 
 
+def _same_text(description: str) -> str:
+    """A description as the exact-duplicate check compares it: width, case, spacing and a final . or 。 set aside."""
+    return textnorm.normalize(description).rstrip(".。 ")
+
+
 def similar(description: str, facts: list[fact_mod.Fact]) -> list[Similar]:
     """Facts whose description is the same after normalising, or overlaps by keywords."""
-    norm = textnorm.normalize(description)
+    norm = _same_text(description)
     words = textnorm.keywords(description)
     hits = []
     for other in facts:
-        if textnorm.normalize(other.description) == norm:
+        if _same_text(other.description) == norm:
             hits.append(Similar(other, 1.0, len(words), True))
             continue
         theirs = textnorm.keywords(other.description)

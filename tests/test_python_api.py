@@ -190,6 +190,18 @@ def test_remember_refuses_an_exact_duplicate_in_any_script(tmp_path):
     assert memctl.remember(store, "review-day-2", "レビューは金曜日の午後に行う", force=True, vector_check=False).action == "created"
 
 
+@pytest.mark.parametrize("first, again", [("レビューは金曜日の午後に行う", "レビューは金曜日の午後に行う。"),
+                                          ("Reviews happen on Friday afternoons", "reviews happen on Friday afternoons.")])
+def test_a_final_full_stop_or_case_makes_no_new_description(tmp_path, first, again):
+    """The same sentence with a final 。 or . was a "similar fact" warning at score 1.00 and a second fact."""
+    store = memctl.init_store(tmp_path / "s")
+    memctl.remember(store, "review-day", first, vector_check=False)
+    with pytest.raises(memctl.Refused) as caught:
+        memctl.remember(store, "review-day-2", again, vector_check=False)
+    assert "the same description is already in memory/review-day.md" in caught.value.message
+    assert not (tmp_path / "s" / "memory" / "review-day-2.md").exists()
+
+
 # ---------------------------------------------------------------- messages: arguments in Python, flags in the CLI
 
 FLAG = re.compile(r"--[a-z]")
