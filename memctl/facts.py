@@ -1208,9 +1208,11 @@ def _git_problems(store: Store) -> list[Problem]:
             continue
         elif path.endswith(".md") and top is not None and _in_a_folder_of_yours(store, top / path):
             folder = f"{store.rel(store.memory_dir)}/" if store.layout == "memctl" else "the directory"
+            to = folder if store.layout == "memctl" else "its top"
             problems.append(Problem(rel, 0, "uncommitted", f"not read as a fact (facts are the .md files at the top of "
-                                    f"{folder}, for Claude Code too), not committed: move it up to make it one, or commit "
-                                    f"it as a file of yours: {commit}", "warning"))
+                                    f"{folder}, for Claude Code too), not committed: to make it one, move it to {to} with a "
+                                    f"frontmatter (docs/FORMAT.md) or `memctl remember` its text; else commit it as a file "
+                                    f"of yours: {commit}", "warning"))
             continue
         else:  # dropped in by hand: not memctl's, and committing it would send it to every clone
             message = (f"a file memctl does not write, not committed: move it out of {store.rel(store.memory_dir)}/ "
