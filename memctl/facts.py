@@ -409,8 +409,21 @@ def _new_fact(store: Store, spec: FactInput, now: str) -> fact_mod.Fact:
     if store.layout == "claude":
         from .claude_memory import claude_stem
 
-        stem = claude_stem(spec.name, fact_type)
+        stem = _free_stem(store, claude_stem(spec.name, fact_type))
     return fact_mod.Fact(stem=stem, front=front, body=body, path=store.memory_dir / f"{stem}.md")
+
+
+def _free_stem(store: Store, stem: str) -> str:
+    """`stem`, or `stem_2`, `stem_3`...: the first that no file of the directory has, case and Unicode form
+    folded (two titles can make one file name in Claude Code's style: a new fact never takes another's file)."""
+    try:
+        taken = {_folded(name) for name in os.listdir(store.memory_dir)}
+    except OSError:
+        taken = set()
+    found, number = stem, 2
+    while _folded(f"{found}.md") in taken:
+        found, number = f"{stem}_{number}", number + 1
+    return found
 
 
 def _updated_fact(current: fact_mod.Fact, spec: FactInput) -> fact_mod.Fact:
@@ -791,6 +804,9 @@ def remember(
             new = new.with_meta(updated=now)
             action = "updated"
         assert new.path is not None
+        if existing is None and os.path.lexists(new.path):  # never a new fact over a file memctl did not read as one
+            raise Refused(f"{store.rel(new.path)} already exists and is not a fact memctl read; nothing was written",
+                          hint="run `memctl doctor`, or pick another name", kind="file-exists")
         touched = write_fact(store, new, existing)
         archived = []
         for old in old_facts:

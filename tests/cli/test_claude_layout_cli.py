@@ -231,3 +231,23 @@ def test_a_name_two_files_share_is_refused_not_resolved_to_the_first(tmp_path, m
     assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
     assert cli(d, "forget", "project_testing", "--reason", "古い").exit_code == 0
     assert "統合テストは実DBに当てる" in cli(d, "show", "テスト方針").stdout  # one fact has the name now
+
+
+def test_a_title_whose_file_name_another_fact_has_gets_a_file_of_its_own(tmp_path, monkeypatch):
+    """Claude Code style file names come from the title's ASCII words: `testing テスト` made
+    feedback_testing.md, Claude Code's own fact, and overwrote it (exit 0); two long titles that differ
+    after the 60th character made one file. Each new fact now takes a name no file has (`_2`, `_3`...)."""
+    no_repository(monkeypatch)
+    d = _claude_dir(tmp_path)
+    before = (d / "feedback_testing.md").read_bytes()
+    r = cli(d, "remember", "testing テスト", "-t", "feedback", "-d", "ユニットテストは pytest -x で走らせる")
+    assert r.exit_code == 0, r.stderr
+    assert (d / "feedback_testing.md").read_bytes() == before
+    assert "name: testing テスト" in (d / "feedback_testing_2.md").read_text(encoding="utf-8")
+    long = "Deployment checklist for the production cluster in region us-east-1, part "
+    for part in ("one", "two"):
+        assert cli(d, "remember", long + part, "-t", "project", "-d", f"Part {part}: a step of its own").exit_code == 0
+    names = [row["name"] for row in json.loads(cli(d, "list", "--json").stdout)]
+    assert {long + "one", long + "two", "testing テスト", "feedback_testing"} <= set(names), names
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.count("(feedback_testing.md)") == 1 and "(feedback_testing_2.md)" in text
