@@ -89,7 +89,7 @@ def take_in(store) -> str | None:
     paths, contents = claude_code_writes(store)
     if not paths:
         return None
-    return gitstore.commit(store.root, paths, MESSAGE, gitstore.Author(*AUTHOR), contents)
+    return gitstore.commit(store.root, paths, MESSAGE, gitstore.Author(*AUTHOR), contents, their_change=True)
 
 
 def take_in_now(store, wait: float | None = None) -> str | None:

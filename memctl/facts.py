@@ -178,8 +178,9 @@ def live_facts(store: Store, *, quiet: bool = False) -> list[fact_mod.Fact]:
 
 
 def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
-    """The fact whose file stem is `key`, else the one whose `name` is; a name several files share is
-    refused (the first by file name was taken: `forget` archived one of them, unasked)."""
+    """The fact whose file stem is `key`, else the one whose `name` is, else the one whose file name is
+    (`feedback_testing.md`, as `remember` and `list` print it); a name several files share is refused
+    (the first by file name was taken: `forget` archived one of them, unasked)."""
     for fact in facts:
         if fact.stem == key:
             return fact
@@ -188,6 +189,8 @@ def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
         files = ", ".join(f.file_name for f in named)
         raise BadInput(f"name {key!r} is used by {len(named)} facts: {files}",
                        hint=f"give the file's stem instead (e.g. {named[0].stem!r})", kind="ambiguous-name")
+    if not named and key.endswith(".md"):
+        return next((fact for fact in facts if fact.file_name == key), None)
     return named[0] if named else None
 
 
@@ -243,6 +246,8 @@ def newest_archived(archived: list[fact_mod.Fact], key: str, *, exact: bool = Fa
     if exact or same_stem and _ARCHIVE_STAMP.search(key):
         return same_stem[0] if same_stem else None
     same = [f for f in archived if key in (f.stem, f.name, _ARCHIVE_STAMP.sub("", f.stem))]
+    if not same and key.endswith(".md"):  # a file name, as `forget` and `list` print it
+        return newest_archived(archived, key[:-3], exact=exact)
     return max(same, key=lambda f: (_archived_at(f), f.stem)) if same else None
 
 

@@ -419,10 +419,12 @@ def remove_merge_temps(root: Path) -> None:
 
 
 def commit(root: Path, paths: list[Path], message: str, author: Author,
-           contents: dict[Path, bytes] | None = None) -> str | None:
+           contents: dict[Path, bytes] | None = None, *, their_change: bool = False) -> str | None:
     """Commit exactly `paths` in one step; return the new commit id, or None if nothing changed.
     `contents`: for some of the paths, the bytes to commit (those the caller read and checked: a
     file another program is writing meanwhile may hold others by the time git reads it).
+    `their_change`: the change is `author`'s (Claude Code's own writes), whatever identity the user
+    has: `author` is its author, the user (else `author`) its committer.
 
     Holding git's own index.lock (so no outside `git commit` runs meanwhile),
     the commit is built in a private index (GIT_INDEX_FILE) from HEAD plus
@@ -467,7 +469,8 @@ def commit(root: Path, paths: list[Path], message: str, author: Author,
             tree = _run(top, "write-tree", env=env)
             if tree == head_tree:
                 return None  # the paths are as HEAD has them: nothing to commit
-            sha = _as_user_or(author, top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env=env)
+            by = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email} if their_change else {}
+            sha = _as_user_or(author, top, "commit-tree", tree, *(["-p", head] if head else []), "-m", message, env={**env, **by})
             # git's index as it will be: its own entries, with those of `paths` as in the new commit
             # (plumbing: `git reset -- paths` would hash every touched file once more)
             # (a path may be a folder: every entry under it counts)

@@ -45,9 +45,9 @@ def init(
 @app.command()
 def remember(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name: 1-80 ASCII letters, digits, - or _, not - first.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name: 1-80 ASCII letters, digits, - or _, not - first; in a Claude Code directory a title of up to 100 characters, Japanese too (docs/CLAUDE_CODE.md); with --update, an existing fact's name, file stem or file name.", metavar="NAME")],
     description: Annotated[Optional[str], typer.Option("--description", "-d", help="One line; what MEMORY.md shows.")] = None,
-    type_: Annotated[Optional[str], typer.Option("--type", "-t", help="One of the types memctl.toml declares ([facts] types; by default user | feedback | project | reference | procedure). A new fact without one is a project fact.")] = None,
+    type_: Annotated[Optional[str], typer.Option("--type", "-t", help="One of the types memctl.toml declares ([facts] types; by default user | feedback | project | reference | procedure). A new fact without one is a project fact, or takes the type of the fact it --supersedes.")] = None,
     why: Annotated[Optional[str], typer.Option("--why", help="The **Why:** line of the body.")] = None,
     how: Annotated[Optional[str], typer.Option("--how", help="The **How to apply:** line of the body.")] = None,
     body: Annotated[Optional[str], typer.Option("--body", help="Free text of the body; '-' reads stdin.")] = None,
@@ -97,7 +97,7 @@ def remember(
 @app.command()
 def show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name or file stem (archived facts too), or PATH:START-END of a document in a declared source.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name, file stem or file name (archived facts too), or PATH:START-END of a document in a declared source.", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
     """Print one fact file, or lines of a document (PATH:START-END, as recall shows them)."""
@@ -145,7 +145,7 @@ def list_(
 @app.command()
 def forget(
     ctx: typer.Context,
-    name: Annotated[Optional[str], typer.Argument(help="Fact name or file stem.", metavar="[NAME]")] = None,
+    name: Annotated[Optional[str], typer.Argument(help="Fact name, file stem or file name.", metavar="[NAME]")] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten: one line, required with NAME (kept in the archived file).")] = "",
     policies: Annotated[bool, typer.Option("--policies", help="Apply the [[forget.policy]] rules of memctl.toml instead of one NAME.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="With --policies: print the plan, change nothing.")] = False,
@@ -236,7 +236,7 @@ def doctor(
 @app.command()
 def log(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name or file stem.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name, file stem or file name.", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
     """The git history of one fact, across forget and restore: date, commit message, lines changed."""

@@ -312,3 +312,16 @@ def test_claude_codes_whole_file_rewrite_of_memory_md_with_crlf_is_taken_in(tmp_
     assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
     done = cli(d, "remember", "project_next", "--type", "project", "-d", "The next thing to remember")
     assert done.exit_code == 0, done.stderr
+
+
+def test_claude_codes_writes_are_authored_claude_code_when_the_user_has_a_git_identity(tmp_path):
+    """The docs say Claude Code's writes are committed authored `claude-code`; with a git identity
+    configured they were the user's (only the committer is)."""
+    d, repo = _adopted(tmp_path)
+    git(repo, "config", "user.name", "利用者")
+    git(repo, "config", "user.email", "me@example.com")
+    _claude_code_writes(d, repo)
+    assert cli(d, "remember", "project_freeze", "--type", "project", "-d", "No releases in the holidays").exit_code == 0
+    assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", "HEAD~1").strip() == (
+        "claude-code <claude-code@localhost>|利用者 <me@example.com>")
+    assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", "HEAD").strip() == "利用者 <me@example.com>|利用者 <me@example.com>"

@@ -251,3 +251,18 @@ def test_a_title_whose_file_name_another_fact_has_gets_a_file_of_its_own(tmp_pat
     assert {long + "one", long + "two", "testing テスト", "feedback_testing"} <= set(names), names
     text = (d / "MEMORY.md").read_text(encoding="utf-8")
     assert text.count("(feedback_testing.md)") == 1 and "(feedback_testing_2.md)" in text
+
+
+def test_the_file_name_remember_and_list_print_names_the_fact(tmp_path, monkeypatch):
+    """`remember` printed feedback_xxxxxxxx.md and `list` showed it, and `show feedback_xxxxxxxx.md` said
+    "no fact named" with a hint that pointed back at the same file name."""
+    no_repository(monkeypatch)
+    d = _claude_dir(tmp_path)
+    r = cli(d, "remember", "デプロイ規則", "-t", "feedback", "-d", "金曜日にはデプロイしない")
+    assert r.exit_code == 0 and r.stdout.startswith("feedback_") and r.stdout.endswith(".md\n"), r.stdout
+    file_name = r.stdout.strip()
+    assert "name: デプロイ規則" in cli(d, "show", file_name).stdout
+    assert cli(d, "show", "user_role.md").stdout.startswith("---\nname: user_role\n")
+    assert cli(d, "forget", file_name, "--reason", "古い").exit_code == 0
+    assert "name: デプロイ規則" in cli(d, "show", file_name).stdout  # the archived one, by the same file name
+    assert cli(d, "restore", file_name).exit_code == 0 and (d / file_name).exists()
