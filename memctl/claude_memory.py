@@ -144,6 +144,34 @@ def claude_stem(title: str, fact_type: str) -> str:
     return f"{fact_type}_{words or hashlib.sha1(title.encode('utf-8')).hexdigest()[:8]}"
 
 
+def dated_by_git(store, facts: list) -> list:
+    """The facts, each one with no `updated` or `created` (Claude Code writes none) dated in memory by
+    the last commit that changed its file, or now when it has changes not committed yet: so the index
+    ranks it by when it was written (not after every dated fact, then by file name), and `recall
+    --since` and recency see it. One `git status`, and one walk of the folder's history when an
+    undated file is committed."""
+    from dataclasses import replace
+    from datetime import datetime
+
+    from . import clock, gitstore
+
+    undated = [f for f in facts if not (f.meta("updated") or f.meta("created")) and f.path is not None
+               and isinstance(f.front.get("metadata") or {}, dict)]  # (an odd `metadata:` of the file's own stays)
+    top = gitstore.toplevel(store.root) if undated and gitstore.git_executable() is not None else None
+    if top is None:
+        return facts
+    rel = {f.stem: os.path.relpath(f.path, top) for f in undated}
+    dirty = set(gitstore.dirty_paths(store.root, [f.path for f in undated]))
+    times = gitstore.last_commit_times(store.root, store.memory_dir) if set(rel.values()) - dirty else {}
+    now = clock.now().timestamp()
+    dated = {}
+    for fact in undated:
+        when = times.get(rel[fact.stem], now) if rel[fact.stem] not in dirty else now
+        stamp = datetime.fromtimestamp(when).astimezone().isoformat(timespec="seconds")
+        dated[fact.stem] = replace(fact, front={**fact.front, "metadata": {**(fact.front.get("metadata") or {}), "updated": stamp}})
+    return [dated.get(f.stem, f) if f is not None else None for f in facts]
+
+
 def _sidecar_rows(store) -> list[dict[str, str]]:
     from .tsv import unescape
 

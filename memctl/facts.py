@@ -20,7 +20,7 @@ from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
                      refuse_link, utf8_name)
 from .fsutil import without_bom
-from .claude_memory import write_fact
+from .claude_memory import dated_by_git, write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .tsv import visible
@@ -567,6 +567,7 @@ def _adopted_files(store: Store, facts: list[fact_mod.Fact]) -> list[Path]:
 
 
 RECENT_DAYS = 7  # a fact written or used this lately keeps its line in MEMORY.md (index.fair_order)
+RANKED_FROM = 50  # facts: below this, far below any limit of MEMORY.md, no line has to give way
 
 
 def _recent(store: Store, facts: list[fact_mod.Fact]) -> set[str]:
@@ -577,7 +578,7 @@ def _recent(store: Store, facts: list[fact_mod.Fact]) -> set[str]:
 
     from . import access
 
-    if len(facts) < 50:  # far below any limit: nothing to choose
+    if len(facts) < RANKED_FROM:  # far below any limit: nothing to choose
         return set()
     since = clock.now() - timedelta(days=RECENT_DAYS)
     found = set()
@@ -605,6 +606,8 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
     gone = {f.file_name for f in facts} - {f.file_name for f in listed_facts(facts)}  # expired: no line, as archived
     archived, recent = _archived_names(store) | gone, _recent(store, facts)
     facts = [f for f in facts if f.file_name not in gone]
+    if len(facts) >= RANKED_FROM:
+        facts = dated_by_git(store, facts)
     changed = False
     for attempt in range(INDEX_ATTEMPTS):
         raw = _index_bytes(store)

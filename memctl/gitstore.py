@@ -628,6 +628,24 @@ def changed_since(root: Path, under: Path, since) -> set[str]:
     return {p.strip("\n") for p in out.split("\0") if p.strip("\n")} | set(dirty_paths(root, [under]))
 
 
+def last_commit_times(root: Path, under: Path) -> dict[str, float]:
+    """Path (relative to the work tree) -> POSIX time of the last commit that changed it, for the paths
+    under `under` (one walk of their history); empty outside a repository."""
+    top = toplevel(root)
+    if top is None or git_executable() is None:
+        return {}
+    out = _run(top, "log", "--format=%x01%ct", "--name-only", "-z", "--", os.path.relpath(under, top))
+    times: dict[str, float] = {}
+    when = 0.0
+    for token in out.split("\0"):
+        token = token.strip("\n")
+        if token.startswith("\x01"):
+            when = float(token[1:])
+        elif token:
+            times.setdefault(token, when)  # newest first: the first time a path shows is its last change
+    return times
+
+
 def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
     """Every committed version of `path`, oldest first: (commit, subject, bytes)."""
     repo = _repo(root)

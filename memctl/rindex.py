@@ -383,6 +383,12 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
         live = overlay(store, [f for f in loaded if f is not None and not f.archived], present)
         by_path = {str(f.path): f for f in live}
         loaded = [by_path.get(str(f.path), f) if f is not None else None for f in loaded]
+    if store.layout == "claude":  # Claude Code writes no dates: its files are dated by git (`--since`, recency)
+        from .claude_memory import dated_by_git
+
+        live = dated_by_git(store, [f for f in loaded if f is not None and not f.archived])
+        by_path = {str(f.path): f for f in live}
+        loaded = [by_path.get(str(f.path), f) if f is not None else None for f in loaded]
     for (path, stamp, archived), fact in zip(changed, loaded):
         doc = None
         if fact is not None:
