@@ -210,7 +210,11 @@ def _refuse_anchors(fm: str, first_line: int) -> None:
         return  # not YAML at all: the load says where
 
 
-def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None) -> Fact:
+def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None, plain: bool = False) -> Fact:
+    """The fact in a file's text; with `plain` (a Claude Code directory), a file without frontmatter is a
+    topic file of Claude Code's own (`debugging.md`), read as a fact named by its stem (plain_fact)."""
+    if plain and not text.lstrip("\ufeff").startswith("---"):
+        return plain_fact(text, stem, archived=archived, path=path)
     fm, body, first_line = split(text)
     if ("&" in fm or "*" in fm) and _MAYBE_ANCHOR.search(fm):
         _refuse_anchors(fm, first_line)
@@ -226,7 +230,19 @@ def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = N
     return Fact(stem=stem, front=front, body=body, archived=archived, path=path)
 
 
-def load(path: Path, *, archived: bool = False) -> Fact:
+def plain_fact(text: str, stem: str, *, archived: bool = False, path: Path | None = None) -> Fact:
+    """A topic file without frontmatter as a fact: named by its stem, described by its first heading (else
+    its first line), cut to one line of about 150 characters; the whole text is its body. Nothing is written."""
+    text = text.lstrip("\ufeff")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = next((line for line in lines if line.startswith("#")), lines[0] if lines else "")
+    description = " ".join(first.lstrip("#").split()) or stem
+    if len(description) > 150:
+        description = description[:149] + "…"
+    return Fact(stem=stem, front={"name": stem, "description": description}, body=text, archived=archived, path=path)
+
+
+def load(path: Path, *, archived: bool = False, plain: bool = False) -> Fact:
     try:
         data = read_bounded(path, FACT_LIMIT, "a fact file")
     except TooBig as exc:
@@ -242,7 +258,7 @@ def load(path: Path, *, archived: bool = False) -> Fact:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise FactParseError("not valid UTF-8", line) from None
-    return parse(text, path.stem, archived=archived, path=path)
+    return parse(text, path.stem, archived=archived, path=path, plain=plain)
 
 
 def render(fact: Fact) -> str:

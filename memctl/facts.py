@@ -150,7 +150,7 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
         for path in paths:
             seen.add(str(path))
             try:
-                facts.append(cache.load(path, archived=is_archived))
+                facts.append(cache.load(path, archived=is_archived, plain=store.layout == "claude"))
             except fact_mod.FactParseError as exc:
                 problems.append(Problem(store.rel(path), exc.line, "unreadable", exc.message))
             except OSError as exc:
@@ -1280,7 +1280,7 @@ def _kept_by_memctl(store: Store, path: Path) -> bool | None:
     if path.suffix != ".md" or _in_a_folder_of_yours(store, path):
         return False
     try:
-        fact_mod.load(path)
+        fact_mod.load(path, plain=store.layout == "claude")
     except (fact_mod.FactParseError, OSError, UnicodeError):
         return None
     return True

@@ -42,14 +42,14 @@ class FactCache:
         except (OSError, ValueError, AttributeError):
             self.entries = {}
 
-    def load(self, path: Path, *, archived: bool) -> fact_mod.Fact:
+    def load(self, path: Path, *, archived: bool, plain: bool = False) -> fact_mod.Fact:
         st = os.stat(path)
         key = str(path)
         stamp = [st.st_ino, st.st_size, st.st_mtime_ns]
         hit = self.entries.get(key)
         if hit is not None and hit[0] == stamp:
             return fact_mod.Fact(path.stem, hit[1], hit[2], archived, path)
-        parsed = fact_mod.load(path, archived=archived)
+        parsed = fact_mod.load(path, archived=archived, plain=plain)
         if _jsonable(parsed.front):
             self.entries[key] = [stamp, parsed.front, parsed.body]
             self.dirty = True

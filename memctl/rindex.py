@@ -31,7 +31,7 @@ from .fsutil import ROW_LIMIT, file_lock, refuse_link, utf8_name
 from .store import Store
 from .values import unit_value
 
-VERSION = "11"  # 11: importance/confidence read by values.unit_value (`true`, `.inf`: the default); 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "12"  # 12: a Claude Code topic file without frontmatter is a fact (fact.plain_fact), its undated facts dated by git; 11: importance/confidence read by values.unit_value (`true`, `.inf`: the default); 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -373,7 +373,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
     loaded = []
     for path, stamp, archived in changed:
         try:
-            loaded.append(fact_mod.load(Path(path), archived=archived))
+            loaded.append(fact_mod.load(Path(path), archived=archived, plain=store.layout == "claude"))
         except (fact_mod.FactParseError, OSError):
             loaded.append(None)  # doctor reports it; recall skips it until it is fixed
     if sidecar:

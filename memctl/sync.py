@@ -606,7 +606,7 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
             while f"{conflict.name}-{n}" in taken:
                 n += 1
             new = f"{conflict.name}-{n}"
-            parsed = fact_mod.parse(text, conflict.name)
+            parsed = fact_mod.parse(text, conflict.name, plain=store.layout == "claude")
             live = store.memory_dir / f"{new}.md"
             front = {**parsed.front, "name": new} if "name" in parsed.front else parsed.front
             atomic_write(live, fact_mod.render(fact_mod.Fact(new, front, parsed.body)))

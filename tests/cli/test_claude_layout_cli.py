@@ -266,3 +266,31 @@ def test_the_file_name_remember_and_list_print_names_the_fact(tmp_path, monkeypa
     assert cli(d, "forget", file_name, "--reason", "古い").exit_code == 0
     assert "name: デプロイ規則" in cli(d, "show", file_name).stdout  # the archived one, by the same file name
     assert cli(d, "restore", file_name).exit_code == 0 and (d / file_name).exists()
+
+
+def test_a_topic_file_without_frontmatter_is_claude_codes_note_read_as_a_fact(tmp_path, monkeypatch):
+    """Claude Code's docs show plain topic files (`debugging.md`) linked from MEMORY.md. Every command
+    warned "no YAML frontmatter", doctor exited 1 forever on the index line that links it (which `memctl
+    index` did not mend), and recall could not find its text. It is read as a fact now, named by its
+    stem and described by its heading; its bytes are never changed by reading or by another write."""
+    no_repository(monkeypatch)
+    d = _claude_dir(tmp_path)
+    note = "# Staging notes\n\nThe staging server needs the VPN first; ssh as deploy.\n"
+    (d / "debugging.md").write_text(note, encoding="utf-8")
+    with open(d / "MEMORY.md", "a", encoding="utf-8") as handle:
+        handle.write("- [Staging notes](debugging.md) — staging, VPN\n")
+    doctor = cli(d, "doctor")
+    assert doctor.exit_code == 0 and "debugging.md" not in doctor.stdout + doctor.stderr, doctor.stdout + doctor.stderr
+    found = cli(d, "recall", "staging server VPN", "--json")
+    assert found.exit_code == 0 and json.loads(found.stdout)[0]["path"] == "debugging.md", found.stderr
+    assert found.stderr == ""
+    assert cli(d, "remember", "project_deadline", "-t", "project", "-d", "リリースは12月5日").exit_code == 0
+    assert "- [Staging notes](debugging.md) — staging, VPN" in (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert (d / "debugging.md").read_text(encoding="utf-8") == note
+    assert cli(d, "doctor").exit_code == 0
+
+
+def test_a_file_without_frontmatter_in_memctls_own_store_is_still_named_as_broken(root):
+    (root / "memory" / "plain.md").write_text("# Notes\n\ntext\n", encoding="utf-8")
+    r = cli(root, "doctor")
+    assert r.exit_code == 1 and "memory/plain.md:1: error: no YAML frontmatter" in r.stdout, r.stdout
