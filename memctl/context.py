@@ -5,7 +5,9 @@ YAML; not once past their `expires`), the STATE.md files, with a query the best 
 the MEMORY.md index (left out for agents that load MEMORY.md themselves, as
 Claude Code does), and a list of old facts to verify before use. Parts are added in that order while
 they fit the token budget, so the lowest-ranked parts are the ones dropped; a pinned fact longer than
-what is left is cut to fit instead, with a note naming `memctl show` for the rest.
+what is left is cut to fit instead, with a note naming `memctl show` for the rest. Pinned facts that do
+not fit together share the budget (the shortest whole, the others cut to equal shares), and those left
+out still (too many for a start each) are named in a line of the bundle.
 The output depends only on the store and the query, never on the clock's
 seconds, so two runs give the same bytes.
 """
@@ -195,11 +197,26 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     used = textnorm.estimate_tokens(title) + 1
     chars = len(title) + 1  # the text's exact length: each line and its newline (see _render)
     char_limit = max_chars if max_chars is not None else float("inf")
+    room_tokens = budget - used - textnorm.estimate_tokens(SECTIONS["pinned"]) - 2
+    room_chars = char_limit - chars - len(SECTIONS["pinned"]) - 2
+    parts, reserve = _pinned_shared(parts, room_tokens, room_chars)
     included: list[Part] = []
     dropped: list[Part] = []
     opened: set[str] = set()
     opened_headings: set[tuple[str, str]] = set()
-    for part in parts:  # in priority order, best first within each section
+    noted = False
+    for part in [*parts, None]:  # in priority order, best first within each section; None: the end
+        if not noted and (part is None or part.section != "pinned"):  # the pinned ones are done
+            noted = True
+            left_out = [p.key for p in dropped if p.section == "pinned" and p.key]
+            note = _pinned_note(left_out, budget - used, char_limit - chars) if left_out else None
+            if note is not None:  # the model must know that pinned facts are missing, and how to read them
+                included.append(note)
+                used, chars = used + note.tokens, chars + len(note.text) + 1
+        if part is None:
+            break
+        # room kept for that note while pinned facts are taken
+        limit, char_cap = (budget - reserve.tokens, char_limit - len(reserve.text) - 1) if not noted else (budget, char_limit)
         cost, length = part.tokens, len(part.text) + 1
         if part.section not in opened:
             cost += textnorm.estimate_tokens(SECTIONS[part.section]) + 2
@@ -207,13 +224,13 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         if part.heading is not None and (part.section, part.heading) not in opened_headings:
             cost += textnorm.estimate_tokens(part.heading) + 1  # a heading is paid for by its first line
             length += len(part.heading) + 1
-        if part.section == "pinned" and not (used + cost <= budget and chars + length <= char_limit):
+        if part.section == "pinned" and not (used + cost <= limit and chars + length <= char_cap):
             # a pinned fact is never dropped for its length: cut to what is left, saying where the rest is
             extra_tokens, extra_chars = cost - part.tokens, length - len(part.text) - 1
-            cut = _cut_to_fit(part, budget - used - extra_tokens, char_limit - chars - extra_chars)
+            cut = _cut_to_fit(part, limit - used - extra_tokens, char_cap - chars - extra_chars)
             if cut is not None:
                 part, cost, length = cut, cut.tokens + extra_tokens, len(cut.text) + 1 + extra_chars
-        if used + cost <= budget and chars + length <= char_limit:
+        if used + cost <= limit and chars + length <= char_cap:
             included.append(part)
             used += cost
             chars += length
@@ -228,6 +245,47 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     if log:
         recall_mod.log_access(store, "context", [(query or "", [p.key for p in included if p.key])])
     return Bundle(text, tokens, budget, included, dropped)
+
+
+NO_NOTE = Part("pinned", "")  # no room kept for a note: every pinned fact fits whole
+
+
+def _pinned_shared(parts: list[Part], tokens: float, chars: float) -> tuple[list[Part], Part]:
+    """`parts` with the pinned ones cut to fair shares of `tokens` and `chars` when together they do not
+    fit: the shortest are kept whole, the rest share what is left equally (each cut with its note). So
+    fifteen long pinned facts are fifteen starts, not the first six in full and nine left out. And the
+    note that would name them all, for which room is kept (some may still be left out: too many for
+    a start each)."""
+    pinned = [p for p in parts if p.section == "pinned"]
+    if sum(p.tokens for p in pinned) <= tokens and sum(len(p.text) + 1 for p in pinned) <= chars:
+        return parts, NO_NOTE
+    reserve = _pinned_note([p.key for p in pinned if p.key], tokens / 5, chars / 5) or NO_NOTE
+    tokens, chars = tokens - reserve.tokens, chars - len(reserve.text) - 1
+    shared: dict[int, Part] = {}
+    left_tokens, left_chars = tokens, chars
+    by_size = sorted(range(len(pinned)), key=lambda i: (pinned[i].tokens, i))
+    for done, i in enumerate(by_size):
+        fair_tokens, fair_chars = left_tokens / (len(pinned) - done), left_chars / (len(pinned) - done)
+        part = pinned[i]
+        if part.tokens > fair_tokens or len(part.text) + 1 > fair_chars:
+            part = _cut_to_fit(part, fair_tokens, fair_chars) or part  # too little for a start: the loop decides
+        shared[i] = part
+        left_tokens -= part.tokens
+        left_chars -= len(part.text) + 1
+    order = iter(shared[i] for i in range(len(pinned)))
+    return [next(order) if p.section == "pinned" else p for p in parts], reserve
+
+
+def _pinned_note(keys: list[str], tokens: float, chars: float) -> Part | None:
+    """A line naming the pinned facts left out, as many as fit `tokens` and `chars`; None when none does."""
+    for shown in range(len(keys), 0, -1):
+        more = f" and {len(keys) - shown} more" if shown < len(keys) else ""
+        text = (f"… {len(keys)} more pinned fact{'s' if len(keys) > 1 else ''} left out to stay within the budget: "
+                f"{', '.join(keys[:shown])}{more} (`memctl show NAME` prints one)")
+        part = Part("pinned", text)
+        if part.tokens <= tokens and len(text) + 1 <= chars:
+            return part
+    return None
 
 
 def _cut_to_fit(part: Part, tokens: float, chars: float) -> Part | None:

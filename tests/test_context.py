@@ -86,10 +86,31 @@ def test_a_pinned_fact_longer_than_the_budget_left_is_cut_to_fit_never_dropped(r
         assert bundle.tokens <= budget and (max_chars is None or len(bundle.text) <= max_chars), (budget, bundle.tokens)
         pinned = "\n".join(_section(bundle.text, "## Pinned facts"))
         assert "### memory/no-push.md\nmainに直接pushしない\n本番ブランチに直接プッシュしない。" in pinned, (budget, pinned)
-        assert pinned.endswith("… (cut to fit the budget: `memctl show no-push` prints all of it)"), pinned[-200:]
+        assert "… (cut to fit the budget: `memctl show no-push` prints all of it)\n" in pinned + "\n", pinned[-200:]
         assert "no-push" in context.Bundle.to_dict(bundle)["shown"]
     whole = context.build(store, budget=20000, log=False)  # room for it: whole, no note
     assert long_body.strip() in whole.text and "cut to fit" not in whole.text
+
+
+def test_many_long_pinned_facts_share_the_budget_and_the_ones_left_out_are_named(root):
+    """Fifteen long pinned facts at 4000 tokens: the first six came in full and nine were left out, named
+    only on stderr (the model never sees it). Now each gets a start with its note; and at a budget too
+    small for a start each, a line in the bundle names the pinned facts left out."""
+    store = _seed(root)
+    body = "本番環境の設定についての長い説明。" * 40
+    names = [f"pinned-{i}" for i in range(1, 16)]
+    for name in names:
+        facts.remember(store, facts.FactInput(name=name, type="feedback", description=f"ピン留めされた規則 {name}",
+                                              body=body, pinned=True), commit_changes=False, force=True)
+    bundle = context.build(store, budget=4000, log=False)
+    pinned = "\n".join(_section(bundle.text, "## Pinned facts"))
+    assert bundle.tokens <= 4000 and all(f"### memory/{name}.md\n" in pinned for name in names), pinned[:300]
+    assert pinned.count("… (cut to fit the budget: `memctl show ") == 15
+    small = context.build(store, budget=300, log=False)
+    pinned = "\n".join(_section(small.text, "## Pinned facts"))
+    assert small.tokens <= 300 and "more pinned facts left out to stay within the budget: " in pinned, pinned[-300:]
+    shown = [name for name in names if f"### memory/{name}.md" in pinned]
+    assert shown and all(name in pinned for name in names[:3]), pinned[-300:]
 
 
 def test_the_session_bundle_says_what_the_index_links_are_relative_to_and_they_resolve_so(root):

@@ -136,7 +136,8 @@ def _pin(ctx: typer.Context, name: str, pinned: bool, no_commit: bool, json: boo
 @app.command()
 def pin(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Fact name or stem.", metavar="NAME")],
         no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
-    """Pin a fact: `context` always includes it (in full, or cut to the budget with a note naming `memctl show`)."""
+    """Pin a fact: `context` always includes it (in full, or cut to its share of the budget with a note naming
+    `memctl show`; when there are more pinned facts than the budget holds a start of each, a line names the rest)."""
     _pin(ctx, name, True, no_commit, json)
 
 
