@@ -162,11 +162,15 @@ def _status_table(rows, events: list[str]) -> list[dict]:
 
 
 @agent_app.command()
-def snippet() -> None:
+def snippet(
+    store: Annotated[Optional[str], typer.Option("--store", help="The store its CLI commands name (`memctl --root DIR ...`); "
+                                                 "default: the one this project's `agent install --store` set up, if any.",
+                                                 metavar="DIR")] = None,
+) -> None:
     """Print a CLAUDE.md section telling the agent when to remember, recall and record an episode."""
     from ..integrations import claude_code
 
-    output.emit_text(claude_code.SNIPPET)
+    output.emit_text(claude_code.snippet(store or claude_code.installed_store(Path.cwd())))
 
 
 HostOpt = Annotated[Optional[str], typer.Option("--host", help="Whose hook: codex, gemini or cursor print the JSON that agent reads "

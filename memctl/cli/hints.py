@@ -9,6 +9,7 @@ shown as its option; its `kind` picks the CLI's own message or hint below.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ..errors import MemctlError
 
@@ -85,7 +86,25 @@ def worded(exc: MemctlError) -> tuple[str, str | None]:
         hint = _with_flag(exc.hint, exc.arg) if exc.hint else exc.hint
     if exc.kind == "no-state" and exc.details.get("scope"):
         hint = f"{hint} --name {exc.details['scope']}"
+    if exc.kind == "no-store":
+        hint = _installed_store_hint() or hint
     return message, hint
+
+
+def _installed_store_hint() -> str | None:
+    """In a project whose agent install names a store elsewhere: that store, not `memctl init` (which would
+    make a second, empty store here)."""
+    import shlex
+
+    from ..integrations.claude_code import installed_store
+
+    try:
+        store = installed_store(Path.cwd())
+    except OSError:  # the working directory was removed
+        return None
+    if store is None:
+        return None
+    return f"this project's agent install uses the store {store}: pass --root {shlex.quote(store)} (or set MEMCTL_ROOT)"
 
 
 def one_line(exc: MemctlError) -> str:

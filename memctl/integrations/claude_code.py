@@ -609,18 +609,42 @@ def status(project: Path, home: Path | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def installed_store(project: Path, home: Path | None = None) -> str | None:
+    """The store this project's Claude Code install serves (`--store DIR` or `--root DIR` of memctl's MCP
+    entry, scope project, then local, then user), or None: for a CLI run in the project, which finds
+    no store there (the hint names it) and for `agent snippet` (its commands name it)."""
+    for scope in SCOPES:
+        try:
+            tgt = target(scope, project, home)
+            server = (_servers(read_json(tgt.mcp_file) or {}, tgt.mcp_file, tgt.mcp_keys, create=False) or {}).get(SERVER_NAME)
+        except (BadInput, OSError):
+            continue
+        args = [str(a) for a in (server or {}).get("args") or []] if isinstance(server, dict) else []
+        for flag in ("--store", "--root"):
+            if flag in args[:-1]:
+                return args[args.index(flag) + 1]
+    return None
+
+
 # ---------------------------------------------------------------- CLAUDE.md
 
 SNIPPET = """\
 ## Memory (memctl)
-Durable memory lives in a memctl store (plain files in git). The hooks show relevant facts
+Durable memory lives in a memctl store{where} (plain files in git). The hooks show relevant facts
 at session start and before each prompt; use the `memctl` MCP tools (or the CLI) for the rest.
-- Before work that past decisions may affect: `recall` (MCP) / `memctl recall "QUERY" --json`.
+- Before work that past decisions may affect: `recall` (MCP) / `{memctl} recall "QUERY" --json`.
 - When the user states a preference or rule, or you learn something that stays true:
-  `remember` / `memctl remember NAME --type feedback|user|project|reference --description "..."
+  `remember` / `{memctl} remember NAME --type feedback|user|project|reference --description "..."
   --why "..." --how "..."`. A near-duplicate warning means: update or supersede that fact instead.
 - After a decision, a mistake or a success worth keeping: `episode_add` /
-  `memctl episode add "WHAT" --type decision|error|success|feedback --outcome "..."`.
-- A fact that is no longer true: `forget` / `memctl forget NAME --reason "..."` (it is archived).
+  `{memctl} episode add "WHAT" --type decision|error|success|feedback --outcome "..."`.
+- A fact that is no longer true: `forget` / `{memctl} forget NAME --reason "..."` (it is archived).
 - Never edit MEMORY.md's generated block by hand; memctl rewrites it.
 """
+
+
+def snippet(store: str | None = None) -> str:
+    """The CLAUDE.md section; with `store` (a store outside the project), its CLI commands name it."""
+    if not store:
+        return SNIPPET.format(where="", memctl="memctl")
+    return SNIPPET.format(where=f" at {store}", memctl=shlex.join(["memctl", "--root", store]))

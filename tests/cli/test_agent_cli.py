@@ -46,6 +46,24 @@ def test_install_twice_changes_nothing(project, root):
     assert _files(project) == written
 
 
+def test_in_a_project_whose_install_names_a_store_elsewhere_the_cli_points_there(project, root, monkeypatch):
+    """README's quick start: `agent install claude-code --store ~/agent-memory` in a code project, then
+    `memctl recall ...` there said "no memctl store here" with the hint `memctl init` (a second, empty
+    store). The hint names the installed store now, and `agent snippet` gives the agent commands that
+    name it (the CLI in the project finds no store by itself)."""
+    assert cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(root)).exit_code == 0
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("MEMCTL_ROOT", raising=False)
+    r = memctl(None, "recall", "いつデプロイしていい？", "--json")
+    assert r.returncode == 3 and json.loads(r.stderr)["hint"].startswith(
+        f"this project's agent install uses the store {root}: pass --root {root}"), r.stderr
+    text = memctl(None, "agent", "snippet").stdout
+    assert f'`memctl --root {root} recall "QUERY" --json`' in text and f"memctl store at {root} " in text
+    assert "`memctl recall" not in memctl(None, "agent", "snippet", "--store", "/srv/m").stdout
+    monkeypatch.chdir(project.parent)
+    assert "`memctl recall \"QUERY\" --json`" in memctl(None, "agent", "snippet").stdout  # no install here
+
+
 def test_install_bakes_in_an_existing_root(project, root):
     result = cli(root, "agent", "install", "claude-code", "--project", str(project), "--json")
     assert result.exit_code == 0, result.stderr
