@@ -25,8 +25,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
-from . import clock
+from . import clock, errors
 from . import config as config_mod
+from .claude_memory import SIDECAR
 from .config import LedgerDecl
 from .errors import BadInput, NotFound, Refused
 from .fsutil import ROW_LIMIT, TooBig, append_bytes, atomic_write, link_on_way, refuse_link, shown
@@ -126,7 +127,25 @@ def resolve(store: Store, decl: LedgerDecl) -> Ledger:
     path = Path(os.path.normpath(store.ledgers_dir / decl.file))
     if not path.is_relative_to(store.root):
         raise BadInput(f"memctl.toml: ledger {decl.name!r} points outside the store ({decl.file})")
+    problem = not_a_ledger_file(store, path)
+    if problem:  # a declaration pulled from a remote may aim at .git/config, a hook, .gitattributes...
+        raise BadInput(f"memctl.toml: ledger {decl.name!r} points at {decl.file}, {problem}; nothing was read or written",
+                       hint="a ledger is a .tsv file of the store outside its dot folders: fix its `file` "
+                            "(git log -p memctl.toml shows who set it)")
     return Ledger(decl.name, path, decl.columns, decl.header, decl.unique, declared=True)
+
+
+def not_a_ledger_file(store: Store, path: Path) -> str | None:
+    """Why `path` (inside the store) may not hold a ledger, or None: only a .tsv file, in no folder or file
+    whose name starts with a dot (.git/, .memctl/), and not memctl's sidecar."""
+    rel = path.relative_to(store.root)
+    if any(part.startswith(".") for part in rel.parts):
+        return "inside a dot folder or file (.git/, .memctl/...), which no ledger is"
+    if path.suffix != ".tsv":
+        return "which is not a .tsv file"
+    if path.name == SIDECAR:
+        return "memctl's own sidecar of facts"
+    return None
 
 
 def _rel(path: Path) -> str:
@@ -242,13 +261,33 @@ def refuse_own(name: str) -> None:
                        hint="pick another name for yours", kind="own-ledger")
 
 
-def list_ledgers(store: Store) -> list[Ledger]:
-    """Declared ledgers, then undeclared ledgers/*.tsv that have a header line."""
-    found = {name: resolve(store, decl) for name, decl in declarations(store).items()}
+def bad_declarations(store: Store) -> list[BadInput]:
+    """The ledger declarations of memctl.toml that memctl will not follow (outside the store, into .git/...)."""
+    problems = []
+    for decl in declarations(store).values():
+        try:
+            resolve(store, decl)
+        except BadInput as exc:
+            problems.append(exc)
+    return problems
+
+
+def list_ledgers(store: Store, *, quiet: bool = False) -> list[Ledger]:
+    """Declared ledgers, then undeclared ledgers/*.tsv that have a header line. A declaration memctl will
+    not follow (bad_declarations) is left out with a warning (`quiet`: without), not the end of every ledger."""
+    found, refused = {}, set()
+    for name, decl in declarations(store).items():
+        try:
+            found[name] = resolve(store, decl)
+        except BadInput as exc:
+            refused.add(name)  # nor ledgers/<name>.tsv in its place: not the ledger its commands write
+            if not quiet:
+                errors.warn(f"{exc.message.replace('; nothing was read or written', '')}: left out", hint=exc.hint)
     paths = {ledger.path for ledger in found.values()}
     if store.ledgers_dir.is_dir():
         for path in sorted(store.ledgers_dir.glob("*.tsv")):
-            if path in paths or path.stem in found or not NAME_RE.match(path.stem) or link_on_way(store.root, path):
+            if path in paths or path.stem in found or path.stem in refused or not NAME_RE.match(path.stem) \
+                    or link_on_way(store.root, path):
                 continue
             ledger = _from_header(path.stem, path)
             if ledger is not None:

@@ -26,6 +26,7 @@ from .ledger import (
     BAD_ESCAPE_RE,
     NAME_RE,
     Ledger,
+    bad_declarations,
     common_prefix,
     first_difference,
     refuse_own,
@@ -36,6 +37,7 @@ from .ledger import (
     declarations,
     format_record,
     list_ledgers,
+    not_a_ledger_file,
     open_ledger,
     unescape,
 )
@@ -95,6 +97,10 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     link = link_on_way(store.root, path)
     if link is not None:
         raise BadInput(link_message(store.root, link), hint="copy the file into ledgers/ instead", kind="link")
+    problem = not_a_ledger_file(store, path)
+    if problem:
+        raise BadInput(f"{file} is {problem.removeprefix('which is ')}", hint="a ledger is a .tsv file of the store "
+                       "outside its dot folders: copy the records into ledgers/NAME.tsv")
     name = check_name(name or path.stem)
     refuse_own(name)
     cols = check_columns(columns, unique)
@@ -278,8 +284,9 @@ def check(store: Store, name: str) -> list:
 
 def check_all(store: Store) -> list:
     """`check` on every ledger, and a warning for each .tsv in ledgers/ memctl cannot read."""
-    problems = []
-    ledgers = list_ledgers(store)
+    problems = [_problem("memctl.toml", 0, "bad-declaration", exc.message.replace("memctl.toml: ", "", 1) + f" ({exc.hint})")
+                for exc in bad_declarations(store)]
+    ledgers = list_ledgers(store, quiet=True)
     known = {ledger.path for ledger in ledgers}
     for ledger in ledgers:
         problems.extend(check_ledger(store, ledger))

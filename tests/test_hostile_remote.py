@@ -485,3 +485,43 @@ def test_a_remote_that_tracks_a_file_where_the_memctl_folder_is_is_refused_and_t
     run(victim, "sync")
     assert (victim / folder).is_dir() and git(victim, "ls-files", "--", folder) == ""
     run(victim, "doctor")
+
+
+@pytest.mark.parametrize("target", ["../.git/config", "../.git/hooks/post-commit", "../.git/hooks/post-commit.tsv",
+                                    "../.gitattributes", "../memctl.toml", "../memory/MEMORY.md", "../memctl-facts.tsv",
+                                    "../.memctl/x.tsv"])
+def test_a_pushed_ledger_declaration_cannot_aim_appends_at_git_or_memctls_own_files(world, target):
+    """A declaration `file = "../.git/config"` (header = false) pulled from a remote made `episode add`
+    append its row to .git/config, after which every git command of the clone failed; `../.git/hooks/
+    post-commit` took a row with exit 0 and no commit; `../.gitattributes` one with a commit. A ledger
+    is a .tsv file of the store outside its dot folders now: anything else is refused (exit 2) and
+    named by doctor, and the other ledgers go on."""
+    remote, victim, attacker, outside = world
+    run(victim, "ledger", "create", "notes", "--columns", "who,text")
+    run(victim, "sync")
+    git(attacker, "pull", "-q")
+    toml = attacker / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + f'\n[ledgers.gc]\nfile = "{target}"\ncolumns = ["line"]\n'
+                    'header = false\n', encoding="utf-8")
+    push_tracked(attacker, {"memctl.toml": toml.read_bytes()})
+    run(victim, "sync")
+    before = files(victim / ".git") | files(victim)
+    bad = run(victim, "ledger", "append", "gc", "line=被害", ok=(2,))
+    assert bad.stderr.count("\n") == 1 and "memctl.toml: ledger 'gc' points at " in bad.stderr, bad.stderr
+    assert (files(victim / ".git") | files(victim)) == before
+    assert git(victim, "status", "--porcelain").strip() == ""
+    doctor = run(victim, "doctor", ok=(1,))
+    assert f"memctl.toml: error: ledger 'gc' points at {target}" in doctor.stdout, doctor.stdout
+    run(victim, "ledger", "append", "notes", "who=me", "text=続く")  # the other ledgers go on
+    listed = run(victim, "ledger", "list")
+    assert "notes" in listed.stdout and "gc" not in listed.stdout and "left out" in listed.stderr
+
+
+def test_adopt_takes_no_file_in_a_dot_folder_and_no_file_but_a_tsv(root):
+    (root / ".memctl").mkdir(exist_ok=True)
+    for rel in (".memctl/x.tsv", "memctl.toml", "ledgers/notes.txt"):
+        path = root / rel
+        if not path.exists():
+            path.write_text("1\tx\n", encoding="utf-8")
+        done = run(root, "ledger", "adopt", str(path), "--columns", "a,b", ok=(2,))
+        assert "a ledger is a .tsv file of the store outside its dot folders" in done.stderr, done.stderr
