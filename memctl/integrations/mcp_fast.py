@@ -28,6 +28,7 @@ REPLAY_ID = "memctl-relayed-initialize"
 END = b"memctl-relay-end\n"  # not JSON: never a line the SDK writes
 FAST_METHODS = ("tools/list", "ping")
 OFF_ENV = "MEMCTL_MCP_NO_RELAY"  # 1: the SDK reads stdin itself (how the manifest is checked)
+ANSWER_WAIT = 300.0  # seconds: at the client's end of input, the longest wait for the SDK's last answers
 
 
 def load() -> dict[str, Any] | None:
@@ -115,10 +116,34 @@ def relay(version_text: str) -> Callable[[], None] | None:
     os.dup2(sdk_out, 1)
     os.close(sdk_in)  # sdk_out is kept: `finish` writes END through it after the SDK's last line
     lock = threading.Lock()
+    # Requests the SDK has not answered yet, by id: at the end of the client's input the SDK's input is
+    # closed only once they are answered (the SDK cancels what is in flight at its end of input, and a
+    # write it had done went unanswered: `printf requests | memctl mcp`).
+    pending: set[str] = set()
+    settled = threading.Condition()
+    sdk_gone = threading.Event()
 
     def to_client(data: bytes) -> None:
         with lock:
             _write_all(client_out, data)
+
+    def track(message: Any, *, answers: bool) -> None:
+        for item in message if isinstance(message, list) else [message]:
+            if not isinstance(item, dict):
+                continue
+            ident = item.get("id")
+            if answers and "id" in item and ("result" in item or "error" in item):
+                done = json.dumps(ident)
+            elif not answers and item.get("method") == "notifications/cancelled" and isinstance(item.get("params"), dict):
+                done = json.dumps(item["params"].get("requestId"))
+            else:
+                if not answers and "id" in item and isinstance(item.get("method"), str):
+                    with settled:
+                        pending.add(json.dumps(ident))
+                continue
+            with settled:
+                pending.discard(done)
+                settled.notify_all()
 
     def from_client() -> None:
         version: str | None = None
@@ -135,22 +160,44 @@ def relay(version_text: str) -> Callable[[], None] | None:
                         if answered is not None:
                             to_client(answered)
                             if version is None:  # the initialize: the SDK's session must see it too
-                                line = json.dumps({**message, "id": REPLAY_ID}, ensure_ascii=False).encode("utf-8") + b"\n"
+                                message = {**message, "id": REPLAY_ID}
+                                line = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
                                 version = negotiated
                             else:
                                 continue
                         first = False
+                    if not (first or version is not None):  # a plain pipe: read only to follow the requests
+                        try:
+                            message = json.loads(line)
+                        except ValueError:
+                            message = None
+                    track(message, answers=False)
                     _write_all(to_sdk, line)
+            with settled:  # every request answered (or the SDK gone, or five minutes) before the end of input
+                settled.wait_for(lambda: not pending or sdk_gone.is_set(), timeout=ANSWER_WAIT)
         except OSError:  # the SDK is gone: nothing more to carry
             pass
         finally:
             os.close(to_sdk)  # the SDK reads the end of input, and stops
 
     def from_server() -> None:
+        try:
+            carry()
+        finally:
+            sdk_gone.set()
+            with settled:
+                settled.notify_all()
+
+    def carry() -> None:
         with open(from_sdk, "rb", buffering=1 << 16) as stream:
             for line in stream:
                 if line == END:
                     return
+                if b'"id"' in line:
+                    try:
+                        track(json.loads(line), answers=True)
+                    except ValueError:
+                        pass
                 if REPLAY_ID.encode() in line:
                     try:
                         message = json.loads(line)

@@ -134,3 +134,25 @@ def test_a_batch_gets_an_invalid_request_error_not_silence(root):
     nulls = [r for r in replies if r.get("id") is None]
     assert len(nulls) == 1 and nulls[0]["error"]["code"] == -32600 and "batch" in nulls[0]["error"]["message"]
     assert _by_id(replies)["3"]["result"] == {} and len(replies) == 3
+
+
+def test_requests_sent_before_the_end_of_input_are_all_answered(root):
+    """`printf requests | memctl mcp`: the SDK cancelled what was in flight at the end of its input, so
+    the tool calls were carried out (their rows committed) and never answered. Every request before
+    the end of input gets its answer now, and the writes are the ones answered."""
+    (root / "memctl.toml").write_text((root / "memctl.toml").read_text(encoding="utf-8") +
+                                      '\n[ledgers.notes]\ncolumns = ["who", "text"]\n', encoding="utf-8")
+    (root / "ledgers" / "notes.tsv").write_text("who\ttext\n", encoding="utf-8")
+    calls = [{"jsonrpc": "2.0", "id": f"w{i}", "method": "tools/call",
+              "params": {"name": "ledger_append", "arguments": {"name": "notes", "records": [{"who": "sh", "text": f"行{i}"}]}}}
+             for i in range(5)]
+    lines = [SESSION[0], SESSION[1], *calls, {"jsonrpc": "2.0", "id": 9, "method": "ping"}]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMCTL_NO_COMMIT": "1"}
+    env.pop(mcp_fast.OFF_ENV, None)
+    done = subprocess.run([sys.executable, "-m", "memctl", "mcp", "--root", str(root)], env=env, capture_output=True,
+                          input=b"".join(json.dumps(m, ensure_ascii=False).encode() + b"\n" for m in lines), timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    answered = _by_id([json.loads(line) for line in done.stdout.splitlines()])
+    assert set(answered) == {"1", "9"} | {f'"w{i}"' for i in range(5)}, sorted(answered)
+    assert all(not answered[f'"w{i}"']["result"].get("isError") for i in range(5))
+    assert (root / "ledgers" / "notes.tsv").read_text(encoding="utf-8").count("sh\t行") == 5
