@@ -267,6 +267,26 @@ def check_ledger(store: Store, ledger: Ledger) -> list:
     return _scan(ledger.path.read_bytes(), rel, ledger)
 
 
+def appended_damage(ledger: Ledger | None, before: bytes, after: bytes, rel: str) -> str | None:
+    """`rel:LINE: what` for the first damaged line `after` appends to `before` (fields, escapes, UTF-8, CR,
+    NUL, the size limit, a conflict marker: what `ledger check` names), or None. `ledger`: the ledger's
+    declaration here (None: the columns are read from its header line, when it has one)."""
+    if not after.startswith(before) or len(after) == len(before):
+        return None
+    start = before.count(b"\n") + (0 if before.endswith(b"\n") or not before else 1)
+    if ledger is None or not before:  # a new file: its own header says its columns (two declarations are the merge's)
+        header = after.split(b"\n", 1)[0].decode("utf-8", "replace").split("\t")
+        ledger = Ledger(rel, Path(rel), tuple(header), True, None)
+    appended = after[len(before):]
+    scanned = _scan(appended, rel, ledger._replace(header=False) if start else ledger)
+    errors = [p for p in scanned if p.severity == "error"]
+    if not errors:
+        return None
+    first = errors[0]
+    what = "the last line has no LF (a cut-off record)" if first.code == "no-final-newline" else first.message
+    return f"{rel}:{first.line + start}: {what}"
+
+
 def refuse_damaged(store: Store, ledger: Ledger) -> None:
     """For a reader that has printed the rows: Refused when lines were damaged (fields missing or extra, invalid
     UTF-8, a conflict marker...), which it printed as best it could read them (`ledger check` lists each)."""

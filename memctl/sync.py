@@ -287,13 +287,13 @@ def _read_log(top: Path, store: Store) -> list[Resolution]:
 
 
 def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str) -> None:
-    """What no merge may take in from `theirs` since the last commit both sides share: a ledger row lost
-    (_refuse_rewritten_ledgers), a file of memctl's turned into a symbolic link, a file (or link) where
-    this machine's .memctl/ folder is. Refused before anything is merged (a fast-forward included)."""
+    """What no merge may take in from `theirs` since the last commit both sides share: a ledger row lost or
+    a damaged one appended (_refuse_rewritten_ledgers), a file of memctl's added as or turned into a
+    symbolic link, a file (or link) where this machine's .memctl/ folder is. Refused before anything is
+    merged (a fast-forward included)."""
     base = gitstore.run(top, "merge-base", head, theirs).out.strip()
     if not base:
         return  # unrelated histories: the merge refuses them
-    _refuse_rewritten_ledgers(store, top, base, theirs, label)
     # Where this machine keeps its own state: a file or link there would replace its folder (git deletes
     # .memctl/ to write one) or lead its writes elsewhere (cron's `>>logs/NAME.stdout.log` follows a link).
     for folder, what in ((store.cache_dir, "its local state (the store lock, the undo log, caches)"),
@@ -309,11 +309,16 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
     raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
     for meta, rel in zip(raw[::2], raw[1::2]):
         modes = meta.lstrip(":").split(" ")[:2]
+        if len(modes) == 2 and modes[0] == "000000" and modes[1] == "120000" and _kind(store, rel, top):
+            raise Refused(f"{label} adds {store.rel(top / rel)} as a symbolic link (memctl never follows one); "
+                          "nothing was merged or pushed", kind="link-incoming",
+                          hint=f"on the remote, remove it: git rm -- {shlex.quote(rel)}, commit and push; then memctl sync")
         if len(modes) == 2 and modes[0].startswith("100") and modes[1] == "120000" and _kind(store, rel, top):
             raise Refused(f"{label} turned {store.rel(top / rel)} into a symbolic link (memctl never follows one); "
                           "nothing was merged or pushed", kind="link-incoming",
                           hint=f"on the remote, put the file back: git checkout {base[:12]} -- {shlex.quote(rel)}, "
                                "commit and push; then memctl sync")
+    _refuse_rewritten_ledgers(store, top, base, theirs, label)  # (after the links: a link's text is no ledger)
 
 
 def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, label: str) -> None:
@@ -322,6 +327,7 @@ def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, l
     fast-forward) would take the loss in and push it on."""
     listed = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", base, theirs, "--",
                           os.path.relpath(store.ledgers_dir, top)).out
+    ledgers = None
     for rel in (r for r in listed.split("\0") if r and _kind(store, r, top) == "ledger"):
         before = gitstore.file_at(top, top / rel, base)
         after = gitstore.file_at(top, top / rel, theirs)
@@ -331,6 +337,18 @@ def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, l
                           "nothing was merged or pushed", kind="ledger-rewritten",
                           hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
                                "put the lines back on the remote, then sync")
+        from . import ledger_ops  # noqa: PLC0415
+
+        if ledgers is None:
+            from .ledger import list_ledgers  # noqa: PLC0415
+
+            ledgers = {ledger.path: ledger for ledger in list_ledgers(store, quiet=True)}
+        problem = ledger_ops.appended_damage(ledgers.get(top / rel), before, after, store.rel(top / rel))
+        if problem is not None:  # taken in, it would stop every append here and could not be taken out (verify)
+            raise Refused(f"{label} appends a damaged line to {problem}; nothing was merged or pushed",
+                          kind="ledger-damaged-incoming",
+                          hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
+                               "on the remote, take that line out in a new commit (no clone that syncs took it in), then sync")
 
 
 def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label: str) -> tuple[str | None, list[Resolution], list[str]]:

@@ -525,3 +525,42 @@ def test_adopt_takes_no_file_in_a_dot_folder_and_no_file_but_a_tsv(root):
             path.write_text("1\tx\n", encoding="utf-8")
         done = run(root, "ledger", "adopt", str(path), "--columns", "a,b", ok=(2,))
         assert "a ledger is a .tsv file of the store outside its dot folders" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("junk, named", [
+    (b"3\tC\textra\tfield\ttoomany\n", "5 fields, expected 2"),
+    (b"<<<<<<< HEAD\n3\tx\n=======\n3\ty\n>>>>>>> x\n", "conflict marker"),
+    (b"3\tnul\x00here\n", "NUL"),
+    (b"3\t\xff\xfe invalid\n", "invalid UTF-8"),
+    (b"3\t" + b"b" * (1 << 20) + b"\n", "the limit for a ledger line"),
+    (b"3\tcut-off", "no LF"),
+])
+def test_a_remote_that_appends_a_damaged_ledger_line_is_refused_before_anything_is_merged(world, junk, named):
+    """`sync` took such lines in without a word; then every append here was refused (a conflict marker,
+    a line over 1 MiB, no final LF), and taking the line out, as the hint said, rewrote a committed line
+    (`ledger verify` failed, and every other clone's sync refused the remote). The damaged line is
+    refused at the door now, as a rewrite is, and what is here stays as it was."""
+    remote, victim, attacker, outside = world
+    run(victim, "ledger", "create", "notes", "--columns", "who,text")
+    run(victim, "ledger", "append", "notes", "who=1", "text=最初")
+    run(victim, "sync")
+    git(attacker, "pull", "-q")
+    push_tracked(attacker, {"ledgers/notes.tsv": (attacker / "ledgers" / "notes.tsv").read_bytes() + b"2\tfine\n" + junk})
+    run(victim, "ledger", "append", "notes", "who=9", "text=被害者")
+    head = git(victim, "rev-parse", "HEAD")
+    refused = run(victim, "sync", ok=(1,))
+    assert "appends a damaged line to ledgers/notes.tsv:4: " in refused.stderr and named in refused.stderr, refused.stderr
+    assert git(victim, "rev-parse", "HEAD") == head and git(victim, "status", "--porcelain").strip() == ""
+    run(victim, "ledger", "append", "notes", "who=10", "text=次")
+    run(victim, "ledger", "verify", "notes")
+
+
+def test_a_remote_that_adds_a_ledger_as_a_symbolic_link_is_refused(world):
+    """A link added as a new ledger (ledgers/episodes.tsv -> a file outside) was merged without a word;
+    every `episode add` then failed. Refused by name now, as a file turned into a link is."""
+    remote, victim, attacker, outside = world
+    push_tracked(attacker, {"ledgers/episodes.tsv": str(outside / "victim.txt")})
+    refused = run(victim, "sync", ok=(1,))
+    assert "adds ledgers/episodes.tsv as a symbolic link" in refused.stderr, refused.stderr
+    assert not (victim / "ledgers" / "episodes.tsv").is_symlink()
+    run(victim, "episode", "add", "決めた", "--type", "decision")
