@@ -185,9 +185,10 @@ def from_os_error(exc: OSError) -> OSFailure:
         where = f"{where} -> {exc.filename2}"
     message = f"{reason}: {os.fsdecode(where)}" if where else reason
     hint = _OS_HINTS.get(name)
-    if not where and name in ("ENOSPC", "EDQUOT", "EFBIG"):  # no path: the output (`> /dev/full`), written last
+    if where == "<stdout>":  # output.OUTPUT: the output (`> /dev/full`), written last
         message = f"{reason} while printing the output"
-        hint = "free some space for the output; what the command changed before printing is done (`git log -1` shows a commit)"
+        hint = ("free some space for the output; what the command changed before printing is done (`git log -1` shows a commit)"
+                if name in ("ENOSPC", "EDQUOT", "EFBIG") else "what the command changed before printing is done")
     return OSFailure(message + (f" ({name})" if name else ""), hint=hint)
 
 

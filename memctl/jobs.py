@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import clock, trust
+from . import clock, errors, trust
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
 from .fsutil import atomic_write, file_lock, link_on_way, refuse_link
 from .state import format_duration, parse_duration
@@ -785,9 +785,11 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
         return result
     try:
         episode = _record_failure(store, job, result)
-    except MemctlError as exc:
-        log.write(f"episode not recorded: {exc.one_line()}")
-        return RunResult(**{**result.__dict__, "episode_error": exc.one_line()})
+    except (MemctlError, OSError) as exc:  # a full disk too: the job's own exit code is what run-job reports
+        why = exc.one_line() if isinstance(exc, MemctlError) else errors.from_os_error(exc).one_line()
+        with contextlib.suppress(OSError):
+            log.write(f"episode not recorded: {why}")
+        return RunResult(**{**result.__dict__, "episode_error": why})
     log.write(f"episode {episode}")
     return RunResult(**{**result.__dict__, "episode": episode})
 

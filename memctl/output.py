@@ -56,26 +56,47 @@ def json_safe(data: Any) -> Any:
     return data
 
 
+OUTPUT = "<stdout>"  # the file name an error writing the output carries (errors.from_os_error words it so)
+
+
+class _Printing:
+    """Around a write to stdout: an OSError of it names the output (a full disk elsewhere names no file)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = OUTPUT
+
+
+_printing = _Printing()
+
+
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json_text(data, 2 if stdout_is_tty() else None) + "\n")
-    sys.stdout.flush()
+    with _printing:
+        sys.stdout.write(json_text(data, 2 if stdout_is_tty() else None) + "\n")
+        sys.stdout.flush()
 
 
 def emit_ndjson(rows: Iterable[Any]) -> None:
-    for row in rows:
-        sys.stdout.write(json_text(row) + "\n")
-    sys.stdout.flush()
+    with _printing:
+        for row in rows:
+            sys.stdout.write(json_text(row) + "\n")
+        sys.stdout.flush()
 
 
 def emit_lines(lines: Iterable[str]) -> None:
-    for line in lines:
-        sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+    with _printing:
+        for line in lines:
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def emit_text(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-    sys.stdout.flush()
+    with _printing:
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        sys.stdout.flush()
 
 
 # Past this many rows a terminal gets the header line and the piped lines: rich lays out ~4,000 rows a second.
@@ -109,7 +130,8 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
         table.add_column(Text(column), overflow="fold")
     for line in cells:
         table.add_row(*map(Text, line))
-    Console().print(table)
+    with _printing:
+        Console().print(table)
 
 
 def _cell(value: Any) -> str:

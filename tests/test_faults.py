@@ -1031,3 +1031,24 @@ def test_a_file_rewritten_whole_during_the_replace_gives_no_fragment_to_carry_ov
     monkeypatch.setattr(fsutil.os, "replace", editor_rewrites_then_replace)
     assert fsutil.atomic_write(path, "- [a](a.md)\n- [b](b.md)\n", expected=b"- [a](a.md)\n") is True
     assert path.read_bytes() == b"- [a](a.md)\n- [b](b.md)\n"
+
+
+def test_a_job_failing_on_a_full_disk_reports_its_own_exit_code_and_why_no_episode(small_disk):
+    """A job that exits 3 on a full disk: recording its failure as an episode raised a bare OSError, so
+    run-job exited 1 and blamed "the output", and nowhere said the job had failed. It exits 3 now and
+    names the job, the exit, and why no episode was recorded."""
+    root = small_disk / "store"
+    init_store(root)
+    (root / "fail.sh").write_text("#!/bin/sh\necho failing\nexit 3\n")
+    (root / "fail.sh").chmod(0o755)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[jobs.failer]\nscript = "fail.sh"\nhour = 1\n')
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a job")
+    assert run(root, "run-job", "--quiet", "failer").returncode == 3  # the log exists now, with room in its page
+    fill(small_disk)
+    done = run(root, "run-job", "--quiet", "failer")
+    free(small_disk)
+    assert done.returncode == 3, done.stderr
+    assert "job failer failed with exit 3" in done.stderr and "no episode: No space left on device" in done.stderr, done.stderr
+    assert "printing the output" not in done.stderr

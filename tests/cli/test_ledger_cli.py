@@ -523,6 +523,23 @@ def test_json_lines_on_stdin_may_hold_blank_lines(root):
     assert (root / "ledgers" / "n.tsv").read_text(encoding="utf-8") == "a\tb\n1\tｘ\n2\ty\n"
 
 
+def test_a_full_disk_met_on_a_write_of_memctls_own_is_not_blamed_on_the_output():
+    """`os.write` on a file memctl holds open (git's index.lock, a ledger's fd) raises ENOSPC with no file
+    name; every such error was worded "while printing the output ... what the command changed before
+    printing is done", while nothing had been appended or committed. Only a write to stdout says so now."""
+    from memctl import errors, output
+
+    own = errors.from_os_error(OSError(28, "No space left on device"))
+    assert "printing" not in own.message and own.hint.endswith("the change was not made"), (own.message, own.hint)
+    printed = OSError(28, "No space left on device")
+    try:
+        with output._printing:
+            raise printed
+    except OSError as exc:
+        shown = errors.from_os_error(exc)
+    assert shown.message == "No space left on device while printing the output (ENOSPC)", shown.message
+
+
 def test_output_to_a_full_device_says_what_failed_not_that_nothing_changed(root):
     """`memctl remember a > /dev/full` committed the fact, then said "the change was not made" (the hint for a
     full disk while writing a file); `ledger rows > /dev/full` said so of a command that changes nothing."""
