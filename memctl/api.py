@@ -266,7 +266,8 @@ def append(store: Store, ledger: str, records: Mapping[str, Any] | Sequence[Mapp
     from . import ledger as ledger_mod
 
     batch = [records] if isinstance(records, Mapping) else list(records)
-    return ledger_mod.append(store, ledger, batch, unique=unique, commit_changes=commit, allow_secrets=allow_secrets)
+    return ledger_mod.append(store, ledger, batch, unique=unique, commit_changes=commit, allow_secrets=allow_secrets,
+                             by_user=True)
 
 
 @_checked

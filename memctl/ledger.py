@@ -555,7 +555,7 @@ def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
 
 
 def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, unique: str | None = None,
-           commit_changes: bool = True, lock: bool = True, allow_secrets: bool = False) -> Appended:
+           commit_changes: bool = True, lock: bool = True, allow_secrets: bool = False, by_user: bool = False) -> Appended:
     """Append records with one write under the store lock, then one commit.
 
     Every record is validated first; `unique` (or the ledger's declared unique
@@ -563,8 +563,12 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
     as an exact string. Either all records are appended or none. `lock=False`
     is for a caller that holds the store lock already (it is not reentrant).
     Secrets in the values are redacted, with a warning, unless `allow_secrets`; `<private>` text is
-    always hidden.
+    always hidden. `by_user`: an append a user or an agent asked for (`ledger append`, MCP, the Python
+    API), which memctl's own logs other than episodes do not take (a forged use in the access log).
     """
+    if by_user and name in OWN and name != "episodes":  # (episodes: checked as `episode add` checks them, below)
+        raise BadInput(f"ledger {name!r} is memctl's own, written by {OWN[name]}; nothing was appended",
+                       hint="append to a ledger of yours (create one first)", kind="own-ledger-append")
     ledger = open_ledger(store, name)
     records = scrub_records(records, f"ledger append {name}", secrets=not allow_secrets)  # <private> text: always
     encoded = encode_records(ledger, records)

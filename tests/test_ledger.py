@@ -237,10 +237,19 @@ def test_append_commits_only_the_ledger(root, store):
     assert "?? memory/stray.md" in git(root, "status", "--porcelain")
 
 
+def test_memctls_own_logs_take_no_append_of_the_users(root, store):
+    """`ledger append access` (CLI and MCP's ledger_append) took any row into the access log, which feeds
+    recall's frequency and recency: an agent could forge uses. memctl's own ledgers other than episodes
+    (appended with episode add's checks) take no append but memctl's."""
+    for name in ("access", "episode-tombstones", "distilled", "procedure-outcomes"):
+        with pytest.raises(BadInput, match=f"ledger '{name}' is memctl's own"):
+            ledger.append(store, name, [{"ts": "t1"}], commit_changes=False, by_user=True)
+
+
 def test_undeclared_ledger_with_header_is_usable_and_missing_is_not_found(root, store):
-    (root / "ledgers" / "access.tsv").write_bytes(b"ts\tagent\n")
-    ledger.append(store, "access", [{"ts": "t1", "agent": "a"}], commit_changes=False)
-    assert [r.values for r in ledger.read_rows(store, "access")] == [{"ts": "t1", "agent": "a"}]
+    (root / "ledgers" / "visits.tsv").write_bytes(b"ts\tagent\n")
+    ledger.append(store, "visits", [{"ts": "t1", "agent": "a"}], commit_changes=False)
+    assert [r.values for r in ledger.read_rows(store, "visits")] == [{"ts": "t1", "agent": "a"}]
     with pytest.raises(NotFound):
         ledger.append(store, "nope", [{"a": "1"}])
     seed_ledger(root)

@@ -47,7 +47,8 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
         records = [ledger.record_from_assignments(values)]
     else:
         raise BadInput("nothing to append", hint="give col=value for each column, or - to read records from stdin")
-    done = ledger.append(store, name, records, unique=unique, commit_changes=not no_commit, allow_secrets=allow_secrets)
+    done = ledger.append(store, name, records, unique=unique, commit_changes=not no_commit, allow_secrets=allow_secrets,
+                         by_user=True)
     rel = store.rel(done.path)
     if json:
         output.emit_json({"ledger": done.ledger, "path": rel, "appended": done.count, "commit": done.commit})

@@ -49,6 +49,7 @@ HINTS = {
     "install-no-store": "pass --store DIR (the store's directory), or run `memctl init` in the project first",
     "no-store-named": "check --store, or create the store there first: memctl init DIR",
     "no-ledger": "memctl ledger create {name} --columns a,b,c",
+    "own-ledger-append": "append to a ledger of yours: memctl ledger create NAME --columns a,b,c makes one",
     "adopt-ledger": "memctl ledger adopt {path} --columns a,b,c",
     "check-columns": "check --columns; nothing was declared",
     "which-column": "add --column COL (one of {columns})",

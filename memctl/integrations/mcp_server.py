@@ -419,7 +419,7 @@ def build(root: Path):
         from .. import ledger
 
         s = store()
-        done = ledger.append(s, name, records, unique=unique, allow_secrets=allow_secrets)
+        done = ledger.append(s, name, records, unique=unique, allow_secrets=allow_secrets, by_user=True)
         return {"ledger": done.ledger, "path": s.rel(done.path), "appended": done.count, "commit": done.commit}
 
     @tool("Show STATE.md", read_only=True, idempotent=True)

@@ -552,3 +552,13 @@ def test_output_to_a_full_device_says_what_failed_not_that_nothing_changed(root)
     assert done.returncode == 1 and "while printing the output (ENOSPC)" in done.stderr, done.stderr
     assert "the change was not made" not in done.stderr
     assert git(root, "log", "-1", "--format=%s").strip() == "memory: remember a"
+
+
+def test_ledger_append_takes_no_row_into_the_access_log(root):
+    assert cli(root, "remember", "a", "-t", "user", "-d", "deploys happen on Tuesdays").exit_code == 0
+    assert cli(root, "recall", "deploys").exit_code == 0
+    assert cli(root, "ledger", "commit", "access").exit_code == 0
+    before = (root / "ledgers" / "access.tsv").read_bytes()
+    r = cli(root, "ledger", "append", "access", "ts=garbage", "agent=a", "command=used", "query=q", "shown=a,a,a")
+    assert r.exit_code == 2 and "ledger 'access' is memctl's own" in r.stderr, r.stderr
+    assert (root / "ledgers" / "access.tsv").read_bytes() == before
