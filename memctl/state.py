@@ -398,12 +398,24 @@ def _cell(value: str) -> str:
     return value if len(value) <= MAX_CELL_CHARS else value[: MAX_CELL_CHARS - 1] + "…"
 
 
-def _facts_section(store: Store, summary: Summary, today: str) -> tuple[Section, dict[str, Number]]:
+def _day_of(stamp: object, now: datetime) -> str | None:
+    """The day (YYYY-MM-DD) `stamp` falls on in `now`'s time zone: a fact updated at 23:30-08:00 was
+    updated on the next day in Tokyo (its text's date is not that day). None when it is no time."""
+    text = str(stamp).strip() if stamp else ""
+    try:
+        if len(text) == 10:  # a bare date is its own day
+            return datetime.fromisoformat(text).date().isoformat()
+        return clock.parse_date(text).astimezone(now.tzinfo).date().isoformat() if text else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def _facts_section(store: Store, summary: Summary, today: str, now: datetime) -> tuple[Section, dict[str, Number]]:
     from . import facts  # noqa: PLC0415
 
     live = facts.live_facts(store, quiet=True)
     by_type = Counter(f.type or "untyped" for f in live)
-    changed = sorted(f.stem for f in live if str(f.meta("updated") or f.meta("created") or "").startswith(today))
+    changed = sorted(f.stem for f in live if _day_of(f.meta("updated") or f.meta("created"), now) == today)
     numbers: dict[str, Number] = {"facts": len(live)}
     lines = [f"- total: {len(live)}"]
     for fact_type, count in sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -495,7 +507,7 @@ def build(store: Store, cfg: StateConfig, given: Mapping[str, Number], previous:
     summaries = cfg.summaries if cfg.summaries is not None else _default_summaries(store)
     for summary in summaries:
         if summary.kind == "facts":
-            section, found = _facts_section(store, summary, today)
+            section, found = _facts_section(store, summary, today, now)
         elif summary.kind == "ledger":
             section, found = _ledger_section(store, summary, previous)
         else:

@@ -400,3 +400,20 @@ def test_problems_report_bad_config(root):
     store = configure(root, '[state]\nmax_age = "soon"\n')
     [problem] = state.problems(store)
     assert (problem.path, problem.code) == ("memctl.toml", "state-config")
+
+
+def test_a_fact_updated_today_in_another_time_zone_counts_as_changed_today(root, store, monkeypatch):
+    """`facts.changed_today` compared the text of `updated`: a fact an agent in a UTC container updated at
+    20:00Z on 03-11 (05:00 on 03-12 in Tokyo) did not count on 03-12 in Tokyo, while the episodes section
+    (and `recall --since`) compare times."""
+    from memctl import facts
+
+    monkeypatch.setenv("MEMCTL_NOW", "2026-03-11T20:00:00+00:00")
+    facts.remember(store, facts.FactInput(name="utc-fact", description="nightly builds run in a UTC container"))
+    monkeypatch.setenv("MEMCTL_NOW", "2026-03-10T12:00:00+00:00")
+    facts.remember(store, facts.FactInput(name="old-fact", description="an older fact about the release train"))
+    store = configure(root, '[[state.summaries]]\nkind = "facts"\n')
+    monkeypatch.setenv("MEMCTL_NOW", "2026-03-12T09:00:00+09:00")
+    state.update(store)
+    text = (root / "state" / "STATE.md").read_text(encoding="utf-8")
+    assert "facts.changed_today: 1" in text and "utc-fact" in text and "old-fact" not in text, text
