@@ -205,6 +205,16 @@ INTERNAL = "社外秘-" + "20931"
 SECRETS = [AWS_ID, AWS_SECRET, GH_TOKEN, GL_TOKEN, SLACK, KEY_BODY, DB_PASSWORD, STRIPE, INTERNAL, "k2Lr8Vn4Pq7Wx1Zs5Ty9"]
 
 
+def test_a_transcript_that_starts_with_a_byte_order_mark_keeps_its_first_record(store, tmp_path):
+    """A JSONL file saved by a Windows editor starts with a UTF-8 BOM: its first record was "not JSON"."""
+    path = tmp_path / "bom.jsonl"
+    rows = [{"role": "user", "content": "最初の質問", "ts": "2026-06-01T09:00:10+09:00"},
+            {"role": "assistant", "content": "最初の答え", "ts": "2026-06-01T09:00:20+09:00"}]
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows).encode())
+    result = transcripts.import_files(store, "messages", [path])
+    assert [e.description for e in result.episodes] == ["最初の質問", "最初の答え"] and result.files[0].bad == 0
+
+
 def test_secrets_never_reach_the_ledger_or_git_history(root, tmp_path):
     path = root / "memctl.toml"
     path.write_text(path.read_text(encoding="utf-8") + '\n[import]\nredact_patterns = ["社外秘-\\\\d+"]\n', encoding="utf-8")

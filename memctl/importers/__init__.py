@@ -74,7 +74,7 @@ def lines(data: bytes, start: int = 0, first_line: int = 1) -> Iterator[tuple[in
             value = None
         else:
             try:
-                value = json.loads(raw.decode("utf-8"))
+                value = json.loads(raw.decode("utf-8-sig" if pos == 0 else "utf-8"))  # a BOM: Windows editors write one
             except UnicodeDecodeError:
                 value = "not UTF-8"
             except ValueError:
