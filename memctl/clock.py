@@ -26,8 +26,8 @@ def stamp() -> str:
 
 
 def parse_date(text: str) -> datetime:
-    """An ISO date or timestamp; a bare date means local midnight."""
-    value = datetime.fromisoformat(str(text).strip())
+    """An ISO date or timestamp (full-width digits too: ２０２６－０３－１１); a bare date means local midnight."""
+    value = datetime.fromisoformat(_ascii(text))
     return value if value.tzinfo else value.astimezone()
 
 
@@ -43,7 +43,7 @@ def expired(value: object, at: datetime | None = None) -> bool:
 def expiry(text: str) -> datetime:
     """When an `expires` value is past: a bare date (`2027-03-31`) at the end of that day, local time (the
     fact is current all that day, wherever it is read); a timestamp at itself."""
-    text = str(text).strip()
+    text = _ascii(text)
     value = datetime.fromisoformat(text)
     try:
         date.fromisoformat(text)
@@ -51,6 +51,16 @@ def expiry(text: str) -> datetime:
     except ValueError:
         pass
     return value if value.tzinfo else value.astimezone()
+
+
+def _ascii(text: object) -> str:
+    """`text` stripped, with full-width digits and signs as ASCII (an IME's date) when it has any."""
+    text = str(text).strip()
+    if not text.isascii():
+        import unicodedata  # noqa: PLC0415
+
+        text = unicodedata.normalize("NFKC", text)
+    return text
 
 
 def format_duration(seconds: float) -> str:

@@ -562,3 +562,13 @@ def test_ledger_append_takes_no_row_into_the_access_log(root):
     r = cli(root, "ledger", "append", "access", "ts=garbage", "agent=a", "command=used", "query=q", "shown=a,a,a")
     assert r.exit_code == 2 and "ledger 'access' is memctl's own" in r.stderr, r.stderr
     assert (root / "ledgers" / "access.tsv").read_bytes() == before
+
+
+def test_a_full_width_since_date_is_read_as_the_date_it_is(root):
+    """`--expires ２０２６－０３－２０` was taken, `--since ２０２６－０３－１１` refused (an IME types them so)."""
+    env = {"MEMCTL_NOW": "2026-03-12T09:00:00+09:00"}
+    assert cli(root, "episode", "add", "決めた", "-t", "decision", env=env).exit_code == 0
+    for argv in (["episode", "list", "--since", "２０２６－０３－１１"], ["recall", "決めた", "--source", "episodes",
+                                                                      "--since", "２０２６－０３－１１"]):
+        r = cli(root, *argv, env=env)
+        assert r.exit_code == 0 and "決めた" in r.stdout, (argv, r.stdout, r.stderr)
