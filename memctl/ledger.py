@@ -165,8 +165,9 @@ def require_header(ledger: Ledger, first: bytes) -> None:
         raise Refused(
             f"{rel}:1: the header line of ledger {ledger.name!r} is missing or changed (line 1 is {shown!r}, the "
             f"header is {ledger.header_line!r}); nothing was read or written",
-            hint=f"if line 1 is a record, put the header before it: printf '{printf}\\n' | cat - {rel} > {rel}.new && "
-                 f"mv {rel}.new {rel}; if it is the header, changed: {{ printf '{printf}\\n'; tail -n +2 {rel}; }} > "
+            hint=f"if the declared columns changed (`git log -p memctl.toml`: a sync or pull can bring that), put them "
+                 f"back in memctl.toml; if line 1 is a record, put the header before it: printf '{printf}\\n' | cat - {rel} > "
+                 f"{rel}.new && mv {rel}.new {rel}; if it is the header, changed: {{ printf '{printf}\\n'; tail -n +2 {rel}; }} > "
                  f"{rel}.new && mv {rel}.new {rel}",
         )
 
