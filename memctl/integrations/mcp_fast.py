@@ -28,7 +28,7 @@ REPLAY_ID = "memctl-relayed-initialize"
 END = b"memctl-relay-end\n"  # not JSON: never a line the SDK writes
 FAST_METHODS = ("tools/list", "ping")
 OFF_ENV = "MEMCTL_MCP_NO_RELAY"  # 1: the SDK reads stdin itself (how the manifest is checked)
-ANSWER_WAIT = 300.0  # seconds: at the client's end of input, the longest wait for the SDK's last answers
+ANSWER_WAIT = 60.0  # seconds: at the client's end of input, the longest wait for the SDK's next answer
 
 
 def load() -> dict[str, Any] | None:
@@ -128,22 +128,23 @@ def relay(version_text: str) -> Callable[[], None] | None:
             _write_all(client_out, data)
 
     def track(message: Any, *, answers: bool) -> None:
-        for item in message if isinstance(message, list) else [message]:
-            if not isinstance(item, dict):
-                continue
-            ident = item.get("id")
-            if answers and "id" in item and ("result" in item or "error" in item):
-                done = json.dumps(ident)
-            elif not answers and item.get("method") == "notifications/cancelled" and isinstance(item.get("params"), dict):
-                done = json.dumps(item["params"].get("requestId"))
-            else:
-                if not answers and "id" in item and isinstance(item.get("method"), str):
-                    with settled:
-                        pending.add(json.dumps(ident))
-                continue
-            with settled:
-                pending.discard(done)
-                settled.notify_all()
+        """Follow one message (a batch is not followed: the SDK answers none of it)."""
+        if not isinstance(message, dict):
+            return
+        ident = message.get("id")
+        if answers and "id" in message and ("result" in message or "error" in message):
+            done = json.dumps(ident)
+        elif not answers and message.get("method") == "notifications/cancelled" and isinstance(message.get("params"), dict):
+            done = json.dumps(message["params"].get("requestId"))
+        else:  # a request the SDK will answer: JSON-RPC 2.0, an id that is a string or an integer, a method
+            if (not answers and message.get("jsonrpc") == "2.0" and isinstance(message.get("method"), str)
+                    and isinstance(ident, (str, int)) and not isinstance(ident, bool)):
+                with settled:
+                    pending.add(json.dumps(ident))
+            return
+        with settled:
+            pending.discard(done)
+            settled.notify_all()
 
     def from_client() -> None:
         version: str | None = None
@@ -173,8 +174,12 @@ def relay(version_text: str) -> Callable[[], None] | None:
                             message = None
                     track(message, answers=False)
                     _write_all(to_sdk, line)
-            with settled:  # every request answered (or the SDK gone, or five minutes) before the end of input
-                settled.wait_for(lambda: not pending or sdk_gone.is_set(), timeout=ANSWER_WAIT)
+            with settled:  # every request answered (or the SDK gone, or no answer for a while) before the end of input
+                while pending and not sdk_gone.is_set():
+                    before = len(pending)
+                    settled.wait_for(lambda: len(pending) < before or sdk_gone.is_set(), timeout=ANSWER_WAIT)
+                    if len(pending) >= before:
+                        break  # nothing answered for ANSWER_WAIT seconds: the SDK will not answer those
         except OSError:  # the SDK is gone: nothing more to carry
             pass
         finally:

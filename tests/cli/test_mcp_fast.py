@@ -156,3 +156,21 @@ def test_requests_sent_before_the_end_of_input_are_all_answered(root):
     assert set(answered) == {"1", "9"} | {f'"w{i}"' for i in range(5)}, sorted(answered)
     assert all(not answered[f'"w{i}"']["result"].get("isError") for i in range(5))
     assert (root / "ledgers" / "notes.tsv").read_text(encoding="utf-8").count("sh\t行") == 5
+
+
+@pytest.mark.parametrize("last", [
+    {"jsonrpc": "2.0", "id": None, "method": "tools/list"},
+    {"id": 5, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 1.0, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "x"}}},
+    [{"jsonrpc": "2.0", "id": 2, "method": "ping"}],
+])
+def test_a_request_the_sdk_never_answers_does_not_hold_the_server_at_the_end_of_input(root, last):
+    """Review of the change above: an invalid request (null or float id, no jsonrpc, a batch) is dropped by
+    the SDK unanswered, and the server waited five minutes for its answer after the end of input."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop(mcp_fast.OFF_ENV, None)
+    lines = [SESSION[0], SESSION[1], last]
+    done = subprocess.run([sys.executable, "-m", "memctl", "mcp", "--root", str(root)], env=env, capture_output=True,
+                          input=b"".join(json.dumps(m).encode() + b"\n" for m in lines),
+                          timeout=mcp_fast.ANSWER_WAIT - 15)  # a hang guard: it would wait out ANSWER_WAIT
+    assert done.returncode == 0, done.stderr.decode()
