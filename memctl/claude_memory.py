@@ -144,6 +144,22 @@ def claude_stem(title: str, fact_type: str) -> str:
     return f"{fact_type}_{words or hashlib.sha1(title.encode('utf-8')).hexdigest()[:8]}"
 
 
+def linked_topics(store) -> frozenset[str]:
+    """The file names MEMORY.md links to at the top of the directory: Claude Code's topic files. Only
+    such a file is read as a fact when it has no frontmatter (fact.plain_fact); CLAUDE.md, a README or an
+    empty file beside them stays what it is."""
+    from .fsutil import INDEX_LIMIT, read_bounded
+    from .index import parse_lines
+
+    if store.layout != "claude":
+        return frozenset()
+    try:
+        text = read_bounded(store.index_path, INDEX_LIMIT, "an index file").decode("utf-8", "replace")
+    except (OSError, ValueError):  # missing, a link, too big: no topic file is known
+        return frozenset()
+    return frozenset(line.target for line in parse_lines(text) if "/" not in line.target)
+
+
 def dated_by_git(store, facts: list) -> list:
     """The facts, each one with no `updated` or `created` (Claude Code writes none) dated in memory by
     the last commit that changed its file, or now when it has changes not committed yet: so the index

@@ -213,7 +213,7 @@ def _refuse_anchors(fm: str, first_line: int) -> None:
 def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None, plain: bool = False) -> Fact:
     """The fact in a file's text; with `plain` (a Claude Code directory), a file without frontmatter is a
     topic file of Claude Code's own (`debugging.md`), read as a fact named by its stem (plain_fact)."""
-    if plain and not text.lstrip("\ufeff").startswith("---"):
+    if plain and text.strip("\ufeff \t\r\n") and text.lstrip("\ufeff").split("\n", 1)[0].rstrip("\r") != "---":
         return plain_fact(text, stem, archived=archived, path=path)
     fm, body, first_line = split(text)
     if ("&" in fm or "*" in fm) and _MAYBE_ANCHOR.search(fm):

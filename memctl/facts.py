@@ -20,7 +20,7 @@ from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
                      refuse_link, utf8_name)
 from .fsutil import without_bom
-from .claude_memory import dated_by_git, write_fact
+from .claude_memory import dated_by_git, linked_topics, write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .tsv import visible
@@ -143,6 +143,7 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
     problems: list[Problem] = []
     cache = FactCache(store.cache_dir / "facts.json")
     seen: set[str] = set()
+    topics = linked_topics(store)  # (a Claude Code directory: the topic files a fact without frontmatter may be)
     dirs = [(store.memory_dir, False), (store.archive_dir, True)]
     for directory, is_archived in dirs if archived else dirs[:1]:
         paths, links, misnamed = _fact_files(directory, store)
@@ -150,7 +151,7 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
         for path in paths:
             seen.add(str(path))
             try:
-                facts.append(cache.load(path, archived=is_archived, plain=store.layout == "claude"))
+                facts.append(cache.load(path, archived=is_archived, plain=not is_archived and path.name in topics))
             except fact_mod.FactParseError as exc:
                 problems.append(Problem(store.rel(path), exc.line, "unreadable", exc.message))
             except OSError as exc:
@@ -1280,7 +1281,7 @@ def _kept_by_memctl(store: Store, path: Path) -> bool | None:
     if path.suffix != ".md" or _in_a_folder_of_yours(store, path):
         return False
     try:
-        fact_mod.load(path, plain=store.layout == "claude")
+        fact_mod.load(path, plain=path.parent == store.memory_dir and path.name in linked_topics(store))
     except (fact_mod.FactParseError, OSError, UnicodeError):
         return None
     return True

@@ -130,20 +130,24 @@ def resolve(store: Store, decl: LedgerDecl) -> Ledger:
     problem = not_a_ledger_file(store, path)
     if problem:  # a declaration pulled from a remote may aim at .git/config, a hook, .gitattributes...
         raise BadInput(f"memctl.toml: ledger {decl.name!r} points at {decl.file}, {problem}; nothing was read or written",
-                       hint="a ledger is a .tsv file of the store outside its dot folders: fix its `file` "
+                       hint="a ledger is a data file of the store outside its dot folders: fix its `file` "
                             "(git log -p memctl.toml shows who set it)")
     return Ledger(decl.name, path, decl.columns, decl.header, decl.unique, declared=True)
 
 
+LEDGER_SUFFIXES = (".tsv", ".txt", ".log", ".csv")  # data files (`ledger adopt` of a legacy log); never a script, a plist, a fact
+
+
 def not_a_ledger_file(store: Store, path: Path) -> str | None:
-    """Why `path` (inside the store) may not hold a ledger, or None: only a .tsv file, in no folder or file
-    whose name starts with a dot (.git/, .memctl/), and not memctl's sidecar."""
+    """Why `path` (inside the store) may not hold a ledger, or None: only a data file (.tsv, .txt, .log,
+    .csv, in any case), in no folder or file whose name starts with a dot (.git/, .memctl/), and not
+    memctl's sidecar."""
     rel = path.relative_to(store.root)
     if any(part.startswith(".") for part in rel.parts):
         return "inside a dot folder or file (.git/, .memctl/...), which no ledger is"
-    if path.suffix != ".tsv":
-        return "which is not a .tsv file"
-    if path.name == SIDECAR:
+    if path.suffix.lower() not in LEDGER_SUFFIXES:
+        return f"which is no data file ({', '.join(LEDGER_SUFFIXES)})"
+    if path.name.casefold() == SIDECAR.casefold():
         return "memctl's own sidecar of facts"
     return None
 

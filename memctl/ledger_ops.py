@@ -99,8 +99,8 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
         raise BadInput(link_message(store.root, link), hint="copy the file into ledgers/ instead", kind="link")
     problem = not_a_ledger_file(store, path)
     if problem:
-        raise BadInput(f"{file} is {problem.removeprefix('which is ')}", hint="a ledger is a .tsv file of the store "
-                       "outside its dot folders: copy the records into ledgers/NAME.tsv")
+        raise BadInput(f"{file} is {problem.removeprefix('which is ')}", hint="a ledger is a data file of the store "
+                       "outside its dot folders (.tsv, .txt, .log, .csv): copy the records into ledgers/NAME.tsv")
     name = check_name(name or path.stem)
     refuse_own(name)
     cols = check_columns(columns, unique)

@@ -45,7 +45,7 @@ class FactCache:
     def load(self, path: Path, *, archived: bool, plain: bool = False) -> fact_mod.Fact:
         st = os.stat(path)
         key = str(path)
-        stamp = [st.st_ino, st.st_size, st.st_mtime_ns]
+        stamp = [st.st_ino, st.st_size, st.st_mtime_ns, plain]  # (read as a topic file without frontmatter, or not)
         hit = self.entries.get(key)
         if hit is not None and hit[0] == stamp:
             return fact_mod.Fact(path.stem, hit[1], hit[2], archived, path)

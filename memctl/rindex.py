@@ -300,12 +300,13 @@ def _facts_digest(listing) -> str:
     return digest.hexdigest()
 
 
-def _sidecar_stamp(store: Store) -> str:
-    """The stat of a Claude Code directory's sidecar (claude_memory.SIDECAR), "" when there is none."""
+def _sidecar_stamp(store: Store, name: str = "memctl-facts.tsv") -> str:
+    """The stat of a Claude Code directory's sidecar (claude_memory.SIDECAR), or of another file of it
+    (`name`), "" when there is none."""
     if store.layout != "claude":
         return ""
     try:
-        st = os.stat(store.memory_dir / "memctl-facts.tsv")
+        st = os.stat(store.memory_dir / name)
     except OSError:
         return ""
     return f"+{st.st_size}:{st.st_mtime_ns}"
@@ -329,24 +330,31 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
     from . import watch
 
     sidecar = _sidecar_stamp(store)  # what memctl keeps per fact in a Claude Code directory: in every stamp
+    # ... and MEMORY.md there: the topic files it links are read without frontmatter too (a file's stamp
+    # says whether it is one, so only a file whose link came or went is read again)
+    linked = _sidecar_stamp(store, store.index_path.name)
     # Asked before the stat of any file: a change after the answer moves the next one (watch.py).
     watched = watch.stamp(store)
-    watched = watched + sidecar if watched is not None else ""
+    watched = watched + sidecar + linked if watched is not None else ""
     if watched and _meta(conn, "facts.watch") == watched:
         return False  # no fact file changed since the check that recorded it
     started = time.time_ns()
     listing = _fact_stats(store)
-    digest = _facts_digest(listing) + sidecar
+    digest = _facts_digest(listing) + sidecar + linked
     if watched:  # (a check without the watch leaves its stamp: the files are as they were at it, or newer)
         _set_meta(conn, "facts.watch", watched)
     if _meta(conn, "facts.digest") == digest:
         return False
     on_disk: dict[str, tuple[str, bool]] = {}
     racy = False
+    from .claude_memory import linked_topics
+
+    topics = linked_topics(store)
     for prefix, archived, names, stats in listing:
         for name, st in zip(names, stats):
             if stat_mod.S_ISREG(st.st_mode):
-                stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}{sidecar}"
+                topic = "+topic" if not archived and name in topics else ""
+                stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}{sidecar}{topic}"
                 if st.st_ctime_ns >= started - RACY_NS:
                     stamp, racy = "racy:" + stamp, True  # never equal to a stamp read later: read again
                 on_disk[prefix + name] = (stamp, archived)
@@ -373,7 +381,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
     loaded = []
     for path, stamp, archived in changed:
         try:
-            loaded.append(fact_mod.load(Path(path), archived=archived, plain=store.layout == "claude"))
+            loaded.append(fact_mod.load(Path(path), archived=archived, plain=stamp.endswith("+topic")))
         except (fact_mod.FactParseError, OSError):
             loaded.append(None)  # doctor reports it; recall skips it until it is fixed
     if sidecar:

@@ -21,6 +21,7 @@ from . import errors, gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
 from .fsutil import (FACT_LIMIT, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
                      rollback_to, savepoint, settle, written)
+from .claude_memory import SIDECAR, linked_topics
 from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
@@ -125,6 +126,8 @@ def _kind(store: Store, rel_top: str, top: Path) -> str | None:
         return "ledger"
     if path.name == "STATE.md" and store.state_dir in path.parents:
         return "state"
+    if path.name == SIDECAR and path.parent == store.memory_dir:
+        return "sidecar"  # (Claude Code's directory: union-merged by git, never a link)
     return None
 
 
@@ -216,7 +219,7 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
         rel = store.rel(top / path)
         if ours is not None and theirs is not None:
             b = base or b""
-            if kind == "ledger":
+            if kind in ("ledger", "sidecar"):  # both append-only TSV: every row of both sides
                 _write(top, path, merge.merge_ledger(b, ours, theirs))
                 done.append(Resolution(rel, kind, "union"))
                 continue
@@ -624,7 +627,7 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
             while f"{conflict.name}-{n}" in taken:
                 n += 1
             new = f"{conflict.name}-{n}"
-            parsed = fact_mod.parse(text, conflict.name, plain=store.layout == "claude")
+            parsed = fact_mod.parse(text, conflict.name, plain=f"{conflict.name}.md" in linked_topics(store))
             live = store.memory_dir / f"{new}.md"
             front = {**parsed.front, "name": new} if "name" in parsed.front else parsed.front
             atomic_write(live, fact_mod.render(fact_mod.Fact(new, front, parsed.body)))

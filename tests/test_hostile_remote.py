@@ -489,7 +489,7 @@ def test_a_remote_that_tracks_a_file_where_the_memctl_folder_is_is_refused_and_t
 
 @pytest.mark.parametrize("target", ["../.git/config", "../.git/hooks/post-commit", "../.git/hooks/post-commit.tsv",
                                     "../.gitattributes", "../memctl.toml", "../memory/MEMORY.md", "../memctl-facts.tsv",
-                                    "../.memctl/x.tsv"])
+                                    "../.memctl/x.tsv", "../scripts/daily-maintenance.sh", "../Memctl-Facts.TSV"])
 def test_a_pushed_ledger_declaration_cannot_aim_appends_at_git_or_memctls_own_files(world, target):
     """A declaration `file = "../.git/config"` (header = false) pulled from a remote made `episode add`
     append its row to .git/config, after which every git command of the clone failed; `../.git/hooks/
@@ -519,12 +519,18 @@ def test_a_pushed_ledger_declaration_cannot_aim_appends_at_git_or_memctls_own_fi
 
 def test_adopt_takes_no_file_in_a_dot_folder_and_no_file_but_a_tsv(root):
     (root / ".memctl").mkdir(exist_ok=True)
-    for rel in (".memctl/x.tsv", "memctl.toml", "ledgers/notes.txt"):
+    for rel in (".memctl/x.tsv", "memctl.toml", "ledgers/run.sh"):
         path = root / rel
         if not path.exists():
             path.write_text("1\tx\n", encoding="utf-8")
         done = run(root, "ledger", "adopt", str(path), "--columns", "a,b", ok=(2,))
-        assert "a ledger is a .tsv file of the store outside its dot folders" in done.stderr, done.stderr
+        assert "a ledger is a data file of the store outside its dot folders" in done.stderr, done.stderr
+    for rel, name in (("data/rates.TSV", "rates"), ("data/log.txt", "log")):  # legacy data files, as before
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_text("2026-01-01\tx\n", encoding="utf-8")
+        run(root, "ledger", "adopt", str(root / rel), "--name", name, "--columns", "d,v")
+        run(root, "ledger", "append", name, "d=2026-01-02", "v=y")
+    assert {"rates", "log"} <= set(run(root, "ledger", "list").stdout.split())
 
 
 @pytest.mark.parametrize("junk, named", [
@@ -564,3 +570,21 @@ def test_a_remote_that_adds_a_ledger_as_a_symbolic_link_is_refused(world):
     assert "adds ledgers/episodes.tsv as a symbolic link" in refused.stderr, refused.stderr
     assert not (victim / "ledgers" / "episodes.tsv").is_symlink()
     run(victim, "episode", "add", "決めた", "--type", "decision")
+
+
+def test_claude_codes_sidecar_is_one_of_memctls_files_to_sync(tmp_path):
+    """Review: `memctl-facts.tsv` had no kind, so a remote that added it as (or turned it into) a link was
+    merged; it is memctl's file now (refused as a link, union-merged when unmerged)."""
+    from memctl import sync
+    from memctl.store import init_store, open_store
+
+    d = tmp_path / "projects" / "-w-app" / "memory"
+    d.mkdir(parents=True)
+    (d / "MEMORY.md").write_text("# Memory\n", encoding="utf-8")
+    (d / "role.md").write_text("---\nname: Role\ndescription: The user is a data scientist\ntype: user\n---\nx\n",
+                               encoding="utf-8")
+    init_store(d)
+    store = open_store(d)
+    assert store.layout == "claude"
+    assert sync._kind(store, "memctl-facts.tsv", d) == "sidecar"
+    assert sync._kind(store, "notes.tsv", d) is None

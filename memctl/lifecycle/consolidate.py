@@ -572,7 +572,8 @@ def plan(store: "Store", *, embedder: "Embedder | None" = None, neighbours: int 
     # An expired fact is no survivor (the merge would fold a current fact into one the next policy run
     # archives) and no one to merge: `forget --policies` takes it out.
     now = clock.now()
-    live = [f for f in facts_mod.live_facts(store) if not clock.expired(f.meta("expires"), now)]
+    # (a fact of no type — a Claude Code topic file without frontmatter — is a person's note: never merged)
+    live = [f for f in facts_mod.live_facts(store) if not clock.expired(f.meta("expires"), now) and f.type]
     source = neardup.facts_source(store)
     rows = neardup.fact_rows(store, live)  # the texts near-dup and recall embed: one vector per fact
     vectors = neardup._vectors(store, source, engine, rows)

@@ -290,6 +290,33 @@ def test_a_topic_file_without_frontmatter_is_claude_codes_note_read_as_a_fact(tm
     assert cli(d, "doctor").exit_code == 0
 
 
+def test_only_a_topic_file_memory_md_links_is_read_without_frontmatter(tmp_path, monkeypatch):
+    """Review: every top-level .md became a fact — CLAUDE.md, an empty file — and `memctl index` listed
+    them in MEMORY.md, which Claude Code loads each session. Only the topic files MEMORY.md links are read
+    so; a note Claude Code writes first and links after is found once linked; consolidate merges none."""
+    no_repository(monkeypatch)
+    d = _claude_dir(tmp_path)
+    (d / "CLAUDE.md").write_text("# Project rules\n\nUse pnpm.\n", encoding="utf-8")
+    (d / "empty.md").write_text("\n", encoding="utf-8")
+    (d / "staging.md").write_text("# Staging notes\n\nThe staging server needs the VPN first.\n", encoding="utf-8")
+    assert cli(d, "recall", "staging server VPN").exit_code == 1  # not linked yet: no fact
+    with open(d / "MEMORY.md", "a", encoding="utf-8") as handle:
+        handle.write("- [Staging notes](staging.md) — staging, VPN\n")
+    found = cli(d, "recall", "staging server VPN", "--json")
+    assert found.exit_code == 0 and json.loads(found.stdout)[0]["path"] == "staging.md", found.stderr
+    names = [row["name"] for row in json.loads(cli(d, "list", "--json").stdout)]
+    assert "staging" in names and "CLAUDE" not in names and "empty" not in names, names
+    assert cli(d, "index").exit_code == 0
+    memory = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert "(CLAUDE.md)" not in memory and "(empty.md)" not in memory
+    (d / "staging2.md").write_text("# Staging notes\n\nThe staging server needs the VPN first.\n", encoding="utf-8")
+    with open(d / "MEMORY.md", "a", encoding="utf-8") as handle:
+        handle.write("- [Staging notes 2](staging2.md) — staging, VPN\n")
+    assert cli(d, "consolidate", "--apply").exit_code in (0, 1)
+    assert (d / "staging.md").exists() and (d / "staging2.md").exists()
+    assert (d / "staging.md").read_text(encoding="utf-8").startswith("# Staging notes")
+
+
 def test_a_file_without_frontmatter_in_memctls_own_store_is_still_named_as_broken(root):
     (root / "memory" / "plain.md").write_text("# Notes\n\ntext\n", encoding="utf-8")
     r = cli(root, "doctor")
