@@ -176,9 +176,10 @@ def dated_by_git(store, facts: list) -> list:
     top = gitstore.toplevel(store.root) if undated and gitstore.git_executable() is not None else None
     if top is None:
         return facts
-    rel = {f.stem: os.path.relpath(f.path, top) for f in undated}
+    rel = {f.stem: Path(os.path.relpath(f.path, top)).as_posix() for f in undated}  # as git prints them
     dirty = set(gitstore.dirty_paths(store.root, [f.path for f in undated]))
-    times = gitstore.last_commit_times(store.root, store.memory_dir) if set(rel.values()) - dirty else {}
+    committed = [f.path for f in undated if rel[f.stem] not in dirty]  # (only their history is walked)
+    times = gitstore.last_commit_times(store.root, committed)
     now = clock.now().timestamp()
     dated = {}
     for fact in undated:

@@ -209,10 +209,13 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         if not noted and (part is None or part.section != "pinned"):  # the pinned ones are done
             noted = True
             left_out = [p.key for p in dropped if p.section == "pinned" and p.key]
-            note = _pinned_note(left_out, budget - used, char_limit - chars) if left_out else None
+            head_tokens, head_chars = ((0, 0) if "pinned" in opened else
+                                       (textnorm.estimate_tokens(SECTIONS["pinned"]) + 2, len(SECTIONS["pinned"]) + 2))
+            note = _pinned_note(left_out, budget - used - head_tokens, char_limit - chars - head_chars) if left_out else None
             if note is not None:  # the model must know that pinned facts are missing, and how to read them
                 included.append(note)
-                used, chars = used + note.tokens, chars + len(note.text) + 1
+                used, chars = used + note.tokens + head_tokens, chars + len(note.text) + 1 + head_chars
+                opened.add("pinned")
         if part is None:
             break
         # room kept for that note while pinned facts are taken
@@ -259,26 +262,38 @@ def _pinned_shared(parts: list[Part], tokens: float, chars: float) -> tuple[list
     pinned = [p for p in parts if p.section == "pinned"]
     if sum(p.tokens for p in pinned) <= tokens and sum(len(p.text) + 1 for p in pinned) <= chars:
         return parts, NO_NOTE
-    reserve = _pinned_note([p.key for p in pinned if p.key], tokens / 5, chars / 5) or NO_NOTE
-    tokens, chars = tokens - reserve.tokens, chars - len(reserve.text) - 1
-    shared: dict[int, Part] = {}
-    left_tokens, left_chars = tokens, chars
-    by_size = sorted(range(len(pinned)), key=lambda i: (pinned[i].tokens, i))
-    for done, i in enumerate(by_size):
-        fair_tokens, fair_chars = left_tokens / (len(pinned) - done), left_chars / (len(pinned) - done)
-        part = pinned[i]
-        if part.tokens > fair_tokens or len(part.text) + 1 > fair_chars:
-            part = _cut_to_fit(part, fair_tokens, fair_chars) or part  # too little for a start: the loop decides
-        shared[i] = part
-        left_tokens -= part.tokens
-        left_chars -= len(part.text) + 1
-    order = iter(shared[i] for i in range(len(pinned)))
+    shared, whole = _shares(pinned, tokens, chars)
+    reserve = NO_NOTE
+    if not whole:  # some get no start: keep room for the line that names them
+        reserve = _pinned_note([p.key for p in pinned if p.key], tokens, chars, shortest=True) or NO_NOTE
+        shared, _ = _shares(pinned, tokens - reserve.tokens, chars - len(reserve.text) - 1)
+    order = iter(shared)
     return [next(order) if p.section == "pinned" else p for p in parts], reserve
 
 
-def _pinned_note(keys: list[str], tokens: float, chars: float) -> Part | None:
-    """A line naming the pinned facts left out, as many as fit `tokens` and `chars`; None when none does."""
-    for shown in range(len(keys), 0, -1):
+def _shares(pinned: list[Part], tokens: float, chars: float) -> tuple[list[Part], bool]:
+    """The pinned parts, the shortest whole and the others cut to equal shares of what is left; and
+    whether each one fits its share (else the loop in build() cuts or drops it)."""
+    shared: dict[int, Part] = {}
+    fits = True
+    by_size = sorted(range(len(pinned)), key=lambda i: (pinned[i].tokens, i))
+    for done, i in enumerate(by_size):
+        fair_tokens, fair_chars = tokens / (len(pinned) - done), chars / (len(pinned) - done)
+        part = pinned[i]
+        if part.tokens > fair_tokens or len(part.text) + 1 > fair_chars:
+            cut = _cut_to_fit(part, fair_tokens, fair_chars)
+            fits = fits and cut is not None
+            part = cut or part  # too little for a start: the loop decides
+        shared[i] = part
+        tokens -= part.tokens
+        chars -= len(part.text) + 1
+    return [shared[i] for i in range(len(pinned))], fits
+
+
+def _pinned_note(keys: list[str], tokens: float, chars: float, *, shortest: bool = False) -> Part | None:
+    """A line naming the pinned facts left out, as many as fit `tokens` and `chars` (`shortest`: its
+    shortest form, naming one); None when none does."""
+    for shown in range(1 if shortest else len(keys), 0, -1):
         more = f" and {len(keys) - shown} more" if shown < len(keys) else ""
         text = (f"… {len(keys)} more pinned fact{'s' if len(keys) > 1 else ''} left out to stay within the budget: "
                 f"{', '.join(keys[:shown])}{more} (`memctl show NAME` prints one)")

@@ -628,13 +628,13 @@ def changed_since(root: Path, under: Path, since) -> set[str]:
     return {p.strip("\n") for p in out.split("\0") if p.strip("\n")} | set(dirty_paths(root, [under]))
 
 
-def last_commit_times(root: Path, under: Path) -> dict[str, float]:
-    """Path (relative to the work tree) -> POSIX time of the last commit that changed it, for the paths
-    under `under` (one walk of their history); empty outside a repository."""
+def last_commit_times(root: Path, paths: list[Path]) -> dict[str, float]:
+    """Path (relative to the work tree, `/`-separated) -> POSIX time of the last commit that changed it,
+    for `paths` (one walk of their history); empty outside a repository."""
     top = toplevel(root)
-    if top is None or git_executable() is None:
+    if top is None or git_executable() is None or not paths:
         return {}
-    out = _run(top, "log", "--format=%x01%ct", "--name-only", "-z", "--", os.path.relpath(under, top))
+    out = _run(top, "log", "--format=%x01%ct", "--name-only", "-z", "--", *(os.path.relpath(p, top) for p in paths))
     times: dict[str, float] = {}
     when = 0.0
     for token in out.split("\0"):

@@ -611,9 +611,10 @@ def status(project: Path, home: Path | None = None) -> list[dict[str, Any]]:
 
 def installed_store(project: Path, home: Path | None = None) -> str | None:
     """The store this project's Claude Code install serves (`--store DIR` or `--root DIR` of memctl's MCP
-    entry, scope project, then local, then user), or None: for a CLI run in the project, which finds
-    no store there (the hint names it) and for `agent snippet` (its commands name it)."""
-    for scope in SCOPES:
+    entry in the project's .mcp.json), or None: for a CLI run in the project, which finds no store there
+    (the hint names it) and for `agent snippet` (its commands name it). Only the project scope: the
+    local and user scopes live in ~/.claude.json, often megabytes, which a hook's error must not parse."""
+    for scope in ("project",):
         try:
             tgt = target(scope, project, home)
             server = (_servers(read_json(tgt.mcp_file) or {}, tgt.mcp_file, tgt.mcp_keys, create=False) or {}).get(SERVER_NAME)
