@@ -183,7 +183,7 @@ def dated_by_git(store, facts: list) -> list:
     now = clock.now().timestamp()
     dated = {}
     for fact in undated:
-        when = times.get(rel[fact.stem], now) if rel[fact.stem] not in dirty else now
+        when = times.get(rel[fact.stem], now)  # (a file with uncommitted changes was not walked: now)
         stamp = datetime.fromtimestamp(when).astimezone().isoformat(timespec="seconds")
         dated[fact.stem] = replace(fact, front={**fact.front, "metadata": {**(fact.front.get("metadata") or {}), "updated": stamp}})
     return [dated.get(f.stem, f) if f is not None else None for f in facts]

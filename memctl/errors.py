@@ -173,6 +173,9 @@ _OS_HINTS = {
 }
 
 
+OUTPUT = "<stdout>"  # the file name an error writing the output carries (output._printing sets it)
+
+
 def from_os_error(exc: OSError) -> OSFailure:
     """One line for an OSError: what failed and on which path, with a hint by errno."""
     import errno as errno_mod  # noqa: PLC0415
@@ -185,7 +188,7 @@ def from_os_error(exc: OSError) -> OSFailure:
         where = f"{where} -> {exc.filename2}"
     message = f"{reason}: {os.fsdecode(where)}" if where else reason
     hint = _OS_HINTS.get(name)
-    if where == "<stdout>":  # output.OUTPUT: the output (`> /dev/full`), written last
+    if where == OUTPUT:  # the output (`> /dev/full`), written last
         message = f"{reason} while printing the output"
         hint = ("free some space for the output; what the command changed before printing is done (`git log -1` shows a commit)"
                 if name in ("ENOSPC", "EDQUOT", "EFBIG") else "what the command changed before printing is done")

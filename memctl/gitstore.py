@@ -41,12 +41,16 @@ class LogEntry(NamedTuple):
     path: str
 
 
+def where_git_was_sought() -> str:
+    """Where memctl looked for git and found none (MEMCTL_GIT, else PATH and the usual places)."""
+    named = os.environ.get("MEMCTL_GIT")
+    return (f"MEMCTL_GIT={named} is not an executable file" if named else
+            "not on PATH, nor at " + ", ".join(early.FALLBACK_GITS))
+
+
 def no_git() -> GitError:
     """git cannot be found: where memctl looked, and what to do."""
-    named = os.environ.get("MEMCTL_GIT")
-    where = (f"MEMCTL_GIT={named} is not an executable file" if named else
-             "not on PATH, nor at " + ", ".join(early.FALLBACK_GITS))
-    return GitError(f"git not found ({where})", hint="install git (or name it in MEMCTL_GIT), or write without "
+    return GitError(f"git not found ({where_git_was_sought()})", hint="install git (or name it in MEMCTL_GIT), or write without "
                     "committing (MEMCTL_NO_COMMIT=1, or [git] commit = false in memctl.toml)", kind="no-git")
 
 

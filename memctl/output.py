@@ -12,6 +12,7 @@ import sys
 from typing import Any, Iterable, Sequence
 
 from . import tsv
+from .errors import OUTPUT
 
 
 def stdout_is_tty() -> bool:
@@ -56,9 +57,6 @@ def json_safe(data: Any) -> Any:
     return data
 
 
-OUTPUT = "<stdout>"  # the file name an error writing the output carries (errors.from_os_error words it so)
-
-
 class _Printing:
     """Around a write to stdout: an OSError of it names the output (a full disk elsewhere names no file)."""
 
@@ -67,7 +65,7 @@ class _Printing:
 
     def __exit__(self, kind, exc, tb) -> None:
         if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = OUTPUT
+            exc.filename = OUTPUT  # (errors.from_os_error words it so)
 
 
 _printing = _Printing()

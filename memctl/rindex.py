@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover
 
 from . import clock, textnorm
 from .fsutil import ROW_LIMIT, file_lock, refuse_link, utf8_name
+from .claude_memory import SIDECAR
 from .store import Store
 from .values import unit_value
 
@@ -300,9 +301,8 @@ def _facts_digest(listing) -> str:
     return digest.hexdigest()
 
 
-def _sidecar_stamp(store: Store, name: str = "memctl-facts.tsv") -> str:
-    """The stat of a Claude Code directory's sidecar (claude_memory.SIDECAR), or of another file of it
-    (`name`), "" when there is none."""
+def _claude_file_stamp(store: Store, name: str) -> str:
+    """The stat of a file of a Claude Code directory (its sidecar, its MEMORY.md), "" when there is none."""
     if store.layout != "claude":
         return ""
     try:
@@ -329,10 +329,10 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
 
     from . import watch
 
-    sidecar = _sidecar_stamp(store)  # what memctl keeps per fact in a Claude Code directory: in every stamp
+    sidecar = _claude_file_stamp(store, SIDECAR)  # what memctl keeps per fact in a Claude Code directory: in every stamp
     # ... and MEMORY.md there: the topic files it links are read without frontmatter too (a file's stamp
     # says whether it is one, so only a file whose link came or went is read again)
-    linked = _sidecar_stamp(store, store.index_path.name)
+    linked = _claude_file_stamp(store, store.index_path.name)
     # Asked before the stat of any file: a change after the answer moves the next one (watch.py).
     watched = watch.stamp(store)
     watched = watched + sidecar + linked if watched is not None else ""

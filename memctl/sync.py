@@ -340,9 +340,8 @@ def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, l
                           "nothing was merged or pushed", kind="ledger-rewritten",
                           hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
                                "put the lines back on the remote, then sync")
-        from . import ledger_ops  # noqa: PLC0415
-
         if ledgers is None:
+            from . import ledger_ops  # noqa: PLC0415
             from .ledger import list_ledgers  # noqa: PLC0415
 
             ledgers = {ledger.path: ledger for ledger in list_ledgers(store, quiet=True)}

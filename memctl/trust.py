@@ -156,8 +156,8 @@ def _origins(store: Store, waiting: dict[str, str], approved: dict[str, str]) ->
         return dict.fromkeys(waiting)  # no repository: nothing arrives through git
     top = gitstore.toplevel(store.root) if gitstore.git_executable() is not None else None
     if top is None:
-        missing = gitstore.no_git().message.removeprefix("git not found (").removesuffix(")")
-        return dict.fromkeys(waiting, f"git was not found ({missing}), so how it came in cannot be checked")
+        return dict.fromkeys(waiting, f"git was not found ({gitstore.where_git_was_sought()}), so how it came in "
+                                      "cannot be checked")
     rel = os.path.relpath(store.config_path, top)
     head = _parse(gitstore.committed_text(store.root, store.config_path)) or {}
     unfinished = gitstore.unfinished_operation(store.root)
