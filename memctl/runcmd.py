@@ -78,59 +78,72 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
     from .errors import stops_raise  # noqa: PLC0415
 
     cap = MAX_ANSWER_BYTES + 1
-    with subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=cwd, env=None if env is None else {**os.environ, **env}, start_new_session=True) as proc:
-        out, err, over = bytearray(), bytearray(), threading.Event()
-        _GROUPS.add(proc.pid)
+    out, err, over = bytearray(), bytearray(), threading.Event()
+    proc = None
 
-        def feed() -> None:
-            with contextlib.suppress(OSError):  # a command that does not read its stdin
-                proc.stdin.write(data)
+    def feed() -> None:
+        with contextlib.suppress(OSError):  # a command that does not read its stdin
+            proc.stdin.write(data)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+    def drain(pipe, into: bytearray, stop: bool) -> None:
+        while chunk := pipe.read1(65536):
+            if len(into) < cap:
+                into += chunk[: cap - len(into)]
+            if len(into) >= cap and stop:
+                over.set()
+                return
+
+    def kill() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def close_pipes() -> None:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
-                proc.stdin.close()
+                pipe.close()
 
-        def drain(pipe, into: bytearray, stop: bool) -> None:
-            while chunk := pipe.read1(65536):
-                if len(into) < cap:
-                    into += chunk[: cap - len(into)]
-                if len(into) >= cap and stop:
-                    over.set()
-                    return
-
-        def kill() -> None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-
-        threads = [threading.Thread(target=feed, daemon=True),
-                   threading.Thread(target=drain, args=(proc.stdout, out, True), daemon=True),
-                   threading.Thread(target=drain, args=(proc.stderr, err, False), daemon=True)]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + timeout
-        # The timeout, Ctrl-C, or a SIGTERM / SIGHUP to memctl (`timeout`, run-job, launchd, a closed
-        # terminal) kill the group: in its own session, no signal of ours reaches it, and it would outlive us.
-        try:
-            with stops_raise(signal.SIGTERM, signal.SIGHUP):
-                while proc.poll() is None and not over.is_set():
-                    if time.monotonic() >= deadline:
-                        raise subprocess.TimeoutExpired(list(argv), timeout)
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(0.05)
-                for thread in threads[1:]:  # the rest of the output; a child left in the background may hold the pipes
-                    thread.join(0 if over.is_set() else max(0.0, deadline - time.monotonic()))
-                if not over.is_set() and any(t.is_alive() for t in threads[1:]):
+    # The timeout, Ctrl-C, or a SIGTERM / SIGHUP to memctl (`timeout`, run-job, launchd, a closed
+    # terminal) kill the group: in its own session, no signal of ours reaches it, and it would outlive us.
+    # The signals are caught from before the command starts (one that came between its start and
+    # the catching would end memctl and leave the command running).
+    try:
+        with stops_raise(signal.SIGTERM, signal.SIGHUP):
+            proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=cwd, start_new_session=True,
+                                    env=None if env is None else {**os.environ, **env})
+            _GROUPS.add(proc.pid)
+            threads = [threading.Thread(target=feed, daemon=True),
+                       threading.Thread(target=drain, args=(proc.stdout, out, True), daemon=True),
+                       threading.Thread(target=drain, args=(proc.stderr, err, False), daemon=True)]
+            for thread in threads:
+                thread.start()
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None and not over.is_set():
+                if time.monotonic() >= deadline:
                     raise subprocess.TimeoutExpired(list(argv), timeout)
-        except BaseException:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(0.05)
+            for thread in threads[1:]:  # the rest of the output; a child left in the background may hold the pipes
+                thread.join(0 if over.is_set() else max(0.0, deadline - time.monotonic()))
+            if not over.is_set() and any(t.is_alive() for t in threads[1:]):
+                raise subprocess.TimeoutExpired(list(argv), timeout)
+    except BaseException:
+        if proc is not None:
             kill()
             proc.wait()
-            raise
-        finally:
+            close_pipes()
+        raise
+    finally:
+        if proc is not None:
             _GROUPS.discard(proc.pid)
-        if over.is_set():
-            kill()
-        proc.wait()
-        for thread in threads:
-            thread.join(5)
+    if over.is_set():
+        kill()
+    proc.wait()
+    for thread in threads:
+        thread.join(5)
+    close_pipes()
     return subprocess.CompletedProcess(proc.args, proc.returncode, bytes(out), bytes(err))
 
 

@@ -230,3 +230,29 @@ def test_an_ignored_hangup_stays_ignored_while_a_command_runs():
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_memctl_catches_a_stop_from_before_the_command_it_runs_starts(tmp_path, monkeypatch):
+    """A flaky failure under load (CI's shifted-clock pass): the judge started, and a SIGHUP that came
+    before memctl began catching stops ended memctl at once (returncode -1) and left the judge running.
+    The stops are caught from before the command starts: seen here from inside the real Popen call."""
+    import signal
+    import subprocess
+
+    from memctl import runcmd
+
+    seen = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        seen.append({number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGHUP)})
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        assert runcmd.run_command(["/bin/sh", "-c", "cat"], "same", 30) == "same"
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert seen and all(handler not in (signal.SIG_DFL, signal.SIG_IGN) for handler in seen[0].values()), seen
+    assert runcmd._GROUPS == set()
