@@ -511,6 +511,8 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                                hint="the merge is committed here; run `memctl sync` again" + (
                                    "" if "rejected" in sent.err else ", after checking access: git -C <store> remote -v"))
         end = head
+        if "/" not in state.upstream and (pushed or theirs is not None):
+            _track(top, state.name, name, on_remote)
         if not pushed and theirs is not None and theirs != end:
             outgoing = int(gitstore.checked(top, "rev-list", "--count", f"{theirs}..{end}"))
         files_in = [f for f in gitstore.checked(top, "diff", "--name-only", "-z", start, end).split("\0") if f] if end != start else []
@@ -525,6 +527,15 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
     return SyncResult(name, on_remote, incoming, outgoing, pushed,
                       tuple(store.rel(top / f) for f in files_in), tuple(resolved), tuple(copies), tuple(duplicates),
                       merges[-1] if merges else None, attempt, tuple(changed))
+
+
+def _track(top: Path, local: str, name: str, on_remote: str) -> None:
+    """A branch with no upstream gets the one sync used (as `git push -u` would), so a later plain
+    `git pull` or `git status` knows it; a failure to write git's config changes nothing else."""
+    if gitstore.run(top, "config", "--get", f"branch.{local}.remote").code == 0:
+        return  # an upstream of the user's choosing (another branch here: ".")
+    if gitstore.run(top, "config", f"branch.{local}.remote", name).code == 0:
+        gitstore.run(top, "config", f"branch.{local}.merge", f"refs/heads/{on_remote}")
 
 
 def _warn_waiting(store: Store) -> None:

@@ -483,3 +483,27 @@ def test_reads_are_committed_by_sync_and_reach_the_other_clone(pair):
         assert sorted(r["query"] for r in rows) == ["aで使った", "bで使った"], clone
         assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
         assert not any((clone / ".memctl" / "access").iterdir())
+
+
+def test_the_first_sync_gives_the_branch_its_upstream_so_a_plain_git_pull_works(tmp_path):
+    """The first `memctl sync` pushed without setting an upstream: a later plain `git pull` (as README's
+    "Several machines" and SYNC.md's `git pull` sections have it) stopped with "There is no tracking
+    information for the current branch". It sets the one it used, as `git push -u` would; an upstream
+    the user chose (here another local branch) is left as it is."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a = tmp_path / "a"
+    assert cli(None, "init", str(a)).exit_code == 0
+    git(a, "remote", "add", "origin", str(remote))
+    assert cli(a, "sync").exit_code == 0
+    branch = git(a, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    assert git(a, "rev-parse", "--abbrev-ref", "@{upstream}").strip() == f"origin/{branch}"
+    pulled = subprocess.run(["git", "-C", str(a), *ID, "pull", "-q"], capture_output=True, text=True)
+    assert pulled.returncode == 0, pulled.stderr
+
+    c = tmp_path / "c"
+    subprocess.run(["git", "clone", "-q", str(remote), str(c)], check=True)
+    git(c, "branch", "mine")
+    git(c, "branch", "--set-upstream-to=mine")
+    assert cli(c, "sync", "--remote", "origin").exit_code == 0
+    assert git(c, "config", f"branch.{branch}.remote").strip() == "."

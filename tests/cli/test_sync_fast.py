@@ -42,8 +42,10 @@ def remote_head(remote: Path) -> str:
 def test_nothing_to_do_gives_the_full_paths_output_with_three_git_commands_and_no_fetch(pair, args):
     a, b, remote = pair
     assert cli(b, "sync").exit_code == 0  # b's sync --setup commit goes out first
-    for root in (a, b):  # b tracks origin/master; a (the first machine) pushed without an upstream
+    for root in (a, b):  # b tracks origin/master; a (the first machine) has its upstream unset by hand
         assert cli(root, "sync").exit_code == 0
+        if root == a:
+            git(a, "branch", "--unset-upstream")
         same = _unchanged(root)
         (fast, fast_git), (full, full_git) = both(root, *args)
         assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
@@ -160,6 +162,7 @@ def test_no_remote_a_missing_one_an_unreachable_one_and_two_remotes_match_the_fu
     (fast, _), (full, _) = both(b)  # origin is still the default among two remotes
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr) == (0, QUIET)
     git(b, "remote", "rename", "origin", "first")
+    git(b, "branch", "--unset-upstream")  # the full sync above set it again
     (fast, _), (full, _) = both(b)
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
     assert fast.returncode == 2 and "several remotes (first, second)" in fast.stderr
