@@ -34,10 +34,13 @@ def claude_code_writes(store) -> tuple[list[Path], dict[Path, bytes]]:
         return [], {}
     memory, index = store.memory_dir.resolve(), store.index_path.resolve()
     found, contents = [], {}
+    ours = _uncommitted_of_memctls(store)
     for entry in gitstore.dirty_paths(store.root, [store.memory_dir]):
         path = Path(os.path.normpath(top / entry.strip('"')))
         if path.parent != memory or path.suffix != ".md" or path.name.startswith(".") or path.is_symlink():
             continue  # (a link is no write of Claude Code's, and memctl never follows one: doctor names it)
+        if path.name in ours and ours[path.name] == _digest(path):
+            continue  # memctl's own write, left uncommitted (--no-commit), as memctl left it
         if path == index:
             data = _only_index_lines_changed(store, path)
             if data is None:
@@ -45,6 +48,50 @@ def claude_code_writes(store) -> tuple[list[Path], dict[Path, bytes]]:
             contents[path] = data
         found.append(path)
     return sorted(set(found)), contents
+
+
+UNCOMMITTED = "uncommitted-writes.json"  # in .memctl/: {file name: sha256 of the bytes memctl left there}
+
+
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _uncommitted_of_memctls(store) -> dict[str, str]:
+    import json
+
+    try:
+        found = json.loads((store.cache_dir / UNCOMMITTED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(found, dict) else {}
+
+
+def note_uncommitted(store, paths: list[Path]) -> None:
+    """memctl wrote these files of the directory and commits nothing (--no-commit): noted with their
+    bytes, so the next command does not take them in as Claude Code's writes (while they stay as
+    memctl left them). Machine-local, in .memctl/; an entry whose file changed since is dropped."""
+    import hashlib
+    import json
+
+    from .fsutil import atomic_write, written_bytes
+
+    memory = store.memory_dir.resolve()
+    noted = {name: digest for name, digest in _uncommitted_of_memctls(store).items()
+             if _digest(store.memory_dir / name) == digest}
+    for path, data in written_bytes(paths).items():  # (not a file of Claude Code's the commit would take along)
+        if path.resolve().parent == memory and path.suffix == ".md":
+            noted[path.name] = hashlib.sha256(data).hexdigest()
+    if noted or (store.cache_dir / UNCOMMITTED).exists():
+        try:
+            atomic_write(store.cache_dir / UNCOMMITTED, json.dumps(noted, ensure_ascii=False, sort_keys=True) + "\n")
+        except OSError:
+            pass  # a note for the next command's benefit: its loss makes nothing wrong that was right
 
 
 def _only_index_lines_changed(store, path: Path) -> bytes | None:
@@ -203,7 +250,8 @@ def _sidecar_rows(store) -> list[dict[str, str]]:
 
 def overlay(store, facts: list, present: set[str] | None = None) -> list:
     """Facts with what the sidecar keeps for them as their `metadata` (in memory only): found by file,
-    else by title (a file Claude Code renamed). Latest row per key wins; a null value removes."""
+    else by title (a file Claude Code renamed: gone, and not archived). Latest row per key wins; a
+    null value removes."""
     import json
     from dataclasses import replace
 
@@ -224,8 +272,9 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
     result = []
     for fact in facts:
         values = by_file.get(fact.file_name)
-        if values is None and titles.get(fact.name) not in present:
-            values = by_file.get(titles.get(fact.name, ""))
+        was = titles.get(fact.name)
+        if values is None and was and was not in present and not (store.archive_dir / was).exists():
+            values = by_file.get(was)  # (a fact forgotten or superseded keeps its own: a new one of its title starts afresh)
         if not values:
             result.append(fact)
             continue
@@ -269,6 +318,16 @@ def write_fact(store, fact, before=None) -> list[Path]:
     payload = ("" if path.exists() and path.stat().st_size else "\t".join(SIDECAR_COLUMNS) + "\n") + "".join(l + "\n" for l in lines)
     append_bytes(path, payload.encode("utf-8"))
     return [*written, path]
+
+
+def write_restored(store, fact) -> list[Path]:
+    """A fact `restore` brings back into an adopted directory: its file with Claude Code's keys only
+    (as before it was archived; the archived copy carries memctl's `metadata:`), and rows in the
+    sidecar only for what it does not already keep for that file. The paths written."""
+    from dataclasses import replace
+
+    bare = replace(fact, front=_claude_front(fact))
+    return write_fact(store, fact, before=overlay(store, [bare], present={fact.file_name})[0])
 
 
 def _warn_comments(store, path) -> None:

@@ -738,7 +738,7 @@ def remember(
     if not update and spec.description is None:
         raise BadInput("description is required for a new fact", hint="give the new fact a one-line description",
                        arg="description", kind="description-required")
-    with store.lock():
+    with store.lock(commits=commit_changes):
         scanned = scan(store)
         warn_problems(scanned)
         facts = scanned.facts
@@ -756,7 +756,7 @@ def remember(
                            kind="nothing-to-update")
         if existing is None:
             _refuse_case_twin(store, spec.name)
-        if (store.memory_dir / f"{spec.name}.md").exists() and existing is None:
+        if existing is None and _file_exists(store.memory_dir / f"{spec.name}.md"):
             raise Refused(
                 f"{store.rel(store.memory_dir / (spec.name + '.md'))} exists but cannot be read",
                 hint="run `memctl doctor` and fix the file",
@@ -847,7 +847,7 @@ def update_many(
     """
     for spec in specs:
         _check_input(store, spec, update=True)
-    with store.lock():
+    with store.lock(commits=commit_changes):
         facts = live_facts(store)
         if guard is not None:
             guard(facts)
@@ -902,7 +902,7 @@ def edit(
     commit_changes: bool = True,
 ) -> Change:
     """Apply `change` to one live fact under the lock; "unchanged" when it returns the same fact."""
-    with store.lock():
+    with store.lock(commits=commit_changes):
         facts = live_facts(store)
         current = _live_match(store, facts, key, f"fact {key!r} is archived", "`memctl restore` it first")
         _refuse_damaged_index(store)
@@ -949,7 +949,7 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, 
         from .secrets import scrub
 
         reason = scrub([reason], "forget")[0]
-    with store.lock():
+    with store.lock(commits=commit_changes):
         facts = live_facts(store)
         target = _live_match(store, facts, key, f"fact {key!r} is already archived", "`memctl show` it to see why")
         refuse_uncommitted(store, [target.path], commit_changes)
@@ -1025,6 +1025,15 @@ _ARCHIVE_STAMP = re.compile(r"\.\d{8}T\d{6}(?:-\d+)?$")  # what _archive_path ad
 def _folded(name: str) -> str:
     """A file name as a file system that ignores case and normalises Unicode sees it."""
     return unicodedata.normalize("NFC", name).casefold()
+
+
+def _file_exists(path: Path) -> bool:
+    """Path.exists(), but a name too long for a file (a title of 85 kanji in a Claude Code directory)
+    names no file rather than failing the command with ENAMETOOLONG."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _refuse_case_twin(store: Store, name: str) -> None:

@@ -310,7 +310,7 @@ def create(store: Store, name: str, columns: Iterable[str], *, unique: str | Non
     cols = check_columns(columns, unique)
     decl = LedgerDecl(name=name, file=f"{name}.tsv", columns=cols, header=True, unique=unique)
     path = store.ledgers_dir / decl.file
-    with store.lock():
+    with store.lock(commits=commit_changes):
         if name in declarations(store):
             raise Refused(f"ledger {name!r} is already declared in memctl.toml")
         if path.exists():
@@ -585,7 +585,7 @@ def append(store: Store, name: str, records: Sequence[Mapping[str, Any]], *, uni
     if column is not None and column not in ledger.columns:
         raise BadInput(f"unique column {column!r} is not a column of {ledger.name} ({', '.join(ledger.columns)})")
     payload = b"".join(b"\t".join(fields) + b"\n" for fields in encoded)
-    with store.lock() if lock else contextlib.nullcontext():
+    with store.lock(commits=commit_changes) if lock else contextlib.nullcontext():
         with _mapped(ledger.path) as data:
             refuse_torn_tail(ledger, data)
             if data.find(b"<<<<<<<") != -1:  # one scan at grep speed: a conflict always opens with this line

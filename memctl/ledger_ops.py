@@ -115,7 +115,7 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     duplicates = sum(1 for c in _column_counts(data, ledger, unique).values() if c > 1) if unique else 0
     decl = LedgerDecl(name=name, file=os.path.relpath(path, store.ledgers_dir), columns=cols,
                       header=header, unique=unique)
-    with store.lock():
+    with store.lock(commits=commit_changes):
         if name in declarations(store):
             raise Refused(f"ledger {name!r} is already declared in memctl.toml")
         with_config = config_committable(store, commit_changes, f"the declaration of ledger {name!r}")

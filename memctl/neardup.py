@@ -898,7 +898,7 @@ def save_threshold(store: "Store", result: Calibration, *, commit_changes: bool 
 
     if result.recommended is None:
         raise BadInput("no threshold to save: no pair scored as a duplicate at any threshold")
-    with store.lock():
+    with store.lock(commits=commit_changes):
         with_config = config_committable(store, commit_changes, "the threshold")
         line = config.save_threshold(store.config_path, result.model, result.recommended.threshold)
         commit(store, [store.config_path], f"embedding: threshold {line}", enabled=commit_changes and with_config)

@@ -149,7 +149,7 @@ def add(store: Store, source: Source, *, commit_changes: bool = True) -> Source:
         if os.path.islink(base):
             raise BadInput(f"{pattern} is a symbolic link: memctl follows none, so the source would find no file",
                            hint=f"declare the folder it points to: {os.path.realpath(base)}")
-    with store.lock():
+    with store.lock(commits=commit_changes):
         path = store.config_path
         text = path.read_text(encoding="utf-8") if path.exists() else ""
         if source.name in (tomllib.loads(text).get("sources", {}) or {}):
@@ -175,7 +175,7 @@ def remove(store: Store, name: str, *, commit_changes: bool = True) -> None:
     from .fsutil import atomic_write  # noqa: PLC0415
     from .store import commit, config_committable  # noqa: PLC0415
 
-    with store.lock():
+    with store.lock(commits=commit_changes):
         path = store.config_path
         text = path.read_text(encoding="utf-8") if path.exists() else ""
         if name not in (tomllib.loads(text).get("sources", {}) or {}):

@@ -560,7 +560,7 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
     note = _check_note(note)
     if not allow_secrets:
         note, given = _scrubbed(note, given)
-    with store.lock():
+    with store.lock(commits=commit_changes):
         if path.is_file():
             from .markers import refuse_conflicts  # noqa: PLC0415
 

@@ -89,7 +89,7 @@ class Store(NamedTuple):
         return self.cache_dir / "undo" / "log"
 
     @contextlib.contextmanager
-    def lock(self, timeout: float | None = None) -> Iterator[None]:
+    def lock(self, timeout: float | None = None, *, commits: bool = True) -> Iterator[None]:
         """The store lock, and the undo log of the writes made under it (see fsutil, docs/RELIABILITY.md).
 
         An earlier command's change that was cut off (killed, power lost) is
@@ -100,7 +100,8 @@ class Store(NamedTuple):
         inner write fails, its own changes are undone at once (a savepoint), so
         a caller that goes on after the error keeps only whole writes. Such a
         write may not commit by itself (commit() refuses). `timeout`: seconds to
-        wait for another process's lock (default MEMCTL_LOCK_TIMEOUT), then LockTimeout.
+        wait for another process's lock (default MEMCTL_LOCK_TIMEOUT), then LockTimeout. `commits`:
+        False for a write that commits nothing (--no-commit), which then commits no write of Claude Code's either.
         """
         key = _lock_key(self)
         if key in _HELD:
@@ -121,7 +122,7 @@ class Store(NamedTuple):
                 undo_killed_sync_merge(self)  # only a sync merges under this lock, which is ours now: it died
                 refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
                 finish_interrupted(self)
-                if self.layout == "claude":  # Claude Code's own writes: their own commit, before memctl's
+                if self.layout == "claude" and commits:  # Claude Code's own writes: their own commit, before memctl's
                     from .claude_memory import take_in  # noqa: PLC0415
 
                     take_in(self)
@@ -474,6 +475,10 @@ def commit_enabled(store: Store, flag: bool | None = None) -> bool:
 def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = True) -> str | None:
     """Commit the touched paths, or warn once and carry on when that is impossible."""
     if not enabled or not commit_enabled(store):
+        if store.layout == "claude":  # not to be taken in as Claude Code's by the next command
+            from .claude_memory import note_uncommitted  # noqa: PLC0415
+
+            note_uncommitted(store, paths)
         return None
     if nested_lock(store):  # a programming error: the outer write commits, or undoes, the whole
         raise errors.MemctlError("internal error: a commit inside another write's store lock",

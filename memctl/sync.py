@@ -615,7 +615,7 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
 
     if keep not in ("local", "remote", "both"):
         raise BadInput(f"keep {keep!r}: expected local, remote or both", arg="keep")
-    with store.lock():
+    with store.lock(commits=commit_changes):
         found = [c for c in list_conflicts(store) if key in (c.name, Path(c.copy).name, Path(c.copy).stem)]
         if not found:
             raise NotFound(f"no merge conflict for {key!r}", hint="memctl conflicts lists them")

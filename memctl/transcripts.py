@@ -319,7 +319,7 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
             problems.append(FileReport(str(path), 0, 0, 0, 0, 0, False, 0, problem=exc.one_line()))
     if not dry_run and any(r.parsed.turns for r in reads):
         episodes.ensure_ledger(store, commit_changes=commit_changes)  # takes the lock itself
-    with store.lock() if not dry_run else contextlib.nullcontext():
+    with store.lock(commits=commit_changes) if not dry_run else contextlib.nullcontext():
         # What is new is decided under the lock, so two imports of one session cannot both add it.
         known, taken = _known(store)
         fresh: list[tuple[Turn, int]] = []

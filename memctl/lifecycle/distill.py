@@ -341,7 +341,7 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
         outcomes.append(None)  # written below
     sha = None
     if answers:
-        with store.lock():
+        with store.lock(commits=commit_changes):
             touched: list[Path] = []
             for at, cluster, answer in answers:
                 try:

@@ -418,7 +418,7 @@ def forget_by_policies(store: Store, *, dry_run: bool = False, commit_changes: b
         first = plan(snap.facts, snap.episodes, rules)
     if dry_run or not first.steps:
         return Outcome(first, applied=False)
-    with store.lock():
+    with store.lock(commits=commit_changes):
         with _bulk():
             snap = gather(store, now)  # again under the lock: another writer may have come between
             final = plan(snap.facts, snap.episodes, rules)

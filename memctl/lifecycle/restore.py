@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import fact as fact_mod, facts as facts_mod
 from ..errors import NotFound, Refused
-from ..fsutil import atomic_move, atomic_write
+from ..fsutil import atomic_move, atomic_write, remove_logged
 from ..store import Store, commit, refuse_uncommitted
 
 ARCHIVE_KEYS = ("archived", "archived_reason", "archived_policy")
@@ -55,7 +55,7 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
         key = _file_key(store, key)
     if not key or "/" in key or "\x00" in key or key in (".", ".."):
         facts_mod.find(store, key)  # raises the usual BadInput
-    with store.lock():
+    with store.lock(commits=commit_changes):
         live = facts_mod.live_facts(store)
         target = facts_mod.newest_archived(facts_mod.scan_archive(store), key, exact=exact)
         if target is None:
@@ -87,8 +87,15 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
             )
         refuse_uncommitted(store, [target.path] + ([dest] if replacing else []), commit_changes)
         facts_mod.refuse_hand_edited_index(store, commit_changes, live)
-        atomic_write(target.path, fact_mod.render(restored))
-        atomic_move(target.path, dest)
+        if store.layout == "claude":  # only Claude Code's keys in its file; the rest is the sidecar's
+            from ..claude_memory import write_restored
+
+            written = write_restored(store, restored)
+            remove_logged(target.path)
+        else:
+            atomic_write(target.path, fact_mod.render(restored))
+            atomic_move(target.path, dest)
+            written = [dest]
         index = facts_mod._write_index(store, [f for f in live if f is not replacing] + [restored])
-        sha = commit(store, [target.path, dest, *index], f"memory: restore {restored.name or stem}", enabled=commit_changes)
+        sha = commit(store, [target.path, *written, *index], f"memory: restore {restored.name or stem}", enabled=commit_changes)
         return facts_mod.Change("restored", restored, archived=(target,), commit=sha)

@@ -325,3 +325,68 @@ def test_claude_codes_writes_are_authored_claude_code_when_the_user_has_a_git_id
     assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", "HEAD~1").strip() == (
         "claude-code <claude-code@localhost>|利用者 <me@example.com>")
     assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", "HEAD").strip() == "利用者 <me@example.com>|利用者 <me@example.com>"
+
+
+def test_a_new_fact_with_a_forgotten_facts_title_takes_none_of_its_settings(tmp_path):
+    """The sidecar's rows were found by title for a file they do not name (meant for a file Claude Code
+    renamed): a fact forgotten while pinned with an expiry lent both to Claude Code's new fact of the
+    same title, which recall then hid as expired and no policy could archive (pinned)."""
+    d, _ = _adopted(tmp_path)
+    assert cli(d, "remember", "リリース手順", "-d", "リリースは毎月第一火曜", "--pin", "--expires", "2026-03-20",
+               "--importance", "0.9").exit_code == 0
+    assert cli(d, "forget", "リリース手順", "--reason", "古い").exit_code == 0
+    claude_fact(d, "project_release_new", "リリース手順", "リリースは隔週金曜に変更", "project", "")
+    later = {"MEMCTL_NOW": "2026-04-01T12:00:00+09:00"}
+    shown = cli(d, "show", "project_release_new", "--json", env=later)
+    assert shown.exit_code == 0, shown.stderr
+    fact = json.loads(shown.stdout)
+    assert (fact["status"], fact.get("pinned"), fact.get("expires"), fact.get("importance")) == ("live", None, None, None), fact
+    found = cli(d, "recall", "リリースは隔週金曜", "--json", env=later)
+    assert found.exit_code == 0 and json.loads(found.stdout)[0]["path"] == "project_release_new.md", found.stdout
+
+
+def test_forget_then_restore_gives_back_a_file_of_claude_codes_keys_only(tmp_path):
+    """The archived copy carries memctl's `metadata:` (the archive is memctl's); restore put it back into
+    the directory with it, where a file's own `metadata:` then overrode the sidecar from then on."""
+    d, repo = _adopted(tmp_path)
+    before = (d / "project_deadline.md").read_bytes()
+    assert cli(d, "pin", "締め切り").exit_code == 0
+    shown = json.loads(cli(d, "show", "締め切り", "--json").stdout)
+    sidecar = (d / "memctl-facts.tsv").read_bytes()
+    assert cli(d, "forget", "締め切り", "--reason", "済んだ").exit_code == 0
+    assert b"metadata:" in (d / "archive" / "project_deadline.md").read_bytes()
+    assert cli(d, "restore", "締め切り").exit_code == 0
+    assert (d / "project_deadline.md").read_bytes() == before
+    assert (d / "memctl-facts.tsv").read_bytes() == sidecar  # it keeps all of it already: no row more
+    assert json.loads(cli(d, "show", "締め切り", "--json").stdout) == shown
+    assert git(repo, "status", "--porcelain", "--", str(d)) == ""
+
+
+def test_no_commit_writes_are_not_committed_nor_taken_in_later_as_claude_codes(tmp_path):
+    """`remember --no-commit` committed Claude Code's writes (a commit the user did not ask for), and the
+    next one committed the first one's fact as Claude Code's own ("taken in"), its sidecar rows left out."""
+    d, repo = _adopted(tmp_path)
+    claude_fact(d, "project_new", "新しい事実", "Claude Code が書いた", "project", "")
+    head = git(repo, "rev-parse", "HEAD")
+    assert cli(d, "remember", "メモA", "-d", "一つ目の事実", "--no-commit").exit_code == 0
+    assert cli(d, "remember", "メモB", "-d", "二つ目の事実", "--no-commit").exit_code == 0
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert cli(d, "remember", "メモC", "-d", "三つ目の事実").exit_code == 0
+    base = "projects/-home-me-app/memory/"
+    memctls, theirs = _commit(repo, "HEAD"), _commit(repo, "HEAD~1")
+    assert theirs == ("claude-code <claude-code@localhost>", [f"A\t{base}project_new.md"])
+    assert memctls[0] != theirs[0]
+    assert {f"A\t{base}project_a.md", f"A\t{base}project_b.md", f"A\t{base}project_c.md",
+            f"A\t{base}memctl-facts.tsv"} <= set(memctls[1])
+
+
+def test_a_title_of_a_hundred_kanji_is_a_fact_not_a_file_name_too_long(tmp_path):
+    """Titles of 85 to 100 kanji (allowed: up to 100 characters) failed with ENAMETOOLONG: a check for a
+    file named after the title itself, which in a Claude Code directory is no file name."""
+    d, _ = _adopted(tmp_path)
+    title = "長" * 100
+    done = cli(d, "remember", title, "-d", "長いタイトルの事実")
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(cli(d, "show", title, "--json").stdout)["name"] == title
+    assert cli(d, "remember", title, "--update", "-d", "長いタイトルの事実、改").exit_code == 0
+    assert cli(d, "doctor").exit_code == 0
