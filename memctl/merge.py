@@ -334,19 +334,56 @@ def conflict_name(stem: str, loser: str) -> str:
 
 def merge_config(base: str, ours: str, theirs: str) -> str | None:
     """memctl.toml when both sides only appended tables (each machine declared a ledger, say):
-    ours, then theirs' new text. None for anything else, or when the result is not valid TOML
-    (the same table declared on both sides): that is a real conflict, for a human."""
+    ours, then theirs' new tables but those ours already holds exactly (`[ledgers.episodes]`, which
+    memctl declares on each machine's first `episode add`). None for anything else, or when the result
+    is not valid TOML (the same table declared on both sides differently): that is a real conflict,
+    for a human."""
     if not (ours.startswith(base) and theirs.startswith(base)):
         return None
-    added = theirs[len(base):]
-    merged = ours + ("" if ours.endswith("\n") or not ours else "\n") + added
     import tomllib  # noqa: PLC0415
 
+    try:
+        have = tomllib.loads(ours)
+    except tomllib.TOMLDecodeError:
+        return None
+    added = "".join(chunk for chunk in _tables(theirs[len(base):]) if not _held(chunk, have))
+    added = added.rstrip("\n") + "\n" if added.strip() else ""
+    merged = ours + ("" if ours.endswith("\n") or not ours or not added else "\n") + added
     try:
         tomllib.loads(merged)
     except tomllib.TOMLDecodeError:
         return None
     return merged
+
+
+def _tables(text: str) -> list[str]:
+    """TOML text cut before each line that opens a table (`[name]`, `[[name]]`)."""
+    chunks = [""]
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith("[") and chunks[-1].strip():
+            chunks.append("")
+        chunks[-1] += line
+    return chunks
+
+
+def _held(chunk: str, have: dict) -> bool:
+    """Whether `chunk` (one table, as `_tables` cut it) is a table `have` already holds, the same."""
+    import tomllib  # noqa: PLC0415
+
+    header = chunk.lstrip().split("\n", 1)[0]
+    if not header.startswith("[") or header.startswith("[["):
+        return False
+    try:
+        path, table = tomllib.loads(header), tomllib.loads(chunk)
+    except tomllib.TOMLDecodeError:
+        return False
+    while isinstance(path, dict) and len(path) == 1 and next(iter(path.values())):
+        key = next(iter(path))
+        path, table, have = path[key], table.get(key), have.get(key) if isinstance(have, dict) else None
+    if not (isinstance(path, dict) and len(path) == 1 and isinstance(have, dict) and isinstance(table, dict)):
+        return False
+    key = next(iter(path))
+    return key in have and have[key] == table.get(key)
 
 
 # ---------------------------------------------------------------- ledgers

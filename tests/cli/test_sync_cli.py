@@ -387,6 +387,34 @@ def test_two_machines_declaring_different_ledgers_merge_memctl_toml_but_the_same
     assert same()
 
 
+def test_the_episodes_ledger_each_machine_declared_on_its_first_episode_merges_without_a_person(tmp_path):
+    """memctl declares `[ledgers.episodes]` in memctl.toml on a machine's first `episode add`: two machines
+    that each added their first episode (one of them after declaring a ledger of its own) stopped every
+    sync at "both sides changed memctl.toml" — a table memctl wrote itself, the same on both sides,
+    left to a person to merge. The same table declared the same on both sides is one declaration; the
+    same table declared differently is still refused (the test above)."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert cli(None, "init", str(a)).exit_code == 0
+    git(a, "remote", "add", "origin", str(remote))
+    assert cli(a, "sync").exit_code == 0
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
+    assert cli(b, "sync", "--setup").exit_code == 0
+    assert cli(a, "ledger", "create", "notes", "--columns", "ts,msg").exit_code == 0
+    assert cli(a, "episode", "add", "デスクトップで決めた", "--type", "decision").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    assert cli(b, "episode", "add", "ノートPCで決めた", "--type", "decision").exit_code == 0
+    done = cli(b, "sync")
+    assert done.exit_code == 0, done.stderr
+    assert cli(a, "sync").exit_code == 0
+    assert (a / "memctl.toml").read_text(encoding="utf-8").count("[ledgers.episodes]") == 1
+    assert _files(a) == _files(b)
+    listed = json.loads(cli(a, "episode", "list", "--json").stdout)
+    assert {"デスクトップで決めた", "ノートPCで決めた"} <= {e["description"] for e in listed}
+    assert cli(a, "doctor").exit_code == 0
+
+
 def test_a_claude_code_directory_adopted_by_init_merges_under_a_plain_git_pull(tmp_path):
     """init writes the Claude Code layout's attributes (committed with the adoption) and registers the
     drivers, as it does for a memctl store: after `sync --setup` on the second clone, two machines'
