@@ -14,6 +14,7 @@ seconds, so two runs give the same bytes.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -96,7 +97,20 @@ def _unlinked(store: Store, paths) -> list:
     return kept
 
 
-def _index_parts(store: Store) -> list[Part]:
+def _expired_lines(store: Store, conn, text: str) -> set[int]:
+    """MEMORY.md's lines (numbers) linking a fact past its `expires`: the file lists it until memctl's
+    next write (or the nightly job) regenerates it, but the bundle is how things are now."""
+    from . import index, rindex
+
+    expired = rindex.live_facts_where(conn, "expires IS NOT NULL AND expires <= ?", (clock.now().timestamp(),))
+    if not expired:
+        return set()
+    folder = store.index_path.parent
+    paths = {os.path.normpath(store.root / doc.path) for doc in expired}
+    return {line.lineno for line in index.parse_lines(text) if os.path.normpath(folder / line.target) in paths}
+
+
+def _index_parts(store: Store, conn) -> list[Part]:
     if not _unlinked(store, [store.index_path]):
         return []
     try:
@@ -108,12 +122,13 @@ def _index_parts(store: Store) -> list[Part]:
         return []
     limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes
     parts, used, heading = [], 0, None
-    for line in text.splitlines()[:limit_lines]:
+    expired = _expired_lines(store, conn, text)
+    for number, line in enumerate((line.rstrip("\r") for line in text.split("\n")[:limit_lines]), start=1):  # as parse_lines counts
         used += len(line.encode("utf-8")) + 1
         if used > limit_bytes:
             break
         stripped = line.strip()
-        if stripped.startswith("- ["):
+        if stripped.startswith("- [") and number not in expired:
             parts.append(Part("index", line, heading=heading))
         elif stripped.startswith("## "):
             heading = "#" + stripped  # one level below the bundle's own sections
@@ -185,7 +200,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
                 parts.append(Part("episodes", f"- [{hit.item.type} {when}] {hit.item.summary} ({hit.item.path})", hit.item.key))
             parts += _doc_parts(store, query, k, mode, min_score, documents)
         if include_index:
-            parts += _index_parts(store)
+            parts += _index_parts(store, conn)
         stale_days = float(store.config.raw.get("recall", {}).get("stale_days", 90))
         parts += _stale_parts(conn, stale_days, {p.key for p in parts if p.key})
 

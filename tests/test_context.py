@@ -128,3 +128,18 @@ def test_the_session_bundle_says_what_the_index_links_are_relative_to_and_they_r
     assert len(links) == 13 and all((root / "memory" / link).is_file() for link in links)
     bare = context.build(store, budget=4000, log=False, state_root=True, include_index=False).text
     assert bare.split("\n")[1] == f"Store: {store.root} (every path below is relative to it)"
+
+
+def test_a_fact_past_its_expiry_leaves_the_bundles_index_before_memory_md_is_rewritten(root, pinned_clock):
+    """MEMORY.md lists a fact until memctl's next write regenerates it; `context` and the SessionStart
+    hook printed its line the morning after it expired (FORMAT.md: context leaves it out)."""
+    store = _seed(root)
+    facts.remember(store, facts.FactInput(name="freeze", type="project", description="年末はデプロイ凍結",
+                                          expires="2026-12-10"), commit_changes=False)
+    assert "(freeze.md)" in (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    before = cli(root, "context", "--no-log", env={"MEMCTL_NOW": "2026-12-09T10:00:00+09:00"})
+    after = cli(root, "context", "--no-log", env={"MEMCTL_NOW": "2026-12-12T10:00:00+09:00"})
+    assert "- [freeze](freeze.md)" in before.stdout
+    assert "(freeze.md)" not in after.stdout and "- [user-00](user-00.md)" in after.stdout
+    hook = cli(root, "hook", "session-start", input="{}", env={"MEMCTL_NOW": "2026-12-12T10:00:00+09:00"})
+    assert hook.exit_code == 0 and "(freeze.md)" not in hook.stdout and "(user-00.md)" in hook.stdout
