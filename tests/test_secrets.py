@@ -88,6 +88,20 @@ def test_a_secret_in_a_sentence_goes_and_the_rest_of_the_sentence_stays(text, ke
     assert out.endswith(kept) and "[REDACTED:secret-keyword]" in out
 
 
+@pytest.mark.parametrize("text, secret, kept", [
+    ("password: S3cr3t!!!! and then", "S3cr3t!!!!", " and then"),
+    ("password: S3cr3tP@ssw0rd! と その他", "S3cr3tP@ssw0rd!", " と その他"),
+    ("パスワードは hunter2! です", "hunter2!", " です"),
+    ("パスワード：S3cr3t?? 了解", "S3cr3t??", " 了解"),
+    ("the password is hunter2?! ok", "hunter2?!", " ok"),
+])
+def test_a_secret_ending_in_exclamation_or_question_marks_goes_whole(text, secret, kept):
+    """The marks that close a sentence were left behind: `[REDACTED:secret-keyword]!!!! and then` kept the
+    end of the password. A final `!` or `?` is taken as the secret's (a full stop or comma stays)."""
+    out = redact.build().redact(text)
+    assert out.endswith("]" + kept) and secret not in out and "!" not in out and "?" not in out, out
+
+
 def test_a_few_plain_words_after_a_keyword_may_be_a_passphrase_and_go_whole():
     assert redact.build().redact("password: correct horse battery staple") == "password: [REDACTED:secret-keyword]"
     six = "password: unsaid fiddle proton mural quench bluish"  # a diceware phrase

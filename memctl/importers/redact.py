@@ -50,7 +50,7 @@ _KEYWORD_HINT = re.compile(r"key|pass|pwd|secret|contrase", re.I)
 
 # What detect-secrets misses (docs/TRANSCRIPTS.md, "Secrets"): (kind, pattern, group holding the secret).
 # Each starts at a literal and repeats one character class at a time, so each runs in linear time.
-_VALUE = r"""["'`「『]?([!-~]*?[A-Za-z0-9!#$%&*+\-/=?@^_~])(?=[.,;:!?'"`)」』]{0,8}(?:[^!-~]|$))"""
+_VALUE = r"""["'`「『]?([!-~]*?[A-Za-z0-9!#$%&*+\-/=?@^_~])(?=[.,;:'"`)」』]{0,8}(?:[^!-~]|$))"""  # a final ! or ? is the secret's
 _SECRETISH = r"(?=[!-~]*?[0-9!#$%&*+\-/=?@^_~])"  # prose: a value with a digit or a symbol, not a word
 _MEMCTL = [
     ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", 0),
@@ -136,6 +136,7 @@ _STORES = frozenset({"1password", "bitwarden", "keepass", "keepassxc", "lastpass
 _PLAIN_WORD = re.compile(r"[A-Za-z]+")
 _TOKEN = re.compile(r"\S+")
 _TRAILING = ".,;:!?)」』\"'`"
+_CLOSING = ".,;:)」』\"'`"  # never ! or ?: as likely the secret's last character as the sentence's
 
 
 def _names_a_store(value: str) -> bool:
@@ -158,8 +159,8 @@ def _secret_in_value(value: str) -> tuple[int, int] | None:
         return 0, len(value)
     first = words[0]
     if not _PLAIN_WORD.fullmatch(first.group().strip(_TRAILING)):
-        end = first.end()
-        while end > first.start() + 1 and value[end - 1] in _TRAILING:
+        end = first.end()  # one closing mark of the sentence stays (`hunter2.`); a run of them may be the secret's own
+        if end > first.start() + 1 and value[end - 1] in _CLOSING and value[end - 2] not in _TRAILING:
             end -= 1
         return first.start(), end
     if len(words) >= 8 or re.search(r"[,.;] ", value):
