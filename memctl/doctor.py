@@ -27,6 +27,7 @@ def run(store: Store) -> list[Problem]:
     problems += trust_problems(store)  # settings a commit not made here changed: not acted on until approved
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
     problems += interrupted_problems(store)
+    problems += unfinished_problems(store)
     problems += lock_problems(store)
     problems += unignored_problems(store)
     return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
@@ -65,6 +66,28 @@ def stale_git_locks(store: Store) -> list[tuple[Path, Path]]:
              *git_dir.glob("refs/heads/**/*.lock"), *git_dir.glob("refs/remotes/**/*.lock")]
     top = git_dir.parent
     return [(top, lock) for lock in locks if lock.exists() and gitstore.stale_lock(top, lock)]
+
+
+def unfinished_problems(store: Store) -> list[Problem]:
+    """A git merge (rebase, cherry-pick, revert) left unfinished: every write is refused until it is
+    finished, so it is a problem, with each file git left unmerged named (conflict markers in it)."""
+    from . import gitstore  # noqa: PLC0415
+
+    what = gitstore.unfinished_operation(store.root)
+    if what is None:
+        return []
+    if what == "merge" and gitstore.sync_merge_unfinished(store.root):
+        return [Problem(".git", 0, "killed-sync-merge", "a `memctl sync` was killed inside its merge: files may hold only "
+                        "one side's version (`memctl doctor --fix`, or any memctl write, undoes that merge; then sync again)")]
+    found = [Problem(".git", 0, "unfinished-merge", f"a git {what} is unfinished: every memctl write is refused until it "
+                     f"is finished (fix the files below, git add, git commit) or aborted (git {what} --abort)")]
+    top = gitstore.toplevel(store.root)
+    listed = gitstore.run(top, "diff", "--name-only", "-z", "--diff-filter=U") if top is not None else None
+    for name in (listed.out.split("\0") if listed is not None and listed.code == 0 else []):
+        if name:
+            found.append(Problem(os.path.relpath(top / name, store.root), 0, "unmerged",
+                                 f"left unmerged by the git {what} (conflict markers in it)"))
+    return found
 
 
 def lock_problems(store: Store) -> list[Problem]:

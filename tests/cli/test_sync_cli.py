@@ -268,8 +268,12 @@ def test_every_command_during_an_unfinished_merge_says_so_and_writes_nothing(pai
     assert (r.returncode, r.stderr) == (0, note)
     r = memctl(b, "sync")
     assert (r.returncode, r.stderr) == (1, note + refused)
+    r = memctl(b, "doctor")  # (it said "store is clean", exit 0, while the refusals send the user to it)
+    assert r.returncode == 1 and ".git: error: a git merge is unfinished" in r.stdout and "git merge --abort" in r.stdout
+    assert "notes.txt: error: left unmerged by the git merge (conflict markers in it)" in r.stdout, r.stdout
     git(b, "merge", "--abort")
     assert memctl(b, "remember", "after", "-d", "written once the merge is gone").returncode == 0
+    assert memctl(b, "doctor").returncode == 0
 
 
 def test_a_sync_job_runs_under_run_job_and_logs(pair):
