@@ -209,7 +209,7 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
     if importance is None:
         importance = default_importance(episode_type)
     if not 0.0 <= importance <= 1.0:
-        raise BadInput(f"importance {importance} is not between 0 and 1")
+        raise BadInput(f"importance {importance} is not between 0 and 1", hint="from 0 (trivial) to 1 (must not be forgotten)")
     when = clock.now()
     episode = Episode(
         id=new_id(when), ts=when.isoformat(timespec="seconds"),

@@ -331,7 +331,7 @@ def parse_assignments(items: Iterable[str]) -> list[tuple[str, str]]:
     for item in items:
         column, sep, value = item.partition("=")
         if not sep or not column:
-            raise BadInput(f"expected column=value, got {item!r}")
+            raise BadInput(f"expected column=value, got {item!r}", hint="give each value with its column: date=2026-12-05 note=...")
         pairs.append((column, value))
     return pairs
 

@@ -91,7 +91,7 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     path = Path(file)
     path = Path(os.path.normpath(path if path.is_absolute() else store.root / path))
     if not path.is_file():
-        raise NotFound(f"no such file: {file}")
+        raise NotFound(f"no such file: {file}", hint="check the path (relative to the current folder)")
     if not path.is_relative_to(store.root):
         raise BadInput(f"{file} is outside the store ({store.root})", hint="copy it into ledgers/ first")
     link = link_on_way(store.root, path)

@@ -795,7 +795,7 @@ def read_pairs(path: Path) -> list[tuple[str, str, int]]:
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        raise NotFound(f"no such file: {path}") from None
+        raise NotFound(f"no such file: {path}", hint="check the path (relative to the current folder)") from None
     except UnicodeDecodeError:
         raise BadInput(f"{path} is not UTF-8") from None
     pairs = []

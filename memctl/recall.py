@@ -740,7 +740,7 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
 def check_query(query: str) -> str:
     """The query as searched: bad input refused, a very long one cut to MAX_QUERY_CHARS."""
     if not query.strip():
-        raise BadInput("the query is empty", hint='memctl recall "what to look for"')
+        raise BadInput("the query is empty", hint="give the words to look for, in any language")
     try:
         query.encode("utf-8")
     except UnicodeEncodeError:

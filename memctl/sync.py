@@ -614,7 +614,8 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
     from .store import commit, refuse_uncommitted  # noqa: PLC0415
 
     if keep not in ("local", "remote", "both"):
-        raise BadInput(f"keep {keep!r}: expected local, remote or both", arg="keep")
+        raise BadInput(f"keep {keep!r}: expected local, remote or both", arg="keep",
+                       hint="local keeps the version in place, remote the conflict copy, both the two as two facts")
     with store.lock(commits=commit_changes):
         found = [c for c in list_conflicts(store) if key in (c.name, Path(c.copy).name, Path(c.copy).stem)]
         if not found:

@@ -172,7 +172,7 @@ def _open_checked(path: Path, settings: Settings, saved: Any, whole: bool, tools
             raise BadInput(f"{path}: a symbolic link; a transcript is not read through a link",
                            hint="give the file it points to")
         if not path.exists():
-            raise NotFound(f"no such file: {path}")
+            raise NotFound(f"no such file: {path}", hint="check the path (relative to the current folder)")
         if not path.is_file():
             raise BadInput(f"{path}: not a file")
         info = path.stat()

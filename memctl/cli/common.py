@@ -41,3 +41,21 @@ def _note_unfinished_merge(store: Store) -> None:
     elif what is not None:
         output.warn(f"a git {what} is unfinished in this store: files may hold conflict markers, and writes are refused",
                     hint="memctl doctor names them; finish it (fix, git add, git commit) or git merge --abort")
+
+
+def read_file_arg(source: str, option: str) -> tuple[bytes, str]:
+    """The bytes of a file an option names (`-`: stdin), and the label to name it by. A file that is
+    not there is NotFound (exit 3, as in every command); one that cannot be read is BadInput."""
+    import sys
+    from pathlib import Path
+
+    from ..errors import BadInput, NotFound
+
+    if source == "-":
+        return sys.stdin.buffer.read(), "stdin"
+    try:
+        return Path(source).read_bytes(), source
+    except FileNotFoundError:
+        raise NotFound(f"{option} {source}: no such file", hint="check the path (relative to the current folder)") from None
+    except OSError as exc:
+        raise BadInput(f"{option} {source}: {exc.strerror or exc}", hint="give a readable file, or - for stdin") from None

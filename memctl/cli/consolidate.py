@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -11,7 +9,7 @@ import typer
 from .. import output
 from ..errors import FAILED, BadInput
 from .root import app
-from .common import JsonOpt, NoCommitOpt, store_from
+from .common import JsonOpt, NoCommitOpt, read_file_arg, store_from
 
 proc_app = typer.Typer(
     help="Procedures: facts of type procedure, ranked by outcomes recorded in a ledger.",
@@ -41,7 +39,7 @@ def consolidate(
     from ..lifecycle import consolidate as cons
 
     if dry_run and apply:
-        raise BadInput("give --dry-run or --apply, not both")
+        raise BadInput("give --dry-run or --apply, not both", hint="--dry-run shows the plan; --apply carries it out")
     store = store_from(ctx, committing=apply and not no_commit)
     result = cons.consolidate(store, dry_run=not apply, commit_changes=not no_commit)
     plan = result.plan
@@ -86,7 +84,7 @@ def conflicts(
     from ..lifecycle import consolidate as cons
 
     if limit < 0:
-        raise BadInput(f"--limit must be 0 (all) or more, got {limit}")
+        raise BadInput(f"--limit must be 0 (all) or more, got {limit}", hint="--limit 0 lists them all")
     store = store_from(ctx)
     merged = sync.list_conflicts(store)  # versions a merge kept aside (docs/SYNC.md)
     plan = cons.conflicts(store)
@@ -199,7 +197,7 @@ def procedure_record(
     from ..lifecycle import procedures
 
     if success == failure:
-        raise BadInput("give exactly one of --success and --failure")
+        raise BadInput("give exactly one of --success and --failure", hint="--success for a run that worked, --failure for one that did not")
     store = store_from(ctx, committing=not no_commit)
     done = procedures.record(store, name, success, score, commit_changes=not no_commit)
     if json:
@@ -242,19 +240,11 @@ def procedure_evolve(
     """Replace a procedure's template and bump its version; git keeps the older ones."""
     from ..lifecycle import procedures
 
-    if template == "-":
-        data = sys.stdin.buffer.read()
-        where = "stdin"
-    else:
-        try:
-            data = Path(template).read_bytes()
-        except OSError as exc:
-            raise BadInput(f"--template {template}: {exc.strerror or exc}") from None
-        where = template
+    data, where = read_file_arg(template, "--template")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadInput(f"--template {where} is not valid UTF-8") from None
+        raise BadInput(f"--template {where} is not valid UTF-8", hint="save the template as UTF-8") from None
     store = store_from(ctx, committing=not no_commit)
     change = procedures.evolve(store, name, text, commit_changes=not no_commit)
     version = procedures.version(change.fact)

@@ -19,7 +19,7 @@ def _read_stdin(label: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadInput(f"{label} from stdin is not valid UTF-8") from None
+        raise BadInput(f"{label} from stdin is not valid UTF-8", hint="send the text as UTF-8") from None
 
 
 @app.command()

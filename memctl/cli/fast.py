@@ -99,7 +99,7 @@ def _read_text(source: str) -> str:
             with open(source, "rb") as handle:
                 data = handle.read()
         except FileNotFoundError:
-            raise NotFound(f"no such file: {source}") from None
+            raise NotFound(f"no such file: {source}", hint="check the path (relative to the current folder)") from None
     name = "stdin" if source == "-" else source
     if b"\0" in data:  # it would reach the access log (docs/FORMAT.md, Limits)
         line = data.count(b"\n", 0, data.index(b"\0")) + 1

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from .. import output, state
-from ..errors import FAILED, BadInput, NotFound
+from ..errors import FAILED, BadInput
 from ..store import commit_enabled
 from .root import app
-from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, store_from
+from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, read_file_arg, store_from
 
 state_app = typer.Typer(
     help="STATE.md snapshots: how things stand now, regenerated and committed by a scheduled job.",
@@ -28,15 +26,7 @@ ScopeOpt = Annotated[
 
 
 def _read_json(source: str) -> dict:
-    if source == "-":
-        data, label = sys.stdin.buffer.read(), "stdin"
-    else:
-        try:
-            data, label = Path(source).read_bytes(), source
-        except FileNotFoundError:
-            raise NotFound(f"--from-json {source}: no such file") from None
-        except OSError as exc:
-            raise BadInput(f"--from-json {source}: {exc.strerror or exc}") from None
+    data, label = read_file_arg(source, "--from-json")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

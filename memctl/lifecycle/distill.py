@@ -242,11 +242,14 @@ def distilled_ids(store: "Store") -> set[str]:
 
 def _check_options(min_cluster: int, similarity: float, timeout: float | None = None) -> None:
     if min_cluster < 2:
-        raise BadInput(f"min_cluster must be 2 or more, got {min_cluster}", arg="min_cluster")
+        raise BadInput(f"min_cluster must be 2 or more, got {min_cluster}", arg="min_cluster",
+                       hint=f"a lesson is drawn from two similar episodes or more (default {DEFAULT_MIN_CLUSTER})")
     if not 0.0 < similarity <= 1.0:
-        raise BadInput(f"similarity must be above 0 and at most 1, got {similarity:g}", arg="similarity")
+        raise BadInput(f"similarity must be above 0 and at most 1, got {similarity:g}", arg="similarity",
+                       hint=f"how alike two episodes must be, as a cosine (default {DEFAULT_SIMILARITY:g})")
     if timeout is not None and not timeout > 0:
-        raise BadInput(f"timeout must be above 0 seconds, got {timeout:g}", arg="timeout")
+        raise BadInput(f"timeout must be above 0 seconds, got {timeout:g}", arg="timeout",
+                       hint="the seconds the command may take to answer")
 
 
 def plan(store: "Store", *, since: str | None = None, min_cluster: int = DEFAULT_MIN_CLUSTER,

@@ -250,7 +250,8 @@ def _format_score(score: float | None) -> str:
 def record(store: "Store", name: str, success: bool, score: float | None = None, *, commit_changes: bool = True) -> Recorded:
     """Append one outcome; return the procedure's statistics including it."""
     if score is not None and not 0.0 <= score <= MAX_SCORE:
-        raise BadInput(f"score must be between 0 and {MAX_SCORE:g}, got {score:g}", arg="score")
+        raise BadInput(f"score must be between 0 and {MAX_SCORE:g}, got {score:g}", arg="score",
+                       hint=f"how well the run went: 0 (worst) to {MAX_SCORE:g} (best)")
     fact = procedure(store, name)
     key = name_of(fact)
     row = {"ts": clock.stamp(), "procedure": key, "version": str(version(fact)),

@@ -124,23 +124,23 @@ def test_conflicts_lists_and_a_supersedes_resolves(facts_root):
 
 
 @pytest.mark.parametrize("args, message, code", [
-    (["consolidate", "--dry-run", "--apply"], "give --dry-run or --apply, not both", 2),
-    (["distill", "--min-cluster", "1"], "--min-cluster must be 2 or more, got 1", 2),
-    (["distill", "--similarity", "2"], "--similarity must be above 0 and at most 1, got 2", 2),
+    (["consolidate", "--dry-run", "--apply"], "give --dry-run or --apply, not both (hint: --dry-run shows the plan; --apply carries it out)", 2),
+    (["distill", "--min-cluster", "1"], "--min-cluster must be 2 or more, got 1 (hint: a lesson is drawn from two similar episodes or more (default 3))", 2),
+    (["distill", "--similarity", "2"], "--similarity must be above 0 and at most 1, got 2 (hint: how alike two episodes must be, as a cosine (default 0.7))", 2),
     (["distill", "--llm-cmd", "no-such-llm -p"], "--llm-cmd: command 'no-such-llm' not found on PATH (hint: give its full path: scheduled jobs run "
                                                "with a minimal PATH)", 2),
     (["distill", "--llm-cmd", "'claude"], "--llm-cmd \"'claude\": No closing quotation (hint: check its quotes: it is split as a shell would, "
                                        "but not run by one)", 2),
-    (["distill", "--llm-cmd", sys.executable, "--timeout", "0"], "--timeout must be above 0 seconds, got 0", 2),
+    (["distill", "--llm-cmd", sys.executable, "--timeout", "0"], "--timeout must be above 0 seconds, got 0 (hint: the seconds the command may take to answer)", 2),
     (["procedure", "record", "nope", "--success"], "no fact named 'nope' (hint: `memctl list --all` shows every fact)", 3),
     (["procedure", "record", "a-fact", "--success"],
      "fact 'a-fact' is a project fact, not a procedure (hint: create one with `memctl remember NAME --type procedure`)", 2),
-    (["procedure", "record", "publish", "--success", "--failure"], "give exactly one of --success and --failure", 2),
-    (["procedure", "record", "publish"], "give exactly one of --success and --failure", 2),
-    (["procedure", "record", "publish", "--success", "--score", "11"], "--score must be between 0 and 10, got 11", 2),
+    (["procedure", "record", "publish", "--success", "--failure"], "give exactly one of --success and --failure (hint: --success for a run that worked, --failure for one that did not)", 2),
+    (["procedure", "record", "publish"], "give exactly one of --success and --failure (hint: --success for a run that worked, --failure for one that did not)", 2),
+    (["procedure", "record", "publish", "--success", "--score", "11"], "--score must be between 0 and 10, got 11 (hint: how well the run went: 0 (worst) to 10 (best))", 2),
     (["procedure", "best", "water the plants"],
      "no procedure matches 'water the plants' (hint: `memctl procedure list` shows the procedures and their triggers)", 3),
-    (["procedure", "evolve", "publish", "--template", "/nonexistent/t.md"], "--template /nonexistent/t.md: No such file or directory", 2),
+    (["procedure", "evolve", "publish", "--template", "/nonexistent/t.md"], "--template /nonexistent/t.md: no such file (hint: check the path (relative to the current folder))", 3),
     (["procedure", "evolve", "nope", "--template", "-"], "no fact named 'nope' (hint: `memctl list --all` shows every fact)", 3),
 ])
 def test_bad_input_is_one_line_with_its_exit_code(root, args, message, code):
@@ -288,7 +288,7 @@ def test_conflicts_are_grouped_capped_and_counted(root):
     assert r.stderr == ("memctl: showing 2 of 4 conflicts (in 3 groups; --limit 0 shows all); "
                         "resolve one with `memctl remember KEEP --update --supersedes OTHER`\n")
     r = cli(root, "conflicts", "--limit", "-1")
-    assert (r.exit_code, r.stderr) == (2, "memctl: error: --limit must be 0 (all) or more, got -1\n")
+    assert (r.exit_code, r.stderr) == (2, "memctl: error: --limit must be 0 (all) or more, got -1 (hint: --limit 0 lists them all)\n")
 
 
 def test_after_apply_the_conflicts_counted_are_those_left(root):

@@ -100,7 +100,7 @@ def test_a_relative_transcript_path_is_the_sessions_own_read_against_its_cwd(roo
 @pytest.mark.parametrize("stdin, reason", [
     ("not json", "--hook: stdin is not the JSON a Claude Code hook receives"),
     ('{"session_id": "x"}', "--hook: the hook input has no transcript_path"),
-    ('{"transcript_path": "/nonexistent/x.jsonl"}', "no such file: /nonexistent/x.jsonl"),
+    ('{"transcript_path": "/nonexistent/x.jsonl"}', "no such file: /nonexistent/x.jsonl (hint: check the path (relative to the current folder))"),
 ], ids=["garbage", "no-path", "missing-file"])
 def test_hook_never_fails_the_session(root, stdin, reason):
     head = git(root, "rev-parse", "HEAD")
@@ -121,7 +121,7 @@ def test_hook_outside_any_store_still_exits_0(tmp_path, project):
     (["episode", "import", "slack"], "unknown transcript format 'slack' (hint: claude-code | codex | gemini | cursor | messages)", 2),
     (["episode", "import", "claude-code"], "no transcript to import (hint: give FILE.jsonl arguments or --project DIR)", 2),
     (["episode", "import", "claude-code", "a.jsonl", "--project", "."], "give transcript files or --project, not both", 2),
-    (["episode", "import", "claude-code", "/nonexistent/a.jsonl"], "no such file: /nonexistent/a.jsonl", 3),  # not found: 3 everywhere
+    (["episode", "import", "claude-code", "/nonexistent/a.jsonl"], "no such file: /nonexistent/a.jsonl (hint: check the path (relative to the current folder))", 3),  # not found: 3 everywhere
 ])
 def test_bad_input_is_one_line(root, args, message, code):
     head = git(root, "rev-parse", "HEAD")
