@@ -401,7 +401,8 @@ def answer(store: Store, queries: Sequence[str], *, source: str = "docs", **opti
         if conn is None or not conn.execute("SELECT 1 FROM docs WHERE kind=? LIMIT 1", (KIND,)).fetchone():
             corpus = recall.Corpus(recall.min_score_for(store) if options.get("min_score") is None else options["min_score"])
             if sources_mod.declared(store):
-                corpus.notes.append("no document is indexed yet: run `memctl source index`")
+                corpus.notes.append("no document is indexed yet: `memctl source index` indexes the declared sources "
+                                    "(`memctl source status` says what each one finds)")
             elif source != "all":  # documents asked for by name (`all` is facts and episodes too: no note)
                 corpus.notes.append("no source is declared: `memctl source add NAME PATH` declares a folder of documents")
             return corpus, [[] for _ in queries]

@@ -274,7 +274,7 @@ def render_block(entries: Iterable[_Entry], overflow: dict[str, int] | None = No
         lines.extend(format_line(e.title, e.fact.file_name, e.hook)
                      for e in sorted(groups.get(group, []), key=lambda e: e.fact.stem))
         if overflow.get(group):
-            lines.append(format_line(f"{overflow[group]} more {group} facts", topic_file(group),
+            lines.append(format_line(f"{overflow[group]} more {group} fact{'s' if overflow[group] != 1 else ''}", topic_file(group),
                                      "not loaded at session start; open this list when they may matter"))
     lines.append(END)
     return lines

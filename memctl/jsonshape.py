@@ -672,7 +672,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("object", "init"),
     "remember": ("object", "fact_change"),
     "show": ("object", "fact"),
-    "show -- PATH:START-END": ("object", "document_lines"),
+    "show --json -- PATH:START-END": ("object", "document_lines"),
     "list": ("array", "fact"),
     "log": ("array", "log_entry"),
     "forget": ("object", "fact_change"),

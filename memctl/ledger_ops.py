@@ -382,7 +382,7 @@ def verify(store: Store, name: str) -> Verification:
                 ledger.name, rel, len(history), False, None, None, line,
                 f"the working file rewrote or removed line {line} of the committed version (HEAD)",
             )
-    return Verification(ledger.name, rel, len(history), True, message=f"{rel}: {len(history)} commits, append-only")
+    return Verification(ledger.name, rel, len(history), True, message=f"{rel}: {len(history)} commit{'s' if len(history) != 1 else ''}, append-only")
 
 
 # ---------------------------------------------------------------- commit what was appended

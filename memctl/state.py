@@ -415,7 +415,7 @@ def _facts_section(store: Store, summary: Summary, today: str, now: datetime) ->
 
     live = facts.live_facts(store, quiet=True)
     by_type = Counter(f.type or "untyped" for f in live)
-    changed = sorted(f.stem for f in live if _day_of(f.meta("updated") or f.meta("created"), now) == today)
+    changed = sorted(f.name or f.stem for f in live if _day_of(f.meta("updated") or f.meta("created"), now) == today)
     numbers: dict[str, Number] = {"facts": len(live)}
     lines = [f"- total: {len(live)}"]
     for fact_type, count in sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])):

@@ -347,7 +347,9 @@ def add_lines(path: Path, text: str, *, replacing: dict[str, str] | None = None)
 
 
 # `init --no-git`: a store that says so, so that its writes are not refused for want of a repository.
-NO_COMMIT_TOML = config_mod.DEFAULT_TOML.replace("\ncommit = true ", "\ncommit = false", 1)
+NO_COMMIT_TOML = config_mod.DEFAULT_TOML.replace(
+    "\ncommit = true                      # commit every change (MEMCTL_NO_COMMIT=1 or --no-commit to skip)",
+    "\ncommit = false                     # no repository (`init --no-git`): nothing is committed", 1)
 NO_COMMIT_CLAUDE_TOML = "# memctl: this directory is not versioned (`memctl init --no-git`); see docs/FORMAT.md.\n[git]\ncommit = false\n"
 
 

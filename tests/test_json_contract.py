@@ -88,7 +88,7 @@ def _cases(a: Path, tmp: Path) -> list[tuple[str, list[str], str | None, tuple[i
         ("source index", ["source", "index", "--no-embed", "--json"], None, (0,)),
         ("source status", ["source", "status", "--json"], None, (0,)),
         ("recall", ["recall", "デプロイ手順", "--source", "docs", "--mode", "keyword", "--json", "--no-log"], None, (0,)),
-        ("show -- PATH:START-END", ["show", f"{notes / 'deploy.md'}:1-3", "--json"], None, (0,)),
+        ("show --json -- PATH:START-END", ["show", f"{notes / 'deploy.md'}:1-3", "--json"], None, (0,)),
         ("source remove", ["source", "remove", "notes", "--json"], None, (0,)),
         ("used", ["used", "deploy-friday", "--json"], None, (0,)),
         ("audit", ["audit", "--json"], None, (0,)),

@@ -216,3 +216,24 @@ def test_a_mistyped_type_is_named_not_answered_with_nothing(root):
     assert "odd" in cli(root, "recall", "デプロイ", "--type", "runbook", "--mode", "keyword").stdout
     assert "deploy-rule" in cli(root, "recall", "deploy", "--type", "project", "--mode", "keyword").stdout
     assert cli(root, "recall", "deploy", "--type", "decision", "--source", "all", "--mode", "keyword").exit_code == 1
+
+
+def test_the_words_memctl_writes_say_what_is_so(tmp_path, pinned_clock):
+    """A new user's reading of the docs (session 26): `init --no-git` wrote `commit = false   # commit every
+    change`; `ledger verify` said "1 commits"; STATE.md's "changed today" listed file stems where JOBS.md
+    shows fact names (a fact named `deploy-rule` in `feedback_deploy.md`)."""
+    bare = tmp_path / "bare"
+    assert cli(None, "init", "--no-git", str(bare)).exit_code == 0
+    line = next(l for l in (bare / "memctl.toml").read_text(encoding="utf-8").splitlines() if l.startswith("commit ="))
+    assert line.startswith("commit = false") and "commit every change" not in line and "nothing is committed" in line
+
+    root = tmp_path / "s"
+    assert cli(None, "init", str(root)).exit_code == 0
+    assert cli(root, "ledger", "create", "one", "--columns", "a,b").exit_code == 0
+    assert cli(root, "ledger", "verify", "one").stdout == "ledgers/one.tsv: 1 commit, append-only\n"
+    (root / "memory" / "feedback_deploy.md").write_text(
+        f"---\nname: deploy-rule\ndescription: デプロイは火曜\ntype: feedback\nmetadata:\n  created: '{pinned_clock}'\n"
+        f"  updated: '{pinned_clock}'\n---\n", encoding="utf-8")
+    _commit_all(root)
+    assert cli(root, "state", "update").exit_code == 0
+    assert "- changed today: 1 (deploy-rule)" in (root / "state" / "STATE.md").read_text(encoding="utf-8")
