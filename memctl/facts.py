@@ -186,6 +186,10 @@ def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
         if fact.stem == key:
             return fact
     named = [fact for fact in facts if fact.name == key]
+    if not named:  # the same title typed in another Unicode form (macOS's NFD ガイドライン): the same fact
+        folded = unicodedata.normalize("NFC", key)
+        named = [fact for fact in facts
+                 if folded in (unicodedata.normalize("NFC", fact.name or ""), unicodedata.normalize("NFC", fact.stem))]
     if len(named) > 1:
         files = ", ".join(f.file_name for f in named)
         raise BadInput(f"name {key!r} is used by {len(named)} facts: {files}",
@@ -794,7 +798,8 @@ def remember(
             near = [h for h in hits if not h.exact and h.near]
             if near and strict and not force:
                 raise Refused(
-                    f"a similar fact exists: {store.rel(near[0].fact.path)} (overlap {near[0].score:.2f})",
+                    f"a similar fact exists: {store.rel(near[0].fact.path)} (score {near[0].score:.2f}, "
+                    + (f"{near[0].shared} shared keywords)" if near[0].method == "keywords" else f"by {near[0].method})"),
                     hint="check it; update or supersede it, or write without strict", kind="similar-fact",
                 )
         refuse_uncommitted(store, [f.path for f in [existing, *old_facts] if f is not None], commit_changes)

@@ -390,3 +390,29 @@ def test_a_title_of_a_hundred_kanji_is_a_fact_not_a_file_name_too_long(tmp_path)
     assert json.loads(cli(d, "show", title, "--json").stdout)["name"] == title
     assert cli(d, "remember", title, "--update", "-d", "長いタイトルの事実、改").exit_code == 0
     assert cli(d, "doctor").exit_code == 0
+
+
+def test_a_title_in_another_unicode_form_names_the_same_fact(tmp_path):
+    """In a Claude Code directory `ガイドライン` typed in NFD (macOS) made a second fact beside the NFC one,
+    the two alike in MEMORY.md; memctl's own store refuses such twins by file name. It is the same fact:
+    `remember` refuses it as existing, `show` and `--update` find it."""
+    import unicodedata
+
+    d, _ = _adopted(tmp_path)
+    nfc, nfd = unicodedata.normalize("NFC", "ガイドライン"), unicodedata.normalize("NFD", "ガイドライン")
+    assert nfc != nfd
+    assert cli(d, "remember", nfc, "-d", "コードレビューの指針").exit_code == 0
+    twin = cli(d, "remember", nfd, "-d", "別の説明")
+    assert twin.exit_code == 1 and "already exists" in twin.stderr, twin.stderr
+    assert json.loads(cli(d, "show", nfd, "--json").stdout)["description"] == "コードレビューの指針"
+    assert cli(d, "remember", nfd, "--update", "-d", "コードレビューの指針（改）").exit_code == 0
+    assert json.loads(cli(d, "show", nfc, "--json").stdout)["description"] == "コードレビューの指針（改）"
+
+
+def test_a_strict_refusal_says_what_its_score_is(tmp_path):
+    """`remember --strict` called every score an "overlap", an embedder's cosine included: it names the
+    score as the warning does (shared keywords, or the embedder that found it)."""
+    d, _ = _adopted(tmp_path)
+    done = cli(d, "remember", "zz", "-d", "統合テストは実DBに当てる（モックは決して使わない）", "--strict")
+    assert done.exit_code == 1 and "(score " in done.stderr and "overlap" not in done.stderr, done.stderr
+    assert "shared keywords)" in done.stderr or "by " in done.stderr
