@@ -199,8 +199,25 @@ def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
     return named[0] if named else None
 
 
+def key_from_path(store: Store, key: str) -> str:
+    """A fact file's path as `remember` and `list` print it (`memory/deploy.md`, from the store's root),
+    or as a shell completes it from here, names that fact: its file name (an archived version's, its
+    stem). Any other key is returned as it is (and a path there is refused as a name)."""
+    if "/" not in key or not key.endswith(".md") or "\x00" in key:
+        return key
+    for base in (store.root, Path.cwd()):
+        path = os.path.normpath(os.path.join(base, key))
+        folder, name = os.path.split(path)
+        if folder == os.path.normpath(store.memory_dir):
+            return name
+        if folder == os.path.normpath(store.archive_dir):
+            return name[:-len(".md")]
+    return key
+
+
 def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: str, hint: str) -> fact_mod.Fact:
     """The live fact `key`; else BadInput / NotFound as `find` says, or Refused(archived) when it is archived."""
+    key = key_from_path(store, key)
     found = _match(facts, key)
     if found is None:
         find(store, key)  # raises BadInput / NotFound with the right message
@@ -223,8 +240,8 @@ def is_passage(store: Store, key: str) -> bool:
 
 
 def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
-    """A fact by file stem or by name; live facts first, then the archive (newest first)."""
-    check_key(key)
+    """A fact by file stem, name, file name or path; live facts first, then the archive (newest first)."""
+    key = check_key(key_from_path(store, key))
     live = scan(store)
     found = _match(live.facts, key)
     if found is None:

@@ -97,7 +97,7 @@ def remember(
 @app.command()
 def show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name, file stem or file name (archived facts too), or PATH:START-END of a document in a declared source.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name, file stem, file name or path (memory/deploy.md; archived facts too), or PATH:START-END of a document in a declared source.", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
     """Print one fact file, or lines of a document (PATH:START-END, as recall shows them)."""
@@ -145,7 +145,7 @@ def list_(
 @app.command()
 def forget(
     ctx: typer.Context,
-    name: Annotated[Optional[str], typer.Argument(help="Fact name, file stem or file name.", metavar="[NAME]")] = None,
+    name: Annotated[Optional[str], typer.Argument(help="Fact name, file stem, file name or path (memory/deploy.md).", metavar="[NAME]")] = None,
     reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten: one line, required with NAME (kept in the archived file).")] = "",
     policies: Annotated[bool, typer.Option("--policies", help="Apply the [[forget.policy]] rules of memctl.toml instead of one NAME.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="With --policies: print the plan, change nothing.")] = False,
@@ -236,7 +236,7 @@ def doctor(
 @app.command()
 def log(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name, file stem or file name.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name, file stem, file name or path (memory/deploy.md).", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
     """The git history of one fact, across forget and restore: date, commit message, lines changed."""

@@ -62,7 +62,7 @@ def forget_by_policies(store: Store, *, dry_run: bool, commit_changes: bool, jso
 @app.command()
 def restore(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Archived fact: name or stem (newest version), or NAME.YYYYmmddTHHMMSS.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Archived fact: name, stem or file name (newest version), NAME.YYYYmmddTHHMMSS, or its path (memory/archive/x.md).", metavar="NAME")],
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
 ) -> None:

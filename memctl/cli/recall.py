@@ -134,7 +134,7 @@ def _pin(ctx: typer.Context, name: str, pinned: bool, no_commit: bool, json: boo
 
 
 @app.command()
-def pin(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Fact name or stem.", metavar="NAME")],
+def pin(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Fact name, file stem, file name or path (memory/deploy.md).", metavar="NAME")],
         no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
     """Pin a fact: `context` always includes it (in full, or cut to its share of the budget with a note naming
     `memctl show`; when there are more pinned facts than the budget holds a start of each, a line names the rest)."""
@@ -142,7 +142,7 @@ def pin(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Fact name 
 
 
 @app.command()
-def unpin(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Fact name or stem.", metavar="NAME")],
+def unpin(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Fact name, file stem, file name or path (memory/deploy.md).", metavar="NAME")],
           no_commit: NoCommitOpt = False, json: JsonOpt = False) -> None:
     """Unpin a fact."""
     _pin(ctx, name, False, no_commit, json)

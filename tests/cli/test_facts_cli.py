@@ -534,3 +534,20 @@ def test_a_rewrite_that_drops_a_persons_yaml_comments_says_so(root):
     assert cli(root, "remember", "q", "--description", "a 'quoted # not a comment'").exit_code == 0
     done = cli(root, "pin", "q")
     assert done.exit_code == 0 and "YAML comments" not in done.stderr
+
+
+def test_the_path_remember_prints_names_the_fact_in_memctls_own_store(root, monkeypatch):
+    """`remember` prints `memory/deploy.md`; `show memory/deploy.md` said "invalid fact name ... not a path".
+    The path from the store's root, or from the current folder, names the fact; nothing outside
+    memory/ does (a path elsewhere is still refused as a name)."""
+    r = cli(root, "remember", "deploy", "-d", "本番デプロイは火曜日", "-t", "project")
+    assert r.exit_code == 0 and r.stdout == "memory/deploy.md\n"
+    assert "本番デプロイは火曜日" in cli(root, "show", "memory/deploy.md").stdout
+    monkeypatch.chdir(root / "memory")
+    assert cli(root, "pin", "./deploy.md").exit_code == 0
+    assert cli(root, "pin", "../memory/deploy.md").exit_code == 0
+    assert cli(root, "forget", "memory/deploy.md", "--reason", "古い").exit_code == 0
+    assert "archived_reason: 古い" in cli(root, "show", "memory/archive/deploy.md").stdout
+    assert cli(root, "restore", "memory/archive/deploy.md").exit_code == 0
+    bad = cli(root, "show", "ledgers/deploy.md")
+    assert bad.exit_code == 2 and "not a path" in bad.stderr
