@@ -473,10 +473,13 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
     try:
         with _lock(folder), paced.signals_held():  # a Ctrl-C now waits for the save (a few ms)
             matrix = _assemble(hashes, known, fresh, dim)
-            _save(folder, source, matrix, meta)
-            if key:
-                _record_current(folder, source, meta, key)
-            _drop_used_batches(folder, embedder)
+            try:
+                _save(folder, source, matrix, meta)
+                if key:
+                    _record_current(folder, source, meta, key)
+                _drop_used_batches(folder, embedder)
+            except OSError as exc:  # a full disk: the vectors are in hand, the cache is only a cache
+                _not_saved(store, folder, exc)
     except KeyboardInterrupt as exc:  # while waiting for the lock: what was embedded goes to a batch
         if fresh:
             import numpy as np
@@ -489,9 +492,21 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
 
 
 def _embed(folder: Path, embedder: "Embedder", todo: list[tuple[str, str]], kind: str, quiet: bool) -> dict[str, "np.ndarray"]:
-    """content hash -> vector for each (hash, text) of `todo`; finished ones saved as batches on the way."""
-    return paced.embed(embedder, todo, kind, quiet=quiet,
-                       save=lambda hashes, matrix: _save_batch(folder, embedder, hashes, matrix))
+    """content hash -> vector for each (hash, text) of `todo`; finished ones saved as batches on the way
+    (while they can be: on a full disk the embedding goes on unsaved)."""
+    def save(hashes: list[str], matrix: "np.ndarray") -> None:
+        with contextlib.suppress(OSError):  # (the final save says so, once)
+            _save_batch(folder, embedder, hashes, matrix)
+
+    return paced.embed(embedder, todo, kind, quiet=quiet, save=save)
+
+
+def _not_saved(store: "Store", folder: Path, exc: OSError) -> None:
+    """A warning that the cache could not be written (a full disk, a read-only folder): the answer
+    stands, computed from the vectors in hand; the next run embeds what was not kept."""
+    failure = errors.from_os_error(exc)
+    errors.warn(f"the vector cache was not saved: {failure.message}; answered without it",
+                hint="free some space: the next run embeds again what was not kept")
 
 
 def _sweep_old_layout(base: Path) -> None:

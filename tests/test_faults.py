@@ -1052,3 +1052,24 @@ def test_a_job_failing_on_a_full_disk_reports_its_own_exit_code_and_why_no_episo
     assert done.returncode == 3, done.stderr
     assert "job failer failed with exit 3" in done.stderr and "no episode: No space left on device" in done.stderr, done.stderr
     assert "printing the output" not in done.stderr
+
+
+def test_near_dup_on_a_full_disk_answers_and_says_the_vector_cache_was_not_kept(small_disk):
+    """near-dup printed `memctl: error: OSError: [Errno 28] No space left on device: '.../x.npy'` (exit 2)
+    when its vector cache could not be written, though the vectors were in hand: a cache is a cache.
+    It answers, with one warning; the next run, with room again, embeds what was not kept."""
+    root = small_disk / "store"
+    init_store(root)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[embedding]\nbackend = "char-ngram"\n')
+    assert run(root, "ledger", "create", "themes", "--columns", "date,theme").returncode == 0
+    rows = "".join(f"2026-12-01\tテーマ{n}: MCPサーバーのテストとデバッグ その{n}\n" for n in range(20))
+    assert run(root, "ledger", "append", "themes", "-", input=rows).returncode == 0
+    fill(small_disk)
+    done = run(root, "near-dup", "テーマ3: MCPサーバーのテストとデバッグ その3", "--ledger", "themes", "--column", "theme")
+    free(small_disk)
+    assert done.returncode == 1, done.stderr  # a near-duplicate, found
+    assert "the vector cache was not saved: No space left on device" in done.stderr and "OSError" not in done.stderr
+    again = run(root, "near-dup", "テーマ3: MCPサーバーのテストとデバッグ その3", "--ledger", "themes", "--column", "theme")
+    assert again.returncode == 1 and "not saved" not in again.stderr
+    assert any((root / ".memctl" / "vectors").rglob("*.npy"))

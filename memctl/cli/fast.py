@@ -82,7 +82,11 @@ def near_dup_error(exc: BaseException, json: bool = False) -> int | None:
         failure = errors.not_utf8("the input", exc)
         output.failure(failure.message, failure.hint, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
-    if isinstance(exc, (ValueError, OSError)) and not isinstance(exc, BrokenPipeError):
+    if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):  # a full disk: one line with its hint, as everywhere
+        failure = errors.from_os_error(exc)
+        output.failure(*hints.worded(failure), NEAR_DUP_ERROR, json=json)
+        return NEAR_DUP_ERROR
+    if isinstance(exc, ValueError):
         output.failure(f"{type(exc).__name__}: {exc}", None, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
     return None
