@@ -42,7 +42,14 @@ def expired(value: object, at: datetime | None = None) -> bool:
 
 def expiry(text: str) -> datetime:
     """When an `expires` value is past: a bare date (`2027-03-31`) at the end of that day, local time (the
-    fact is current all that day, wherever it is read); a timestamp at itself."""
+    fact is current all that day, wherever it is read); a timestamp at itself (without an offset: local)."""
+    value, local = expiry_wall(text)
+    return value.astimezone() if local else value
+
+
+def expiry_wall(text: str) -> tuple[datetime, bool]:
+    """expiry() before the reader's time zone places it: (the wall-clock time, True) for a bare date or a
+    time without an offset, (the instant, False) for a timestamp with one. ValueError: no ISO-8601 date."""
     text = _ascii(text)
     value = datetime.fromisoformat(text)
     try:
@@ -50,7 +57,7 @@ def expiry(text: str) -> datetime:
         value += timedelta(days=1)  # naive local midnight: the next day's, summer time or not
     except ValueError:
         pass
-    return value if value.tzinfo else value.astimezone()
+    return value, value.tzinfo is None
 
 
 def _ascii(text: object) -> str:

@@ -79,8 +79,8 @@ def _pinned_parts(store: Store, conn) -> list[Part]:
     from . import rindex
 
     # A pinned fact past its `expires` is no longer how things are: recall leaves it out, so does this.
-    pinned = rindex.live_facts_where(conn, "pinned = 1 AND (expires IS NULL OR expires > ?)", (clock.now().timestamp(),),
-                                     order="importance DESC, key")
+    ahead, args = rindex.not_expired(clock.now())
+    pinned = rindex.live_facts_where(conn, f"pinned = 1 AND {ahead}", args, order="importance DESC, key")
     texts = _fact_texts(store, conn, [doc.path for doc in pinned])
     return [Part("pinned", f"### {doc.path}\n{texts[doc.path]}", doc.key) for doc in pinned if doc.path in texts]
 
@@ -100,11 +100,13 @@ def _unlinked(store: Store, paths) -> list:
 def _expired_lines(store: Store, conn, text: str) -> set[int]:
     """MEMORY.md's lines (numbers) linking a fact past its `expires`: the file lists it until memctl's
     next write (or the nightly job) regenerates it, but the bundle is how things are now."""
-    from . import index, rindex
+    from . import rindex
 
-    expired = rindex.live_facts_where(conn, "expires IS NOT NULL AND expires <= ?", (clock.now().timestamp(),))
+    expired = rindex.live_facts_where(conn, *rindex.expired(clock.now()))
     if not expired:
         return set()
+    from . import index  # (its fact parsing imports PyYAML: only when a line is to be left out)
+
     folder = store.index_path.parent
     paths = {os.path.normpath(store.root / doc.path) for doc in expired}
     return {line.lineno for line in index.parse_lines(text) if os.path.normpath(folder / line.target) in paths}

@@ -18,6 +18,7 @@ import operator
 import os
 import sqlite3
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Sequence
 
@@ -32,7 +33,7 @@ from .claude_memory import SIDECAR
 from .store import Store
 from .values import unit_value
 
-VERSION = "12"  # 12: a Claude Code topic file without frontmatter is a fact (fact.plain_fact), its undated facts dated by git; 11: importance/confidence read by values.unit_value (`true`, `.inf`: the default); 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "13"  # 13: a bare `expires` date kept as the wall-clock time its day ends (docs.expires_local), read in the reader's time zone; 12: a Claude Code topic file without frontmatter is a fact (fact.plain_fact), its undated facts dated by git; 11: importance/confidence read by values.unit_value (`true`, `.inf`: the default); 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -43,7 +44,7 @@ CREATE TABLE files(path TEXT PRIMARY KEY, stamp TEXT, doc INTEGER);
 CREATE TABLE docs(
     id INTEGER PRIMARY KEY, kind TEXT, key TEXT, title TEXT, description TEXT, vtext TEXT,
     path TEXT, type TEXT, tags TEXT, importance REAL, confidence REAL, ts REAL,
-    pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER, body TEXT);
+    pinned INTEGER, status TEXT, expires REAL, agent TEXT, ntok INTEGER, body TEXT, expires_local INTEGER);
 CREATE INDEX docs_kind ON docs(kind);
 CREATE INDEX docs_pinned ON docs(kind, status, pinned);
 CREATE INDEX docs_status ON docs(kind, status);
@@ -114,11 +115,34 @@ def _epoch(value) -> float | None:
         return None
 
 
-def _expiry(value) -> float | None:
+def _expiry(value) -> tuple[float | None, bool]:
+    """(when, local): a timestamp's instant; a bare date's end (or a time without an offset) as a
+    wall-clock time, its seconds counted as if in UTC (`local`), so that each reader places it in its
+    own time zone as `list` and `doctor` do (a cron job in UTC and a shell in Tokyo share one index)."""
+    if not value:
+        return None, False
     try:
-        return clock.expiry(str(value)).timestamp() if value else None
+        when, local = clock.expiry_wall(str(value))
     except ValueError:
-        return None
+        return None, False
+    return (when.replace(tzinfo=timezone.utc) if local else when).timestamp(), local
+
+
+def _wall(now: datetime) -> float:
+    """`now` on the wall clock of this process's time zone, as seconds counted as if in UTC."""
+    return now.astimezone().replace(tzinfo=timezone.utc).timestamp()
+
+
+def not_expired(now: datetime) -> tuple[str, tuple[float, float]]:
+    """An SQL condition over `docs` (and its arguments): no expiry, or one still ahead at `now`."""
+    return ("(expires IS NULL OR (CASE WHEN expires_local = 1 THEN expires > ? ELSE expires > ? END))",
+            (_wall(now), now.timestamp()))
+
+
+def expired(now: datetime) -> tuple[str, tuple[float, float]]:
+    """An SQL condition over `docs` (and its arguments): an expiry at or before `now`."""
+    return ("(expires IS NOT NULL AND (CASE WHEN expires_local = 1 THEN expires <= ? ELSE expires <= ? END))",
+            (_wall(now), now.timestamp()))
 
 
 def _unit(value, default: float) -> float:
@@ -237,15 +261,15 @@ def fact_vector_text(name: str, description: str) -> str:
 
 def _insert(conn: sqlite3.Connection, kind: str, key: str, title: str, description: str, vtext: str, text: str,
             path: str, type_: str, tags: Sequence[str], importance: float, confidence: float, ts: float | None,
-            pinned: bool, status: str, expires: float | None, agent: str = "", body: str = "",
+            pinned: bool, status: str, expires: tuple[float | None, bool], agent: str = "", body: str = "",
             doc_id: int | None = None) -> int:
     """Insert one document; `doc_id` (a file read again) keeps the id its earlier row had."""
     tokens = search_tokens(text, document=True)
     cur = conn.execute(
         "INSERT INTO docs(id, kind, key, title, description, vtext, path, type, tags, importance, confidence, ts, pinned,"
-        " status, expires, agent, ntok, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " status, expires, agent, ntok, body, expires_local) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (doc_id, kind, key, title, description, vtext, path, type_, SEP.join(tags), importance, confidence, ts,
-         int(pinned), status, expires, agent, len(tokens), body),
+         int(pinned), status, expires[0], agent, len(tokens), body, int(expires[1])),
     )
     doc = cur.lastrowid
     conn.execute("INSERT INTO fts(rowid, tokens, kind) VALUES (?, ?, ?)", (doc, " ".join(tokens), kind))
@@ -514,7 +538,7 @@ def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:
     text = ep.description + (" " + ep.outcome if ep.outcome else "")
     shown = ep.description + (SEP + ep.outcome if ep.outcome else "")  # recall._item splits them again
     _insert(conn, "episode", ep.id, ep.id, shown, text, text + " " + " ".join(ep.tags), f"{rel}:{ep.lineno}",
-            ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", None, ep.agent)
+            ep.type, ep.tags, _unit(ep.importance, 0.5), 1.0, _epoch(ep.ts), False, "live", (None, False), ep.agent)
 
 
 def _sync_access(store: Store, conn: sqlite3.Connection, wait: float | None = None) -> None:
@@ -942,17 +966,23 @@ def vector_texts(conn: sqlite3.Connection, kind: str) -> list[tuple[int, str, st
             conn.execute("SELECT id, key, vtext FROM docs WHERE kind=? ORDER BY id", (kind,))]
 
 
+def _instant(wall: float) -> float:
+    """A wall-clock time (seconds as if in UTC) as the instant it is in this process's time zone."""
+    return datetime.fromtimestamp(wall, timezone.utc).replace(tzinfo=None).astimezone().timestamp()
+
+
 def docs(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, Doc]:
     found: dict[int, Doc] = {}
     wanted = list(wanted)
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         rows = conn.execute(
-            "SELECT id, kind, key, title, description, path, type, tags, importance, confidence, ts, pinned, status, expires"
-            f" FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            "SELECT id, kind, key, title, description, path, type, tags, importance, confidence, ts, pinned, status, expires,"
+            f" expires_local FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         for r in rows:
+            expires = r[13] if r[13] is None or not r[14] else _instant(r[13])
             found[r[0]] = Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(t for t in r[7].split(SEP) if t),
-                              r[8], r[9], r[10], bool(r[11]), r[12], r[13])
+                              r[8], r[9], r[10], bool(r[11]), r[12], expires)
     return found
 
 
@@ -1036,7 +1066,7 @@ def add_doc(conn: sqlite3.Connection, kind: str, key: str, title: str, descripti
             type_: str, ts: float | None, body: str) -> int:
     """A document of another kind (docindex's chunks): `text` is both searched and embedded."""
     return _insert(conn, kind, key, title, description, text, text, path, type_, (), 0.5, 1.0, ts, False, "live",
-                   None, body=body)
+                   (None, False), body=body)
 
 
 def remove_doc(conn: sqlite3.Connection, doc: int) -> None:

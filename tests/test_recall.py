@@ -614,3 +614,34 @@ def test_the_rows_of_the_vectors_are_the_documents_in_ascending_order_whatever_t
             assert doc_ids == sorted(doc_ids) == rindex.ids(conn, **filters) and len(vectors) == len(doc_ids)
             column = recall.Columns(doc_ids)
             assert [column[d] for d in doc_ids] == list(range(len(doc_ids))) and -1 not in column
+
+
+def test_a_bare_expiry_date_is_read_in_each_readers_time_zone_whoever_built_the_index(root):
+    """The recall index kept a bare `expires` date as an instant in the time zone of the process that
+    built it: after a cron job in UTC built it, a shell in Tokyo still recalled (and `context` still
+    pinned) a fact its own `list` called expired, for the hours around midnight, and the other way
+    round. Each reader places the day's end in its own time zone now, as `list` and `doctor` do."""
+    import subprocess
+    import sys
+    import time
+
+    from memctl import facts as facts_mod, rindex
+    from memctl.store import open_store
+
+    facts_mod.remember(open_store(root), facts_mod.FactInput(name="freeze", type="project", description="年末のデプロイ凍結",
+                                                             expires="2026-12-10", pinned=True), commit_changes=False)
+    time.sleep(rindex.RACY_NS / 1e9 + 0.2)  # past git's "racy" window: the index keeps the file's row, as it usually does
+    now = {"MEMCTL_NOW": "2026-12-10T20:00:00+00:00"}  # Tokyo: 12-11 05:00, expired; UTC: 12-10 20:00, not yet
+
+    def run(tz: str, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, **now, "TZ": tz, "HF_HUB_OFFLINE": "1"}
+        return subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), *args], env=env, capture_output=True,
+                               text=True)
+
+    for first, then in (("UTC0", "JST-9"), ("JST-9", "UTC0")):
+        for built in (root / ".memctl").glob("recall.sqlite*"):
+            built.unlink()
+        for tz in (first, then):  # the first builds the index; the second reads it
+            live = tz == "UTC0"
+            assert run(tz, "recall", "デプロイ凍結", "--mode", "keyword").returncode == (0 if live else 1), (first, tz)
+            assert ("### memory/freeze.md" in run(tz, "context", "--no-log").stdout) == live, (first, tz)
