@@ -423,6 +423,8 @@ def _ask_server(store: "Store", texts: list[str], spec: dict[str, str], *, top: 
                 similar: float | None) -> Report | None:
     from .embed import server
 
+    if server.hello(store) is None:  # none, or one busy with other work (a client that left it mid-way): not waited for
+        return None
     answer = server.ask(store, "check", {"texts": texts, "source": spec, "top": top, "threshold": threshold, "similar": similar})
     if answer is None:
         return None

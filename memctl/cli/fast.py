@@ -210,6 +210,33 @@ EXPLAIN_COLUMNS = ["rank", "score", "relevance", "keyword", "vector", "bm25", "c
                    "importance", "confidence", "recency", "frequency", "name", "path"]
 
 
+def _never_one(command):
+    """For a command whose exit 1 means "nothing found" (recall, as grep): a failure of its own (the
+    embed server, a full disk) exits 2 instead, never 1; not found (3), a held lock (4) and an
+    interruption keep theirs."""
+    import functools
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        from .. import errors
+
+        try:
+            return command(*args, **kwargs)
+        except errors.MemctlError as exc:
+            if exc.exit_code == errors.FAILED:
+                exc.exit_code = errors.USAGE
+            raise
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            failure = errors.from_os_error(exc)
+            failure.exit_code = errors.USAGE
+            raise failure from None
+
+    return run
+
+
+@_never_one
 def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int = 10, source: str = "facts",
                mode: str | None = None, fact_type: str | None = None, tag: str | None = None, since: str | None = None,
                agent: str | None = None, include_all: bool = False, explain: bool = False, paths: bool = False,

@@ -274,7 +274,7 @@ def episode_recall(
     no_log: Annotated[bool, typer.Option("--no-log", help="Do not record what was shown in the access log.")] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Same as `recall --source episodes` (weights: [recall.episode_weights]); exit 1 when nothing is relevant."""
+    """Same as `recall --source episodes` (weights: [recall.episode_weights]); exit 1 when nothing is relevant (a failure: 2)."""
     code = fast.recall_cmd(store_from(ctx), query, source="episodes", agent=agent, fact_type=type_, since=since, k=k,
                            mode=mode, min_score=min_score, explain=explain, no_log=no_log, json=json)
     if code:

@@ -42,7 +42,7 @@ def recall(
     no_log: NoLogOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Find facts, episodes and document chunks by words and meaning; exit 1 when nothing reaches the relevance floor."""
+    """Find facts, episodes and document chunks by words and meaning; exit 1 when nothing reaches the relevance floor (a failure: 2)."""
     from . import fast
 
     _exit(fast.recall_cmd(

@@ -62,7 +62,7 @@ def exit_table() -> str:
     return ("## Exit codes by condition\n\n"
             "The same condition gives the same exit code in every command (`memctl/errors.py`, `BY_CONDITION`; "
             "`tests/test_validation.py` checks each one through every command that can meet it). "
-            "`near-dup` keeps 1 for \"near-duplicate\", so what is 1 below is 2 there; `hook` exits 0 whatever happens as it runs (a store, a model or git missing; an option it does not take, such as `--json`, is still a usage error: 2). "
+            "`near-dup` keeps 1 for \"near-duplicate\", and `recall` and `episode recall` for \"nothing relevant\" (as grep), so what is 1 below is 2 there; `hook` exits 0 whatever happens as it runs (a store, a model or git missing; an option it does not take, such as `--json`, is still a usage error: 2). "
             "Ctrl-C exits 130 and a SIGTERM while texts are embedded 143 (128 + the signal, as a shell reports it), "
             "each with one line saying what was kept (docs/EMBEDDINGS.md, \"The cache\"). While a judge or LLM command "
             "runs (`near-dup --judge-cmd`, `distill --llm-cmd`), a SIGTERM (143) or SIGHUP "

@@ -173,6 +173,7 @@ class RemoteEmbedder:
         self.backend = str(info["backend"])
         self.model = str(info["model"])
         self._fingerprint = str(info["fingerprint"])
+        self._local = None  # the model loaded here once the server stopped answering
 
     @property
     def fingerprint(self) -> str:
@@ -181,11 +182,26 @@ class RemoteEmbedder:
     def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
         import numpy as np
 
-        answer = ask(self.store, "embed", {"texts": list(texts), "kind": kind})
-        if answer is None:
-            raise MemctlError("the embed server stopped answering", hint="run the command again (it will load the model itself)")
-        reply, data = answer
-        return np.frombuffer(data, dtype=np.float32).reshape(int(reply["n"]), int(reply["dim"])).copy()
+        if self._local is None:
+            answer = ask(self.store, "embed", {"texts": list(texts), "kind": kind})
+            if answer is not None:
+                reply, data = answer
+                return np.frombuffer(data, dtype=np.float32).reshape(int(reply["n"]), int(reply["dim"])).copy()
+            self._local = self._load_here()
+        return self._local.embed(texts, kind)
+
+    def _load_here(self):
+        """The same model, loaded in this process: the server stopped answering (killed, say) mid-way.
+        What it embedded so far is in the cache already; only a model other than the server's is refused."""
+        from .. import errors
+        from . import choose, settings_for
+
+        choice = choose(settings_for(self.store))
+        if choice.embedder.fingerprint != self._fingerprint:
+            raise MemctlError("the embed server stopped answering, and this process has not its model",
+                              hint="run the command again (it will load the model itself)")
+        errors.warn("the embed server stopped answering: the model is loaded in this process to finish")
+        return choice.embedder
 
 
 def remote(store: "Store") -> RemoteEmbedder | None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 
-from conftest import access_log, cli, git
+import pytest
+
+from conftest import access_log, cli, git, memctl
 from memctl import recall
 
 
@@ -177,3 +180,16 @@ def test_read_commands_create_no_file_in_a_claude_code_directory(tmp_path):
     assert [r.split("\t")[2] for r in rows[1:]] == ["recall", "context", "show", "used"]
     audit = json.loads(cli(d, "audit", "--fact", "deploys", "--json").stdout)
     assert [a["command"] for a in audit] == ["recall", "context", "show", "used"]
+
+
+@pytest.mark.parametrize("fast", ["1", ""])
+def test_a_recall_that_fails_never_exits_1_which_means_nothing_relevant(root, fast):
+    """`recall` exits 1 when nothing is relevant, as grep does; a failure of its own (an embed server
+    gone, a full disk, a .memctl that is no folder) exited 1 too, so `if memctl recall ...` read it
+    as "nothing relevant". A failure is 2 now, on the fast path and through Typer alike."""
+    assert cli(root, "remember", "deploy", "-d", "本番デプロイは火曜日", "-t", "project").exit_code == 0
+    shutil.rmtree(root / ".memctl")
+    (root / ".memctl").write_text("not a folder\n", encoding="utf-8")
+    for args in (("recall", "デプロイ", "--mode", "keyword"), ("episode", "recall", "デプロイ", "--mode", "keyword")):
+        done = memctl(root, *args, env={"MEMCTL_NO_FAST": "" if fast else "1"})
+        assert done.returncode == 2 and done.stderr.startswith("memctl: error: ") and "Traceback" not in done.stderr, done
