@@ -1101,8 +1101,8 @@ def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fac
     statuses = ("live", "archived", "superseded") if include_all else ("live",)
     if embedder is None and chosen != "keyword":
         embedder = _embedder(store, corpus, required=chosen == "vector")
-    elif chosen == "keyword":
-        embedder = None
+    if chosen == "keyword" or chosen == "hybrid" and embedder is not None and embedder.backend == "char-ngram":
+        embedder = None  # (hybrid with n-grams asked for: the fit knows no n-grams, which are no model of meaning)
     filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": checked["after"],
                "agent": agent}
     doc_ids: list[int] = []

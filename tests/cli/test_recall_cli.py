@@ -193,3 +193,19 @@ def test_a_recall_that_fails_never_exits_1_which_means_nothing_relevant(root, fa
     for args in (("recall", "デプロイ", "--mode", "keyword"), ("episode", "recall", "デプロイ", "--mode", "keyword")):
         done = memctl(root, *args, env={"MEMCTL_NO_FAST": "" if fast else "1"})
         assert done.returncode == 2 and done.stderr.startswith("memctl: error: ") and "Traceback" not in done.stderr, done
+
+
+def test_hybrid_with_n_grams_asked_for_ranks_by_keywords_not_below_them(root):
+    """With `[embedding] backend = "char-ngram"`, the default hybrid mode put n-gram cosines into a fit
+    made for models of meaning: `ランチはいつ？` found nothing (exit 1) where keyword mode found the lunch
+    fact at 0.999. Hybrid with n-grams ranks by keywords; `--mode vector` still uses them."""
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[embedding]\nbackend = "char-ngram"\n')
+    git(root, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qam", "n-grams")
+    for name, text in (("lunch", "ランチは毎週金曜日の12時から"), ("deploy", "金曜日にはデプロイしない"), ("cat", "The cat eats dry food")):
+        assert cli(root, "remember", name, "-d", text).exit_code == 0
+    for query, first in (("ランチはいつ？", "lunch"), ("金曜日にデプロイしてもいい？", "deploy")):
+        hybrid = json.loads(cli(root, "recall", query, "--json").stdout)
+        keyword = json.loads(cli(root, "recall", query, "--json", "--mode", "keyword").stdout)
+        assert hybrid and hybrid[0]["name"] == first and hybrid == keyword, (query, hybrid)
+    assert cli(root, "recall", "東京の天気", "--json").stdout.strip() == "[]"
