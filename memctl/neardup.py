@@ -949,15 +949,40 @@ def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Emb
         rows = source.rows()
         _vectors(store, source, engine, rows, rebuild=True)
         return [{"source": source.name, "rows": len(rows), "embedder": engine.label}]
-    cached = [s for s in (_source_named(store, e.source) for e in vcache.entries(store)) if s is not None]
+    # The sources to build are noted before the caches go: a run stopped by Ctrl-C cleared them all,
+    # and the next run, finding no cache of a ledger, forgot it (what the stopped run embedded is kept).
+    import json  # noqa: PLC0415
+
+    from .fsutil import atomic_write  # noqa: PLC0415
+
+    pending = vcache.root_dir(store) / REBUILD_PENDING
+    names = [e.source for e in vcache.entries(store)] + _pending_sources(pending)
+    cached = [s for s in (_source_named(store, name) for name in dict.fromkeys(names)) if s is not None]
     sources = list({s.name: s for s in [facts_source(store), *cached]}.values())
+    pending.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(pending, json.dumps([s.name for s in sources], ensure_ascii=False) + "\n")
     vcache.clear(store, batches=False)  # (what a rebuild stopped by Ctrl-C kept is used again)
     done = []
     for src in sources:
         rows = src.rows()
         _vectors(store, src, engine, rows)
         done.append({"source": src.name, "rows": len(rows), "embedder": engine.label})
-    return done + (more(store) if more else [])
+    done += more(store) if more else []
+    pending.unlink(missing_ok=True)
+    return done
+
+
+REBUILD_PENDING = "rebuild-pending.json"  # in .memctl/vectors/: the sources a `cache rebuild` under way builds
+
+
+def _pending_sources(path: Path) -> list[str]:
+    import json  # noqa: PLC0415
+
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [name for name in found if isinstance(name, str)] if isinstance(found, list) else []
 
 
 def clear_cache(store: "Store", source: Source | None = None) -> list[str]:

@@ -541,3 +541,27 @@ def test_near_dup_does_not_wait_for_a_server_busy_with_other_work(ngram_root, tm
     finally:
         busy.close()
         sock_path.unlink(missing_ok=True)
+
+
+def test_a_cache_rebuild_stopped_half_way_keeps_every_source_for_the_next_run(root, counting):
+    """`cache rebuild` cleared every cache first; stopped by Ctrl-C before it reached a ledger's, the
+    next run found no cache of that ledger and never built it again (`cache status` forgot it). The
+    sources under way are noted before the caches go, and the next run builds them all."""
+    make_ledger(root, THEMES)
+    cli(root, "near-dup", "x", "--ledger", "themes", "--column", "theme")
+    real = counting.embed
+
+    def stopped(texts, kind="query"):
+        if any(t in THEMES for t in texts):
+            raise KeyboardInterrupt
+        return real(texts, kind)
+
+    counting.embed = stopped
+    r = cli(root, "cache", "rebuild")
+    assert r.exit_code == 130, r.stderr
+    counting.embed = real
+    r = cli(root, "cache", "rebuild", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [d["source"] for d in json.loads(r.stdout)] == ["facts", "ledger:themes:theme"]
+    assert "ledger:themes:theme" in [c["source"] for c in json.loads(cli(root, "cache", "status", "--json").stdout)["caches"]]
+    assert not (root / ".memctl" / "vectors" / "rebuild-pending.json").exists()
