@@ -94,11 +94,11 @@ def facts_source(store: "Store") -> Source:
 
 
 def ledger_source(store: "Store", name: str, column: str | None = None) -> Source:
-    """A ledger column (default: the ledger's unique column); `where` is `ledgers/x.tsv:LINE`."""
+    """A ledger column (default: the ledger's unique column, else its only column); `where` is `ledgers/x.tsv:LINE`."""
     from . import ledger as ledger_mod
 
     led = ledger_mod.open_ledger(store, name)
-    column = column or led.unique
+    column = column or led.unique or (led.columns[0] if len(led.columns) == 1 else None)
     if not column:
         raise BadInput(f"which column of {name}?", hint=f"name the column (one of {', '.join(led.columns)})",
                        kind="which-column", columns=", ".join(led.columns))

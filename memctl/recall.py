@@ -770,7 +770,7 @@ def _checked(store: Store, queries: Sequence[str], options: dict[str, Any]) -> d
     since = options.get("since")
     if isinstance(since, (int, float)) and not isinstance(since, bool):
         after = float(since)  # an instant already (from served())
-    elif since:
+    elif since is not None:  # (`--since ''`, a script's empty variable, was no filter at all)
         try:
             after = clock.parse_date(since).timestamp()
         except ValueError:

@@ -46,10 +46,10 @@ app.add_typer(near_dup_app, name="near-dup")
 app.add_typer(cache_app, name="cache")
 
 LedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Compare with this ledger's column.", metavar="NAME")]
-ColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
+ColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column, else its only one).", metavar="COL")]
 FactsOpt = Annotated[bool, typer.Option("--facts", help="Compare with the live facts (NAME: DESCRIPTION, as recall embeds them).")]
 CacheLedgerOpt = Annotated[Optional[str], typer.Option("--ledger", help="Only this ledger's cache (with --column).", metavar="NAME")]
-CacheColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column).", metavar="COL")]
+CacheColumnOpt = Annotated[Optional[str], typer.Option("--column", help="The ledger column (default: its unique column, else its only one).", metavar="COL")]
 CacheFactsOpt = Annotated[bool, typer.Option("--facts", help="Only the live facts' cache.")]
 ThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", help="Near-duplicate at or above this score (default: the model's, from memctl.toml).")]
 

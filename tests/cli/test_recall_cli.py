@@ -209,3 +209,16 @@ def test_hybrid_with_n_grams_asked_for_ranks_by_keywords_not_below_them(root):
         keyword = json.loads(cli(root, "recall", query, "--json", "--mode", "keyword").stdout)
         assert hybrid and hybrid[0]["name"] == first and hybrid == keyword, (query, hybrid)
     assert cli(root, "recall", "東京の天気", "--json").stdout.strip() == "[]"
+
+
+def test_an_empty_since_and_a_one_column_ledger_are_no_surprise(root):
+    """`recall --since ''` (a script's empty variable) was taken as no filter without a word: it is an
+    invalid date (exit 2). near-dup on a ledger of one column with no unique one asked "which column
+    of memo?": its only column is the one."""
+    assert cli(root, "remember", "deploy", "-d", "本番デプロイは火曜日", "-t", "project").exit_code == 0
+    bad = cli(root, "recall", "デプロイ", "--since", "")
+    assert bad.exit_code == 2 and "invalid --since ''" in bad.stderr
+    assert cli(root, "ledger", "create", "memo", "--columns", "text").exit_code == 0
+    assert cli(root, "ledger", "append", "memo", "text=MCPサーバーのテストとデバッグ").exit_code == 0
+    done = cli(root, "near-dup", "MCPサーバーのテストとデバッグ", "--ledger", "memo")
+    assert done.exit_code == 1 and "ledgers/memo.tsv:2" in done.stdout, done.stderr
