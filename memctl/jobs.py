@@ -743,6 +743,7 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
                              hint="memctl schedule status") from None
         with held:
             lock.write_text(f"{os.getpid()}\n")
+            _end_leftovers(_run_file(store, job), log)
             return _run_locked(store, job, log, echo)
     finally:
         log.close()
@@ -754,12 +755,15 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
     log.write(f"start pid={os.getpid()} cmd={shlex.join(argv)}")
     began = time.monotonic()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
+    run_file = _run_file(store, job)
+    run_id = os.urandom(8).hex()
+    atomic_write(run_file, run_id + "\n")  # gone at the run's end: found by the next run, this one was killed
     try:
         # A session of its own: a stop sent to run-job reaches the job's whole process tree through
         # _forwarding_stops, and run-job (holding the job's lock) waits until the tree has ended.
-        child = subprocess.Popen(argv, cwd=store.root, env=_child_env(store, job), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                 preexec_fn=_dies_with_parent())
+        child = subprocess.Popen(argv, cwd=store.root, env={**_child_env(store, job), RUN_VARIABLE: run_id},
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 start_new_session=True, preexec_fn=_dies_with_parent())
     except OSError as exc:
         # 126/127: what a shell says for "cannot execute" and "not found".
         code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -778,6 +782,7 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
             code = child.wait()
         if code < 0:
             code = 128 - code  # killed by a signal, as a shell reports it
+    run_file.unlink(missing_ok=True)
     seconds = time.monotonic() - began
     log.write(f"end exit={code} seconds={seconds:.2f}")
     result = RunResult(job.name, code, started, seconds, log_path(store, job.name), tuple(tail))
@@ -795,6 +800,67 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
 
 
 STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+RUN_VARIABLE = "MEMCTL_JOB_RUN"  # in the environment of every process of one run: what the next run may end
+
+
+def _run_file(store: Store, job: Job) -> Path:
+    return store.cache_dir / "jobs" / f"{job.name}.run"
+
+
+def _end_leftovers(run_file: Path, log: _Log) -> None:
+    """A run whose run-job was killed with SIGKILL left its `.run` file, and maybe processes: the job's
+    shell got SIGTERM (PR_SET_PDEATHSIG), but a command it was running lives on without the lock. The
+    next run ends them (SIGTERM, then SIGKILL) before it starts, and says so: only processes of that
+    run (its MEMCTL_JOB_RUN in their environment, read in /proc; elsewhere nothing is found)."""
+    try:
+        run_id = run_file.read_text(encoding="utf-8").strip()
+    except OSError:
+        return
+    left = _processes_of(run_id) if run_id else []
+    pids = list(left)
+    for number in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, number)
+        deadline = time.monotonic() + 2
+        while pids and time.monotonic() < deadline:
+            pids = [pid for pid in pids if _alive(pid)]
+            time.sleep(0.02)
+        if not pids:
+            break
+    if left:
+        log.write(f"stop: the last run's run-job was killed (SIGKILL) while its job ran; ended what it left running "
+                  f"(pid {', '.join(map(str, left))})" + (f"; still running: {', '.join(map(str, pids))}" if pids else ""))
+    run_file.unlink(missing_ok=True)
+
+
+def _processes_of(run_id: str) -> list[int]:
+    """The processes whose environment holds MEMCTL_JOB_RUN=run_id (Linux's /proc; [] elsewhere)."""
+    wanted = f"{RUN_VARIABLE}={run_id}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if wanted in handle.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs still (a zombie no longer does: its parent, init, reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

@@ -462,6 +462,51 @@ def test_a_job_gets_sigterm_when_run_job_itself_is_killed(root, job_killed_after
     _wait_for(root / "got-term")  # (its next line, an echo into the dead run-job's pipe, ends it: SIGPIPE)
 
 
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG are Linux's")
+def test_what_a_killed_run_left_running_is_ended_by_the_next_run(root):
+    """run-job killed with SIGKILL: the job's shell got SIGTERM, but the command it was running (a
+    grandchild) lived on without the lock, so a second run started beside it. The next run ends what
+    the killed one left (its processes alone: another process of the same script is not touched)."""
+    configure(root, f'[jobs.slow]\nscript = "{script(root, "slow.sh", "sleep 300 & echo $! > child.pid; wait")}"\nhour = 9\n')
+    bystander = subprocess.Popen(["sleep", "300"])  # not of the run: it must live on
+    children = []
+    try:
+        first = _run_job(root, "slow")
+        _wait_for(root / "child.pid")
+        time.sleep(0.2)
+        children.append(int((root / "child.pid").read_text()))
+        first.kill()
+        first.communicate(timeout=60)
+        time.sleep(0.5)
+        assert _running(children[0])  # the grandchild outlived run-job (and its lock)
+        (root / "child.pid").unlink()
+        second = _run_job(root, "slow")
+        _wait_for(root / "child.pid")
+        children.append(int((root / "child.pid").read_text()))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _running(children[0]):
+            time.sleep(0.05)
+        assert not _running(children[0]), "what the killed run left still runs beside the new run"
+        assert bystander.poll() is None and _running(children[1])
+        second.kill()
+        second.communicate(timeout=60)
+        log = (root / "logs" / "slow.log").read_text(encoding="utf-8")
+        assert f"ended what it left running (pid {children[0]})" in log, log
+    finally:
+        bystander.kill()
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_a_job_that_cannot_be_read_says_so_in_its_log(root):
     """A broken memctl.toml, or a wrong job table, once left no line in logs/NAME.log: only cron's stderr file."""
     configure(root, '[jobs.daily]\ncommand = "list"\nhour = 9\n')
