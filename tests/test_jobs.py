@@ -462,14 +462,6 @@ def test_a_job_gets_sigterm_when_run_job_itself_is_killed(root, job_killed_after
     _wait_for(root / "got-term")  # (its next line, an echo into the dead run-job's pipe, ends it: SIGPIPE)
 
 
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG are Linux's")
 def test_what_a_killed_run_left_running_is_ended_by_the_next_run(root):
     """run-job killed with SIGKILL: the job's shell got SIGTERM, but the command it was running (a
@@ -486,16 +478,16 @@ def test_what_a_killed_run_left_running_is_ended_by_the_next_run(root):
         first.kill()
         first.communicate(timeout=60)
         time.sleep(0.5)
-        assert _running(children[0])  # the grandchild outlived run-job (and its lock)
+        assert jobs._alive(children[0])  # the grandchild outlived run-job (and its lock)
         (root / "child.pid").unlink()
         second = _run_job(root, "slow")
         _wait_for(root / "child.pid")
         children.append(int((root / "child.pid").read_text()))
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _running(children[0]):
+        while time.monotonic() < deadline and jobs._alive(children[0]):
             time.sleep(0.05)
-        assert not _running(children[0]), "what the killed run left still runs beside the new run"
-        assert bystander.poll() is None and _running(children[1])
+        assert not jobs._alive(children[0]), "what the killed run left still runs beside the new run"
+        assert bystander.poll() is None and jobs._alive(children[1])
         second.kill()
         second.communicate(timeout=60)
         log = (root / "logs" / "slow.log").read_text(encoding="utf-8")
