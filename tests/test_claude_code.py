@@ -198,6 +198,38 @@ def test_project_memory_dir_follows_claude_codes_naming(tmp_path, monkeypatch):
     assert cc.project_memory_dir(Path("/w/p"), home=tmp_path) == tmp_path / ".claude" / "projects" / "-w-p" / "memory"
 
 
+@pytest.mark.parametrize("path, name", [
+    ("/tmp/rocket 🚀 app", "-tmp-rocket----app"),  # an emoji is two UTF-16 units: two dashes (memctl made one)
+    ("/x/" + "a" * 250, "-x-" + "a" * 197 + "-bjrb96"),  # past 200: cut, and a base-36 hash of the whole path
+    ("/home/me/" + "日本語のプロジェクト" * 25, "-home-me" + "-" * 192 + "-qqvfbx"),
+    ("/tmp/" + "z" * 195, "-tmp-" + "z" * 195),  # exactly 200: as it is
+])
+def test_a_project_folder_is_named_as_claude_code_2_1_names_it(path, name):
+    """Claude Code 2.1.197's own function (read from its binary) gave these names; memctl gave others for
+    an emoji and past 200 characters, so a hook or `agent install` missed the project's memory."""
+    assert cc.project_key(Path(path)) == name
+
+
+def test_the_memory_folder_is_named_after_the_git_root_a_worktree_after_its_main_checkout(tmp_path, monkeypatch):
+    """Claude Code keeps a project's auto memory under the name of its git root: a hook run from a
+    subfolder (or a linked worktree) looked under the subfolder's name and found no store."""
+    import subprocess
+
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    repo = tmp_path / "repo"
+    (repo / "pkg" / "deep").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                    "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    expected = tmp_path / ".claude" / "projects" / cc.project_key(repo) / "memory"
+    for place in (repo, repo / "pkg" / "deep", tmp_path / "wt"):
+        assert cc.project_memory_dir(place, home=tmp_path) == expected, place
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert cc.project_memory_dir(outside, home=tmp_path) == tmp_path / ".claude" / "projects" / cc.project_key(outside) / "memory"
+
+
 def test_snippet_is_short_and_names_the_three_habits():
     lines = cc.SNIPPET.rstrip("\n").splitlines()
     assert len(lines) <= 15

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
+from ..claude_paths import project_folder
 from ..errors import NotFound
 from . import cursor, gemini
 
@@ -36,7 +36,7 @@ def project_transcripts(host: str, project: str | os.PathLike) -> list[Path]:
             return mine
     absolute = str(folder.resolve())
     if host == "claude-code":
-        kept = home("CLAUDE_CONFIG_DIR", ".claude") / "projects" / re.sub(r"[^A-Za-z0-9]", "-", absolute)
+        kept = home("CLAUDE_CONFIG_DIR", ".claude") / "projects" / project_folder(absolute)
         where, found = [kept], _jsonl(kept)
     elif host == "codex":
         where, found = _codex(absolute)

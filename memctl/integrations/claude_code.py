@@ -61,13 +61,18 @@ def claude_json(home: Path | None = None) -> Path:
 
 
 def project_key(project: Path) -> str:
-    """A project's folder name under ~/.claude/projects/: every character but [A-Za-z0-9] becomes '-'."""
-    return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(project))
+    """A project's folder name under ~/.claude/projects/, as Claude Code makes it (claude_paths)."""
+    from ..claude_paths import project_folder
+
+    return project_folder(str(project))
 
 
 def project_memory_dir(project: Path, home: Path | None = None) -> Path:
-    """Claude Code's auto-memory directory of a project: ~/.claude/projects/<key>/memory."""
-    return claude_dir(home) / "projects" / project_key(project) / "memory"
+    """Claude Code's auto-memory directory of a project: ~/.claude/projects/<key>/memory, the key of
+    the project's git root (a worktree's main checkout), or of the folder itself outside git."""
+    from ..claude_paths import memory_root
+
+    return claude_dir(home) / "projects" / project_key(Path(memory_root(str(project)))) / "memory"
 
 
 class Found(NamedTuple):

@@ -131,6 +131,21 @@ def test_the_hook_inputs_cwd_finds_its_claude_code_memory_directory(tmp_path, in
     assert began.stdout.startswith("# memctl context\n")
 
 
+def test_a_subfolder_of_a_git_project_finds_the_memory_claude_code_keeps_under_the_roots_name(tmp_path, installed_plain):
+    """Claude Code names a project's memory folder after its git root; a prompt from `repo/pkg` found no
+    store (memctl looked under the subfolder's name)."""
+    project = _code_project(tmp_path, "repo 🚀")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / "pkg").mkdir()
+    memory = project_memory_dir(project / "pkg")
+    assert memory == project_memory_dir(project) and memory.parent.name.endswith("-repo---")  # space, and an emoji of two UTF-16 units
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory index\n", encoding="utf-8")
+    assert memctl(memory, "remember", *FACT, env={"MEMCTL_NOW": NOW, "MEMCTL_NO_COMMIT": "1"}).returncode == 0
+    asked = _hook(installed_plain["UserPromptSubmit"], _prompt(project, cwd=project / "pkg"), cwd=project / "pkg")
+    assert _shown(asked) == ["deploy-window"]
+
+
 def test_claude_project_dir_comes_next(tmp_path, installed_plain):
     """Nothing from the input's cwd: CLAUDE_PROJECT_DIR's store is used."""
     store = _store(tmp_path / "repo")
