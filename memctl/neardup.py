@@ -945,6 +945,13 @@ def rebuild(store: "Store", source: Source | None = None, *, embedder: embed.Emb
     a store that has no cache yet."""
     from . import vcache  # noqa: PLC0415
     engine = engine_for(store, embedder)
+    with vcache.saving_is_the_job():
+        return _rebuild(store, source, engine, more)
+
+
+def _rebuild(store: "Store", source: Source | None, engine: Engine,
+             more: Callable[["Store"], list[dict[str, Any]]] | None) -> list[dict[str, Any]]:
+    from . import vcache  # noqa: PLC0415
     if source is not None:
         rows = source.rows()
         _vectors(store, source, engine, rows, rebuild=True)

@@ -38,6 +38,7 @@ The text files stay the source of truth: deleting `.memctl/` loses nothing.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import re
@@ -479,6 +480,8 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
                     _record_current(folder, source, meta, key)
                 _drop_used_batches(folder, embedder)
             except OSError as exc:  # a full disk: the vectors are in hand, the cache is only a cache
+                if _SAVING_IS_THE_JOB.get():
+                    raise  # (`cache rebuild`: a cache not written is the command failing)
                 _not_saved(store, folder, exc)
     except KeyboardInterrupt as exc:  # while waiting for the lock: what was embedded goes to a batch
         if fresh:
@@ -495,10 +498,28 @@ def _embed(folder: Path, embedder: "Embedder", todo: list[tuple[str, str]], kind
     """content hash -> vector for each (hash, text) of `todo`; finished ones saved as batches on the way
     (while they can be: on a full disk the embedding goes on unsaved)."""
     def save(hashes: list[str], matrix: "np.ndarray") -> None:
-        with contextlib.suppress(OSError):  # (the final save says so, once)
+        try:
             _save_batch(folder, embedder, hashes, matrix)
+        except OSError:
+            if _SAVING_IS_THE_JOB.get():
+                raise
+            # (else the final save says so, once)
 
     return paced.embed(embedder, todo, kind, quiet=quiet, save=save)
+
+
+_SAVING_IS_THE_JOB = contextvars.ContextVar("memctl_vcache_saving_is_the_job", default=False)
+
+
+@contextlib.contextmanager
+def saving_is_the_job() -> Iterator[None]:
+    """Inside it, a cache that cannot be written fails the command (`cache rebuild`), as a write does;
+    elsewhere the answer stands with a warning (near-dup, recall: the vectors are in hand)."""
+    token = _SAVING_IS_THE_JOB.set(True)
+    try:
+        yield
+    finally:
+        _SAVING_IS_THE_JOB.reset(token)
 
 
 def _not_saved(store: "Store", folder: Path, exc: OSError) -> None:

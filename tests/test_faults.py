@@ -6,6 +6,7 @@ names each test here next to the guarantee it proves.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import resource
@@ -1074,3 +1075,27 @@ def test_near_dup_on_a_full_disk_answers_and_says_the_vector_cache_was_not_kept(
     again = run(root, "near-dup", "テーマ3: MCPサーバーのテストとデバッグ その3", "--ledger", "themes", "--column", "theme")
     assert again.returncode == 1 and "not saved" not in again.stderr
     assert any((root / ".memctl" / "vectors").rglob("*.npy"))
+
+
+def test_a_cache_rebuild_on_a_full_disk_fails_and_the_next_one_still_builds_every_source(small_disk):
+    """Review: with the vector cache's "answered without it" on a full disk, `cache rebuild` (whose only
+    job is writing the caches) exited 0 with warnings, having cleared every cache, and dropped its note
+    of the sources: the next rebuild forgot the ledger's. A cache it cannot write fails it now (exit 1,
+    one line), and the next rebuild, with room again, builds them all."""
+    root = small_disk / "store"
+    init_store(root)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[embedding]\nbackend = "char-ngram"\n')
+    assert run(root, "ledger", "create", "themes", "--columns", "date,theme").returncode == 0
+    rows = "".join(f"2026-12-01\tテーマ{n}: MCPサーバーのテストとデバッグ その{n}\n" for n in range(40))
+    assert run(root, "ledger", "append", "themes", "-", input=rows).returncode == 0
+    assert run(root, "near-dup", "テーマ", "--ledger", "themes", "--column", "theme").returncode in (0, 1, 5)
+    more = "".join(f"2026-12-02\t別のテーマ{n}: 記事の構成と推敲の手順 その{n}\n" for n in range(150))
+    assert run(root, "ledger", "append", "themes", "-", input=more).returncode == 0  # more than the old cache's room
+    fill(small_disk, leave_pages=2)  # room for the note of the sources, not for the new cache
+    done = run(root, "cache", "rebuild")
+    free(small_disk)
+    assert done.returncode == 1 and "No space left on device" in one_line_error(done), done.stderr
+    again = run(root, "cache", "rebuild", "--json")
+    assert again.returncode == 0, again.stderr
+    assert "ledger:themes:theme" in [d["source"] for d in json.loads(again.stdout)]
