@@ -39,8 +39,8 @@ def claude_code_writes(store) -> tuple[list[Path], dict[Path, bytes]]:
         path = Path(os.path.normpath(top / entry.strip('"')))
         if path.parent != memory or path.suffix != ".md" or path.name.startswith(".") or path.is_symlink():
             continue  # (a link is no write of Claude Code's, and memctl never follows one: doctor names it)
-        if path.name in ours and ours[path.name] == _digest(path):
-            continue  # memctl's own write, left uncommitted (--no-commit), as memctl left it
+        if path.name in ours and ours[path.name] == (_digest(path) or GONE):
+            continue  # memctl's own write (or removal), left uncommitted (--no-commit), as memctl left it
         if path == index:
             data = _only_index_lines_changed(store, path)
             if data is None:
@@ -50,7 +50,8 @@ def claude_code_writes(store) -> tuple[list[Path], dict[Path, bytes]]:
     return sorted(set(found)), contents
 
 
-UNCOMMITTED = "uncommitted-writes.json"  # in .memctl/: {file name: sha256 of the bytes memctl left there}
+UNCOMMITTED = "uncommitted-writes.json"  # in .memctl/: {file name: sha256 of the bytes memctl left there, or GONE}
+GONE = "removed"  # a file memctl moved away without committing
 
 
 def _digest(path: Path) -> str | None:
@@ -83,10 +84,13 @@ def note_uncommitted(store, paths: list[Path]) -> None:
 
     memory = store.memory_dir.resolve()
     noted = {name: digest for name, digest in _uncommitted_of_memctls(store).items()
-             if _digest(store.memory_dir / name) == digest}
+             if _digest(store.memory_dir / name) == (None if digest == GONE else digest)}
     for path, data in written_bytes(paths).items():  # (not a file of Claude Code's the commit would take along)
         if path.resolve().parent == memory and path.suffix == ".md":
             noted[path.name] = hashlib.sha256(data).hexdigest()
+    for path in map(Path, paths):  # a fact memctl moved away (forget, supersede): its removal is memctl's too
+        if path.suffix == ".md" and path.parent.resolve() == memory and not os.path.lexists(path):
+            noted[path.name] = GONE
     if noted or (store.cache_dir / UNCOMMITTED).exists():
         try:
             atomic_write(store.cache_dir / UNCOMMITTED, json.dumps(noted, ensure_ascii=False, sort_keys=True) + "\n")
@@ -287,11 +291,8 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
 def write_fact(store, fact, before=None) -> list[Path]:
     """Write a fact; in an adopted directory only Claude Code's keys go into its file, and every other
     (`metadata:` of memctl's form) becomes rows of the sidecar. The paths written."""
-    import json
-
-    from . import clock, fact as fact_mod
-    from .fsutil import append_bytes, atomic_write
-    from .tsv import escape
+    from . import fact as fact_mod
+    from .fsutil import atomic_write
 
     if store.layout != "claude":
         _warn_comments(store, fact.path)
@@ -309,15 +310,39 @@ def write_fact(store, fact, before=None) -> list[Path]:
         _warn_comments(store, fact.path)
         atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
         written.append(fact.path)  # (else the file stays byte for byte Claude Code's: its comments, its quotes)
+    return written + _append_rows(store, fact, changed)
+
+
+def _append_rows(store, fact, changed: dict) -> list[Path]:
+    """Rows of the sidecar for `fact` (a null value removes the key); the sidecar's path, or [] for none."""
+    import json
+
+    from . import clock
+    from .fsutil import append_bytes
+    from .tsv import escape
+
     if not changed:
-        return written
+        return []
     path = store.memory_dir / SIDECAR
     stamp = clock.stamp()
     lines = ["\t".join(map(escape, [stamp, fact.file_name, fact.name, key, json.dumps(value, ensure_ascii=False, default=str)]))
              for key, value in sorted(changed.items())]
     payload = ("" if path.exists() and path.stat().st_size else "\t".join(SIDECAR_COLUMNS) + "\n") + "".join(l + "\n" for l in lines)
     append_bytes(path, payload.encode("utf-8"))
-    return [*written, path]
+    return [path]
+
+
+def forget_rows(store, fact) -> list[Path]:
+    """A fact leaves the directory (forget, supersede): what the sidecar keeps for its file is removed
+    (null rows), so that a new fact written later under the same file name starts afresh rather than
+    pinned and expired as the old one was. The archived copy keeps all of it in its own `metadata:`."""
+    if store.layout != "claude":
+        return []
+    held: dict[str, bool] = {}
+    for row in _sidecar_rows(store):  # (in time order: the latest row per key says whether it is held)
+        if row.get("file") == fact.file_name:
+            held[row["key"]] = (row.get("value") or "null") != "null"
+    return _append_rows(store, fact, {key: None for key, present in held.items() if present})
 
 
 def write_restored(store, fact) -> list[Path]:

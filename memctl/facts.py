@@ -504,7 +504,9 @@ def _archive(store: Store, fact: fact_mod.Fact, **meta: Any) -> tuple[fact_mod.F
     target = _archive_path(store, fact)
     atomic_move(fact.path, target)
     moved = fact_mod.Fact(target.stem, marked.front, marked.body, True, target)
-    return moved, [fact.path, target]
+    from .claude_memory import forget_rows  # (in Claude Code's directory: the sidecar forgets the file's settings)
+
+    return moved, [fact.path, target, *forget_rows(store, fact)]
 
 
 def index_text(store: Store, path: Path | None = None, errors: str = "replace") -> str:
@@ -988,7 +990,7 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, 
 def reindex(store: Store, *, commit_changes: bool = True, wait: float | None = None) -> tuple[bool, str | None]:
     """Regenerate the index block (and the topic files); (changed, commit id). `wait`: seconds to wait
     for the store lock (default MEMCTL_LOCK_TIMEOUT)."""
-    with store.lock(wait):
+    with store.lock(wait, commits=commit_changes):
         facts = live_facts(store)
         refuse_hand_edited_index(store, commit_changes, facts)
         paths, changed = update_index(store, facts)

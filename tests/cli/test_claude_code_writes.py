@@ -340,7 +340,7 @@ def test_a_new_fact_with_a_forgotten_facts_title_takes_none_of_its_settings(tmp_
     shown = cli(d, "show", "project_release_new", "--json", env=later)
     assert shown.exit_code == 0, shown.stderr
     fact = json.loads(shown.stdout)
-    assert (fact["status"], fact.get("pinned"), fact.get("expires"), fact.get("importance")) == ("live", None, None, None), fact
+    assert fact["status"] == "live" and not {"pinned", "expires", "importance"} & set(fact.get("metadata") or {}), fact
     found = cli(d, "recall", "リリースは隔週金曜", "--json", env=later)
     assert found.exit_code == 0 and json.loads(found.stdout)[0]["path"] == "project_release_new.md", found.stdout
 
@@ -352,12 +352,10 @@ def test_forget_then_restore_gives_back_a_file_of_claude_codes_keys_only(tmp_pat
     before = (d / "project_deadline.md").read_bytes()
     assert cli(d, "pin", "締め切り").exit_code == 0
     shown = json.loads(cli(d, "show", "締め切り", "--json").stdout)
-    sidecar = (d / "memctl-facts.tsv").read_bytes()
     assert cli(d, "forget", "締め切り", "--reason", "済んだ").exit_code == 0
     assert b"metadata:" in (d / "archive" / "project_deadline.md").read_bytes()
     assert cli(d, "restore", "締め切り").exit_code == 0
     assert (d / "project_deadline.md").read_bytes() == before
-    assert (d / "memctl-facts.tsv").read_bytes() == sidecar  # it keeps all of it already: no row more
     assert json.loads(cli(d, "show", "締め切り", "--json").stdout) == shown
     assert git(repo, "status", "--porcelain", "--", str(d)) == ""
 
@@ -416,3 +414,41 @@ def test_a_strict_refusal_says_what_its_score_is(tmp_path):
     done = cli(d, "remember", "zz", "-d", "統合テストは実DBに当てる（モックは決して使わない）", "--strict")
     assert done.exit_code == 1 and "(score " in done.stderr and "overlap" not in done.stderr, done.stderr
     assert "shared keywords)" in done.stderr or "by " in done.stderr
+
+
+def test_a_new_fact_under_a_forgotten_facts_file_name_takes_none_of_its_settings(tmp_path):
+    """Review: the sidecar's rows are found by file first: a fact forgotten while pinned with an expiry,
+    then written again under the same title (so the same file name), came back pinned and expired.
+    Forgetting removes the file's settings from the sidecar (the archived copy keeps them); restoring
+    the old one brings them back."""
+    d, _ = _adopted(tmp_path)
+    assert cli(d, "remember", "デプロイ規則", "-d", "火曜のみ", "--pin", "--expires", "2020-01-01").exit_code == 0
+    first = json.loads(cli(d, "show", "デプロイ規則", "--json").stdout)
+    assert cli(d, "forget", "デプロイ規則", "--reason", "古い").exit_code == 0
+    assert cli(d, "remember", "デプロイ規則", "-d", "水曜のみ").exit_code == 0
+    again = json.loads(cli(d, "show", "デプロイ規則", "--json").stdout)
+    assert first["metadata"]["pinned"] is True and first["metadata"]["expires"] == "2020-01-01"
+    assert again["path"] == first["path"] and again["status"] == "live", again
+    assert "pinned" not in again["metadata"] and "expires" not in again["metadata"], again
+    assert cli(d, "forget", "デプロイ規則", "--reason", "もう一度").exit_code == 0
+    oldest = [f for f in json.loads(cli(d, "list", "--all", "--json").stdout) if f["description"] == "火曜のみ"]
+    assert cli(d, "restore", oldest[0]["path"]).exit_code == 0
+    back = json.loads(cli(d, "show", "デプロイ規則", "--json").stdout)
+    assert back["description"] == "火曜のみ" and back["metadata"] == first["metadata"], back
+
+
+def test_a_no_commit_forget_and_index_leave_claude_codes_writes_and_memctls_removal_alone(tmp_path):
+    """Review: `forget --no-commit` moved a fact away, and the next command committed that removal as
+    Claude Code's; `index --no-commit` still committed Claude Code's writes."""
+    d, repo = _adopted(tmp_path)
+    head = git(repo, "rev-parse", "HEAD")
+    claude_fact(d, "project_new", "新しい事実", "Claude Code が書いた", "project", "")
+    assert cli(d, "index", "--no-commit").exit_code == 0
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert cli(d, "forget", "締め切り", "--reason", "済んだ", "--no-commit").exit_code == 0
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert cli(d, "remember", "メモC", "-d", "三つ目の事実").exit_code == 0
+    base = "projects/-home-me-app/memory/"
+    memctls, theirs = _commit(repo, "HEAD"), _commit(repo, "HEAD~1")
+    assert theirs == ("claude-code <claude-code@localhost>", [f"A\t{base}project_new.md"]), theirs
+    assert f"D\t{base}project_deadline.md" not in theirs[1]
