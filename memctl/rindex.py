@@ -16,6 +16,7 @@ import contextlib
 import functools
 import operator
 import os
+import re
 import sqlite3
 import time
 from datetime import datetime, timezone
@@ -33,7 +34,7 @@ from .claude_memory import SIDECAR
 from .store import Store
 from .values import unit_value
 
-VERSION = "13"  # 13: a bare `expires` date kept as the wall-clock time its day ends (docs.expires_local), read in the reader's time zone; 12: a Claude Code topic file without frontmatter is a fact (fact.plain_fact), its undated facts dated by git; 11: importance/confidence read by values.unit_value (`true`, `.inf`: the default); 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
+VERSION = "14"  # 14: `-ly` stemmed only as an adverb's (apply was app), the body's Why/How-to-apply labels not indexed; 13: a bare `expires` date kept as the wall-clock time its day ends (docs.expires_local), read in the reader's time zone; 12: a Claude Code topic file without frontmatter is a fact (fact.plain_fact), its undated facts dated by git; 11: importance/confidence read by values.unit_value (`true`, `.inf`: the default); 10: a bare `expires` date ends with its day (clock.expiry), `pinned` only when true; 9: access_pending (the access rows reads left in .memctl/, access.py); 8: docs.body (context reads facts from the index), racy stamps, docs_status (ids() in id order, covering); 7: an episode's outcome kept apart from its description (SEP); 6: indexes for context's pinned and stale parts; 5: fts.kind (a query for one kind scores only that kind); docs.agent, docs.ntok; use counts
 FILE = "recall.sqlite"
 SEP = "\x1f"
 _TAIL = 256  # bytes before the offset that must be unchanged for an incremental read
@@ -85,8 +86,19 @@ def _stem(token: str) -> str:
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
             if suffix == "s" and token.endswith("ss"):
                 return token
+            if suffix == "ly" and (len(token) < 6 or token[-3] in "aeiouyp"):
+                return token  # an adverb's -ly (quickly, weekly), not apply, supply, reply, family, early
             return token[: -len(suffix)]
     return token
+
+
+FACT_LABELS = re.compile(r"\*\*(?:Why|How to apply):\*\*")  # the body's format (docs/FORMAT.md), in every fact: no content
+
+
+def fact_search_text(name: str, description: str, tags: Sequence[str], body: str) -> str:
+    """What the keyword index holds of a fact: its name's words, description, tags and body, without
+    the body's `**Why:**` / `**How to apply:**` labels (every fact has them: "apply" matched them all)."""
+    return " ".join([name.replace("-", " ").replace("_", " "), description, " ".join(tags), FACT_LABELS.sub(" ", body)])
 
 
 class Doc(NamedTuple):  # not a dataclass: `import dataclasses` costs recall's start-up ~5 ms
@@ -431,7 +443,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
             name = fact.name or fact.stem
             doc = _insert(
                 conn, "fact", name, name, fact.description, fact_vector_text(name, fact.description),
-                " ".join([name.replace("-", " ").replace("_", " "), fact.description, " ".join(tags), fact.body]),
+                fact_search_text(name, fact.description, tags, fact.body),
                 path[len(root):] if path.startswith(root) else path, fact.type, tags,
                 _unit(fact.meta("importance"), store.config.importance_for(fact.type)),
                 _unit(fact.meta("confidence"), store.config.confidence_for(fact.type)),

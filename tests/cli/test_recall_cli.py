@@ -222,3 +222,20 @@ def test_an_empty_since_and_a_one_column_ledger_are_no_surprise(root):
     assert cli(root, "ledger", "append", "memo", "text=MCPサーバーのテストとデバッグ").exit_code == 0
     done = cli(root, "near-dup", "MCPサーバーのテストとデバッグ", "--ledger", "memo")
     assert done.exit_code == 1 and "ledgers/memo.tsv:2" in done.stdout, done.stderr
+
+
+def test_a_short_prompt_about_an_app_does_not_bring_every_fact(root):
+    """Every fact remember writes has `**How to apply:**` in its body, and the stemmer made "apply" "app":
+    a prompt "rename the app" brought every fact (keyword relevance 1.0). The labels are not indexed,
+    and -ly is stemmed only as an adverb's (quickly -> quick; not apply, supply, reply, family)."""
+    from memctl import rindex
+
+    for name, text in (("db-pool", "The database pool holds 20 connections"), ("lint-rule", "Lint runs before every commit")):
+        done = cli(root, "remember", name, "-d", text, "--why", "it broke once", "--how", "check it first")
+        assert done.exit_code == 0, done.stderr
+    assert cli(root, "recall", "rename the app", "--mode", "keyword").exit_code == 1
+    assert cli(root, "recall", "apply", "--mode", "keyword").exit_code == 1
+    assert cli(root, "remember", "patch", "-d", "Apply the security patch on Mondays").exit_code == 0
+    assert json.loads(cli(root, "recall", "apply patches", "--mode", "keyword", "--json").stdout)[0]["name"] == "patch"
+    assert [rindex._stem(w) for w in ("quickly", "weekly", "apply", "supply", "reply", "family", "early")] == [
+        "quick", "week", "apply", "supply", "reply", "family", "early"]
