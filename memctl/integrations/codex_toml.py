@@ -76,19 +76,31 @@ def with_block(text: str | None, server: dict[str, Any], read_tools: tuple[str, 
     elif CREATED not in flags:
         flags = ""
     others = parse(rest, path).get("mcp_servers")
-    if isinstance(others, dict) and server["name"] in others:
+    if isinstance(others, dict) and set(others.get(server["name"]) or {}) - {"tools"}:  # (your tools' approvals: kept)
         raise Refused(f"{path} already has an [mcp_servers.{server['name']}] table that memctl did not write; "
                       "nothing was written", hint="remove or rename that table, then install again")
-    new = rest + (newline if flags == NEWLINE_ADDED else "") + block(server, read_tools, flags).replace("\n", newline)
+    found = _BLOCK.search(text or "")
+    if found is not None:  # replaced where it is: tables of yours after it (a tool's approval) stay after it
+        new = text[: found.start()] + block(server, read_tools, found.group("flags")).replace("\n", newline) + text[found.end():]
+    else:
+        new = rest + (newline if flags == NEWLINE_ADDED else "") + block(server, read_tools, flags).replace("\n", newline)
     parse(new, path)  # e.g. an inline `mcp_servers = {...}` cannot take a new table
     return new
 
 
-def without_block(text: str) -> tuple[str | None, bool]:
-    """(the file's text without memctl's block, None when install created the file; whether there was one)."""
+def without_block(text: str, path: Path, name: str) -> tuple[str | None, bool]:
+    """(the file's text without memctl's block, None when install created the file; whether there was one).
+    Refused when tables of yours outside the block belong to memctl's server (a tool's
+    `approval_mode` you set): alone, without the server's table, they stop Codex from starting."""
     rest, found, flags = split(text)
     if found is None:
         return text, False
+    servers = parse(rest, path).get("mcp_servers")
+    left = servers.get(name) if isinstance(servers, dict) else None
+    if isinstance(left, dict) and left:
+        tables = [f"[mcp_servers.{name}.tools.{tool}]" for tool in (left.get("tools") or {})] or [f"[mcp_servers.{name}]"]
+        raise Refused(f"{path} has {', '.join(tables)} outside memctl's block: without memctl's server they stop Codex "
+                      "from starting; nothing was removed", hint="delete those tables by hand, then uninstall again")
     return (None if CREATED in flags and not rest else rest), True
 
 

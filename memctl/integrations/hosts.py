@@ -206,7 +206,7 @@ def plan_uninstall(spec: Host, tgt: Target) -> list[Change]:
     if spec.name == "codex":
         text = files.text[tgt.mcp_file]
         if text is not None:
-            files.new[tgt.mcp_file], removed = codex_toml.without_block(text)
+            files.new[tgt.mcp_file], removed = codex_toml.without_block(text, tgt.mcp_file, SERVER_NAME)
             if removed:
                 files.what[tgt.mcp_file].append(f"- MCP server {SERVER_NAME!r}")
     elif files.docs[tgt.mcp_file] is not None:

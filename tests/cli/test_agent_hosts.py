@@ -215,8 +215,31 @@ def test_codex_block_goes_in_and_out_byte_for_byte(text):
     assert codex_toml.with_block(new, SERVER, hosts.READ_TOOLS, path) == new  # idempotent
     changed = codex_toml.with_block(new, {**SERVER, "args": ["mcp"]}, hosts.READ_TOOLS, path)
     assert changed.count(codex_toml.BEGIN) == 1 and tomllib.loads(changed)["mcp_servers"]["memctl"]["args"] == ["mcp"]
-    assert codex_toml.without_block(changed) == (text, True)
-    assert codex_toml.without_block(text or "") == (text or "", False)
+    assert codex_toml.without_block(changed, path, "memctl") == (text, True)
+    assert codex_toml.without_block(text or "", path, "memctl") == (text or "", False)
+
+
+def test_a_tool_approval_of_yours_for_memctls_server_neither_blocks_install_nor_is_orphaned_by_uninstall(tmp_path, root):
+    """A user who approved memctl's `remember` in config.toml (after memctl's block, the natural place)
+    then ran uninstall: the block went, the `[mcp_servers.memctl.tools.remember]` table stayed alone,
+    and Codex refused to start ("invalid transport in `mcp_servers.memctl`"); a reinstall was refused as
+    a table memctl did not write. Uninstall now refuses, naming the table, and changes nothing; a
+    reinstall keeps the approval."""
+    home = Path(os.environ["HOME"])
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(CODEX_CONFIG + "\n", encoding="utf-8")
+    assert cli(None, "agent", "install", "codex", "--scope", "user", "--store", str(root)).exit_code == 0
+    with open(config, "a", encoding="utf-8") as handle:
+        handle.write('\n[mcp_servers.memctl.tools.remember]\napproval_mode = "approve"\n')
+    approved = config.read_bytes()
+    again = cli(None, "agent", "install", "codex", "--scope", "user", "--store", str(root))
+    assert again.exit_code == 0, again.stderr
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["mcp_servers"]["memctl"]["tools"]["remember"]["approval_mode"] == "approve"
+    assert config.read_bytes() == approved
+    gone = cli(None, "agent", "uninstall", "codex", "--scope", "user")
+    assert gone.exit_code == 1 and "[mcp_servers.memctl.tools.remember]" in gone.stderr, gone.stderr
+    assert config.read_bytes() == approved
 
 
 def test_the_read_tools_are_the_servers_tools_that_only_read(root):
