@@ -237,6 +237,14 @@ def _is_ours(entry: Any, hook: Hook) -> bool:
 
 # ---------------------------------------------------------------- reading the files
 
+def refuse_link(path: Path) -> None:
+    """A settings file that is a symbolic link (a dotfiles repository's, say) is not written: replaced
+    whole, as every write here is, it would become a plain file and the link would be gone."""
+    if path.is_symlink():
+        raise BadInput(f"{path}: is a symbolic link; memctl does not write through links",
+                       hint="install into the file it points to by hand, or replace the link by a file; nothing was written")
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object from `path`; None when the file does not exist."""
     try:
@@ -429,6 +437,8 @@ def plan_install(tgt: Target, executable: list[str], root: str | None,
                  hooks: tuple[Hook, ...] = HOOKS, store: str | None = None) -> list[FileChange]:
     """The files an install changes, with their new content; empty when all is installed already."""
     changes = []
+    for path in (tgt.settings, tgt.mcp_file):
+        refuse_link(path)
     before = read_json(tgt.settings)
     after = copy.deepcopy(before or {})
     what = _with_hooks(after, tgt.settings, [(h, hook_command(executable, root, h, store)) for h in hooks])
@@ -444,6 +454,8 @@ def plan_install(tgt: Target, executable: list[str], root: str | None,
 def plan_uninstall(tgt: Target, hooks: tuple[Hook, ...] = ALL_HOOKS) -> list[FileChange]:
     """The files an uninstall changes: memctl's hooks and server entry out, nothing else touched."""
     changes = []
+    for path in (tgt.settings, tgt.mcp_file):
+        refuse_link(path)
     before = read_json(tgt.settings)
     if before is not None:
         after = copy.deepcopy(before)

@@ -117,9 +117,7 @@ def found_on_machine(home: Path | None = None) -> dict[str, str]:
 def read_text(path: Path) -> str | None:
     """A config file's text; None when it does not exist. A symbolic link, or a file that cannot be
     read as UTF-8, is bad input: memctl writes only files it can replace whole."""
-    if path.is_symlink():
-        raise BadInput(f"{path}: is a symbolic link; memctl does not write through links",
-                       hint="install into the file it points to by hand, or replace the link by a file; nothing was written")
+    claude_code.refuse_link(path)
     try:
         with open(path, encoding="utf-8", newline="") as handle:  # CRLF kept: what is written keeps it too
             return handle.read()

@@ -142,16 +142,21 @@ def test_a_bad_config_file_is_refused_and_left_untouched(tmp_path, root, host, n
     assert _snapshot(project) == before
 
 
-def test_a_config_file_that_is_a_symlink_is_refused(tmp_path, root):
+@pytest.mark.parametrize("host, folder, name", [("gemini", ".gemini", "settings.json"), ("claude-code", ".claude", "settings.json"),
+                                                ("claude-code", ".", ".mcp.json")])
+def test_a_config_file_that_is_a_symlink_is_refused(tmp_path, root, host, folder, name):
+    """Claude Code's settings (a dotfiles repository's link, say) were replaced by a plain file: the
+    link was gone for good, and the dotfiles never got the hooks. Every host refuses a link now."""
     project = tmp_path / "p"
-    (project / ".gemini").mkdir(parents=True)
+    (project / folder).mkdir(parents=True, exist_ok=True)
     real = tmp_path / "real-settings.json"
     real.write_text('{"theme": "dark"}\n', encoding="utf-8")
-    (project / ".gemini" / "settings.json").symlink_to(real)
-    done = memctl(None, "agent", "install", "gemini", "--project", str(project), "--store", str(root))
-    assert done.returncode == 2, done.stderr
-    assert "is a symbolic link" in done.stderr and len(done.stderr.splitlines()) == 1
-    assert real.read_text(encoding="utf-8") == '{"theme": "dark"}\n' and (project / ".gemini" / "settings.json").is_symlink()
+    (project / folder / name).symlink_to(real)
+    for verb in ("install", "uninstall"):
+        done = memctl(None, "agent", verb, host, "--project", str(project), *(("--store", str(root)) if verb == "install" else ()))
+        assert done.returncode == 2, done.stderr
+        assert "is a symbolic link" in done.stderr and len(done.stderr.splitlines()) == 1
+        assert real.read_text(encoding="utf-8") == '{"theme": "dark"}\n' and (project / folder / name).is_symlink()
 
 
 def test_install_all_wires_every_host_found(tmp_path, root):
