@@ -205,12 +205,13 @@ def key_from_path(store: Store, key: str) -> str:
     stem). Any other key is returned as it is (and a path there is refused as a name)."""
     if "/" not in key or not key.endswith(".md") or "\x00" in key:
         return key
+    memory, archive = os.path.realpath(store.memory_dir), os.path.realpath(store.archive_dir)
     for base in (store.root, Path.cwd()):
-        path = os.path.normpath(os.path.join(base, key))
-        folder, name = os.path.split(path)
-        if folder == os.path.normpath(store.memory_dir):
+        folder, name = os.path.split(os.path.join(base, key))
+        folder = os.path.realpath(folder)  # (/tmp on macOS is /private/tmp; a folder reached through a link)
+        if folder == memory:
             return name
-        if folder == os.path.normpath(store.archive_dir):
+        if folder == archive:
             return name[:-len(".md")]
     return key
 
@@ -268,6 +269,9 @@ def newest_archived(archived: list[fact_mod.Fact], key: str, *, exact: bool = Fa
     if exact or same_stem and _ARCHIVE_STAMP.search(key):
         return same_stem[0] if same_stem else None
     same = [f for f in archived if key in (f.stem, f.name, _ARCHIVE_STAMP.sub("", f.stem))]
+    if not same:  # the same name typed in another Unicode form (macOS's NFD), as _match takes it
+        folded = unicodedata.normalize("NFC", key)
+        same = [f for f in archived if folded in (unicodedata.normalize("NFC", f.name or ""), unicodedata.normalize("NFC", f.stem))]
     if not same and key.endswith(".md"):  # a file name, as `forget` and `list` print it
         return newest_archived(archived, key[:-3], exact=exact)
     return max(same, key=lambda f: (_archived_at(f), f.stem)) if same else None

@@ -405,6 +405,8 @@ def test_a_title_in_another_unicode_form_names_the_same_fact(tmp_path):
     assert json.loads(cli(d, "show", nfd, "--json").stdout)["description"] == "コードレビューの指針"
     assert cli(d, "remember", nfd, "--update", "-d", "コードレビューの指針（改）").exit_code == 0
     assert json.loads(cli(d, "show", nfc, "--json").stdout)["description"] == "コードレビューの指針（改）"
+    assert cli(d, "forget", nfd, "--reason", "古い").exit_code == 0
+    assert cli(d, "restore", nfd).exit_code == 0  # (review: restore alone did not take the other form)
 
 
 def test_a_strict_refusal_says_what_its_score_is(tmp_path):

@@ -551,3 +551,6 @@ def test_the_path_remember_prints_names_the_fact_in_memctls_own_store(root, monk
     assert cli(root, "restore", "memory/archive/deploy.md").exit_code == 0
     bad = cli(root, "show", "ledgers/deploy.md")
     assert bad.exit_code == 2 and "not a path" in bad.stderr
+    link = root.parent / "via-link"
+    link.symlink_to(root)  # (review: /tmp on macOS is /private/tmp; $PWD in a linked folder)
+    assert "本番デプロイは火曜日" in cli(root, "show", str(link / "memory" / "deploy.md")).stdout
