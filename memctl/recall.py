@@ -240,9 +240,11 @@ def fact_items(store: Store, *, include_all: bool, now: datetime) -> list[Item]:
     return items
 
 
-def _item(doc, now_ts: float) -> Item:
+def _item(doc, now_ts: float, wall_ts: float) -> Item:
+    """An index document as a hit's item; expired when its expiry is past (a bare date's end on the
+    reader's wall clock, `wall_ts`: rindex.wall)."""
     status = doc.status
-    if status == "live" and doc.expires is not None and doc.expires <= now_ts:
+    if status == "live" and doc.expires is not None and doc.expires <= (wall_ts if doc.expires_local else now_ts):
         status = "expired"
     when = datetime.fromtimestamp(doc.ts).astimezone() if doc.ts is not None else None
     from .rindex import SEP
@@ -836,8 +838,8 @@ def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any],
     (resident.SERVED_EMBED_LIMIT):
     the caller then answers in-process once, bringing the cache up to date (the server embedding
     the texts in batches, with progress on this process's stderr), and the next call is served.
-    Times are sent as instants:
-    the server's time zone never shows. Anything unusual (no server, another configuration, a
+    Times are sent as instants, with this process's wall clock (a bare expiry date ends in the reader's
+    zone): the server's time zone never shows. Anything unusual (no server, another configuration, a
     server busy with a long request, a server without a model or without this request, one that
     stops answering or fails) is None: the caller answers in-process, and reports any error.
     """
@@ -852,7 +854,10 @@ def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any],
     checked = _checked(store, queries, options)
     if checked["mode"] == "keyword":
         return None
-    request = {**options, "queries": checked["queries"], "now": clock.now().timestamp(),
+    from .rindex import wall
+
+    now = clock.now()  # (and this process's wall clock: a bare expiry date ends in the reader's zone, not the server's)
+    request = {**options, "queries": checked["queries"], "now": now.timestamp(), "wall": wall(now),
                "since": checked["after"], "index": index}
     if server.hello(store) is None:  # none for this configuration, or one busy with a long request
         return None
@@ -1051,16 +1056,18 @@ def above_floor(relevances: dict[int, float], floor: float, found: Signals) -> l
 
 
 def factors(conn, docs: list[int], relevances: dict[int, float], found: Signals, plan: Plan,
-            now: datetime, include_all: bool) -> list[Hit]:
-    """The hits for `docs`: the five factors and the weighted score (expired ones left out unless asked for)."""
+            now: datetime, include_all: bool, wall: float | None = None) -> list[Hit]:
+    """The hits for `docs`: the five factors and the weighted score (expired ones left out unless asked for).
+    `wall`: the reader's wall clock (rindex.wall), when another process asks (the embed server)."""
     from . import rindex
 
     rows = rindex.docs(conn, docs)
     stats, _ = rindex.access(conn, [rows[d].key for d in docs if d in rows])
     now_ts = now.timestamp()
+    wall_ts = rindex.wall(now) if wall is None else wall
     hits = []
     for d in docs:
-        item = _item(rows[d], now_ts)
+        item = _item(rows[d], now_ts, wall_ts)
         if item.status == "expired" and not include_all:
             continue
         count, last_ts = stats.get(item.key, (0, None))
@@ -1138,7 +1145,7 @@ def _check_fact_type(store: Store, conn, fact_type: str, source: str) -> None:
 def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: str = "facts", mode: str | None = None,
            fact_type: str | None = None, tag: str | None = None, since: str | None = None, agent: str | None = None,
            include_all: bool = False, min_score: float | None = None, vectors_for=None, embedder=None,
-           now: datetime | None = None) -> tuple[Corpus, list[list[Hit]]]:
+           now: datetime | None = None, wall: float | None = None) -> tuple[Corpus, list[list[Hit]]]:
     """The hits for each query with relevance >= the floor, best score first, from an opened index.
 
     The pipeline: candidates -> signals -> relevance -> floor -> factors -> order (each a function here).
@@ -1164,7 +1171,7 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     for qi, query in enumerate(checked["queries"]):
         found = signals(conn, query, lambda qi=qi: cosines_of(qi), plan, checked["kinds"])
         relevances = relevance(found)
-        hits = factors(conn, above_floor(relevances, plan.floor, found), relevances, found, plan, now, include_all)
+        hits = factors(conn, above_floor(relevances, plan.floor, found), relevances, found, plan, now, include_all, wall)
         results.append(order(hits, k))
     return corpus, results
 

@@ -124,6 +124,8 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
         try:
             asked = dict(request["request"])
             queries, now = asked.pop("queries"), datetime.fromtimestamp(float(asked.pop("now"))).astimezone()
+            wall = asked.pop("wall", None)  # the client's wall clock (a bare expiry date ends in its zone)
+            wall = float(wall) if wall is not None else None
             index = "docs" if asked.pop("index", "recall") == "docs" else "recall"
             store = open_store(root)  # memctl.toml read again: weights and the floor may have changed
             if embedder.backend == "char-ngram" and embed.settings_for(store).backend != "char-ngram":
@@ -134,7 +136,7 @@ def recall_handlers(root, embedder) -> dict[str, Any]:
                 return {"declined": f"{stale} texts to embed first"}, b""
             recall_mod.embed_early(store, queries, asked.get("mode"), embedder)  # overlaps the keyword search
             corpus, results = recall_mod.answer(store, conn, queries, vectors_for=vectors_for, embedder=embedder,
-                                                now=now, **asked)
+                                                now=now, wall=wall, **asked)
         except Exception as exc:  # noqa: BLE001 - the client answers in-process, and reports any error as its own
             return {"declined": f"{type(exc).__name__}: {exc}"}, b""
         return {"corpus": recall_mod.corpus_to_wire(corpus),

@@ -115,7 +115,8 @@ class Doc(NamedTuple):  # not a dataclass: `import dataclasses` costs recall's s
     ts: float | None
     pinned: bool
     status: str  # live | archived | superseded (expired is decided at query time)
-    expires: float | None
+    expires: float | None  # an instant; with expires_local, a wall-clock time (seconds as if in UTC)
+    expires_local: bool = False  # a bare date (or a time without an offset): placed in the reader's zone
 
 
 def _epoch(value) -> float | None:
@@ -140,7 +141,7 @@ def _expiry(value) -> tuple[float | None, bool]:
     return (when.replace(tzinfo=timezone.utc) if local else when).timestamp(), local
 
 
-def _wall(now: datetime) -> float:
+def wall(now: datetime) -> float:
     """`now` on the wall clock of this process's time zone, as seconds counted as if in UTC."""
     return now.astimezone().replace(tzinfo=timezone.utc).timestamp()
 
@@ -148,13 +149,13 @@ def _wall(now: datetime) -> float:
 def not_expired(now: datetime) -> tuple[str, tuple[float, float]]:
     """An SQL condition over `docs` (and its arguments): no expiry, or one still ahead at `now`."""
     return ("(expires IS NULL OR (CASE WHEN expires_local = 1 THEN expires > ? ELSE expires > ? END))",
-            (_wall(now), now.timestamp()))
+            (wall(now), now.timestamp()))
 
 
 def expired(now: datetime) -> tuple[str, tuple[float, float]]:
     """An SQL condition over `docs` (and its arguments): an expiry at or before `now`."""
     return ("(expires IS NOT NULL AND (CASE WHEN expires_local = 1 THEN expires <= ? ELSE expires <= ? END))",
-            (_wall(now), now.timestamp()))
+            (wall(now), now.timestamp()))
 
 
 def _unit(value, default: float) -> float:
@@ -978,11 +979,6 @@ def vector_texts(conn: sqlite3.Connection, kind: str) -> list[tuple[int, str, st
             conn.execute("SELECT id, key, vtext FROM docs WHERE kind=? ORDER BY id", (kind,))]
 
 
-def _instant(wall: float) -> float:
-    """A wall-clock time (seconds as if in UTC) as the instant it is in this process's time zone."""
-    return datetime.fromtimestamp(wall, timezone.utc).replace(tzinfo=None).astimezone().timestamp()
-
-
 def docs(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, Doc]:
     found: dict[int, Doc] = {}
     wanted = list(wanted)
@@ -992,9 +988,8 @@ def docs(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, Doc]:
             "SELECT id, kind, key, title, description, path, type, tags, importance, confidence, ts, pinned, status, expires,"
             f" expires_local FROM docs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         for r in rows:
-            expires = r[13] if r[13] is None or not r[14] else _instant(r[13])
             found[r[0]] = Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(t for t in r[7].split(SEP) if t),
-                              r[8], r[9], r[10], bool(r[11]), r[12], expires)
+                              r[8], r[9], r[10], bool(r[11]), r[12], r[13], bool(r[14]))
     return found
 
 

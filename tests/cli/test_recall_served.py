@@ -194,3 +194,39 @@ def test_many_queries_in_one_request(served_root, tmp_path):
     served = memctl(served_root, *args, input=lines, env=numpy_hidden(tmp_path))
     assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), served.stderr
     assert len(alone.stdout.splitlines()) == 3 and alone.stdout.splitlines()[0] != alone.stdout.splitlines()[1]
+
+
+def test_a_served_recall_places_a_bare_expiry_in_the_clients_time_zone_not_the_servers(tmp_path):
+    """Review: the server turned a bare `expires` date into an instant in its own time zone: a server
+    started in UTC (the SessionStart hook starts one) recalled, for a shell in Tokyo, a fact that
+    shell's `list` called expired. The client sends its wall clock with the request."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from memctl import rindex
+
+    root = tmp_path / "store"
+    assert memctl(None, "init", str(root)).returncode == 0
+    assert memctl(root, "remember", "freeze", "-d", "年末のデプロイ凍結 zebras", "--expires", "2026-12-05",
+                  env={"MEMCTL_NOW": "2026-12-01T00:00:00+00:00"}).returncode == 0
+    time.sleep(rindex.RACY_NS / 1e9 + 0.2)  # the index keeps the file's row (not read again each time)
+    env = {**os.environ, "TZ": "UTC0", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "embed-server"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        from test_vectors_cli import wait_for
+
+        from memctl.embed import server
+        from memctl.store import open_store
+
+        assert wait_for(lambda: proc.poll() is not None or server.hello(open_store(root)) is not None)
+        asked = {"MEMCTL_NOW": "2026-12-05T16:00:00+00:00"}  # Tokyo: 12-06 01:00, expired; UTC: 12-05 16:00, not yet
+        tokyo = memctl(root, "recall", "zebras", "--json", env={**asked, "TZ": "JST-9"})
+        assert tokyo.returncode == 1 and json.loads(tokyo.stdout) == [], tokyo.stdout
+        utc = memctl(root, "recall", "zebras", "--json", env={**asked, "TZ": "UTC0"})
+        assert utc.returncode == 0 and json.loads(utc.stdout)[0]["name"] == "freeze", utc.stderr
+    finally:
+        memctl(root, "embed-server", "--stop")
+        proc.wait(timeout=30)
