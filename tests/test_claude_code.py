@@ -114,6 +114,10 @@ def test_a_hook_sharing_a_group_with_a_foreign_one(tmp_path):
     doc["hooks"]["UserPromptSubmit"][0]["hooks"][1]["command"] = prefixed
     _write(tgt.settings, doc)
     assert cc.plan_install(tgt, EXE, None) == []
+    # another store (or program): memctl's part is brought up to date, the prefix stays (it was dropped)
+    cc.apply(cc.plan_install(tgt, EXE, None, store="/s/記憶 store"))
+    assert _read(tgt.settings)["hooks"]["UserPromptSubmit"][0]["hooks"][1]["command"] == \
+        "MEMCTL_HOOK_TIMEOUT=8 /opt/venv/bin/memctl hook prompt --store '/s/記憶 store'"
     cc.apply(cc.plan_uninstall(tgt))
     assert _read(tgt.settings) == {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}
 

@@ -221,6 +221,15 @@ def _words(command: str) -> list[str] | None:
     return words
 
 
+_PREFIX = re.compile(r"""\s*(?:env\s+)?(?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'"])*\s+)*""")
+
+
+def _prefix(command: str) -> str:
+    """The environment prefix a person put before a memctl command line (`MEMCTL_HOOK_TIMEOUT=8 `,
+    `env A=1 `), as written; "" when there is none."""
+    return _PREFIX.match(command).group(0) if _words(command) is not None else ""
+
+
 def _essence(command: str) -> tuple[str, ...]:
     """What of a memctl command line is memctl's to keep right: the program and its `--root`/`--store`."""
     words = _words(command)
@@ -359,7 +368,7 @@ def _with_hooks(doc: dict[str, Any], path: Path, commands: list[tuple[Hook, str]
         entries = [e for g in ours for e in g["hooks"] if _is_ours(e, hook)]
         if len(entries) == 1:  # installed, then edited by its user (a timeout, an env prefix, its group): kept so
             if _essence(entries[0]["command"]) != _essence(command):  # another program or store: that part is ours
-                entries[0]["command"] = command
+                entries[0]["command"] = _prefix(entries[0]["command"]) + command  # (your environment prefix stays)
                 added.append(f"~ {hook.event} hook: {command}")
             continue
         _without_hooks(doc, path, (hook,))
