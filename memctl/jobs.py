@@ -757,7 +757,10 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     run_file = _run_file(store, job)
     run_id = os.urandom(8).hex()
-    atomic_write(run_file, run_id + "\n")  # gone at the run's end: found by the next run, this one was killed
+    try:
+        atomic_write(run_file, run_id + "\n")  # gone at the run's end: found by the next run, this one was killed
+    except OSError:  # a full disk: the job runs all the same (what a killed run leaves is then not ended)
+        pass
     try:
         # A session of its own: a stop sent to run-job reaches the job's whole process tree through
         # _forwarding_stops, and run-job (holding the job's lock) waits until the tree has ended.
@@ -782,7 +785,8 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
             code = child.wait()
         if code < 0:
             code = 128 - code  # killed by a signal, as a shell reports it
-    run_file.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        run_file.unlink(missing_ok=True)
     seconds = time.monotonic() - began
     log.write(f"end exit={code} seconds={seconds:.2f}")
     result = RunResult(job.name, code, started, seconds, log_path(store, job.name), tuple(tail))
@@ -831,7 +835,8 @@ def _end_leftovers(run_file: Path, log: _Log) -> None:
     if left:
         log.write(f"stop: the last run's run-job was killed (SIGKILL) while its job ran; ended what it left running "
                   f"(pid {', '.join(map(str, left))})" + (f"; still running: {', '.join(map(str, pids))}" if pids else ""))
-    run_file.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        run_file.unlink(missing_ok=True)
 
 
 def _processes_of(run_id: str) -> list[int]:
