@@ -1056,17 +1056,23 @@ def test_a_job_failing_on_a_full_disk_reports_its_own_exit_code_and_why_no_episo
     assert "printing the output" not in done.stderr
 
 
-def test_near_dup_on_a_full_disk_answers_and_says_the_vector_cache_was_not_kept(small_disk):
-    """near-dup printed `memctl: error: OSError: [Errno 28] No space left on device: '.../x.npy'` (exit 2)
-    when its vector cache could not be written, though the vectors were in hand: a cache is a cache.
-    It answers, with one warning; the next run, with room again, embeds what was not kept."""
-    root = small_disk / "store"
+def _themes_store(disk: Path, rows: int) -> Path:
+    """A store on `disk` with n-gram vectors and a ledger of `rows` Japanese themes."""
+    root = disk / "store"
     init_store(root)
     with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
         handle.write('\n[embedding]\nbackend = "char-ngram"\n')
     assert run(root, "ledger", "create", "themes", "--columns", "date,theme").returncode == 0
-    rows = "".join(f"2026-12-01\tテーマ{n}: MCPサーバーのテストとデバッグ その{n}\n" for n in range(20))
-    assert run(root, "ledger", "append", "themes", "-", input=rows).returncode == 0
+    themes = "".join(f"2026-12-01\tテーマ{n}: MCPサーバーのテストとデバッグ その{n}\n" for n in range(rows))
+    assert run(root, "ledger", "append", "themes", "-", input=themes).returncode == 0
+    return root
+
+
+def test_near_dup_on_a_full_disk_answers_and_says_the_vector_cache_was_not_kept(small_disk):
+    """near-dup printed `memctl: error: OSError: [Errno 28] No space left on device: '.../x.npy'` (exit 2)
+    when its vector cache could not be written, though the vectors were in hand: a cache is a cache.
+    It answers, with one warning; the next run, with room again, embeds what was not kept."""
+    root = _themes_store(small_disk, 20)
     fill(small_disk)
     done = run(root, "near-dup", "テーマ3: MCPサーバーのテストとデバッグ その3", "--ledger", "themes", "--column", "theme")
     free(small_disk)
@@ -1082,13 +1088,7 @@ def test_a_cache_rebuild_on_a_full_disk_fails_and_the_next_one_still_builds_ever
     job is writing the caches) exited 0 with warnings, having cleared every cache, and dropped its note
     of the sources: the next rebuild forgot the ledger's. A cache it cannot write fails it now (exit 1,
     one line), and the next rebuild, with room again, builds them all."""
-    root = small_disk / "store"
-    init_store(root)
-    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
-        handle.write('\n[embedding]\nbackend = "char-ngram"\n')
-    assert run(root, "ledger", "create", "themes", "--columns", "date,theme").returncode == 0
-    rows = "".join(f"2026-12-01\tテーマ{n}: MCPサーバーのテストとデバッグ その{n}\n" for n in range(40))
-    assert run(root, "ledger", "append", "themes", "-", input=rows).returncode == 0
+    root = _themes_store(small_disk, 40)
     assert run(root, "near-dup", "テーマ", "--ledger", "themes", "--column", "theme").returncode in (0, 1, 5)
     more = "".join(f"2026-12-02\t別のテーマ{n}: 記事の構成と推敲の手順 その{n}\n" for n in range(150))
     assert run(root, "ledger", "append", "themes", "-", input=more).returncode == 0  # more than the old cache's room
