@@ -331,6 +331,20 @@ def test_a_hook_given_bytes_that_are_not_utf8_still_exits_0(base, tmp_path):
     assert done.stderr.decode() == "memctl: hook prompt: nothing added: the hook input on stdin is not valid UTF-8\n"
 
 
+@pytest.mark.parametrize("given, said", [
+    (b'["When are we allowed to deploy?"]', "the hook input on stdin is a JSON array, not an object"),
+    (b'"When are we allowed to deploy?"', "the hook input on stdin is a JSON string, not an object"),
+    (b'{"prompt": ["When are we allowed to deploy?"]}', "the hook input's prompt is a JSON array, not text"),
+    (b'{"prompt": 42}', "the hook input's prompt is a JSON number, not text"),
+])
+def test_a_hook_input_of_the_wrong_shape_says_so_in_one_line_and_still_exits_0(base, tmp_path, given, said):
+    root = _copy(base, tmp_path)
+    done = _run(root, ["hook", "prompt"], given, {})
+    assert (done.returncode, done.stdout) == (0, b"")
+    assert done.stderr.decode().startswith(f"memctl: hook prompt: nothing added: {said}")
+    assert done.stderr.decode().count("\n") == 1
+
+
 def test_declared_episode_types_extend_the_defaults(base, tmp_path):
     root = _copy(base, tmp_path)
     refused = _run(root, ["episode", "add", "レビューで指摘された", "--type", "review"], None, {})

@@ -206,7 +206,7 @@ def read_input(stdin: IO[bytes]) -> dict:
 
 
 def parse_input(data: bytes | str) -> dict:
-    """The hook's JSON input: an object ({} for none, or for JSON that is not an object)."""
+    """The hook's JSON input: an object ({} for none); anything else is bad input."""
     import json
 
     from ..errors import BadInput
@@ -216,16 +216,28 @@ def parse_input(data: bytes | str) -> dict:
     except UnicodeDecodeError:
         raise BadInput("the hook input on stdin is not valid UTF-8") from None
     try:
-        payload = json.loads(text) if text.strip() else None
+        payload = json.loads(text) if text.strip() else {}
     except ValueError:
         raise BadInput("the hook input on stdin is not JSON") from None
-    return payload if isinstance(payload, dict) else {}
+    if not isinstance(payload, dict):
+        raise BadInput(f"the hook input on stdin is a JSON {_json_kind(payload)}, not an object",
+                       hint="an agent sends one JSON object, as docs/AGENTS.md shows")
+    return payload
 
 
 def prompt_of(payload: dict) -> str | None:
-    """The input's `prompt`; None when there is none (nothing to do)."""
+    """The input's `prompt`; None when there is none or it is blank (nothing to do)."""
+    from ..errors import BadInput
+
     prompt = payload.get("prompt")
-    return prompt if isinstance(prompt, str) and prompt.strip() else None
+    if prompt is not None and not isinstance(prompt, str):
+        raise BadInput(f"the hook input's prompt is a JSON {_json_kind(prompt)}, not text")
+    return prompt if prompt and prompt.strip() else None
+
+
+def _json_kind(value) -> str:
+    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+            dict: "object"}.get(type(value), "null")
 
 
 # ---------------------------------------------------------------- which store
