@@ -89,7 +89,7 @@ def unreadable(line: bytes) -> tuple[Any, bytes | None]:
             return None, (json.dumps(reply, separators=(",", ":")) + "\n").encode("utf-8")
         try:
             json.dumps(message, ensure_ascii=False).encode("utf-8")
-            return message, None
+            return (message, None) if (wrong := _wrong_call(message)) is None else (None, wrong)
         except UnicodeEncodeError:
             ident = message.get("id") if isinstance(message, dict) else None
             if isinstance(message, dict) and "id" not in message:
@@ -99,6 +99,30 @@ def unreadable(line: bytes) -> tuple[Any, bytes | None]:
         ident = None
     reply = {"jsonrpc": "2.0", "id": ident, "error": {"code": -32700, "message": f"Parse error: {why}"}}
     return None, (json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _wrong_call(message: Any) -> bytes | None:
+    """The error to answer a `tools/call` whose params or arguments are not JSON objects (-32602), or
+    None: the SDK answers those with a bare "Invalid request parameters" that does not say which."""
+    if not (isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message):
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict):
+        why = f"params must be a JSON object, not {_kind(params)}"
+    elif not isinstance(params.get("name"), str):
+        why = f"params.name must be the tool's name as a string, not {_kind(params.get('name'))}"
+    elif not isinstance(params.get("arguments", {}), (dict, type(None))):
+        why = f"params.arguments must be a JSON object of the tool's arguments, not {_kind(params['arguments'])}"
+    else:
+        return None
+    ident = message["id"] if isinstance(message["id"], (str, int)) and not isinstance(message["id"], bool) else None
+    reply = {"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": f"Invalid params: tools/call: {why}"}}
+    return (json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _kind(value: Any) -> str:
+    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
+    return kinds.get(type(value), "null")
 
 
 def relay(version_text: str) -> Callable[[], None] | None:

@@ -136,6 +136,28 @@ def test_a_batch_gets_an_invalid_request_error_not_silence(root):
     assert _by_id(replies)["3"]["result"] == {} and len(replies) == 3
 
 
+def test_a_tool_call_whose_arguments_are_not_an_object_is_told_which_part_is_wrong(root):
+    """The SDK answered `arguments: ["deploy"]` with a bare "Invalid request parameters": the client
+    (or the model writing the call) could not tell what to change. Same code (-32602), a message that
+    names the part; a call with no arguments, or null ones, still reaches the tool."""
+    call = {"jsonrpc": "2.0", "method": "tools/call"}
+    wrong = [{**call, "id": 10, "params": {"name": "recall", "arguments": ["deploy"]}},
+             {**call, "id": 11, "params": "recall"},
+             {**call, "id": 12, "params": {"name": 7, "arguments": {}}}]
+    fine = [{**call, "id": 13, "params": {"name": "recall", "arguments": None}},
+            {**call, "id": 14, "params": {"name": "recall", "arguments": {"query": "デプロイ"}}}]
+    by_id = _by_id(_exchange(root, [SESSION[0], SESSION[1], *wrong, *fine], relay=True))
+    said = {ident: by_id[ident]["error"] for ident in ("10", "11", "12")}
+    assert {e["code"] for e in said.values()} == {-32602}
+    assert said["10"]["message"] == ("Invalid params: tools/call: params.arguments must be a JSON object of the tool's "
+                                     "arguments, not an array")
+    assert said["11"]["message"] == "Invalid params: tools/call: params must be a JSON object, not a string"
+    assert said["12"]["message"] == ("Invalid params: tools/call: params.name must be the tool's name as a string, "
+                                     "not a number")
+    assert by_id["13"]["result"]["isError"] and "query" in by_id["13"]["result"]["content"][0]["text"]
+    assert by_id["14"]["result"]["isError"] is False
+
+
 def test_requests_sent_before_the_end_of_input_are_all_answered(root):
     """`printf requests | memctl mcp`: the SDK cancelled what was in flight at the end of its input, so
     the tool calls were carried out (their rows committed) and never answered. Every request before
