@@ -32,3 +32,10 @@ def env_on(name: str) -> bool:
     import os
 
     return os.environ.get(name, "").strip().lower() not in OFF
+
+
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, with its article, for an error saying what was given instead:
+    "an array", "a string", "a number", "a boolean", "an object", "null"."""
+    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
+    return kinds.get(type(value), "null")

@@ -332,10 +332,10 @@ def test_a_hook_given_bytes_that_are_not_utf8_still_exits_0(base, tmp_path):
 
 
 @pytest.mark.parametrize("given, said", [
-    (b'["When are we allowed to deploy?"]', "the hook input on stdin is a JSON array, not an object"),
-    (b'"When are we allowed to deploy?"', "the hook input on stdin is a JSON string, not an object"),
-    (b'{"prompt": ["When are we allowed to deploy?"]}', "the hook input's prompt is a JSON array, not text"),
-    (b'{"prompt": 42}', "the hook input's prompt is a JSON number, not text"),
+    (b'["When are we allowed to deploy?"]', "the hook input on stdin is an array, not a JSON object"),
+    (b'"When are we allowed to deploy?"', "the hook input on stdin is a string, not a JSON object"),
+    (b'{"prompt": ["When are we allowed to deploy?"]}', "the hook input's prompt is an array, not text"),
+    (b'{"prompt": 42}', "the hook input's prompt is a number, not text"),
 ])
 def test_a_hook_input_of_the_wrong_shape_says_so_in_one_line_and_still_exits_0(base, tmp_path, given, said):
     root = _copy(base, tmp_path)

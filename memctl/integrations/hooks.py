@@ -210,6 +210,7 @@ def parse_input(data: bytes | str) -> dict:
     import json
 
     from ..errors import BadInput
+    from ..values import json_kind
 
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -220,7 +221,7 @@ def parse_input(data: bytes | str) -> dict:
     except ValueError:
         raise BadInput("the hook input on stdin is not JSON") from None
     if not isinstance(payload, dict):
-        raise BadInput(f"the hook input on stdin is a JSON {_json_kind(payload)}, not an object",
+        raise BadInput(f"the hook input on stdin is {json_kind(payload)}, not a JSON object",
                        hint="an agent sends one JSON object, as docs/AGENTS.md shows")
     return payload
 
@@ -228,16 +229,12 @@ def parse_input(data: bytes | str) -> dict:
 def prompt_of(payload: dict) -> str | None:
     """The input's `prompt`; None when there is none or it is blank (nothing to do)."""
     from ..errors import BadInput
+    from ..values import json_kind
 
     prompt = payload.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
-        raise BadInput(f"the hook input's prompt is a JSON {_json_kind(prompt)}, not text")
+        raise BadInput(f"the hook input's prompt is {json_kind(prompt)}, not text")
     return prompt if prompt and prompt.strip() else None
-
-
-def _json_kind(value) -> str:
-    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number",
-            dict: "object"}.get(type(value), "null")
 
 
 # ---------------------------------------------------------------- which store

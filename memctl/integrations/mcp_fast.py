@@ -106,23 +106,20 @@ def _wrong_call(message: Any) -> bytes | None:
     None: the SDK answers those with a bare "Invalid request parameters" that does not say which."""
     if not (isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message):
         return None
+    from ..values import json_kind
+
     params = message.get("params")
     if not isinstance(params, dict):
-        why = f"params must be a JSON object, not {_kind(params)}"
+        why = f"params must be a JSON object, not {json_kind(params)}"
     elif not isinstance(params.get("name"), str):
-        why = f"params.name must be the tool's name as a string, not {_kind(params.get('name'))}"
+        why = f"params.name must be the tool's name as a string, not {json_kind(params.get('name'))}"
     elif not isinstance(params.get("arguments", {}), (dict, type(None))):
-        why = f"params.arguments must be a JSON object of the tool's arguments, not {_kind(params['arguments'])}"
+        why = f"params.arguments must be a JSON object of the tool's arguments, not {json_kind(params['arguments'])}"
     else:
         return None
     ident = message["id"] if isinstance(message["id"], (str, int)) and not isinstance(message["id"], bool) else None
     reply = {"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": f"Invalid params: tools/call: {why}"}}
     return (json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def _kind(value: Any) -> str:
-    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
-    return kinds.get(type(value), "null")
 
 
 def relay(version_text: str) -> Callable[[], None] | None:
