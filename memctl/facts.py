@@ -18,7 +18,7 @@ from typing import Any, Callable
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, merge, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
-                     refuse_link, utf8_name)
+                     control_in_name, refuse_link, utf8_name)
 from .fsutil import without_bom
 from .claude_memory import dated_by_git, linked_topics, write_fact
 from .markers import refuse_conflicts
@@ -115,7 +115,7 @@ def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path], 
     for entry in entries:
         if not entry.name.endswith(".md") or entry.name == "MEMORY.md" or entry.name.startswith("."):
             continue
-        if not utf8_name(entry.name):
+        if not utf8_name(entry.name) or control_in_name(entry.name):
             misnamed.append(Path(entry.path))
         elif entry.is_symlink():
             links.append(Path(entry.path))
@@ -125,8 +125,13 @@ def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path], 
 
 
 def misnamed_problem(store: Store, path: Path) -> Problem:
-    shown = os.fsencode(store.rel(path)).decode("utf-8", "backslashreplace")
-    return Problem(shown, 0, "name", "the file name is not UTF-8: memctl does not read it "
+    """A fact file whose name memctl does not read: not UTF-8, or holding a control character."""
+    rel = store.rel(path)
+    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+    shown = re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029']", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                   else f"\\u{ord(m[0]):04x}", shown)  # as bash's $'...' reads it back
+    why = "is not UTF-8" if not utf8_name(rel) else "holds a control character (a line break, a tab)"
+    return Problem(shown, 0, "name", f"the file name {why}: memctl does not read it "
                    f"(rename it: git -C <store> mv -- $'{shown}' memory/NEW-NAME.md)")
 
 

@@ -86,6 +86,17 @@ def utf8_name(name: str) -> bool:
     return True
 
 
+# A line break or other control character in a file name: a pushed `x\n<!-- memctl:index:end -->\n...md`
+# put lines of its own into MEMORY.md (a second end marker, text Claude Code loads), and a tab made a line
+# memctl did not know again, copied at each write. Such a file is named by doctor, never read or listed.
+_CONTROL_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def control_in_name(name: str) -> bool:
+    """Whether a file name holds a control character (C0, DEL, C1) or a Unicode line/paragraph separator."""
+    return _CONTROL_IN_NAME.search(name) is not None
+
+
 def atomic_write(path: Path, data: bytes | str, expected: bytes | None = None) -> bool:
     """Replace `path` with `data` atomically (temp file + fsync + rename); True when it did.
 

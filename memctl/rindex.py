@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover
     from hashlib import blake2b
 
 from . import clock, textnorm
-from .fsutil import ROW_LIMIT, file_lock, refuse_link, utf8_name
+from .fsutil import ROW_LIMIT, control_in_name, file_lock, refuse_link, utf8_name
 from .claude_memory import SIDECAR
 from .store import Store
 from .values import unit_value
@@ -309,7 +309,7 @@ def _fact_stats(store: Store) -> list[tuple[str, bool, list[str], list[os.stat_r
             continue
         try:  # stat by name relative to the open folder: the cheapest way to stat 10,000 files
             names = [n for n in os.listdir(fd) if n.endswith(".md") and n != "MEMORY.md" and not n.startswith(".")
-                     and (n.isascii() or utf8_name(n))]  # (scan() names the others; no call for the common name)
+                     and (n.isprintable() or utf8_name(n) and not control_in_name(n))]  # (scan() names the others)
             try:
                 # lstat: a linked fact is no regular file, so it is never read (docs/RELIABILITY.md)
                 stats = list(map(functools.partial(os.stat, dir_fd=fd, follow_symlinks=False), names))
