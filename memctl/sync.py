@@ -312,6 +312,8 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
     raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
     for meta, rel in zip(raw[::2], raw[1::2]):
         modes = meta.lstrip(":").split(" ")[:2]
+        if len(modes) == 2 and modes[1] != "000000":
+            _refuse_reshaped(store, top, rel, modes[1], base, label)
         if len(modes) == 2 and modes[0] == "000000" and modes[1] == "120000" and _kind(store, rel, top):
             raise Refused(f"{label} adds {store.rel(top / rel)} as a symbolic link (memctl never follows one); "
                           "nothing was merged or pushed", kind="link-incoming",
@@ -322,6 +324,33 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
                           hint=f"on the remote, put the file back: git checkout {base[:12]} -- {shlex.quote(rel)}, "
                                "commit and push; then memctl sync")
     _refuse_rewritten_ledgers(store, top, base, theirs, label)  # (after the links: a link's text is no ledger)
+
+
+_FOLDERS = ("memory_dir", "archive_dir", "ledgers_dir", "state_dir")  # of the store: a file there replaces the folder
+
+
+def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, label: str) -> None:
+    """Refused: an incoming entry `rel` (git mode `mode`) that is a submodule (gitlink), a file where memctl
+    keeps a folder (memory/ as a file: every fact gone, a fast-forward said nothing), or a path under one
+    of memctl's files (memory/MEMORY.md or state/STATE.md made a folder: every later sync stuck, the
+    session-start hook empty)."""
+    shown = store.rel(top / rel)
+
+    def undo(path: str) -> str:  # what brings `path` back as it was, when it was there at all
+        there = gitstore.run(top, "cat-file", "-e", f"{base}:{path}").code == 0
+        return f"; git checkout {base[:12]} -- {shlex.quote(path)}" if there else ""
+
+    if mode == "160000":
+        why, fix = f"adds {shown} as a submodule (a gitlink, no file)", f"git rm --cached -q -- {shlex.quote(rel)}{undo(rel)}"
+    elif (top / rel).resolve() in {getattr(store, name) for name in _FOLDERS}:
+        why, fix = f"turned {shown}/ into a file", f"git rm -q -- {shlex.quote(rel)}{undo(rel)}"
+    else:
+        parent = next((str(p) for p in reversed(Path(rel).parents) if str(p) != "." and _kind(store, str(p), top)), None)
+        if parent is None:
+            return
+        why, fix = f"turned {store.rel(top / parent)} into a folder", f"git rm -rq -- {shlex.quote(parent)}{undo(parent)}"
+    raise Refused(f"{label} {why}, where memctl keeps its own; nothing was merged or pushed", kind="reshaped-incoming",
+                  hint=f"on the remote, put it back: {fix}, commit and push; then memctl sync")
 
 
 def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, label: str) -> None:

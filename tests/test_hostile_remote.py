@@ -381,6 +381,61 @@ def test_a_fact_file_whose_name_holds_a_control_character_never_reaches_memory_m
     assert "evil" in run(victim, "list").stdout
 
 
+def _reshape(attacker: Path, how: str) -> str:
+    """The attacker's change of a path memctl keeps; the path the refusal must name."""
+    if how == "memory-as-file":
+        git(attacker, "rm", "-rq", "memory")
+        (attacker / "memory").write_text("x\n", encoding="utf-8")
+        return "memory/"
+    if how == "index-as-folder":
+        git(attacker, "rm", "-q", "memory/MEMORY.md")
+        (attacker / "memory" / "MEMORY.md").mkdir()
+        (attacker / "memory" / "MEMORY.md" / "x").write_text("x\n", encoding="utf-8")
+        return "memory/MEMORY.md"
+    if how == "state-as-folder":
+        (attacker / "state" / "STATE.md").unlink(missing_ok=True)
+        (attacker / "state" / "STATE.md").mkdir(parents=True)
+        (attacker / "state" / "STATE.md" / "x").write_text("x\n", encoding="utf-8")
+        return "state/STATE.md"
+    git(attacker, "rm", "-q", "memory/alpha.md")  # a gitlink where a fact was
+    git(attacker, "update-index", "--add", "--cacheinfo", "160000," + "1" * 40 + ",memory/alpha.md")
+    return "memory/alpha.md"
+
+
+@pytest.mark.parametrize("local_fact", [False, True], ids=["fast-forward", "merge"])
+@pytest.mark.parametrize("how", ["memory-as-file", "index-as-folder", "state-as-folder", "gitlink"])
+def test_a_remote_that_turns_memctls_files_into_folders_or_submodules_is_refused_before_anything_is_merged(world, how, local_fact):
+    """memory/ pushed as a file: a fast-forward took it with exit 0 (every fact gone, `list` empty,
+    `remember` EEXIST); MEMORY.md or STATE.md pushed as a folder: EISDIR, a stray `MEMORY.md~HEAD` that
+    stopped every later sync, or nothing said and an empty session-start; a gitlink at a fact's path: the
+    fact gone, doctor "clean". Each is refused by name before anything is merged, with how to put it back."""
+    remote, victim, attacker, outside = world
+    run(victim, "state", "update")
+    run(victim, "sync")
+    git(attacker, "pull", "-q")
+    named = _reshape(attacker, how)
+    if how != "gitlink":  # (add -A would take the gitlink out again: it has no folder)
+        git(attacker, "add", "-A")
+    git(attacker, *ID, "commit", "-qm", "harmless looking change")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    if local_fact:
+        run(victim, "remember", "beta", "--description", "ベータ: made here", "--type", "project")
+    head, before = git(victim, "rev-parse", "HEAD"), files(victim / "memory")
+    refused = run(victim, "sync", ok=(1,))
+    said = one_line_error(refused)
+    assert f"turned {named}" in said or f"adds {named} as a submodule" in said, said
+    assert named.rstrip("/") in refused.stderr and "nothing was merged or pushed" in refused.stderr, refused.stderr
+    assert git(victim, "rev-parse", "HEAD") == head and files(victim / "memory") == before
+    assert git(victim, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "alpha" in run(victim, "list").stdout and "アルファ" in run(victim, "context").stdout
+    assert git(remote, "rev-parse", _branch(victim)) != head or not local_fact  # nothing of ours was pushed on top
+    fix = said[said.index("put it back: ") + len("put it back: "):said.index(", commit and push")]
+    assert subprocess.run(["bash", "-c", fix], cwd=attacker, capture_output=True).returncode == 0, fix
+    _push_all(attacker)  # the remote as the hint says; then the sync goes through
+    run(victim, "sync")
+    assert "alpha" in run(victim, "list").stdout and run(victim, "doctor", ok=(0, 1)).stdout.count("error") == 0
+
+
 def test_a_pushed_source_reading_outside_the_store_waits_for_approval(world):
     """A `[sources.*]` table is what memctl reads and where it shows it: pushed with `paths =
     ["~/.ssh/*"]` and `prompt = true`, the next `source index` read a private key and the prompt hook
