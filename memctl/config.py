@@ -120,6 +120,19 @@ def load(path: Path) -> Config:
     return from_dict(raw, source=path)
 
 
+def check_text(data: bytes, source: str) -> None:
+    """BadInput when `data` (memctl.toml as another commit has it) would not load: not UTF-8, not TOML,
+    or a value of the wrong kind (from_dict)."""
+    import tomllib  # noqa: PLC0415
+
+    try:
+        from_dict(tomllib.loads(data.decode("utf-8")), source=source)
+    except UnicodeDecodeError:
+        raise BadInput(f"{source}: not UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{source}: invalid TOML: {exc}") from None
+
+
 PARSED_CACHE = ".memctl/config.marshal"  # seal + marshal of (text, what tomllib made of it): a cache, rebuilt at will
 SEAL = 32  # bytes of keyed BLAKE2b before the payload
 KEY_FILE = "cache.key"  # in user_dir(): 32 random bytes, this user's only
@@ -197,37 +210,75 @@ def _parsed(path: Path, text: str) -> dict[str, Any]:
 
 
 def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config:
-    git = raw.get("git", {})
-    facts = raw.get("facts", {})
-    importance = dict(DEFAULT_IMPORTANCE)
-    importance.update(facts.get("default_importance", {}))
-    confidence = dict(DEFAULT_CONFIDENCE)
-    confidence.update(facts.get("default_confidence", {}))
+    """The settings of a parsed memctl.toml; a value of the wrong kind is BadInput naming it (a file
+    pulled from a remote is untrusted: `max_index_lines = nan` was a traceback in every command)."""
+    git = _table(raw, "git", source)
+    facts = _table(raw, "facts", source)
+    importance = {**DEFAULT_IMPORTANCE, **_units(facts, "default_importance", source)}
+    confidence = {**DEFAULT_CONFIDENCE, **_units(facts, "default_confidence", source)}
     ledgers = {}
-    for name, decl in raw.get("ledgers", {}).items():
+    for name, decl in _table(raw, "ledgers", source).items():
+        if not isinstance(decl, dict):
+            raise BadInput(f"{source}: ledgers.{name} must be a table ([ledgers.{name}])", hint=LEDGER_EXAMPLE)
         columns = decl.get("columns")
         if not isinstance(columns, list) or not columns:
-            raise BadInput(f"{source}: [ledgers.{name}] needs a non-empty 'columns' list")
+            raise BadInput(f"{source}: [ledgers.{name}] needs a non-empty 'columns' list", hint=LEDGER_EXAMPLE)
         ledgers[name] = LedgerDecl(
             name=name,
-            file=decl.get("file", f"{name}.tsv"),
+            file=_value(decl, "file", str, f"{name}.tsv", f"[ledgers.{name}]", source),
             columns=tuple(str(c) for c in columns),
-            header=bool(decl.get("header", True)),
-            unique=decl.get("unique"),
+            header=_value(decl, "header", bool, True, f"[ledgers.{name}]", source),
+            unique=_value(decl, "unique", str, None, f"[ledgers.{name}]", source),
         )
     return Config(
         fact_types=_fact_types(facts, source),
         episode_types=_episode_types(raw.get("episodes", {}), source),
-        commit=bool(git.get("commit", True)),
-        author_name=str(git.get("author_name", "memctl")),
-        author_email=str(git.get("author_email", "memctl@localhost")),
-        max_index_lines=int(facts.get("max_index_lines", 200)),
-        max_index_bytes=int(facts.get("max_index_bytes", 25_000)),
+        commit=_value(git, "commit", bool, True, "[git]", source),
+        author_name=_value(git, "author_name", str, "memctl", "[git]", source),
+        author_email=_value(git, "author_email", str, "memctl@localhost", "[git]", source),
+        max_index_lines=_count(facts, "max_index_lines", 200, source),
+        max_index_bytes=_count(facts, "max_index_bytes", 25_000, source),
         default_importance=importance,
         default_confidence=confidence,
         ledgers=ledgers,
         raw=raw,
     )
+
+
+LEDGER_EXAMPLE = 'e.g. [ledgers.themes] columns = ["theme", "date"]'
+_KINDS = {str: "a text", bool: "true or false", int: "a whole number", dict: "a table"}
+
+
+def _table(raw: dict[str, Any], key: str, source: Path | str) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise BadInput(f"{source}: {key} must be a table ([{key}]), not {value!r}", hint="fix the file by hand")
+    return value
+
+
+def _value(table: dict[str, Any], key: str, kind: type, default: Any, where: str, source: Path | str) -> Any:
+    value = table.get(key, default)
+    if value is not default and (not isinstance(value, kind) or kind is int and isinstance(value, bool)):
+        raise BadInput(f"{source}: {where} {key} must be {_KINDS[kind]}, not {value!r}", hint="fix the file by hand")
+    return value
+
+
+def _count(table: dict[str, Any], key: str, default: int, source: Path | str) -> int:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadInput(f"{source}: [facts] {key} must be a whole number from 1, not {value!r}",
+                       hint=f"{key} = {default} (the default)")
+    return value
+
+
+def _units(table: dict[str, Any], key: str, source: Path | str) -> dict[str, float]:
+    """`[facts.default_importance]` / `default_confidence`: a type's number from 0 to 1 each."""
+    values = _value(table, key, dict, {}, "[facts]", source)
+    for fact_type, number in values.items():
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number <= 1:
+            raise BadInput(f"{source}: [facts.{key}] {fact_type} must be a number from 0 to 1, not {number!r}",
+                           hint=f"{fact_type} = 0.5")
+    return values
 
 
 def _fact_types(table: Any, source: Path | str) -> tuple[str, ...]:

@@ -324,6 +324,30 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
                           hint=f"on the remote, put the file back: git checkout {base[:12]} -- {shlex.quote(rel)}, "
                                "commit and push; then memctl sync")
     _refuse_rewritten_ledgers(store, top, base, theirs, label)  # (after the links: a link's text is no ledger)
+    _refuse_unloadable_config(store, top, base, theirs, label)
+
+
+def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, label: str,
+                              merged: bool = False) -> None:
+    """Refused: a memctl.toml (`theirs`', or the merge's: `merged`) that memctl would not load. Taken in,
+    it stopped every command of this clone, `sync` included, so not even the remote's fix could come in."""
+    rel = os.path.relpath(store.config_path, top)
+    if merged:
+        data = store.config_path.read_bytes() if store.config_path.is_file() else b""
+    elif gitstore.run(top, "diff", "--quiet", base, theirs, "--", rel).code == 0:
+        return
+    else:
+        data = gitstore.file_at(top, store.config_path, theirs)
+    if not data:
+        return
+    from .config import check_text  # noqa: PLC0415
+
+    try:
+        check_text(data, f"memctl.toml {'as merged with' if merged else 'of'} {label}")
+    except BadInput as exc:
+        raise Refused(f"{exc.message}; nothing was merged or pushed", kind="config-incoming",
+                      hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
+                           "on the remote, fix memctl.toml in a new commit, then sync") from None
 
 
 _FOLDERS = ("memory_dir", "archive_dir", "ledgers_dir", "state_dir")  # of the store: a file there replaces the folder
@@ -429,6 +453,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         # Both sides' indexes matched their facts: a block merged cleanly by line matches the merged
         # facts too, unless a fact itself needed resolving, or the facts overflow MEMORY.md's limit
         # (which lines go to the topic files is the ranking's to say); reading 10,000 facts is most of a sync.
+        _refuse_unloadable_config(store, top, "HEAD", theirs, label, merged=True)
         if any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved) or (
                 any(r.kind == "index" for r in resolved) and _over_limit(store)):
             if _regenerate_index(store, top):

@@ -436,6 +436,59 @@ def test_a_remote_that_turns_memctls_files_into_folders_or_submodules_is_refused
     assert "alpha" in run(victim, "list").stdout and run(victim, "doctor", ok=(0, 1)).stdout.count("error") == 0
 
 
+BAD_CONFIGS = {
+    "table-twice": ("\n[facts]\nmax_index_lines = 1\n", "Cannot declare ('facts',) twice"),
+    "nan": (None, "[facts] max_index_lines must be a whole number from 1, not nan"),
+    "lots": ("\n[facts.default_importance]\nproject = \"lots\"\n", "project must be a number from 0 to 1, not 'lots'"),
+    "file-number": ("\n[ledgers.y]\ncolumns = [1, 2]\nfile = 7\n", "[ledgers.y] file must be a text, not 7"),
+    "negative": (None, "[facts] max_index_lines must be a whole number from 1, not -1"),
+}
+
+
+def _bad_config(text: str, how: str) -> str:
+    if how in ("nan", "negative"):  # the value `init` wrote, changed
+        assert "\nmax_index_lines = 200 " in text
+        return text.replace("\nmax_index_lines = 200 ", "\nmax_index_lines = " + ("nan" if how == "nan" else "-1") + " ", 1)
+    return text + BAD_CONFIGS[how][0]
+
+
+@pytest.mark.parametrize("how", list(BAD_CONFIGS))
+def test_a_pushed_memctl_toml_that_memctl_would_not_load_is_refused_before_anything_is_merged(world, how):
+    """A pushed memctl.toml memctl cannot load (a table declared twice; `max_index_lines = nan`, which was
+    a traceback in every command; an importance "lots"; a ledger `file = 7`): sync merged, committed and
+    pushed it, then every command of the clone failed, sync included, so not even the remote's fix came in."""
+    remote, victim, attacker, outside = world
+    config = attacker / "memctl.toml"
+    config.write_text(_bad_config(config.read_text(encoding="utf-8"), how), encoding="utf-8")
+    _push_all(attacker)
+    run(victim, "remember", "beta", "--description", "ベータ: made here", "--type", "project")
+    head = git(victim, "rev-parse", "HEAD")
+    refused = run(victim, "sync", ok=(1,))
+    said = one_line_error(refused)
+    assert "memctl.toml of origin/" in said and "nothing was merged or pushed" in said, said
+    if BAD_CONFIGS[how][1]:
+        assert BAD_CONFIGS[how][1] in said, said
+    assert git(victim, "rev-parse", "HEAD") == head and git(victim, "status", "--porcelain") == ""
+    assert "beta" in run(victim, "list").stdout
+    git(attacker, *ID, "revert", "--no-edit", "HEAD")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")  # the remote's fix comes in
+    assert "beta" in run(victim, "list").stdout
+
+
+@pytest.mark.parametrize("how", ["nan", "lots", "file-number", "negative"])
+def test_a_memctl_toml_value_of_the_wrong_kind_is_one_line_naming_it_not_a_traceback(world, how):
+    remote, victim, attacker, outside = world
+    config = victim / "memctl.toml"
+    config.write_text(_bad_config(config.read_text(encoding="utf-8"), how), encoding="utf-8")
+    for args in (("list",), ("doctor",), ("remember", "beta", "--description", "b", "--type", "project")):
+        done = run(victim, *args, ok=(2,))
+        said = one_line_error(done)
+        assert "memctl.toml" in said and "(hint: " in said, said
+        if BAD_CONFIGS[how][1]:
+            assert BAD_CONFIGS[how][1] in said, said
+
+
 def test_a_pushed_source_reading_outside_the_store_waits_for_approval(world):
     """A `[sources.*]` table is what memctl reads and where it shows it: pushed with `paths =
     ["~/.ssh/*"]` and `prompt = true`, the next `source index` read a private key and the prompt hook
