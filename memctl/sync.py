@@ -248,7 +248,8 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
             # the changed version is kept as a conflict so that nothing is lost.
             copy = _keep_copy(store, top, path, present.decode("utf-8", "surrogateescape"))
             _write(top, path, None)
-            done.append(Resolution(rel, kind, f"archived on one side, changed on the other: {side} kept as {store.rel(copy)}"))
+            gone = "archived" if (store.archive_dir / Path(path).name).exists() else "deleted"  # (by hand, or a plain git rm)
+            done.append(Resolution(rel, kind, f"{gone} on one side, changed on the other: {side} kept as {store.rel(copy)}"))
         elif present is not None and kind != "fact":
             _write(top, path, present)
             done.append(Resolution(rel, kind, f"kept {side} (the other side removed it)"))

@@ -489,6 +489,21 @@ def test_a_memctl_toml_value_of_the_wrong_kind_is_one_line_naming_it_not_a_trace
             assert BAD_CONFIGS[how][1] in said, said
 
 
+def test_a_fact_deleted_on_the_remote_and_changed_here_is_said_to_be_deleted_and_resolve_names_what_it_kept(world):
+    """A remote's plain `git rm` of a fact changed here: sync said "archived on one side" (nothing was
+    archived), and `resolve --keep remote` said "kept remote" while it put back this machine's own edit."""
+    remote, victim, attacker, outside = world
+    git(attacker, "rm", "-q", "memory/alpha.md")
+    _push_all(attacker)
+    run(victim, "remember", "alpha", "--update", "--description", "アルファ: edited here", "--type", "project")
+    synced = run(victim, "sync")
+    assert "\tdeleted on one side, changed on the other: ours kept as memory/conflicts/alpha." in synced.stdout, synced.stdout
+    assert "archived on" not in synced.stdout and not (victim / "memory" / "alpha.md").exists()
+    resolved = run(victim, "resolve", "alpha", "--keep", "remote")
+    assert "kept the conflict copy's version, now in memory/alpha.md" in resolved.stderr, resolved.stderr
+    assert "edited here" in (victim / "memory" / "alpha.md").read_text(encoding="utf-8")
+
+
 def test_a_pushed_source_reading_outside_the_store_waits_for_approval(world):
     """A `[sources.*]` table is what memctl reads and where it shows it: pushed with `paths =
     ["~/.ssh/*"]` and `prompt = true`, the next `source index` read a private key and the prompt hook

@@ -34,7 +34,8 @@ def summary(result, *, json: bool) -> None:
     output.info(f"{where}: {_n(result.incoming, 'commit')} in ({_n(len(result.files_in), 'file')}), {sent}"
                 + (f", {_n(len(result.resolved), 'file')} resolved" if result.resolved else ""))
     if result.conflicts:
-        output.warn(f"{_n(len(result.conflicts), 'fact')} changed on both sides: the other version is kept aside",
+        output.warn(f"{_n(len(result.conflicts), 'fact')} changed on one side and changed, archived or deleted on the "
+                    "other: a version is kept aside in memory/conflicts/",
                     hint="memctl conflicts; memctl resolve NAME --keep local|remote|both")
     if result.duplicates:
         output.warn(f"{_n(len(result.duplicates), 'unique value')} appended on two machines while apart",

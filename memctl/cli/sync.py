@@ -55,7 +55,9 @@ def resolve(
         output.emit_json({"name": done.name, "keep": done.keep, "path": done.path, "removed": done.removed, "commit": done.commit})
     else:
         output.emit_text(done.path)
-        output.info(f"resolved {done.name}: kept {done.keep}; {done.removed} removed (git history keeps it)")
+        kept = {"local": "the version in place", "remote": f"the conflict copy's version, now in {done.path}",
+                "both": f"both, the conflict copy's version as {done.path}"}[done.keep]  # (the copy may be this machine's)
+        output.info(f"resolved {done.name}: kept {kept}; {done.removed} removed (git history keeps it)")
 
 
 @app.command("merge-driver", hidden=True)
