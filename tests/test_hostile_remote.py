@@ -585,6 +585,92 @@ def test_terminal_control_sequences_in_pushed_rows_are_shown_not_obeyed_on_a_ter
     assert "\x1b[2J" in piped.stdout
 
 
+# A window title, the clipboard (OSC 52), clear the screen, a C1 CSI, DEL and a bidi override; the text
+# around them (Japanese, an emoji, a TAB) is shown as it is.
+NASTY = "title \x1b]0;PWNED\x07 clip \x1b]52;c;cm0gLXJmIH4=\x07 clear \x1b[2J c1 \x9b31m del \x7f rlo \u202efdp.exe 日本語 🎉\tend"
+OBEYED = ("\x1b", "\x07", "\x9b", "\x7f", "\u202e")
+SHOWN = "title \\x1b]0;PWNED\\x07 clip \\x1b]52;c;cm0gLXJmIH4=\\x07 clear \\x1b[2J c1 \\x9b31m del \\x7f rlo \\u202efdp.exe 日本語 🎉\tend"
+
+
+def _pushed_text(world) -> tuple[Path, str]:
+    """The victim after a sync that took in a pinned fact, STATE.md and a document holding NASTY; the
+    document's name holds an escape sequence too. Returns (victim, the fact's file as it is)."""
+    remote, victim, attacker, outside = world
+    run(attacker, "sync", "--setup")
+    run(attacker, "remember", "beacon", "--description", "rotation beacon \x1b]0;PWNED\x07", "--type", "project", "--body", NASTY)
+    run(attacker, "pin", "beacon")
+    run(attacker, "source", "add", "notes", "docs")
+    run(attacker, "state", "update")
+    state = attacker / "state" / "STATE.md"
+    state.write_text(state.read_text(encoding="utf-8") + NASTY + "\n", encoding="utf-8")
+    (attacker / "docs").mkdir()
+    (attacker / "docs" / "rotation \x1b]0;PWNED\x07.md").write_text(f"# Rotation\n{NASTY}\n", encoding="utf-8")
+    (attacker / "docs" / "link \x1b[2J.md").symlink_to("rotation.md")  # skipped: `source status` names it
+    git(attacker, "add", "-A")
+    git(attacker, *ID, "commit", "-qm", "notes")
+    run(attacker, "sync")
+    run(victim, "sync")
+    run(victim, "trust")  # the source is approved; what its files hold is still the remote's
+    run(victim, "source", "index")
+    return victim, (victim / "memory" / "beacon.md").read_text(encoding="utf-8")
+
+
+def test_terminal_control_sequences_in_pushed_text_are_shown_not_obeyed_by_show_context_and_state_show(world):
+    """`show`, `show PATH:START-END`, `context`, `state show`, `recall --paths`, `recall --explain` and
+    `source status` printed a pushed fact body, STATE.md line, document line or file name raw on a terminal: ESC]0;...BEL set
+    the window title, ESC]52 wrote the clipboard, ESC[2J cleared the screen. Piped, the bytes stay as the
+    files have them."""
+    victim, fact = _pushed_text(world)
+    doc = "docs/rotation \x1b]0;PWNED\x07.md"
+    tty = {**os.environ, "MEMCTL_FORCE_TTY": "1", "COLUMNS": "200", "MEMCTL_NO_SERVER": "1"}
+    for args in (("show", "beacon"), ("context",), ("state", "show"), ("show", f"{doc}:1-2"),
+                 ("recall", "rotation", "--paths", "--source", "notes"), ("recall", "rotation beacon", "--explain"),
+                 ("source", "status")):
+        shown = subprocess.run([sys.executable, "-m", "memctl", "--root", str(victim), *args], capture_output=True,
+                               text=True, timeout=T, env=tty)
+        assert shown.returncode == 0, (args, shown.stderr)
+        assert not any(c in shown.stdout for c in OBEYED), (args, shown.stdout)
+        if args[0] == "source":
+            assert "docs/link \\x1b[2J.md" in shown.stdout, shown.stdout
+        elif args[0] == "recall":
+            assert "\\x1b]0;PWNED\\x07" in shown.stdout, (args, shown.stdout)
+        else:
+            assert SHOWN in shown.stdout, (args, shown.stdout)
+    assert run(victim, "show", "beacon").stdout == fact  # piped: the file as it is
+    assert NASTY in run(victim, "context").stdout and NASTY in run(victim, "state", "show").stdout
+    assert run(victim, "show", f"{doc}:1-2").stdout == f"# Rotation\n{NASTY}\n"
+    assert run(victim, "recall", "rotation", "--paths", "--source", "notes").stdout == f"{doc}:1-2\n"
+    assert "notes\tskipped\tdocs/link \x1b[2J.md: " in run(victim, "source", "status").stdout
+
+
+def test_show_on_a_real_terminal_shows_control_sequences_escaped(world):
+    """The same through a pseudo-terminal (stdout.isatty(), no MEMCTL_FORCE_TTY): `show` wrote the escape
+    sequences to the terminal as they were."""
+    import pty  # noqa: PLC0415  (POSIX only, as the suite is)
+
+    victim, fact = _pushed_text(world)
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "MEMCTL_FORCE_TTY"}
+    child = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(victim), "show", "beacon"], stdout=slave,
+                             stderr=subprocess.PIPE, env={**env, "MEMCTL_NO_SERVER": "1"})
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    assert child.wait(timeout=T) == 0, child.stderr.read()
+    child.stderr.close()
+    text = got.decode("utf-8").replace("\r\n", "\n")  # the terminal writes LF as CR LF
+    assert not any(c in text for c in OBEYED), text
+    assert SHOWN in text and "name: beacon" in text
+
+
 def test_a_remote_that_turned_a_file_of_memctls_into_a_link_is_refused_by_name(world):
     """MEMORY.md made a link by the remote blocked every later sync of a clone with a change of its own,
     with a message about `MEMORY.md~HEAD` that named neither the link nor a fix."""

@@ -39,8 +39,10 @@ def blocks(rows: list[dict[str, Any]], width: int) -> list[str]:
 def _block(row: dict[str, Any], width: int, indent: str) -> list[str]:
     from rich.cells import cell_len  # noqa: PLC0415  (rich only on a terminal)
 
+    from ..tsv import visible  # noqa: PLC0415  (an ESC in a row another clone pushed is shown, not obeyed)
+
     score = f"score {row['score']:.3f}"
-    name = str(row["name"])
+    name = visible(str(row["name"]))
     rank = f"{row['rank']}.".ljust(len(indent))
     if cell_len(name) + 2 + len(score) <= width - len(indent):
         lines = [rank + name + " " * (width - len(indent) - cell_len(name) - len(score)) + score]
@@ -51,7 +53,7 @@ def _block(row: dict[str, Any], width: int, indent: str) -> list[str]:
                                          row.get("path")) if part)
     room = width - len(indent)
     for text in (where, row.get("description") or "", f"-> {row['outcome']}" if row.get("outcome") else ""):
-        lines += [indent + part for part in _wrap(text, room)]
+        lines += [indent + part for part in _wrap(visible(text), room)]
     lines += _grid("signals", [(k, row["signals"].get(k)) for k in SIGNALS], width, indent)
     lines += _grid("factors", [(k, row["factors"].get(k)) for k in FACTORS], width, indent)
     return lines

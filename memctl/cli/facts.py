@@ -108,7 +108,7 @@ def show(
             output.emit_json({"path": path, "start": start, "end": end, "source": source.name,
                               "source_description": source.description, "text": text})
         else:
-            output.emit_text(text)
+            output.emit_content(text)
         return
     found = api.show(store, name, log=True)  # a use: recall's frequency counts it
     if found.archived:
@@ -120,7 +120,7 @@ def show(
     else:
         from ..fsutil import read_text
 
-        output.emit_text(read_text(store.root, found.path))
+        output.emit_content(read_text(store.root, found.path))
 
 
 @app.command("list")

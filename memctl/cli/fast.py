@@ -271,7 +271,7 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         if json:
             output.emit_json([{"path": path} for path in where])
         else:  # one line a path: a TAB, newline or backslash in a name escaped as in the table (`show` takes either)
-            output.emit_lines(tsv.escape(path) for path in where)
+            output.emit_content("".join(tsv.escape(path) + "\n" for path in where))
     elif json:
         output.emit_json(_hit_rows(results[0], explain))
     elif found and explain and output.stdout_is_tty():
@@ -297,7 +297,7 @@ def context_cmd(store, *, query: str | None = None, budget: int = 4000, k: int =
     if json:
         output.emit_json(bundle.to_dict())
     else:
-        output.emit_text(bundle.text)
+        output.emit_content(bundle.text)
     if bundle.dropped:
         output.info(f"{len(bundle.dropped)} lower-ranked parts left out to stay within {budget} tokens")
     return 0

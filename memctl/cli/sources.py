@@ -115,4 +115,4 @@ def status(ctx: typer.Context, json: JsonOpt = False) -> None:
     output.emit_table([{"source": s.source.name, "files": s.files, "chunks": s.chunks,
                         "stale": s.stale if s.indexed is not None else "never indexed" if not s.files else "first run not finished", "skipped": len(s.skipped)}
                        for s in found], ["source", "files", "chunks", "stale", "skipped"])
-    output.emit_lines(f"{s.source.name}\tskipped\t{k.shown}: {k.reason}" for s in found for k in s.skipped)
+    output.emit_content("".join(f"{s.source.name}\tskipped\t{k.shown}: {k.reason}\n" for s in found for k in s.skipped))

@@ -70,7 +70,7 @@ def show(ctx: typer.Context, name: ScopeOpt = None, json: JsonOpt = False) -> No
     if json:
         output.emit_json(output.state_json(store.rel(path), snapshot))
     else:
-        output.emit_text(text)
+        output.emit_content(text)
 
 
 @state_app.command("history")
