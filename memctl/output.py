@@ -101,8 +101,10 @@ def emit_content(text: str) -> None:
     r"""Text read from the store or named in it (a fact file, STATE.md, a document's lines, the context
     bundle, a document's path): piped, as the file has it; on a terminal each control character but TAB
     and LF shown as `\x1b` and each bidi control as `\u202e`, as a table cell is, so what another clone
-    pushed is shown, not obeyed."""
-    emit_text(tsv.visible(text, keep="\t\n") if stdout_is_tty() else text)
+    pushed is shown, not obeyed. A CR before LF (a file saved on Windows) is a line end, kept."""
+    if stdout_is_tty():
+        text = "\r\n".join(tsv.visible(part, keep="\t\n") for part in text.split("\r\n"))
+    emit_text(text)
 
 
 # Past this many rows a terminal gets the header line and the piped lines: rich lays out ~4,000 rows a second.

@@ -671,6 +671,17 @@ def test_show_on_a_real_terminal_shows_control_sequences_escaped(world):
     assert SHOWN in text and "name: beacon" in text
 
 
+def test_a_fact_saved_with_crlf_keeps_its_line_ends_on_a_terminal_and_a_lone_cr_is_shown(world):
+    """A fact saved on Windows (CR LF) showed `\\x0d` at every line end on a terminal; a lone CR (which
+    moves the cursor back to overwrite what the line said) is still shown, not obeyed."""
+    remote, victim, attacker, outside = world
+    (victim / "memory" / "crlf.md").write_bytes(b"---\r\nname: crlf\r\ndescription: windows\r\nmetadata:\r\n  type: project\r\n"
+                                                 b"---\r\nline one\r\nsafe\rspoofed\r\n")
+    shown = subprocess.run([sys.executable, "-m", "memctl", "--root", str(victim), "show", "crlf"], capture_output=True,
+                           timeout=T, env={**os.environ, "MEMCTL_FORCE_TTY": "1"})
+    assert shown.returncode == 0 and b"line one\r\nsafe\\x0dspoofed\r\n" in shown.stdout, shown.stdout
+
+
 def test_a_remote_that_turned_a_file_of_memctls_into_a_link_is_refused_by_name(world):
     """MEMORY.md made a link by the remote blocked every later sync of a clone with a change of its own,
     with a message about `MEMORY.md~HEAD` that named neither the link nor a fix."""
