@@ -11,7 +11,7 @@ make memctl run something or spend time on it:
 - `neardup.judge_cmd`: the command `near-dup` asks whether two texts are the same;
 - `git.commit = false`: writes that are not committed (so not shared by `sync`), which the local user
   must ask for by name: while it waits, memctl commits as by default;
-- `sources.NAME`: what a document source reads (`paths`, `exclude`) and whether the prompt hook shows
+- `sources.NAME`: what a document source reads (`paths`, `exclude`, and `kind`, which picks a folder's files) and whether the prompt hook shows
   it (`prompt`): a pushed `paths = ["~/.ssh/*"]` would be read, indexed and put in the agent's prompt.
 
 Each one's value, as this machine last approved it, is kept outside git, in
@@ -50,11 +50,14 @@ EMBEDDING_KEYS = ("backend", "model")
 JUDGE_KEY = "neardup.judge_cmd"
 COMMIT_KEY = "git.commit"
 SOURCE_KEY = "sources."
-SOURCE_KEYS = ("paths", "exclude", "prompt")  # what a source reads and where it goes; not its description
+SOURCE_KEYS = ("paths", "exclude", "kind", "prompt")  # what a source reads (a folder: `kind` picks the files) and where it goes
 # How a reflog entry begins when the commit was made here, by hand or by memctl: the only way a
 # value from history counts as the local user's own. (A rebase's picks do not: `rebase -i` can
 # replay commits that came from the remote.)
 LOCAL_ACTIONS = ("commit:", "commit (initial):", "commit (amend):")
+# `git branch -M main` (GitHub's set-up step) logs two HEAD entries, the commit to none and back: they
+# brought nothing, and the value's origin is further back.
+RENAMES = ("Branch: renamed ",)
 
 
 class Setting(NamedTuple):
@@ -219,6 +222,8 @@ def _reflog_origins(top: Path, rel: str, wanted: dict[str, str]) -> dict[str, st
     for key, value in wanted.items():
         found[key] = "git's reflog has no record of how it came"
         for i, (old, new, action) in enumerate(entries):
+            if action.startswith(RENAMES):
+                continue  # (logged as the commit going to no commit, then back: HEAD's commit stayed)
             before, after = at(i)
             if after.get(key) != value:
                 break  # HEAD moved without a record: how the value came cannot be told

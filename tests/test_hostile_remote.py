@@ -531,6 +531,32 @@ def test_a_pushed_source_reading_outside_the_store_waits_for_approval(world):
     assert report["files"] == 1
 
 
+def test_a_pushed_kind_that_widens_what_an_approved_source_reads_waits_for_approval(world):
+    """A source folder declared here as markdown: a remote's `kind = "code"` made it read `deploy.sh` (a
+    secret in it) with no approval asked, and the prompt hook put the secret in the agent's context."""
+    remote, victim, attacker, outside = world
+    project = outside / "proj"
+    project.mkdir()
+    (project / "README.md").write_text("# Project\nThe readme mentions deployment.\n", encoding="utf-8")
+    (project / "deploy.sh").write_text("export AWS_SECRET=hunter2-deployment-secret\n", encoding="utf-8")
+    run(victim, "source", "add", "proj", str(project), "--prompt", "--description", "project docs")
+    run(victim, "sync")
+    (report,) = json.loads(run(victim, "source", "index", "--json").stdout)
+    assert report["files"] == 1
+    git(attacker, "pull", "-q")
+    toml = attacker / "memctl.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('kind = "markdown"', 'kind = "code"'), encoding="utf-8")
+    _push_all(attacker)
+    synced = run(victim, "sync")
+    assert "[sources.proj]" in synced.stderr and "memctl trust" in synced.stderr, synced.stderr
+    (report,) = json.loads(run(victim, "source", "index", "--json").stdout)
+    assert "wait for approval" in report["skipped"][0]["reason"], report
+    hooked = subprocess.run([sys.executable, "-m", "memctl", "--root", str(victim), "hook", "prompt"], capture_output=True,
+                            text=True, timeout=T, input=json.dumps({"prompt": "how does deployment work?"}))
+    assert hooked.returncode == 0 and "hunter2" not in hooked.stdout, hooked.stdout
+    assert "hunter2" not in run(victim, "recall", "AWS_SECRET deployment secret", "--source", "all", ok=(0, 1)).stdout
+
+
 def test_commits_turned_off_by_a_remote_wait_for_approval_and_writes_are_still_committed(world):
     """`[git] commit = false` pushed by another clone made every write here exit 0 uncommitted, so this
     machine silently stopped sharing; writing without a commit is the local user's to ask for."""

@@ -186,6 +186,30 @@ def test_what_the_local_user_writes_never_waits(tmp_path, fake_crontab):
     assert memctl(store, "trust").stderr == "memctl: nothing waits for approval\n"
 
 
+def test_renaming_the_branch_as_github_asks_leaves_the_stores_own_jobs_approved(tmp_path):
+    """`git branch -M main` (GitHub's set-up step for a new repository) logs HEAD going to no commit and
+    back: init's own jobs then waited for approval ("it came in by git Branch"), and a job pushed by
+    another clone after a rename must still wait."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    store = tmp_path / "s"
+    assert memctl(None, "init", str(store)).returncode == 0
+    git(store, "branch", "-M", "main")
+    git(store, "remote", "add", "origin", str(remote))
+    git(store, "push", "-q", "-u", "origin", "main")
+    assert memctl(store, "sync").returncode == 0
+    doctor = memctl(store, "doctor")
+    assert "waits for approval" not in doctor.stdout + doctor.stderr, doctor.stdout
+    assert memctl(store, "trust").stderr == "memctl: nothing waits for approval\n"
+    attacker = tmp_path / "attacker"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(attacker)], check=True)
+    push(attacker, EVIL.format(marker=tmp_path / "MARKER"))
+    assert memctl(store, "sync").returncode == 0
+    git(store, "branch", "-M", "trunk")
+    waiting = memctl(store, "doctor").stdout
+    assert "[jobs.evil] waits for approval" in waiting and "[jobs.state-update]" not in waiting, waiting
+
+
 def test_a_fresh_clone_waits_until_its_user_approves_or_installs_the_jobs(victim, tmp_path, fake_crontab):
     store, attacker, remote = victim
     clone = tmp_path / "laptop"
