@@ -66,6 +66,9 @@ def kill_running() -> None:
             os.killpg(group, signal.SIGKILL)
 
 
+LEFT_OPEN_WAIT = 2.0  # seconds: after the command exits, for what it wrote to be read to the end
+
+
 def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | None,
                   env: dict[str, str] | None) -> subprocess.CompletedProcess:
     """Run argv in its own process group; at the timeout the whole group is killed (a shell script's
@@ -79,7 +82,7 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
 
     cap = MAX_ANSWER_BYTES + 1
     out, err, over = bytearray(), bytearray(), threading.Event()
-    proc = None
+    proc, threads = None, []
 
     def feed() -> None:
         with contextlib.suppress(OSError):  # a command that does not read its stdin
@@ -100,9 +103,19 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
             os.killpg(proc.pid, signal.SIGKILL)
 
     def close_pipes() -> None:
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            with contextlib.suppress(OSError):
-                pipe.close()
+        # A pipe whose thread still waits on it is left open: closing it would wait for that thread's
+        # read (or write), which a process the command started in a session of its own (`setsid sleep
+        # 600 &`) can keep going for as long as it lives. The daemon thread ends with it, or with us.
+        for pipe, thread in zip((proc.stdin, proc.stdout, proc.stderr), threads or (None,) * 3):
+            if thread is None or not thread.is_alive():
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+    def settle(wait: float) -> None:
+        """Let the reading threads finish, at most `wait` seconds in all."""
+        end = time.monotonic() + wait
+        for thread in threads:
+            thread.join(max(0.0, end - time.monotonic()))
 
     # The timeout, Ctrl-C, or a SIGTERM / SIGHUP to memctl (`timeout`, run-job, launchd, a closed
     # terminal) kill the group: in its own session, no signal of ours reaches it, and it would outlive us.
@@ -125,24 +138,25 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
                     raise subprocess.TimeoutExpired(list(argv), timeout)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(0.05)
-            for thread in threads[1:]:  # the rest of the output; a child left in the background may hold the pipes
-                thread.join(0 if over.is_set() else max(0.0, deadline - time.monotonic()))
-            if not over.is_set() and any(t.is_alive() for t in threads[1:]):
-                raise subprocess.TimeoutExpired(list(argv), timeout)
+            if not over.is_set():  # the command has exited: the rest of its output
+                settle(min(LEFT_OPEN_WAIT, max(0.0, deadline - time.monotonic())))
     except BaseException:
         if proc is not None:
             kill()
             proc.wait()
+            settle(LEFT_OPEN_WAIT)
             close_pipes()
         raise
     finally:
         if proc is not None:
             _GROUPS.discard(proc.pid)
-    if over.is_set():
+    # Over the size limit; or exited with its output still held open by a process it left behind
+    # (`sleep 20 &`, a member of its group): the group is ended, and what the command wrote before it
+    # exited is its answer.
+    if over.is_set() or any(thread.is_alive() for thread in threads[1:]):
         kill()
+        settle(LEFT_OPEN_WAIT)
     proc.wait()
-    for thread in threads:
-        thread.join(5)
     close_pipes()
     return subprocess.CompletedProcess(proc.args, proc.returncode, bytes(out), bytes(err))
 

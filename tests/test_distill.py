@@ -9,8 +9,11 @@ across at most 0.84).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -175,6 +178,22 @@ def test_a_command_that_fails_or_hangs_is_a_reason_not_a_crash(tmp_path):
     with pytest.raises(dist.BadAnswer, match=r"^the command did not answer within 0.5 s$"):
         dist.run_command([exe, "-c", "import time; time.sleep(10)"], "p", 0.5)
     assert dist.run_command([exe, "-c", "import sys; print(sys.stdin.read().upper())"], "prompt", 10) == "PROMPT\n"
+
+
+@pytest.mark.parametrize("starts", ["sleep 30 &", "setsid sleep 30 &"], ids=["in-its-group", "own-session"])
+def test_a_command_that_answers_and_exits_leaving_a_process_behind_is_taken_at_its_word(tmp_path, starts):
+    """A command that printed its answer and exited 0, leaving `sleep 30 &` behind with its stdout: the
+    answer was refused as "did not answer within N s" after waiting out the timeout; with `setsid`, memctl
+    waited as long as the leftover lived (600 s for a 5 s timeout), closing a pipe another thread read."""
+    script = tmp_path / "answers.sh"
+    script.write_text(f'#!/bin/sh\ncat >/dev/null\n{starts}\necho $! > "{tmp_path}/left"\n'
+                      'echo \'{"summary": "x"}\'\n', encoding="utf-8")
+    script.chmod(0o755)
+    try:
+        assert dist.run_command([str(script)], "prompt", 10) == '{"summary": "x"}\n'
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int((tmp_path / "left").read_text()), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("cmd, message", [
