@@ -132,6 +132,24 @@ def test_kept_reads_follow_the_files(root, pinned_clock):
         assert "second-fact" in get(url, "/inject")
 
 
+def test_a_pushed_state_number_no_chart_can_draw_is_left_out_of_the_chart(root, pinned_clock):
+    """A STATE.md version whose number has 400 digits made /state answer 500 (OverflowError) for as long
+    as that commit is in the history; 1e308 and -1e308 drew a dot at `cy="nan"`."""
+    from ui_store import serving
+
+    state = root / "state" / "STATE.md"
+    state.parent.mkdir(exist_ok=True)
+    for n, numbers in enumerate(("big: " + "9" * 400 + "\n  wide: 1e308", "wide: -1e308\n  big: 3", "wide: 0")):
+        state.write_text(f"---\nupdated: 2026-12-0{n + 1}T00:00:00Z\nnumbers:\n  {numbers}\n---\n", encoding="utf-8")
+        git(root, "add", "state/STATE.md")
+        git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"state {n}")
+    with serving(root) as url:
+        page = get(url, "/state")
+    charts = {m.group(1): m.group(0) for m in re.finditer(r'<svg class="line" data-name="(\w+)".*?</svg>', page)}
+    assert charts["big"].count('class="pt"') == 1 and charts["wide"].count('class="pt"') == 3
+    assert "nan" not in page and "inf" not in charts["wide"]
+
+
 def test_topic_conflicts_side_by_side(root, pinned_clock):
     """`/conflicts?topic=1`: memctl conflicts' pairs (char-ngram: no model to load in a test)."""
     import memctl
@@ -185,7 +203,7 @@ def test_local_host_names_are_served(ui_url):
         assert request(ui_url, "/", headers=headers)[0] == 200
 
 
-@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "MKCOL"])
 def test_read_only(ui_url, ui_root, method):
     head = git(ui_root, "rev-parse", "HEAD")
     status, headers, _ = request(ui_url, "/fact?name=kiji-yoyaku", method=method, body=b"name=x")
@@ -306,6 +324,22 @@ def test_port_in_use_is_one_line(root):
     assert result.returncode == 1 and result.stderr.count("\n") == 1 and result.stderr.startswith("memctl: error:")
     assert f"port {port} on 127.0.0.1 is in use" in result.stderr and "hint: choose another port" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_port_of_a_ui_stopped_a_moment_ago_can_be_taken_again(root):
+    """After a browser's requests the stopped server's connections wait in TIME_WAIT for a minute, and
+    `memctl ui --port N` said the port was "in use by another program" until then."""
+    from memctl.store import open_store
+
+    first = server.make(open_store(root), 0)
+    port = first.server_address[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = first.socket.accept()
+    accepted.close()  # the server closes first: its side of the connection waits in TIME_WAIT
+    client.close()
+    first.server_close()
+    again = server.make(open_store(root), port)
+    again.server_close()
 
 
 def test_a_silent_connection_is_closed_so_it_holds_no_thread(root, monkeypatch):

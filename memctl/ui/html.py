@@ -107,18 +107,29 @@ def columns_chart(items: Sequence[tuple[str, float]], *, width: int = 720, heigh
     return "".join(parts)
 
 
+def finite(value) -> float | None:
+    """`value` as a finite float for a chart, or None (a number of 400 digits, `nan`, a text)."""
+    import math  # noqa: PLC0415
+
+    try:
+        number = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def line_chart(name: str, points: Sequence[tuple[str, float]], *, width: int = 560, height: int = 160) -> str:
     """One number over time: a polyline with a dot per point (its date and value as a tooltip)."""
     if not points:
         return '<p class="muted">no points</p>'
     values = [v for _, v in points]
     low, high = min(values), max(values)
-    spread = (high - low) or 1.0
+    spread = (high / 2 - low / 2) or 1.0  # halves: 1e308 - -1e308 is no float
     left, right, top_pad, bottom = 50, 10, 10, 25
     step = (width - left - right) / max(1, len(points) - 1)
 
     def xy(i: int, v: float) -> tuple[float, float]:
-        return left + i * step, top_pad + (1 - (v - low) / spread) * (height - top_pad - bottom)
+        return left + i * step, top_pad + (1 - (v / 2 - low / 2) / spread) * (height - top_pad - bottom)
 
     coords = [xy(i, v) for i, (_, v) in enumerate(points)]
     parts = [f'<svg class="line" data-name="{esc(name)}" width="{width}" height="{height}" role="img">',

@@ -166,10 +166,19 @@ class Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
 
+    def __getattr__(self, name: str):
+        """Any other method (PROPFIND, MKCOL, ...) is refused as these are (405 with Allow), not
+        answered by http.server's 501 without an Allow header."""
+        if name.startswith("do_"):
+            return self._refuse
+        raise AttributeError(name)
+
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
-    allow_reuse_address = False  # a port in use is an error, not shared
+    # SO_REUSEADDR: the port of a `memctl ui` stopped a moment ago (its connections in TIME_WAIT for
+    # a minute) can be taken again; a port another program listens on is still refused (EADDRINUSE).
+    allow_reuse_address = True
 
 
 def make(store: Store, port: int = 0) -> Server:

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any, Callable
 
 from ..store import Store
-from .html import bars, columns_chart, esc, line_chart, link, table
+from .html import bars, columns_chart, esc, finite, line_chart, link, table
 
 LIST_LIMIT = 300  # rows of one fact type on the facts view (search finds the rest)
 TIMELINE_LIMIT = 200  # newest episodes listed
@@ -340,7 +340,8 @@ def state_view(store: Store, scope: str | None) -> tuple[str, str]:
         keys += [k for k in version.numbers if k not in keys]
     charts = []
     for key in keys:
-        points = [((v.updated or v.commit[:8])[:16], float(v.numbers[key])) for v in versions if key in v.numbers]
+        points = [((v.updated or v.commit[:8])[:16], number) for v in versions
+                  if key in v.numbers and (number := finite(v.numbers[key])) is not None]
         charts.append(f"<h2>{esc(key)}</h2>" + line_chart(key, points))
     latest = versions[-1] if versions else None
     body = form + f"<p>{len(versions)} committed versions of {esc(store.rel(path))}</p>" + "".join(charts)
