@@ -429,6 +429,8 @@ def owner(store: Store, path: Path) -> Source | None:
             rel = os.path.relpath(path, base).replace(os.sep, "/")
             if rel.startswith("..") or (exclude and _excluded(shown, exclude, rel)):
                 continue
+            if any(part.startswith(".") for part in rel.split("/")):
+                continue  # the walk takes no dot folder or file (.git/, .hidden/): neither does `show`
             if any(_translate(r).match(rel) for r in rests):
                 return source
     return None

@@ -544,6 +544,11 @@ def test_show_prints_only_files_of_a_declared_source(root, manual, tmp_path):
     ok = cli(root, "show", f"{manual}/glossary.md:3-3", "--json")
     assert ok.exit_code == 0 and json.loads(ok.stdout)["text"] == "## Canary\n"
     assert cli(root, "show", f"{manual}/glossary.md:90-99").exit_code == 2
+    for hidden in (".git/config.md", ".hidden/notes.md", ".env.md"):  # never walked by the index: never shown
+        (manual / hidden).parent.mkdir(exist_ok=True)
+        (manual / hidden).write_text("# Hidden\n\ntoken\n", encoding="utf-8")
+        refused = cli(root, "show", f"{manual}/{hidden}:1-2")
+        assert refused.exit_code == 1 and "token" not in refused.stdout, (hidden, refused.stdout)
 
 
 def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, manual):
