@@ -30,7 +30,11 @@ class BadAnswer(Exception):
 
 
 def shorten(text: str, limit: int = 60) -> str:
-    one = " ".join(text.split())
+    """`text` on one line, at most `limit` characters, its control characters shown (`\x1b`), not obeyed
+    where the reason it goes into is printed."""
+    from .tsv import visible  # noqa: PLC0415
+
+    one = visible(" ".join(text.split()))
     return one if len(one) <= limit else one[: limit - 3] + "..."
 
 

@@ -112,6 +112,13 @@ def run(store, cmd, **kw):
     ('{"summary": "x", "category": "preference", "confidence": 1.5}', "confidence must be a number from 0 to 1, got 1.5"),
     ('{"summary": "x", "category": "preference", "confidence": "high"}', "confidence must be a number from 0 to 1, got 'high'"),
     ('{"summary": "x", "category": "preference", "confidence": true}', "confidence must be a number from 0 to 1, got True"),
+    ('{"summary": "line1\nline2", "category": "preference", "confidence": 1}',
+     "the answer is not JSON (Invalid control character at line 1 column 19): '{\"summary\": \"line1 line2\", "
+     "\"category\": \"preference\", \"con...'"),
+    ('{"summary": "bidi \\u202e \\u001b[2J", "category": "preference", "confidence": 1}',
+     "summary holds a control character (U+202E)"),
+    ('{"summary": "first", "summary": "second", "category": "preference", "confidence": 1}',
+     "the answer has the key 'summary' twice"),
 ])
 def test_a_bad_answer_says_exactly_what_is_wrong(text, reason):
     with pytest.raises(dist.BadAnswer) as caught:
@@ -175,6 +182,8 @@ def test_a_command_that_fails_or_hangs_is_a_reason_not_a_crash(tmp_path):
     exe = sys.executable
     with pytest.raises(dist.BadAnswer, match=r"^the command exited with status 3: model overloaded$"):
         dist.run_command([exe, "-c", "import sys; print('x'); sys.stderr.write('model overloaded\\n'); sys.exit(3)"], "p", 10)
+    with pytest.raises(dist.BadAnswer, match=r"^the command exited with status 1: last \\x1b\[31mred\\x1b\[0m err$"):
+        dist.run_command([exe, "-c", "import sys; sys.stderr.write('last \\033[31mred\\033[0m err'); sys.exit(1)"], "p", 10)
     with pytest.raises(dist.BadAnswer, match=r"^the command did not answer within 0.5 s$"):
         dist.run_command([exe, "-c", "import time; time.sleep(10)"], "p", 0.5)
     assert dist.run_command([exe, "-c", "import sys; print(sys.stdin.read().upper())"], "prompt", 10) == "PROMPT\n"

@@ -122,6 +122,15 @@ class Answer:
 
 
 
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each there once (json.loads keeps the last of two silently)."""
+    data = dict(pairs)
+    if len(data) < len(pairs):
+        twice = next(k for i, (k, _) in enumerate(pairs) if k in (key for key, _ in pairs[:i]))
+        raise BadAnswer(f"the answer has the key {twice!r} twice")
+    return data
+
+
 def parse_answer(text: str) -> Answer:
     """The command's stdout as an Answer, or BadAnswer saying what is wrong with it.
 
@@ -135,9 +144,10 @@ def parse_answer(text: str) -> Answer:
     if fenced:
         stripped = fenced.group(1).strip()
     try:
-        data = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise BadAnswer(f"the answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {_shorten(stripped)!r}") from None
+        data = json.loads(stripped, object_pairs_hook=_once)
+    except json.JSONDecodeError as exc:  # ("Invalid control character at": the position follows)
+        raise BadAnswer(f"the answer is not JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}): "
+                        f"{_shorten(stripped)!r}") from None
     if not isinstance(data, dict):
         raise BadAnswer(f"the answer is a JSON {type(data).__name__}, not an object")
     missing = [k for k in ANSWER_KEYS if k not in data]
@@ -150,8 +160,11 @@ def parse_answer(text: str) -> Answer:
     if not isinstance(summary, str) or not summary.strip():
         raise BadAnswer("summary must be a non-empty string")
     summary = summary.strip()
-    if any(c in summary for c in "\n\r\x00"):
+    if any(c in summary for c in "\n\r\v\f\x85\u2028\u2029"):
         raise BadAnswer("summary must be one line")
+    control = re.search("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]", summary)
+    if control:
+        raise BadAnswer(f"summary holds a control character (U+{ord(control[0]):04X})")
     if len(summary) > MAX_SUMMARY:
         raise BadAnswer(f"summary is {len(summary)} characters; at most {MAX_SUMMARY}")
     if category not in CATEGORIES:
