@@ -43,6 +43,9 @@ from .store import Store
 FILE = "access.tsv"
 LEDGER = "access"  # its name as a ledger, in a memctl store
 COLUMNS = ("ts", "agent", "command", "query", "shown")
+# A query is logged cut to this many characters (at most 16 KiB in UTF-8: a ledger's field may hold
+# 64 KiB): `used -q` took 100,000, which `maintain` then committed.
+QUERY_LIMIT = 4096
 USE_COMMANDS = ("show", "used")
 PENDING_DIR = "access"  # in .memctl/: rows not in the ledger yet
 PENDING = "pending.tsv"
@@ -148,7 +151,8 @@ def append(store: Store, command: str, rows: Sequence[tuple[str, Sequence[str]]]
 
     who = agent or os.environ.get("MEMCTL_AGENT", "") or "unknown"
     stamp = clock.stamp()
-    queries = [query[:query_chars] for query in scrub([query for query, _ in rows], "", quiet=True)]
+    limit = min(query_chars or QUERY_LIMIT, QUERY_LIMIT)
+    queries = [query[:limit] for query in scrub([query for query, _ in rows], "", quiet=True)]
     payload = "".join(format_record([stamp, who, command, query, ",".join(keys)]) + "\n"
                       for query, (_, keys) in zip(queries, rows)).encode("utf-8")
     claude = store.layout == "claude"

@@ -98,6 +98,15 @@ def test_reads_keep_the_tree_clean_and_every_reader_counts_the_pending_rows(fact
     assert frequency(root, "deploy") > pending_frequency
 
 
+def test_a_query_of_any_length_is_logged_cut_to_the_limit(facts):
+    """`used -q` with a 100,000-character query exited 0 and `maintain` committed it whole."""
+    assert run(facts, "used", "deploy", "-q", "デプロイ" + "a" * 100_000).returncode == 0  # (one argument: at most 128 KiB)
+    assert run(facts, "maintain").returncode == 0
+    (row,) = [r for r in audit(facts) if r.get("command") == "used"]
+    assert len(row["query"]) == 4096 and row["query"].startswith("デプロイaaa")
+    assert max(len(line) for line in (facts / "ledgers" / "access.tsv").read_bytes().splitlines()) < 64 * 1024
+
+
 def test_a_move_cut_short_after_its_rename_is_read_once_and_moved_first(facts):
     """The state a kill between renaming pending.tsv and appending it leaves: moving-<n>.tsv beside a new pending.tsv."""
     root = facts
