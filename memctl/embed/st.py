@@ -61,10 +61,12 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
         import numpy as np
 
+        from . import within_window
+
         prefix = self.prefixes.get(kind, "")
         model = self.load()
         vectors = model.encode(
-            [prefix + t for t in texts],
+            [prefix + t for t in within_window(texts)],
             batch_size=BATCH,
             normalize_embeddings=True,
             convert_to_numpy=True,
