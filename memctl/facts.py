@@ -1138,6 +1138,9 @@ def check(store: Store) -> list[Problem]:
             problems.append(Problem(rel, 2, "bad-name", f"name {item.name!r} is not a slug", "warning"))
         if not item.description:
             problems.append(Problem(rel, 2, "missing-description", "frontmatter has no 'description'"))
+        elif len(item.description) > fact_mod.MAX_DESCRIPTION:  # written by hand, or pulled: memctl writes none
+            problems.append(Problem(rel, _key_line(item, "description"), "long-description",
+                                    _long_description(len(item.description)), "warning"))
         if not item.archived and item.name:
             names.setdefault(item.name, []).append(item)
         if not item.archived and item.type and item.type not in store.config.fact_types:
@@ -1164,6 +1167,14 @@ def check(store: Store) -> list[Problem]:
         problems += _index_problems(store, live)
     problems += _git_problems(store)
     return problems
+
+
+def _long_description(chars: int) -> str:
+    from .embed import EMBED_CHARS
+
+    read = f"; a model is given its first {EMBED_CHARS:,}" if chars > EMBED_CHARS else ""
+    return (f"description is {chars:,} characters, more than the {fact_mod.MAX_DESCRIPTION:,} memctl writes{read} "
+            "(put details in the body)")
 
 
 def _case_twins(store: Store, found: list[fact_mod.Fact]) -> list[Problem]:

