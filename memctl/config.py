@@ -125,8 +125,8 @@ def check_text(data: bytes, source: str) -> None:
     or a value of the wrong kind (from_dict)."""
     import tomllib  # noqa: PLC0415
 
-    try:
-        from_dict(tomllib.loads(data.decode("utf-8")), source=source)
+    try:  # (line ends as `load` reads them: universal newlines)
+        from_dict(tomllib.loads(data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")), source=source)
     except UnicodeDecodeError:
         raise BadInput(f"{source}: not UTF-8") from None
     except tomllib.TOMLDecodeError as exc:

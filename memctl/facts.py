@@ -128,7 +128,7 @@ def misnamed_problem(store: Store, path: Path) -> Problem:
     """A fact file whose name memctl does not read: not UTF-8, or holding a control character."""
     rel = store.rel(path)
     shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-    shown = re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029']", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+    shown = re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029'\\\\]", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
                    else f"\\u{ord(m[0]):04x}", shown)  # as bash's $'...' reads it back
     why = "is not UTF-8" if not utf8_name(rel) else "holds a control character (a line break, a tab)"
     return Problem(shown, 0, "name", f"the file name {why}: memctl does not read it "

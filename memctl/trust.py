@@ -51,6 +51,7 @@ JUDGE_KEY = "neardup.judge_cmd"
 COMMIT_KEY = "git.commit"
 SOURCE_KEY = "sources."
 SOURCE_KEYS = ("paths", "exclude", "kind", "prompt")  # what a source reads (a folder: `kind` picks the files) and where it goes
+DEFAULT_KIND = "markdown"  # left out of a source's value: an approval made before `kind` counted still holds
 # How a reflog entry begins when the commit was made here, by hand or by memctl: the only way a
 # value from history counts as the local user's own. (A rebase's picks do not: `rebase -i` can
 # replay commits that came from the remote.)
@@ -97,9 +98,15 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
         found[COMMIT_KEY] = table["commit"]
     tables = raw.get("sources", {})
     if isinstance(tables, dict):
-        found.update((f"{SOURCE_KEY}{name}", {k: t.get(k) for k in SOURCE_KEYS} if isinstance(t, dict) else t)
-                     for name, t in tables.items())
+        found.update((f"{SOURCE_KEY}{name}", _source_value(t)) for name, t in tables.items())
     return {key: _canonical(value) for key, value in found.items()}
+
+
+def _source_value(table: Any) -> Any:
+    """What a `[sources.NAME]` approval covers: its SOURCE_KEYS (`kind` only when not the default)."""
+    if not isinstance(table, dict):
+        return table
+    return {k: table.get(k) for k in SOURCE_KEYS if k != "kind" or table.get(k, DEFAULT_KIND) != DEFAULT_KIND}
 
 
 # ---------------------------------------------------------------- the approvals, outside git

@@ -176,9 +176,10 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
-    # SO_REUSEADDR: the port of a `memctl ui` stopped a moment ago (its connections in TIME_WAIT for
-    # a minute) can be taken again; a port another program listens on is still refused (EADDRINUSE).
-    allow_reuse_address = True
+    # SO_REUSEADDR on Linux: the port of a `memctl ui` stopped a moment ago (its connections in
+    # TIME_WAIT for a minute) can be taken again; a port another program listens on is still refused
+    # (EADDRINUSE). Not on BSD and macOS, where it lets 127.0.0.1 bind beside a program on 0.0.0.0.
+    allow_reuse_address = sys.platform.startswith("linux")
 
 
 def make(store: Store, port: int = 0) -> Server:
