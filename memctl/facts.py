@@ -127,9 +127,9 @@ def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path], 
 def misnamed_problem(store: Store, path: Path) -> Problem:
     """A fact file whose name memctl does not read: not UTF-8, or holding a control character."""
     rel = store.rel(path)
-    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
     shown = re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029'\\\\]", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
-                   else f"\\u{ord(m[0]):04x}", shown)  # as bash's $'...' reads it back
+                   else f"\\u{ord(m[0]):04x}", rel)  # as bash's $'...' reads it back
+    shown = os.fsencode(shown).decode("utf-8", "backslashreplace")  # then bytes that are not UTF-8: \xff
     why = "is not UTF-8" if not utf8_name(rel) else "holds a control character (a line break, a tab)"
     return Problem(shown, 0, "name", f"the file name {why}: memctl does not read it "
                    f"(rename it: git -C <store> mv -- $'{shown}' memory/NEW-NAME.md)")
