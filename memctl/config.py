@@ -123,14 +123,11 @@ def load(path: Path) -> Config:
 def check_text(data: bytes, source: str) -> None:
     """BadInput when `data` (memctl.toml as another commit has it) would not load: not UTF-8, not TOML,
     or a value of the wrong kind (from_dict)."""
-    import tomllib  # noqa: PLC0415
-
-    try:  # (line ends as `load` reads them: universal newlines)
-        from_dict(tomllib.loads(data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")), source=source)
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as `load` reads it: universal newlines
     except UnicodeDecodeError:
         raise BadInput(f"{source}: not UTF-8") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{source}: invalid TOML: {exc}") from None
+    from_dict(_loads(text, source), source=source)
 
 
 PARSED_CACHE = ".memctl/config.marshal"  # seal + marshal of (text, what tomllib made of it): a cache, rebuilt at will
@@ -191,12 +188,7 @@ def _parsed(path: Path, text: str) -> dict[str, Any]:
                 return kept
     except (OSError, EOFError, ValueError, TypeError):
         pass  # none yet, another Python's, or torn: parse
-    import tomllib  # noqa: PLC0415
-
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: invalid TOML: {exc}", hint="fix the file by hand") from None
+    raw = _loads(text, path)
     try:
         payload = marshal.dumps((text, raw))  # ValueError for dates and times: those files are parsed each time
         data = _seal(key, payload) + payload if key else b""
@@ -207,6 +199,15 @@ def _parsed(path: Path, text: str) -> dict[str, Any]:
     except (OSError, ValueError):
         pass  # a read-only store, a full disk: parsed each time
     return raw
+
+
+def _loads(text: str, source: Path | str) -> dict[str, Any]:
+    import tomllib  # noqa: PLC0415
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{source}: invalid TOML: {exc}", hint="fix the file by hand") from None
 
 
 def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config:

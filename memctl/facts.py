@@ -18,7 +18,7 @@ from typing import Any, Callable
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, merge, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
-                     control_in_name, refuse_link, utf8_name)
+                     CONTROL_CHARS, control_in_name, refuse_link, utf8_name)
 from .fsutil import without_bom
 from .claude_memory import dated_by_git, linked_topics, write_fact
 from .markers import refuse_conflicts
@@ -127,7 +127,7 @@ def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path], 
 def misnamed_problem(store: Store, path: Path) -> Problem:
     """A fact file whose name memctl does not read: not UTF-8, or holding a control character."""
     rel = store.rel(path)
-    shown = re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029'\\\\]", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+    shown = re.sub(f"[{CONTROL_CHARS}'\\\\]", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
                    else f"\\u{ord(m[0]):04x}", rel)  # as bash's $'...' reads it back
     shown = os.fsencode(shown).decode("utf-8", "backslashreplace")  # then bytes that are not UTF-8: \xff
     why = "is not UTF-8" if not utf8_name(rel) else "holds a control character (a line break, a tab)"

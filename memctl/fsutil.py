@@ -89,7 +89,8 @@ def utf8_name(name: str) -> bool:
 # A line break or other control character in a file name: a pushed `x\n<!-- memctl:index:end -->\n...md`
 # put lines of its own into MEMORY.md (a second end marker, text Claude Code loads), and a tab made a line
 # memctl did not know again, copied at each write. Such a file is named by doctor, never read or listed.
-_CONTROL_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+CONTROL_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029"  # C0, DEL, C1, Unicode line and paragraph separators
+_CONTROL_IN_NAME = re.compile(f"[{CONTROL_CHARS}]")
 
 
 def control_in_name(name: str) -> bool:

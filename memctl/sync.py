@@ -311,10 +311,12 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
                           hint=f"on the remote, remove it: git rm --cached -- {shlex.quote(local)}, commit and push; then memctl sync")
     ours = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path)]
     raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
+    folders = {store.memory_dir, store.archive_dir, store.ledgers_dir, store.state_dir,
+               store.index_path.parent / TOPIC_DIR, store.memory_dir / merge.CONFLICTS_DIR}  # a file there replaces one
     for meta, rel in zip(raw[::2], raw[1::2]):
         modes = meta.lstrip(":").split(" ")[:2]
         if len(modes) == 2 and modes[1] != "000000":
-            _refuse_reshaped(store, top, rel, modes[1], base, label)
+            _refuse_reshaped(store, top, rel, modes[1], base, label, folders)
         if len(modes) == 2 and modes[0] == "000000" and modes[1] == "120000" and _kind(store, rel, top):
             raise Refused(f"{label} adds {store.rel(top / rel)} as a symbolic link (memctl never follows one); "
                           "nothing was merged or pushed", kind="link-incoming",
@@ -351,10 +353,7 @@ def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, l
                            "on the remote, fix memctl.toml in a new commit, then sync") from None
 
 
-_FOLDERS = ("memory_dir", "archive_dir", "ledgers_dir", "state_dir")  # of the store: a file there replaces the folder
-
-
-def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, label: str) -> None:
+def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, label: str, folders: set[Path]) -> None:
     """Refused: an incoming entry `rel` (git mode `mode`) that is a submodule (gitlink), a file where memctl
     keeps a folder (memory/ as a file: every fact gone, a fast-forward said nothing), or a path under one
     of memctl's files (memory/MEMORY.md or state/STATE.md made a folder: every later sync stuck, the
@@ -367,8 +366,7 @@ def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, la
 
     if mode == "160000":
         why, fix = f"adds {shown} as a submodule (a gitlink, no file)", f"git rm --cached -q -- {shlex.quote(rel)}{undo(rel)}"
-    elif (top / rel).resolve() in {*(getattr(store, name) for name in _FOLDERS), store.index_path.parent / TOPIC_DIR,
-                                   store.memory_dir / merge.CONFLICTS_DIR}:
+    elif (top / rel).resolve() in folders:
         why, fix = f"turned {shown}/ into a file", f"git rm -q -- {shlex.quote(rel)}{undo(rel)}"
     else:
         parent = next((str(p) for p in reversed(Path(rel).parents) if str(p) != "." and _kind(store, str(p), top)), None)

@@ -164,11 +164,9 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._send(405, b"read-only: GET and HEAD only\n", "text/plain; charset=utf-8", False)
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
-
     def __getattr__(self, name: str):
-        """Any other method (PROPFIND, MKCOL, ...) is refused as these are (405 with Allow), not
-        answered by http.server's 501 without an Allow header."""
+        """Every other method (POST, PUT, PROPFIND, ...): refused (405 with Allow), not answered by
+        http.server's 501 without an Allow header."""
         if name.startswith("do_"):
             return self._refuse
         raise AttributeError(name)
