@@ -266,6 +266,8 @@ def _value(table: dict[str, Any], key: str, kind: type, default: Any, where: str
 
 def _count(table: dict[str, Any], key: str, default: int, source: Path | str) -> int:
     value = table.get(key, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # `200.0` was taken before the values were checked: a file that loaded keeps loading
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BadInput(f"{source}: [facts] {key} must be a whole number from 1, not {value!r}",
                        hint=f"{key} = {default} (the default)")

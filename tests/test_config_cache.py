@@ -91,3 +91,13 @@ def test_dates_are_parsed_each_time_and_no_cache_folder_means_no_cache(tmp_path)
     (other / "memctl.toml").write_text(TOML, encoding="utf-8")
     assert _probe(other / "memctl.toml") == _probe(other / "memctl.toml") == "記憶 ['themes'] True\n"
     assert not (other / ".memctl").exists()
+
+
+@pytest.mark.parametrize("written, taken", [("200.0", 200), ("50", 50)])
+def test_a_whole_count_written_as_a_float_still_loads(written, taken):
+    """`max_index_lines = 200.0` loaded before the values were checked (2026-12-06): an upgrade must
+    not make a store's own file an error; a fraction or zero still is."""
+    assert config.from_dict({"facts": {"max_index_lines": float(written) if "." in written else int(written)}}).max_index_lines == taken
+    for bad in (200.5, 0.0, float("nan"), float("inf")):
+        with pytest.raises(BadInput, match="max_index_lines"):
+            config.from_dict({"facts": {"max_index_lines": bad}})
