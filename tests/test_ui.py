@@ -199,7 +199,8 @@ def test_other_hosts_and_origins_are_refused(ui_url, headers):
 
 def test_local_host_names_are_served(ui_url):
     port = urlsplit(ui_url).port
-    for headers in ({"Host": f"localhost:{port}"}, {"Host": f"127.0.0.1:{port}", "Origin": f"http://127.0.0.1:{port}"}):
+    for headers in ({"Host": f"localhost:{port}"}, {"Host": f"127.0.0.1:{port}", "Origin": f"http://127.0.0.1:{port}"},
+                    {"Host": f"LocalHost:{port}", "Origin": f"HTTP://LOCALHOST:{port}"}):  # names are case-insensitive
         assert request(ui_url, "/", headers=headers)[0] == 200
 
 

@@ -98,8 +98,9 @@ class Handler(BaseHTTPRequestHandler):
     def _allowed_host(self) -> bool:
         port = self.server.server_address[1]
         local = {f"{HOST}:{port}", f"localhost:{port}"} | ({HOST, "localhost"} if port == 80 else set())
-        host = self.headers.get("Host", "")
+        host = self.headers.get("Host", "").lower()  # a host name is case-insensitive (RFC 9110 4.2.3)
         origin = self.headers.get("Origin")
+        origin = origin if origin is None else origin.lower()
         return host in local and (origin is None or origin in {f"http://{h}" for h in local})
 
     def _send(self, status: int, body: bytes, content_type: str, head: bool) -> None:
