@@ -148,22 +148,23 @@ def _cell(value: Any) -> str:
     return tsv.visible(text, keep="\t\n")
 
 
-def warn(message: str, hint: str | None = None) -> None:
-    text = f"memctl: warning: {message}"
-    if hint:
-        text += f" (hint: {hint})"
-    sys.stderr.write(text.replace("\n", " ") + "\n")
+def _stderr_line(text: str) -> None:
+    r"""One line on stderr, a terminal's or a log's: a line break in it is a space, and any other control
+    character (an ESC in a fact name or a command's message another clone pushed) shows as `\x1b`."""
+    sys.stderr.write(tsv.visible(text.replace("\r\n", " ").replace("\n", " "), keep="\t") + "\n")
     sys.stderr.flush()
+
+
+def warn(message: str, hint: str | None = None) -> None:
+    _stderr_line(f"memctl: warning: {message}" + (f" (hint: {hint})" if hint else ""))
 
 
 def info(message: str) -> None:
-    sys.stderr.write(f"memctl: {message}\n")
-    sys.stderr.flush()
+    _stderr_line(f"memctl: {message}")
 
 
 def error(message: str) -> None:
-    sys.stderr.write(f"memctl: error: {message}\n")
-    sys.stderr.flush()
+    _stderr_line(f"memctl: error: {message}")
 
 
 def wants_json(argv: Sequence[str]) -> bool:

@@ -221,3 +221,18 @@ def test_blocks_never_pass_the_width_and_keep_every_character(width):
     assert JA in joined and row["name"] in joined and named_in_japanese["name"] in joined
     assert "13.210" in joined and "守られている" in joined
     assert lines.count("") == 1  # one blank line between the two hits
+
+
+def test_a_warning_or_error_naming_pushed_text_shows_its_control_characters_and_stays_one_line(capsys):
+    """stderr is a terminal or a job's log: an ESC sequence in a name or message another clone pushed
+    (a window title, OSC 52 to the clipboard) is shown as `\\x1b`, a line break is a space, a TAB stays."""
+    from memctl import output
+
+    output.warn("skipped memory/x\x1b]0;pwned\x07.md", hint="see\nthis")
+    output.error("bad\r\nline\u202e")
+    output.info("a\tb\x9b2J")
+    assert capsys.readouterr().err.splitlines() == [
+        "memctl: warning: skipped memory/x\\x1b]0;pwned\\x07.md (hint: see this)",
+        "memctl: error: bad line\\u202e",
+        "memctl: info: a\tb\\x9b2J".replace("info: ", ""),
+    ]
