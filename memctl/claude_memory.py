@@ -177,7 +177,22 @@ def git_busy(store) -> bool:
 
 SIDECAR = "memctl-facts.tsv"  # in the directory, committed; union-merged (docs/FORMAT.md)
 SIDECAR_COLUMNS = ("ts", "file", "title", "key", "value")
-CLAUDE_KEYS = ("name", "description", "type")  # all Claude Code writes in a fact's frontmatter
+CLAUDE_KEYS = ("name", "description", "type")  # what Claude Code writes at the top of a fact's frontmatter
+# What Claude Code 2.1 keeps under a fact's `metadata:` besides `type` (when it edits a memory file it has
+# not stamped yet, it moves every other top-level key there, adds these and makes `name` a slug): never
+# memctl's, so they stay in the file whatever memctl writes.
+CLAUDE_METADATA = ("node_type", "originSessionId")
+
+
+def claude_slug(title: str) -> str:
+    """The `name` Claude Code 2.1 leaves for a title when it edits the file: the title itself when it is
+    a slug of a-z 0-9 _ -, else lower-cased with each run of other characters one `-`, trimmed (so a
+    title in Japanese becomes "")."""
+    import re
+
+    if re.fullmatch(r"[a-z0-9_-]+", title):
+        return title
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 TITLE_CHARS = 100  # a title (`name`) longer than this is refused for a new fact, named by doctor
 
 
@@ -259,11 +274,12 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
     import json
     from dataclasses import replace
 
-    rows = _sidecar_rows(store)
-    if store.layout != "claude" or not rows:
+    if store.layout != "claude":
         return facts
+    rows = _sidecar_rows(store)
     by_file: dict[str, dict] = {}
     titles: dict[str, str] = {}
+    file_titles: dict[str, str] = {}  # the latest title a row gives each file
     for row in rows:
         values = by_file.setdefault(row["file"], {})
         try:
@@ -272,9 +288,11 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
             continue
         if row.get("title"):
             titles[row["title"]] = row["file"]
+            file_titles[row["file"]] = row["title"]
     present = present if present is not None else {f.file_name for f in facts}
     result = []
     for fact in facts:
+        fact = _titled(fact, file_titles.get(fact.file_name))
         values = by_file.get(fact.file_name)
         was = titles.get(fact.name)
         if values is None and was and was not in present and not (store.archive_dir / was).exists():
@@ -288,9 +306,24 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
     return result
 
 
+def _titled(fact, title: str | None):
+    """`fact` named by its title again (in memory) where Claude Code 2.1 left only a slug of it in the
+    file (`name: ""` for a title in Japanese, `deploy-rules` for `Deploy rules`): the title the sidecar
+    last recorded for the file, else (no name at all) the file stem."""
+    from dataclasses import replace
+
+    name = fact.front.get("name")
+    name = "" if name is None else str(name)
+    if name and not (title and name != title and claude_slug(title) == name):
+        return fact
+    return replace(fact, front={"name": title or name or fact.stem, **{k: v for k, v in fact.front.items() if k != "name"}})
+
+
 def write_fact(store, fact, before=None) -> list[Path]:
-    """Write a fact; in an adopted directory only Claude Code's keys go into its file, and every other
-    (`metadata:` of memctl's form) becomes rows of the sidecar. The paths written."""
+    """Write a fact; in an adopted directory only Claude Code's keys go into its file — `name`,
+    `description`, `type`, and what the file itself keeps under `metadata:` (Claude Code 2.1's
+    `type`, `node_type`, `originSessionId`: CLAUDE_METADATA) — and every other key becomes rows of the
+    sidecar. The paths written."""
     from . import fact as fact_mod
     from .fsutil import atomic_write
 
@@ -298,19 +331,46 @@ def write_fact(store, fact, before=None) -> list[Path]:
         _warn_comments(store, fact.path)
         atomic_write(fact.path, fact_mod.render(fact))
         return [fact.path]
+    on_disk = _on_disk(fact.path)
     meta = dict(fact.front.get("metadata") or {}) if isinstance(fact.front.get("metadata"), dict) else {}
     front = {k: v for k, v in fact.front.items() if k != "metadata"}
-    if "type" in meta and "type" not in front:
+    left = on_disk.front.get("name", None) if on_disk is not None else None
+    if on_disk is not None and left != fact.name and (not left or left == claude_slug(fact.name)):
+        front.pop("name", None)  # the slug (or nothing) Claude Code left stays: the title is the sidecar's (_titled)
+        front = {"name": left, **front} if "name" in on_disk.front else front
+    in_file = _file_metadata(on_disk) | {k for k in CLAUDE_METADATA if k in meta}
+    if in_file & set(CLAUDE_METADATA):
+        in_file.add("type")  # (Claude Code 2.1 keeps it there)
+    if "type" in meta and "type" not in front and "type" not in in_file:
         front["type"] = meta.pop("type")
+    own = {k: meta.pop(k) for k in sorted(meta, key=lambda k: k != "node_type") if k in in_file}  # the file's own keys stay in it
+    if own:
+        front["metadata"] = own
     old = dict((before.front.get("metadata") or {})) if before is not None and isinstance(before.front.get("metadata"), dict) else {}
-    changed = {k: v for k, v in meta.items() if old.get(k) != v} | {k: None for k in old if k not in meta and k != "type"}
+    changed = ({k: v for k, v in meta.items() if old.get(k) != v}
+               | {k: None for k in old if k not in meta and k != "type" and k not in in_file})
     written = []
-    if (before is None or front != _claude_front(before) or fact.body != before.body or not fact.path.exists()
-            or _own_metadata(fact.path)):  # (a file's own `metadata:` wins over the sidecar: it must change too)
+    if on_disk is None or front != on_disk.front or fact.body != on_disk.body:
         _warn_comments(store, fact.path)
         atomic_write(fact.path, fact_mod.render(fact_mod.Fact(fact.stem, front, fact.body, fact.archived, fact.path)))
         written.append(fact.path)  # (else the file stays byte for byte Claude Code's: its comments, its quotes)
     return written + _append_rows(store, fact, changed)
+
+
+def _on_disk(path):
+    """The fact file as it is now (not overlaid with the sidecar), or None: missing, or unreadable."""
+    from . import fact as fact_mod
+
+    try:
+        return fact_mod.load(path) if path is not None and path.exists() else None
+    except (fact_mod.FactParseError, OSError):
+        return None
+
+
+def _file_metadata(on_disk) -> set[str]:
+    """The keys the file itself holds under `metadata:` (Claude Code 2.1's, or a person's)."""
+    meta = on_disk.front.get("metadata") if on_disk is not None else None
+    return set(meta) if isinstance(meta, dict) else set()
 
 
 def _append_rows(store, fact, changed: dict) -> list[Path]:
@@ -379,20 +439,11 @@ def _warn_comments(store, path) -> None:
             return
 
 
-def _own_metadata(path) -> bool:
-    """Whether the file itself (not the sidecar's overlay) has a `metadata:` mapping."""
-    from . import fact as fact_mod
-
-    try:
-        return isinstance(fact_mod.load(path).front.get("metadata"), dict)
-    except (fact_mod.FactParseError, OSError):
-        return True
-
-
 def _claude_front(fact) -> dict:
-    """A fact's frontmatter as write_fact would write it in an adopted directory (its keys, `type` at the top)."""
+    """A fact's frontmatter with Claude Code's keys only: `type` at the top, and CLAUDE_METADATA under
+    `metadata:` where the fact has them."""
     meta = fact.front.get("metadata") if isinstance(fact.front.get("metadata"), dict) else {}
     front = {k: v for k, v in fact.front.items() if k != "metadata"}
-    if "type" in meta and "type" not in front:
-        front["type"] = meta["type"]
-    return front
+    if not any(k in meta for k in CLAUDE_METADATA):
+        return {**front, "type": meta["type"]} if "type" in meta and "type" not in front else front
+    return {**front, "metadata": {k: meta[k] for k in ("node_type", "type", *CLAUDE_METADATA[1:]) if k in meta}}  # as 2.1 writes it

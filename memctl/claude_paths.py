@@ -42,6 +42,14 @@ def _base36(number: int) -> str:
             return out
 
 
+def auto_memory_dir(project: str, home: str | None = None) -> str:
+    """Claude Code's auto-memory directory of the project at `project`: `projects/<its folder
+    name>/memory` in CLAUDE_CONFIG_DIR, else in ~/.claude (`home`/.claude when given)."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    base = os.path.expanduser(configured) if configured else os.path.join(home or os.path.expanduser("~"), ".claude")
+    return os.path.join(base, "projects", project_folder(memory_root(project)), "memory")
+
+
 def memory_root(path: str) -> str:
     """The folder whose name Claude Code gives a project's auto memory: the git root at or above
     `path` (for a linked worktree, the main checkout's), else `path` itself. Found without git: the

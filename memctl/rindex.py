@@ -421,7 +421,7 @@ def _sync_facts(store: Store, conn: sqlite3.Connection) -> bool:
             loaded.append(fact_mod.load(Path(path), archived=archived, plain=stamp.endswith("+topic")))
         except (fact_mod.FactParseError, OSError):
             loaded.append(None)  # doctor reports it; recall skips it until it is fixed
-    if sidecar:
+    if store.layout == "claude":  # the sidecar's keys, and the titles Claude Code left as slugs
         from .claude_memory import overlay
 
         present = {os.path.basename(path) for path, (_, archived) in on_disk.items() if not archived}

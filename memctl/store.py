@@ -209,7 +209,8 @@ def _self_ignoring_cache(cache_dir: Path) -> None:
 
 
 def find_root(explicit: str | os.PathLike | None = None) -> Path:
-    """--root > MEMCTL_ROOT > nearest ancestor holding memctl.toml (or a bare MEMORY.md)."""
+    """--root > MEMCTL_ROOT > nearest ancestor holding memctl.toml (or a bare MEMORY.md) > the project's
+    Claude Code memory directory (claude_code_store)."""
     given = explicit or os.environ.get("MEMCTL_ROOT")
     if given:
         path = Path(given).expanduser()
@@ -217,11 +218,25 @@ def find_root(explicit: str | os.PathLike | None = None) -> Path:
             raise NotFound(f"store directory does not exist: {path}", hint="check the path (or MEMCTL_ROOT), or create a store there",
                            kind="no-store-dir")
         return path.resolve()
-    found = nearest_root(Path.cwd())
+    found = nearest_root(Path.cwd()) or claude_code_store(Path.cwd())
     if found is None:
-        raise NotFound("no memctl store here or in any parent directory", hint="create one, or give the store's path",
-                       kind="no-store")
+        raise NotFound("no memctl store here or in any parent directory, nor in this project's Claude Code memory directory",
+                       hint="create one, or give the store's path", kind="no-store")
     return found
+
+
+def claude_code_store(place: str | os.PathLike) -> Path | None:
+    """The Claude Code auto-memory directory of the project at `place` (~/.claude/projects/<project>/memory)
+    when it holds MEMORY.md or memctl.toml: the store the hooks and `memctl mcp` find there, and where
+    the CLI goes when no store is at or above the working directory."""
+    from .claude_paths import auto_memory_dir
+
+    place = os.path.expanduser(os.fspath(place))
+    for path in dict.fromkeys([place, os.path.realpath(place)]):
+        memory = Path(auto_memory_dir(path))
+        if (memory / INDEX_FILE).is_file() or (memory / CONFIG_FILE).is_file():
+            return memory.resolve()
+    return None
 
 
 def nearest_root(start: str | os.PathLike) -> Path | None:

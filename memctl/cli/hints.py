@@ -46,7 +46,7 @@ HINTS = {
     "no-store": "run `memctl init`, or pass --root DIR",
     "no-store-found": "memctl agent install claude-code --store DIR names the store to use then",
     "installed-store-gone": "put it back, or name its new place: memctl agent install claude-code --store DIR",
-    "install-no-store": "pass --store DIR (the store's directory), or run `memctl init` in the project first",
+    "install-no-store": "run `memctl init {memory}` (this project's Claude Code memory), or pass --store DIR",
     "no-store-named": "check --store, or create the store there first: memctl init DIR",
     "no-ledger": "memctl ledger create {name} --columns a,b,c",
     "own-ledger-append": "append to a ledger of yours: memctl ledger create NAME --columns a,b,c makes one",

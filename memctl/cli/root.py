@@ -96,7 +96,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    root: str = typer.Option(None, "--root", help="Store directory (default: MEMCTL_ROOT, else the nearest parent with memctl.toml).", metavar="DIR"),
+    root: str = typer.Option(None, "--root", help="Store directory (default: MEMCTL_ROOT, else the nearest parent with memctl.toml, else this project's Claude Code memory directory).", metavar="DIR"),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     ctx.obj = {"root": root}

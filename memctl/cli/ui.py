@@ -17,7 +17,7 @@ def ui(
     ctx: typer.Context,
     port: Annotated[Optional[int], typer.Option("--port", help="Port on 127.0.0.1 (default: a free one).", metavar="N")] = None,
     no_open: Annotated[bool, typer.Option("--no-open", help="Do not open a browser (none is opened without a terminal and a display either).")] = False,
-    root: Annotated[Optional[str], typer.Option("--root", help="Store directory (default: memctl's --root, MEMCTL_ROOT, else the nearest parent with memctl.toml).", metavar="DIR")] = None,
+    root: Annotated[Optional[str], typer.Option("--root", help="Store directory (default: memctl's --root, MEMCTL_ROOT, else the nearest parent with memctl.toml, else this project's Claude Code memory directory).", metavar="DIR")] = None,
 ) -> None:
     """Serve a read-only page on 127.0.0.1 to look at facts, search, injected text, episodes,
     STATE.md over time, ledgers and conflicts; Ctrl-C stops it."""

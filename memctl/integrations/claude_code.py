@@ -70,9 +70,9 @@ def project_key(project: Path) -> str:
 def project_memory_dir(project: Path, home: Path | None = None) -> Path:
     """Claude Code's auto-memory directory of a project: ~/.claude/projects/<key>/memory, the key of
     the project's git root (a worktree's main checkout), or of the folder itself outside git."""
-    from ..claude_paths import memory_root
+    from ..claude_paths import auto_memory_dir
 
-    return claude_dir(home) / "projects" / project_key(Path(memory_root(str(project)))) / "memory"
+    return Path(auto_memory_dir(str(project), None if home is None else str(home)))
 
 
 class Found(NamedTuple):
@@ -116,13 +116,10 @@ def _working_directory() -> str:
 
 def _store_from(place: str) -> Path | None:
     from ..early import nearest_store
+    from ..store import claude_code_store
 
     real = os.path.realpath(os.path.expanduser(place))
-    for path in dict.fromkeys([place, real]):
-        memory = project_memory_dir(Path(path))
-        if (memory / "MEMORY.md").is_file() or (memory / "memctl.toml").is_file():
-            return memory.resolve()
-    found = nearest_store(real)
+    found = claude_code_store(place) or nearest_store(real)
     return None if found is None else Path(found)
 
 
@@ -568,8 +565,11 @@ def _refuse_without_a_store(project: Path) -> None:
     try:
         locate(cwd=project, env={"CLAUDE_PROJECT_DIR": str(project)})  # MEMCTL_ROOT here is not Claude Code's
     except NotFound as exc:
+        import shlex
+
         raise Refused(f"{exc.message}; the hooks would add nothing, so nothing was written",
-                      hint="name the store", kind="install-no-store") from None
+                      hint="name the store", kind="install-no-store",
+                      memory=shlex.quote(str(project_memory_dir(project)))) from None
 
 
 def _refuse_a_server_that_does_not_answer(entry: dict[str, Any], project: Path) -> None:

@@ -99,3 +99,60 @@ def test_unpin_and_an_update_change_a_claude_fact_that_has_its_own_metadata(tmp_
     assert cli(d, "remember", "own", "--update", "--importance", "0.9", env=ENV).exit_code == 0
     shown = json.loads(cli(d, "show", "own", "--json", env=ENV).stdout)
     assert shown["importance"] == 0.9 and not shown["metadata"].get("pinned")
+
+
+SESSION_ID = "0b9c2f1e-1234-4abc-9def-0123456789ab"
+
+
+def _as_claude_code_2_1_edits_it(path, name, fact_type, body):
+    """What Claude Code 2.1 leaves when its Edit tool changes a memory file it has not stamped: `name`
+    made a slug (a title in Japanese becomes ""), `type` moved under `metadata:` beside its own keys."""
+    import json
+
+    path.write_text(f'---\nname: "{name}"\ndescription: {json.dumps(fact.load(path).description, ensure_ascii=False)}\nmetadata:\n  node_type: memory\n'
+                    f"  type: {fact_type}\n  originSessionId: {SESSION_ID}\n---\n\n{body}\n", encoding="utf-8")
+
+
+def test_claude_code_2_1s_rewrite_keeps_the_title_and_memctls_writes_keep_its_keys(tmp_path):
+    """Claude Code 2.1.197 rewrites the frontmatter of a memory file it edits: `name: デプロイ規則`
+    became `name: ""`, and doctor then failed the store ("frontmatter has no 'name'", exit 1), `show
+    デプロイ規則` exited 3; memctl's next pin or update dropped Claude Code's `node_type` and
+    `originSessionId`."""
+    import json
+
+    d = _adopted(tmp_path)
+    for title, fact_type, slug in (("デプロイ規則", "feedback", ""), ("Deploy rules", "project", "deploy-rules")):
+        assert cli(d, "remember", title, "--type", fact_type, "-d", f"{title}: Tuesdays only", env=ENV).exit_code == 0
+        assert cli(d, "pin", title, env=ENV).exit_code == 0
+        path = d / json.loads(cli(d, "show", title, "--json", env=ENV).stdout)["path"]
+        _as_claude_code_2_1_edits_it(path, slug, fact_type, "火曜日だけ。")
+        checked = cli(d, "doctor", env=ENV)
+        assert checked.exit_code == 0, checked.stdout + checked.stderr
+        shown = json.loads(cli(d, "show", title, "--json", env=ENV).stdout)
+        assert (shown["name"], shown["type"], shown["metadata"].get("pinned")) == (title, fact_type, True), shown
+        assert f"{title}\t{fact_type}\t" in cli(d, "list", env=ENV).stdout
+        assert f"### {path.name}" in cli(d, "context", env=ENV).stdout.split("## Pinned facts")[1]
+        claude_codes = fact.load(path).front
+        for args in (("remember", title, "--update", "--importance", "0.9"), ("unpin", title),
+                     ("remember", title, "--update", "-d", f"{title}: Tuesdays and Thursdays")):
+            done = cli(d, *args, env=ENV)
+            assert done.exit_code == 0, done.stderr
+        front = fact.load(path).front
+        assert front == {**claude_codes, "description": f"{title}: Tuesdays and Thursdays"}, front
+        shown = json.loads(cli(d, "show", title, "--json", env=ENV).stdout)
+        assert (shown["importance"], shown["metadata"].get("pinned")) == (0.9, None), shown
+        assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
+        assert cli(d, "doctor", env=ENV).exit_code == 0
+
+
+def test_a_fact_claude_code_2_1_wrote_keeps_its_metadata_through_forget_and_restore(tmp_path):
+    d = _adopted(tmp_path)
+    path = d / "feedback_no_force_push.md"
+    path.write_text(f"---\nname: no-force-push\ndescription: main への force push はしない\nmetadata:\n  node_type: memory\n"
+                    f"  type: feedback\n  originSessionId: {SESSION_ID}\n---\n\nmain への force push は禁止。\n", encoding="utf-8")
+    claude_codes = fact.load(path).front
+    for args in (("pin", "no-force-push"), ("forget", "no-force-push", "--reason", "test"), ("restore", "no-force-push")):
+        done = cli(d, *args, env=ENV)
+        assert done.exit_code == 0, done.stderr
+    assert fact.load(path).front == claude_codes
+    assert cli(d, "doctor", env=ENV).exit_code == 0

@@ -208,6 +208,33 @@ def test_install_refuses_where_no_store_can_be_found(tmp_path):
     assert not (Path(os.environ["HOME"]) / ".claude").exists()
 
 
+def test_the_cli_in_the_project_reaches_the_store_the_hooks_use_and_installs_hint_makes_it(tmp_path):
+    """First hour: `agent install` in a new project said to run `memctl init` "in the project" (a second
+    store in the code repository); once the memory was set up, `memctl recall` in the project, as the
+    installed snippet tells the agent to run it, exited 3 where the hooks found the store."""
+    import shlex
+
+    project = _code_project(tmp_path, "app 記憶")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    refused = _install(project)
+    assert refused.returncode == 1
+    hint = refused.stderr.split("(hint: run `")[1].split("`")[0]
+    assert shlex.split(hint) == ["memctl", "init", str(project_memory_dir(project))], refused.stderr
+    assert memctl(None, *shlex.split(hint)[1:], env={"MEMCTL_NOW": NOW}).returncode == 0
+    assert _install(project).returncode == 0
+    (project / "pkg").mkdir()
+    for cwd in (project, project / "pkg"):
+        added = _memctl_in(cwd, "remember", f"fact-{cwd.name}", "-t", "project", "-d", f"Deploys from {cwd.name} on Tuesdays")
+        assert added.returncode == 0, added.stderr
+        found = _memctl_in(cwd, "recall", "deploys tuesdays", "--json")
+        assert found.returncode == 0, found.stderr
+        [hit] = [h for h in json.loads(found.stdout) if h["name"] == f"fact-{cwd.name}"]
+        assert (project_memory_dir(project) / hit["path"]).is_file()
+    assert not (project / "memctl.toml").exists() and not (project / "MEMORY.md").exists()
+    assert "fact-pkg" in _hook(_hooks(project)["UserPromptSubmit"], _prompt(project, prompt="deploys tuesdays"), cwd=project).stdout
+    assert _memctl_in(tmp_path, "list").returncode == 3  # outside the project: no store
+
+
 @pytest.mark.parametrize("where, words", [
     ("missing", "store directory does not exist: "),
     ("not-a-store", " is not a memctl store"),
