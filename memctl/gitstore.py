@@ -833,15 +833,37 @@ def unfinished_operation(root: Path) -> str | None:
 SYNC_MERGE = "memctl: sync merge "  # how `memctl sync` begins its merge's message: MERGE_MSG says whose merge it is
 
 
+SYNC_MARK = "memctl-sync-merge"  # in the git dir: the commit `memctl sync` merges, written before its `git merge`
+
+
+def mark_sync_merge(root: Path, theirs: str) -> None:
+    """Say, before `git merge`, which commit sync merges: a git killed after it wrote MERGE_HEAD and
+    before MERGE_MSG held the message leaves that merge recognisable as sync's (sync_merge_unfinished)."""
+    from .fsutil import atomic_write  # noqa: PLC0415
+
+    found = git_dir(root)
+    if found is not None:
+        atomic_write(found / SYNC_MARK, theirs + "\n")
+
+
 def sync_merge_unfinished(root: Path) -> bool:
-    """Whether the unfinished merge is one `memctl sync` started (its MERGE_MSG), not a merge of the user's."""
+    """Whether the unfinished merge is one `memctl sync` started (its MERGE_MSG; with none written yet,
+    a MERGE_HEAD that is the commit sync marked), not a merge of the user's."""
     found = git_dir(root)
     if found is None or not (found / "MERGE_HEAD").exists():
         return False
     try:
         with open(found / "MERGE_MSG", "rb") as handle:
-            return handle.read(len(SYNC_MERGE)) == SYNC_MERGE.encode()
+            message = handle.read(len(SYNC_MERGE))
+    except FileNotFoundError:
+        message = b""
     except OSError:
+        return False
+    if message.strip():
+        return message == SYNC_MERGE.encode()
+    try:  # (a user's `git merge` killed there too has another MERGE_HEAD than the commit sync last merged)
+        return (found / SYNC_MARK).read_text(encoding="ascii").strip() == (found / "MERGE_HEAD").read_text(encoding="ascii").split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
         return False
 
 

@@ -426,6 +426,7 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
     keep_for_undo(incoming)
     temps_before = gitstore.merge_temp_files(top)
     gitstore.await_index(top, "merge")  # a stale index.lock (a killed git's) would fail the merge as "stash failed"
+    gitstore.mark_sync_merge(top, theirs)
     done = gitstore.run(top, *inline, "merge", "--no-commit", "--no-edit", "--no-stat", "-s", "recursive", "-X", "no-renames",
                         "-m", message, theirs, author=author)
     merging = gitstore.unfinished_operation(store.root) == "merge"

@@ -185,3 +185,25 @@ def test_a_staged_rename_is_read_as_both_of_its_paths(root):
     git(root, "mv", "memory/alpha.md", "memory/アルファ.md")
     entries = gitstore.dirty_entries(root, [root / "memory"])
     assert sorted(entries) == [("R ", "memory/alpha.md"), ("R ", "memory/アルファ.md")]
+
+
+def test_a_merge_without_its_message_is_syncs_only_when_merge_head_is_the_commit_sync_marked(tmp_path):
+    """A git killed between writing MERGE_HEAD and filling MERGE_MSG: sync's merge is known by the commit
+    it marked before merging; a user's merge (another MERGE_HEAD, or a message of its own) never is."""
+    from memctl import gitstore
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    dot = tmp_path / ".git"
+    theirs, other = "a" * 40, "b" * 40
+    (dot / "MERGE_HEAD").write_text(theirs + "\n")
+    assert not gitstore.sync_merge_unfinished(tmp_path)  # no mark: not sync's
+    gitstore.mark_sync_merge(tmp_path, theirs)
+    for message, expected in ((None, True), ("", True), ("Merge branch 'topic'\n", False), (gitstore.SYNC_MERGE + "origin/main\n", True)):
+        if message is None:
+            (dot / "MERGE_MSG").unlink(missing_ok=True)
+        else:
+            (dot / "MERGE_MSG").write_text(message)
+        assert gitstore.sync_merge_unfinished(tmp_path) is expected, message
+    (dot / "MERGE_MSG").write_text("")
+    gitstore.mark_sync_merge(tmp_path, other)
+    assert not gitstore.sync_merge_unfinished(tmp_path)

@@ -170,7 +170,8 @@ def _kept(root: Path) -> set[bytes]:
 
 
 @pytest.mark.parametrize(("stop", "then"), [(1, "sync"), (3, "doctor-fix-then-sync"), (8, "remember-then-sync"),
-                                            (1000, "sync"), (1000, "doctor-fix-then-sync"), (1000, "head-lock-then-sync")])
+                                            (1000, "sync"), (1000, "doctor-fix-then-sync"), (1000, "head-lock-then-sync"),
+                                            (1, "empty-merge-msg"), (3, "no-merge-msg")])
 def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_version_is_lost(pair, tmp_path, stop, then):
     a, b, remote = pair
     versions = _both_changed(a, b, [f"shared-{n}" for n in range(5)])
@@ -189,6 +190,14 @@ def test_a_sync_killed_inside_its_merge_is_redone_by_the_next_sync_and_no_versio
         # the merge and failed on the lock at its last step (HEAD, ORIG_HEAD); asked again (after the stale lock
         # was removed), it found no merge to abort, and every sync failed so (found by test_sync_killed_loop.py).
         (b / ".git" / "HEAD.lock").write_text(head + "\n")
+    elif then in ("empty-merge-msg", "no-merge-msg"):
+        # A git killed after it wrote MERGE_HEAD and before MERGE_MSG held the message (helper-53, a kill -9
+        # loop): the merge looked like the user's own, and every write, doctor --fix and sync refused for good.
+        message = b / ".git" / "MERGE_MSG"
+        message.write_bytes(b"") if then == "empty-merge-msg" else message.unlink()
+        r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed merge is undone")
+        assert r.returncode == 0, r.stderr
+        assert "undid that merge" in r.stderr
     elif then == "remember-then-sync":
         r = memctl(b, "remember", "after-the-kill", "-d", "written once the killed merge is undone")
         assert r.returncode == 0, r.stderr
