@@ -26,11 +26,28 @@ def run(store: Store) -> list[Problem]:
     problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
     problems += trust_problems(store)  # settings a commit not made here changed: not acted on until approved
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
-    problems += interrupted_problems(store)
-    problems += unfinished_problems(store)
+    problems += settled(store, lambda: interrupted_problems(store) + unfinished_problems(store))
     problems += lock_problems(store)
     problems += unignored_problems(store)
     return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
+
+
+def settled(store: Store, check):
+    """`check()` while no memctl command is midway, under the store lock (not a write's: nothing is
+    settled here): a write's undo log and a sync's merge are there while it runs, and are no sign of a
+    killed one then. Past the lock timeout the other command is live: nothing is said of it."""
+    from .errors import LockTimeout, MemctlError
+    from .fsutil import file_lock
+
+    if not store.cache_dir.is_dir():
+        return check()
+    try:
+        with file_lock(store.cache_dir / "lock"):
+            return check()
+    except LockTimeout:
+        return []
+    except (OSError, MemctlError):  # a read-only .memctl/ (no writer either), a lock file that is a link (named above)
+        return check()
 
 
 def fix(store: Store) -> list[str]:
@@ -38,7 +55,7 @@ def fix(store: Store) -> list[str]:
     from . import gitstore  # noqa: PLC0415
 
     done = untrack_local_state(store)
-    done += [f"settled the interrupted change to {p} (found committed, or undone)" for p in pending(store)]
+    done += [f"settled the interrupted change to {p} (found committed, or undone)" for p in settled(store, lambda: pending(store))]
     with store.lock():  # taking the lock settles an interrupted change (store.finish_interrupted)
         pass
     for top, lock in stale_git_locks(store):

@@ -345,6 +345,22 @@ def file_lock(path: Path, timeout: float | None = None, *, shared: bool = False)
         os.close(fd)
 
 
+def lock_held(path: Path) -> bool:
+    """Whether a live process holds the lock on `path` now (file_lock): asked without waiting or creating it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except OSError as exc:
+        return exc.errno in (errno.EAGAIN, errno.EACCES)
+    finally:
+        os.close(fd)
+
+
 # ---------------------------------------------------------------- links out of the store
 
 def escapes(root: Path, path: Path) -> Path | None:

@@ -31,10 +31,14 @@ def store_from(ctx: typer.Context, *, committing: bool = False) -> Store:
 
 
 def _note_unfinished_merge(store: Store) -> None:
-    """Reading works during an unfinished git merge; say so once (writes are refused by the store lock)."""
+    """Reading works during an unfinished git merge; say so once (writes are refused by the store lock).
+    Nothing is said while another memctl command holds the store lock: a sync merging now is no killed one."""
     from .. import gitstore, output
+    from ..fsutil import lock_held
 
     what = gitstore.unfinished_operation(store.root)
+    if what is not None and lock_held(store.cache_dir / "lock"):
+        return
     if what == "merge" and gitstore.sync_merge_unfinished(store.root):
         output.warn("a `memctl sync` was killed inside its merge: files may hold only one side's version",
                     hint="memctl sync (or any memctl write, or memctl doctor --fix) undoes that merge, then sync merges again")

@@ -488,3 +488,44 @@ def test_a_merge_git_refuses_names_the_files_in_its_one_line(pair):
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
     assert "would be overwritten by merge: notes.txt, メモ.txt" in r.stderr, r.stderr
     assert git(b, "rev-parse", "HEAD") == head and (b / "メモ.txt").read_text(encoding="utf-8") == "b's own, never committed\n"
+
+
+def _slow_git_at_commit(tmp: Path, flag: Path) -> Path:
+    """A git (MEMCTL_GIT) whose `commit` touches `flag`, waits 3 s, then commits: a write or a sync caught midway."""
+    script = tmp / "slow-git"
+    script.write_text(f'#!/bin/sh\ncase " $* " in *" commit "*|*" commit-tree "*) touch {flag}; sleep 3;; esac\nexec git "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("midway", ["remember", "sync-merge"])
+def test_doctor_and_a_read_beside_a_live_write_or_sync_call_nothing_interrupted_or_killed(pair, tmp_path, midway):
+    """helper-53: `doctor` beside an append loop said "changed by a memctl command that was interrupted" and
+    exited 1 (the bundled daily-maintenance.sh failed 5 of 13 runs so); beside a live sync merge it said
+    "a memctl sync was killed inside its merge", and `list` warned the same. They read the undo log and
+    MERGE_HEAD of a command still running: now they look once it has finished."""
+    import os
+    import sys
+    import time
+
+    a, b, remote = pair
+    if midway == "sync-merge":
+        _both_changed(a, b, ["shared-0"])
+        args = ["sync"]
+    else:
+        args = ["remember", "midway", "-d", "written while doctor looks", "-t", "project"]
+    flag = tmp_path / "committing"
+    env = {**os.environ, "MEMCTL_GIT": str(_slow_git_at_commit(tmp_path, flag))}
+    writer = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(b), *args], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not flag.exists() and writer.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert flag.exists(), writer.communicate()
+    listed = memctl(b, "list")
+    checked = memctl(b, "doctor")
+    out, err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, err
+    assert "killed" not in listed.stderr and "interrupted" not in listed.stderr, listed.stderr
+    assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout + checked.stderr
+    assert _status(b) == ""
