@@ -108,7 +108,8 @@ def spawn(top: str, args: tuple[str, ...] | list[str]) -> tuple[int, int, int]:
     try:
         pid = os.posix_spawn(exe, git_argv(exe, top, args), os.environ, file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
+            (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)],
+            setpgroup=0 if no_terminal() else None)
     except OSError:
         os.close(out_r)
         os.close(err_r)
@@ -207,10 +208,52 @@ def take(top: str, args: tuple[str, ...]) -> tuple[int, int, int] | None:
     return _STARTED.pop((top, tuple(args)), None)
 
 
+_TERMINAL: list[bool] = []
+
+
+def no_terminal() -> bool:
+    """Whether this process has no controlling terminal (cron, launchd, a hook). Then each git memctl
+    starts gets a process group of its own, so that a git stopped early (a remote that hangs) is
+    stopped with its ssh (stop()); with a terminal, ssh may ask there for a passphrase, which it
+    could not from a process group of its own."""
+    if not _TERMINAL:
+        try:
+            os.close(os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY))
+            _TERMINAL.append(True)
+        except OSError:
+            _TERMINAL.append(False)
+    return not _TERMINAL[0]
+
+
+def stop(pid: int) -> None:
+    """Kill a git memctl started, with its process group when it has one of its own (its ssh)."""
+    import signal  # noqa: PLC0415
+
+    try:
+        if os.getpgid(pid) == pid != os.getpgrp():
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except OSError:  # already gone
+        pass
+
+
+def abandon(pid: int, out: int, err: int) -> None:
+    """Stop a git memctl started and collect it without reading what it printed."""
+    stop(pid)
+    os.close(out)
+    os.close(err)
+    os.waitpid(pid, 0)
+
+
 def discard() -> None:
-    """Collect what was started early and not taken (its output is read, so it cannot stall)."""
+    """Collect what was started early and not taken: its output is read, so it cannot stall; an
+    `ls-remote` (the network) is stopped, not waited for: a remote that hangs would hold the command."""
     while _STARTED:
-        _, (pid, out, err) = _STARTED.popitem()
+        (_, args), (pid, out, err) = _STARTED.popitem()
+        if args[0] == "ls-remote":
+            abandon(pid, out, err)
+            continue
         for fd in (out, err):
             try:
                 while os.read(fd, 1 << 16):

@@ -86,13 +86,14 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
             return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
                                   input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
         with subprocess.Popen([exe, *args], cwd=top, env={**os.environ, **env} if env else None, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              process_group=0 if early.no_terminal() else None) as proc:
             try:
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                # git is killed; its ssh (which holds the pipes too, and may wait on a dead network) is not
-                # waited for: it sees its git gone and ends by itself.
-                proc.kill()
+                # git is killed, with its ssh when no terminal is there (early.stop: a cron job's would pile up
+                # for as long as the network is down); else its ssh (which holds the pipes too) is not waited for.
+                early.stop(proc.pid)
                 proc.stdout.close()
                 proc.stderr.close()
                 proc.wait()
@@ -328,6 +329,9 @@ def reason(stderr: str, fallback: str) -> str:
         return fallback
     at = next((n for n, line in enumerate(lines) if line.startswith(("fatal:", "error:"))), len(lines) - 1)
     said = lines[at]
+    if said.startswith("fatal: Could not read from remote repository"):  # the cause is ssh's line before it
+        cause = [line for line in lines[:at] if not line.startswith(("remote:", "hint:", "warning:"))][-2:]
+        said += f" ({'; '.join(cause)})" if cause else ""
     if said.endswith(":"):  # "...would be overwritten by merge:" and the files, one per indented line
         names = [line.strip() for line in itertools.takewhile(lambda line: line[:1] in "\t ", raw[at + 1:])]
         if names:
@@ -965,6 +969,12 @@ def start(top: Path, *args: str) -> Started:
         raise GitError(f"cannot run git: {exc}") from None
 
 
+def abandon(started: Started) -> None:
+    """Stop a command `start()` started whose answer is not wanted, without reading it (its ssh may hold
+    the pipes for as long as the network hangs)."""
+    early.abandon(started.pid, started.out, started.err)
+
+
 def finish(started: Started, timeout: float | None = None) -> GitResult:
     """Wait for a command `start()` started and return what it printed (both pipes read as they
     fill, so that a long stderr cannot stall git). With a `timeout`, the git is killed once it has
@@ -978,7 +988,7 @@ def finish(started: Started, timeout: float | None = None) -> GitResult:
         while reading:
             ready = select.select(reading, [], [], None if deadline is None else max(0.0, deadline - time.monotonic()))[0]
             if deadline is not None and not ready and time.monotonic() >= deadline:
-                os.kill(started.pid, 9)
+                early.stop(started.pid)
                 raise no_answer("", timeout)
             for fd in ready:
                 data = os.read(fd, 1 << 16)

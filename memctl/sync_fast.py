@@ -290,6 +290,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
             started.remove(proc)
             return gitstore.finish(proc, timeout)
 
+        asked = None
         try:
             values = _config(top)
             if values is None or not _set_up(store, top, gitdir, values):
@@ -332,6 +333,9 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
             elif tracking and state.ahead_behind != "+0 -0":
                 return None
         finally:
-            for proc in started:
-                gitstore.finish(proc)  # every git started here has ended before the lock is let go
+            for proc in started:  # every git started here has ended before the lock is let go
+                if proc is asked:
+                    gitstore.abandon(proc)  # the network's answer, not needed: a remote that hangs must not hold the lock
+                else:
+                    gitstore.finish(proc)
     return SyncResult(name, on_remote)

@@ -366,3 +366,68 @@ def test_a_commit_after_the_early_status_is_not_taken_for_nothing_to_do(pair):
     assert done.returncode == 0 and "1 commit pushed" in done.stderr, done.stderr
     assert remote_head(remote) != before == git(b, "rev-parse", "HEAD~1").strip()
     assert not os.path.exists(f"/proc/{pid}")
+
+
+@pytest.mark.parametrize("work", ["a-commit-to-push", "memctl-toml-edited"])
+def test_a_remote_that_hangs_holds_an_unattended_sync_no_longer_than_its_timeout_and_leaves_no_ssh(tmp_path, work):
+    """helper-53, as cron runs it (no terminal): with work to do, the `git ls-remote` started early was
+    waited for without a bound (45 s for MEMCTL_GIT_TIMEOUT=5 against a remote that hangs 40 s), and
+    each git stopped at the timeout left its ssh running, which a job every 15 minutes piles up."""
+    import os
+    import signal
+    import time
+
+    store = tmp_path / "store"
+    assert cli(None, "init", str(store)).exit_code == 0
+    pids = tmp_path / "ssh-pids"
+    ssh = tmp_path / "hanging-ssh"
+    ssh.write_text(f'#!/bin/sh\ncase "$1" in -G) exit 0;; esac\necho $$ >> {pids}\nexec sleep 600\n')
+    ssh.chmod(0o755)
+    git(store, "remote", "add", "origin", "ssh://unreachable.example/x.git")
+    git(store, "config", "core.sshCommand", str(ssh))
+    if work == "a-commit-to-push":
+        assert memctl(store, "remember", "pending", "-d", "a commit to push").returncode == 0
+    else:  # refused before any fetch: the early ls-remote is never taken (it held the refusal for 154 s)
+        with (store / "memctl.toml").open("a", encoding="utf-8") as handle:
+            handle.write("# an edit not committed\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}
+    env.update(MEMCTL_GIT_TIMEOUT="3", HF_HUB_OFFLINE="1")
+    try:
+        done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(store), "sync"], env=env, text=True,
+                              stdin=subprocess.DEVNULL, capture_output=True, start_new_session=True, timeout=240)
+    finally:
+        started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        left = []
+        for pid in started:
+            for _ in range(100):  # (the kill is sent; its delivery is the kernel's)
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
+            else:
+                left.append(pid)
+                os.kill(pid, signal.SIGKILL)
+    if work == "a-commit-to-push":
+        assert done.returncode == 1 and "got no answer within 3 s" in done.stderr, done.stderr
+    else:
+        assert done.returncode == 1 and "memctl.toml" in done.stderr, done.stderr
+    assert started and not left, f"ssh processes left running: {left}"
+
+
+@pytest.mark.parametrize("said", ["ssh: Could not resolve hostname nohost.invalid: Name or service not known",
+                                  "git@github.com: Permission denied (publickey).", "Host key verification failed."])
+def test_an_ssh_remote_that_fails_is_named_by_ssh_s_own_line(tmp_path, said):
+    """helper-53: a cron log said only "fatal: Could not read from remote repository."; the cause a
+    reader acts on (no key, no known_hosts, no such host) was ssh's line before it, left out."""
+    store = tmp_path / "store"
+    assert cli(None, "init", str(store)).exit_code == 0
+    ssh = tmp_path / "failing-ssh"
+    ssh.write_text(f'#!/bin/sh\ncase "$1" in -G) exit 0;; esac\necho "{said}" >&2\nexit 255\n')
+    ssh.chmod(0o755)
+    git(store, "remote", "add", "origin", "ssh://nohost.invalid/x.git")
+    git(store, "config", "core.sshCommand", str(ssh))
+    for extra in ({}, FULL):
+        done = memctl(store, "sync", env=extra)
+        [line] = done.stderr.splitlines()
+        assert done.returncode == 1 and "Could not read from remote repository" in line and said in line, line
