@@ -32,8 +32,9 @@ EXIT_CODES = {
 # their own meaning of 1 and so map it elsewhere: near-dup (1 is "near-duplicate": the
 # conditions of exit 1 give 2 there) and `hook` (always 0: it never fails a prompt).
 BY_CONDITION: tuple[tuple[str, str, int], ...] = (
-    ("not-found", "a fact, ledger, STATE.md, job, file or store that does not exist", NOT_FOUND),
-    ("bad-name", "a name that breaks the naming rule (fact, ledger, column), or a path given as a name", USAGE),
+    ("not-found", "a fact, ledger, STATE.md, job, file or store that does not exist (a fact looked up by a name no fact has, "
+                  "whatever its form: titles are looked up too)", NOT_FOUND),
+    ("bad-name", "a new name that breaks the naming rule (fact, ledger, column), or a path given as a name", USAGE),
     ("bad-value", "a malformed or out-of-range value: importance, date, duration, count, an unknown column", USAGE),
     ("unknown-type", "a fact or episode type that is not declared (the list is in the message, the closest one in the hint)", USAGE),
     ("bad-ref", "an episode ref that names no fact and no episode", USAGE),

@@ -399,7 +399,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("positives", "integer", "Pairs labelled duplicate."),
         ("min_precision", "number", "The precision the recommendation needs."),
         ("target_met", "boolean", "A threshold reached it."),
-        ("recommended", "@calibration_point|null", "The recommended threshold; null when no threshold reaches min_precision."),
+        ("recommended", "@calibration_point|null", "The best F1 among thresholds reaching min_precision; when none does (target_met false), the best F1 overall, which --save refuses; null when no pair scores as a duplicate."),
         ("notes", "list[string]", "Notes."),
         ("points", "list[@calibration_point]", "Every threshold tried."),
         ("saved", "string|null", "What --save wrote; null without it."),

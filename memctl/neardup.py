@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from . import embed, textnorm, tsv
-from .errors import BadInput, MemctlError, NotFound
+from .errors import BadInput, MemctlError, NotFound, Refused
 from .values import env_on
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,6 +128,8 @@ def source_for(store: "Store", *, ledger: str | None = None, column: str | None 
     """The source named by CLI-style options: --ledger NAME [--column COL], or --facts."""
     if facts and ledger:
         raise BadInput("give either facts or ledger, not both", kind="facts-or-ledger")
+    if column and not ledger:  # (it read as narrowing: the whole cache was cleared or rebuilt)
+        raise BadInput("a column is a ledger's: name the ledger too", kind="column-without-ledger")
     if facts:
         return facts_source(store)
     if ledger:
@@ -900,6 +902,12 @@ def save_threshold(store: "Store", result: Calibration, *, commit_changes: bool 
 
     if result.recommended is None:
         raise BadInput("no threshold to save: no pair scored as a duplicate at any threshold")
+    if not result.target_met:
+        best = result.recommended
+        raise Refused(f"no threshold reaches precision {MIN_PRECISION} on these pairs; the best F1 ({best.threshold:g}, "
+                      f"precision {best.precision:.3f}) is not saved: near-dup, remember and consolidate go by it",
+                      hint=f"add labelled pairs; or, to take it anyway, [embedding.thresholds] \"{result.model}\" = "
+                           f"{best.threshold:g} in memctl.toml", kind="calibration-target-missed")
     with store.lock(commits=commit_changes):
         with_config = config_committable(store, commit_changes, "the threshold")
         line = config.save_threshold(store.config_path, result.model, result.recommended.threshold)

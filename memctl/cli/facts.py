@@ -115,6 +115,11 @@ def show(
         replaced = found.meta("superseded_by")
         why = f"superseded by {replaced}" if replaced else f"forgotten: {found.meta('archived_reason') or 'no reason recorded'}"
         output.info(f"{store.rel(found.path)} is archived ({why})")
+    elif found.meta("expires") is not None:
+        from .. import clock
+
+        if clock.expired(found.meta("expires")):  # as list --all and --json call it: recall and MEMORY.md leave it out
+            output.info(f"{store.rel(found.path)} is expired (expires: {found.meta('expires')}): recall and MEMORY.md leave it out")
     if json:
         output.emit_json(output.fact_json(store, found))
     else:

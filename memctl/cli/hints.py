@@ -19,6 +19,7 @@ FLAGS = {"fact_type": "--type", "include_all": "--all", "numbers": "--from-json"
 # kind -> the message, where the library's names two arguments.
 MESSAGES = {
     "facts-or-ledger": "give either --facts or --ledger, not both",
+    "column-without-ledger": "--column names a column of the ledger --ledger NAME names: give both",
     "root-or-store": "give --root (always that store) or --store (when none is found), not both",
 }
 

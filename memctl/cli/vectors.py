@@ -141,7 +141,8 @@ def calibrate_cmd(
     no_commit: NoCommitOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Precision, recall and F1 across thresholds; recommends the best F1 with precision >= 0.9."""
+    """Precision, recall and F1 across thresholds; recommends the best F1 with precision >= 0.9 (when none
+    reaches it, the best F1, which --save refuses: exit 2)."""
     store = store_from(ctx, committing=save and not no_commit)
     result = neardup.calibrate(store, neardup.read_pairs(pairs))
     _notes(result.notes)
@@ -189,7 +190,7 @@ def cache_rebuild(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: Cac
     from .. import recall
 
     store = store_from(ctx)
-    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None
+    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts or column) else None
     done = neardup.rebuild(store, source, more=recall.build_vectors)
     if json:
         output.emit_json(done)
@@ -204,7 +205,7 @@ def cache_rebuild(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: Cac
 def cache_clear(ctx: typer.Context, ledger: CacheLedgerOpt = None, column: CacheColumnOpt = None, facts: CacheFactsOpt = False, json: JsonOpt = False) -> None:
     """Delete the cache (all of it, or one source's). Nothing is lost: it is rebuilt on demand."""
     store = store_from(ctx)
-    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts) else None
+    source = neardup.source_for(store, ledger=ledger, column=column, facts=facts) if (ledger or facts or column) else None
     removed = neardup.clear_cache(store, source)
     if json:
         output.emit_json({"removed": removed})

@@ -325,6 +325,10 @@ def test_an_expired_fact_is_expired_everywhere_and_no_longer_pinned_into_context
     bundle = cli(root, "context", "--no-log", env=later).stdout
     assert "## Pinned facts" not in bundle, bundle
     assert json.loads(cli(root, "show", "osaka-trip", "--json", env=at).stdout)["status"] == "live"
+    shown = cli(root, "show", "osaka-trip", env=later)  # plain show: the file, and a note that it is expired
+    assert shown.exit_code == 0 and "Conference in Osaka next week" in shown.stdout
+    assert shown.stderr == "memctl: memory/osaka-trip.md is expired (expires: 2026-12-12): recall and MEMORY.md leave it out\n"
+    assert cli(root, "show", "osaka-trip", env=at).stderr == ""
 
 
 def test_doctor_names_machine_local_folders_git_does_not_ignore(root):

@@ -146,6 +146,21 @@ def test_calibrate_prints_the_table_and_saves_the_threshold(ngram_root):
     assert json.loads(r.stdout)["threshold_origin"] == "memctl.toml"
 
 
+def test_calibrate_save_refuses_a_threshold_that_misses_the_precision_target(ngram_root):
+    """helper-54: two pairs that no threshold separates at precision 0.9 made --save write and commit the
+    best F1 (0.468 with e5) as the model's threshold, which near-dup, remember and consolidate then use."""
+    pairs = ngram_root / "pairs.tsv"
+    pairs.write_text("猫が寝ている\t株価が下がった\t1\n猫が寝ている\t猫が寝ています\t0\n", encoding="utf-8")
+    toml = (ngram_root / "memctl.toml").read_bytes()
+    shown = json.loads(cli(ngram_root, "near-dup", "calibrate", str(pairs), "--json").stdout)
+    assert shown["target_met"] is False and shown["recommended"]["precision"] < 0.9
+    for args in (("--save",), ("--save", "--no-commit"), ("--save", "--json")):
+        r = cli(ngram_root, "near-dup", "calibrate", str(pairs), *args)
+        assert r.exit_code == 2, r.stdout + r.stderr
+        assert "no threshold reaches precision 0.9" in r.stderr and "is not saved" in r.stderr
+    assert (ngram_root / "memctl.toml").read_bytes() == toml
+
+
 # ---------------------------------------------------------------- the counting double through the CLI
 
 
@@ -177,6 +192,17 @@ def test_cache_rebuild_and_clear(root, counting):
     assert r.stdout.startswith(".memctl/vectors/test--counting--passage-") and r.stdout.count("\n") == 1
     assert json.loads(cli(root, "cache", "status", "--json").stdout)["caches"] == []
     assert cli(root, "cache", "clear").stderr == "memctl: nothing to clear\n"
+
+
+def test_a_column_without_its_ledger_is_refused_not_read_as_the_whole_cache(root, counting):
+    """helper-54: `cache clear --column x` (and rebuild) ignored the column and acted on every cache."""
+    make_ledger(root, THEMES)
+    cli(root, "near-dup", "x", "--ledger", "themes", "--column", "theme")
+    before = json.loads(cli(root, "cache", "status", "--json").stdout)["caches"]
+    for args in (("clear", "--column", "theme"), ("rebuild", "--column", "theme"), ("clear", "--facts", "--column", "theme")):
+        r = cli(root, "cache", *args)
+        assert r.exit_code == 2 and r.stderr.startswith("memctl: error: --column names a column of the ledger"), r.stderr
+    assert json.loads(cli(root, "cache", "status", "--json").stdout)["caches"] == before
 
 
 # ---------------------------------------------------------------- real models, real processes
