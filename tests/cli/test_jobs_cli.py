@@ -523,3 +523,28 @@ def test_auto_state_update_script_as_a_job_with_a_minimal_path(root):
     assert done.stdout.endswith(" completed:5)\n")
     assert "completed:5" in git(root, "log", "-1", "--format=%s")
     assert (root / "state" / "STATE.md").read_text().endswith("## Note\nfrom cron\n")
+
+
+def test_daily_maintenance_script_commits_the_first_access_rows_of_a_store(root):
+    """helper-53: the script committed the access log only once ledgers/access.tsv existed, which only
+    that commit makes: a store's pending rows stayed machine-local for good, and doctor said clean."""
+    (root / "scripts").mkdir()
+    shutil.copy2(REPO / "scripts" / "daily-maintenance.sh", root / "scripts" / "daily-maintenance.sh")
+    configure(root, '[jobs.upkeep]\nscript = "scripts/daily-maintenance.sh"\nhour = 3\n')
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the upkeep job")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(root.parent)}
+
+    def job() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), "run-job", "upkeep"],
+                              capture_output=True, text=True, env=env, cwd="/", timeout=120)
+
+    done = job()  # nothing pending, no access ledger: no failure
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (root / "ledgers" / "access.tsv").exists()
+    assert cli(root, "remember", "deploys", "-d", "Deploys on Tuesdays").exit_code == 0
+    assert cli(root, "show", "deploys").exit_code == 0  # a use: an access row, pending
+    done = job()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\tshow\t\tdeploys\n" in (root / "ledgers" / "access.tsv").read_text(encoding="utf-8")
+    assert git(root, "status", "--porcelain") == ""
