@@ -210,6 +210,31 @@ def _refuse_anchors(fm: str, first_line: int) -> None:
         return  # not YAML at all: the load says where
 
 
+_TOP_LEVEL_LINE = re.compile(r"^([a-zA-Z_-]+):\s+(.+)$")
+_NEEDS_QUOTES = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
+
+
+def _as_claude_code_reads_it(fm: str) -> dict | None:
+    """A frontmatter that is not YAML read as Claude Code 2.1 reads it (its fallback): a top-level
+    `key: value` whose value holds a character YAML gives a meaning to (`description: Note: never log
+    tokens`, `name: #1 優先度`) taken as quoted text, a leading tab as two spaces; None when that is
+    no mapping either. A file Claude Code reads is then no broken fact here (memctl quotes it when it
+    rewrites the file)."""
+    lines = []
+    for line in fm.split("\n"):
+        found = _TOP_LEVEL_LINE.match(line.rstrip("\r"))
+        value = found.group(2) if found else ""
+        if found and not (value[:1] == value[-1:] and value[:1] in "'\"" and len(value) > 1) \
+                and not (value.startswith("[") and value.endswith("]")) and _NEEDS_QUOTES.search(value):
+            line = f'{found.group(1)}: "' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        lines.append(re.sub(r"^\t+", lambda tabs: "  " * len(tabs.group(0)), line))
+    try:
+        front = yaml.load("\n".join(lines), Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+    return front if isinstance(front, dict) else None
+
+
 def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None, plain: bool = False) -> Fact:
     """The fact in a file's text; with `plain` (a Claude Code directory), a file without frontmatter is a
     topic file of Claude Code's own (`debugging.md`), read as a fact named by its stem (plain_fact)."""
@@ -220,11 +245,13 @@ def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = N
         _refuse_anchors(fm, first_line)
     try:
         front = yaml.load(fm, Loader=_Loader) if fm.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = first_line + mark.line if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FactParseError(f"invalid YAML frontmatter: {problem}", line) from None
+    except yaml.YAMLError as exc:  # (a tag the safe loader refuses, `!!python/...`, stays refused)
+        front = None if isinstance(exc, yaml.constructor.ConstructorError) else _as_claude_code_reads_it(fm)
+        if front is None:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            line = first_line + mark.line if mark is not None else 1
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise FactParseError(f"invalid YAML frontmatter: {problem}", line) from None
     if not isinstance(front, dict):
         raise FactParseError("frontmatter is not a mapping of keys to values", first_line)
     return Fact(stem=stem, front=front, body=body, archived=archived, path=path)

@@ -103,3 +103,21 @@ def test_an_emoji_is_written_as_it_is_and_the_rest_byte_for_byte_as_before():
     plain = {**front, "description": "リリース手順: 金曜日は避ける", "metadata": {**front["metadata"], "tags": ["x", "リリース"]}}
     wide = fact_mod.render(fact_mod.Fact(stem="release", front=plain, body=""))
     assert wide == text.replace("🚀", "", 1).replace("[🚀,", "[x,").replace("本文 🎉\n", "")
+
+
+@pytest.mark.parametrize("front, expected", [
+    ("name: 注意: ログ\ndescription: Note: never log tokens\ntype: feedback",
+     {"name": "注意: ログ", "description": "Note: never log tokens", "type": "feedback"}),
+    ("name: x\ndescription: {braces} and `make`: a note", {"name": "x", "description": "{braces} and `make`: a note"}),
+    ('name: x\ndescription: say "hi": \\\\ then', {"name": "x", "description": 'say "hi": \\\\ then'}),
+    ("name: x\ndescription: d\nmetadata:\n\ttype: project", {"name": "x", "description": "d", "metadata": {"type": "project"}}),
+])
+def test_a_frontmatter_claude_code_reads_is_read_though_it_is_not_yaml(front, expected):
+    """helper-52: Claude Code's reader quotes a top-level value YAML would choke on (`description: Note:
+    never log tokens`); memctl skipped such a file from list, recall and the hooks (invalid YAML)."""
+    assert fact_mod.parse(f"---\n{front}\n---\nbody\n", "x").front == expected
+
+
+def test_a_frontmatter_neither_reads_stays_an_error():
+    with pytest.raises(fact_mod.FactParseError, match="invalid YAML"):
+        fact_mod.parse("---\nname: x\n  description: indented: wrongly\n---\n", "x")

@@ -62,7 +62,7 @@ def test_no_store_found(tmp_path, monkeypatch):
 
 
 BROKEN = {
-    "broken-yaml.md": "---\nname: broken\ndescription: [unclosed\n---\nbody\n",
+    "broken-yaml.md": "---\nname: broken\ndescription: 'unclosed\n---\nbody\n",
     "python-tag.md": "---\nname: evil\ndescription: !!python/object/apply:os.system ['touch /tmp/pwned']\n---\n",
     "no-frontmatter.md": "just text\n",
 }
@@ -84,7 +84,7 @@ def test_broken_files_are_skipped_and_named_by_doctor(root):
     import json
 
     problems = {p["path"]: p for p in json.loads(r.stdout)["problems"] if p["code"] == "unreadable"}
-    assert problems["memory/broken-yaml.md"]["line"] == 4
+    assert problems["memory/broken-yaml.md"]["line"] == 3
     assert problems["memory/python-tag.md"]["line"] == 3
     assert "python/object" in problems["memory/python-tag.md"]["message"]
     assert problems["memory/no-frontmatter.md"]["line"] == 1

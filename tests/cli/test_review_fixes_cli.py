@@ -172,7 +172,7 @@ def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
 def test_restore_never_overwrites_an_unreadable_live_file(root):
     cli(root, "remember", "a", "--description", "old a")
     cli(root, "forget", "a", "--reason", "x")
-    hand = "---\ndescription: [unclosed\n---\nhand-written body\n"
+    hand = "---\ndescription: 'unclosed\n---\nhand-written body\n"
     (root / "memory" / "a.md").write_text(hand, encoding="utf-8")
     r = cli(root, "restore", "a")
     assert r.exit_code == 1 and "exists" in r.stderr
