@@ -571,6 +571,14 @@ def _written_since(store: Store, text: str) -> set[str]:
             and "/" not in line.target and not line.target.startswith(".") and (store.memory_dir / line.target).is_file()}
 
 
+def _deleted_targets(store: Store, text: str) -> set[str]:
+    """The files beside MEMORY.md that an index line links and that are gone (deleted by Claude Code or a
+    person, not archived): such a line, outside the block too, leaves MEMORY.md as an archived fact's does."""
+    return {line.target for line in index_mod.parse_lines(text)
+            if line.target.endswith(".md") and "/" not in line.target and "://" not in line.target
+            and not os.path.lexists(store.memory_dir / line.target)}
+
+
 def _archived_names(store: Store) -> set[str]:
     return {p.name for p in store.archive_dir.glob("*.md")} if store.archive_dir.is_dir() else set()
 
@@ -647,7 +655,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
         current = without_bom(raw.decode("utf-8"))  # strict: a regenerated file would lose what is not UTF-8
         refuse_conflicts(current.encode("utf-8"), store.rel(path))
         layout = index_mod.build_layout(
-            current, facts, archived=archived, topics=topics, refresh=refresh,
+            current, facts, archived=archived | _deleted_targets(store, current), topics=topics, refresh=refresh,
             limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
             rank=index_mod.rank_key(store.config.importance_for), recent=recent,
         )

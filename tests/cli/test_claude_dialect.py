@@ -156,3 +156,23 @@ def test_a_fact_claude_code_2_1_wrote_keeps_its_metadata_through_forget_and_rest
         assert done.exit_code == 0, done.stderr
     assert fact.load(path).front == claude_codes
     assert cli(d, "doctor", env=ENV).exit_code == 0
+
+
+def test_a_line_claude_code_appended_for_a_file_since_deleted_goes_with_memctl_index(tmp_path):
+    """helper-52: doctor said "index line points at project_tmp.md, which is not a live fact (run `memctl
+    index`)", and `memctl index` answered "up to date" and left it: the line is Claude Code's, below
+    memctl's block, and only lines for live or archived facts were taken from there."""
+    d = _adopted(tmp_path)
+    (d / "project_tmp.md").write_text("---\nname: tmp\ndescription: 一時\ntype: project\n---\n", encoding="utf-8")
+    with (d / "MEMORY.md").open("a", encoding="utf-8") as handle:
+        handle.write("- [tmp](project_tmp.md) — 一時\n")
+    assert cli(d, "doctor", env=ENV).exit_code == 0  # Claude Code's writes, taken in
+    (d / "project_tmp.md").unlink()
+    git(d, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "Claude Code deleted it")
+    assert "project_tmp.md, which is not a live fact" in cli(d, "doctor", env=ENV).stdout
+    assert cli(d, "index", env=ENV).exit_code == 0
+    checked = cli(d, "doctor", env=ENV)
+    assert checked.exit_code == 0, checked.stdout
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert "project_tmp.md" not in text and "feedback_testing.md" in text
+    assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
