@@ -114,13 +114,20 @@ def _only_index_lines_changed(store, path: Path) -> bytes | None:
 
 
 def _prose(text: str) -> list[str]:
-    """MEMORY.md without its index lines and blank lines (and without line endings: Claude Code on
-    Windows rewrites the whole file with CRLF, which changes no line's text)."""
+    """MEMORY.md without its index lines, blank lines and what memctl writes around them (the block's
+    markers and its `## type` headings: Claude Code rewriting the whole file from a copy it read before
+    the block was there leaves them out), and without line endings (Claude Code on Windows rewrites the
+    whole file with CRLF, which changes no line's text)."""
     from . import index
 
     text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
     numbers = {line.lineno for line in index.parse_lines(text)}
-    return [line for number, line in enumerate(text.split("\n"), start=1) if number not in numbers and line.strip()]
+    span = index._block_span(lines)
+    if span is not None:
+        numbers |= {span[0] + 1, span[1] + 1}
+        numbers |= {n + 1 for n in range(span[0] + 1, span[1]) if index._HEADING_RE.match(lines[n].rstrip())}
+    return [line for number, line in enumerate(lines, start=1) if number not in numbers and line.strip()]
 
 
 def take_in(store) -> str | None:

@@ -176,3 +176,23 @@ def test_a_line_claude_code_appended_for_a_file_since_deleted_goes_with_memctl_i
     text = (d / "MEMORY.md").read_text(encoding="utf-8")
     assert "project_tmp.md" not in text and "feedback_testing.md" in text
     assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_claude_code_rewriting_memory_md_from_a_copy_older_than_the_block_is_taken_in(tmp_path):
+    """helper-52: Claude Code writes MEMORY.md whole from the copy it read; a copy from before memctl's
+    block leaves out its markers and headings, and doctor called that "memctl's file has changes that
+    are not committed (commit them ... or discard them)": the one advice loses a fact's line, the other
+    Claude Code's new one."""
+    d = _adopted(tmp_path)
+    old = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert cli(d, "remember", "レビュー方針", "--type", "feedback", "-d", "PRではテストを見る", env=ENV).exit_code == 0
+    assert "memctl:index:begin" in (d / "MEMORY.md").read_text(encoding="utf-8")
+    (d / "user_editor.md").write_text("---\nname: editor\ndescription: Neovim\ntype: user\n---\n", encoding="utf-8")
+    (d / "MEMORY.md").write_text(old.replace("<!-- memctl:index:begin -->\n", "").replace("<!-- memctl:index:end -->\n", "")
+                                 + "- [editor](user_editor.md) — Neovim\n", encoding="utf-8")
+    checked = cli(d, "doctor", env=ENV)
+    assert "not committed" not in checked.stdout and "is not listed in MEMORY.md (run `memctl index`)" in checked.stdout
+    assert git(d, "status", "--porcelain", "--untracked-files=all") == ""  # taken in, as Claude Code's
+    assert cli(d, "index", env=ENV).exit_code == 0 and cli(d, "doctor", env=ENV).exit_code == 0
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert "(user_editor.md)" in text and "[レビュー方針](" in text
