@@ -311,9 +311,11 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
             created.append(CONFIG_FILE)
         return created
     store = open_store(root)  # also makes .memctl/ ignore itself
-    from .claude_memory import SIDECAR  # noqa: PLC0415
+    from .claude_memory import SIDECAR, linked_topics  # noqa: PLC0415
 
     files = [root / INDEX_FILE, *(f.path for f in facts)]
+    files += sorted({root / name for name in linked_topics(store) if name.endswith(".md") and name != INDEX_FILE
+                     and (root / name).is_file() and not (root / name).is_symlink()} - set(files))  # its topic files
     if (root / SIDECAR).is_file():  # written by memctl before this directory had git (`init --no-git`)
         files.append(root / SIDECAR)
     for folder in ("archive", index_mod.TOPIC_DIR):

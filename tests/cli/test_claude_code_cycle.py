@@ -266,3 +266,18 @@ def test_init_with_git_after_init_no_git_commits_the_sidecar_memctl_wrote_meanwh
     assert git(d, "status", "--porcelain", "--untracked-files=all") == ""
     assert "memctl-facts.tsv" in git(d, "ls-files").split()
     assert cli(d, "doctor").exit_code == 0
+
+
+def test_init_adopts_the_topic_files_memory_md_links_in_its_first_commit(tmp_path):
+    """helper-52: `debugging.md` (no frontmatter, linked from MEMORY.md) stayed `??` after init, and the
+    next doctor committed it authored claude-code, as if Claude Code had just written it."""
+    d = tmp_path / ".claude" / "projects" / "-home-me-app" / "memory"
+    d.mkdir(parents=True)
+    (d / "feedback_r.md").write_text("---\nname: r\ndescription: 金曜\ntype: feedback\n---\n", encoding="utf-8")
+    (d / "debugging.md").write_text("# デバッグ\n\nログを見る\n", encoding="utf-8")
+    (d / "notes.md").write_text("not linked: not a topic file\n", encoding="utf-8")
+    (d / "MEMORY.md").write_text("- [r](feedback_r.md) — x\n- [デバッグ](debugging.md) — コツ\n", encoding="utf-8")
+    assert cli(None, "init", str(d)).exit_code == 0
+    committed = git(d, "show", "--format=", "--name-only", "HEAD").split()
+    assert "debugging.md" in committed and "notes.md" not in committed
+    assert git(d, "status", "--porcelain").strip() == "?? notes.md"
