@@ -331,18 +331,32 @@ def file_lock(path: Path, timeout: float | None = None, *, shared: bool = False)
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
                     raise
                 if time.monotonic() >= deadline:
+                    holder = _holder(fd)
                     raise LockTimeout(
-                        f"store is locked by another process ({path})",
+                        f"store is locked by another process{f' (pid {holder})' if holder else ''} ({path})",
                         hint="wait for the other memctl command to finish, "
                         "or raise MEMCTL_LOCK_TIMEOUT",
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
+        if not shared:  # who holds it, for the message of a process that waits in vain
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _holder(fd: int) -> str | None:
+    """The pid the holder of a lock wrote into it (file_lock), when it is one."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if text.isdigit() else None
 
 
 def lock_held(path: Path) -> bool:

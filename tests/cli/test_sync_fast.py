@@ -207,7 +207,7 @@ def test_the_fast_path_waits_for_the_store_lock_like_every_write(pair):
         assert holder.stdout.readline() == "held\n"
         (fast, fast_git), (full, _) = both(b, env={"MEMCTL_LOCK_TIMEOUT": "0.2"})
         assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
-        assert fast.returncode == 4 and fast.stderr.startswith("memctl: error: store is locked by another process")
+        assert fast.returncode == 4 and fast.stderr.startswith(f"memctl: error: store is locked by another process (pid {holder.pid}) (")
         # before the lock, only the read-only status, config and ls-remote started with the imports
         # (memctl/early.py): the status's answer is not used unless HEAD is still where it saw it
         assert sorted(fast_git) == ["config", "ls-remote", "status"]
