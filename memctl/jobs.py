@@ -1014,6 +1014,7 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
                 if event == "start" and "last_run" not in found:
                     found["last_run"] = ts
                     found.setdefault("last_exit", None)  # no `end` after it: killed, or running; not an older run's exit
+                    found.setdefault("last_end", None)  # (by the order of the lines: an older run's end may share its second)
                 elif event == "refused" and "last_refused" not in found and "last_run" not in found:
                     found["last_refused"], found["refused_why"] = ts, rest.strip()  # refused since its last run
                 elif event == "end":

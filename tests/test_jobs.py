@@ -315,6 +315,17 @@ def test_status_of_a_run_whose_run_job_was_killed_is_failing(root, monkeypatch):
     assert problem.message == "job daily: last run failed (the run started at 2026-10-21T09:30:00+09:00 did not end: run-job was killed)"
 
 
+def test_a_run_killed_in_the_second_the_run_before_ended_is_failing(root, monkeypatch):
+    """helper-53: the timestamps have whole seconds; a run started (and killed) in the second the run before
+    ended compared its start with that end as "not before" and showed `ok`. The order of the lines says it."""
+    store = configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
+    (root / "logs").mkdir()
+    (root / "logs" / "daily.log").write_text(LOG.replace("exit=3", "exit=0") + "2026-10-21T09:00:02+09:00 daily start pid=3 cmd=x\n")
+    monkeypatch.setenv("MEMCTL_NOW", "2026-10-21T10:00:00+09:00")
+    st = jobs.status(store, jobs.get_job(store, "daily"))
+    assert (st.last_run, st.last_exit, st.state) == ("2026-10-21T09:00:02+09:00", None, "failing")
+
+
 def test_status_reads_a_long_log_backwards(root):
     store = configure(root, '[jobs.daily]\ncommand = "doctor"\nhour = 9\n')
     (root / "logs").mkdir()
