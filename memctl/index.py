@@ -338,14 +338,21 @@ def build_layout(
     outside = lines if span is None else lines[: span[0]] + [hole, *moved] + lines[span[1] + 1 :]
     kept: list[str] = []
     removed = False
+    heading, emptied = None, set()  # (a first run: the person's headings whose lines moved into the block)
     for line in outside:
         match = _LINE_RE.match(line) if line != hole else None
         if match and _target(match) in adopted:
             if span is None and hole not in kept and _target(match) in live:
                 kept.append(hole)  # a first run on a hand-written index: the block goes where its lines were
+            if span is None and heading is not None:
+                emptied.add(heading)
             removed = True
             continue
+        if span is None and _SECTION_RE.match(line):
+            heading = len(kept)
         kept.append(line)
+    if emptied:
+        kept = _without_empty_sections(kept, emptied, hole)
     if removed:
         while len(kept) > 1 and kept[-1] == "" and kept[-2] == "":
             kept.pop()
@@ -396,6 +403,22 @@ def build_layout(
 
 
 _HEADING_RE = re.compile(r"^## [a-z][a-z0-9_-]*$")  # a group heading render_block writes (a type slug, `other`)
+
+
+_SECTION_RE = re.compile(r"^#{1,6} \S")
+
+
+def _without_empty_sections(kept: list[str], emptied: set[int], hole: str) -> list[str]:
+    """`kept` without the headings in `emptied` that head nothing any more (every line under them moved
+    into the block): `## フィードバック` left above memctl's `## feedback`, or alone at the end."""
+    drop = set()
+    for at in emptied:
+        end = next((n for n in range(at + 1, len(kept)) if _SECTION_RE.match(kept[n])), len(kept))
+        if all(not line.strip() or line == hole for line in kept[at + 1 : end]):
+            drop.add(at)
+            if at + 1 < len(kept) and not kept[at + 1].strip():
+                drop.add(at + 1)  # and the blank line under it
+    return [line for n, line in enumerate(kept) if n not in drop]
 
 
 def _written_inside(block: list[str]) -> list[str]:

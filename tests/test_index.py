@@ -230,3 +230,17 @@ def test_only_what_memctl_writes_in_the_block_is_regenerated_crlf_included():
     assert layout.moved == tuple(mine)
     crlf = index.build_layout(text.replace("\n", "\r\n"), facts)
     assert crlf.moved == ()
+
+
+def test_a_first_run_drops_the_persons_headings_whose_every_line_moved_into_the_block():
+    """helper-52: a hand-kept MEMORY.md with its own sections got memctl's block under `## フィードバック`
+    (two headings in a row, one of them empty) and an empty `## トピック` after it."""
+    text = ("# Memory\n\n## フィードバック\n- [r](feedback_r.md) — x\n\n## トピック\n- [デバッグ](debugging.md) — コツ\n\n"
+            "## メモ\n自由なメモ\n\n## 混在\n- [s](feedback_s.md) — y\nこの節には文もある\n")
+    facts = [claude_fact("feedback_r", "r", "x", "feedback"), claude_fact("feedback_s", "s", "y", "feedback"),
+             Fact("debugging", {"name": "debugging", "description": "コツ"}, "# t\n")]
+    out = index.regenerate(text, facts)
+    assert "## フィードバック" not in out and "## トピック" not in out
+    assert out.startswith("# Memory\n\n<!-- memctl:index:begin -->\n")
+    assert "## メモ\n自由なメモ\n" in out and "## 混在\nこの節には文もある\n" in out  # what else a section holds keeps it
+    assert index.regenerate(out, facts) == out
