@@ -39,7 +39,9 @@ def settled(store: Store, check):
     from .errors import LockTimeout, MemctlError
     from .fsutil import file_lock
 
-    if not store.cache_dir.is_dir():
+    from .store import holds_lock
+
+    if not store.cache_dir.is_dir() or holds_lock(store):  # (held here: no other command is midway)
         return check()
     try:
         with file_lock(store.cache_dir / "lock"):

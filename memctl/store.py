@@ -141,6 +141,11 @@ def _lock_key(store: Store) -> tuple[int, str]:
     return _thread.get_ident(), os.path.abspath(store.cache_dir)
 
 
+def holds_lock(store: Store) -> bool:
+    """Whether this thread holds the store lock (a second flock of it here would wait on itself)."""
+    return _HELD.get(_lock_key(store), 0) > 0
+
+
 def nested_lock(store: Store) -> bool:
     """Whether this thread holds the store lock more than once (a write inside another's)."""
     return _HELD.get(_lock_key(store), 0) > 1
