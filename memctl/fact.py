@@ -224,8 +224,10 @@ def _as_claude_code_reads_it(fm: str) -> dict | None:
     for line in fm.split("\n"):
         found = _TOP_LEVEL_LINE.match(line.rstrip("\r"))
         value = found.group(2) if found else ""
-        if found and not (value[:1] == value[-1:] and value[:1] in "'\"" and len(value) > 1) \
-                and not (value.startswith("[") and value.endswith("]")) and _NEEDS_QUOTES.search(value):
+        # A value that starts as YAML structure (a flow mapping or list, a quoted or block scalar, an
+        # anchor, alias, tag or comment) is left as YAML: quoted, `metadata: {type: feedback}` would be
+        # one string, and memctl's next write of the file would drop what it held.
+        if found and value[:1] not in "{[\"'|>&*!#" and _NEEDS_QUOTES.search(value):
             line = f'{found.group(1)}: "' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         lines.append(re.sub(r"^\t+", lambda tabs: "  " * len(tabs.group(0)), line))
     try:

@@ -108,7 +108,7 @@ def test_an_emoji_is_written_as_it_is_and_the_rest_byte_for_byte_as_before():
 @pytest.mark.parametrize("front, expected", [
     ("name: 注意: ログ\ndescription: Note: never log tokens\ntype: feedback",
      {"name": "注意: ログ", "description": "Note: never log tokens", "type": "feedback"}),
-    ("name: x\ndescription: {braces} and `make`: a note", {"name": "x", "description": "{braces} and `make`: a note"}),
+    ("name: x\ndescription: uses {braces} and `make`: a note", {"name": "x", "description": "uses {braces} and `make`: a note"}),
     ('name: x\ndescription: say "hi": \\\\ then', {"name": "x", "description": 'say "hi": \\\\ then'}),
     ("name: x\ndescription: d\nmetadata:\n\ttype: project", {"name": "x", "description": "d", "metadata": {"type": "project"}}),
 ])
@@ -116,6 +116,15 @@ def test_a_frontmatter_claude_code_reads_is_read_though_it_is_not_yaml(front, ex
     """helper-52: Claude Code's reader quotes a top-level value YAML would choke on (`description: Note:
     never log tokens`); memctl skipped such a file from list, recall and the hooks (invalid YAML)."""
     assert fact_mod.parse(f"---\n{front}\n---\nbody\n", "x").front == expected
+
+
+def test_a_lenient_reading_keeps_yaml_structure_on_the_other_lines():
+    """helper-55: the fallback quoted `metadata: {type: feedback, pinned: true}` into one string (and a
+    list with a comment into one tag); the next write of the file then dropped type and pin for good."""
+    front = fact_mod.parse("---\nname: tok2\ndescription: Note: never log tokens\n"
+                           "metadata: {type: feedback, importance: 0.9, pinned: true}\ntags: [a, b]  # mine\n---\nbody\n", "x").front
+    assert front == {"name": "tok2", "description": "Note: never log tokens", "tags": ["a", "b"],
+                     "metadata": {"type": "feedback", "importance": 0.9, "pinned": True}}
 
 
 def test_a_frontmatter_neither_reads_stays_an_error():
