@@ -108,8 +108,7 @@ def spawn(top: str, args: tuple[str, ...] | list[str]) -> tuple[int, int, int]:
     try:
         pid = os.posix_spawn(exe, git_argv(exe, top, args), os.environ, file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)],
-            setpgroup=0 if no_terminal() else None)
+            (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
     except OSError:
         os.close(out_r)
         os.close(err_r)
@@ -208,34 +207,48 @@ def take(top: str, args: tuple[str, ...]) -> tuple[int, int, int] | None:
     return _STARTED.pop((top, tuple(args)), None)
 
 
-_TERMINAL: list[bool] = []
-
-
-def no_terminal() -> bool:
-    """Whether this process has no controlling terminal (cron, launchd, a hook). Then each git memctl
-    starts gets a process group of its own, so that a git stopped early (a remote that hangs) is
-    stopped with its ssh (stop()); with a terminal, ssh may ask there for a passphrase, which it
-    could not from a process group of its own."""
-    if not _TERMINAL:
-        try:
-            os.close(os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY))
-            _TERMINAL.append(True)
-        except OSError:
-            _TERMINAL.append(False)
-    return not _TERMINAL[0]
-
-
 def stop(pid: int) -> None:
-    """Kill a git memctl started, with its process group when it has one of its own (its ssh)."""
+    """Kill a git memctl started, and what it started (its ssh): a git killed alone leaves its ssh
+    running for as long as the network hangs, which a cron job every 15 minutes piles up. git stays in
+    memctl's process group, so a signal to the group (`timeout`, launchd ending a job) still reaches it."""
     import signal  # noqa: PLC0415
 
+    for one in [*_descendants(pid), pid]:
+        try:
+            os.kill(one, signal.SIGKILL)
+        except OSError:  # already gone
+            pass
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, deepest first: from /proc on Linux, else from `pgrep -P` (macOS)."""
+    found: list[int] = []
+    for child in _children(pid):
+        found += [*_descendants(child), child]
+    return found
+
+
+def _children(pid: int) -> list[int]:
     try:
-        if os.getpgid(pid) == pid != os.getpgrp():
-            os.killpg(pid, signal.SIGKILL)
-        else:
-            os.kill(pid, signal.SIGKILL)
-    except OSError:  # already gone
-        pass
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        tasks = None
+    if tasks is not None:
+        children: list[int] = []
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                    children += [int(n) for n in handle.read().split()]
+            except (OSError, ValueError):
+                pass
+        return children
+    import subprocess  # noqa: PLC0415  (macOS: no /proc)
+
+    try:
+        done = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [int(n) for n in done.stdout.split() if n.isdigit()]
 
 
 def abandon(pid: int, out: int, err: int) -> None:

@@ -86,14 +86,11 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
             return subprocess.run([exe, *args], cwd=top, env={**os.environ, **env} if env else None,
                                   input=input, stdin=subprocess.DEVNULL if input is None else None, capture_output=True)
         with subprocess.Popen([exe, *args], cwd=top, env={**os.environ, **env} if env else None, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              process_group=0 if early.no_terminal() else None) as proc:
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
             try:
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                # git is killed, with its ssh when no terminal is there (early.stop: a cron job's would pile up
-                # for as long as the network is down); else its ssh (which holds the pipes too) is not waited for.
-                early.stop(proc.pid)
+                early.stop(proc.pid)  # git, and its ssh (which holds the pipes too, and waits on a dead network)
                 proc.stdout.close()
                 proc.stderr.close()
                 proc.wait()

@@ -4,6 +4,7 @@ there is work or a question. Real processes and real git; GIT_TRACE tells which 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -431,3 +432,48 @@ def test_an_ssh_remote_that_fails_is_named_by_ssh_s_own_line(tmp_path, said):
         done = memctl(store, "sync", env=extra)
         [line] = done.stderr.splitlines()
         assert done.returncode == 1 and "Could not read from remote repository" in line and said in line, line
+
+
+def test_a_sync_whose_process_group_is_ended_leaves_no_git_or_ssh_running(tmp_path):
+    """helper-55: with git in a process group of its own (an earlier form of the fix above), `timeout` or
+    launchd ending the job's group ended memctl and left its git fetch and ssh running."""
+    import os
+    import signal
+    import time
+
+    store = tmp_path / "store"
+    assert cli(None, "init", str(store)).exit_code == 0
+    pids = tmp_path / "ssh-pids"
+    ssh = tmp_path / "hanging-ssh"
+    ssh.write_text(f'#!/bin/sh\ncase "$1" in -G) exit 0;; esac\necho $$ >> {pids}\nexec sleep 600\n')
+    ssh.chmod(0o755)
+    git(store, "remote", "add", "origin", "ssh://unreachable.example/x.git")
+    git(store, "config", "core.sshCommand", str(ssh))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}
+    env.update(HF_HUB_OFFLINE="1", MEMCTL_NO_FAST="1")
+    job = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(store), "sync"], env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    try:
+        for _ in range(600):
+            if pids.exists() and pids.read_text().strip():
+                break
+            time.sleep(0.1)
+        assert pids.exists(), "the sync never reached its ssh"
+        os.killpg(job.pid, signal.SIGTERM)  # as `timeout` or launchd ends a job
+        job.wait(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+    left = []
+    for pid in [int(p) for p in pids.read_text().split()]:
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            left.append(pid)
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"ssh processes left running: {left}"
