@@ -369,6 +369,39 @@ def test_a_commit_after_the_early_status_is_not_taken_for_nothing_to_do(pair):
     assert not os.path.exists(f"/proc/{pid}")
 
 
+def _store_with_a_hanging_ssh(tmp_path: Path) -> tuple[Path, Path]:
+    """A store whose remote is reached through an ssh that writes its pid to the file returned, then hangs."""
+    store = tmp_path / "store"
+    assert cli(None, "init", str(store)).exit_code == 0
+    pids = tmp_path / "ssh-pids"
+    ssh = tmp_path / "hanging-ssh"
+    ssh.write_text(f'#!/bin/sh\ncase "$1" in -G) exit 0;; esac\necho $$ >> {pids}\nexec sleep 600\n')
+    ssh.chmod(0o755)
+    git(store, "remote", "add", "origin", "ssh://unreachable.example/x.git")
+    git(store, "config", "core.sshCommand", str(ssh))
+    return store, pids
+
+
+def _still_running(pids: list[int]) -> list[int]:
+    """Those of `pids` still running 10 s on (each then killed): the kill is sent, its delivery is the kernel's."""
+    import os
+    import signal
+    import time
+
+    left = []
+    for pid in pids:
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            left.append(pid)
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
 @pytest.mark.parametrize("work", ["a-commit-to-push", "memctl-toml-edited"])
 def test_a_remote_that_hangs_holds_an_unattended_sync_no_longer_than_its_timeout_and_leaves_no_ssh(tmp_path, work):
     """helper-53, as cron runs it (no terminal): with work to do, the `git ls-remote` started early was
@@ -378,14 +411,7 @@ def test_a_remote_that_hangs_holds_an_unattended_sync_no_longer_than_its_timeout
     import signal
     import time
 
-    store = tmp_path / "store"
-    assert cli(None, "init", str(store)).exit_code == 0
-    pids = tmp_path / "ssh-pids"
-    ssh = tmp_path / "hanging-ssh"
-    ssh.write_text(f'#!/bin/sh\ncase "$1" in -G) exit 0;; esac\necho $$ >> {pids}\nexec sleep 600\n')
-    ssh.chmod(0o755)
-    git(store, "remote", "add", "origin", "ssh://unreachable.example/x.git")
-    git(store, "config", "core.sshCommand", str(ssh))
+    store, pids = _store_with_a_hanging_ssh(tmp_path)
     if work == "a-commit-to-push":
         assert memctl(store, "remember", "pending", "-d", "a commit to push").returncode == 0
     else:  # refused before any fetch: the early ls-remote is never taken (it held the refusal for 154 s)
@@ -398,17 +424,7 @@ def test_a_remote_that_hangs_holds_an_unattended_sync_no_longer_than_its_timeout
                               stdin=subprocess.DEVNULL, capture_output=True, start_new_session=True, timeout=240)
     finally:
         started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
-        left = []
-        for pid in started:
-            for _ in range(100):  # (the kill is sent; its delivery is the kernel's)
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-            else:
-                left.append(pid)
-                os.kill(pid, signal.SIGKILL)
+        left = _still_running(started)
     if work == "a-commit-to-push":
         assert done.returncode == 1 and "got no answer within 3 s" in done.stderr, done.stderr
     else:
@@ -441,14 +457,7 @@ def test_a_sync_whose_process_group_is_ended_leaves_no_git_or_ssh_running(tmp_pa
     import signal
     import time
 
-    store = tmp_path / "store"
-    assert cli(None, "init", str(store)).exit_code == 0
-    pids = tmp_path / "ssh-pids"
-    ssh = tmp_path / "hanging-ssh"
-    ssh.write_text(f'#!/bin/sh\ncase "$1" in -G) exit 0;; esac\necho $$ >> {pids}\nexec sleep 600\n')
-    ssh.chmod(0o755)
-    git(store, "remote", "add", "origin", "ssh://unreachable.example/x.git")
-    git(store, "config", "core.sshCommand", str(ssh))
+    store, pids = _store_with_a_hanging_ssh(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}
     env.update(HF_HUB_OFFLINE="1", MEMCTL_NO_FAST="1")
     job = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(store), "sync"], env=env,
@@ -465,15 +474,5 @@ def test_a_sync_whose_process_group_is_ended_leaves_no_git_or_ssh_running(tmp_pa
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(job.pid, signal.SIGKILL)
-    left = []
-    for pid in [int(p) for p in pids.read_text().split()]:
-        for _ in range(100):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            left.append(pid)
-            os.kill(pid, signal.SIGKILL)
+    left = _still_running([int(p) for p in pids.read_text().split()])
     assert not left, f"ssh processes left running: {left}"
