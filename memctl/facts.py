@@ -571,12 +571,27 @@ def _written_since(store: Store, text: str) -> set[str]:
             and "/" not in line.target and not line.target.startswith(".") and (store.memory_dir / line.target).is_file()}
 
 
-def _deleted_targets(store: Store, text: str) -> set[str]:
-    """The files beside MEMORY.md that an index line links and that are gone (deleted by Claude Code or a
-    person, not archived): such a line, outside the block too, leaves MEMORY.md as an archived fact's does."""
-    return {line.target for line in index_mod.parse_lines(text)
-            if line.target.endswith(".md") and "/" not in line.target and "://" not in line.target
-            and not os.path.lexists(store.memory_dir / line.target)}
+def _deleted_targets(store: Store, text: str, *, say: bool = True) -> set[str]:
+    """In a Claude Code directory, the files beside MEMORY.md that an index line links and that git
+    saw deleted (Claude Code or a person deleted the fact; it was not archived): such a line, outside
+    the block too, leaves MEMORY.md as an archived fact's does. A line for a file never written (a
+    person's note of one to come) stays."""
+    if store.layout != "claude":
+        return set()
+    missing = {line.target for line in index_mod.parse_lines(text)
+               if line.target.endswith(".md") and "/" not in line.target and "://" not in line.target
+               and not os.path.lexists(store.memory_dir / line.target)}
+    deleted = {name for name in missing if gitstore.was_deleted(store.root, store.memory_dir / name)}
+    for name in sorted(deleted) if say else ():
+        errors.warn(f"{store.rel(store.index_path)}: the line for {name} goes: the file was deleted (not archived)")
+    return deleted
+
+
+def _kept_by_index(store: Store, target: str, text: str) -> bool:
+    """Whether regeneration keeps an index line for `target`, a file beside MEMORY.md that is not there
+    and that git never saw deleted (a person's line for a file to come): doctor's hint then says so."""
+    return ("/" not in target and "://" not in target and not os.path.lexists(store.memory_dir / target)
+            and target not in _deleted_targets(store, text, say=False) and target not in _archived_names(store))
 
 
 def _archived_names(store: Store) -> set[str]:
@@ -1239,6 +1254,8 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
                                     "listed (the next write, `memctl index` or the daily maintain drops its line)", "warning"))
             continue
         fix = "fix the marker lines by hand" if drift.kind == "damaged-block" else "run `memctl index`"
+        if drift.kind == "orphan" and _kept_by_index(store, drift.target, text):
+            fix = "no such file: remove the line by hand, or write the file (`memctl index` keeps a line it did not write)"
         problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", f"{drift.message} ({fix})"))
     lines = text.count("\n")
     limit_lines, limit_bytes = store.config.max_index_lines, store.config.max_index_bytes

@@ -761,6 +761,18 @@ def committed_text(root: Path, path: Path) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
+def was_deleted(root: Path, path: Path) -> bool:
+    """Whether git knew `path` and it is gone: in HEAD (removed since, not committed yet), or removed by a
+    commit. False outside git, and for a path git never had."""
+    top = toplevel(root)
+    if top is None:
+        return False
+    if _committed(top, path, "HEAD") is not None:
+        return True
+    done = run(top, "log", "-1", "--format=%H", "--diff-filter=D", "--", os.path.relpath(path, top))
+    return done.code == 0 and bool(done.out.strip())
+
+
 def matches_head(root: Path, paths: list[Path]) -> bool:
     """Whether each path's bytes in the work tree are what HEAD holds (both absent counts)."""
     top = toplevel(root)
