@@ -298,9 +298,14 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
             file_titles[row["file"]] = row["title"]
     present = present if present is not None else {f.file_name for f in facts}
     result = []
+    slugged: dict[str, list[str]] = {}  # Claude Code 2.1's slug of each title -> the titles
+    for title in titles:
+        slugged.setdefault(claude_slug(title), []).append(title)
     for fact in facts:
         fact = _titled(fact, file_titles.get(fact.file_name))
         values = by_file.get(fact.file_name)
+        if values is None and fact.name not in titles and len(slugged.get(fact.name, ())) == 1 and fact.name:
+            fact = _titled(fact, slugged[fact.name][0])  # a renamed file whose `name` Claude Code made a slug
         was = titles.get(fact.name)
         if values is None and was and was not in present and not (store.archive_dir / was).exists():
             values = by_file.get(was)  # (a fact forgotten or superseded keeps its own: a new one of its title starts afresh)

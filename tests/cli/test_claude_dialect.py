@@ -198,3 +198,22 @@ def test_claude_code_rewriting_memory_md_from_a_copy_older_than_the_block_is_tak
     assert cli(d, "index", env=ENV).exit_code == 0 and cli(d, "doctor", env=ENV).exit_code == 0
     text = (d / "MEMORY.md").read_text(encoding="utf-8")
     assert "(user_editor.md)" in text and "[レビュー方針](" in text
+
+
+def test_a_fact_claude_code_2_1_slugged_then_renamed_keeps_its_title_and_pin(tmp_path):
+    """helper-55: the sidecar follows a file Claude Code renames by the fact's title, but a 2.1 file's
+    `name` is only the slug of it: the renamed fact lost its title, its pin and its importance."""
+    import json
+
+    d = _adopted(tmp_path)
+    assert cli(d, "remember", "Deploy rules", "--type", "project", "-d", "deploy on tuesdays", env=ENV).exit_code == 0
+    assert cli(d, "pin", "Deploy rules", env=ENV).exit_code == 0
+    assert cli(d, "remember", "Deploy rules", "--update", "--importance", "0.8", env=ENV).exit_code == 0
+    path = d / json.loads(cli(d, "show", "Deploy rules", "--json", env=ENV).stdout)["path"]
+    _as_claude_code_2_1_edits_it(path, "deploy-rules", "project", "Tuesdays only.")
+    path.rename(d / "project_deployment.md")  # Claude Code renames it, and its index line
+    (d / "MEMORY.md").write_text((d / "MEMORY.md").read_text(encoding="utf-8").replace(f"({path.name})", "(project_deployment.md)"),
+                                 encoding="utf-8")
+    shown = json.loads(cli(d, "show", "Deploy rules", "--json", env=ENV).stdout)
+    assert (shown["name"], shown["importance"], shown["metadata"].get("pinned")) == ("Deploy rules", 0.8, True), shown
+    assert "### project_deployment.md" in cli(d, "context", env=ENV).stdout.split("## Pinned facts")[1]
