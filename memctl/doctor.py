@@ -32,19 +32,23 @@ def run(store: Store) -> list[Problem]:
     return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
 
 
+SETTLE_WAIT = 5.0  # seconds doctor waits for another command's store lock (past it, that command is live)
+
+
 def settled(store: Store, check):
     """`check()` while no memctl command is midway, under the store lock (not a write's: nothing is
     settled here): a write's undo log and a sync's merge are there while it runs, and are no sign of a
-    killed one then. Past the lock timeout the other command is live: nothing is said of it."""
+    killed one then. Past SETTLE_WAIT (or MEMCTL_LOCK_TIMEOUT, if shorter) the other command is live:
+    nothing is said of it."""
     from .errors import LockTimeout, MemctlError
-    from .fsutil import file_lock
+    from .fsutil import file_lock, lock_timeout
 
     from .store import holds_lock
 
     if not store.cache_dir.is_dir() or holds_lock(store):  # (held here: no other command is midway)
         return check()
     try:
-        with file_lock(store.cache_dir / "lock"):
+        with file_lock(store.cache_dir / "lock", min(lock_timeout(), SETTLE_WAIT)):
             return check()
     except LockTimeout:
         return []
