@@ -121,13 +121,8 @@ def _prose(text: str) -> list[str]:
     from . import index
 
     text = text.replace("\r\n", "\n")
-    lines = text.split("\n")
-    numbers = {line.lineno for line in index.parse_lines(text)}
-    span = index._block_span(lines)
-    if span is not None:
-        numbers |= {span[0] + 1, span[1] + 1}
-        numbers |= {n + 1 for n in range(span[0] + 1, span[1]) if index._HEADING_RE.match(lines[n].rstrip())}
-    return [line for number, line in enumerate(lines, start=1) if number not in numbers and line.strip()]
+    numbers = {line.lineno for line in index.parse_lines(text)} | index.frame_lines(text)
+    return [line for number, line in enumerate(text.split("\n"), start=1) if number not in numbers and line.strip()]
 
 
 def take_in(store) -> str | None:
@@ -189,6 +184,7 @@ CLAUDE_KEYS = ("name", "description", "type")  # what Claude Code writes at the 
 # not stamped yet, it moves every other top-level key there, adds these and makes `name` a slug): never
 # memctl's, so they stay in the file whatever memctl writes.
 CLAUDE_METADATA = ("node_type", "originSessionId")
+TITLE_CHARS = 100  # a title (`name`) longer than this is refused for a new fact, named by doctor
 
 
 def claude_slug(title: str) -> str:
@@ -200,7 +196,6 @@ def claude_slug(title: str) -> str:
     if re.fullmatch(r"[a-z0-9_-]+", title):
         return title
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-TITLE_CHARS = 100  # a title (`name`) longer than this is refused for a new fact, named by doctor
 
 
 def claude_stem(title: str, fact_type: str) -> str:

@@ -42,7 +42,6 @@ def settled(store: Store, check):
     nothing is said of it."""
     from .errors import LockTimeout, MemctlError
     from .fsutil import file_lock, lock_timeout
-
     from .store import holds_lock
 
     if not store.cache_dir.is_dir() or holds_lock(store):  # (held here: no other command is midway)

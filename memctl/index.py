@@ -405,6 +405,16 @@ def build_layout(
 _HEADING_RE = re.compile(r"^## [a-z][a-z0-9_-]*$")  # a group heading render_block writes (a type slug, `other`)
 
 
+def frame_lines(text: str) -> set[int]:
+    """The line numbers (from 1) of what frames the index lines in memctl's block: its two markers and
+    the `## type` headings between them."""
+    lines = text.split("\n")
+    span = _block_span(lines)
+    if span is None:
+        return set()
+    return {span[0] + 1, span[1] + 1} | {n + 1 for n in range(span[0] + 1, span[1]) if _HEADING_RE.match(lines[n].rstrip())}
+
+
 _SECTION_RE = re.compile(r"^#{1,6} \S")
 
 

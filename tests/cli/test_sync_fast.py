@@ -408,8 +408,6 @@ def test_a_remote_that_hangs_holds_an_unattended_sync_no_longer_than_its_timeout
     waited for without a bound (45 s for MEMCTL_GIT_TIMEOUT=5 against a remote that hangs 40 s), and
     each git stopped at the timeout left its ssh running, which a job every 15 minutes piles up."""
     import os
-    import signal
-    import time
 
     store, pids = _store_with_a_hanging_ssh(tmp_path)
     if work == "a-commit-to-push":
