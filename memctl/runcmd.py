@@ -116,10 +116,12 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
                     pipe.close()
 
     def settle(wait: float) -> None:
-        """Let the reading threads finish, at most `wait` seconds in all."""
+        """Let the reading threads finish, at most `wait` seconds in all (a stop may have landed
+        before each of them started: those are not waited for)."""
         end = time.monotonic() + wait
         for thread in threads:
-            thread.join(max(0.0, end - time.monotonic()))
+            if thread.ident is not None:
+                thread.join(max(0.0, end - time.monotonic()))
 
     # The timeout, Ctrl-C, or a SIGTERM / SIGHUP to memctl (`timeout`, run-job, launchd, a closed
     # terminal) kill the group: in its own session, no signal of ours reaches it, and it would outlive us.

@@ -256,3 +256,48 @@ def test_memctl_catches_a_stop_from_before_the_command_it_runs_starts(tmp_path, 
         signal.signal(signal.SIGHUP, previous)
     assert seen and all(handler not in (signal.SIG_DFL, signal.SIG_IGN) for handler in seen[0].values()), seen
     assert runcmd._GROUPS == set()
+
+
+def test_a_stop_that_lands_while_the_reading_threads_start_still_ends_the_command(tmp_path, monkeypatch):
+    """CI flake (SIGHUP test, once in ~40 runs): the signal came while runcmd started its reading
+    threads, and the cleanup joined one not started yet: a RuntimeError traceback instead of exit 129,
+    and the command left running. The signal is sent here at that moment, every time."""
+    import os
+    import signal
+    import threading
+
+    from memctl import errors, runcmd
+
+    script = tmp_path / "slow.sh"
+    script.write_text(f'#!/bin/sh\necho $$ > "{tmp_path}/pid"\nexec sleep 60\n', encoding="utf-8")
+    script.chmod(0o755)
+    real_start, started = threading.Thread.start, []
+
+    def start(thread):
+        started.append(thread)
+        if len(started) == 2:  # the first reading thread: the stop lands before it starts
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs between bytecodes of this thread
+                pass
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    with pytest.raises(errors.Interrupted) as stopped:
+        runcmd.run_command([str(script)], "", 60)
+    monkeypatch.undo()
+    assert stopped.value.exit_code == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if (tmp_path / "pid").exists():
+        pid = int((tmp_path / "pid").read_text())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError("the command outlived the stop")
