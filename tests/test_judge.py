@@ -135,6 +135,22 @@ def test_remember_never_runs_the_judge(root, tmp_path):
     assert calls(tmp_path) == []
 
 
+def ended(pid: int, wait: float = 10) -> bool:
+    """Whether the process is gone within `wait` seconds (if not, it is killed, and False)."""
+    import os
+    import signal
+
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return False
+
+
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
 def test_a_judge_dies_with_memctl_when_memctl_is_stopped(root, tmp_path, stop):
     """The judge runs in a session of its own (so a Ctrl-C in the terminal reaches only memctl, which
@@ -160,16 +176,7 @@ def test_a_judge_dies_with_memctl_when_memctl_is_stopped(root, tmp_path, stop):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + getattr(signal, stop), err
     assert err.strip().splitlines()[-1] == "memctl: error: terminated", err
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(judge_pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(judge_pid, signal.SIGKILL)
-        raise AssertionError("the judge outlived memctl")
+    assert ended(judge_pid), "the judge outlived memctl"
 
 
 def test_a_judge_cache_that_cannot_be_written_leaves_the_answer_standing_with_a_warning(root, tmp_path):
@@ -290,14 +297,4 @@ def test_a_stop_that_lands_while_the_reading_threads_start_still_ends_the_comman
     while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     if (tmp_path / "pid").exists():
-        pid = int((tmp_path / "pid").read_text())
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
-        else:
-            os.kill(pid, signal.SIGKILL)
-            raise AssertionError("the command outlived the stop")
+        assert ended(int((tmp_path / "pid").read_text())), "the command outlived the stop"
