@@ -587,11 +587,14 @@ def _deleted_targets(store: Store, text: str, *, say: bool = True) -> set[str]:
     return deleted
 
 
-def _kept_by_index(store: Store, target: str, text: str) -> bool:
-    """Whether regeneration keeps an index line for `target`, a file beside MEMORY.md that is not there
-    and that git never saw deleted (a person's line for a file to come): doctor's hint then says so."""
-    return ("/" not in target and "://" not in target and not os.path.lexists(store.memory_dir / target)
-            and target not in _deleted_targets(store, text, say=False) and target not in _archived_names(store))
+def _kept_by_index(store: Store, text: str) -> set[str]:
+    """The targets of index lines for files beside MEMORY.md that are not there and that git never saw
+    deleted (a person's line for a file to come): regeneration keeps such a line, and doctor's hint says so."""
+    missing = {line.target for line in index_mod.parse_lines(text) if "/" not in line.target
+               and "://" not in line.target and not os.path.lexists(store.memory_dir / line.target)}
+    if not missing:
+        return set()
+    return missing - _deleted_targets(store, text, say=False) - _archived_names(store)
 
 
 def _archived_names(store: Store) -> set[str]:
@@ -1247,6 +1250,7 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
     problems = []
     listed = listed_facts(live)
     expired = {f.file_name for f in live} - {f.file_name for f in listed}
+    kept = _kept_by_index(store, text)
     for drift in index_mod.drift(text, listed, topics):
         where = store.rel(store.memory_dir / drift.file) if drift.file else rel_index
         if drift.kind == "orphan" and drift.target in expired:  # expired since the last write: the daily job drops it
@@ -1254,7 +1258,7 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
                                     "listed (the next write, `memctl index` or the daily maintain drops its line)", "warning"))
             continue
         fix = "fix the marker lines by hand" if drift.kind == "damaged-block" else "run `memctl index`"
-        if drift.kind == "orphan" and _kept_by_index(store, drift.target, text):
+        if drift.kind == "orphan" and drift.target in kept:
             fix = "no such file: remove the line by hand, or write the file (`memctl index` keeps a line it did not write)"
         problems.append(Problem(where, drift.lineno, f"index-{drift.kind}", f"{drift.message} ({fix})"))
     lines = text.count("\n")
