@@ -859,6 +859,17 @@ def mark_sync_merge(root: Path, theirs: str) -> None:
         atomic_write(found / SYNC_MARK, theirs + "\n")
 
 
+def unmark_sync_merge(root: Path) -> None:
+    """Take the mark away once sync's merge is over (committed, or aborted); one a merge left unfinished
+    stays, for the next sync or doctor to know it."""
+    found = git_dir(root)
+    if found is not None and not (found / "MERGE_HEAD").exists():
+        try:
+            (found / SYNC_MARK).unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def sync_merge_unfinished(root: Path) -> bool:
     """Whether the unfinished merge is one `memctl sync` started (its MERGE_MSG; with none written yet,
     a MERGE_HEAD that is the commit sync marked), not a merge of the user's."""

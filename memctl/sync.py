@@ -546,7 +546,10 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             if theirs is not None and theirs != head and gitstore.run(top, "merge-base", "--is-ancestor", theirs, head).code != 0:
                 _refuse_incoming(store, top, head, theirs, f"{name}/{on_remote}")
                 incoming += int(gitstore.checked(top, "rev-list", "--count", f"{head}..{theirs}"))
-                commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{on_remote}")
+                try:
+                    commit_id, done, new = _merge(store, top, author, theirs, f"{name}/{on_remote}")
+                finally:
+                    gitstore.unmark_sync_merge(top)
                 resolved += done
                 copies += new
                 if commit_id:

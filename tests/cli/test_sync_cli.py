@@ -86,6 +86,7 @@ def test_both_clones_remember_update_state_and_add_episodes_then_sync_resolves_e
     for root in (a, b):
         assert cli(root, "ledger", "verify", "episodes").exit_code == 0
         assert cli(root, "doctor").exit_code == 0
+        assert not (root / ".git" / "memctl-sync-merge").exists()  # sync's mark goes with its merge
 
 
 def test_plain_git_pull_resolves_memctls_files_through_the_drivers(pair):
