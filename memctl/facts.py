@@ -571,16 +571,16 @@ def _written_since(store: Store, text: str) -> set[str]:
             and "/" not in line.target and not line.target.startswith(".") and (store.memory_dir / line.target).is_file()}
 
 
-def _deleted_targets(store: Store, text: str, *, say: bool = True) -> set[str]:
+def _deleted_targets(store: Store, text: str, archived: set[str], *, say: bool = True) -> set[str]:
     """In a Claude Code directory, the files beside MEMORY.md that an index line links and that git
-    saw deleted (Claude Code or a person deleted the fact; it was not archived): such a line, outside
-    the block too, leaves MEMORY.md as an archived fact's does. A line for a file never written (a
-    person's note of one to come) stays."""
+    saw deleted (Claude Code or a person deleted the fact; it is not among the `archived`): such a
+    line, outside the block too, leaves MEMORY.md as an archived fact's does. A line for a file never
+    written (a person's note of one to come) stays."""
     if store.layout != "claude":
         return set()
     missing = {line.target for line in index_mod.parse_lines(text)
                if line.target.endswith(".md") and "/" not in line.target and "://" not in line.target
-               and not os.path.lexists(store.memory_dir / line.target)}
+               and line.target not in archived and not os.path.lexists(store.memory_dir / line.target)}
     deleted = {name for name in missing if gitstore.was_deleted(store.root, store.memory_dir / name)}
     for name in sorted(deleted) if say else ():
         errors.warn(f"{store.rel(store.index_path)}: the line for {name} goes: the file was deleted (not archived)")
@@ -594,7 +594,8 @@ def _kept_by_index(store: Store, text: str) -> set[str]:
                and "://" not in line.target and not os.path.lexists(store.memory_dir / line.target)}
     if not missing:
         return set()
-    return missing - _deleted_targets(store, text, say=False) - _archived_names(store)
+    archived = _archived_names(store)
+    return missing - archived - _deleted_targets(store, text, archived, say=False)
 
 
 def _archived_names(store: Store) -> set[str]:
@@ -673,7 +674,7 @@ def update_index(store: Store, facts: list[fact_mod.Fact], refresh: set[str] = f
         current = without_bom(raw.decode("utf-8"))  # strict: a regenerated file would lose what is not UTF-8
         refuse_conflicts(current.encode("utf-8"), store.rel(path))
         layout = index_mod.build_layout(
-            current, facts, archived=archived | _deleted_targets(store, current), topics=topics, refresh=refresh,
+            current, facts, archived=archived | _deleted_targets(store, current, archived), topics=topics, refresh=refresh,
             limit_lines=store.config.max_index_lines, limit_bytes=store.config.max_index_bytes,
             rank=index_mod.rank_key(store.config.importance_for), recent=recent,
         )
@@ -1017,8 +1018,9 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, 
         touched += _write_index(store, [f for f in facts if f.stem != target.stem])
         sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)
     if target.pinned:
-        errors.warn(f"{target.stem} was pinned: context no longer includes it",
-                    hint=f"`memctl restore {target.stem}` brings it back, pinned")
+        label = target.name or target.stem
+        errors.warn(f"{label} was pinned: context no longer includes it",
+                    hint=f"`memctl restore {shlex.quote(label)}` brings it back, pinned")
     return Change("forgotten", moved, commit=sha)
 
 

@@ -150,10 +150,13 @@ def test_a_fact_claude_code_2_1_wrote_keeps_its_metadata_through_forget_and_rest
     path = d / "feedback_no_force_push.md"
     path.write_text(f"---\nname: no-force-push\ndescription: main への force push はしない\nmetadata:\n  node_type: memory\n"
                     f"  type: feedback\n  originSessionId: {SESSION_ID}\n---\n\nmain への force push は禁止。\n", encoding="utf-8")
-    claude_codes = fact.load(path).front
+    claude_codes, forgot = fact.load(path).front, None
     for args in (("pin", "no-force-push"), ("forget", "no-force-push", "--reason", "test"), ("restore", "no-force-push")):
         done = cli(d, *args, env=ENV)
+        forgot = done if args[0] == "forget" else forgot
         assert done.exit_code == 0, done.stderr
+        assert "deleted" not in done.stderr, done.stderr  # (forget said its own archived file "was deleted")
+    assert "no-force-push was pinned: context no longer includes it (hint: `memctl restore no-force-push`" in forgot.stderr
     assert fact.load(path).front == claude_codes
     assert cli(d, "doctor", env=ENV).exit_code == 0
 
