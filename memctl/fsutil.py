@@ -23,7 +23,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from .errors import BadInput, LockTimeout, MemctlError, Refused, warn
 
@@ -478,7 +478,7 @@ class ForeignLog(Exception):
 class _Log(NamedTuple):
     path: Path  # the log file (in .memctl/undo/)
     root: Path  # the store: writes outside it are refused, writes in `skip` are not logged (but `remove_logged`)
-    skip: tuple[Path, ...]  # .memctl/ (derived data, rebuilt rather than undone) and .git/ (git's own)
+    skip: tuple[Path, ...]  # .memctl/ (derived data, rebuilt rather than undone) and git's own folders
     records: list[Undo]  # this command's writes, in order: what it undoes
     sizes: list[int]  # the log file's size after each of them
     inode: list[int]  # the log file this command created ([] until its first write)
@@ -494,12 +494,15 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
     if log is None:
         return
     path = Path(path)
+    full = os.path.abspath(path)
+    skipped = any(Path(full).is_relative_to(skip) for skip in log.skip)
+    if skipped and not Path(full).is_relative_to(log.root):  # a linked worktree's git folders lie elsewhere
+        return
     refuse_link(log.root, path)
     if op == "M":
         assert other is not None
         refuse_link(log.root, other)
-    full = os.path.abspath(path)
-    if any(Path(full).is_relative_to(skip) for skip in log.skip):
+    if skipped:
         return
     if op == "W":
         # The old file survives the rename under a second name: keeping it costs no copy.
@@ -875,12 +878,13 @@ def settle() -> None:
 
 
 @contextlib.contextmanager
-def undo_log(log_path: Path, root: Path, skip: Path) -> Iterator[None]:
-    """Log every write made inside, and undo them all if the block raises (see the module doc)."""
+def undo_log(log_path: Path, root: Path, skip: Iterable[Path]) -> Iterator[None]:
+    """Log every write made inside, and undo them all if the block raises (see the module doc); writes
+    in `skip` (derived data, git's own folders) are not logged."""
     global _LOG
     root = Path(os.path.abspath(root))
     undo_folder(log_path, root).mkdir(parents=True, exist_ok=True)
-    log = _Log(log_path, root, (Path(os.path.abspath(skip)), root / ".git"), [], [], [], {})
+    log = _Log(log_path, root, (*(Path(os.path.abspath(p)) for p in skip), root / ".git"), [], [], [], {})
     _LOG = log
     try:
         yield

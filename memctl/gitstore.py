@@ -829,6 +829,23 @@ def git_dir(root: Path) -> Path | None:
     return None
 
 
+def common_git_dir(root: Path) -> Path | None:
+    """The folder git keeps what every worktree shares in (refs, config, info/attributes): a linked
+    worktree's git folder names it in its `commondir` file; else the git folder itself."""
+    found = git_dir(root)
+    if found is None:
+        return None
+    try:
+        return (found / (found / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, ValueError):
+        return found  # no commondir (the usual case), or one that cannot be read
+
+
+def git_folders(root: Path) -> list[Path]:
+    """The git folder of the work tree holding `root` and, for a linked worktree, the shared one."""
+    return list(dict.fromkeys(p for p in (git_dir(root), common_git_dir(root)) if p is not None))
+
+
 def unfinished_operation(root: Path) -> str | None:
     """"merge", "rebase", "cherry-pick" or "revert" when one was started and not finished; else None.
 
@@ -955,11 +972,7 @@ def _own_lock(top: Path, stderr: str) -> Path | None:
     if lock is None or found is None:
         return None
     lock = lock if lock.is_absolute() else Path(top) / lock
-    folders = [found]
-    try:  # a linked worktree's refs live in the main repository's folder
-        folders.append((found / (found / "commondir").read_text(encoding="utf-8").strip()).resolve())
-    except (OSError, ValueError):
-        pass  # no commondir (the usual case), or one that cannot be read: the git folder alone
+    folders = git_folders(top)  # a linked worktree's refs live in the main repository's folder
     return lock if any(lock.is_relative_to(f) or lock.resolve().is_relative_to(f.resolve()) for f in folders) else None
 
 
@@ -1127,7 +1140,7 @@ def register_merge_drivers(root: Path, lines: list[str]) -> list[str]:
         # changed since: the hand-edit check of `memctl sync` over 10,000 facts (docs/SYNC.md, "Speed").
         _run(top, "config", "core.untrackedCache", "true")
         changed.append("core.untrackedCache")
-    gitdir = git_dir(top)
+    gitdir = common_git_dir(top)  # git reads info/attributes there, for every worktree
     if gitdir is not None:
         info = gitdir / "info" / "attributes"
         text = info.read_text(encoding="utf-8") if info.exists() else ""

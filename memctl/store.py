@@ -126,7 +126,9 @@ class Store(NamedTuple):
                     from .claude_memory import take_in  # noqa: PLC0415
 
                     take_in(self)
-                with undo_log(self.undo_path, self.root, self.cache_dir):
+                from .gitstore import git_folders  # noqa: PLC0415
+
+                with undo_log(self.undo_path, self.root, (self.cache_dir, *git_folders(self.root))):
                     yield
             finally:
                 del _HELD[key]

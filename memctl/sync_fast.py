@@ -279,6 +279,8 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
     gitdir = gitstore.git_dir(top) if top is not None else None
     if top is None or gitdir is None or (gitdir / LOG_NAME).exists() or _legacy_remotes(gitdir) or has_pending(store):
         return None  # (pending access rows: sync() commits them)
+    if gitstore.common_git_dir(top) != gitdir:
+        return None  # a linked worktree: its refs and config are in the shared folder; sync() asks git
     local = _local_branch(gitdir)
     if local is None or gitstore.unfinished_operation(top) is not None:
         return None  # detached, or mid-merge: sync() says so

@@ -540,3 +540,26 @@ def test_the_first_sync_gives_the_branch_its_upstream_so_a_plain_git_pull_works(
     git(c, "branch", "--set-upstream-to=mine")
     assert cli(c, "sync", "--remote", "origin").exit_code == 0
     assert git(c, "config", f"branch.{branch}.remote").strip() == "."
+
+
+def test_a_linked_worktree_of_a_store_syncs_and_merges(pair, tmp_path):
+    """helper-56: in a `git worktree add` checkout, sync failed at once ("…/.git/worktrees/wt/info/attributes
+    is outside the store"), and, with that file made by hand, at every merge (the mark sync writes
+    before merging): a linked worktree's git folders lie outside the store."""
+    a, b, remote = pair
+    wt = tmp_path / "wt"
+    git(b, "worktree", "add", "-q", "--track", "-b", "side", str(wt), "origin/master")
+    assert cli(wt, "remember", "wt-fact", "-d", "書いたのはworktree").exit_code == 0
+    first = cli(wt, "sync")
+    assert first.exit_code == 0, first.stderr
+    assert cli(a, "sync").exit_code == 0 and (a / "memory" / "wt-fact.md").is_file()
+    assert cli(a, "remember", "a-fact", "-d", "from a").exit_code == 0 and cli(a, "sync").exit_code == 0
+    assert cli(wt, "remember", "wt-fact-2", "-d", "second").exit_code == 0
+    merged = cli(wt, "sync")  # the remote moved: a merge
+    assert merged.exit_code == 0, merged.stderr
+    assert (wt / "memory" / "a-fact.md").is_file() and git(wt, "log", "-1", "--format=%p").count(" ") == 1
+    assert cli(a, "sync").exit_code == 0 and (a / "memory" / "wt-fact-2.md").is_file()
+    common = b / ".git"
+    assert "memctl-fact" in (common / "info" / "attributes").read_text(encoding="utf-8")  # where git reads it
+    assert not list(common.rglob("memctl-sync-merge"))
+    assert cli(wt, "doctor").exit_code == 0
