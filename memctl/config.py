@@ -120,14 +120,16 @@ def load(path: Path) -> Config:
     return from_dict(raw, source=path)
 
 
-def check_text(data: bytes, source: str) -> None:
-    """BadInput when `data` (memctl.toml as another commit has it) would not load: not UTF-8, not TOML,
-    or a value of the wrong kind (from_dict)."""
+def check_text(data: bytes, source: str) -> dict[str, Any]:
+    """What TOML makes of `data` (memctl.toml as another commit has it); BadInput when it would not
+    load: not UTF-8, not TOML, or a value of the wrong kind (from_dict)."""
     try:
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as `load` reads it: universal newlines
     except UnicodeDecodeError:
         raise BadInput(f"{source}: not UTF-8") from None
-    from_dict(_loads(text, source), source=source)
+    raw = _loads(text, source)
+    from_dict(raw, source=source)
+    return raw
 
 
 PARSED_CACHE = ".memctl/config.marshal"  # seal + marshal of (text, what tomllib made of it): a cache, rebuilt at will

@@ -200,10 +200,20 @@ def parse_job(name: str, table: Any) -> Job:
 
 
 def _jobs_table(store: Store) -> dict[str, Any]:
-    table = store.config.raw.get("jobs", {})
+    return _tables(store.config.raw)
+
+
+def _tables(raw: dict[str, Any]) -> dict[str, Any]:
+    table = raw.get("jobs", {})
     if not isinstance(table, dict):
         raise BadInput("memctl.toml: jobs must be tables ([jobs.NAME])")
     return table
+
+
+def check_declared(raw: dict[str, Any]) -> None:
+    """BadInput for the first job table of a memctl.toml (parsed: `raw`) that memctl would not load."""
+    for name, table in _tables(raw).items():
+        parse_job(name, table)
 
 
 def load_jobs(store: Store) -> list[Job]:

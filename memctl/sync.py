@@ -332,8 +332,9 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
 
 def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, label: str,
                               merged: bool = False) -> None:
-    """Refused: a memctl.toml (`theirs`', or the merge's: `merged`) that memctl would not load. Taken in,
-    it stopped every command of this clone, `sync` included, so not even the remote's fix could come in."""
+    """Refused: a memctl.toml (`theirs`', or the merge's: `merged`) that memctl would not load, or with a
+    job table it would not load. Taken in, it stopped every command (or every job) of this clone, `sync`
+    included, so not even the remote's fix could come in."""
     rel = os.path.relpath(store.config_path, top)
     if merged:
         data = store.config_path.read_bytes() if store.config_path.is_file() else b""
@@ -344,9 +345,15 @@ def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, l
     if not data:
         return
     from .config import check_text  # noqa: PLC0415
+    from .jobs import check_declared  # noqa: PLC0415
 
+    source = f"memctl.toml {'as merged with' if merged else 'of'} {label}"
     try:
-        check_text(data, f"memctl.toml {'as merged with' if merged else 'of'} {label}")
+        raw = check_text(data, source)
+        try:  # a job table it would not load: every job of this clone (its maintenance too) refused to run
+            check_declared(raw)
+        except BadInput as exc:
+            raise BadInput(exc.message.replace("memctl.toml:", f"{source}:", 1)) from None
     except BadInput as exc:
         raise Refused(f"{exc.message}; nothing was merged or pushed", kind="config-incoming",
                       hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "

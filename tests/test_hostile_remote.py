@@ -446,6 +446,8 @@ BAD_CONFIGS = {
     "lots": ("\n[facts.default_importance]\nproject = \"lots\"\n", "project must be a number from 0 to 1, not 'lots'"),
     "file-number": ("\n[ledgers.y]\ncolumns = [1, 2]\nfile = 7\n", "[ledgers.y] file must be a text, not 7"),
     "negative": (None, "[facts] max_index_lines must be a whole number from 1, not -1"),
+    # helper-56: taken in, every job of the clone failed (its maintenance too) and `schedule` exited 2
+    "job": ('\n[jobs.evil]\ncommand = "sync"\nscript = "x.sh"\ninterval = "1m"\n', "[jobs.evil] needs exactly one of command"),
 }
 
 
