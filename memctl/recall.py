@@ -740,13 +740,20 @@ def _windows(conn, query: str, own: dict[int, float], use: str, calibration, sim
 
 
 def check_query(query: str) -> str:
-    """The query as searched: bad input refused, a very long one cut to MAX_QUERY_CHARS."""
+    """The query as searched: bad input refused, `<private>` text taken out (as the prompt hook does:
+    private words neither find a fact nor dilute the others' relevance), a very long one cut to
+    MAX_QUERY_CHARS."""
+    from .private import hide
+
     if not query.strip():
         raise BadInput("the query is empty", hint="give the words to look for, in any language")
     try:
         query.encode("utf-8")
     except UnicodeEncodeError:
         raise BadInput("the query is not valid UTF-8", hint="check the caller's encoding") from None
+    query = hide(query, " ")[0]
+    if not query.strip():
+        raise BadInput("the query is all <private> text", hint="give the words to look for outside <private>…</private>")
     return query[:MAX_QUERY_CHARS]
 
 

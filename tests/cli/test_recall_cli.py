@@ -239,3 +239,16 @@ def test_a_short_prompt_about_an_app_does_not_bring_every_fact(root):
     assert json.loads(cli(root, "recall", "apply patches", "--mode", "keyword", "--json").stdout)[0]["name"] == "patch"
     assert [rindex._stem(w) for w in ("quickly", "weekly", "apply", "supply", "reply", "family", "early")] == [
         "quick", "week", "apply", "supply", "reply", "family", "early"]
+
+
+def test_private_text_in_a_query_neither_finds_nor_dilutes_as_in_the_prompt_hook(root):
+    """helper-57: `recall "<private>パスワードはhunter2</private> payment"` searched the private words too:
+    the fact's relevance fell under the floor (nothing, exit 1), where the prompt hook hides them first."""
+    _seed(root)
+    plain = json.loads(cli(root, "recall", "payment Fridays", "--mode", "keyword", "--json").stdout)
+    hidden = cli(root, "recall", "<private>パスワードは hunter2 xylophone</private> payment Fridays", "--mode", "keyword", "--json")
+    assert hidden.exit_code == 0, hidden.stderr
+    assert [(h["name"], h["relevance"]) for h in json.loads(hidden.stdout)] == [(h["name"], h["relevance"]) for h in plain]
+    assert "hunter2" not in access_log(root)
+    only = cli(root, "recall", "<private>hunter2</private>", "--mode", "keyword")
+    assert only.exit_code == 2 and "the query is all <private> text" in only.stderr
