@@ -247,7 +247,7 @@ def is_passage(store: Store, key: str) -> bool:
 
 def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
     """A fact by file stem, name, file name or path; live facts first, then the archive (newest first)."""
-    key = check_key(key_from_path(store, key))
+    key = check_key(key_from_path(store, key), titles=store.layout == "claude")
     live = scan(store)
     found = _match(live.facts, key)
     if found is None:
@@ -358,12 +358,15 @@ def _check_text(value: str | None, label: str) -> None:
         raise BadInput(f"{label} contains a NUL character", hint="remove it; fact files are text", arg=label)
 
 
-def check_key(key: str) -> str:
+def check_key(key: str, *, titles: bool = False) -> str:
     """The one rule for naming an existing fact (show, pin, forget, log, remember --update,
     --supersedes): its file stem or its `name:`, whatever characters that name has
-    (a Claude Code fact may be called "Merge freeze"); never a path. A *new* fact's name
-    becomes its file name and must also pass `fact.validate_name`."""
-    if not key or "/" in key or "\x00" in key or key in (".", ".."):
+    (a Claude Code fact may be called "Merge freeze"); never a path. `titles`: a Claude Code
+    directory, where a name is a title that may hold a `/` ("CI/CD の手順": its file gets a stem
+    of its own), but no part of a path (`..`, a leading `/`). A *new* fact's name in a memctl
+    store becomes its file name and must also pass `fact.validate_name`."""
+    parts = key.split("/") if titles else [key]
+    if not key or "\x00" in key or any(part in ("", ".", "..") for part in parts) or ("/" in key and not titles):
         raise BadInput(f"invalid fact name {key!r}", hint="give a fact name or file stem, not a path")
     return key
 
@@ -383,14 +386,15 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
         _check_text(tag, "tag")
     for old in spec.supersedes:
         _check_text(old, "supersedes")
+    titles = store.layout == "claude"
     if update:
-        check_key(spec.name)
+        check_key(spec.name, titles=titles)
     elif store.layout == "claude" and not fact_mod.NAME_RE.match(spec.name):
         _check_title(spec.name)  # Claude Code's `name` is a title; the file gets a stem of its own
     else:
         fact_mod.validate_name(spec.name)
     for old in spec.supersedes:
-        check_key(old)
+        check_key(old, titles=titles)
     if spec.description is not None:
         fact_mod.validate_description(spec.description)
     if spec.type is not None:
@@ -416,7 +420,7 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
 def _check_title(title: str) -> None:
     from .claude_memory import TITLE_CHARS
 
-    check_key(title)
+    check_key(title, titles=True)
     if len(title) > TITLE_CHARS or any(c in title for c in "[]\n\r\t"):
         raise BadInput(f"invalid fact title {title[:40]!r}{'...' if len(title) > 40 else ''}",
                        hint=f"a short title: up to {TITLE_CHARS} characters on one line, without [ or ]")

@@ -83,7 +83,7 @@ def _find(store: Store, name: str):
                 found[item.name] = item
         return found
 
-    facts.check_key(name)
+    facts.check_key(name, titles=store.layout == "claude")
     direct = _live_file(store, name)
     if direct is not None:
         return direct
@@ -99,7 +99,7 @@ def _live_file(store: Store, stem: str):
     from .. import fact as fact_mod
     from ..fsutil import link_on_way
 
-    if stem == "MEMORY" or stem.startswith("."):
+    if stem == "MEMORY" or stem.startswith(".") or "/" in stem:
         return None
     path = store.memory_dir / f"{stem}.md"
     try:  # a link is never read (docs/RELIABILITY.md)

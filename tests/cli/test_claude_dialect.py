@@ -220,3 +220,26 @@ def test_a_fact_claude_code_2_1_slugged_then_renamed_keeps_its_title_and_pin(tmp
     shown = json.loads(cli(d, "show", "Deploy rules", "--json", env=ENV).stdout)
     assert (shown["name"], shown["importance"], shown["metadata"].get("pinned")) == ("Deploy rules", 0.8, True), shown
     assert "### project_deployment.md" in cli(d, "context", env=ENV).stdout.split("## Pinned facts")[1]
+
+
+def test_a_title_with_a_slash_names_its_fact_in_every_command_but_no_path_does(tmp_path):
+    """helper-57: Claude Code titles a fact "CI/CD の手順"; `list` printed it, `forget` took it, and show,
+    pin, log, restore and remember --update refused it ("invalid fact name ... not a path", exit 2)."""
+    d = _adopted(tmp_path)
+    (d / "reference_cicd.md").write_text("---\nname: CI/CD の手順\ndescription: CIはGitHub Actions\ntype: reference\n---\nx\n",
+                                         encoding="utf-8")
+    with (d / "MEMORY.md").open("a", encoding="utf-8") as handle:  # as Claude Code writes it
+        handle.write("- [CI/CD の手順](reference_cicd.md) — CIはGitHub Actions\n")
+    assert cli(d, "doctor", env=ENV).exit_code == 0  # taken in
+    for args in (("show", "CI/CD の手順"), ("pin", "CI/CD の手順"), ("log", "CI/CD の手順"),
+                 ("remember", "CI/CD の手順", "--update", "-d", "CIはGitHub Actions、CDはArgo CD"),
+                 ("forget", "CI/CD の手順", "--reason", "移行した"), ("restore", "CI/CD の手順"),
+                 ("remember", "API/v2 の設計", "-d", "v2はRESTのまま", "--type", "project"), ("show", "API/v2 の設計")):
+        done = cli(d, *args, env=ENV)
+        assert done.exit_code == 0, (args, done.stderr)
+    assert "CDはArgo CD" in cli(d, "show", "CI/CD の手順", env=ENV).stdout
+    assert not any(p.is_dir() for p in d.iterdir() if p.name not in (".git", ".memctl", "archive"))  # no folder made
+    for bad in ("../etc", "/etc/passwd", "CI//CD", "a/./b"):
+        done = cli(d, "show", bad, env=ENV)
+        assert done.exit_code == 2 and "not a path" in done.stderr, (bad, done.stderr)
+    assert cli(d, "doctor", env=ENV).exit_code == 0
