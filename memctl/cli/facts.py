@@ -13,6 +13,8 @@ from ..errors import BadInput, FAILED
 from .root import app
 from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, store_from
 
+SIMILAR_SHOWN = 5  # `remember` warns of the most similar facts; --json lists every one
+
 
 def _read_stdin(label: str) -> str:
     data = sys.stdin.buffer.read()
@@ -75,12 +77,14 @@ def remember(
         supersedes=tuple(supersedes or ()), pinned=True if pin else None,
         update=update, force=force, strict=strict, commit=not no_commit, allow_secrets=allow_secrets,
     )
-    for hit in change.similar:
+    for hit in change.similar[:SIMILAR_SHOWN]:
         how = f"{hit.shared} shared keywords" if hit.method == "keywords" else f"by {hit.method}" + ("" if hit.near else ", similar band")
         output.warn(
             f"similar fact: {store.rel(hit.fact.path)} (score {hit.score:.2f}, {how})",
             hint="--update or --supersedes it if this is the same fact",
         )
+    if len(change.similar) > SIMILAR_SHOWN:
+        output.warn(f"and {len(change.similar) - SIMILAR_SHOWN} more similar facts", hint="--json lists them all")
     path = store.rel(change.fact.path)
     if json:
         output.emit_json({

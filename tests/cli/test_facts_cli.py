@@ -558,3 +558,16 @@ def test_the_path_remember_prints_names_the_fact_in_memctls_own_store(root, monk
     link = root.parent / "via-link"
     link.symlink_to(root)  # (review: /tmp on macOS is /private/tmp; $PWD in a linked folder)
     assert "本番デプロイは火曜日" in cli(root, "show", str(link / "memory" / "deploy.md")).stdout
+
+
+def test_remember_warns_of_the_five_most_similar_facts_and_counts_the_rest(root):
+    """helper-57: among 1,500 templated facts one `remember` printed 55 "similar fact" warnings."""
+    for n in range(8):
+        assert cli(root, "remember", f"restart-{n}", "--description", f"本番データベースは毎朝再起動する 項目{n}").exit_code == 0
+    r = cli(root, "remember", "restart", "--description", "本番データベースは毎朝再起動する")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.count("similar fact: memory/restart-") == 5, r.stderr
+    assert "memctl: warning: and 3 more similar facts (hint: --json lists them all)" in r.stderr
+    listed = json.loads(cli(root, "remember", "restart-x", "--description", "本番データベースは毎朝再起動する。", "--force",
+                            "--json").stdout)["similar"]
+    assert len(listed) >= 8
