@@ -126,6 +126,10 @@ def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], plain: st
         emit_lines("\t".join(_escape(row.get(c)) for c in columns) for row in rows)
 
 
+WHOLE_CELL = 32  # characters: a table column whose cells are all one word this short is not wrapped
+WRAPPED_MIN = 10  # columns: the least width left to each column that wraps beside them
+
+
 def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     if not cells:
         return
@@ -133,13 +137,23 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     from rich.table import Table  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415  (cells as plain text: no markup is read in them)
 
+    from rich.cells import cell_len  # noqa: PLC0415
+
+    console = Console()
+    widths = [max(cell_len(text) for text in (column, *(line[at] for line in cells))) for at, column in enumerate(columns)]
+    # A column of ids, times, scores (no space, short) is not broken where the others can still wrap
+    # beside it (each at least WRAPPED_MIN wide): copied, it must be whole. Else every column folds.
+    whole = [all(" " not in line[at] and len(line[at]) <= WHOLE_CELL for line in cells) for at in range(len(columns))]
+    needed = 1 + sum(3 + (width if keep else min(width, WRAPPED_MIN)) for width, keep in zip(widths, whole))
+    if needed > console.width:
+        whole = [False] * len(columns)
     table = Table(show_lines=False)
-    for column in columns:
-        table.add_column(Text(column), overflow="fold")
+    for column, keep in zip(columns, whole):
+        table.add_column(Text(column), overflow="fold", no_wrap=keep)
     for line in cells:
         table.add_row(*map(Text, line))
     with _printing:
-        Console().print(table)
+        console.print(table)
 
 
 def _cell(value: Any) -> str:
