@@ -312,7 +312,8 @@ def create(store: Store, name: str, columns: Iterable[str], *, unique: str | Non
     path = store.ledgers_dir / decl.file
     with store.lock(commits=commit_changes):
         if name in declarations(store):
-            raise Refused(f"ledger {name!r} is already declared in memctl.toml")
+            raise Refused(f"ledger {name!r} is already declared in memctl.toml", kind="ledger-declared", name=name,
+                          hint="the ledgers and their files are listed by memctl ledger list; pick another name for a new one")
         if path.exists():
             raise Refused(f"{store.rel(path)} already exists", hint="adopt it instead, naming its columns", kind="adopt-ledger",
                           path=store.rel(path))

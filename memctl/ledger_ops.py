@@ -117,7 +117,8 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
                       header=header, unique=unique)
     with store.lock(commits=commit_changes):
         if name in declarations(store):
-            raise Refused(f"ledger {name!r} is already declared in memctl.toml")
+            raise Refused(f"ledger {name!r} is already declared in memctl.toml", kind="ledger-declared", name=name,
+                          hint="the ledgers and their files are listed by memctl ledger list; pick another name for a new one")
         with_config = config_committable(store, commit_changes, f"the declaration of ledger {name!r}")
         config_mod.add_ledger_decl(store.config_path, decl)
         paths = [store.config_path, path] if with_config else [path]
