@@ -46,7 +46,13 @@ def project_caveats(clients: list[str], project: Path) -> list[str]:
     """What keeps each agent from using a project-scope install as it stands (hosts.project_caveats)."""
     from . import hosts
 
-    return [caveat for client in clients if client in hosts.HOST for caveat in hosts.project_caveats(client, project)]
+    claude = [CLAUDE_APPROVAL] if "claude-code" in clients else []
+    return claude + [caveat for client in clients if client in hosts.HOST for caveat in hosts.project_caveats(client, project)]
+
+
+# Claude Code 2.1 asks once before it starts a server a project's .mcp.json declares
+CLAUDE_APPROVAL = ("Claude Code asks you to approve the project's MCP server (.mcp.json) at its next start here; until then "
+                   "`claude mcp list` shows memctl as pending approval (the local or user scope needs none)")
 
 
 def status(client: str, project: Path) -> list[dict[str, Any]]:

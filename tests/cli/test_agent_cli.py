@@ -39,6 +39,8 @@ def test_install_twice_changes_nothing(project, root):
     first = cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(root))
     assert first.exit_code == 0, first.stderr
     assert first.stdout.splitlines() == [str(project / ".claude" / "settings.json"), str(project / ".mcp.json")]
+    # helper-57: `claude mcp list` showed "Pending approval" and nothing had said so
+    assert "Claude Code asks you to approve the project's MCP server (.mcp.json) at its next start here" in first.stderr
     written = _files(project)
     second = cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(root), "--json")
     assert second.exit_code == 0
