@@ -797,7 +797,11 @@ def remember(
     _check_input(store, spec, update)
     vector_hits: list[Similar] = []
     if vector_check is not None and spec.description is not None:
-        vector_hits = vector_check(spec.name, spec.description, {spec.name} | set(spec.supersedes))
+        try:
+            vector_hits = vector_check(spec.name, spec.description, {spec.name} | set(spec.supersedes))
+        except KeyboardInterrupt as exc:  # stopped while embedding the store (the first time: minutes)
+            said, code = errors.interrupted_line(exc)
+            raise errors.Interrupted(f"{said}; {spec.name} was not {'changed' if update else 'written'}", code) from None
     if not update and spec.description is None:
         raise BadInput("description is required for a new fact", hint="give the new fact a one-line description",
                        arg="description", kind="description-required")

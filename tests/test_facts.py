@@ -1,0 +1,22 @@
+"""facts.remember at its seams with the embedder (the vector check runs before anything is written)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_a_remember_stopped_while_embedding_says_the_fact_was_not_written(root):
+    """helper-57: Ctrl-C during remember's first embedding said only "353 of 1,500 texts embedded and
+    kept": nothing said that the fact itself was not written (it was not: nothing is written before)."""
+    from memctl import errors, facts
+    from memctl.store import open_store
+
+    store = open_store(root)
+
+    def stopped(name, description, skip):
+        raise errors.Interrupted("interrupted: 353 of 1,500 texts embedded and kept in the vector cache", 130)
+
+    with pytest.raises(errors.Interrupted) as caught:
+        facts.remember(store, facts.FactInput(name="newfact", description="新しい事実"), vector_check=stopped)
+    assert caught.value.message.endswith("kept in the vector cache; newfact was not written") and caught.value.exit_code == 130
+    assert not (store.memory_dir / "newfact.md").exists()
