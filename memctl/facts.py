@@ -132,7 +132,7 @@ def misnamed_problem(store: Store, path: Path) -> Problem:
     shown = os.fsencode(shown).decode("utf-8", "backslashreplace")  # then bytes that are not UTF-8: \xff
     why = "is not UTF-8" if not utf8_name(rel) else "holds a control character (a line break, a tab)"
     return Problem(shown, 0, "name", f"the file name {why}: memctl does not read it "
-                   f"(rename it: git -C <store> mv -- $'{shown}' memory/NEW-NAME.md)")
+                   f"(rename it: {gitstore.git_c(store.root)} mv -- $'{shown}' memory/NEW-NAME.md)")
 
 
 def link_problem(store: Store, link: Path) -> Problem:

@@ -94,16 +94,17 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
                 proc.stdout.close()
                 proc.stderr.close()
                 proc.wait()
-                raise no_answer(next((a for a in args[1:] if not a.startswith("-") and "=" not in a), ""), timeout) from None
+                raise no_answer(next((a for a in args[1:] if not a.startswith("-") and "=" not in a), ""), timeout, top) from None
             return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     except OSError as exc:  # git vanished, or the directory did
         raise GitError(f"cannot run git: {exc}", hint="check that git runs (MEMCTL_GIT, PATH)", kind="git-fails") from None
 
 
-def no_answer(what: str, timeout: float) -> GitError:
-    """The error of a git (`what`: its command) stopped after `timeout` seconds without an answer."""
+def no_answer(what: str, timeout: float, top: Path | str | None = None) -> GitError:
+    """The error of a git (`what`: its command, run in `top`) stopped after `timeout` seconds without an answer."""
+    remotes = f"{git_c(Path(top))} remote -v" if top is not None else "git remote -v"
     return GitError(f"git {what + ' ' if what else ''}got no answer within {timeout:g} s; nothing more was done",
-                    kind="git-timeout", hint="check the remote and the network (git -C <store> remote -v), or raise MEMCTL_GIT_TIMEOUT")
+                    kind="git-timeout", hint=f"check the remote and the network ({remotes}), or raise MEMCTL_GIT_TIMEOUT")
 
 
 def network_timeout() -> float:
@@ -827,6 +828,13 @@ def git_dir(root: Path) -> Path | None:
                 return target if target.is_absolute() else (folder / target).resolve()
             return None
     return None
+
+
+def git_c(root: Path) -> str:
+    """`git -C <root>`, quoted for a shell: the start of a command a hint gives (a job's reader is not in the store)."""
+    import shlex  # noqa: PLC0415
+
+    return f"git -C {shlex.quote(str(root))}"
 
 
 def common_git_dir(root: Path) -> Path | None:

@@ -158,7 +158,7 @@ def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
                 appended.append(path)
                 continue
         raise Refused(f"{store.rel(path)} has uncommitted changes; nothing was fetched or merged",
-                      hint="commit or discard them first (git -C <store> status), then memctl sync")
+                      hint=f"commit or discard them first ({gitstore.git_c(store.root)} status), then memctl sync")
     if appended:
         from .store import commit  # noqa: PLC0415
 
@@ -209,7 +209,7 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
     blocked = sorted(p for p in unmerged if kinds[p] in (None, "config"))
     if blocked:  # _merge aborts the merge
         names = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
-        hint = ("merge it by hand: git -C <store> pull --no-rebase, fix memctl.toml, git commit; then memctl sync"
+        hint = (f"merge it by hand: {gitstore.git_c(store.root)} pull --no-rebase, fix memctl.toml, git commit; then memctl sync"
                 if "config" in {kinds[p] for p in blocked} else
                 "these are not memctl's files: merge by hand (git pull --no-rebase, fix, git commit), then memctl sync")
         raise Refused(f"both sides changed {names} in ways git cannot merge; nothing was merged or pushed", hint=hint)
@@ -446,9 +446,9 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
     if done.code != 0 and not merging:
         if "unrelated histories" in done.err:
             raise Refused(f"{label} has no history in common with this store; nothing was merged or pushed",
-                          hint="is the remote the right store? (git -C <store> remote -v); to join two stores, merge them by hand")
+                          hint=f"is the remote the right store? ({gitstore.git_c(store.root)} remote -v); to join two stores, merge them by hand")
         raise GitError(f"git merge failed: {gitstore.reason(done.err, done.out.strip())}",
-                       hint="git -C <store> status")
+                       hint=f"{gitstore.git_c(store.root)} status")
     resolved = _read_log(top, store)
     if not merging:  # a fast-forward (or nothing to merge): HEAD holds what git wrote
         settle()
@@ -536,9 +536,9 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
         if state.dirty:
             state = branch(store, top)
         names = [] if remote is None and "/" in state.upstream else [n for n in gitstore.run(top, "remote").out.splitlines() if n]
-        name = choose_remote(remote, state.upstream, names)
+        name = choose_remote(remote, state.upstream, names, store.root)
         if not state.name:
-            raise Refused("HEAD is detached: sync needs a branch", hint="git -C <store> switch BRANCH")
+            raise Refused("HEAD is detached: sync needs a branch", hint=f"{gitstore.git_c(store.root)} switch BRANCH")
         on_remote = remote_branch(name, state.upstream, state.name)
         _read_log(top, store)  # what an earlier `git pull` resolved is history now
         start = head = state.head
@@ -574,7 +574,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             if not any(s in sent.err for s in ("non-fast-forward", "fetch first", "rejected")) or attempt == PUSH_ATTEMPTS:
                 raise GitError(f"cannot push to {name}: {gitstore.reason(sent.err, 'git push failed')}",
                                hint="the merge is committed here; run `memctl sync` again" + (
-                                   "" if "rejected" in sent.err else ", after checking access: git -C <store> remote -v"))
+                                   "" if "rejected" in sent.err else f", after checking access: {gitstore.git_c(store.root)} remote -v"))
         end = head
         if "/" not in state.upstream and (pushed or theirs is not None):
             _track(top, state.name, name, on_remote)

@@ -133,14 +133,14 @@ def branch(store: Store, top: Path) -> Branch:
     return _parse_status(gitstore.checked(top, *_status_args(store, top)))
 
 
-def choose_remote(remote: str | None, upstream: str, names: list[str]) -> str:
+def choose_remote(remote: str | None, upstream: str, names: list[str], root: Path) -> str:
     """--remote NAME if it exists, else the branch's upstream, else origin, else the only remote."""
     if remote is None and "/" in upstream:
         return upstream.split("/", 1)[0]  # the branch's upstream: git checked its remote exists
     if remote is not None:
         if remote not in names:
             raise NotFound(f"no git remote named {remote!r}" + (f" (remotes: {', '.join(names)})" if names else ""),
-                           hint="git -C <store> remote -v lists them; add one with `git remote add NAME URL`")
+                           hint=f"{gitstore.git_c(root)} remote -v lists them; add one with `git remote add NAME URL`")
         return remote
     if "origin" in names:
         return "origin"
@@ -148,7 +148,7 @@ def choose_remote(remote: str | None, upstream: str, names: list[str]) -> str:
         return names[0]
     if not names:
         raise NotFound("no git remote is configured for this store",
-                       hint="add one: git -C <store> remote add origin URL (docs/SYNC.md)")
+                       hint=f"add one: {gitstore.git_c(root)} remote add origin URL (docs/SYNC.md)")
     raise BadInput(f"several remotes ({', '.join(names)}) and none is the branch's upstream", hint="name the remote", kind="which-remote")
 
 
@@ -164,7 +164,7 @@ def fetch(top: Path, name: str, branch_name: str) -> str | None:
         return None  # an empty remote, or a branch not pushed yet
     if fetched.code != 0:
         raise GitError(f"cannot fetch from {name}: {gitstore.reason(fetched.err, 'git fetch failed')}",
-                       hint="check the remote's URL and your access: git -C <store> remote -v")
+                       hint=f"check the remote's URL and your access: {gitstore.git_c(top)} remote -v")
     return _fetch_head(top)
 
 
@@ -299,7 +299,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
                 return None
             upstream = _upstream(values, local)
             try:
-                name = choose_remote(remote, upstream, _remote_names(values))
+                name = choose_remote(remote, upstream, _remote_names(values), store.root)
             except (BadInput, NotFound):
                 return None
             on_remote = remote_branch(name, upstream, local)
@@ -324,7 +324,7 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
             listed = collect(asked, gitstore.network_timeout())
             if listed.code != 0:  # where sync() would fetch, and fail the same way
                 raise GitError(f"cannot fetch from {name}: {gitstore.reason(listed.err, 'git ls-remote failed')}",
-                               hint="check the remote's URL and your access: git -C <store> remote -v")
+                               hint=f"check the remote's URL and your access: {gitstore.git_c(store.root)} remote -v")
             theirs = [line.split("\t", 1)[0] for line in listed.out.splitlines()
                       if line.endswith(f"\trefs/heads/{on_remote}")]
             if theirs != [state.head]:

@@ -345,7 +345,7 @@ def test_a_fact_file_whose_name_is_not_utf8_is_named_by_doctor_and_stops_no_comm
     checked = run(victim, "doctor", ok=(1,))
     (problem,) = [line for line in checked.stdout.splitlines() if "bad" in line]
     assert problem.startswith("memory/bad\\xff.md: error: the file name is not UTF-8"), problem
-    rename = problem[problem.index("git -C <store> "):].removesuffix(")").replace("<store>", str(victim)).replace("NEW-NAME", "renamed")
+    rename = problem[problem.index(f"git -C {victim} "):].removesuffix(")").replace("NEW-NAME", "renamed")
     assert subprocess.run(["bash", "-c", rename], capture_output=True).returncode == 0
     git(victim, *ID, "commit", "-qm", "renamed")
     after = run(victim, "doctor", ok=(1,))  # (the copy of alpha now clashes with it by name: a problem of its own)
@@ -375,7 +375,7 @@ def test_a_fact_file_whose_name_holds_a_control_character_never_reaches_memory_m
     checked = run(victim, "doctor", ok=(1,))
     (problem,) = [line for line in checked.stdout.splitlines() if ": error: " in line]
     assert "holds a control character" in problem and "\n" not in problem, problem
-    rename = problem[problem.index("git -C <store> "):].removesuffix(")").replace("<store>", str(victim)).replace("NEW-NAME", "renamed")
+    rename = problem[problem.index(f"git -C {victim} "):].removesuffix(")").replace("NEW-NAME", "renamed")
     assert subprocess.run(["bash", "-c", rename], capture_output=True).returncode == 0
     git(victim, *ID, "commit", "-qm", "renamed")
     assert run(victim, "doctor", ok=(0, 1)).stdout.count("control character") == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -211,7 +212,7 @@ def test_bad_remotes_and_unrelated_histories_are_one_line_errors_and_change_noth
     r = cli(lone, "sync")
     assert (r.exit_code, r.stdout) == (3, "")
     assert r.stderr == ("memctl: error: no git remote is configured for this store "
-                        "(hint: add one: git -C <store> remote add origin URL (docs/SYNC.md))\n")
+                        f"(hint: add one: git -C {shlex.quote(str(lone))} remote add origin URL (docs/SYNC.md))\n")
     r = cli(b, "sync", "--remote", "nope")
     assert r.exit_code == 3 and r.stderr.startswith("memctl: error: no git remote named 'nope' (remotes: origin)")
     git(lone, "remote", "add", "gone", str(tmp_path / "missing.git"))
@@ -231,7 +232,7 @@ def test_hand_edits_and_a_real_memctl_toml_conflict_are_refused_with_nothing_hal
     (b / "memory" / "MEMORY.md").write_text("# hand edit\n", encoding="utf-8")
     r = cli(b, "sync")
     assert (r.exit_code, r.stderr) == (1, "memctl: error: memory/MEMORY.md has uncommitted changes; nothing was fetched "
-                                           "or merged (hint: commit or discard them first (git -C <store> status), then memctl sync)\n")
+                                           f"or merged (hint: commit or discard them first (git -C {b} status), then memctl sync)\n")
     git(b, "checkout", "--", "memory/MEMORY.md")
     for root, value in ((a, "111"), (b, "222")):
         path = root / "memctl.toml"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -128,7 +129,7 @@ def test_hand_edits_untracked_facts_and_appended_rows_fall_through(pair):
     (fast, _), (full, _) = both(b)
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr) == (
         1, "memctl: error: memory/MEMORY.md has uncommitted changes; nothing was fetched or merged "
-           "(hint: commit or discard them first (git -C <store> status), then memctl sync)\n")
+           f"(hint: commit or discard them first (git -C {b} status), then memctl sync)\n")
     git(b, "checkout", "--", "memory/MEMORY.md")
     (b / "memory" / "手書き.md").write_text("---\nname: 手書き\ndescription: x\n---\n", encoding="utf-8")
     (fast, _), (full, _) = both(b)
@@ -148,7 +149,8 @@ def test_no_remote_a_missing_one_an_unreachable_one_and_two_remotes_match_the_fu
                                              "GIT_COMMITTER_DATE": "2001-01-01T00:00:00+0000"}).exit_code == 0
     (fast, _), (full, _) = both(lone)
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr) == (
-        3, "memctl: error: no git remote is configured for this store (hint: add one: git -C <store> remote add origin URL (docs/SYNC.md))\n")
+        3, "memctl: error: no git remote is configured for this store "
+           f"(hint: add one: git -C {shlex.quote(str(lone))} remote add origin URL (docs/SYNC.md))\n")
     (fast, _), (full, _) = both(b, "--remote", "nope")
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr)
     assert fast.returncode == 3 and fast.stderr.startswith("memctl: error: no git remote named 'nope' (remotes: origin)")
