@@ -326,8 +326,21 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
                           "nothing was merged or pushed", kind="link-incoming",
                           hint=f"on the remote, put the file back: git checkout {base[:12]} -- {shlex.quote(rel)}, "
                                "commit and push; then memctl sync")
+        if len(modes) == 2 and modes[1].startswith("100") and _nul_refused(store, top / rel) \
+                and b"\0" in gitstore.file_at(top, top / rel, theirs):
+            raise Refused(f"{label} has a NUL byte in {store.rel(top / rel)} (git and grep take the file for binary, "
+                          "and memctl would push it back); nothing was merged or pushed", kind="nul-incoming",
+                          hint=f"on the remote, take the NUL byte out of {rel} in a new commit, then memctl sync")
     _refuse_rewritten_ledgers(store, top, base, theirs, label)  # (after the links: a link's text is no ledger)
     _refuse_unloadable_config(store, top, base, theirs, label)
+
+
+def _nul_refused(store: Store, path: Path) -> bool:
+    """memctl's text files that a merge writes whole (MEMORY.md and its topic files, STATE.md): a NUL in
+    one would be taken in, regenerated around and pushed back. (A ledger row's: _refuse_rewritten_ledgers;
+    a fact's: skipped with a warning, as any fact memctl cannot read.)"""
+    return (path == store.index_path or path.parent == store.index_path.parent / TOPIC_DIR
+            or (path.name == "STATE.md" and path.is_relative_to(store.state_dir)))
 
 
 def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, label: str,

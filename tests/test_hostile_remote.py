@@ -893,3 +893,27 @@ def test_claude_codes_sidecar_is_one_of_memctls_files_to_sync(tmp_path):
     assert store.layout == "claude"
     assert sync._kind(store, "memctl-facts.tsv", d) == "sidecar"
     assert sync._kind(store, "notes.tsv", d) is None
+
+
+@pytest.mark.parametrize("rel", ["memory/MEMORY.md", "state/STATE.md"])
+def test_a_nul_byte_pushed_into_memory_md_or_state_md_is_refused_before_anything_is_merged(world, rel):
+    """helper-56: sync took the NUL in ("block merged by line"), pushed it back, and doctor failed for good:
+    `memctl index` said "up to date" and no command took it out."""
+    remote, victim, attacker, outside = world
+    target = attacker / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "ab") as handle:
+        handle.write(b"nul \x00 here\n")
+    _push_all(attacker)
+    run(victim, "remember", "beta", "--description", "ベータ: made here", "--type", "project")
+    head = git(victim, "rev-parse", "HEAD")
+    said = one_line_error(run(victim, "sync", ok=(1,)))
+    assert f"has a NUL byte in {rel}" in said and "nothing was merged or pushed" in said, said
+    assert git(victim, "rev-parse", "HEAD") == head and git(victim, "status", "--porcelain") == ""
+    assert b"\x00" not in (victim / rel).read_bytes() if (victim / rel).exists() else True
+    with open(target, "rb") as handle:
+        fixed = handle.read().replace(b"\x00", b"")
+    target.write_bytes(fixed)
+    _push_all(attacker)
+    run(victim, "sync")  # the remote's fix comes in
+    assert run(victim, "doctor").returncode == 0
