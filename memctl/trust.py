@@ -245,9 +245,10 @@ def _reflog_origins(top: Path, rel: str, wanted: dict[str, str]) -> dict[str, st
 
 
 def _verb(action: str) -> str:
-    """What moved HEAD, from a reflog subject: `pull: Fast-forward` -> pull, `commit (merge): ...` -> commit (merge)."""
+    """What moved HEAD, from a reflog subject: `pull: Fast-forward` -> pull, `commit (merge): ...` -> commit (merge),
+    nothing (`git worktree add` leaves no subject) -> what that is likely to be."""
     head = action.split(":", 1)[0]
-    return head if head.startswith("commit (") else head.split(" ", 1)[0]
+    return head if head.startswith("commit (") else head.split(" ", 1)[0] or "worktree add (or another command that left no message)"
 
 
 # ---------------------------------------------------------------- asking and approving

@@ -341,3 +341,13 @@ def test_a_pushed_gitattributes_and_git_config_run_nothing_here(victim, tmp_path
     memctl(store, "doctor")
     git(store, "log", "-p", "-1")
     assert not marker.exists()
+
+
+def test_how_a_value_came_names_a_reflog_entry_without_a_message():
+    """helper-56: in a linked worktree doctor said "it came in by git  (7bc83e80d3)": `git worktree add`
+    leaves a reflog entry with no message."""
+    from memctl.trust import _verb
+
+    assert [_verb(a) for a in ("pull: Fast-forward", "commit (merge): Merge x", "reset: moving to HEAD~1")] == [
+        "pull", "commit (merge)", "reset"]
+    assert _verb("") == "worktree add (or another command that left no message)"
