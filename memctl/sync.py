@@ -387,7 +387,8 @@ def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, la
     if mode == "160000":
         why, fix = f"adds {shown} as a submodule (a gitlink, no file)", f"git rm --cached -q -- {shlex.quote(rel)}{undo(rel)}"
     elif (top / rel).resolve() in folders:
-        why, fix = f"turned {shown}/ into a file", f"git rm -q -- {shlex.quote(rel)}{undo(rel)}"
+        shape = "a symbolic link" if mode == "120000" else "a file"
+        why, fix = f"turned {shown}/ into {shape}", f"git rm -q -- {shlex.quote(rel)}{undo(rel)}"
     else:
         parent = next((str(p) for p in reversed(Path(rel).parents) if str(p) != "." and _kind(store, str(p), top)), None)
         if parent is None:

@@ -393,6 +393,9 @@ def _reshape(attacker: Path, how: str) -> str:
         (attacker / "memory" / "MEMORY.md").mkdir()
         (attacker / "memory" / "MEMORY.md" / "x").write_text("x\n", encoding="utf-8")
         return "memory/MEMORY.md"
+    if how == "conflicts-as-link":  # (helper-56: called "turned memory/conflicts/ into a file")
+        (attacker / "memory" / "conflicts").symlink_to("/tmp")
+        return "memory/conflicts/ into a symbolic link"
     if how == "topics-as-file":  # where MEMORY.md's overflow goes (memory/memory-index/<type>.md)
         (attacker / "memory" / "memory-index").write_text("x\n", encoding="utf-8")
         return "memory/memory-index/"
@@ -407,7 +410,8 @@ def _reshape(attacker: Path, how: str) -> str:
 
 
 @pytest.mark.parametrize("local_fact", [False, True], ids=["fast-forward", "merge"])
-@pytest.mark.parametrize("how", ["memory-as-file", "topics-as-file", "index-as-folder", "state-as-folder", "gitlink"])
+@pytest.mark.parametrize("how", ["memory-as-file", "topics-as-file", "conflicts-as-link", "index-as-folder", "state-as-folder",
+                                 "gitlink"])
 def test_a_remote_that_turns_memctls_files_into_folders_or_submodules_is_refused_before_anything_is_merged(world, how, local_fact):
     """memory/ pushed as a file: a fast-forward took it with exit 0 (every fact gone, `list` empty,
     `remember` EEXIST); MEMORY.md or STATE.md pushed as a folder: EISDIR, a stray `MEMORY.md~HEAD` that
@@ -428,7 +432,7 @@ def test_a_remote_that_turns_memctls_files_into_folders_or_submodules_is_refused
     refused = run(victim, "sync", ok=(1,))
     said = one_line_error(refused)
     assert f"turned {named}" in said or f"adds {named} as a submodule" in said, said
-    assert named.rstrip("/") in refused.stderr and "nothing was merged or pushed" in refused.stderr, refused.stderr
+    assert named.split("/ ")[0].rstrip("/") in refused.stderr and "nothing was merged or pushed" in refused.stderr, refused.stderr
     assert git(victim, "rev-parse", "HEAD") == head and files(victim / "memory") == before
     assert git(victim, "status", "--porcelain", "--untracked-files=all") == ""
     assert "alpha" in run(victim, "list").stdout and "アルファ" in run(victim, "context").stdout
