@@ -276,6 +276,26 @@ def _regenerate_index(store: Store, top: Path) -> bool:
     return changed
 
 
+def _facts_gone(store: Store, incoming: list[Path]) -> list[str]:
+    """The fact files the merge took away (the other side deleted them by hand, or with Claude Code) whose
+    line MEMORY.md still has (a fact archived there took its line with it)."""
+    gone = {p.name: p for p in incoming if p.suffix == ".md" and p.parent == store.memory_dir
+            and p != store.index_path and not os.path.lexists(p)}
+    if not gone:
+        return []
+    from .index import parse_lines  # noqa: PLC0415
+
+    try:
+        text = store.index_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return sorted({store.rel(gone[line.target]) for line in parse_lines(text) if line.target in gone})
+
+
+def _gone_line(gone: list[str]) -> str:
+    return f"{', '.join(gone[:3])}{f' and {len(gone) - 3} more' if len(gone) > 3 else ''} deleted on the other side"
+
+
 def _read_log(top: Path, store: Store) -> list[Resolution]:
     gitdir = gitstore.git_dir(top)
     log = gitdir / LOG_NAME if gitdir else None
@@ -464,8 +484,14 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         raise GitError(f"git merge failed: {gitstore.reason(done.err, done.out.strip())}",
                        hint=f"{gitstore.git_c(store.root)} status")
     resolved = _read_log(top, store)
+    gone = _facts_gone(store, incoming)
     if not merging:  # a fast-forward (or nothing to merge): HEAD holds what git wrote
         settle()
+        if gone and _regenerate_index(store, top):  # the remote deleted a fact and left its index line
+            gitstore.checked(top, "commit", "-q", "--no-verify", "-m", f"memory: index (facts deleted on {label})",
+                             author=author)
+            settle()
+            resolved.append(Resolution(store.rel(store.index_path), "index", f"regenerated: {_gone_line(gone)}"))
         return None, resolved, sorted(_copies(store) - copies_before)
     try:
         resolved += _resolve_unmerged(store, top)
@@ -476,10 +502,11 @@ def _merge(store: Store, top: Path, author: gitstore.Author, theirs: str, label:
         # facts too, unless a fact itself needed resolving, or the facts overflow MEMORY.md's limit
         # (which lines go to the topic files is the ranking's to say); reading 10,000 facts is most of a sync.
         _refuse_unloadable_config(store, top, "HEAD", theirs, label, merged=True)
-        if any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved) or (
+        if gone or any(r.kind in ("fact", "archive", "topic") or r.how == INDEX_UNCLEAN for r in resolved) or (
                 any(r.kind == "index" for r in resolved) and _over_limit(store)):
             if _regenerate_index(store, top):
-                resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"))
+                resolved.append(Resolution(store.rel(store.index_path), "index", "regenerated from the merged facts"
+                                           + (f" ({_gone_line(gone)})" if gone else "")))
         gitstore.checked(top, "commit", "-q", "--no-verify", "-m", message, author=author)
         settle()  # the merge's writes are committed: a failed push later must not put them back behind HEAD
     except BaseException:

@@ -232,7 +232,7 @@ def test_hand_edits_and_a_real_memctl_toml_conflict_are_refused_with_nothing_hal
     (b / "memory" / "MEMORY.md").write_text("# hand edit\n", encoding="utf-8")
     r = cli(b, "sync")
     assert (r.exit_code, r.stderr) == (1, "memctl: error: memory/MEMORY.md has uncommitted changes; nothing was fetched "
-                                           f"or merged (hint: commit or discard them first (git -C {b} status), then memctl sync)\n")
+                                           f"or merged (hint: commit or discard them first (git -C {shlex.quote(str(b))} status), then memctl sync)\n")
     git(b, "checkout", "--", "memory/MEMORY.md")
     for root, value in ((a, "111"), (b, "222")):
         path = root / "memctl.toml"
@@ -564,3 +564,24 @@ def test_a_linked_worktree_of_a_store_syncs_and_merges(pair, tmp_path):
     assert "memctl-fact" in (common / "info" / "attributes").read_text(encoding="utf-8")  # where git reads it
     assert not list(common.rglob("memctl-sync-merge"))
     assert cli(wt, "doctor").exit_code == 0
+
+
+@pytest.mark.parametrize("local_write", [False, True], ids=["fast-forward", "merge"])
+def test_a_fact_the_other_machine_deleted_by_hand_leaves_memory_md_with_its_line(pair, local_write):
+    """helper-56: a fact deleted on the remote with `git rm` (its MEMORY.md line left) was merged with no
+    word; MEMORY.md linked a missing file and doctor failed until the next write here."""
+    a, b, remote = pair
+    assert cli(a, "remember", "fact-a", "-d", "消える事実").exit_code == 0 and cli(a, "sync").exit_code == 0
+    assert cli(b, "sync").exit_code == 0
+    git(b, "rm", "-q", "memory/fact-a.md")
+    git(b, *ID, "commit", "-qm", "deleted by hand")
+    git(b, "push", "-q", "origin", "HEAD")
+    if local_write:
+        assert cli(a, "remember", "fact-local", "-d", "ここで書いた").exit_code == 0
+    done = cli(a, "sync", "--json")
+    assert done.exit_code == 0, done.stderr
+    said = [r for r in json.loads(done.stdout)["resolved"] if r["path"] == "memory/MEMORY.md"]
+    assert said and "memory/fact-a.md deleted on the other side" in said[0]["how"], done.stdout
+    assert "fact-a" not in (a / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert cli(a, "doctor").exit_code == 0 and git(a, "status", "--porcelain") == ""
+    assert cli(b, "sync").exit_code == 0 and cli(b, "doctor").exit_code == 0  # the mended index reached the other side
