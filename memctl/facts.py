@@ -823,7 +823,7 @@ def remember(
                            kind="nothing-to-update")
         if existing is None:
             _refuse_case_twin(store, spec.name)
-        if existing is None and _file_exists(store.memory_dir / f"{spec.name}.md"):
+        if existing is None and "/" not in spec.name and _file_exists(store.memory_dir / f"{spec.name}.md"):
             raise Refused(
                 f"{store.rel(store.memory_dir / (spec.name + '.md'))} exists but cannot be read",
                 hint="run `memctl doctor` and fix the file",
@@ -858,6 +858,7 @@ def remember(
                 )
             seen = {h.fact.stem for h in hits}
             hits += [h for h in vector_hits if h.fact.stem not in skip and h.fact.stem not in seen and h.fact.name not in skip]
+            hits.sort(key=lambda h: (not h.exact, not h.near, -h.score))  # the closest first: the CLI shows five
             near = [h for h in hits if not h.exact and h.near]
             if near and strict and not force:
                 raise Refused(
@@ -1026,7 +1027,7 @@ def forget(store: Store, key: str, reason: str, *, commit_changes: bool = True, 
         touched += _write_index(store, [f for f in facts if f.stem != target.stem])
         sha = commit(store, touched, f"memory: forget {target.name or target.stem}", enabled=commit_changes)
     if target.pinned:
-        label = target.name or target.stem
+        label = target.name if target.name and not target.name.startswith("-") else target.stem  # (not an option)
         errors.warn(f"{label} was pinned: context no longer includes it",
                     hint=f"`memctl restore {shlex.quote(label)}` brings it back, pinned")
     return Change("forgotten", moved, commit=sha)

@@ -850,8 +850,11 @@ def common_git_dir(root: Path) -> Path | None:
 
 
 def git_folders(root: Path) -> list[Path]:
-    """The git folder of the work tree holding `root` and, for a linked worktree, the shared one."""
-    return list(dict.fromkeys(p for p in (git_dir(root), common_git_dir(root)) if p is not None))
+    """The git folder of the work tree holding `root` and, for a linked worktree, the shared one: each
+    only when it is one (it holds git's HEAD), so a `.git` file naming any folder (`gitdir: ..`) does
+    not make that folder git's (the undo log leaves git's folders alone: fsutil.undo_log)."""
+    found = (git_dir(root), common_git_dir(root))
+    return list(dict.fromkeys(p for p in found if p is not None and (p / "HEAD").is_file()))
 
 
 def unfinished_operation(root: Path) -> str | None:

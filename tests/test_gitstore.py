@@ -207,3 +207,26 @@ def test_a_merge_without_its_message_is_syncs_only_when_merge_head_is_the_commit
     (dot / "MERGE_MSG").write_text("")
     gitstore.mark_sync_merge(tmp_path, other)
     assert not gitstore.sync_merge_unfinished(tmp_path)
+
+
+def test_a_dot_git_file_naming_a_folder_that_is_no_git_folder_gives_no_git_folder(tmp_path):
+    """Review: the undo log leaves git's folders to git (a linked worktree's lie outside the store), and a
+    `.git` file saying `gitdir: ..` (or `/`) made the store's parent "git's": a write there was neither
+    refused as outside the store nor logged."""
+    from memctl import fsutil, gitstore
+    from memctl.errors import Refused
+
+    store = tmp_path / "store"
+    store.mkdir()
+    for target in ("..", "/"):
+        (store / ".git").write_text(f"gitdir: {target}\n", encoding="utf-8")
+        assert gitstore.git_folders(store) == []
+        with fsutil.undo_log(store / ".memctl" / "undo" / "log", store, (store / ".memctl", *gitstore.git_folders(store))):
+            with pytest.raises(Refused, match="outside the store"):
+                fsutil.atomic_write(store / ".." / "outside.txt", "x\n")
+    assert not (tmp_path / "outside.txt").exists()
+    subprocess.run(["git", "init", "-q", str(tmp_path / "main")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "main"), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "main"), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    assert gitstore.git_folders(tmp_path / "wt") == [tmp_path / "main" / ".git" / "worktrees" / "wt", tmp_path / "main" / ".git"]

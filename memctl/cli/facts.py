@@ -77,7 +77,7 @@ def remember(
         supersedes=tuple(supersedes or ()), pinned=True if pin else None,
         update=update, force=force, strict=strict, commit=not no_commit, allow_secrets=allow_secrets,
     )
-    for hit in change.similar[:SIMILAR_SHOWN]:
+    for hit in change.similar[:SIMILAR_SHOWN]:  # the closest first
         how = f"{hit.shared} shared keywords" if hit.method == "keywords" else f"by {hit.method}" + ("" if hit.near else ", similar band")
         output.warn(
             f"similar fact: {store.rel(hit.fact.path)} (score {hit.score:.2f}, {how})",

@@ -234,12 +234,27 @@ def test_a_title_with_a_slash_names_its_fact_in_every_command_but_no_path_does(t
     for args in (("show", "CI/CD の手順"), ("pin", "CI/CD の手順"), ("log", "CI/CD の手順"),
                  ("remember", "CI/CD の手順", "--update", "-d", "CIはGitHub Actions、CDはArgo CD"),
                  ("forget", "CI/CD の手順", "--reason", "移行した"), ("restore", "CI/CD の手順"),
-                 ("remember", "API/v2 の設計", "-d", "v2はRESTのまま", "--type", "project"), ("show", "API/v2 の設計")):
+                 ("remember", "API/v2 の設計", "-d", "v2はRESTのまま", "--type", "project"), ("show", "API/v2 の設計"),
+                 ("forget", "CI/CD の手順", "--reason", "また移行"),  # (review) a title that reads as the archived file's path:
+                 ("remember", "archive/reference_cicd", "-d", "アーカイブの手順", "--type", "reference")):
         done = cli(d, *args, env=ENV)
         assert done.exit_code == 0, (args, done.stderr)
-    assert "CDはArgo CD" in cli(d, "show", "CI/CD の手順", env=ENV).stdout
+    assert "CDはArgo CD" in cli(d, "show", "reference_cicd", env=ENV).stdout
     assert not any(p.is_dir() for p in d.iterdir() if p.name not in (".git", ".memctl", "archive"))  # no folder made
     for bad in ("../etc", "/etc/passwd", "CI//CD", "a/./b"):
         done = cli(d, "show", bad, env=ENV)
         assert done.exit_code == 2 and "not a path" in done.stderr, (bad, done.stderr)
     assert cli(d, "doctor", env=ENV).exit_code == 0
+
+
+def test_the_pinned_warning_of_forget_gives_a_restore_that_runs_for_a_title_starting_with_a_dash(tmp_path):
+    """Review: a Claude Code fact titled `--all`, pinned and forgotten: the hint said `memctl restore --all`,
+    which the CLI reads as an option. The stem is given instead."""
+    d = _adopted(tmp_path)
+    (d / "project_dash.md").write_text("---\nname: --all\ndescription: ダッシュの題\ntype: project\n---\nbody\n", encoding="utf-8")
+    with (d / "MEMORY.md").open("a", encoding="utf-8") as handle:
+        handle.write("- [--all](project_dash.md) — ダッシュの題\n")
+    assert cli(d, "pin", "project_dash", env=ENV).exit_code == 0
+    done = cli(d, "forget", "project_dash", "--reason", "r", env=ENV)
+    assert done.exit_code == 0 and "(hint: `memctl restore project_dash` brings it back, pinned)" in done.stderr, done.stderr
+    assert cli(d, "restore", "project_dash", env=ENV).exit_code == 0

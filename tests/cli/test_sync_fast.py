@@ -129,7 +129,7 @@ def test_hand_edits_untracked_facts_and_appended_rows_fall_through(pair):
     (fast, _), (full, _) = both(b)
     assert (fast.returncode, fast.stderr) == (full.returncode, full.stderr) == (
         1, "memctl: error: memory/MEMORY.md has uncommitted changes; nothing was fetched or merged "
-           f"(hint: commit or discard them first (git -C {b} status), then memctl sync)\n")
+           f"(hint: commit or discard them first (git -C {shlex.quote(str(b))} status), then memctl sync)\n")
     git(b, "checkout", "--", "memory/MEMORY.md")
     (b / "memory" / "手書き.md").write_text("---\nname: 手書き\ndescription: x\n---\n", encoding="utf-8")
     (fast, _), (full, _) = both(b)
