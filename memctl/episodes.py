@@ -186,6 +186,23 @@ def ensure_ledger(store: Store, *, commit_changes: bool = True) -> ledger.Ledger
     return ledger.open_ledger(store, LEDGER)
 
 
+def _created_with(store: Store, episode: Episode, commit_changes: bool) -> bool:
+    """Whether the episodes ledger was missing and is now created holding `episode`, in one commit: the
+    first episode of a store never leaves a committed, empty ledger behind when its own write fails."""
+    try:
+        ledger.open_ledger(store, LEDGER)
+        return False
+    except NotFound:
+        pass
+    check_records(store, [to_record(episode)])
+    try:
+        ledger.create(store, LEDGER, COLUMNS, unique="id", commit_changes=commit_changes, own=True,
+                      records=[to_record(episode)])
+    except Refused:
+        return False  # another process created it between our look and our lock: append as usual
+    return True
+
+
 def _line_of(path, episode_id: str) -> int:
     """The file line number of the record with this id (ids are unique and lines never move)."""
     data = path.read_bytes()
@@ -218,7 +235,8 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
         tags=_check_items("tag", tags), refs=_check_items("ref", refs),
     )
     check_refs(store, episode.refs)
-    ensure_ledger(store, commit_changes=commit_changes)
+    if _created_with(store, episode, commit_changes):
+        return replace(episode, lineno=2)
     for attempt in range(_ID_ATTEMPTS):
         try:
             done = ledger.append(store, LEDGER, [to_record(episode)], unique="id", commit_changes=commit_changes,

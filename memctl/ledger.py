@@ -301,15 +301,17 @@ def list_ledgers(store: Store, *, quiet: bool = False) -> list[Ledger]:
 
 
 def create(store: Store, name: str, columns: Iterable[str], *, unique: str | None = None,
-           commit_changes: bool = True, own: bool = False) -> Ledger:
-    """A new ledgers/<name>.tsv holding only its header, declared in memctl.toml (`own`: one of memctl's
-    own ledgers, made by the command that writes it)."""
+           commit_changes: bool = True, own: bool = False, records: Sequence[Mapping[str, Any]] = ()) -> Ledger:
+    """A new ledgers/<name>.tsv holding its header, declared in memctl.toml (`own`: one of memctl's
+    own ledgers, made by the command that writes it). `records` (validated, not scrubbed: the caller's)
+    are its first lines, written and committed with it: a failure leaves neither the ledger nor them."""
     check_name(name)
     if not own:
         refuse_own(name)
     cols = check_columns(columns, unique)
     decl = LedgerDecl(name=name, file=f"{name}.tsv", columns=cols, header=True, unique=unique)
     path = store.ledgers_dir / decl.file
+    rows = b"".join(b"\t".join(fields) + b"\n" for fields in encode_records(resolve(store, decl), records)) if records else b""
     with store.lock(commits=commit_changes):
         if name in declarations(store):
             raise Refused(f"ledger {name!r} is already declared in memctl.toml", kind="ledger-declared", name=name,
@@ -318,9 +320,10 @@ def create(store: Store, name: str, columns: Iterable[str], *, unique: str | Non
             raise Refused(f"{store.rel(path)} already exists", hint="adopt it instead, naming its columns", kind="adopt-ledger",
                           path=store.rel(path))
         with_config = config_committable(store, commit_changes, f"the declaration of ledger {name!r}")
-        atomic_write(path, (format_record(cols) + "\n").encode("utf-8"))
+        atomic_write(path, (format_record(cols) + "\n").encode("utf-8") + rows)
         config_mod.add_ledger_decl(store.config_path, decl)
-        commit(store, [path, store.config_path] if with_config else [path], f"ledger: create {name}", enabled=commit_changes)
+        message = f"ledger: create {name}" + (f" (+{len(records)})" if records else "")
+        commit(store, [path, store.config_path] if with_config else [path], message, enabled=commit_changes)
     return resolve(store, decl)
 
 

@@ -189,6 +189,36 @@ def test_a_full_disk_at_any_point_leaves_no_git_lock_and_no_temp_file(small_disk
     clean(root)
 
 
+def test_the_first_episode_on_a_full_disk_leaves_no_empty_ledger_committed(small_disk):
+    """The disk fills up at each point of a store's first `episode add` in turn: the old code committed the new
+    episodes ledger and its declaration first, then failed on the episode, so a command that failed had
+    still changed the store (an empty ledger, memctl.toml, a commit). Now both go in one commit, or neither."""
+    root = small_disk / "store"
+    init_store(root)
+    assert memctl(root, "remember", "alpha", "--description", "アルファの事実").returncode == 0
+    failed = 0
+    for leave in range(13):
+        before, commit = snapshot(root), head(root)
+        fill(small_disk, leave_pages=leave)
+        done = run(root, "episode", "add", f"最初のエピソード {leave}", "--type", "decision")
+        free(small_disk)
+        assert done.returncode in (0, 1), (leave, done.stderr)
+        if done.returncode == 1:
+            failed += 1
+            assert "free some space" in one_line_error(done), (leave, done.stderr)
+            assert (snapshot(root), head(root)) == (before, commit), leave  # no ledger, no declaration, no commit
+            assert git(root, "status", "--porcelain", "--untracked-files=all") == "", leave
+            continue
+        assert git(root, "log", "-1", "--format=%s") == "ledger: create episodes (+1)\n", leave
+        assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["ledgers/episodes.tsv", "memctl.toml"]
+        assert f"最初のエピソード {leave}" in (root / "ledgers" / "episodes.tsv").read_text()
+        clean(root)
+        break
+    else:
+        raise AssertionError("the first episode never fitted on the disk")
+    assert failed, "the disk was never full during the write: the test measured nothing"
+
+
 @pytest.mark.parametrize("argv", [("recall", "deploys", "--mode", "keyword"), ("cache", "rebuild"),
                                   ("context", "--query", "deploys", "--mode", "keyword")])
 def test_the_recall_index_on_a_full_disk_fails_in_one_line_then_works(small_disk, argv):
