@@ -245,7 +245,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("kind", "string", "merge."),
         ("name", "string", "The fact."),
         ("path", "string", "The fact in place."),
-        ("copy", "string", "The other version, memory/conflicts/NAME.HASH.md."),
+        ("copy", "string", "The other version, memory/conflicts/NAME.HASH.md (conflicts/ in a Claude Code directory)."),
         ("hunk", "list[string]", "The lines that differ: - in place, + in the copy."),
     ),
     "resolution": (

@@ -10,6 +10,8 @@ every case with work to do, returns None and goes to the Typer command.
 
 from __future__ import annotations
 
+import posixpath
+
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
@@ -35,7 +37,7 @@ def summary(result, *, json: bool) -> None:
                 + (f", {_n(len(result.resolved), 'file')} resolved" if result.resolved else ""))
     if result.conflicts:
         output.warn(f"{_n(len(result.conflicts), 'fact')} changed on one side and changed, archived or deleted on the "
-                    "other: a version is kept aside in memory/conflicts/",
+                    f"other: a version is kept aside in {posixpath.dirname(result.conflicts[0])}/",
                     hint="memctl conflicts; memctl resolve NAME --keep local|remote|both")
     if result.duplicates:
         output.warn(f"{_n(len(result.duplicates), 'unique value')} appended on two machines while apart",

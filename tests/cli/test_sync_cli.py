@@ -370,6 +370,15 @@ def test_a_claude_code_memory_directory_syncs_between_two_machines(tmp_path):
     index = (a / "MEMORY.md").read_text(encoding="utf-8")
     assert "(from_a.md) — Aで決めたこと" in index and "(from_b.md) — decided on b" in index and "<<<<<<<" not in index
     assert cli(a, "index", "--check").exit_code == 0
+    # The same fact changed on both machines: the warning names the folder the copy is in (here `conflicts/`;
+    # it said `memory/conflicts/`, which a Claude Code directory does not have).
+    assert cli(a, "remember", "from_a", "--update", "-d", "Aで決め直したこと").exit_code == 0
+    assert cli(b, "remember", "from_a", "--update", "-d", "Bで決め直したこと").exit_code == 0
+    assert cli(a, "sync").exit_code == 0
+    r = cli(b, "sync")
+    assert r.exit_code == 0, r.stderr
+    assert "a version is kept aside in conflicts/ (hint" in r.stderr and "memory/conflicts" not in r.stderr, r.stderr
+    assert [p.name for p in (b / "conflicts").iterdir()][0].startswith("from_a.")
 
 
 def test_two_machines_declaring_different_ledgers_merge_memctl_toml_but_the_same_table_twice_is_refused(pair):
