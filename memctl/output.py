@@ -41,9 +41,22 @@ def json_text(data: Any, indent: int | None = None) -> str:
     import json  # noqa: PLC0415  (lazy, like every import not every command needs)
 
     try:
-        return json.dumps(data, ensure_ascii=False, indent=indent, default=str, allow_nan=False)
+        text = json.dumps(data, ensure_ascii=False, indent=indent, default=str, allow_nan=False)
     except ValueError:
-        return json.dumps(json_safe(data), ensure_ascii=False, indent=indent, default=str)
+        text = json.dumps(json_safe(data), ensure_ascii=False, indent=indent, default=str)
+    return text if text.isascii() else valid_utf8(text)
+
+
+def valid_utf8(text: str) -> str:
+    """`text` with each lone surrogate (a byte that was not UTF-8, kept by surrogateescape: a Latin-1 comment
+    in someone's crontab) as U+FFFD: JSON is UTF-8, and a parser fails on the whole answer at one such byte."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        import re  # noqa: PLC0415
+
+        return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def json_safe(data: Any) -> Any:

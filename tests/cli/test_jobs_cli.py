@@ -226,6 +226,11 @@ def test_a_crontab_with_lines_that_are_not_utf8_keeps_them_byte_for_byte(root, f
     assert table.startswith(foreign) and f"# memctl:begin root={root}".encode() in table
     planned = memctl(root, "schedule", "install", "--scheduler", "cron", "--dry-run", input=b"")
     assert planned.returncode == 0 and foreign in planned.stdout  # the crontab as it would be, bytes as they are
+    # --json is UTF-8 whatever the crontab holds: a byte that is not UTF-8 reads as U+FFFD (it was written raw,
+    # and every JSON parser failed on the whole answer)
+    planned = memctl(root, "schedule", "install", "--scheduler", "cron", "--dry-run", "--json", input=b"")
+    assert planned.returncode == 0, planned.stderr
+    assert json.loads(planned.stdout.decode("utf-8"))["crontab"].startswith("# caf\ufffd: sauvegarde\n*/5 * * * * echo ??\n")
     r = memctl(root, "schedule", "uninstall", "--scheduler", "cron")
     assert r.returncode == 0, r.stderr
     assert fake_crontab.read_bytes() == foreign
@@ -337,7 +342,7 @@ def test_run_job_failure_exit_log_and_episode(root):
     assert log[1] == f"{NOW} broken | going" and log[2].startswith(f"{NOW} broken end exit=3 ")
     recalled = json.loads(cli(root, "episode", "recall", "broken job failed", "--json").stdout)
     assert recalled[0]["id"] == episode["id"]
-    assert git(root, "log", "-1", "--format=%s").strip().startswith("ledger: append episodes")
+    assert git(root, "log", "-1", "--format=%s").strip().startswith(("ledger: append episodes", "ledger: create episodes"))
 
     r = cli(root, "schedule", "status", "broken", "--tail", "1", env={"MEMCTL_NOW": NOW})
     assert r.stdout == (f"broken\t0 9 * * *\t{NOW}\t3\t\tfailing\n"
@@ -442,25 +447,29 @@ def test_default_jobs_of_a_fresh_store_render_run_and_keep_doctor_quiet(tmp_path
     assert git(root, "log", "-1", "--format=%s", "--", "state/STATE.md").startswith("state: update state/STATE.md")
 
 
-def test_install_dry_run_without_crontab_or_launchctl_prints_the_plan(root, tmp_path):
-    """No scheduler on this machine: the dry run still shows what install would do, and says what it assumed."""
+def test_install_dry_run_without_crontab_or_launchctl_prints_the_plan(root, tmp_path, monkeypatch):
+    """No scheduler on this machine: the dry run still shows what install would do, and says what it assumed.
+    In process, with the places memctl looks when PATH has no scheduler pointed at nothing: a machine with
+    cron installed (/usr/bin/crontab) read its real crontab here."""
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "git").symlink_to(shutil.which("git"))
     configure_jobs(root)
-    env = {"PATH": str(bare)}
-    done = memctl(root, "schedule", "install", "--dry-run", "--scheduler", "cron", env=env)
+    monkeypatch.setenv("PATH", str(bare))
+    for name in jobs.SCHEDULER_TOOLS:
+        monkeypatch.setitem(jobs.SCHEDULER_TOOLS, name, str(tmp_path / "nowhere" / name))
+    done = cli(root, "schedule", "install", "--dry-run", "--scheduler", "cron")
     store = open_store(root)
     block = jobs.crontab_block(store, jobs.load_jobs(store), jobs.Environment(
         memctl=jobs.memctl_argv(), path=jobs.resolve_environment().path, git=None))
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert done.stdout.splitlines()[0] == f"# memctl:begin root={root}"
     assert len(done.stdout.splitlines()) == len(block.splitlines())
     assert done.stderr == ("memctl: crontab not found on PATH: the plan starts from an empty crontab\n"
                            "memctl: dry run: nothing changed\n")
-    done = memctl(root, "schedule", "install", "--dry-run", "--scheduler", "launchd", env=env)
+    done = cli(root, "schedule", "install", "--dry-run", "--scheduler", "launchd")
     agents = Path(os.environ["HOME"]) / "Library" / "LaunchAgents"
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert done.stdout.splitlines()[:3] == [
         f"write {agents}/io.memctl.store.state-update.plist",
         f"launchctl bootout gui/{os.getuid()}/io.memctl.store.state-update",
@@ -469,8 +478,8 @@ def test_install_dry_run_without_crontab_or_launchctl_prints_the_plan(root, tmp_
     assert done.stderr == ("memctl: launchctl not found on PATH: the plan assumes no agent is loaded\n"
                            "memctl: dry run: nothing changed\n")
     # Without --dry-run the missing tool is an error, and nothing is written.
-    done = memctl(root, "schedule", "install", "--scheduler", "cron", env=env)
-    assert (done.returncode, done.stderr) == (3, "memctl: error: crontab not found on PATH (hint: install crontab, or choose --scheduler)\n")
+    done = cli(root, "schedule", "install", "--scheduler", "cron")
+    assert (done.exit_code, done.stderr) == (3, "memctl: error: crontab not found on PATH (hint: install crontab, or choose --scheduler)\n")
     assert not (root / "logs").exists()
 
 
