@@ -514,25 +514,29 @@ def choose_scheduler(scheduler: str = "auto") -> str:
     return scheduler
 
 
-def _tool(name: str, fallback: str) -> str:
+SCHEDULER_TOOLS = {"crontab": "/usr/bin/crontab", "launchctl": "/bin/launchctl"}  # where each is when PATH lacks it
+
+
+def _tool(name: str) -> str:
     found = shutil.which(name)
     if found:
         return found
+    fallback = SCHEDULER_TOOLS[name]
     if os.access(fallback, os.X_OK):
         return fallback
     raise NotFound(f"{name} not found on PATH", hint=f"install {name}, or choose another scheduler", kind="no-scheduler",
                    name=name)
 
 
-def _find_tool(name: str, fallback: str) -> str | None:
+def _find_tool(name: str) -> str | None:
     try:
-        return _tool(name, fallback)
+        return _tool(name)
     except NotFound:
         return None
 
 
 def read_crontab() -> str:
-    crontab = _tool("crontab", "/usr/bin/crontab")
+    crontab = _tool("crontab")
     done = subprocess.run([crontab, "-l"], capture_output=True)
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip()
@@ -545,7 +549,7 @@ def read_crontab() -> str:
 
 def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
     notes: tuple[str, ...] = ()
-    if dry_run and _find_tool("crontab", "/usr/bin/crontab") is None:
+    if dry_run and _find_tool("crontab") is None:
         current = ""
         notes = ("crontab not found on PATH: the plan starts from an empty crontab",)
     else:
@@ -579,7 +583,7 @@ def _loaded(launchctl: str, target: str) -> bool:
 
 def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
     notes: tuple[str, ...] = ()
-    found = _find_tool("launchctl", "/bin/launchctl") if dry_run else _tool("launchctl", "/bin/launchctl")
+    found = _find_tool("launchctl") if dry_run else _tool("launchctl")
     if found is None:
         notes = ("launchctl not found on PATH: the plan assumes no agent is loaded",)
     launchctl = found or "launchctl"
@@ -637,7 +641,7 @@ def apply(store: Store, plan: Plan) -> None:
         elif step.action == "remove":
             Path(step.target).unlink(missing_ok=True)
         elif step.action == "crontab":
-            crontab = _tool("crontab", "/usr/bin/crontab")
+            crontab = _tool("crontab")
             done = subprocess.run([crontab, "-"], input=step.data, capture_output=True)
             if done.returncode != 0:
                 raise MemctlError(f"crontab - failed: {done.stderr.decode(errors='replace').strip() or done.returncode}")

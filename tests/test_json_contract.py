@@ -20,8 +20,15 @@ ID = ("-c", "user.name=someone", "-c", "user.email=someone@example.com")
 
 
 def _env(home: Path) -> dict:
+    """The environment of every case: a `crontab` first on PATH that has none (schedule's dry runs read the
+    crontab; this machine's own is never read)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}
-    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", HF_HUB_OFFLINE="1", MEMCTL_NOW=NOW, MEMCTL_AGENT="tester")
+    fake = home / "fakebin" / "crontab"
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text('#!/bin/sh\n[ "$1" = -l ] && echo "no crontab for tester" >&2\nexit 1\n', encoding="utf-8")
+    fake.chmod(0o755)
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", HF_HUB_OFFLINE="1", MEMCTL_NOW=NOW, MEMCTL_AGENT="tester",
+               PATH=f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     return env
 
 
