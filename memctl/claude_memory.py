@@ -326,11 +326,11 @@ def _titled(fact, title: str | None):
     return replace(fact, front={"name": title or name or fact.stem, **{k: v for k, v in fact.front.items() if k != "name"}})
 
 
-def write_fact(store, fact, before=None) -> list[Path]:
+def write_fact(store, fact, before=None, file_keys: frozenset[str] = frozenset()) -> list[Path]:
     """Write a fact; in an adopted directory only Claude Code's keys go into its file — `name`,
     `description`, `type`, and what the file itself keeps under `metadata:` (Claude Code 2.1's
-    `type`, `node_type`, `originSessionId`: CLAUDE_METADATA) — and every other key becomes rows of the
-    sidecar. The paths written."""
+    `type`, `node_type`, `originSessionId`: CLAUDE_METADATA; a person's own; `file_keys` for a file not
+    written yet) — and every other key becomes rows of the sidecar. The paths written."""
     from . import fact as fact_mod
     from .fsutil import atomic_write
 
@@ -345,7 +345,7 @@ def write_fact(store, fact, before=None) -> list[Path]:
     if on_disk is not None and left != fact.name and (not left or left == claude_slug(fact.name)):
         front.pop("name", None)  # the slug (or nothing) Claude Code left stays: the title is the sidecar's (_titled)
         front = {"name": left, **front} if "name" in on_disk.front else front
-    in_file = _file_metadata(on_disk) | {k for k in CLAUDE_METADATA if k in meta}
+    in_file = _file_metadata(on_disk) | set(file_keys) | {k for k in CLAUDE_METADATA if k in meta}
     if in_file & set(CLAUDE_METADATA):
         in_file.add("type")  # (Claude Code 2.1 keeps it there)
     if "type" in meta and "type" not in front and "type" not in in_file:
@@ -418,8 +418,25 @@ def write_restored(store, fact) -> list[Path]:
     sidecar only for what it does not already keep for that file. The paths written."""
     from dataclasses import replace
 
-    bare = replace(fact, front=_claude_front(fact))
-    return write_fact(store, fact, before=overlay(store, [bare], present={fact.file_name})[0])
+    file_keys = _file_keys_of_archived(store, fact)
+    bare = replace(fact, front=_claude_front(fact, file_keys))
+    return write_fact(store, fact, before=overlay(store, [bare], present={fact.file_name})[0], file_keys=file_keys)
+
+
+# The keys memctl writes into a fact's `metadata:` (docs/FORMAT.md): in an adopted directory they are the
+# sidecar's, never the file's, so an archived copy's other keys came from the file (_file_keys_of_archived).
+MEMCTL_METADATA = frozenset(("type", "importance", "confidence", "created", "updated", "source", "tags", "pinned",
+                             "expires", "supersedes", "superseded_by", "valid_to", "archived", "archived_reason",
+                             "archived_policy", "compressed", "full_text", "trigger", "version"))
+
+
+def _file_keys_of_archived(store, fact) -> frozenset[str]:
+    """The keys of an archived fact's `metadata:` that its file held (Claude Code 2.1's, a person's own
+    `owner:`): neither one memctl writes nor one the sidecar ever held for that file. The archived copy
+    keeps every key in one block; without this, restore moved a person's key into the sidecar."""
+    meta = fact.front.get("metadata") if isinstance(fact.front.get("metadata"), dict) else {}
+    kept = {row["key"] for row in _sidecar_rows(store) if row.get("file") == fact.file_name}
+    return frozenset(k for k in meta if k not in MEMCTL_METADATA and k not in kept)
 
 
 def _warn_comments(store, path) -> None:
@@ -446,11 +463,14 @@ def _warn_comments(store, path) -> None:
             return
 
 
-def _claude_front(fact) -> dict:
-    """A fact's frontmatter with Claude Code's keys only: `type` at the top, and CLAUDE_METADATA under
-    `metadata:` where the fact has them."""
+def _claude_front(fact, file_keys: frozenset[str] = frozenset()) -> dict:
+    """A fact's frontmatter with Claude Code's keys only: `type` at the top, and CLAUDE_METADATA (and
+    `file_keys`, the file's own) under `metadata:` where the fact has them."""
     meta = fact.front.get("metadata") if isinstance(fact.front.get("metadata"), dict) else {}
     front = {k: v for k, v in fact.front.items() if k != "metadata"}
+    own = {k: meta[k] for k in meta if k in file_keys and k not in CLAUDE_METADATA}
     if not any(k in meta for k in CLAUDE_METADATA):
-        return {**front, "type": meta["type"]} if "type" in meta and "type" not in front else front
-    return {**front, "metadata": {k: meta[k] for k in ("node_type", "type", *CLAUDE_METADATA[1:]) if k in meta}}  # as 2.1 writes it
+        front = {**front, "type": meta["type"]} if "type" in meta and "type" not in front else front
+        return {**front, "metadata": own} if own else front
+    return {**front, "metadata": {**{k: meta[k] for k in ("node_type", "type", *CLAUDE_METADATA[1:]) if k in meta},  # as 2.1 writes it
+                                  **own}}

@@ -360,6 +360,39 @@ def test_forget_then_restore_gives_back_a_file_of_claude_codes_keys_only(tmp_pat
     assert git(repo, "status", "--porcelain", "--", str(d)) == ""
 
 
+def test_forget_then_restore_keeps_the_keys_a_person_or_claude_code_kept_under_metadata_in_the_file(tmp_path):
+    """A Claude Code 2.1 file (`metadata:` with node_type, type, originSessionId) where a person added an
+    `owner:` key, and a plain file with a person's `reviewed_by:`: the archived copy holds every key in one
+    block, and restore moved the person's key out of the file into the sidecar. The file comes back as it
+    was, byte for byte, and what memctl keeps (the pin) is the sidecar's as before."""
+    d, repo = _adopted(tmp_path)
+    files = {
+        "feedback_deploy.md": "---\nname: deploy-rules\ndescription: Deploys only on Tuesdays\nmetadata:\n  node_type: memory\n"
+                              "  type: feedback\n  originSessionId: abc-123\n  owner: alice\n---\nDeploys only on Tuesdays.\n",
+        "project_review.md": "---\nname: レビュー方針\ndescription: 設計レビューは二人で行う\ntype: project\nmetadata:\n"
+                             "  reviewed_by: 田中\n---\n本文。\n",
+    }
+    for name, text in files.items():
+        (d / name).write_text(text, encoding="utf-8")
+    with open(d / "MEMORY.md", "a", encoding="utf-8") as index:
+        index.write("- [deploy-rules](feedback_deploy.md) — Deploys only on Tuesdays\n"
+                    "- [レビュー方針](project_review.md) — 設計レビューは二人で行う\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "Claude Code and a person wrote")
+    for title, name in (("deploy-rules", "feedback_deploy.md"), ("レビュー方針", "project_review.md")):
+        assert cli(d, "pin", title).exit_code == 0
+        shown = json.loads(cli(d, "show", title, "--json").stdout)
+        assert cli(d, "forget", title, "--reason", "試す").exit_code == 0
+        assert cli(d, "restore", title).exit_code == 0
+        assert (d / name).read_text(encoding="utf-8") == files[name], title
+        again = json.loads(cli(d, "show", title, "--json").stdout)
+        assert again["metadata"] == shown["metadata"] and again["metadata"].get("pinned") is True, title
+    sidecar = (d / "memctl-facts.tsv").read_text(encoding="utf-8")
+    assert "owner" not in sidecar and "reviewed_by" not in sidecar
+    assert cli(d, "doctor").exit_code == 0
+    assert git(repo, "status", "--porcelain", "--", str(d)) == ""
+
+
 def test_no_commit_writes_are_not_committed_nor_taken_in_later_as_claude_codes(tmp_path):
     """`remember --no-commit` committed Claude Code's writes (a commit the user did not ask for), and the
     next one committed the first one's fact as Claude Code's own ("taken in"), its sidecar rows left out."""
