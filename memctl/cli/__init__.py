@@ -12,6 +12,92 @@ from __future__ import annotations
 def main() -> None:
     import sys
 
+    standard_process()
+    try:
+        _main()
+    except SystemExit as done:
+        _exit_after_output(done.code)
+    _exit_after_output(0)
+
+
+def standard_process() -> None:
+    """Give the process what every command takes for granted, as cron, launchd and hand-made services do
+    not always: the standard descriptors open (one closed is /dev/null: else the first file memctl opened
+    took its number, git's output went into it, and `print` met None), and Python's UTF-8 mode (under a
+    Latin-1 or EUC-JP locale, arguments were decoded in that locale: Japanese text was committed as
+    mojibake, or a git argument failed to encode). Either one missing: memctl runs itself again, in UTF-8
+    mode (PYTHONUTF8=1 for its children too), the arguments passed on byte for byte."""
+    import os
+    import sys
+
+    if os.name != "posix":
+        return
+    reopened = False
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            os.set_inheritable(fd, True)  # (os.open's are not: the lowest free number is `fd` itself)
+            reopened = True
+    utf8 = sys.flags.utf8_mode or sys.getfilesystemencoding() == "utf-8"
+    if (reopened or not utf8) and not os.environ.get("MEMCTL_STARTED_AGAIN"):
+        os.environ["PYTHONUTF8"] = "1"
+        os.environ["MEMCTL_STARTED_AGAIN"] = "1"  # (never twice: the descriptors are open, UTF-8 mode is on)
+        try:
+            os.execv(sys.executable, [sys.executable, "-X", "utf8", *_original_arguments()])
+        except (OSError, UnicodeError):
+            pass  # (no interpreter to run again, or arguments that cannot be given back: go on as we are)
+    os.environ.pop("MEMCTL_STARTED_AGAIN", None)
+
+
+def _original_arguments() -> list:
+    """The interpreter's arguments after its own name, as the bytes it was given: /proc/self/cmdline where
+    there is one (the C library decoded them, and Python's codec of the locale may not encode them back:
+    glibc reads a byte 0x83 of EUC-JP as U+0083, which Python's euc_jp refuses), else encoded again."""
+    import os
+    import sys
+
+    try:
+        with open("/proc/self/cmdline", "rb") as handle:
+            given = handle.read().split(b"\0")[:-1]
+        if len(given) == len(sys.orig_argv):
+            return given[1:]
+    except OSError:
+        pass
+    return [os.fsencode(arg) for arg in sys.orig_argv[1:]]
+
+
+def _exit_after_output(code) -> None:
+    """Exit with `code` once what is left of the output is written: a failure to write it (`> /dev/full`,
+    where a buffered write fails only at the end) is one line and exit 1, not Python's "Exception ignored"
+    lines and exit 120 at shutdown, unless the command already failed (it said why)."""
+    import os
+    import sys
+
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as exc:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())  # the bytes left in the buffer go nowhere, and shutdown flushes quietly
+        os.close(null)
+        if not code:
+            from .. import errors, output
+
+            exc.filename = errors.OUTPUT
+            failed = errors.from_os_error(exc)
+            output.failure(failed.message, failed.hint, 1, json=output.wants_json(sys.argv[1:]))
+            code = 1
+    sys.exit(code)
+
+
+def _main() -> None:
+    import sys
+
     from .. import early
 
     early.settle_environment()  # before any thread: later writes to the environment may crash getenv
