@@ -631,6 +631,21 @@ def plan_install(store: Store, *, scheduler: str = "auto", remove: bool = False,
     return plan(store, jobs, env, remove, dry_run)
 
 
+@contextlib.contextmanager
+def scheduler_lock() -> Iterator[None]:
+    """This user's scheduler changed by one memctl at a time: a crontab is read, changed and written back
+    whole, and two installs of two stores at once each wrote back what they had read, so one store's
+    block was lost (both said "1 change made"). A lock file in the temporary folder, per user; where it
+    cannot be made, the change goes on unlocked, as before."""
+    import tempfile  # noqa: PLC0415
+
+    path = Path(tempfile.gettempdir()) / f"memctl-scheduler-{os.getuid()}.lock"
+    with contextlib.ExitStack() as held:
+        with contextlib.suppress(OSError):
+            held.enter_context(file_lock(path))
+        yield
+
+
 def apply(store: Store, plan: Plan) -> None:
     """Carry out a plan (the logs/ folder is created first: launchd will not start a job without it)."""
     if plan.steps:

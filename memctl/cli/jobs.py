@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Optional
 
 import typer
@@ -91,15 +92,16 @@ def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool) -> None:
     if dry_run:
         output.info("dry run: nothing changed" if plan.changed else "dry run: already as planned; nothing would change")
     else:
-        output.info(f"{plan.scheduler}: {len(plan.steps)} changes made" if plan.changed else f"{plan.scheduler}: already up to date; nothing changed")
+        output.info(f"{plan.scheduler}: {len(plan.steps)} change{'' if len(plan.steps) == 1 else 's'} made" if plan.changed else f"{plan.scheduler}: already up to date; nothing changed")
 
 
 @schedule_app.command("install")
 def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto", json: JsonOpt = False) -> None:
     """Load the jobs: launchctl bootstrap (macOS) or this store's block in your crontab (other lines kept)."""
     store = store_from(ctx)
-    plan = jobs.plan_install(store, scheduler=scheduler, dry_run=dry_run, check_command=check_command)
-    approved = [] if dry_run else jobs.install(store, plan)
+    with jobs.scheduler_lock() if not dry_run else contextlib.nullcontext():
+        plan = jobs.plan_install(store, scheduler=scheduler, dry_run=dry_run, check_command=check_command)
+        approved = [] if dry_run else jobs.install(store, plan)
     _show_plan(plan, dry_run, json)
     for setting in approved:
         output.info(f"approved {trust.describe(setting)} on this machine (it waited: {setting.why})")
@@ -109,9 +111,10 @@ def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: Scheduler
 def uninstall(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto", json: JsonOpt = False) -> None:
     """Unload this store's jobs (launchctl bootout, or remove its crontab block)."""
     store = store_from(ctx)
-    plan = jobs.plan_install(store, scheduler=scheduler, remove=True, dry_run=dry_run)
-    if not dry_run:
-        jobs.apply(store, plan)
+    with jobs.scheduler_lock() if not dry_run else contextlib.nullcontext():
+        plan = jobs.plan_install(store, scheduler=scheduler, remove=True, dry_run=dry_run)
+        if not dry_run:
+            jobs.apply(store, plan)
     _show_plan(plan, dry_run, json)
 
 

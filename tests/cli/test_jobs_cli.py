@@ -197,7 +197,7 @@ def test_install_dry_run_keeps_foreign_lines_and_is_idempotent(root, fake_cronta
     assert fake_crontab.read_text() == FOREIGN
 
     r = cli(root, "schedule", "install", "--scheduler", "cron")
-    assert (r.exit_code, r.stdout, r.stderr) == (0, "", "memctl: cron: 1 changes made\n")
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "", "memctl: cron: 1 change made\n")
     assert fake_crontab.read_text() == FOREIGN + block
     assert (root / "logs").is_dir()
 
@@ -234,6 +234,30 @@ def test_a_crontab_with_lines_that_are_not_utf8_keeps_them_byte_for_byte(root, f
     r = memctl(root, "schedule", "uninstall", "--scheduler", "cron")
     assert r.returncode == 0, r.stderr
     assert fake_crontab.read_bytes() == foreign
+
+
+def test_two_installs_of_two_stores_at_once_keep_both_blocks(root, tmp_path, fake_crontab):
+    """A crontab is read, changed and written back whole: two `schedule install`s at the same moment each
+    wrote back what they had read, and one store's block was lost (both said "1 change made"). The fake
+    crontab takes a moment to list, as a real one may, so that the two reads meet."""
+    other = tmp_path / "other"
+    init_store(other)
+    drop_default_jobs(other)
+    for store in (root, other):
+        configure_jobs(store)
+    slow = fake_crontab.parent / "fakebin" / "crontab"
+    slow.write_text(slow.read_text().replace("-l) ", "-l) sleep 0.5; "))
+    for _ in range(2):
+        fake_crontab.unlink(missing_ok=True)
+        runs = [subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(store), "schedule", "install",
+                                  "--scheduler", "cron"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for store in (root, other)]
+        said = [run.communicate(timeout=120) for run in runs]
+        assert [run.returncode for run in runs] == [0, 0], said
+        table = fake_crontab.read_text()
+        for store in (root, other):
+            assert table.count(f"# memctl:begin root={store}\n") == 1, table
+            assert table.count(f"# memctl:end root={store}\n") == 1, table
 
 
 def test_install_into_an_empty_crontab_then_json(root, fake_crontab):
