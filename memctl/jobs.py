@@ -43,7 +43,7 @@ JOB_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,127}$")
 STANDARD_PATH = ("/usr/local/bin", "/opt/homebrew/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 CALENDAR_KEYS = {"minute": (0, 59), "hour": (0, 23), "weekday": (0, 7)}
-_JOB_KEYS = {"description", "command", "script", "args", "minute", "hour", "weekday", "interval", "max_age"}
+_JOB_KEYS = {"description", "command", "script", "args", "minute", "hour", "weekday", "interval", "max_age", "found_exit"}
 _SCHEDULE_KEYS = {"label_prefix"}
 WEEK_MINUTES = 7 * 24 * 60
 TAIL_LINES = 10
@@ -69,6 +69,11 @@ class Job:
     weekday: tuple[int, ...] | None = None  # 0 and 7 are Sunday
     interval: int | None = None  # seconds
     max_age: int = 0  # seconds: the last success may not be older
+    found_exit: tuple[int, ...] = ()  # exit codes of a run that worked and found something for a person (near-dup scan's 1)
+
+    def succeeded(self, code: int | None) -> bool:
+        """Whether a run that ended with `code` did its work (0, or a found_exit)."""
+        return code == 0 or code in self.found_exit
 
     @property
     def calendar(self) -> bool:
@@ -152,6 +157,15 @@ def _words(name: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(words)
 
 
+def _found_exit(name: str, value: Any) -> tuple[int, ...]:
+    codes = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(codes, list) or not all(isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 125
+                                              for c in codes):
+        raise BadInput(f"{_where(name)} found_exit = {value!r} is not an exit code from 1 to 125 (or a list of them)",
+                       hint="the codes a command exits with when it worked and found something: near-dup scan's is 1")
+    return tuple(sorted(set(codes)))
+
+
 def parse_job(name: str, table: Any) -> Job:
     """One `[jobs.<name>]` table, validated; every problem names the job and the key."""
     if not JOB_NAME_RE.match(name):
@@ -190,7 +204,8 @@ def parse_job(name: str, table: Any) -> Job:
     if calendar and "minute" not in calendar:
         calendar["minute"] = (0,)
     job = Job(name=name, description=description, command=command, script=script, args=args,
-              minute=calendar.get("minute"), hour=calendar.get("hour"), weekday=calendar.get("weekday"), interval=interval)
+              minute=calendar.get("minute"), hour=calendar.get("hour"), weekday=calendar.get("weekday"), interval=interval,
+              found_exit=_found_exit(name, table.get("found_exit", [])))
     if "max_age" in table:
         max_age = parse_duration(table["max_age"], f"{_where(name)} max_age")
     else:
@@ -822,7 +837,7 @@ def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] |
     if code == 0:
         return result
     try:
-        episode = _record_failure(store, job, result)
+        episode = _record_episode(store, job, result)
     except (MemctlError, OSError) as exc:  # a full disk too: the job's own exit code is what run-job reports
         why = exc.one_line() if isinstance(exc, MemctlError) else errors.from_os_error(exc).one_line()
         with contextlib.suppress(OSError):
@@ -937,16 +952,18 @@ def _dies_with_parent() -> Callable[[], None] | None:
     return lambda: prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG; resolved before fork: nothing to import after it
 
 
-def _record_failure(store: Store, job: Job, result: RunResult) -> str:
+def _record_episode(store: Store, job: Job, result: RunResult) -> str:
+    """An `error` episode for a run that failed; a `feedback` one for a run that found something (found_exit)."""
     from . import episodes  # noqa: PLC0415
 
     rel = store.rel(result.log)
     outcome = f"exit {result.exit_code} after {result.seconds:.1f}s; last lines of {rel}:\n" + "\n".join(result.tail)
     if len(outcome) > EPISODE_TAIL_CHARS:
         outcome = "…" + outcome[-EPISODE_TAIL_CHARS:]
+    found = job.succeeded(result.exit_code)
     episode = episodes.add(
-        store, f"job {job.name} failed with exit {result.exit_code}", "error",
-        agent=f"job:{job.name}", outcome=outcome, tags=("job", job.name),
+        store, f"job {job.name} " + (f"found something (exit {result.exit_code})" if found else f"failed with exit {result.exit_code}"),
+        "feedback" if found else "error", agent=f"job:{job.name}", outcome=outcome, tags=("job", job.name),
     )
     return episode.id
 
@@ -984,7 +1001,7 @@ class Status:
             return "failing"  # the last run has no `end` line: run-job itself was killed (SIGKILL, a power cut)
         if self.age is not None and self.age > self.job.max_age:
             return "stale"
-        return "failing" if self.last_exit not in (None, 0) else "ok"
+        return "ok" if self.job.succeeded(self.last_exit) else "failing"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1051,7 +1068,7 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
                     if code:
                         found.setdefault("last_exit", int(code.group(1)))
                         found.setdefault("last_end", ts)
-                        if code.group(1) == "0":
+                        if job.succeeded(int(code.group(1))):
                             found.setdefault("last_success", ts)
             if {"last_run", "last_exit", "last_success"} <= set(found) and len(lines) >= tail:
                 break

@@ -147,7 +147,7 @@ def run_job(
     name: Annotated[str, typer.Argument(help="A job declared as [jobs.NAME] in memctl.toml.", metavar="NAME")],
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only write the log (what launchd and cron run).")] = False,
 ) -> None:
-    """Run one job as the scheduler does: per-job lock, logs/NAME.log, an error episode on failure."""
+    """Run one job as the scheduler does: per-job lock, logs/NAME.log, an error episode on failure (a feedback one for a found_exit)."""
     try:
         store = store_from(ctx)
     except MemctlError as exc:  # memctl.toml does not load: the job's log says why it did not run
@@ -161,7 +161,11 @@ def run_job(
             output.info(f"job {name} succeeded in {result.seconds:.1f}s (log: {log})")
         return
     trace = f"episode {result.episode}" if result.episode else f"no episode: {result.episode_error}"
-    output.error(f"job {name} failed with exit {result.exit_code} (log: {log}; {trace})")
+    if jobs.get_job(store, name).succeeded(result.exit_code):  # a found_exit: it worked, and found something
+        if not quiet:
+            output.info(f"job {name} found something (exit {result.exit_code}) in {result.seconds:.1f}s (log: {log}; {trace})")
+    else:
+        output.error(f"job {name} failed with exit {result.exit_code} (log: {log}; {trace})")
     raise typer.Exit(result.exit_code)
 
 

@@ -352,6 +352,33 @@ def test_auto_scheduler_is_launchd_on_macos_and_cron_elsewhere(monkeypatch):
 
 # ---------------------------------------------------------------- run-job
 
+def test_a_found_exit_is_a_finding_not_a_failure_and_the_nightly_doctor_passes(root):
+    """near-dup scan exits 1 when it finds near-duplicates: as a job that was an `error` episode, and from the
+    first finding `doctor` (so `daily-maintenance`, which runs it) failed every night with "job near-dup-facts
+    has never succeeded" (helper-60). With `found_exit = 1` the run worked: a `feedback` episode, status ok,
+    doctor clean; the same script without it is still a failure."""
+    executable(root / "scan.sh", "echo 'near-duplicate: a ~ b'\nexit 1\n")
+    configure(root, '[jobs.scan]\nscript = "scan.sh"\nhour = 9\nfound_exit = 1\n\n'
+                    '[jobs.plain]\nscript = "scan.sh"\nhour = 9\n')
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "two jobs")
+    found = cli(root, "run-job", "scan", env={"MEMCTL_NOW": NOW})
+    [episode] = json.loads(cli(root, "episode", "list", "--json").stdout)
+    assert (found.exit_code, found.stdout) == (1, "near-duplicate: a ~ b\n")  # the command's own code, as grep's
+    assert found.stderr.startswith(f"memctl: job scan found something (exit 1) in ") and f"episode {episode['id']})" in found.stderr
+    assert (episode["type"], episode["description"]) == ("feedback", "job scan found something (exit 1)")
+    assert "near-duplicate: a ~ b" in episode["outcome"]
+    status = {s["job"]: s for s in json.loads(cli(root, "schedule", "status", "--json", env={"MEMCTL_NOW": NOW}).stdout)}
+    assert status["scan"]["state"] == "ok" and status["scan"]["last_success"] == NOW and status["scan"]["last_exit"] == 1
+    assert cli(root, "run-job", "plain", "--quiet", env={"MEMCTL_NOW": NOW}).exit_code == 1
+    doctor = cli(root, "doctor", "--json", env={"MEMCTL_NOW": NOW})
+    kinds = {(p["code"], p["path"]) for p in json.loads(doctor.stdout)["problems"]}
+    assert ("job-never-succeeded", "logs/plain.log") in kinds and not any(path == "logs/scan.log" for _, path in kinds)
+    configure(root, '[jobs.bad]\nscript = "scan.sh"\nhour = 9\nfound_exit = [0]\n')
+    r = cli(root, "schedule", "status")
+    assert r.exit_code == 2 and "[jobs.bad] found_exit = [0] is not an exit code from 1 to 125" in r.stderr, r.stderr
+
+
 def test_run_job_failure_exit_log_and_episode(root):
     executable(root / "fail.sh", "echo going\nexit 3\n")
     configure(root, '[jobs.broken]\nscript = "fail.sh"\nhour = 9\n')
