@@ -170,6 +170,7 @@ _OS_HINTS = {
     "EROFS": "the file system is read-only; memctl needs to write there",
     "EISDIR": "a folder is where memctl expects a file: move it away",
     "ENOTDIR": "a file is where memctl expects a folder: move it away",
+    "EEXIST": "something is already at that path where memctl makes a folder (a file named like it): move it away",
     "ELOOP": "a symbolic link loops, or is where memctl refuses to follow one",
 }
 

@@ -379,6 +379,16 @@ def test_a_found_exit_is_a_finding_not_a_failure_and_the_nightly_doctor_passes(r
     assert r.exit_code == 2 and "[jobs.bad] found_exit = [0] is not an exit code from 1 to 125" in r.stderr, r.stderr
 
 
+def test_run_job_with_a_file_where_logs_should_be_says_what_to_do(root):
+    """`logs` a plain file: run-job said `File exists: .../logs (EEXIST)` and nothing more."""
+    configure(root, '[jobs.state]\ncommand = "state update"\nhour = 9\n')
+    (root / "logs").write_text("not a folder\n")
+    r = memctl(root, "run-job", "state")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"memctl: error: File exists: {root / 'logs'} (EEXIST) (hint: something is already at "
+                               "that path where memctl makes a folder"), r.stderr
+
+
 def test_run_job_failure_exit_log_and_episode(root):
     executable(root / "fail.sh", "echo going\nexit 3\n")
     configure(root, '[jobs.broken]\nscript = "fail.sh"\nhour = 9\n')
