@@ -2,7 +2,7 @@
 
     python bench/fit_relevance.py [--data ../shared/data] [--embedder e5-small-q4] [--pairs 1000]
         [--questions 1000] [--rows ROWS.json ...] [--sets locomo,jsts,stsb,jsquad] [--collect-only] [--json OUT]
-        [--form base|length|...|chunk-cjk] [--weights shipped|flat|hiragana] [--split]
+        [--form base|length|...|chunk-cjk] [--weights shipped|plain|flat|hiragana] [--split] [--shipped]
         [--chunk-rows CHUNKS.json ...] [--fit-chunks] [--length-bound 2] [--chunk-reference N]
         [--chunk-coverage presence|facts]
 
@@ -196,7 +196,7 @@ KEYWORD_EXTRA = {"chunk": ("chunk", "chunk kw"), "chunk-cjk": ("chunk cjk", "chu
 LENGTH_BOUND = [2.0]  # --length-bound
 CHUNK_COVERAGE = ["presence"]  # --chunk-coverage: "presence" as recall measures chunks asked in kana/kanji in hybrid mode, "facts" as before
 CHUNK_REFERENCE = [None]  # --chunk-reference: the coverage's reference length for chunks (None: rindex's)
-SAMPLE_TERMS = ("deploy", "db", "postgresql", "デプ", "京", "16")  # the --json report shows their weights
+SAMPLE_TERMS = ("deploy", "db", "postgresql", "デプ", "京", "16", "のバ", "って", "です")  # the --json report shows their weights
 FORM = ["base"]  # the form fitted (--form); recall.combine ships "chunk-cjk-hybrid": "base" for all but chunks asked in kana/kanji
 
 
@@ -209,7 +209,16 @@ def _hiragana_weight(term: str) -> float:
     return rindex.term_weight(term)
 
 
-WEIGHTS = {"shipped": None, "flat": lambda t: 1.0, "hiragana": _hiragana_weight}  # coverage's term weight (--weights); None: rindex.term_weight
+def _plain_weight(term: str) -> float:
+    """The facts' term weight before 2026-12-06: 1, or 0.5 for a single kana/kanji character (no prior of the
+    language: particles and question forms weighed as much as words)."""
+    from memctl import rindex
+
+    return rindex._plain_weight(term)
+
+
+WEIGHTS = {"shipped": None, "flat": lambda t: 1.0, "hiragana": _hiragana_weight,  # coverage's term weight (--weights);
+           "plain": _plain_weight}  # None: rindex.term_weight
 
 
 def length_input(ntok: int) -> float:
@@ -269,7 +278,7 @@ def recompute_coverage(sets: dict, weight) -> None:
                 r[1] = rindex.counted_coverage(r[7], r[6], weights)
             del r[10:]
             if len(r) > 9 and r[9] and r[4] and CHUNK_COVERAGE[0] == "presence":  # rindex.chunk_coverages
-                chunk_weights = {t: rindex.chunk_term_weight(t) for t in r[8]}
+                chunk_weights = {t: rindex.term_weight(t) for t in r[8]}
                 whole = sum(chunk_weights.values())
                 r.append(sum(chunk_weights[t] for t in r[7]) / whole if whole else 0.0)
 
@@ -481,6 +490,8 @@ def main() -> int:
     parser.add_argument("--length-bound", type=float, default=2.0, help="L is log2(tokens / 32) within +- this")
     parser.add_argument("--chunk-coverage", default="presence", choices=("presence", "facts"),
                         help="hybrid coverage of a chunk asked in kana/kanji: rindex.chunk_coverages (shipped) or the facts'")
+    parser.add_argument("--shipped", action="store_true",
+                        help="no fit: report recall's coefficients as shipped (HYBRID_FIT, with CHUNK_FIT for a chunk form; KEYWORD_FIT)")
     parser.add_argument("--chunk-reference", type=int, default=None,
                         help="the coverage's reference length for chunks in tokens (0: the chunk's own length)")
     args = parser.parse_args()
@@ -530,7 +541,13 @@ def main() -> int:
         fit_sets = {name: [r for r in rows if fitted_on(name, r[3])] for name, rows in sets.items()}
         sets = {name: [r for r in rows if not fitted_on(name, r[3])] for name, rows in sets.items()}
         print("fitted on one half of each set's questions (chunks: of the even-numbered articles); the tables are the other half")
-    fitted = fit_all(fit_sets, calibration, args.fit_chunks)
+    if args.shipped:  # e.g. a new term weight measured under the coefficients it ships with
+        chunk_form = any(name.startswith("chunk") for name in FORMS[FORM[0]])
+        fitted = {"hybrid": list(recall.HYBRID_FIT + (recall.CHUNK_FIT if chunk_form else ())),
+                  "keyword": list(recall.KEYWORD_FIT)}
+        print(f"shipped coefficients, not refitted: {fitted}")
+    else:
+        fitted = fit_all(fit_sets, calibration, args.fit_chunks)
     from memctl import rindex
 
     report = {"fit": fitted, "form": FORM[0], "split": args.split, "embedder": args.embedder,

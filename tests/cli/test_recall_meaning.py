@@ -28,10 +28,14 @@ FACTS = [
     ("ts-pref", "user", "The user prefers TypeScript over JavaScript for new code"),
     ("kayoubi-rule", "project", "本番へのデプロイは火曜日だけ、テストが全部通ってから行う"),
     ("hirugohan", "project", "チームの昼食会は毎月第一水曜日に開く"),
+    ("redis-cache", "project", "We use Redis 7 as the cache in front of the API"),
 ]
 QUESTIONS = [  # ("Which relational engine stores our live data?", "prod-db") is not here: docs/RECALL.md says why
     ("When are we allowed to deploy?", "tuesday-rule"),
     ("金曜日にデプロイしてもいい？", "kayoubi-rule"),
+    # A Japanese question about an English fact sharing one word: its particle bigrams (`を使`, `って`, `てる`)
+    # counted as much as the word, so the coverage was 1/5 and the fact stayed under the floor (0.17).
+    ("Redisを使ってる？", "redis-cache"),
 ]
 
 
@@ -88,6 +92,19 @@ def test_a_strong_vector_match_sharing_no_word_passes_the_floor(root, pinned_clo
     code, hits = _recall(root, "felines nap many hours", "--explain")
     assert code == 0 and hits[0]["name"] == "cats"
     assert hits[0]["signals"]["keyword"] == 0 and hits[0]["relevance"] >= recall.DEFAULT_MIN_SCORE
+
+
+def test_the_parts_of_a_japanese_question_weigh_less_than_its_words_in_a_facts_coverage():
+    """rindex.term_weight, for facts and episodes as for chunks: question forms 0, a hiragana bigram 0.25, one
+    crossing from hiragana into another script 0.5; words 1. Still the query and the fact alone."""
+    from memctl import rindex
+
+    terms, weights = rindex.query_terms("Redisを使ってる？")
+    assert weights == {"redi": 1.0, "を使": 0.5, "使っ": 0.5, "って": 0.25, "てる": 0.25}
+    fact = rindex.search_tokens("We use Redis 7 as the cache in front of the API", document=True)
+    assert rindex.coverage(fact, terms, weights) == pytest.approx(1 / 2.5)
+    assert rindex.query_terms("どこですか")[1] == {"どこ": 0.0, "こで": 0.25, "です": 0.0, "すか": 0.0}
+    assert rindex.query_terms("When are we allowed to deploy?")[1] == {"allow": 1.0, "deploy": 1.0}
 
 
 def test_the_fitted_relevance_rises_with_each_signal():
