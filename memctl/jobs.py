@@ -708,18 +708,28 @@ class _Log:
 
     def __init__(self, path: Path, name: str):
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.name = name
+        self.name, self.path = name, path
         self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666), "ab")
 
     def write(self, text: str) -> None:
-        for line in text.split("\n"):
-            self.handle.write(f"{clock.stamp()} {self.name} {line}\n".encode("utf-8", "replace"))
-        self.handle.flush()
+        try:
+            for line in text.split("\n"):
+                self.handle.write(f"{clock.stamp()} {self.name} {line}\n".encode("utf-8", "replace"))
+            self.handle.flush()
+        except OSError as exc:  # a full disk: the one line run-job leaves on stderr names the log it could not write
+            if exc.filename is None:
+                exc.filename = str(self.path)
+            raise
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.fsync(self.handle.fileno())
-        self.handle.close()
+        try:
+            self.handle.close()  # (flushes what a failed write left in the buffer: it fails again, on a full disk)
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = str(self.path)
+            raise
 
 
 def job_argv(store: Store, job: Job) -> list[str]:

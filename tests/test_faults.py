@@ -1086,6 +1086,26 @@ def test_a_job_failing_on_a_full_disk_reports_its_own_exit_code_and_why_no_episo
     assert "printing the output" not in done.stderr
 
 
+def test_a_job_whose_log_cannot_be_written_on_a_full_disk_names_the_log(small_disk):
+    """The job's log at the end of its last page, the disk full: run-job said `No space left on device
+    (ENOSPC)` naming no file, on the stderr that cron keeps (helper-60). It names the log now."""
+    root = small_disk / "store"
+    init_store(root)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[jobs.state]\ncommand = "state update"\nhour = 1\n')
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a job")
+    assert run(root, "run-job", "--quiet", "state").returncode == 0
+    log = root / "logs" / "state.log"
+    with open(log, "ab") as handle:  # the log fills its last page: its next line needs a new one
+        handle.write(b"#" * (-log.stat().st_size % PAGE))
+    fill(small_disk)
+    done = run(root, "run-job", "--quiet", "state")
+    free(small_disk)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert f"No space left on device: {log} (ENOSPC)" in done.stderr, done.stderr
+
+
 def _themes_store(disk: Path, rows: int) -> Path:
     """A store on `disk` with n-gram vectors and a ledger of `rows` Japanese themes."""
     root = disk / "store"
