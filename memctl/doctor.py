@@ -64,8 +64,8 @@ def fix(store: Store) -> list[str]:
     with store.lock():  # taking the lock settles an interrupted change (store.finish_interrupted)
         pass
     for top, lock in stale_git_locks(store):
-        if gitstore.remove_stale_lock(top, lock):
-            done.append(f"removed the stale git lock {lock}")
+        if gitstore.remove_stale_lock(top, lock, warn=False):  # (said once, in what doctor --fix lists)
+            done.append(f"removed the stale git lock {lock} (its git process is gone)")
     for leftover in temp_files(store):
         try:
             leftover.unlink()

@@ -263,8 +263,8 @@ def _started_after(pid: int, when: float) -> bool:
     return started > when + 2  # btime is whole seconds
 
 
-def remove_stale_lock(top: Path, lock: Path) -> bool:
-    """Remove `lock` when it is stale, with a warning; True when it is gone."""
+def remove_stale_lock(top: Path, lock: Path, *, warn: bool = True) -> bool:
+    """Remove `lock` when it is stale, with a warning (unless the caller reports it); True when it is gone."""
     if not stale_lock(top, lock):
         return False
     try:
@@ -273,9 +273,10 @@ def remove_stale_lock(top: Path, lock: Path) -> bool:
         return True
     except OSError:
         return False
-    from . import errors  # noqa: PLC0415
+    if warn:
+        from . import errors  # noqa: PLC0415
 
-    errors.warn(f"removed a stale git lock: {lock} (its git process is gone)")
+        errors.warn(f"removed a stale git lock: {lock} (its git process is gone)")
     return True
 
 

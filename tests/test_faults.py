@@ -467,6 +467,20 @@ def test_a_memctl_lock_whose_pid_another_process_took_since_is_stale(root):
     clean(root)
 
 
+def test_doctor_fix_says_once_that_it_removed_a_stale_git_lock(root):
+    """`doctor --fix` said it twice: a warning from the removal, then its own list of what it fixed."""
+    seed(root)
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")
+    os.utime(lock, (1_000_000_000, 1_000_000_000))  # a git that died long ago
+    done = run(root, "doctor", "--fix")
+    assert done.returncode == 0 and not lock.exists(), done.stdout + done.stderr
+    said = (done.stdout + done.stderr).splitlines()
+    assert [line for line in said if "stale git lock" in line] == [
+        f"memctl: removed the stale git lock {lock} (its git process is gone)"], said
+    clean(root)
+
+
 @pytest.mark.file_times
 def test_a_fresh_lock_without_a_git_process_is_stale_after_a_few_seconds(root):
     lock = root / ".git" / "index.lock"
