@@ -25,6 +25,13 @@ if [ "$#" -eq 0 ] && ! find /usr/lib -name libfaketime.so.1 -path '*faketime*' 2
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime; } >/dev/null 2>&1 \
     || { echo "test.sh: faketime could not be installed (apt-get install faketime, as root)" >&2; exit 1; }
 fi
+# A locale that is not UTF-8, built by tests/cli/test_standard_process.py with localedef: Debian's locales
+# package holds the definitions (en_US, ISO-8859-1).
+if [ "$#" -eq 0 ] && [ ! -e /usr/share/i18n/charmaps/ISO-8859-1.gz ]; then
+  say "installing Debian's locales (for the test under an ISO-8859-1 locale)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq locales; } >/dev/null 2>&1 \
+    || { echo "test.sh: locales could not be installed (apt-get install locales, as root)" >&2; exit 1; }
+fi
 # The ui's browser tests (tests/test_ui_browser.py): Debian's Chromium, its driver, and a Japanese font
 # (never a browser downloaded by a test library).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! fc-list :lang=ja 2>/dev/null | grep -q .; then
