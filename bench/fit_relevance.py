@@ -267,7 +267,7 @@ def recompute_coverage(sets: dict, weight) -> None:
     weight = weight or rindex.term_weight
     for rows in sets.values():
         for r in rows:
-            weights = {t: weight(t) for t in r[8]}
+            weights = rindex.term_weights(r[8]) if weight is rindex.term_weight else {t: weight(t) for t in r[8]}
             if len(r) > 9 and r[9] and CHUNK_REFERENCE[0] is not None:
                 reference, rindex.REFERENCE_LENGTH = rindex.REFERENCE_LENGTH, CHUNK_REFERENCE[0] or max(r[6], 1)
                 try:
@@ -278,7 +278,7 @@ def recompute_coverage(sets: dict, weight) -> None:
                 r[1] = rindex.counted_coverage(r[7], r[6], weights)
             del r[10:]
             if len(r) > 9 and r[9] and r[4] and CHUNK_COVERAGE[0] == "presence":  # rindex.chunk_coverages
-                chunk_weights = {t: rindex.term_weight(t) for t in r[8]}
+                chunk_weights = rindex.term_weights(r[8])
                 whole = sum(chunk_weights.values())
                 r.append(sum(chunk_weights[t] for t in r[7]) / whole if whole else 0.0)
 

@@ -737,6 +737,13 @@ def term_weight(term: str) -> float:
     return weight * MIXED_WEIGHT if hiragana else weight
 
 
+def term_weights(terms: Sequence[str]) -> dict[str, float]:
+    """Each term's term_weight; a query made of nothing else than what the prior weighs 0 (`何`, `いつ`,
+    `幾何学`: 幾何 and 何学 hold 何) keeps its plain weights, or no fact could ever cover it."""
+    weights = {t: term_weight(t) for t in terms}
+    return weights if any(weights.values()) else {t: _plain_weight(t) for t in terms}
+
+
 def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -> dict[int, float]:
     """The coverage of each chunk of `docs` for a query with kana/kanji: the share of the query's terms, each
     weighted by term_weight, that the chunk holds at least once (prefix-matched as term_counts does).
@@ -747,7 +754,7 @@ def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -
     if not docs:
         return {}
     terms = list(dict.fromkeys(search_tokens(query)))
-    weights = {t: term_weight(t) for t in terms}
+    weights = term_weights(terms)
     whole = sum(weights.values())
     if not whole:
         return dict.fromkeys(docs, 0.0)
@@ -764,7 +771,7 @@ def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -
 def query_terms(query: str) -> tuple[list[str], dict[str, float]]:
     """The query's distinct search terms and their weights (term_weight)."""
     terms = list(dict.fromkeys(search_tokens(query)))
-    return terms, {t: term_weight(t) for t in terms}
+    return terms, term_weights(terms)
 
 
 def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:

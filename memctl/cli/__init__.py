@@ -85,7 +85,9 @@ def _exit_after_output(code) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())  # the bytes left in the buffer go nowhere, and shutdown flushes quietly
         os.close(null)
-        if not code and sys.argv[1:2] != ["hook"]:  # (a hook exits 0 whatever happens: its contract, docs/AGENTS.md)
+        # A reader that went away (`| head`) is a quiet end with the command's own code, as the commands' own
+        # BrokenPipeError handlers make it: recall's 1 is "nothing found", near-dup's "a near-duplicate".
+        if not code and sys.argv[1:2] != ["hook"] and not isinstance(exc, BrokenPipeError):  # (a hook exits 0 whatever happens: its contract, docs/AGENTS.md)
             from .. import errors, output
 
             exc.filename = errors.OUTPUT

@@ -26,7 +26,8 @@ def _read_stdin(label: str) -> str:
 
 @app.command()
 def init(
-    directory: Annotated[Path, typer.Argument(help="Where to create the store.", metavar="[DIR]")] = Path("."),
+    ctx: typer.Context,
+    directory: Annotated[Optional[Path], typer.Argument(help="Where to create the store (default: --root, else the current folder).", metavar="[DIR]", show_default=False)] = None,
     no_git: Annotated[bool, typer.Option("--no-git", help="No repository, no commits: memctl.toml gets [git] commit = false.")] = False,
     json: JsonOpt = False,
 ) -> None:
@@ -35,6 +36,11 @@ def init(
     A Claude Code memory directory (MEMORY.md or fact files at its top) is adopted as it is:
     no memory/ folder; its facts go into the first commit.
     """
+    given = (ctx.find_root().obj or {}).get("root")  # `memctl --root DIR init` made a store of the current folder
+    if given is not None and directory is not None and Path(given).resolve() != directory.resolve():
+        raise BadInput(f"--root {given} and DIR {directory} name two folders; nothing was created",
+                       hint="give the store's folder once: memctl init DIR")
+    directory = directory if directory is not None else Path(given) if given is not None else Path(".")
     created = store_mod.init_store(directory, git=not no_git)
     root = str(directory.resolve())
     if json:

@@ -105,6 +105,12 @@ def test_the_parts_of_a_japanese_question_weigh_less_than_its_words_in_a_facts_c
     assert rindex.coverage(fact, terms, weights) == pytest.approx(1 / 2.5)
     assert rindex.query_terms("どこですか")[1] == {"どこ": 0.0, "こで": 0.25, "です": 0.0, "すか": 0.0}
     assert rindex.query_terms("When are we allowed to deploy?")[1] == {"allow": 1.0, "deploy": 1.0}
+    # A query of nothing but what the prior weighs 0 keeps its plain weights (review: `幾何学` — 幾何, 何学 —
+    # and `何` found nothing at all)
+    assert rindex.query_terms("幾何学")[1] == {"幾何": 1.0, "何学": 1.0}
+    assert rindex.query_terms("何")[1] == {"何": 0.5}
+    geometry = rindex.search_tokens("幾何学の講義は月曜", document=True)
+    assert rindex.coverage(geometry, *rindex.query_terms("幾何学")) == 1.0
 
 
 def test_the_fitted_relevance_rises_with_each_signal():

@@ -111,3 +111,35 @@ def test_output_to_a_full_device_is_one_line_and_exit_1_with_a_buffered_stdout(r
     assert lines[0].startswith("memctl: error: No space left on device while printing the output (ENOSPC)"), lines
     if committed:
         assert git(root, "log", "-1", "--format=%s").strip() == committed
+
+
+def test_a_reader_that_went_away_is_a_quiet_end_with_the_commands_own_code(root):
+    """`memctl recall ... | true` with a buffered stdout: the end-of-output check made a broken pipe an error
+    and exit 1, which is recall's "nothing found" (review); before it was Python's 120. The commands'
+    own handlers make a broken pipe a quiet end: so does the last flush."""
+    env = {k: v for k, v in bare_env().items() if k != "PYTHONUNBUFFERED"}
+    assert run_in(root, env, "remember", "deploy-rule", "--type", "project", "--description",
+                  "Deploys only on Tuesdays").returncode == 0
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: the first write fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), "recall", "deploys", "--no-log"],
+                              stdout=write, stderr=subprocess.PIPE, env=env, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr
+
+
+def test_init_makes_the_store_at_root_when_no_folder_is_given(tmp_path):
+    """`memctl --root DIR init` ignored --root and made a store of the current folder (a reviewer's made one
+    of /tmp); two different folders are refused, nothing created."""
+    there, cwd = tmp_path / "there", tmp_path / "cwd"
+    cwd.mkdir()
+    done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(there), "init"], cwd=cwd,
+                          capture_output=True, env=bare_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (there / "memctl.toml").is_file() and list(cwd.iterdir()) == []
+    other = tmp_path / "other"
+    done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(there), "init", str(other)], cwd=cwd,
+                          capture_output=True, env=bare_env(), timeout=120)
+    assert done.returncode == 2 and not other.exists() and b"name two folders" in done.stderr, done.stderr
