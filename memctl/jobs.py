@@ -651,14 +651,29 @@ def scheduler_lock() -> Iterator[None]:
     """This user's scheduler changed by one memctl at a time: a crontab is read, changed and written back
     whole, and two installs of two stores at once each wrote back what they had read, so one store's
     block was lost (both said "1 change made"). A lock file in the temporary folder, per user; where it
-    cannot be made, the change goes on unlocked, as before."""
+    cannot be taken (no such folder, a file another user put there, held too long), the change goes on
+    unlocked, with a warning."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(file_lock(_scheduler_lock_path()))
+        except (OSError, MemctlError) as exc:
+            why = exc.one_line() if isinstance(exc, MemctlError) else errors.from_os_error(exc).one_line()
+            errors.warn(f"the crontab is changed without the scheduler lock: {why}")
+        yield
+
+
+def _scheduler_lock_path() -> Path:
+    """Where this user's scheduler lock lives: a folder only this user writes ($XDG_RUNTIME_DIR, else
+    ~/.cache/memctl), else the temporary folder, where another user may have put a file of that name."""
     import tempfile  # noqa: PLC0415
 
-    path = Path(tempfile.gettempdir()) / f"memctl-scheduler-{os.getuid()}.lock"
-    with contextlib.ExitStack() as held:
-        with contextlib.suppress(OSError):
-            held.enter_context(file_lock(path))
-        yield
+    for folder in (os.environ.get("XDG_RUNTIME_DIR"), os.path.join(os.path.expanduser("~"), ".cache", "memctl")):
+        if folder and os.path.isabs(folder):
+            with contextlib.suppress(OSError):
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+                if os.access(folder, os.W_OK):
+                    return Path(folder) / "scheduler.lock"
+    return Path(tempfile.gettempdir()) / f"memctl-scheduler-{os.getuid()}.lock"
 
 
 def apply(store: Store, plan: Plan) -> None:
@@ -963,7 +978,8 @@ def _dies_with_parent() -> Callable[[], None] | None:
 
 
 def _record_episode(store: Store, job: Job, result: RunResult) -> str:
-    """An `error` episode for a run that failed; a `feedback` one for a run that found something (found_exit)."""
+    """An `error` episode for a run that failed; a `success` one for a run that found something (found_exit): not
+    `feedback`, which is a person's, weighs 0.9 and is never forgotten (docs/LIFECYCLE.md)."""
     from . import episodes  # noqa: PLC0415
 
     rel = store.rel(result.log)
@@ -973,7 +989,7 @@ def _record_episode(store: Store, job: Job, result: RunResult) -> str:
     found = job.succeeded(result.exit_code)
     episode = episodes.add(
         store, f"job {job.name} " + (f"found something (exit {result.exit_code})" if found else f"failed with exit {result.exit_code}"),
-        "feedback" if found else "error", agent=f"job:{job.name}", outcome=outcome, tags=("job", job.name),
+        "success" if found else "error", agent=f"job:{job.name}", outcome=outcome, tags=("job", job.name),
     )
     return episode.id
 
@@ -1117,7 +1133,9 @@ def problems(store: Store) -> list:
                                   "(memctl schedule install, or memctl run-job " + name + ")", "warning"))
         elif st.last_success is None:
             result.append(Problem(st.log, 0, "job-never-succeeded", f"job {name} has never succeeded "
-                                  f"({_last_outcome(st)})"))
+                                  f"({_last_outcome(st)})" + (f"; if its exit {st.last_exit} says it found something, "
+                                  f"declare found_exit = {st.last_exit} in [jobs.{name}]" if st.last_exit == 1  # (grep's "found")
+                                  and not st.job.found_exit else "")))
         elif st.age is not None and st.age > st.job.max_age:
             result.append(Problem(st.log, 0, "job-stale", f"job {name}: last success {st.last_success}, "
                                   f"{format_duration(st.age)} ago; its schedule ({st.job.describe_schedule()}) allows {allowed}"

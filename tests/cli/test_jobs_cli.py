@@ -260,6 +260,23 @@ def test_two_installs_of_two_stores_at_once_keep_both_blocks(root, tmp_path, fak
             assert table.count(f"# memctl:end root={store}\n") == 1, table
 
 
+def test_a_scheduler_lock_that_cannot_be_taken_does_not_stop_the_install(root, tmp_path, fake_crontab):
+    """The lock's place holds what another user may have put there (a link, in a shared temporary folder):
+    install refused with "the lock file ... is not a regular file" (review). It goes on, unlocked, saying so;
+    the lock lives in a folder of this user's own first ($XDG_RUNTIME_DIR, ~/.cache/memctl)."""
+    configure_jobs(root)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / "scheduler.lock").symlink_to(tmp_path / "elsewhere")
+    r = memctl(root, "schedule", "install", "--scheduler", "cron", env={"XDG_RUNTIME_DIR": str(runtime)})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("memctl: warning: the crontab is changed without the scheduler lock: the lock file "), r.stderr
+    assert f"# memctl:begin root={root}" in fake_crontab.read_text() and not (tmp_path / "elsewhere").exists()
+    (runtime / "scheduler.lock").unlink()
+    r = memctl(root, "schedule", "uninstall", "--scheduler", "cron", env={"XDG_RUNTIME_DIR": str(runtime)})
+    assert (r.returncode, r.stderr) == (0, "memctl: cron: 1 change made\n") and (runtime / "scheduler.lock").is_file()
+
+
 def test_install_into_an_empty_crontab_then_json(root, fake_crontab):
     configure_jobs(root)
     r = cli(root, "schedule", "install", "--scheduler", "cron", "--json")
@@ -366,7 +383,7 @@ def test_a_found_exit_is_a_finding_not_a_failure_and_the_nightly_doctor_passes(r
     [episode] = json.loads(cli(root, "episode", "list", "--json").stdout)
     assert (found.exit_code, found.stdout) == (1, "near-duplicate: a ~ b\n")  # the command's own code, as grep's
     assert found.stderr.startswith(f"memctl: job scan found something (exit 1) in ") and f"episode {episode['id']})" in found.stderr
-    assert (episode["type"], episode["description"]) == ("feedback", "job scan found something (exit 1)")
+    assert (episode["type"], episode["description"]) == ("success", "job scan found something (exit 1)")  # not a person's feedback
     assert "near-duplicate: a ~ b" in episode["outcome"]
     status = {s["job"]: s for s in json.loads(cli(root, "schedule", "status", "--json", env={"MEMCTL_NOW": NOW}).stdout)}
     assert status["scan"]["state"] == "ok" and status["scan"]["last_success"] == NOW and status["scan"]["last_exit"] == 1
@@ -374,6 +391,8 @@ def test_a_found_exit_is_a_finding_not_a_failure_and_the_nightly_doctor_passes(r
     doctor = cli(root, "doctor", "--json", env={"MEMCTL_NOW": NOW})
     kinds = {(p["code"], p["path"]) for p in json.loads(doctor.stdout)["problems"]}
     assert ("job-never-succeeded", "logs/plain.log") in kinds and not any(path == "logs/scan.log" for _, path in kinds)
+    [never] = [p for p in json.loads(doctor.stdout)["problems"] if p["path"] == "logs/plain.log"]
+    assert never["message"].endswith("if its exit 1 says it found something, declare found_exit = 1 in [jobs.plain]"), never
     configure(root, '[jobs.bad]\nscript = "scan.sh"\nhour = 9\nfound_exit = [0]\n')
     r = cli(root, "schedule", "status")
     assert r.exit_code == 2 and "[jobs.bad] found_exit = [0] is not an exit code from 1 to 125" in r.stderr, r.stderr
