@@ -43,15 +43,46 @@ def standard_process() -> None:
                 os.close(null)
             os.set_inheritable(fd, True)  # (os.open's are not: the lowest free number is `fd` itself)
             reopened = True
-    utf8 = sys.flags.utf8_mode or sys.getfilesystemencoding() == "utf-8"
+    locale = sys.getfilesystemencoding()
+    utf8 = sys.flags.utf8_mode or locale == "utf-8"
     if (reopened or not utf8) and not os.environ.get("MEMCTL_STARTED_AGAIN"):
         os.environ["PYTHONUTF8"] = "1"
         os.environ["MEMCTL_STARTED_AGAIN"] = "1"  # (never twice: the descriptors are open, UTF-8 mode is on)
+        if not utf8 and (_writes_japanese(locale) or os.isatty(1)):
+            # The output in the locale's encoding where someone reads it so: a terminal, and anything under EUC-JP or
+            # Shift_JIS, as before (what such a locale cannot write is `?`); else UTF-8, lossless (cron's log files).
+            os.environ["MEMCTL_OUTPUT_ENCODING"] = locale
         try:
-            os.execv(sys.executable, [sys.executable, "-X", "utf8", *_original_arguments()])
-        except (OSError, UnicodeError):
+            arguments = _original_arguments()
+            if not utf8:  # text typed in the locale's own encoding (not UTF-8) is read as that, as before
+                arguments = [_as_utf8(arg, locale) for arg in arguments]
+            os.execv(sys.executable, [sys.executable, "-X", "utf8", *arguments])
+        except (OSError, UnicodeError, LookupError):
             pass  # (no interpreter to run again, or arguments that cannot be given back: go on as we are)
     os.environ.pop("MEMCTL_STARTED_AGAIN", None)
+    encoding = os.environ.pop("MEMCTL_OUTPUT_ENCODING", None)  # (the children's output is read as UTF-8)
+    if encoding:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None and hasattr(stream, "reconfigure"):
+                stream.reconfigure(encoding=encoding, errors="replace")
+
+
+def _writes_japanese(encoding: str) -> bool:
+    try:
+        "日本語のメモ".encode(encoding)
+        return True
+    except (UnicodeError, LookupError):
+        return False
+
+
+def _as_utf8(argument: bytes, locale: str) -> bytes:
+    """An argument as UTF-8: as it is when it is UTF-8 (cron or a legacy shell passing UTF-8 text), else read in
+    the locale's encoding (a terminal really in EUC-JP or Latin-1) and written as UTF-8."""
+    try:
+        argument.decode("utf-8")
+        return argument
+    except UnicodeDecodeError:
+        return argument.decode(locale, "surrogateescape").encode("utf-8", "surrogateescape")
 
 
 def _original_arguments() -> list:

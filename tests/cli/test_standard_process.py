@@ -35,17 +35,21 @@ def bare_env(**more: str) -> dict:
     return {**env, **more}
 
 
-def _latin1_locale(tmp_path: Path) -> dict | None:
-    """LOCPATH and LC_ALL of an ISO-8859-1 locale built for the test (localedef), or None where it cannot be."""
+def _built_locale(tmp_path: Path, language: str = "en_US", charset: str = "ISO-8859-1") -> dict | None:
+    """LOCPATH and LC_ALL of a locale built for the test (localedef), or None where it cannot be."""
     if shutil.which("localedef") is None:
         return None
     where = tmp_path / "locales"
-    where.mkdir()
-    done = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1", str(where / "en_US.ISO-8859-1")],
-                          capture_output=True)
-    if not (where / "en_US.ISO-8859-1").exists():
+    where.mkdir(exist_ok=True)
+    name = f"{language}.{charset}"
+    done = subprocess.run(["localedef", "-i", language, "-f", charset, str(where / name)], capture_output=True)
+    if not (where / name).exists():
         return None
-    return {"LOCPATH": str(where), "LC_ALL": "en_US.ISO-8859-1"} if done.returncode in (0, 1) else None
+    return {"LOCPATH": str(where), "LC_ALL": name} if done.returncode in (0, 1) else None
+
+
+def _latin1_locale(tmp_path: Path) -> dict | None:
+    return _built_locale(tmp_path)
 
 
 def test_japanese_arguments_under_an_ascii_locale_are_written_as_given(root):
@@ -143,3 +147,23 @@ def test_init_makes_the_store_at_root_when_no_folder_is_given(tmp_path):
     done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(there), "init", str(other)], cwd=cwd,
                           capture_output=True, env=bare_env(), timeout=120)
     assert done.returncode == 2 and not other.exists() and b"name two folders" in done.stderr, done.stderr
+
+
+def test_text_typed_in_a_terminal_of_a_legacy_locale_is_read_in_its_encoding(root, tmp_path):
+    """A terminal really in EUC-JP (or Latin-1) passes its own bytes: once memctl ran in UTF-8 mode it refused
+    them as "not valid UTF-8" (review); they are read in the locale's encoding and written as UTF-8, and the
+    output comes back in that encoding, as before."""
+    euc = _built_locale(tmp_path, "ja_JP", "EUC-JP")
+    latin = _built_locale(tmp_path, "en_US", "ISO-8859-1")
+    if euc is None or latin is None:
+        pytest.skip("localedef cannot build EUC-JP and ISO-8859-1 locales here")
+    cases = [(euc, "euc-typed", "EUC端末で書いた事実", "euc-jp"), (latin, "latin-typed", "café au lait", "latin-1")]
+    for locale, name, text, encoding in cases:
+        argv = [sys.executable, "-m", "memctl", "--root", str(root), "remember", name, "--type", "user",
+                "--description", text.encode(encoding)]
+        done = subprocess.run(argv, capture_output=True, env=bare_env(**locale), stdin=subprocess.DEVNULL, timeout=120)
+        assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+        assert f"description: {text}\n" in (root / "memory" / f"{name}.md").read_text(encoding="utf-8")
+    shown = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), "show", "euc-typed"],
+                           capture_output=True, env=bare_env(**euc), stdin=subprocess.DEVNULL, timeout=120)
+    assert shown.returncode == 0 and "EUC端末で書いた事実".encode("euc-jp") in shown.stdout, shown.stdout
