@@ -34,7 +34,7 @@ QUESTIONS = [  # ("Which relational engine stores our live data?", "prod-db") is
     ("When are we allowed to deploy?", "tuesday-rule"),
     ("金曜日にデプロイしてもいい？", "kayoubi-rule"),
     # A Japanese question about an English fact sharing one word: its particle bigrams (`を使`, `って`, `てる`)
-    # counted as much as the word, so the coverage was 1/5 and the fact stayed under the floor (0.17).
+    # counted as much as the word, so the coverage was 1/5 and the fact stayed under the floor (0.17 named so).
     ("Redisを使ってる？", "redis-cache"),
 ]
 
