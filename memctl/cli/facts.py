@@ -37,9 +37,6 @@ def init(
     no memory/ folder; its facts go into the first commit.
     """
     given = (ctx.find_root().obj or {}).get("root")  # `memctl --root DIR init` made a store of the current folder
-    if given is not None and directory is not None and Path(given).resolve() != directory.resolve():
-        raise BadInput(f"--root {given} and DIR {directory} name two folders; nothing was created",
-                       hint="give the store's folder once: memctl init DIR")
     directory = directory if directory is not None else Path(given) if given is not None else Path(".")
     created = store_mod.init_store(directory, git=not no_git)
     root = str(directory.resolve())
