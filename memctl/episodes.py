@@ -194,10 +194,10 @@ def _created_with(store: Store, episode: Episode, commit_changes: bool) -> bool:
         return False
     except NotFound:
         pass
-    check_records(store, [to_record(episode)])
+    records = [to_record(episode)]
+    check_records(store, records)  # (what ledger.append checks of episodes; create validates only the columns)
     try:
-        ledger.create(store, LEDGER, COLUMNS, unique="id", commit_changes=commit_changes, own=True,
-                      records=[to_record(episode)])
+        ledger.create(store, LEDGER, COLUMNS, unique="id", commit_changes=commit_changes, own=True, records=records)
     except Refused:
         return False  # another process created it between our look and our lock: append as usual
     return True

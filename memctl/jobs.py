@@ -650,7 +650,7 @@ def plan_install(store: Store, *, scheduler: str = "auto", remove: bool = False,
 def scheduler_lock() -> Iterator[None]:
     """This user's scheduler changed by one memctl at a time: a crontab is read, changed and written back
     whole, and two installs of two stores at once each wrote back what they had read, so one store's
-    block was lost (both said "1 change made"). A lock file in the temporary folder, per user; where it
+    block was lost (both said "1 change made"). A lock file per user (_scheduler_lock_path); where it
     cannot be taken (no such folder, a file another user put there, held too long), the change goes on
     unlocked, with a warning."""
     with contextlib.ExitStack() as held:
@@ -727,11 +727,17 @@ class _Log:
         self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666), "ab")
 
     def write(self, text: str) -> None:
-        try:
+        with self._named():
             for line in text.split("\n"):
                 self.handle.write(f"{clock.stamp()} {self.name} {line}\n".encode("utf-8", "replace"))
             self.handle.flush()
-        except OSError as exc:  # a full disk: the one line run-job leaves on stderr names the log it could not write
+
+    @contextlib.contextmanager
+    def _named(self) -> Iterator[None]:
+        """An OSError of the log names it: on a full disk, the one line run-job leaves on stderr says which file."""
+        try:
+            yield
+        except OSError as exc:
             if exc.filename is None:
                 exc.filename = str(self.path)
             raise
@@ -739,12 +745,8 @@ class _Log:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.fsync(self.handle.fileno())
-        try:
+        with self._named():
             self.handle.close()  # (flushes what a failed write left in the buffer: it fails again, on a full disk)
-        except OSError as exc:
-            if exc.filename is None:
-                exc.filename = str(self.path)
-            raise
 
 
 def job_argv(store: Store, job: Job) -> list[str]:

@@ -26,7 +26,8 @@ def standard_process() -> None:
     took its number, git's output went into it, and `print` met None), and Python's UTF-8 mode (under a
     Latin-1 or EUC-JP locale, arguments were decoded in that locale: Japanese text was committed as
     mojibake, or a git argument failed to encode). Either one missing: memctl runs itself again, in UTF-8
-    mode (PYTHONUTF8=1 for its children too), the arguments passed on byte for byte."""
+    mode (PYTHONUTF8=1 for its children too), UTF-8 arguments passed on byte for byte and any other read in
+    the locale's encoding (_as_utf8); the output stays in that encoding where someone reads it so."""
     import os
     import sys
 
