@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import facts, jobs, ledger_ops, state, trust
+from . import facts, installed, jobs, ledger_ops, state, trust
 from .facts import Problem
 from .fsutil import INDEX_LIMIT, dead_temp, link_on_way
 from .lifecycle import forget
@@ -24,6 +24,7 @@ def run(store: Store) -> list[Problem]:
     problems += nul_problems(store)
     problems += state.problems(store)  # a stale STATE.md: agents would act on old numbers
     problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
+    problems += installed.problems(store)  # the installed schedule against memctl.toml: jobs gone, missing, moved
     problems += trust_problems(store)  # settings a commit not made here changed: not acted on until approved
     problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
     problems += settled(store, lambda: interrupted_problems(store) + unfinished_problems(store))

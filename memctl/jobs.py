@@ -444,7 +444,7 @@ def plan_plists(store: Store, jobs: list[Job], env: Environment) -> dict[Path, b
     return {plist_dir(store) / f"{label(store, job)}.plist": plist_bytes(store, job, env) for job in jobs}
 
 
-def _rendered_job(path: Path) -> str | None:
+def rendered_job(path: Path) -> str | None:
     """The job a plist written by `render` runs (`... run-job --quiet NAME`), else None."""
     try:
         data = plistlib.loads(path.read_bytes())
@@ -485,7 +485,7 @@ def render(store: Store, *, env: Environment | None = None,
             atomic_write(path, data)
             written.append(path)
         here = sorted(plist_dir(store).glob("*.plist")) if plist_dir(store).is_dir() else []
-        removed = [p for p in here if p not in planned and _rendered_job(p) is not None]
+        removed = [p for p in here if p not in planned and rendered_job(p) is not None]
         for path in removed:
             path.unlink()
     return Rendered(tuple(written), tuple(removed), tuple(unchanged), crontab_block(store, jobs, env))
@@ -543,7 +543,7 @@ def _tool(name: str) -> str:
                    name=name)
 
 
-def _find_tool(name: str) -> str | None:
+def find_tool(name: str) -> str | None:
     try:
         return _tool(name)
     except NotFound:
@@ -564,7 +564,7 @@ def read_crontab() -> str:
 
 def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
     notes: tuple[str, ...] = ()
-    if dry_run and _find_tool("crontab") is None:
+    if dry_run and find_tool("crontab") is None:
         current = ""
         notes = ("crontab not found on PATH: the plan starts from an empty crontab",)
     else:
@@ -585,7 +585,7 @@ def _domain() -> str:
     return f"gui/{os.getuid()}"
 
 
-def _agent_root(path: Path) -> str | None:
+def agent_root(path: Path) -> str | None:
     try:
         return plistlib.loads(path.read_bytes()).get("WorkingDirectory")
     except (OSError, plistlib.InvalidFileException, ValueError, AttributeError):
@@ -598,7 +598,7 @@ def _loaded(launchctl: str, target: str) -> bool:
 
 def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
     notes: tuple[str, ...] = ()
-    found = _find_tool("launchctl") if dry_run else _tool("launchctl")
+    found = find_tool("launchctl") if dry_run else _tool("launchctl")
     if found is None:
         notes = ("launchctl not found on PATH: the plan assumes no agent is loaded",)
     launchctl = found or "launchctl"
@@ -608,7 +608,7 @@ def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool,
     wanted = {} if remove else {agents / p.name: data for p, data in plan_plists(store, jobs, env).items()}
     steps: list[Step] = []
     for dest, data in wanted.items():
-        owner = _agent_root(dest) if dest.exists() else None
+        owner = agent_root(dest) if dest.exists() else None
         if owner is not None and owner != str(store.root):
             raise Refused(f"{dest} belongs to the store at {owner}", hint="set [schedule] label_prefix in memctl.toml")
         target = f"{domain}/{dest.stem}"
@@ -622,9 +622,9 @@ def _plan_launchd(store: Store, jobs: list[Job], env: Environment, remove: bool,
     # This store's agents of jobs no longer declared, under this label prefix or another one.
     stale = set(_own_plists(agents, prefix))
     if agents.is_dir():
-        stale.update(p for p in agents.glob("*.plist") if _rendered_job(p) is not None)
+        stale.update(p for p in agents.glob("*.plist") if rendered_job(p) is not None)
     for old in sorted(stale):
-        if old in wanted or _agent_root(old) != str(store.root):
+        if old in wanted or agent_root(old) != str(store.root):
             continue
         target = f"{domain}/{old.stem}"
         steps += [Step("run", target, argv=(launchctl, "bootout", target), check=False), Step("remove", str(old))]

@@ -637,3 +637,62 @@ def test_daily_maintenance_script_commits_the_first_access_rows_of_a_store(root)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "\tshow\t\tdeploys\n" in (root / "ledgers" / "access.tsv").read_text(encoding="utf-8")
     assert git(root, "status", "--porcelain") == ""
+
+
+def _doctor_lines(root: Path, code: str) -> list[str]:
+    return [line for line in memctl(root, "doctor").stdout.splitlines() if code in line or f"job {code}" in line]
+
+
+def test_doctor_names_the_installed_schedule_memctl_toml_no_longer_matches(root, fake_crontab):
+    """The crontab block is written once, by `schedule install`; memctl.toml changes after it (by hand, by a
+    pull). A job removed from it but still installed was refused at every run, and doctor looked only at the
+    declared jobs: nobody heard of it. Doctor now sets the installed block against memctl.toml."""
+    configure_jobs(root)
+    assert memctl(root, "schedule", "install", "--scheduler", "cron").returncode == 0
+    report = memctl(root, "doctor").stdout
+    assert "memctl.toml:" not in report, report
+
+    text = (root / "memctl.toml").read_text()
+    text = text.replace("[jobs.check]", "[jobs.gone]").replace("hour = 9\n", "hour = 7\n")
+    (root / "memctl.toml").write_text(text + '\n[jobs.added]\ncommand = "doctor"\nhour = 2\n')
+    executable(root / "gone.sh", "exit 0\n")
+    report = memctl(root, "doctor").stdout
+    assert ("memctl.toml: error: job check is installed in this machine's crontab but memctl.toml no longer declares it: "
+            "every run of it is refused (memctl schedule install removes it)") in report.splitlines(), report
+    assert ("memctl.toml: warning: job added is declared in memctl.toml but not installed in this machine's crontab: "
+            "it does not run (memctl schedule install)") in report.splitlines(), report
+    assert ("memctl.toml: warning: job state-update: this machine's crontab runs it at 0 9 * * *, not as memctl.toml "
+            "says (0 7 * * *): memctl schedule install") in report.splitlines(), report
+    assert memctl(root, "doctor").returncode == 1  # the refused job is an error
+
+    assert memctl(root, "schedule", "install", "--scheduler", "cron").returncode == 0
+    assert "memctl.toml:" not in memctl(root, "doctor").stdout
+    assert memctl(root, "schedule", "uninstall", "--scheduler", "cron").returncode == 0
+    assert "memctl.toml:" not in memctl(root, "doctor").stdout  # not installed here: nothing to compare
+
+
+def test_installed_launchd_agents_are_read_back_by_job_and_times(root, tmp_path, monkeypatch):
+    """On macOS the agents in ~/Library/LaunchAgents are what runs; launchctl is not needed to read them."""
+    from memctl import installed
+
+    configure_jobs(root)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = open_store(root)
+    assert installed.installed_launchd(store) is None
+    agents = jobs.launch_agents_dir()
+    agents.mkdir(parents=True)
+    env = jobs.resolve_environment()
+    for path, data in jobs.plan_plists(store, jobs.load_jobs(store), env).items():
+        (agents / path.name).write_bytes(data)
+    (agents / "other.plist").write_bytes(b"not a plist")
+    found = installed.installed_launchd(store)
+    assert sorted(found) == ["check", "state-update"]
+    assert json.loads(found["state-update"]) == {"StartCalendarInterval": {"Hour": 9, "Minute": 0}, "StartInterval": None}
+    assert installed.problems(store, "launchd") == []
+    (root / "memctl.toml").write_text((root / "memctl.toml").read_text().replace("hour = 9\n", "hour = 7\n"))
+    assert [(p.code, p.message) for p in installed.problems(open_store(root), "launchd")] == [
+        ("job-schedule-changed", "job state-update: ~/Library/LaunchAgents runs it, not as memctl.toml says (0 7 * * *): "
+         "memctl schedule install")]
+    other = tmp_path / "other-store"
+    init_store(other)
+    assert installed.installed_launchd(open_store(other)) is None  # another store's agents are not its own
