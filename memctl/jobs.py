@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -336,6 +336,14 @@ def resolve_environment() -> Environment:
     return Environment(argv, path, git, str(Path(named).absolute()) if named and git else None)
 
 
+def git_warning(env: Environment) -> tuple[str, ...]:
+    """A warning when no git is on the PATH the jobs will have: every run that commits would fail."""
+    if env.git or any(os.access(os.path.join(d, "git"), os.X_OK) for d in env.path.split(":") if d):
+        return ()
+    return ("git not found, here or on the jobs' PATH: every job that commits will fail "
+            "(install git, or name it in MEMCTL_GIT, then install the schedule again)",)
+
+
 def logs_dir(store: Store) -> Path:
     return store.root / "logs"
 
@@ -434,6 +442,7 @@ class Rendered:
     removed: tuple[Path, ...]
     unchanged: tuple[Path, ...]
     crontab: str
+    warnings: tuple[str, ...] = ()  # what the jobs will lack (git)
 
 
 def plist_dir(store: Store) -> Path:
@@ -488,7 +497,8 @@ def render(store: Store, *, env: Environment | None = None,
         removed = [p for p in here if p not in planned and rendered_job(p) is not None]
         for path in removed:
             path.unlink()
-    return Rendered(tuple(written), tuple(removed), tuple(unchanged), crontab_block(store, jobs, env))
+    return Rendered(tuple(written), tuple(removed), tuple(unchanged), crontab_block(store, jobs, env),
+                    git_warning(env) if jobs else ())
 
 
 # ---------------------------------------------------------------- install into launchd or cron
@@ -515,6 +525,7 @@ class Plan:
     steps: tuple[Step, ...]
     crontab_after: str | None = None
     notes: tuple[str, ...] = ()  # what a dry run could not find out (no crontab or launchctl here)
+    warnings: tuple[str, ...] = ()  # what the jobs will lack (git)
 
     @property
     def changed(self) -> bool:
@@ -642,8 +653,8 @@ def plan_install(store: Store, *, scheduler: str = "auto", remove: bool = False,
     check_runnable(store, jobs, check_command)
     env = env or resolve_environment()
     which = choose_scheduler(scheduler)
-    plan = _plan_launchd if which == "launchd" else _plan_cron
-    return plan(store, jobs, env, remove, dry_run)
+    plan = (_plan_launchd if which == "launchd" else _plan_cron)(store, jobs, env, remove, dry_run)
+    return replace(plan, warnings=git_warning(env)) if jobs else plan
 
 
 @contextlib.contextmanager

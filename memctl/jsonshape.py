@@ -449,6 +449,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("removed", "list[string]", "Plists removed."),
         ("unchanged", "list[string]", "Plists already current."),
         ("crontab", "string", "The crontab block."),
+        ("warnings", "list[string]", "What the jobs will lack (no git on their PATH)."),
     ),
     "schedule_plan": (
         ("scheduler", "string", "cron or launchd."),
@@ -456,7 +457,8 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("dry_run", "boolean", "Nothing was changed."),
         ("steps", "list[string]", "What is (or would be) run."),
         ("crontab", "string", "The crontab after the change."),
-        ("notes", "list[string]", "Notes."),
+        ("notes", "list[string]", "What a dry run could not read (no crontab or launchctl here)."),
+        ("warnings", "list[string]", "What the jobs will lack (no git on their PATH)."),
     ),
     "trust": (
         ("settings", "list[@trust_setting]", "Every executable setting of memctl.toml (docs/JOBS.md, \"Consent\")."),

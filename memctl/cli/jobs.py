@@ -69,10 +69,12 @@ def render(ctx: typer.Context, json: JsonOpt = False) -> None:
     if json:
         output.emit_json({
             "written": [store.rel(p) for p in done.written], "removed": [store.rel(p) for p in done.removed],
-            "unchanged": [store.rel(p) for p in done.unchanged], "crontab": done.crontab,
+            "unchanged": [store.rel(p) for p in done.unchanged], "crontab": done.crontab, "warnings": list(done.warnings),
         })
         return
     output.emit_text(done.crontab)
+    for warning in done.warnings:
+        output.warn(warning)
     total = len(done.written) + len(done.unchanged)
     output.info(f"launchd/: {total} plists ({len(done.written)} written, {len(done.unchanged)} unchanged, {len(done.removed)} removed)"
                 if total or done.removed else "no jobs declared in memctl.toml ([jobs.NAME])")
@@ -82,13 +84,15 @@ def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool) -> None:
     if json:
         output.emit_json({"scheduler": plan.scheduler, "changed": plan.changed, "dry_run": dry_run,
                           "steps": [s.describe() for s in plan.steps], "crontab": plan.crontab_after,
-                          "notes": list(plan.notes)})
+                          "notes": list(plan.notes), "warnings": list(plan.warnings)})
     elif dry_run and plan.scheduler == "cron":
         output.emit_text(plan.crontab_after or "")
     elif dry_run:
         output.emit_lines(s.describe() for s in plan.steps)
     for note in plan.notes:
         output.info(note)
+    for warning in plan.warnings:
+        output.warn(warning)
     if dry_run:
         output.info("dry run: nothing changed" if plan.changed else "dry run: already as planned; nothing would change")
     else:

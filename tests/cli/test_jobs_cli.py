@@ -696,3 +696,27 @@ def test_installed_launchd_agents_are_read_back_by_job_and_times(root, tmp_path,
     other = tmp_path / "other-store"
     init_store(other)
     assert installed.installed_launchd(open_store(other)) is None  # another store's agents are not its own
+
+
+def test_render_and_install_warn_when_the_jobs_will_have_no_git(root, fake_crontab, monkeypatch):
+    """The jobs' PATH holds git's folder as render finds it; with no git found at all, every job that
+    commits failed at its first run, and render and install said nothing of it."""
+    from memctl import early
+
+    configure_jobs(root)
+    warning = ("memctl: warning: git not found, here or on the jobs' PATH: every job that commits will fail "
+               "(install git, or name it in MEMCTL_GIT, then install the schedule again)\n")
+    assert warning not in cli(root, "schedule", "render").stderr
+    monkeypatch.setattr(early, "FALLBACK_GITS", ())
+    monkeypatch.setattr(jobs, "STANDARD_PATH", ())
+    (fake_crontab.parent / "fakebin" / "cat").symlink_to(shutil.which("cat"))  # the fake crontab's
+    monkeypatch.setenv("PATH", str(fake_crontab.parent / "fakebin"))
+    monkeypatch.delenv("GIT_PYTHON_GIT_EXECUTABLE", raising=False)
+    monkeypatch.delenv("MEMCTL_GIT", raising=False)
+    r = cli(root, "schedule", "render")
+    assert r.exit_code == 0 and warning in r.stderr, r.stderr
+    r = cli(root, "schedule", "install", "--scheduler", "cron", "--dry-run", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["warnings"] == [warning.split("warning: ")[1].rstrip("\n")]
+    r = cli(root, "schedule", "install", "--scheduler", "cron")
+    assert r.exit_code == 0 and warning in r.stderr, r.stderr
+    assert "warning" not in cli(root, "schedule", "uninstall", "--scheduler", "cron").stderr
