@@ -720,3 +720,20 @@ def test_render_and_install_warn_when_the_jobs_will_have_no_git(root, fake_cront
     r = cli(root, "schedule", "install", "--scheduler", "cron")
     assert r.exit_code == 0 and warning in r.stderr, r.stderr
     assert "warning" not in cli(root, "schedule", "uninstall", "--scheduler", "cron").stderr
+
+
+def test_the_bundled_state_update_job_commits_numbers_it_has(tmp_path):
+    """The bundled job runs `state update` with no --from-json; its message template named task counts
+    only --from-json gives, so every night it committed `完了:- 進行中:- 未着手:- 承認待ち:-`."""
+    store = tmp_path / "bundled"
+    store.mkdir()
+    for part in ("memory", "ledgers", "state"):
+        shutil.copytree(REPO / part, store / part)
+    shutil.copy(REPO / "memctl.toml", store)
+    git(store, "init", "-q")
+    git(store, "add", "-A")
+    git(store, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "bundled store")
+    done = memctl(store, "run-job", "--quiet", "state-update", env={"MEMCTL_NOW": "2026-12-07T09:00:00+09:00"})
+    assert done.returncode == 0, done.stderr
+    message = git(store, "log", "-1", "--format=%s").strip()
+    assert message.startswith("auto: STATE.md 自動更新 (日付:2026-12-07 facts:") and ":-" not in message, message
