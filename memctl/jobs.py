@@ -550,8 +550,16 @@ def _tool(name: str) -> str:
     fallback = SCHEDULER_TOOLS[name]
     if os.access(fallback, os.X_OK):
         return fallback
-    raise NotFound(f"{name} not found on PATH", hint=f"install {name}, or choose another scheduler", kind="no-scheduler",
-                   name=name)
+    if name == "crontab":
+        raise NotFound("crontab not found on PATH", hint=_NO_TOOL_HINTS[name], kind="no-crontab")
+    raise NotFound(f"{name} not found on PATH", hint=_NO_TOOL_HINTS[name], kind="no-launchctl")
+
+
+_NO_TOOL_HINTS = {  # the library's (no flag named); the CLI's are in cli/hints.py
+    "crontab": "install cron (the package cron on Debian and Ubuntu, cronie on Fedora), or have another scheduler "
+               "run the jobs' lines",
+    "launchctl": "launchd is macOS's scheduler; elsewhere, cron",
+}
 
 
 def find_tool(name: str) -> str | None:

@@ -60,7 +60,9 @@ HINTS = {
     "one-copy": "name one copy: memctl resolve NAME.HASH --keep ...",
     "no-transcript": "give FILE.jsonl arguments or --project DIR",
     "not-a-command": "memctl --help lists the commands",
-    "no-scheduler": "install {name}, or choose --scheduler",
+    "no-crontab": "install cron (the package cron on Debian and Ubuntu, cronie on Fedora), or run the lines "
+                  "`memctl schedule render` prints from another scheduler",
+    "no-launchctl": "launchd is macOS's scheduler: elsewhere, --scheduler cron",
     "server-running": "memctl embed-server --stop",
     "not-procedure": "create one with `memctl remember NAME --type procedure`",
     "tracked-local-state": "run `memctl doctor --fix` (it untracks .memctl/ and removes what came in), then the command again",

@@ -559,7 +559,12 @@ def test_install_dry_run_without_crontab_or_launchctl_prints_the_plan(root, tmp_
                            "memctl: dry run: nothing changed\n")
     # Without --dry-run the missing tool is an error, and nothing is written.
     done = cli(root, "schedule", "install", "--scheduler", "cron")
-    assert (done.exit_code, done.stderr) == (3, "memctl: error: crontab not found on PATH (hint: install crontab, or choose --scheduler)\n")
+    assert (done.exit_code, done.stderr) == (3, "memctl: error: crontab not found on PATH (hint: install cron (the package cron on Debian and "
+                                            "Ubuntu, cronie on Fedora), or run the lines `memctl schedule render` prints from "
+                                            "another scheduler)\n")
+    done = cli(root, "schedule", "install", "--scheduler", "launchd")
+    assert (done.exit_code, done.stderr) == (3, "memctl: error: launchctl not found on PATH (hint: launchd is macOS's "
+                                            "scheduler: elsewhere, --scheduler cron)\n")
     assert not (root / "logs").exists()
 
 
