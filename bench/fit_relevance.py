@@ -2,7 +2,7 @@
 
     python bench/fit_relevance.py [--data ../shared/data] [--embedder e5-small-q4] [--pairs 1000]
         [--questions 1000] [--rows ROWS.json ...] [--sets locomo,jsts,stsb,jsquad] [--collect-only] [--json OUT]
-        [--form base|length|...|chunk-cjk] [--weights shipped|plain|flat|hiragana] [--split] [--shipped]
+        [--form base|length|...|chunk-cjk] [--weights shipped|prior|flat|hiragana] [--split] [--shipped]
         [--chunk-rows CHUNKS.json ...] [--fit-chunks] [--length-bound 2] [--chunk-reference N]
         [--chunk-coverage presence|facts]
 
@@ -209,16 +209,17 @@ def _hiragana_weight(term: str) -> float:
     return rindex.term_weight(term)
 
 
-def _plain_weight(term: str) -> float:
-    """The facts' term weight before 2026-12-06: 1, or 0.5 for a single kana/kanji character (no prior of the
-    language: particles and question forms weighed as much as words)."""
+def _prior_weight(term: str) -> float:
+    """The chunks' prior of the language (rindex.chunk_term_weight: question forms 0, hiragana bigrams 0.25,
+    a bigram crossing from hiragana 0.5) for facts and episodes too: shipped on 2026-12-06, withdrawn the
+    same day (docs/RECALL.md, "The language prior for facts: tried, withdrawn")."""
     from memctl import rindex
 
-    return rindex._plain_weight(term)
+    return rindex.chunk_term_weight(term)
 
 
 WEIGHTS = {"shipped": None, "flat": lambda t: 1.0, "hiragana": _hiragana_weight,  # coverage's term weight (--weights);
-           "plain": _plain_weight}  # None: rindex.term_weight
+           "prior": _prior_weight}  # None: rindex.term_weight
 
 
 def length_input(ntok: int) -> float:
@@ -267,7 +268,7 @@ def recompute_coverage(sets: dict, weight) -> None:
     weight = weight or rindex.term_weight
     for rows in sets.values():
         for r in rows:
-            weights = rindex.term_weights(r[8]) if weight is rindex.term_weight else {t: weight(t) for t in r[8]}
+            weights = rindex.chunk_term_weights(r[8]) if weight is _prior_weight else {t: weight(t) for t in r[8]}
             if len(r) > 9 and r[9] and CHUNK_REFERENCE[0] is not None:
                 reference, rindex.REFERENCE_LENGTH = rindex.REFERENCE_LENGTH, CHUNK_REFERENCE[0] or max(r[6], 1)
                 try:
@@ -278,7 +279,7 @@ def recompute_coverage(sets: dict, weight) -> None:
                 r[1] = rindex.counted_coverage(r[7], r[6], weights)
             del r[10:]
             if len(r) > 9 and r[9] and r[4] and CHUNK_COVERAGE[0] == "presence":  # rindex.chunk_coverages
-                chunk_weights = rindex.term_weights(r[8])
+                chunk_weights = rindex.chunk_term_weights(r[8])
                 whole = sum(chunk_weights.values())
                 r.append(sum(chunk_weights[t] for t in r[7]) / whole if whole else 0.0)
 

@@ -664,14 +664,14 @@ def _count_uses(conn: sqlite3.Connection, table: str, new: tuple[int, list[bytes
 
 def searched_terms(terms: Sequence[str]) -> list[str]:
     """The query terms that find document chunks: all of them but those the language prior weighs down
-    (term_weight: bigrams holding a hiragana — particles, endings, okurigana: `のは`, `は北`, `明け` —,
+    (chunk_term_weight: bigrams holding a hiragana — particles, endings, okurigana: `のは`, `は北`, `明け` —,
     a lone hiragana, searched as a prefix: `は` in `URLは`, and the question forms: `何時`, `どこ`), when
     any other term is left. They occur in most Japanese texts (a JSQuAD question's OR over all its terms
     matched 77 % of the articles' chunks, over the rest 17 %, median; `は*` alone 74 %) and BM25 scores
     every match, which at 100,000 chunks is most of a recall's time (docs/SOURCES.md "At 100,000 chunks");
     a candidate's coverage still counts them. Facts and episodes are searched with every term: their
     stores stay far smaller, and the relevance fit's dev sets were collected so."""
-    strong = [t for t in terms if term_weight(t) == _plain_weight(t)]
+    strong = [t for t in terms if chunk_term_weight(t) == term_weight(t)]
     return strong or list(terms)
 
 
@@ -707,28 +707,33 @@ def _filters(kinds: Sequence[str], statuses: Sequence[str], fact_type: str | Non
 K1, B = 1.2, 0.75  # FTS5's BM25 parameters, used for the coverage too
 REFERENCE_LENGTH = 32  # tokens: the coverage's length normalisation is fixed, not the corpus average
 
-# Parts of a Japanese question that an answer does not hold weigh less in every coverage (facts, episodes,
-# chunks: docs/RECALL.md; for chunks since issue 27, for facts and episodes since 2026-12-06): question
-# words and polite endings 0, a bigram of hiragana alone (particles, endings) 0.25, one that crosses from
-# hiragana into another script (a particle and a word: `のバ`, `は北`) 0.5. Without it `Redisを使ってる？`
-# covered an English Redis fact 1/5: the particle bigrams counted as terms no fact holds.
+
+def term_weight(term: str) -> float:
+    """A query term's weight in the coverage of a fact or an episode, fixed by the term itself, never by
+    the store: so that the same fact for the same query has the same coverage whatever else the store
+    holds (docs/RECALL.md). Every term weighs 1, a single kana/kanji character (a one-character query
+    word, matched as a prefix) 0.5. Particles weigh as much as words here: with them weighed down as in
+    chunk_term_weight, questions that share one word with a fact and ask about something else passed
+    the floor (docs/RECALL.md, "The language prior for facts: tried, withdrawn")."""
+    return 0.5 if len(term) == 1 and textnorm.has_cjk(term) else 1.0
+
+
+# A document chunk asked in kana/kanji (hybrid mode) is measured otherwise than a fact (docs/SOURCES.md
+# "Measured", issue 27): by the weighted share of the query's terms it holds at all (a chunk is hundreds of
+# tokens, and the facts' saturation at REFERENCE_LENGTH made one occurrence count 0.23 there), each term
+# weighted by a fixed prior of the language, never by the store. Parts of a Japanese question that an answer
+# text does not hold (question words and polite endings) weigh 0; a bigram of hiragana alone (particles,
+# endings) 0.25, one that crosses from hiragana to another script (a particle and a name: は北) 0.5.
 QUESTION_FORMS = frozenset("どこ いつ どの どれ どん んな どう なぜ です すか ます でし しょ ょう うか".split())
 QUESTION_CHARS = frozenset("何誰")
 HIRAGANA_WEIGHT, MIXED_WEIGHT = 0.25, 0.5
 
 
-def _plain_weight(term: str) -> float:
-    """1, or 0.5 for a single kana/kanji character (a one-character query word, matched as a prefix)."""
-    return 0.5 if len(term) == 1 and textnorm.has_cjk(term) else 1.0
-
-
-def term_weight(term: str) -> float:
-    """A query term's weight in a coverage, fixed by the term itself (a prior of the language), never by the
-    store: so that the same fact for the same query has the same coverage whatever else the store holds
-    (docs/RECALL.md). _plain_weight, lowered for the parts of a Japanese question (QUESTION_FORMS)."""
+def chunk_term_weight(term: str) -> float:
+    """A query term's weight in a chunk's coverage when the query has kana/kanji (see QUESTION_FORMS)."""
     if term in QUESTION_FORMS or any(char in QUESTION_CHARS for char in term):
         return 0.0
-    weight = _plain_weight(term)
+    weight = term_weight(term)
     if not textnorm.has_cjk(term):
         return weight
     hiragana = sum(1 for char in term if "\u3041" <= char <= "\u309f")
@@ -737,16 +742,16 @@ def term_weight(term: str) -> float:
     return weight * MIXED_WEIGHT if hiragana else weight
 
 
-def term_weights(terms: Sequence[str]) -> dict[str, float]:
-    """Each term's term_weight; a query made of nothing else than what the prior weighs 0 (`何`, `いつ`,
-    `幾何学`: 幾何 and 何学 hold 何) keeps its plain weights, or no fact could ever cover it."""
-    weights = {t: term_weight(t) for t in terms}
-    return weights if any(weights.values()) else {t: _plain_weight(t) for t in terms}
+def chunk_term_weights(terms: Sequence[str]) -> dict[str, float]:
+    """Each term's chunk_term_weight; a query made of nothing else than what the prior weighs 0 (`何`, `いつ`,
+    `幾何学`: 幾何 and 何学 hold 何) keeps its plain weights (term_weight), or no chunk could ever cover it."""
+    weights = {t: chunk_term_weight(t) for t in terms}
+    return weights if any(weights.values()) else {t: term_weight(t) for t in terms}
 
 
 def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -> dict[int, float]:
     """The coverage of each chunk of `docs` for a query with kana/kanji: the share of the query's terms, each
-    weighted by term_weight, that the chunk holds at least once (prefix-matched as term_counts does).
+    weighted by chunk_term_weight, that the chunk holds at least once (prefix-matched as term_counts does).
 
     Held at all, not how often: each term is looked for in the chunk's indexed tokens as they are stored
     (one string, space-separated), as " term " (" term" for a one-character kana/kanji term, a prefix),
@@ -754,7 +759,7 @@ def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -
     if not docs:
         return {}
     terms = list(dict.fromkeys(search_tokens(query)))
-    weights = term_weights(terms)
+    weights = chunk_term_weights(terms)
     whole = sum(weights.values())
     if not whole:
         return dict.fromkeys(docs, 0.0)
@@ -771,7 +776,7 @@ def chunk_coverages(conn: sqlite3.Connection, query: str, docs: Sequence[int]) -
 def query_terms(query: str) -> tuple[list[str], dict[str, float]]:
     """The query's distinct search terms and their weights (term_weight)."""
     terms = list(dict.fromkeys(search_tokens(query)))
-    return terms, term_weights(terms)
+    return terms, {t: term_weight(t) for t in terms}
 
 
 def tokens_of(conn: sqlite3.Connection, wanted: Sequence[int]) -> dict[int, list[str]]:

@@ -488,7 +488,7 @@ def test_a_chunk_asked_in_japanese_is_measured_by_the_terms_it_holds_weighted_by
     bigrams little, names fully; a term counts once held; nothing depends on the rest of the store."""
     from memctl import rindex
 
-    weights = {t: rindex.term_weight(t) for t in ("どこ", "すか", "は何", "のは", "は北", "会議", "ラン", "16", "京", "room")}
+    weights = {t: rindex.chunk_term_weight(t) for t in ("どこ", "すか", "は何", "のは", "は北", "会議", "ラン", "16", "京", "room")}
     assert weights == {"どこ": 0.0, "すか": 0.0, "は何": 0.0, "のは": 0.25, "は北": 0.5, "会議": 1.0, "ラン": 1.0,
                        "16": 1.0, "京": 0.5, "room": 1.0}
     store = open_store(root)
@@ -526,7 +526,7 @@ def test_chunk_coverage_by_substring_is_the_share_of_weighted_terms_held(tmp_pat
         tokens[doc] = rindex.search_tokens(text, document=True)
         conn.execute("INSERT INTO fts(rowid, tokens, kind) VALUES (?, ?, 'chunk')", (doc, " ".join(tokens[doc])))
     terms = list(dict.fromkeys(rindex.search_tokens(query)))
-    weights = {t: rindex.term_weight(t) for t in terms}
+    weights = rindex.chunk_term_weights(terms)
     whole = sum(weights.values())
     expected = {doc: sum(weights[t] for t in rindex.term_counts(toks, terms)) / whole if whole else 0.0
                 for doc, toks in tokens.items()}
