@@ -977,7 +977,7 @@ def signals(conn, query: str, cosines, plan: Plan, kinds: tuple[str, ...]) -> Si
     bm25, cosine, row = candidates(conn, query, cosines, plan)
     from . import rindex, textnorm
 
-    cjk = textnorm.has_cjk(query)
+    cjk = textnorm.has_cjk(textnorm.normalize(query))  # half-width katakana (ｱﾗｰﾄ) is kana too, as its terms are
     chunk = kinds == ("chunk",)  # documents are answered apart from facts and episodes (docindex.answer)
     # Every candidate's coverage is its own: one found by its cosine alone too (not 0 for being past
     # BM25's cut). A chunk asked in kana/kanji is measured by rindex.chunk_coverages in hybrid mode.
@@ -1016,7 +1016,7 @@ def _context_windows(conn, query: str, row, plan: Plan, own: dict, coverage: dic
         window = {d: v for d, v in window.items() if d in own or d in keep}
     from . import textnorm
 
-    cjk = textnorm.has_cjk(query)
+    cjk = textnorm.has_cjk(textnorm.normalize(query))  # half-width katakana (ｱﾗｰﾄ) is kana too, as its terms are
     for doc, (kw, cos) in extra.items():
         if doc in window:
             coverage[doc] = kw

@@ -76,6 +76,8 @@ def search_tokens(text: str, *, document: bool = False) -> list[str]:
         if token in textnorm.STOPWORDS or token in QUESTION_WORDS:
             continue
         out.append(_stem(token))
+    if not document and out and all(len(t) == 1 and "\u3041" <= t <= "\u309f" for t in out):
+        return []  # particles alone (`の`, `は`): matched as a prefix, they held every Japanese text
     return out
 
 

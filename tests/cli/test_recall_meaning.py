@@ -179,3 +179,21 @@ def test_the_per_prompt_hook_shows_the_fact_on_keywords_alone(seeded, question, 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) >= 2 and lines[1].startswith(f"- {expected}: "), done.stdout
+
+
+def test_a_particle_alone_finds_nothing_and_half_width_katakana_scores_as_full_width(root, pinned_clock):
+    """`recall の` (or `は`) returned every Japanese fact at relevance 1.0: a lone kana is matched as a prefix,
+    and every Japanese text holds a bigram starting with の. `ｱﾗｰﾄ` is `アラート` in its terms, but the
+    query's language was read from the raw text, so it was scored by the English coefficients (0.461 against
+    0.784 in a tester's store)."""
+    for name, description in [("alert-notes", "アラートの設定はSlackの#opsチャンネルで共有する"),
+                              ("deploy-rule", "本番へのデプロイは火曜日だけ、テストが全部通ってから行う")]:
+        facts.remember(open_store(root), facts.FactInput(name=name, description=description, type="project"),
+                       commit_changes=False, force=True)
+    for mode in ("keyword", "hybrid"):
+        for query in ("の", "は", "の は"):
+            assert _recall(root, query, "--mode", mode) == (1, []), (query, mode)
+        full = _recall(root, "アラート メール", "--mode", mode, "--explain")[1]
+        half = _recall(root, "ｱﾗｰﾄ ﾒｰﾙ", "--mode", mode, "--explain")[1]
+        assert half[0]["name"] == full[0]["name"] == "alert-notes"
+        assert half[0]["relevance"] == pytest.approx(full[0]["relevance"], abs=0.02), (mode, half[0], full[0])
