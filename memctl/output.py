@@ -141,6 +141,7 @@ def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], plain: st
 
 WHOLE_CELL = 32  # characters: a table column whose cells are all one word this short is not wrapped
 WRAPPED_MIN = 10  # columns: the least width left to each column that wraps beside them
+NARROWEST = 4  # cells a column needs at least (frame aside), else a terminal gets the header and the lines
 
 
 def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
@@ -153,13 +154,22 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     from rich.cells import cell_len  # noqa: PLC0415
 
     console = Console()
+    if console.width < 1 + sum(3 + min(cell_len(column), NARROWEST) for column in columns):
+        # Narrower than the frame and a few cells a column: rich printed empty cells (all of them at 20
+        # columns) or headers in pieces (`ran` / `k` at 40).
+        emit_lines(["\t".join(columns), *("\t".join(line) for line in cells)])
+        return
     widths = [max(cell_len(text) for text in (column, *(line[at] for line in cells))) for at, column in enumerate(columns)]
-    # A column of ids, times, scores (no space, short) is not broken where the others can still wrap
-    # beside it (each at least WRAPPED_MIN wide): copied, it must be whole. Else every column folds.
+    # A column of ids, names, times, scores (no space, short) is not broken where the others can still wrap
+    # beside it (each at least WRAPPED_MIN wide): copied, it must be whole. Where they do not all fit, the
+    # widest of them fold first (a path before the name it holds), so that the rest stay whole.
     whole = [all(" " not in line[at] and len(line[at]) <= WHOLE_CELL for line in cells) for at in range(len(columns))]
     needed = 1 + sum(3 + (width if keep else min(width, WRAPPED_MIN)) for width, keep in zip(widths, whole))
-    if needed > console.width:
-        whole = [False] * len(columns)
+    for at in sorted((at for at, keep in enumerate(whole) if keep), key=lambda at: -widths[at]):
+        if needed <= console.width:
+            break
+        whole[at] = False
+        needed -= widths[at] - min(widths[at], WRAPPED_MIN)
     table = Table(show_lines=False)
     for column, keep in zip(columns, whole):
         table.add_column(Text(column), overflow="fold", no_wrap=keep)

@@ -31,3 +31,28 @@ def test_a_terminal_too_narrow_for_whole_ids_folds_every_column_and_loses_no_tex
     assert max(cell_len(line) for line in lines) <= 60
     column = "".join(line.split("│")[1].strip() for line in lines if line.startswith("│"))
     assert column == "ep-20261206073912-0e3e"  # folded, every character kept
+
+
+def test_where_not_every_whole_column_fits_the_widest_folds_first(capsys, monkeypatch):
+    """A tester's `recall` at 80 columns: every column folded, so the name broke (`error-budge` / `t`) beside
+    the path that holds it. The widest whole column (the path) folds now, and the name stays whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERM", "dumb")
+    row = {"rank": "1", "score": "0.579", "relevance": "0.568", "name": "error-budget", "type": "project",
+           "description": "SLOは可用性99.9%で、エラーバジェットを使い切ったら新機能を止める", "path": "memory/error-budget.md"}
+    output._rich_table([[row[c] for c in row]], list(row))
+    lines = capsys.readouterr().out.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    assert any("│ error-budget │" in line for line in lines), "\n".join(lines)
+
+
+def test_a_terminal_narrower_than_the_headers_gets_the_lines_with_a_header(capsys, monkeypatch):
+    """At 20 columns rich printed the frame of seven columns with every cell empty (exit 0); at 40 the
+    headers broke (`ran` / `k`). Too narrow for its headers, a table is its header line and TAB lines."""
+    monkeypatch.setenv("TERM", "dumb")
+    row = {"rank": "1", "score": "0.579", "relevance": "0.568", "name": "error-budget", "type": "project",
+           "description": "SLOは可用性99.9%", "path": "memory/error-budget.md"}
+    for width in ("20", "40"):
+        monkeypatch.setenv("COLUMNS", width)
+        output._rich_table([[row[c] for c in row]], list(row))
+        assert capsys.readouterr().out.splitlines() == ["\t".join(row), "\t".join(row.values())]
