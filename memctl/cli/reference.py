@@ -47,7 +47,10 @@ lists things prints one TAB-separated line per item with no header (fields escap
 `cut | sort | uniq -d` / `uniq -c` would. On a terminal (or with `MEMCTL_FORCE_TTY=1`) the same items
 are a table with a header row, sized to the terminal and measured in display cells (a kana or kanji
 is two), a table with no rows prints nothing, and past {rows:,} rows the header line comes above the
-piped lines. `recall --explain` and `episode recall --explain` print a block per hit there: the
+piped lines, as it does on a terminal too narrow for the table's frame and four cells a column
+(fewer than 50 columns for `recall`'s seven). Short one-word columns (names, ids, times, scores)
+are never broken across lines while the others can wrap beside them; where they cannot all stay
+whole, the widest folds first (a path before the name it holds). `recall --explain` and `episode recall --explain` print a block per hit there: the
 rank, name and score, the type and path, the description wrapped, then the raw signals and the five
 factors as labelled values, as many a line as the width allows (80 columns and narrower included).
 `--json` prints JSON everywhere (docs/JSON.md).
