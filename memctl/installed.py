@@ -18,25 +18,35 @@ from .errors import BadInput, MemctlError
 from .facts import Problem
 from .store import Store
 
-# A job line of the store's crontab block (jobs.crontab_block): five time fields, ..., run-job --quiet NAME >>log
-_CRON_JOB_RE = re.compile(r"^(\S+ \S+ \S+ \S+ \S+) .* run-job --quiet ([A-Za-z0-9_-]{1,64}) >>")
+# A job line of the store's crontab block as jobs.crontab_block writes it: five time fields, `cd STORE && ...`,
+# `run-job --quiet NAME >>log`. A line in another shape (commented out, `@daily`, edited) is not read as a job.
+_CRON_JOB_RE = re.compile(r"^([^\s#]\S* \S+ \S+ \S+ \S+) cd .* run-job --quiet ([A-Za-z0-9_-]{1,64}) >>")
 _LAUNCHD_TIMES = ("StartInterval", "StartCalendarInterval")
 _NO_ENV = jobs.Environment(memctl=("memctl",), path="", git=None)  # a plist's times do not depend on it
+CRONTAB_SECONDS = 10.0  # `crontab -l` answers at once; one that hangs must not hold up doctor (and maintain)
+
+
+class BrokenBlock(Exception):
+    """The store's crontab block has its begin marker and not its end marker."""
 
 
 def installed_cron(store: Store) -> dict[str, str] | None:
-    """{job: its five time fields} in the store's crontab block; None when it has none or crontab cannot be read."""
+    """{job: its five time fields} in the store's crontab block; None when it has none or crontab cannot be
+    read (not installed, failing, hanging: doctor goes on without it). BrokenBlock when its end is missing:
+    what follows may be another store's block."""
     if jobs.find_tool("crontab") is None:
         return None
     try:
-        lines = jobs.read_crontab().splitlines()
-    except MemctlError:
+        lines = jobs.read_crontab(timeout=CRONTAB_SECONDS).splitlines()
+    except (MemctlError, OSError):
         return None
     begin, end = jobs.begin_marker(store), jobs.end_marker(store)
     if begin not in lines:
         return None
     start = lines.index(begin) + 1
-    stop = lines.index(end, start) if end in lines[start:] else len(lines)
+    if end not in lines[start:]:
+        raise BrokenBlock
+    stop = lines.index(end, start)
     return {m.group(2): m.group(1) for m in map(_CRON_JOB_RE.match, lines[start:stop]) if m}
 
 
@@ -68,10 +78,16 @@ def problems(store: Store, scheduler: str = "auto") -> list[Problem]:
     """Installed jobs memctl.toml no longer declares, declared jobs not installed, and changed schedules,
     when the store's schedule is installed on this machine at all."""
     try:
-        declared = {job.name: job for job in jobs.load_jobs(store)}
-    except BadInput:
-        return []  # jobs.problems names it
-    cron = jobs.choose_scheduler(scheduler) == "cron"
+        return _compared(store, jobs.choose_scheduler(scheduler) == "cron")
+    except BadInput as exc:  # memctl.toml's jobs or [schedule] (a label prefix) do not load: named as jobs.problems does
+        return [Problem("memctl.toml", 0, "job-config", exc.one_line())]
+    except BrokenBlock:
+        return [Problem("memctl.toml", 0, "job-crontab", f"the crontab has {jobs.begin_marker(store)!r} but not its end "
+                        "marker: the store's jobs cannot be told from what follows (fix the crontab by hand: crontab -e)")]
+
+
+def _compared(store: Store, cron: bool) -> list[Problem]:
+    declared = {job.name: job for job in jobs.load_jobs(store)}
     found = installed_cron(store) if cron else installed_launchd(store)
     if found is None:
         return []  # the schedule is not installed here: nothing to compare

@@ -337,7 +337,12 @@ def resolve_environment() -> Environment:
 
 
 def git_warning(env: Environment) -> tuple[str, ...]:
-    """A warning when no git is on the PATH the jobs will have: every run that commits would fail."""
+    """A warning when no git is on the PATH the jobs will have (every run that commits would fail), or when
+    MEMCTL_GIT names no git to run (the jobs would not carry it, and would run another git, or none)."""
+    named = os.environ.get("MEMCTL_GIT")
+    if named and not env.named_git:
+        return (f"MEMCTL_GIT names {named}, which is not a program to run: the jobs get the git on their PATH "
+                "instead (fix MEMCTL_GIT, or unset it, then install the schedule again)",)
     if env.git or any(os.access(os.path.join(d, "git"), os.X_OK) for d in env.path.split(":") if d):
         return ()
     return ("git not found, here or on the jobs' PATH: every job that commits will fail "
@@ -569,9 +574,12 @@ def find_tool(name: str) -> str | None:
         return None
 
 
-def read_crontab() -> str:
+def read_crontab(timeout: float | None = None) -> str:
     crontab = _tool("crontab")
-    done = subprocess.run([crontab, "-l"], capture_output=True)
+    try:
+        done = subprocess.run([crontab, "-l"], capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise MemctlError(f"crontab -l did not answer within {timeout:g} s") from None
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip()
         if "no crontab" in said.lower():

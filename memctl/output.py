@@ -128,10 +128,10 @@ def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], plain: st
     """A rich table with a header row on a terminal (nothing when there are no rows); otherwise
     `plain`, by default one TAB-separated line per row, no header."""
     terminal = stdout_is_tty()
-    if terminal and len(rows) <= TABLE_ROWS:
+    if terminal and len(rows) <= TABLE_ROWS and not _too_narrow(columns):
         _rich_table([[_cell(row.get(c)) for c in columns] for row in rows], columns)
         return
-    if terminal:
+    if terminal and rows:
         emit_lines(["\t".join(columns)])  # the header still, above what a pipe gets
     if plain is not None:
         emit_text(plain)
@@ -144,6 +144,14 @@ WRAPPED_MIN = 10  # columns: the least width left to each column that wraps besi
 NARROWEST = 4  # cells a column needs at least (frame aside), else a terminal gets the header and the lines
 
 
+def _too_narrow(columns: Sequence[str]) -> bool:
+    """Whether the terminal is narrower than a table's frame and NARROWEST cells a column: rich printed
+    empty cells there (all of them at 20 columns) or headers in pieces (`ran` / `k` at 40)."""
+    from rich.cells import cell_len  # noqa: PLC0415
+
+    return terminal_width() < 1 + sum(3 + min(cell_len(column), NARROWEST) for column in columns)
+
+
 def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     if not cells:
         return
@@ -154,25 +162,22 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     from rich.cells import cell_len  # noqa: PLC0415
 
     console = Console()
-    if console.width < 1 + sum(3 + min(cell_len(column), NARROWEST) for column in columns):
-        # Narrower than the frame and a few cells a column: rich printed empty cells (all of them at 20
-        # columns) or headers in pieces (`ran` / `k` at 40).
-        emit_lines(["\t".join(columns), *("\t".join(line) for line in cells)])
-        return
     widths = [max(cell_len(text) for text in (column, *(line[at] for line in cells))) for at, column in enumerate(columns)]
     # A column of ids, names, times, scores (no space, short) is not broken where the others can still wrap
-    # beside it (each at least WRAPPED_MIN wide): copied, it must be whole. Where they do not all fit, the
-    # widest of them fold first (a path before the name it holds), so that the rest stay whole.
-    whole = [all(" " not in line[at] and len(line[at]) <= WHOLE_CELL for line in cells) for at in range(len(columns))]
-    needed = 1 + sum(3 + (width if keep else min(width, WRAPPED_MIN)) for width, keep in zip(widths, whole))
+    # beside it (each at least WRAPPED_MIN wide, or its header's width): copied, it must be whole. Where they
+    # do not all fit, the widest of them fold first (a path before the name it holds), so the rest stay whole.
+    folded = [min(width, max(WRAPPED_MIN, cell_len(column))) for width, column in zip(widths, columns)]
+    whole = [all(" " not in line[at] and cell_len(line[at]) <= WHOLE_CELL for line in cells) for at in range(len(columns))]
+    needed = 1 + sum(3 + (width if keep else least) for width, least, keep in zip(widths, folded, whole))
     for at in sorted((at for at, keep in enumerate(whole) if keep), key=lambda at: -widths[at]):
         if needed <= console.width:
             break
         whole[at] = False
-        needed -= widths[at] - min(widths[at], WRAPPED_MIN)
+        needed -= widths[at] - folded[at]
+    headers_fit = 1 + sum(3 + cell_len(column) for column in columns) <= console.width
     table = Table(show_lines=False)
     for column, keep in zip(columns, whole):
-        table.add_column(Text(column), overflow="fold", no_wrap=keep)
+        table.add_column(Text(column), overflow="fold", no_wrap=keep, min_width=cell_len(column) if headers_fit else None)
     for line in cells:
         table.add_row(*map(Text, line))
     with _printing:

@@ -46,13 +46,35 @@ def test_where_not_every_whole_column_fits_the_widest_folds_first(capsys, monkey
     assert any("│ error-budget │" in line for line in lines), "\n".join(lines)
 
 
-def test_a_terminal_narrower_than_the_headers_gets_the_lines_with_a_header(capsys, monkeypatch):
+def test_a_terminal_narrower_than_the_headers_gets_the_header_and_the_piped_lines(capsys, monkeypatch):
     """At 20 columns rich printed the frame of seven columns with every cell empty (exit 0); at 40 the
-    headers broke (`ran` / `k`). Too narrow for its headers, a table is its header line and TAB lines."""
+    headers broke (`ran` / `k`). Too narrow for its frame, a table is its header line above the lines a
+    pipe gets: fields escaped as piped (a TAB or a line break in a cell is `\\t`, `\\n`), or the
+    command's own plain form."""
     monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setenv("MEMCTL_FORCE_TTY", "1")
     row = {"rank": "1", "score": "0.579", "relevance": "0.568", "name": "error-budget", "type": "project",
-           "description": "SLOは可用性99.9%", "path": "memory/error-budget.md"}
+           "description": "一行目\n二行目\tタブ", "path": "memory/error-budget.md"}
     for width in ("20", "40"):
         monkeypatch.setenv("COLUMNS", width)
-        output._rich_table([[row[c] for c in row]], list(row))
-        assert capsys.readouterr().out.splitlines() == ["\t".join(row), "\t".join(row.values())]
+        output.emit_table([row], list(row))
+        assert capsys.readouterr().out.splitlines() == [
+            "\t".join(row), "1\t0.579\t0.568\terror-budget\tproject\t一行目\\n二行目\\tタブ\tmemory/error-budget.md"]
+        output.emit_table([row], list(row), plain="as the command prints it piped\n")
+        assert capsys.readouterr().out == "\t".join(row) + "\nas the command prints it piped\n"
+    monkeypatch.setenv("COLUMNS", "80")
+    output.emit_table([row], list(row))
+    assert capsys.readouterr().out.startswith("┏")
+
+
+def test_headers_stay_whole_where_they_fit(capsys, monkeypatch):
+    """A review: at 80 columns `description` broke to `descriptio` / `n` once the path folded (a folded
+    column was given 10 cells, fewer than its header's 11)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERM", "dumb")
+    row = {"rank": "1", "score": "0.579", "relevance": "0.568", "name": "python-style", "type": "project",
+           "description": "Pythonのコードはblackとruffで整形し、型ヒントを必ず付ける", "path": "memory/python-style.md"}
+    output._rich_table([[row[c] for c in row]], list(row))
+    lines = capsys.readouterr().out.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == list(row), lines[:3]

@@ -644,10 +644,6 @@ def test_daily_maintenance_script_commits_the_first_access_rows_of_a_store(root)
     assert git(root, "status", "--porcelain") == ""
 
 
-def _doctor_lines(root: Path, code: str) -> list[str]:
-    return [line for line in memctl(root, "doctor").stdout.splitlines() if code in line or f"job {code}" in line]
-
-
 def test_doctor_names_the_installed_schedule_memctl_toml_no_longer_matches(root, fake_crontab):
     """The crontab block is written once, by `schedule install`; memctl.toml changes after it (by hand, by a
     pull). A job removed from it but still installed was refused at every run, and doctor looked only at the
@@ -698,6 +694,8 @@ def test_installed_launchd_agents_are_read_back_by_job_and_times(root, tmp_path,
     assert [(p.code, p.message) for p in installed.problems(open_store(root), "launchd")] == [
         ("job-schedule-changed", "job state-update: ~/Library/LaunchAgents runs it, not as memctl.toml says (0 7 * * *): "
          "memctl schedule install")]
+    configure(root, '[schedule]\nlabel_prefix = "bad prefix!"\n')  # a review: it raised out of doctor on macOS
+    assert [p.code for p in installed.problems(open_store(root), "launchd")] == ["job-config"]
     other = tmp_path / "other-store"
     init_store(other)
     assert installed.installed_launchd(open_store(other)) is None  # another store's agents are not its own
@@ -742,3 +740,62 @@ def test_the_bundled_state_update_job_commits_numbers_it_has(tmp_path):
     assert done.returncode == 0, done.stderr
     message = git(store, "log", "-1", "--format=%s").strip()
     assert message.startswith("auto: STATE.md 自動更新 (日付:2026-12-07 facts:") and ":-" not in message, message
+
+
+def test_doctor_reads_only_this_stores_block_and_only_the_lines_install_writes(root, tmp_path, fake_crontab):
+    """A review: without this store's end marker the next store's block was read as this one's (its jobs an
+    error, and `schedule install` refuses such a crontab); a job line commented out by hand, or a comment
+    holding `run-job --quiet NAME >>`, was read as an installed job."""
+    from memctl import installed
+
+    configure_jobs(root)
+    other = tmp_path / "other"
+    init_store(other)
+    drop_default_jobs(other)
+    configure(other, '[jobs.other-check]\ncommand = "doctor"\nhour = 4\n')
+    for store in (root, other):
+        assert memctl(store, "schedule", "install", "--scheduler", "cron").returncode == 0
+    table = fake_crontab.read_text()
+    assert installed.problems(open_store(root), "cron") == []
+    commented = table.replace("\n0 9 * * * cd", "\n#0 9 * * * cd").replace(
+        "# state-update: Regenerate STATE.md", "# state-update: run-job --quiet ghost >> here")
+    fake_crontab.write_text(commented)
+    assert [(p.code, p.message) for p in installed.problems(open_store(root), "cron")] == [
+        ("job-not-installed", "job state-update is declared in memctl.toml but not installed in this machine's crontab: "
+         "it does not run (memctl schedule install)")]
+    fake_crontab.write_text(table.replace(f"# memctl:end root={root}\n", "", 1))
+    report = memctl(root, "doctor")
+    assert report.returncode == 1 and "other-check" not in report.stdout, report.stdout
+    assert (f"memctl.toml: error: the crontab has '# memctl:begin root={root}' but not its end marker: the store's jobs "
+            "cannot be told from what follows (fix the crontab by hand: crontab -e)") in report.stdout.splitlines()
+
+
+def test_doctor_goes_on_when_crontab_fails_hangs_or_cannot_run(root, fake_crontab, monkeypatch):
+    """A review: a `crontab` that could not be executed ended doctor with ENOEXEC alone; one that hung held doctor
+    (and the nightly maintain) as long as it hung."""
+    from memctl import installed
+
+    configure_jobs(root)
+    assert memctl(root, "schedule", "install", "--scheduler", "cron").returncode == 0
+    fake = fake_crontab.parent / "fakebin" / "crontab"
+    fake.write_text("echo no shebang\n")  # executable, no #!: exec fails with ENOEXEC
+    assert installed.installed_cron(open_store(root)) is None
+    executable(fake, "sleep 30\n")
+    monkeypatch.setattr(installed, "CRONTAB_SECONDS", 0.5)
+    began = time.monotonic()
+    assert installed.installed_cron(open_store(root)) is None
+    assert time.monotonic() - began < 20
+    executable(fake, "echo broken >&2; exit 3\n")
+    assert installed.problems(open_store(root), "cron") == []
+
+
+def test_a_memctl_git_that_names_no_program_is_a_warning_at_install(root, tmp_path, fake_crontab, monkeypatch):
+    """A review: MEMCTL_GIT naming a file that does not run was dropped in silence, and the jobs ran another git."""
+    configure_jobs(root)
+    not_git = tmp_path / "notgit"
+    not_git.write_text("just text\n")
+    monkeypatch.setenv("MEMCTL_GIT", str(not_git))
+    r = cli(root, "schedule", "install", "--scheduler", "cron", "--dry-run", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["warnings"] == [
+        f"MEMCTL_GIT names {not_git}, which is not a program to run: the jobs get the git on their PATH instead "
+        "(fix MEMCTL_GIT, or unset it, then install the schedule again)"]
