@@ -33,13 +33,18 @@ def test_a_terminal_too_narrow_for_whole_ids_folds_every_column_and_loses_no_tex
     assert column == "ep-20261206073912-0e3e"  # folded, every character kept
 
 
+def recall_row(name: str, description: str) -> dict[str, str]:
+    """A row of `recall`'s table: seven columns, the path holding the name."""
+    return {"rank": "1", "score": "0.579", "relevance": "0.568", "name": name, "type": "project",
+            "description": description, "path": f"memory/{name}.md"}
+
+
 def test_where_not_every_whole_column_fits_the_widest_folds_first(capsys, monkeypatch):
     """A tester's `recall` at 80 columns: every column folded, so the name broke (`error-budge` / `t`) beside
     the path that holds it. The widest whole column (the path) folds now, and the name stays whole."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("TERM", "dumb")
-    row = {"rank": "1", "score": "0.579", "relevance": "0.568", "name": "error-budget", "type": "project",
-           "description": "SLOは可用性99.9%で、エラーバジェットを使い切ったら新機能を止める", "path": "memory/error-budget.md"}
+    row = recall_row("error-budget", "SLOは可用性99.9%で、エラーバジェットを使い切ったら新機能を止める")
     output._rich_table([[row[c] for c in row]], list(row))
     lines = capsys.readouterr().out.splitlines()
     assert max(cell_len(line) for line in lines) <= 80
@@ -53,8 +58,7 @@ def test_a_terminal_narrower_than_the_headers_gets_the_header_and_the_piped_line
     command's own plain form."""
     monkeypatch.setenv("TERM", "dumb")
     monkeypatch.setenv("MEMCTL_FORCE_TTY", "1")
-    row = {"rank": "1", "score": "0.579", "relevance": "0.568", "name": "error-budget", "type": "project",
-           "description": "一行目\n二行目\tタブ", "path": "memory/error-budget.md"}
+    row = recall_row("error-budget", "一行目\n二行目\tタブ")
     for width in ("20", "40"):
         monkeypatch.setenv("COLUMNS", width)
         output.emit_table([row], list(row))
@@ -72,8 +76,7 @@ def test_headers_stay_whole_where_they_fit(capsys, monkeypatch):
     column was given 10 cells, fewer than its header's 11)."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("TERM", "dumb")
-    row = {"rank": "1", "score": "0.579", "relevance": "0.568", "name": "python-style", "type": "project",
-           "description": "Pythonのコードはblackとruffで整形し、型ヒントを必ず付ける", "path": "memory/python-style.md"}
+    row = recall_row("python-style", "Pythonのコードはblackとruffで整形し、型ヒントを必ず付ける")
     output._rich_table([[row[c] for c in row]], list(row))
     lines = capsys.readouterr().out.splitlines()
     assert max(cell_len(line) for line in lines) <= 80
