@@ -76,6 +76,17 @@ def normalize(text: str) -> str:
     return _SPACE_RE.sub(" ", text).strip()
 
 
+_HALF_WIDTH_KANA_RE = re.compile("[\uff61-\uff9f]+")
+
+
+def full_width_kana(text: str) -> str:
+    """Half-width katakana (`ｱﾗｰﾄ`, `ﾃﾞﾌﾟﾛｲ`) as full-width (`アラート`, `デプロイ`), the rest as it is: NFKC of
+    those runs alone (it joins a voiced mark to its kana). For a text embedded as it is, as a query is."""
+    if not text or max(text) < "\uff61":
+        return text
+    return _HALF_WIDTH_KANA_RE.sub(lambda m: unicodedata.normalize("NFKC", m.group(0)), text)
+
+
 def has_cjk(text: str) -> bool:
     return bool(text) and _cjk_utf8_re().search(text.encode("utf-8", "surrogatepass")) is not None
 
