@@ -39,7 +39,10 @@ def run(root: Path, *args: str, env: dict | None = None, input: str | None = Non
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
-    full_env = {**os.environ, **(env or {})}
+    # Python's own bytecode cache is not memctl's to write: under the limit it left a cut-off .pyc beside a
+    # module not yet compiled (a fresh clone, as CI's), and every later import of it failed ("marshal data
+    # too short"): an MCP server started by `agent install` exited 120 before memctl wrote anything.
+    full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), *args], input=input, text=True,
                           capture_output=True, env=full_env, timeout=timeout, preexec_fn=limit)
 
