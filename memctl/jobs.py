@@ -591,6 +591,8 @@ def read_crontab(timeout: float | None = None) -> str:
 
 def _plan_cron(store: Store, jobs: list[Job], env: Environment, remove: bool, dry_run: bool = False) -> Plan:
     notes: tuple[str, ...] = ()
+    if remove and find_tool("crontab") is None:  # no cron here: no crontab holds this store's lines
+        return Plan("cron", (), "", ("crontab not found on PATH: no crontab holds this store's jobs",))
     if dry_run and find_tool("crontab") is None:
         current = ""
         notes = ("crontab not found on PATH: the plan starts from an empty crontab",)

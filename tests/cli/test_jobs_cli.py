@@ -568,6 +568,23 @@ def test_install_dry_run_without_crontab_or_launchctl_prints_the_plan(root, tmp_
     assert not (root / "logs").exists()
 
 
+def test_uninstall_without_crontab_has_nothing_to_remove(root, tmp_path, monkeypatch):
+    """A machine without cron holds no crontab with this store's lines: uninstall says so and exits 0
+    (before, it failed with exit 3 and the hint to install cron, which a user removing jobs does not want)."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "git").symlink_to(shutil.which("git"))
+    configure_jobs(root)
+    monkeypatch.setenv("PATH", str(bare))
+    monkeypatch.setitem(jobs.SCHEDULER_TOOLS, "crontab", str(tmp_path / "nowhere" / "crontab"))
+    for extra in ((), ("--dry-run",)):
+        done = cli(root, "schedule", "uninstall", "--scheduler", "cron", *extra)
+        assert (done.exit_code, done.stdout) == (0, ""), done.stderr
+        assert done.stderr.splitlines()[0] == "memctl: crontab not found on PATH: no crontab holds this store's jobs"
+    data = json.loads(cli(root, "schedule", "uninstall", "--scheduler", "cron", "--json").stdout)
+    assert (data["changed"], data["steps"], data["notes"]) == (False, [], ["crontab not found on PATH: no crontab holds this store's jobs"])
+
+
 def test_maintain_regenerates_the_index_commits_the_access_log_and_runs_doctor(root):
     assert cli(root, "remember", "deploy-window", "--description", "デプロイは火曜の午前だけ").exit_code == 0
     assert cli(root, "recall", "デプロイ").exit_code == 0  # its access row waits in .memctl/: the tree stays clean
