@@ -44,7 +44,8 @@ BY_CONDITION: tuple[tuple[str, str, int], ...] = (
     ("exists", "a name or unique value that exists already", FAILED),
     ("damaged", "a file memctl will not write after: a ledger's last line without LF (rows: after printing the rest), "
                 "conflict markers, a damaged index block", FAILED),
-    ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT", LOCKED),
+    ("locked", "the store lock, or a live git lock, held longer than MEMCTL_LOCK_TIMEOUT; run-job: the job running "
+               "already, or another job of the store still running after MEMCTL_JOB_WAIT", LOCKED),
     ("no-git", "a write while commits are on, with git not found (MEMCTL_GIT, PATH), failing, or the store in no git "
                "repository: refused before anything changed (exit 0 means committed)", FAILED),
     ("link", "a symbolic link in the store where memctl reads or writes (it follows none; the line names it)", FAILED),

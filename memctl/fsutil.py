@@ -292,15 +292,20 @@ def without_bom(text: str) -> str:
 
 def lock_timeout() -> float:
     """MEMCTL_LOCK_TIMEOUT in seconds (default 60); a value that is not a number >= 0 is bad input."""
-    raw = os.environ.get("MEMCTL_LOCK_TIMEOUT", "")
+    return seconds_setting("MEMCTL_LOCK_TIMEOUT", 60.0)
+
+
+def seconds_setting(variable: str, default: float) -> float:
+    """A number of seconds (0 or more) from the environment; unset or blank: `default`."""
+    raw = os.environ.get(variable, "")
     if not raw.strip():
-        return 60.0
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise BadInput(f"MEMCTL_LOCK_TIMEOUT={raw!r} is not a number of seconds", hint="e.g. MEMCTL_LOCK_TIMEOUT=60 (0 or more)")
+        raise BadInput(f"{variable}={raw!r} is not a number of seconds", hint=f"e.g. {variable}={default:g} (0 or more)")
     return value
 
 

@@ -4,7 +4,8 @@ A job is `[jobs.<name>]`: what to run (a memctl command or a script in the
 store), when (minute / hour / weekday, or an interval) and, optionally, how old
 its last success may get. `render` turns the jobs into launchd plists and an
 equivalent crontab block; `install` loads them. What the scheduler actually
-runs is `memctl run-job NAME`, which takes a per-job lock, logs every line
+runs is `memctl run-job NAME`, which takes a per-job lock and the store's
+turn (its jobs run one at a time), logs every line
 with a timestamp to `logs/<name>.log`, and on failure records an `error`
 episode, so that a failing job leaves a trace that `episode recall` and
 `doctor` find.
@@ -35,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 from . import clock, errors, trust
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
-from .fsutil import atomic_write, file_lock, link_on_way, refuse_link
+from .fsutil import atomic_write, file_lock, link_on_way, refuse_link, seconds_setting
 from .state import format_duration, parse_duration
 from .store import Store
 
@@ -843,10 +844,41 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
                              hint="memctl schedule status") from None
         with held:
             lock.write_text(f"{os.getpid()}\n")
-            _end_leftovers(_run_file(store, job), log)
-            return _run_locked(store, job, log, echo)
+            with _store_turn(store, job, log):
+                _end_leftovers(_run_file(store, job), log)
+                return _run_locked(store, job, log, echo)
     finally:
         log.close()
+
+
+TURN_WAIT_SECONDS = 3600.0  # how long a job waits for another job of its store (MEMCTL_JOB_WAIT)
+
+
+@contextlib.contextmanager
+def _store_turn(store: Store, job: Job, log: _Log) -> Iterator[None]:
+    """The jobs of one store run one at a time. Cron starts every job due in a minute at once, and a
+    doctor beside a state update found STATE.md written and not yet committed. A job waits for the
+    one running (a `wait:` line in its log), up to MEMCTL_JOB_WAIT seconds, then does not start (`skip:`,
+    exit 4). A run-job inside a job's run (MEMCTL_JOB_RUN set) runs within that job's turn."""
+    if os.environ.get(RUN_VARIABLE):
+        yield
+        return
+    turn = store.cache_dir / "jobs" / ".turn.lock"  # (no job is named with a dot)
+    wait = seconds_setting("MEMCTL_JOB_WAIT", TURN_WAIT_SECONDS)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(file_lock(turn, timeout=0))
+        except LockTimeout:
+            log.write(f"wait: job {_holder(turn)} is running; this run starts after it")
+            try:
+                held.enter_context(file_lock(turn, timeout=wait))
+            except LockTimeout:
+                holder = _holder(turn)
+                log.write(f"skip: job {holder} still running after {wait:g} s")
+                raise JobRunning(f"job {holder} of this store still runs after {wait:g} s; job {job.name} "
+                                 "was not started", hint="memctl schedule status") from None
+        turn.write_text(f"{job.name} (pid {os.getpid()})\n")
+        yield
 
 
 def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] | None) -> RunResult:

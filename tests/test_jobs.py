@@ -531,3 +531,89 @@ def test_a_job_that_cannot_be_read_says_so_in_its_log(root):
     for gone in ("nightly", "../x"):  # bad input: no log is created
         assert _run_job(root, gone).wait(timeout=120) in (2, 3)
     assert sorted(p.name for p in (root / "logs").iterdir()) == ["daily.log"]
+
+
+# ---------------------------------------------------------------- jobs of one store take turns
+
+HELD = """echo "$1 start" >> order.txt
+echo started
+n=0; while [ ! -e release ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done
+echo "$1 end" >> order.txt
+"""
+
+
+def _run_pinned(root: Path, name: str, **extra: str) -> subprocess.Popen:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}, "MEMCTL_NOW": NOW, **extra}
+    return subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "run-job", "--quiet", name],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def _log_events(root: Path, name: str) -> list[str]:
+    path = root / "logs" / f"{name}.log"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return [line.split(" ", 2)[2] for line in text.splitlines() if " | " not in line]
+
+
+def _until_logged(root: Path, name: str, wanted: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while not any(event.startswith(wanted) for event in _log_events(root, name)):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, _log_events(root, name)
+        time.sleep(0.05)
+
+
+def test_jobs_of_one_store_started_together_run_one_after_the_other(root, monkeypatch):
+    """Cron starts every job due in a minute at once; a doctor beside a state update found STATE.md
+    written and not yet committed. The second job waits for the first, says so in its log, then runs."""
+    held = script(root, "held.sh", HELD)
+    configure(root, f'[jobs.first]\nscript = "{held}"\nargs = ["first"]\nhour = 9\n'
+                    f'[jobs.second]\nscript = "{held}"\nargs = ["second"]\nhour = 9\n')
+    first = _run_pinned(root, "first")
+    _until_logged(root, "first", "start ", first)
+    second = _run_pinned(root, "second")
+    _until_logged(root, "second", "wait: ", second)
+    assert _log_events(root, "second") == [f"wait: job first (pid {first.pid}) is running; this run starts after it"]
+    assert (root / "order.txt").read_text() == "first start\n"
+    (root / "release").write_text("")
+    assert first.wait(timeout=120) == 0, first.communicate()
+    assert second.wait(timeout=120) == 0, second.communicate()
+    assert (root / "order.txt").read_text() == "first start\nfirst end\nsecond start\nsecond end\n"
+    assert [event.split(" ")[0] for event in _log_events(root, "second")] == ["wait:", "start", "end"]
+    monkeypatch.setenv("MEMCTL_NOW", NOW)
+    [status] = jobs.statuses(open_store(root), "second")
+    assert (status.last_exit, status.state) == (0, "ok")
+
+
+def test_a_job_that_waits_too_long_for_its_turn_does_not_start(root):
+    held = script(root, "held.sh", HELD)
+    configure(root, f'[jobs.first]\nscript = "{held}"\nargs = ["first"]\nhour = 9\n'
+                    f'[jobs.second]\nscript = "{held}"\nargs = ["second"]\nhour = 9\n')
+    first = _run_pinned(root, "first")
+    try:
+        _until_logged(root, "first", "start ", first)
+        second = _run_pinned(root, "second", MEMCTL_JOB_WAIT="0.5")
+        out, err = second.communicate(timeout=120)
+        assert (second.returncode, out) == (4, b"")
+        assert err.decode() == (f"memctl: error: job first (pid {first.pid}) of this store still runs after 0.5 s; "
+                                "job second was not started (hint: memctl schedule status)\n")
+        assert [event.split(":")[0] for event in _log_events(root, "second")] == ["wait", "skip"]
+        bad = _run_pinned(root, "second", MEMCTL_JOB_WAIT="soon")
+        out, err = bad.communicate(timeout=120)
+        assert (bad.returncode, err.decode()) == (2, "memctl: error: MEMCTL_JOB_WAIT='soon' is not a number of seconds "
+                                                     "(hint: e.g. MEMCTL_JOB_WAIT=3600 (0 or more))\n")
+    finally:
+        (root / "release").write_text("")
+        first.wait(timeout=120)
+    assert (root / "order.txt").read_text() == "first start\nfirst end\n"
+
+
+def test_a_job_may_run_another_job_within_its_turn(root):
+    """A job whose script runs `memctl run-job` for another job of the store: no wait for itself."""
+    inner = script(root, "inner.sh", 'echo "inner ran" >> order.txt\n')
+    outer = script(root, "outer.sh", f'"{sys.executable}" -m memctl run-job --quiet inner\n')
+    configure(root, f'[jobs.inner]\nscript = "{inner}"\nhour = 9\n[jobs.outer]\nscript = "{outer}"\nhour = 9\n')
+    run = _run_pinned(root, "outer", MEMCTL_JOB_WAIT="5")
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    assert (root / "order.txt").read_text() == "inner ran\n"
+    assert [event.split(" ")[0] for event in _log_events(root, "inner")] == ["start", "end"]
