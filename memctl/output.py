@@ -175,13 +175,32 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
         whole[at] = False
         needed -= widths[at] - folded[at]
     headers_fit = 1 + sum(3 + cell_len(column) for column in columns) <= console.width
+    # Folded to their least they still do not fit: each column gets its share of the width (rich, left to
+    # it, made the table wider than the terminal, which cut off its right edge).
+    least = [cell_len(column) if headers_fit else min(cell_len(column), NARROWEST) for column in columns]
+    shares = _shares(widths, least, console.width - 1 - 3 * len(columns)) if needed > console.width else [None] * len(columns)
     table = Table(show_lines=False)
-    for column, keep in zip(columns, whole):
-        table.add_column(Text(column), overflow="fold", no_wrap=keep, min_width=cell_len(column) if headers_fit else None)
+    for column, keep, share in zip(columns, whole, shares):
+        table.add_column(Text(column), overflow="fold", no_wrap=keep, width=share,
+                         min_width=cell_len(column) if headers_fit and share is None else None)
     for line in cells:
         table.add_row(*map(Text, line))
     with _printing:
         console.print(table)
+
+
+def _shares(wanted: Sequence[int], least: Sequence[int], room: int) -> list[int]:
+    """`room` cells shared out among columns that want `wanted` and need `least`: the narrowest get what
+    they want, the rest an equal share of what is left, none under its least (a header kept whole)."""
+    given = [0] * len(wanted)
+    left = room
+    order = sorted(range(len(wanted)), key=lambda at: wanted[at])
+    for done, at in enumerate(order):
+        reserved = sum(least[later] for later in order[done + 1:])
+        fair = min(wanted[at], left // (len(wanted) - done), left - reserved)
+        given[at] = max(least[at], fair, 1)
+        left -= given[at]
+    return given
 
 
 def _cell(value: Any) -> str:

@@ -81,3 +81,23 @@ def test_headers_stay_whole_where_they_fit(capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     assert max(cell_len(line) for line in lines) <= 80
     assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == list(row), lines[:3]
+
+
+def test_a_table_that_cannot_fit_folded_to_ten_cells_a_column_shares_the_width_and_keeps_its_edge(capsys, monkeypatch):
+    """`memctl list` at 50 columns: four columns folded to their least (10 cells, `description` 11) needed
+    53; rich printed the table 52 wide and the terminal cut off its right edge. Each column now gets its
+    share of the width, and every character of every cell is still there."""
+    monkeypatch.setenv("TERM", "dumb")
+    row = {"name": "procedure-publish-article", "type": "procedure",
+           "description": "記事公開の手順：テーマ台帳で重複確認→下書き→CTA確認→公開→台帳に追記",
+           "path": "memory/procedure-publish-article.md"}
+    for width in (40, 50, 56):
+        monkeypatch.setenv("COLUMNS", str(width))
+        output._rich_table([[row[c] for c in row]], list(row))
+        lines = capsys.readouterr().out.splitlines()
+        assert max(cell_len(line) for line in lines) <= width, "\n".join(lines)
+        assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == list(row), lines[:3]  # headers whole
+        body = [line for line in lines if line.startswith("│")]
+        assert all(line.endswith("│") for line in body), "\n".join(lines)
+        for at, column in enumerate(row):
+            assert "".join(line.split("│")[at + 1].strip() for line in body) == row[column].replace(" ", "")
