@@ -618,7 +618,7 @@ def embed_early(store: Store, queries: Sequence[str], mode: str | None, embedder
 
     def work() -> None:
         try:
-            box["vectors"] = embedder.embed(_as_embedded(checked), kind="query")
+            box["vectors"] = embedder.embed(checked, kind="query")
         except BaseException as exc:  # noqa: BLE001  (done again in line, where it is reported)
             box["error"] = exc
 
@@ -627,14 +627,6 @@ def embed_early(store: Store, queries: Sequence[str], mode: str | None, embedder
     _EARLY[(embedder.backend, embedder.model, checked)] = (thread, box)
     for stale in list(_EARLY)[:-EARLY_KEPT]:  # the oldest (a dict keeps insertion order; list() is one step)
         _EARLY.pop(stale, None)
-
-
-def _as_embedded(queries: Sequence[str]) -> list[str]:
-    """The queries as the model gets them: half-width katakana as full-width, as their keyword terms are
-    (`ﾃﾞﾌﾟﾛｲ` had a cosine 0.03 under `デプロイ`'s with the same fact)."""
-    from .textnorm import full_width_kana
-
-    return [full_width_kana(q) for q in queries]
 
 
 def _cosines(embedder, queries: Sequence[str], vectors):
@@ -649,7 +641,7 @@ def _cosines(embedder, queries: Sequence[str], vectors):
     if early is not None and "vectors" in early[1]:
         embedded = np.asarray(early[1]["vectors"])
     else:
-        embedded = np.asarray(embedder.embed(_as_embedded(queries), kind="query"))  # one batch for all queries
+        embedded = np.asarray(embedder.embed(list(queries), kind="query"))  # one batch for all queries
     return embedded @ vectors.T
 
 

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from . import clock, errors
 from .embed import paced
 from .fsutil import atomic_write, file_lock, sweep_temps
+from .textnorm import full_width_kana
 
 try:  # hashlib would load OpenSSL (~6 ms of recall's start-up) for a blake2b it does not need
     from _blake2 import blake2b
@@ -71,7 +72,9 @@ SAMPLE_ROWS = 8  # rows of a matrix read to check it (unit norms, and the manife
 
 
 def content_hash(text: str) -> str:
-    return blake2b(text.encode("utf-8"), digest_size=HASH_CHARS // 2).hexdigest()
+    """The key of a text's vector: of the text as the model reads it (embed.model_input's half-width
+    katakana as full-width), so that a vector embedded before that read is not taken for it."""
+    return blake2b(full_width_kana(text).encode("utf-8"), digest_size=HASH_CHARS // 2).hexdigest()
 
 
 @dataclass

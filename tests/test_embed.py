@@ -224,7 +224,7 @@ def test_a_text_past_the_window_is_embedded_as_its_first_characters_so_a_pulled_
     long, cut, short = emb.embed([head + "deploy word " * 300, head, head[:1000]], "passage")
     assert np.allclose(long, cut, atol=1e-6)
     assert not np.allclose(cut, short, atol=1e-3)  # (a text under the window is embedded whole)
-    assert embed.within_window(["a" * 10, "b" * 5000]) == ["a" * 10, "b" * embed.EMBED_CHARS]
+    assert embed.model_input(["a" * 10, "b" * 5000, "ﾃﾞﾌﾟﾛｲ ok"]) == ["a" * 10, "b" * embed.EMBED_CHARS, "デプロイ ok"]
 
 
 def test_the_char_ngram_embedder_is_given_the_same_window_as_a_model():

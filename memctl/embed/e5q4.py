@@ -88,8 +88,8 @@ class E5Q4Embedder:
         model = self.load()
         if not texts:
             return np.zeros((0, model.dim), dtype=np.float32)
-        from . import within_window
+        from . import model_input
 
         with _ENCODE_LOCK:  # one encode at a time: a query's (recall.embed_early) beside a cache sync's
-            vectors = model.encode(within_window(texts), kind == "query")
+            vectors = model.encode(model_input(texts), kind == "query")
         return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)

@@ -60,10 +60,10 @@ class NgramEmbedder:
     def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
         import numpy as np
 
-        from . import within_window
+        from . import model_input
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(within_window(texts)):
+        for row, text in enumerate(model_input(texts)):
             vec = out[row]
             for gram, count in grams(text).items():
                 col, sign = self._bucket(gram)

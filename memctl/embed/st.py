@@ -61,12 +61,12 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str], kind: str = "query") -> "np.ndarray":
         import numpy as np
 
-        from . import within_window
+        from . import model_input
 
         prefix = self.prefixes.get(kind, "")
         model = self.load()
         vectors = model.encode(
-            [prefix + t for t in within_window(texts)],
+            [prefix + t for t in model_input(texts)],
             batch_size=BATCH,
             normalize_embeddings=True,
             convert_to_numpy=True,

@@ -201,3 +201,37 @@ def test_a_particle_alone_finds_nothing_and_half_width_katakana_scores_as_full_w
     full = _recall(root, "デプロイ", "--explain")[1][0]
     half = _recall(root, "ﾃﾞﾌﾟﾛｲ", "--explain")[1][0]
     assert half["signals"]["cosine"] == pytest.approx(full["signals"]["cosine"], abs=1e-4), (half, full)
+
+
+def test_a_fact_written_in_half_width_katakana_is_embedded_as_full_width(tmp_path, pinned_clock):
+    """A tester: `ﾃﾞﾌﾟﾛｲは平日10時から16時まで` scored 0.305 for `デプロイはいつしていい？` (under the floor)
+    where the same fact in full-width katakana scored 0.965: only queries were read full-width by the
+    model, stored texts were embedded as written. Every text the model reads is now, and the cache keys
+    a text as the model reads it (a vector embedded from the half-width text is not taken for it)."""
+    from memctl import vcache
+    from memctl.store import init_store
+
+    found = {}
+    for width, description in [("half", "ﾃﾞﾌﾟﾛｲは平日10時から16時まで。金曜日は禁止"),
+                               ("full", "デプロイは平日10時から16時まで。金曜日は禁止")]:
+        init_store(tmp_path / width)
+        store = open_store(tmp_path / width)
+        facts.remember(store, facts.FactInput(name="deploy-hours", description=description, type="project"),
+                       commit_changes=False, force=True)
+        code, hits = _recall(store.root, "デプロイはいつしていい？", "--explain")
+        assert code == 0 and [hit["name"] for hit in hits] == ["deploy-hours"], (width, hits)
+        found[width] = hits[0]
+    assert found["half"]["signals"]["cosine"] == pytest.approx(found["full"]["signals"]["cosine"], abs=1e-4), found
+    assert found["half"]["relevance"] == pytest.approx(found["full"]["relevance"], abs=1e-3), found
+    assert vcache.content_hash("ﾃﾞﾌﾟﾛｲ") == vcache.content_hash("デプロイ") != vcache.content_hash("デフロイ")
+
+
+def test_near_dup_knows_a_half_width_katakana_theme(root, pinned_clock):
+    """The same theme in half-width katakana was only `similar` (0.946, exit 5) to its full-width twin."""
+    assert memctl(root, "ledger", "create", "themes", "--columns", "theme").returncode == 0
+    assert memctl(root, "ledger", "append", "themes", "theme=ﾃﾞﾌﾟﾛｲ自動化のﾍﾞｽﾄﾌﾟﾗｸﾃｨｽ").returncode == 0
+    done = memctl(root, "near-dup", "デプロイ自動化のベストプラクティス", "--ledger", "themes", "--column", "theme", "--json",
+                  env={"MEMCTL_NO_SERVER": "1"})
+    report = json.loads(done.stdout)
+    assert (done.returncode, report["verdict"]) == (1, "near-duplicate"), report
+    assert report["best"] == pytest.approx(1.0, abs=1e-3), report
