@@ -39,9 +39,9 @@ def run(root: Path, *args: str, env: dict | None = None, input: str | None = Non
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
-    # Python's own bytecode cache is not memctl's to write: under the limit it left a cut-off .pyc beside a
-    # module not yet compiled (a fresh clone, as CI's), and every later import of it failed ("marshal data
-    # too short"): an MCP server started by `agent install` exited 120 before memctl wrote anything.
+    # Python's own bytecode cache is not memctl's to write: under the limit CPython can leave a cut-off .pyc
+    # beside a module not yet compiled (a fresh clone, as CI's; it does not check a short write), and every
+    # later import of it fails ("marshal data too short").
     full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), *args], input=input, text=True,
                           capture_output=True, env=full_env, timeout=timeout, preexec_fn=limit)
@@ -382,6 +382,40 @@ def test_file_size_limit_on_a_fact_and_state_write_is_one_line_and_changes_nothi
     assert (snapshot(root), head(root)) == (before, commit)
     assert run(root, "remember", "big", "--description", "大きな事実", "--body", big).returncode == 0
     clean(root)
+
+
+SERVER_SAYING_MUCH = """#!/bin/sh
+set -e
+head -c 300 /dev/zero | tr '\\0' x >&2
+echo >&2
+exec "$PY" -m memctl mcp --root "$ROOT"
+"""
+
+PROBE_UNDER_LIMIT = """
+import json, resource, sys
+from pathlib import Path
+from memctl.integrations import probe
+resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+entry = {"command": sys.argv[1], "env": {"PY": sys.executable, "ROOT": sys.argv[2]}}
+print(json.dumps(probe.server(entry, Path(sys.argv[3]))._asdict()))
+"""
+
+
+def test_the_mcp_server_check_needs_no_disk_for_what_the_server_says_on_stderr(root, tmp_path):
+    """CI: `agent install` under a file size limit of 100 bytes failed with 'the MCP server entry does not
+    start: the server exited (code 120)': the check put the server's stderr in a temporary file, under the
+    same limit, and the server's line naming a store at a long path broke it. On a full disk the same.
+    Its stderr now goes through a pipe: a server that says 300 bytes before it starts still answers."""
+    server = tmp_path / "server.sh"
+    server.write_text(SERVER_SAYING_MUCH)
+    server.chmod(0o755)
+    project = tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run([sys.executable, "-c", PROBE_UNDER_LIMIT, str(server), str(root), str(project)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0, done.stderr
+    checked = json.loads(done.stdout)
+    assert (checked["answers"], checked["error"]) == (True, None), checked
 
 
 def test_an_agent_install_that_cannot_write_leaves_no_folder_behind(root, tmp_path):

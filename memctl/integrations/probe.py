@@ -16,7 +16,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from .hooks import CHECK_ENV, CHECK_LINE
 
@@ -72,31 +72,30 @@ def hook(command: str, event: str, project: Path, timeout: float) -> Checked:
 
 def server(entry: dict[str, Any], project: Path, timeout: float = SERVER_TIMEOUT) -> Checked:
     """Start an MCP server entry, ask `initialize` and `tools/list`, stop it (see the module docstring)."""
-    import tempfile
-
     command = [str(entry.get("command", "")), *map(str, entry.get("args") or [])]
     extra = entry.get("env") if isinstance(entry.get("env"), dict) else {}
     env = {**os.environ, **{str(k): str(v) for k, v in extra.items()}, "CLAUDE_PROJECT_DIR": str(project), CHECK_ENV: "1"}
     started = time.perf_counter()
-    with tempfile.TemporaryFile() as errors:
-        try:
-            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, cwd=project,
-                                    env=env)
-        except OSError as exc:
-            return Checked(False, None, None, f"{command[0]}: {exc.strerror or exc}", _since(started))
-        try:
-            _exchange(proc, time.monotonic() + timeout)
-            error = None
-        except _NoAnswer as exc:
-            error = str(exc)
-        except TimeoutError:
-            error = f"no answer within {timeout:g} s"
-        except (EOFError, BrokenPipeError):
-            error = ""  # it exited: its own last line says why
-        finally:
-            _stop(proc)
-        errors.seek(0)
-        stderr = errors.read().decode("utf-8", "replace")
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=project,
+                                env=env)
+    except OSError as exc:
+        return Checked(False, None, None, f"{command[0]}: {exc.strerror or exc}", _since(started))
+    # Its stderr through a pipe that a thread drains, not a file: on a full disk (or under a file size
+    # limit) the server's first warning failed its write, and it exited 120 before answering.
+    said_on_stderr = _drained(proc.stderr)
+    try:
+        _exchange(proc, time.monotonic() + timeout)
+        error = None
+    except _NoAnswer as exc:
+        error = str(exc)
+    except TimeoutError:
+        error = f"no answer within {timeout:g} s"
+    except (EOFError, BrokenPipeError):
+        error = ""  # it exited: its own last line says why
+    finally:
+        _stop(proc)
+    stderr = said_on_stderr().decode("utf-8", "replace")
     if error == "":
         error = _last_line(stderr) or f"the server exited (code {proc.returncode}) before answering"
     said = _said(stderr) or {}
@@ -158,6 +157,32 @@ def _lines(fd: int, deadline: float):
             if not chunk:
                 return
             buffer += chunk
+
+
+STDERR_KEPT = 1 << 16  # bytes of a server's stderr kept: its last lines say why it stopped
+
+
+def _drained(stream) -> "Callable[[], bytes]":
+    """Read `stream` to its end in a thread, keeping its last STDERR_KEPT bytes; the function returned
+    waits for the end (the process has exited, or been killed, by then) and gives them."""
+    import threading
+
+    kept = bytearray()
+
+    def read() -> None:
+        for chunk in iter(lambda: stream.read1(4096), b""):
+            kept.extend(chunk)
+            del kept[:-STDERR_KEPT]
+        stream.close()
+
+    thread = threading.Thread(target=read, name="memctl-probe-stderr", daemon=True)
+    thread.start()
+
+    def result() -> bytes:
+        thread.join(1)  # (a process it started may hold the pipe open: not waited for)
+        return bytes(kept)
+
+    return result
 
 
 def _stop(proc: subprocess.Popen) -> None:
