@@ -310,9 +310,10 @@ def seconds_setting(variable: str, default: float) -> float:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, timeout: float | None = None, *, shared: bool = False) -> Iterator[None]:
+def file_lock(path: Path, timeout: float | None = None, *, shared: bool = False, holder: str | None = None) -> Iterator[None]:
     """An exclusive flock on `path` (`shared`: one that only excludes exclusive holders, on a lock
-    file that exists already), waiting up to `timeout` seconds.
+    file that exists already), waiting up to `timeout` seconds. The holder writes its pid into the
+    file, or `holder` (a line saying who it is, for those who wait).
 
     The kernel releases the lock when the holder dies, so a killed process
     never leaves the store locked.
@@ -336,9 +337,9 @@ def file_lock(path: Path, timeout: float | None = None, *, shared: bool = False)
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
                     raise
                 if time.monotonic() >= deadline:
-                    holder = _holder(fd)
+                    pid = _holder(fd)
                     raise LockTimeout(
-                        f"store is locked by another process{f' (pid {holder})' if holder else ''} ({path})",
+                        f"store is locked by another process{f' (pid {pid})' if pid else ''} ({path})",
                         hint="wait for the other memctl command to finish, "
                         "or raise MEMCTL_LOCK_TIMEOUT",
                     ) from None
@@ -347,7 +348,7 @@ def file_lock(path: Path, timeout: float | None = None, *, shared: bool = False)
         if not shared:  # who holds it, for the message of a process that waits in vain
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                os.pwrite(fd, f"{holder or os.getpid()}\n".encode(), 0)
         yield
     finally:
         with contextlib.suppress(OSError):

@@ -793,6 +793,7 @@ def _child_env(store: Store, job: Job) -> dict[str, str]:
     env["PATH"] = ":".join(dict.fromkeys([*have, *extra]))
     env["MEMCTL_ROOT"] = str(store.root)
     env["MEMCTL_JOB"] = job.name
+    env[TURN_VARIABLE] = str(_turn_path(store))
     return env
 
 
@@ -818,8 +819,10 @@ def log_not_run(root: Path, name: str, error: MemctlError) -> None:
             log.close()
 
 
-def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = None) -> RunResult:
-    """Run one job under its lock, log it, and record an `error` episode when it fails."""
+def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = None,
+            note: Callable[[str], None] | None = None) -> RunResult:
+    """Run one job under its lock and the store's turn, log it, and record an `error` episode when it
+    fails. `echo` gets each line the job prints; `note`, what run-job waits for."""
     try:
         job = get_job(store, name)
     except MemctlError as exc:
@@ -831,7 +834,8 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
     try:
         try:  # what a commit not made here changed waits for `memctl trust` (memctl/trust.py)
             trust.refuse_waiting(store, f"jobs.{job.name}", "the job was not run")
-        except Refused as exc:
+            wait = seconds_setting("MEMCTL_JOB_WAIT", TURN_WAIT_SECONDS)
+        except (Refused, BadInput) as exc:
             log.write(f"refused: {exc.one_line()}")
             raise
         held = contextlib.ExitStack()
@@ -839,46 +843,84 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
             held.enter_context(file_lock(lock, timeout=0))
         except LockTimeout:
             holder = _holder(lock)
-            log.write(f"skip: already running (pid {holder})")
-            raise JobRunning(f"job {job.name} is already running (pid {holder}); this copy did not start it",
-                             hint="memctl schedule status") from None
+            waiting = holder.endswith(WAITING)
+            pid = holder.removesuffix(WAITING)
+            log.write(f"skip: already {'waiting for its turn' if waiting else 'running'} (pid {pid})")
+            raise JobRunning(f"job {job.name} is already {'waiting for its turn' if waiting else 'running'} (pid {pid}); "
+                             "this copy did not start it", hint="memctl schedule status") from None
         with held:
-            lock.write_text(f"{os.getpid()}\n")
-            with _store_turn(store, job, log):
-                _end_leftovers(_run_file(store, job), log)
+            _end_leftovers(_run_file(store, job), log)
+            with _store_turn(store, job, log, wait, note):
+                _end_others_leftovers(store, job, log)
                 return _run_locked(store, job, log, echo)
     finally:
         log.close()
 
 
 TURN_WAIT_SECONDS = 3600.0  # how long a job waits for another job of its store (MEMCTL_JOB_WAIT)
+TURN_VARIABLE = "MEMCTL_JOB_TURN"  # in a job's environment: the turn lock it runs within
+WAITING = " waiting"  # after the pid in a job's lock while its run-job waits for the turn
+
+
+def _turn_path(store: Store) -> Path:
+    return Path(os.path.realpath(store.cache_dir / "jobs" / ".turn.lock"))  # (no job is named with a dot)
 
 
 @contextlib.contextmanager
-def _store_turn(store: Store, job: Job, log: _Log) -> Iterator[None]:
+def _store_turn(store: Store, job: Job, log: _Log, wait: float, note: Callable[[str], None] | None) -> Iterator[None]:
     """The jobs of one store run one at a time. Cron starts every job due in a minute at once, and a
     doctor beside a state update found STATE.md written and not yet committed. A job waits for the
-    one running (a `wait:` line in its log), up to MEMCTL_JOB_WAIT seconds, then does not start (`skip:`,
-    exit 4). A run-job inside a job's run (MEMCTL_JOB_RUN set) runs within that job's turn."""
-    if os.environ.get(RUN_VARIABLE):
-        yield
-        return
-    turn = store.cache_dir / "jobs" / ".turn.lock"  # (no job is named with a dot)
-    wait = seconds_setting("MEMCTL_JOB_WAIT", TURN_WAIT_SECONDS)
+    one running (a `wait:` line in its log), up to `wait` seconds, then does not start (`skip:`, exit 4).
+    A run-job started by a job of this store, while that job holds the turn, runs within it."""
+    turn = _turn_path(store)
+    lock = store.cache_dir / "jobs" / f"{job.name}.lock"
+    me = f"job {job.name} (pid {os.getpid()})"
     with contextlib.ExitStack() as held:
         try:
-            held.enter_context(file_lock(turn, timeout=0))
-        except LockTimeout:
-            log.write(f"wait: job {_holder(turn)} is running; this run starts after it")
             try:
-                held.enter_context(file_lock(turn, timeout=wait))
+                held.enter_context(file_lock(turn, timeout=0, holder=me))
             except LockTimeout:
-                holder = _holder(turn)
-                log.write(f"skip: job {holder} still running after {wait:g} s")
-                raise JobRunning(f"job {holder} of this store still runs after {wait:g} s; job {job.name} "
-                                 "was not started", hint="memctl schedule status") from None
-        turn.write_text(f"{job.name} (pid {os.getpid()})\n")
+                if os.environ.get(TURN_VARIABLE) == str(turn):
+                    yield  # the job that started this run-job holds the turn
+                    return
+                other = _holder(turn)
+                log.write(f"wait: {other} is running; this run starts after it")
+                if note:
+                    note(f"job {job.name} waits for {other} to end (at most {wait:g} s, MEMCTL_JOB_WAIT)")
+                lock.write_text(f"{os.getpid()}{WAITING}\n")
+                try:
+                    with errors.stops_raise(signal.SIGTERM, signal.SIGHUP):
+                        held.enter_context(file_lock(turn, timeout=wait, holder=me))
+                except LockTimeout:
+                    other = _holder(turn)
+                    log.write(f"skip: {other} still running after {wait:g} s")
+                    raise JobRunning(f"{other} of this store still runs after {wait:g} s; job {job.name} "
+                                     "was not started", hint="memctl schedule status") from None
+                except KeyboardInterrupt as exc:
+                    code = exc.exit_code if isinstance(exc, errors.Interrupted) else errors.INTERRUPTED
+                    log.write(f"stop: run-job got {signal.Signals(code - 128).name} while it waited for its turn; "
+                              "the job was not run")
+                    raise
+        except MemctlError as exc:  # the lock is not a regular file, say: every run is refused, said in its log
+            if not isinstance(exc, LockTimeout):
+                log.write(f"refused: {exc.one_line()}")
+            raise
+        lock.write_text(f"{os.getpid()}\n")
         yield
+
+
+def _end_others_leftovers(store: Store, job: Job, log: _Log) -> None:
+    """What the killed run-job of another job left running would run beside this one: ended first (the
+    next run of that job would only end it then). A job whose lock is held is alive, and ends its own."""
+    for run_file in sorted((store.cache_dir / "jobs").glob("*.run")):
+        other = run_file.stem
+        if other == job.name or not JOB_NAME_RE.match(other):
+            continue
+        try:
+            with file_lock(store.cache_dir / "jobs" / f"{other}.lock", timeout=0):
+                _end_leftovers(run_file, log, f"job {other}'s last run-job")
+        except MemctlError:  # held (its run-job lives), or not a regular file (doctor names it)
+            continue
 
 
 def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] | None) -> RunResult:
@@ -943,7 +985,7 @@ def _run_file(store: Store, job: Job) -> Path:
     return store.cache_dir / "jobs" / f"{job.name}.run"
 
 
-def _end_leftovers(run_file: Path, log: _Log) -> None:
+def _end_leftovers(run_file: Path, log: _Log, whose: str = "the last run's run-job") -> None:
     """A run whose run-job was killed with SIGKILL left its `.run` file, and maybe processes: the job's
     shell got SIGTERM (PR_SET_PDEATHSIG), but a command it was running lives on without the lock. The
     next run ends them (SIGTERM, then SIGKILL) before it starts, and says so: only processes of that
@@ -965,7 +1007,7 @@ def _end_leftovers(run_file: Path, log: _Log) -> None:
         if not pids:
             break
     if left:
-        log.write(f"stop: the last run's run-job was killed (SIGKILL) while its job ran; ended what it left running "
+        log.write(f"stop: {whose} was killed (SIGKILL) while its job ran; ended what it left running "
                   f"(pid {', '.join(map(str, left))})" + (f"; still running: {', '.join(map(str, pids))}" if pids else ""))
     with contextlib.suppress(OSError):
         run_file.unlink(missing_ok=True)

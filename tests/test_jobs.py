@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -562,20 +563,31 @@ def _until_logged(root: Path, name: str, wanted: str, process: subprocess.Popen)
         time.sleep(0.05)
 
 
+@contextlib.contextmanager
+def first_running(root: Path, **names: str) -> Iterator[subprocess.Popen]:
+    """Jobs `first` and `second` (and `names`: name -> first arg) of the HELD script declared, `first`
+    started and running until the block ends (then released, and waited for)."""
+    held = script(root, "held.sh", HELD)
+    declared = {"first": "first", "second": "second", **names}
+    configure(root, "".join(f'[jobs.{name}]\nscript = "{held}"\nargs = ["{arg}"]\nhour = 9\n' for name, arg in declared.items()))
+    first = _run_pinned(root, "first")
+    try:
+        _until_logged(root, "first", "start ", first)
+        yield first
+    finally:
+        (root / "release").write_text("")
+        first.wait(timeout=120)
+
+
 def test_jobs_of_one_store_started_together_run_one_after_the_other(root, monkeypatch):
     """Cron starts every job due in a minute at once; a doctor beside a state update found STATE.md
     written and not yet committed. The second job waits for the first, says so in its log, then runs."""
-    held = script(root, "held.sh", HELD)
-    configure(root, f'[jobs.first]\nscript = "{held}"\nargs = ["first"]\nhour = 9\n'
-                    f'[jobs.second]\nscript = "{held}"\nargs = ["second"]\nhour = 9\n')
-    first = _run_pinned(root, "first")
-    _until_logged(root, "first", "start ", first)
-    second = _run_pinned(root, "second")
-    _until_logged(root, "second", "wait: ", second)
-    assert _log_events(root, "second") == [f"wait: job first (pid {first.pid}) is running; this run starts after it"]
-    assert (root / "order.txt").read_text() == "first start\n"
-    (root / "release").write_text("")
-    assert first.wait(timeout=120) == 0, first.communicate()
+    with first_running(root) as first:
+        second = _run_pinned(root, "second")
+        _until_logged(root, "second", "wait: ", second)
+        assert _log_events(root, "second") == [f"wait: job first (pid {first.pid}) is running; this run starts after it"]
+        assert (root / "order.txt").read_text() == "first start\n"
+    assert first.returncode == 0
     assert second.wait(timeout=120) == 0, second.communicate()
     assert (root / "order.txt").read_text() == "first start\nfirst end\nsecond start\nsecond end\n"
     assert [event.split(" ")[0] for event in _log_events(root, "second")] == ["wait:", "start", "end"]
@@ -585,12 +597,7 @@ def test_jobs_of_one_store_started_together_run_one_after_the_other(root, monkey
 
 
 def test_a_job_that_waits_too_long_for_its_turn_does_not_start(root):
-    held = script(root, "held.sh", HELD)
-    configure(root, f'[jobs.first]\nscript = "{held}"\nargs = ["first"]\nhour = 9\n'
-                    f'[jobs.second]\nscript = "{held}"\nargs = ["second"]\nhour = 9\n')
-    first = _run_pinned(root, "first")
-    try:
-        _until_logged(root, "first", "start ", first)
+    with first_running(root) as first:
         second = _run_pinned(root, "second", MEMCTL_JOB_WAIT="0.5")
         out, err = second.communicate(timeout=120)
         assert (second.returncode, out) == (4, b"")
@@ -601,9 +608,7 @@ def test_a_job_that_waits_too_long_for_its_turn_does_not_start(root):
         out, err = bad.communicate(timeout=120)
         assert (bad.returncode, err.decode()) == (2, "memctl: error: MEMCTL_JOB_WAIT='soon' is not a number of seconds "
                                                      "(hint: e.g. MEMCTL_JOB_WAIT=3600 (0 or more))\n")
-    finally:
-        (root / "release").write_text("")
-        first.wait(timeout=120)
+        assert _log_events(root, "second")[-1].startswith("refused: MEMCTL_JOB_WAIT='soon' is not a number of seconds")
     assert (root / "order.txt").read_text() == "first start\nfirst end\n"
 
 
@@ -617,3 +622,87 @@ def test_a_job_may_run_another_job_within_its_turn(root):
     assert run.returncode == 0, err
     assert (root / "order.txt").read_text() == "inner ran\n"
     assert [event.split(" ")[0] for event in _log_events(root, "inner")] == ["start", "end"]
+
+
+def test_what_a_killed_job_left_running_is_ended_before_another_job_takes_the_turn(root):
+    """A review: run-job of job `a` killed with SIGKILL left its grandchild running, and job `b`, whose
+    turn came at once, ran beside it (only a's next run ended it). The turn's next holder ends it first."""
+    configure(root, f'[jobs.a]\nscript = "{script(root, "a.sh", "sleep 300 & echo $! > child.pid; wait")}"\nhour = 9\n'
+                    f'[jobs.b]\nscript = "{script(root, "b.sh", "echo b ran")}"\nhour = 9\n')
+    left = None
+    try:
+        first = _run_pinned(root, "a")
+        _wait_for(root / "child.pid")
+        time.sleep(0.2)
+        left = int((root / "child.pid").read_text())
+        first.kill()
+        first.communicate(timeout=60)
+        time.sleep(0.5)
+        assert jobs._alive(left)
+        second = _run_pinned(root, "b")
+        assert second.wait(timeout=120) == 0, second.communicate()
+        assert not jobs._alive(left), "what job a's killed run left ran beside job b"
+        assert [e.split(" ")[0] for e in _log_events(root, "b")] == ["stop:", "start", "end"]
+        assert _log_events(root, "b")[0].startswith(f"stop: job a's last run-job was killed (SIGKILL) while its job ran; "
+                                                    f"ended what it left running (pid {left})")
+        assert not (root / ".memctl" / "jobs" / "a.run").exists()
+    finally:
+        if left:
+            with contextlib.suppress(OSError):
+                os.kill(left, signal.SIGKILL)
+
+
+def test_a_run_job_of_another_store_inside_a_job_waits_for_that_stores_turn(tmp_path, root):
+    """A review: the exemption for a run-job inside a job held for any store: a job of store one that ran
+    `memctl --root two run-job y` started y at once beside two's running job."""
+    init_store(tmp_path / "two")
+    two = drop_default_jobs(tmp_path / "two")
+    held = script(two, "held.sh", HELD)
+    configure(two, f'[jobs.x]\nscript = "{held}"\nargs = ["x"]\nhour = 9\n[jobs.y]\nscript = "{held}"\nargs = ["y"]\nhour = 9\n')
+    outer = script(root, "outer.sh", f'"{sys.executable}" -m memctl --root "{two}" run-job --quiet y\n')
+    configure(root, f'[jobs.outer]\nscript = "{outer}"\nhour = 9\n')
+    x = _run_pinned(two, "x")
+    try:
+        _until_logged(two, "x", "start ", x)
+        run = _run_pinned(root, "outer", MEMCTL_JOB_WAIT="0.5")
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 4, err  # y waited for x, in vain, and was not started
+        assert [e.split(":")[0] for e in _log_events(two, "y")] == ["wait", "skip"]
+    finally:
+        (two / "release").write_text("")
+        x.wait(timeout=120)
+    assert (two / "order.txt").read_text() == "x start\nx end\n"
+
+
+def test_a_stop_while_waiting_for_the_turn_is_in_the_log_and_a_second_copy_says_it_waits(root):
+    with first_running(root):
+        second = _run_pinned(root, "second")
+        _until_logged(root, "second", "wait: ", second)
+        copy = _run_pinned(root, "second")
+        out, err = copy.communicate(timeout=120)
+        assert (copy.returncode, err.decode()) == (4, f"memctl: error: job second is already waiting for its turn "
+                                                      f"(pid {second.pid}); this copy did not start it (hint: memctl schedule status)\n")
+        second.send_signal(signal.SIGTERM)
+        out, err = second.communicate(timeout=120)
+        assert (second.returncode, err.decode()) == (143, "memctl: error: terminated\n")
+        assert _log_events(root, "second")[-1] == "stop: run-job got SIGTERM while it waited for its turn; the job was not run"
+    assert (root / "order.txt").read_text() == "first start\nfirst end\n"
+
+
+def test_a_waiting_run_job_says_so_on_a_terminal_and_a_broken_turn_lock_is_in_the_log(root):
+    with first_running(root) as first:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}, "MEMCTL_NOW": NOW, "MEMCTL_JOB_WAIT": "0.2"}
+        done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), "run-job", "second"],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 4
+        assert done.stderr.splitlines()[0] == (f"memctl: job second waits for job first (pid {first.pid}) to end "
+                                               "(at most 0.2 s, MEMCTL_JOB_WAIT)")
+    turn = root / ".memctl" / "jobs" / ".turn.lock"
+    turn.unlink()
+    turn.mkdir()
+    done = _run_pinned(root, "second")
+    out, err = done.communicate(timeout=120)
+    assert done.returncode == 1 and b"is not a regular file" in err, err
+    assert _log_events(root, "second")[-1].startswith("refused: the lock file ")
+    [status] = jobs.statuses(open_store(root), "second")
+    assert status.state == "refused"

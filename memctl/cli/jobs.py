@@ -158,7 +158,7 @@ def run_job(
         if (root := _root_if_any(ctx)) is not None:
             jobs.log_not_run(root, name, exc)
         raise
-    result = jobs.run_job(store, name, echo=None if quiet else output.emit_text)
+    result = jobs.run_job(store, name, echo=None if quiet else output.emit_text, note=None if quiet else output.info)
     log = store.rel(result.log)
     if result.exit_code == 0:
         if not quiet:  # under launchd and cron stderr is a file that only what run-job could not log belongs in
