@@ -171,10 +171,15 @@ def access_log(root: Path) -> str:
 
 def pytest_sessionfinish(session, exitstatus):
     """A safety net: a resident embedder (`embed-server --idle`, which the SessionStart hook starts
-    detached) still running for a store under pytest's temp folder is stopped, and named, so that a
+    detached) still running for a store under this session's temp folder is stopped, and named, so that a
     test whose hook environment lost conftest's MEMCTL_HOOK_RESIDENT=0 shows up."""
     import signal
 
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = getattr(factory, "_basetemp", None)  # this session's temp folder, if it made one
+    if base is None:
+        return
+    ours = str(base).encode() + b"/"  # (never another pytest's: a run beside a CI run stopped its server)
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -182,7 +187,7 @@ def pytest_sessionfinish(session, exitstatus):
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"embed-server" in argv and b"--idle" in argv and any(b"/pytest-of-" in a for a in argv):
+        if b"embed-server" in argv and b"--idle" in argv and any(a.startswith(ours) for a in argv):
             with contextlib.suppress(OSError):
                 os.kill(int(entry.name), signal.SIGTERM)
             print(f"\nconftest: stopped a resident embedder a test left running: {b' '.join(argv).decode(errors='replace')}")
