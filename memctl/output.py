@@ -174,15 +174,22 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
             break
         whole[at] = False
         needed -= widths[at] - folded[at]
-    headers_fit = 1 + sum(3 + cell_len(column) for column in columns) <= console.width
-    # Folded to their least they still do not fit: each column gets its share of the width (rich, left to
-    # it, made the table wider than the terminal, which cut off its right edge).
-    least = [cell_len(column) if headers_fit else min(cell_len(column), NARROWEST) for column in columns]
-    shares = _shares(widths, least, console.width - 1 - 3 * len(columns)) if needed > console.width else [None] * len(columns)
+    # Each column is given its width: rich, left to shrink a table itself, made it a cell wider than the
+    # terminal at some widths (80 among them), which cut off its right edge.
+    room = console.width - 1 - 3 * len(columns)
+    if needed <= console.width:  # the whole ones as they are, the others share what is left (none under its least)
+        bending = [at for at, keep in enumerate(whole) if not keep]
+        shares = list(widths)
+        given = _shares([widths[at] for at in bending], [folded[at] for at in bending],
+                        room - sum(width for width, keep in zip(widths, whole) if keep))
+        for at, width in zip(bending, given):
+            shares[at] = width
+    else:  # folded to their least they still do not fit: each its share, its header whole where headers fit
+        headers_fit = sum(cell_len(column) for column in columns) <= room
+        shares = _shares(widths, [cell_len(column) if headers_fit else min(cell_len(column), NARROWEST) for column in columns], room)
     table = Table(show_lines=False)
     for column, keep, share in zip(columns, whole, shares):
-        table.add_column(Text(column), overflow="fold", no_wrap=keep, width=share,
-                         min_width=cell_len(column) if headers_fit and share is None else None)
+        table.add_column(Text(column), overflow="fold", no_wrap=keep, width=share)
     for line in cells:
         table.add_row(*map(Text, line))
     with _printing:
