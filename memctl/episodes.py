@@ -221,7 +221,7 @@ def add(store: Store, description: str, episode_type: str, *, agent: str | None 
     tags, refs = more[:len(tags)], more[len(tags):]
     description = description.strip()
     if not description:
-        raise BadInput("an episode needs a description")
+        raise BadInput("an episode needs a description", hint="say in one line what happened", kind="description-empty")
     check_type(store, episode_type)
     if importance is None:
         importance = default_importance(episode_type)

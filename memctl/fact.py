@@ -171,6 +171,10 @@ def validate_description(text: str) -> str:
         raise BadInput("description is empty", hint="give a one-line description", kind="description-empty")
     if any(c in text for c in LINE_BREAKS):
         raise BadInput("description must be one line", hint="put details in the body, why or how", kind="description-lines")
+    control = next((c for c in text if (c < " " and c != "\t") or "\x7f" <= c <= "\x9f"), None)
+    if control is not None:  # an ESC would reach MEMORY.md, `list` and what the hooks put in an agent's context
+        raise BadInput(f"description holds a control character ({control!r} at {text.index(control) + 1})",
+                       hint="a description is plain text: remove it", kind="description-control")
     if len(text) > MAX_DESCRIPTION:
         raise BadInput(f"description is {len(text):,} characters, more than the {MAX_DESCRIPTION:,} a description may hold",
                        hint="keep it to one line of about 150 (what MEMORY.md shows); put details in the body",

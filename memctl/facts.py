@@ -19,7 +19,7 @@ from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, mer
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
                      CONTROL_CHARS, control_in_name, refuse_link, utf8_name)
-from .fsutil import without_bom
+from .fsutil import without_bom, written
 from .claude_memory import dated_by_git, linked_topics, write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
@@ -626,8 +626,15 @@ def _adopted_files(store: Store, facts: list[fact_mod.Fact]) -> list[Path]:
     if not new:
         return []
     memory = store.memory_dir.resolve()  # once, as git names it: not a realpath per fact
-    return [f.path for f in facts if f.path is not None
-            and os.path.normpath(os.path.join(memory, os.path.relpath(f.path, store.memory_dir))) in new]
+    adopted = [f.path for f in facts if f.path is not None
+               and os.path.normpath(os.path.join(memory, os.path.relpath(f.path, store.memory_dir))) in new]
+    mine = {os.path.abspath(path) for path in written()}  # this command's own new fact is no one else's
+    theirs = [path for path in adopted if os.path.abspath(path) not in mine]
+    if theirs and store.layout == "memctl":  # (Claude Code's own writes have a commit of their own, before)
+        names = ", ".join(store.rel(path) for path in theirs[:3]) + (f" and {len(theirs) - 3} more" if len(theirs) > 3 else "")
+        errors.warn(f"{names}: a fact file git never had, taken into this change: MEMORY.md now links it",
+                    hint="to keep a fact file of your own apart, commit it first (git add, git commit)")
+    return adopted
 
 
 RECENT_DAYS = 7  # a fact written or used this lately keeps its line in MEMORY.md (index.fair_order)

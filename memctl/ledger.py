@@ -117,7 +117,7 @@ def check_columns(columns: Iterable[str], unique: str | None = None) -> tuple[st
             raise BadInput(f"invalid column name {col!r}", hint="an ASCII letter or _, then ASCII letters, digits, - or _ (values may be in any language)")
     seen = {c for c in cols if cols.count(c) > 1}
     if seen:
-        raise BadInput(f"column {sorted(seen)[0]!r} is named twice")
+        raise BadInput(f"column {sorted(seen)[0]!r} is named twice", hint="name each column once")
     if unique is not None and unique not in cols:
         raise BadInput(f"unique column {unique!r} is not one of the columns ({', '.join(cols)})")
     return cols
@@ -344,7 +344,7 @@ def record_from_assignments(items: Iterable[str]) -> dict[str, str]:
     record: dict[str, str] = {}
     for column, value in parse_assignments(items):
         if column in record:
-            raise BadInput(f"column {column!r} is given twice")
+            raise BadInput(f"column {column!r} is given twice", hint="give each column one value")
         record[column] = value
     return record
 
@@ -450,11 +450,12 @@ def encode_records(ledger: Ledger, records: Sequence[Mapping[str, Any]]) -> list
             if not isinstance(value, str):
                 raise BadInput(f"{where}column {column!r}: the value must be text, not {type(value).__name__}")
             if "\0" in value:
-                raise BadInput(f"{where}column {column!r}: the value contains a NUL character")
+                raise BadInput(f"{where}column {column!r}: the value contains a NUL character", hint="remove it; ledgers hold text",
+                               kind="nul")
             try:
                 raw = escape(value).encode("utf-8")
             except UnicodeEncodeError:
-                raise BadInput(f"{where}column {column!r}: the value is not valid UTF-8") from None
+                raise BadInput(f"{where}column {column!r}: the value is not valid UTF-8", hint="send the values as UTF-8") from None
             if len(raw) > MAX_FIELD_BYTES:
                 raise BadInput(
                     f"{where}column {column!r}: the value is {len(raw)} bytes; the limit is {MAX_FIELD_BYTES}",
@@ -528,7 +529,8 @@ def _refuse_duplicates(store: Store, ledger: Ledger, data: bytes | mmap.mmap, re
         needle = fields[index]
         shown = _short(needle.decode("utf-8"))
         if needle in seen:
-            raise Refused(f"{ledger.name}: {column} \"{shown}\" is given twice in the input; nothing was appended")
+            raise Refused(f"{ledger.name}: {column} \"{shown}\" is given twice in the input; nothing was appended",
+                          hint=f"give each {column} once (the rows of one input are appended together or not at all)")
         seen.add(needle)
         if present is not None and needle not in present:
             continue

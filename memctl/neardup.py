@@ -402,7 +402,7 @@ def check(
     if any(not t.strip() for t in texts):  # "new" for a blank text let a check-then-append job store it
         raise BadInput("the text to check is empty", hint="give the text to compare, e.g. a theme or a fact's description")
     if top < 1:
-        raise BadInput("top must be at least 1", arg="top")
+        raise BadInput("top must be at least 1", hint="ask for one candidate or more", arg="top")
     for name, value in (("threshold", threshold), ("similar", similar)):
         if value is not None and not -1.0 <= value <= 1.0:
             raise BadInput(f"{name} must be between -1 and 1", arg=name)

@@ -760,7 +760,7 @@ def check_query(query: str) -> str:
 def _checked(store: Store, queries: Sequence[str], options: dict[str, Any]) -> dict[str, Any]:
     """answer()'s arguments checked (BadInput naming the argument) and resolved against the settings."""
     if options.get("k", 10) < 1:
-        raise BadInput("k must be at least 1", arg="k")
+        raise BadInput("k must be at least 1", hint="ask for one result or more", arg="k")
     source = options.get("source", "facts")
     kinds = kinds_of(source)
     settings = settings_for(store)
@@ -1203,6 +1203,10 @@ def audit(store: Store, *, agent: str | None = None, since: str | None = None, f
             if when is None or when < after:
                 continue
         rows.append({**values, "line": str(lineno)})
+    if fact and not rows:  # a name no fact has, live or archived, is a typo, not "never shown" (exit 3)
+        from .facts import find  # noqa: PLC0415
+
+        find(store, fact)
     return rows
 
 

@@ -344,6 +344,9 @@ def check_numbers(data: Any, source: str = "JSON") -> dict[str, Number]:
             raise BadInput(f"{source}: key {key!r} is reserved for memctl's own summaries", hint="rename it, e.g. tasks.completed", arg=arg)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else type(value).__name__
+            if isinstance(value, float):  # 1e400 is read as inf
+                raise BadInput(f"{source}: {key!r} must be a finite number, not {value}", hint="give a number a double "
+                               "can hold (up to about 1.8e308)", arg=arg)
             raise BadInput(f"{source}: {key!r} must be a number, not {kind}", hint="STATE.md holds summarised numbers, never raw logs", arg=arg)
         numbers[key] = value
     return numbers

@@ -196,6 +196,9 @@ def open_store(root: str | os.PathLike) -> Store:
     if (root / "memory").is_dir() or (has_config and not (root / INDEX_FILE).exists()):
         cfg = config_mod.load(root / CONFIG_FILE)
         return Store(root=root, memory_dir=root / "memory", layout="memctl", config=cfg)
+    if root.name == "memory" and (root.parent / CONFIG_FILE).is_file():  # not a Claude Code directory of its own
+        raise BadInput(f"{root} is the memory/ folder of the store at {root.parent}",
+                       hint=f"give the store's own folder: {root.parent}", kind="memory-folder", store=_quoted(root.parent))
     if (root / INDEX_FILE).exists():
         _self_ignoring_cache(root / CACHE_DIR)
         cfg = config_mod.load(root / CONFIG_FILE) if has_config else config_mod.Config()

@@ -657,7 +657,13 @@ def _pushed_text(world) -> tuple[Path, str]:
     document's name holds an escape sequence too. Returns (victim, the fact's file as it is)."""
     remote, victim, attacker, outside = world
     run(attacker, "sync", "--setup")
-    run(attacker, "remember", "beacon", "--description", "rotation beacon \x1b]0;PWNED\x07", "--type", "project", "--body", NASTY)
+    run(attacker, "remember", "beacon", "--description", "rotation beacon PWNED", "--type", "project", "--body", NASTY)
+    beacon = attacker / "memory" / "beacon.md"  # memctl refuses a control character in a description: by hand, then
+    text = beacon.read_text(encoding="utf-8")
+    assert "description: rotation beacon PWNED\n" in text
+    beacon.write_text(text.replace("description: rotation beacon PWNED\n", 'description: "rotation beacon \\e]0;PWNED\\a"\n'),
+                      encoding="utf-8")
+    git(attacker, *ID, "commit", "-qam", "beacon")
     run(attacker, "pin", "beacon")
     run(attacker, "source", "add", "notes", "docs")
     run(attacker, "state", "update")

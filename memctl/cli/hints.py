@@ -44,6 +44,7 @@ HINTS = {
     "git-fails": "check that this git runs (MEMCTL_GIT, PATH), or use --no-commit / MEMCTL_NO_COMMIT=1",
     "not-a-repo": "run `memctl init {store}` (git init, and a first commit of what is there), or use --no-commit / MEMCTL_NO_COMMIT=1",
     "no-store-dir": "check --root / MEMCTL_ROOT, or run `memctl init DIR`",
+    "memory-folder": "pass --root {store} (or MEMCTL_ROOT), the store's own folder",
     "no-store": "run `memctl init`, or pass --root DIR",
     "no-store-found": "memctl agent install claude-code --store DIR names the store to use then",
     "installed-store-gone": "put it back, or name its new place: memctl agent install claude-code --store DIR",

@@ -30,7 +30,7 @@ def _read_json(source: str) -> dict:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadInput(f"{label}: not valid UTF-8") from None
+        raise BadInput(f"{label}: not valid UTF-8", hint="send it as UTF-8") from None
     return state.parse_numbers_json(text, label)
 
 

@@ -571,3 +571,53 @@ def test_remember_warns_of_the_five_most_similar_facts_and_counts_the_rest(root)
     listed = json.loads(cli(root, "remember", "restart-x", "--description", "本番データベースは毎朝再起動する。", "--force",
                             "--json").stdout)["similar"]
     assert len(listed) >= 8
+
+
+def test_a_fact_file_git_never_had_goes_into_the_next_commit_with_a_warning(root, pinned_clock):
+    """A tester: a fact file written by another tool, not committed, went silently into the commit of an
+    unrelated `remember` (the regenerated MEMORY.md links it, so the commit must hold it), while the README
+    said uncommitted edits never end up in memctl's commits. It still goes in, and stderr names it."""
+    (root / "memory" / "feedback_testing.md").write_text(
+        "---\nname: テストの方針\ndescription: テストは本物のgitで行う\ntype: feedback\n---\n\n本文\n", encoding="utf-8")
+    done = memctl(root, "remember", "deploy-window", "--description", "デプロイは火曜の午前だけ")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "memctl: warning: memory/feedback_testing.md: a fact file git never had, taken into this change: MEMORY.md "
+        "now links it (hint: to keep a fact file of your own apart, commit it first (git add, git commit))")
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [
+        "memory/MEMORY.md", "memory/deploy-window.md", "memory/feedback_testing.md"]
+    again = memctl(root, "remember", "lunch", "--description", "昼食会は水曜")
+    assert again.returncode == 0 and "never had" not in again.stderr, again.stderr
+
+
+def test_the_memory_folder_of_a_store_given_as_root_is_refused(root):
+    """A tester: `--root STORE/memory` read memory/ as a Claude Code directory of its own: `remember` committed
+    a fact without memctl's keys and a sidecar into the store. It is refused, naming the store (exit 2)."""
+    before = git(root, "rev-parse", "HEAD")
+    done = memctl(root, "--root", str(root / "memory"), "remember", "root-test", "--description", "x")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"memctl: error: {root / 'memory'} is the memory/ folder of the store at {root} "
+                           f"(hint: pass --root {root} (or MEMCTL_ROOT), the store's own folder)\n")
+    assert git(root, "rev-parse", "HEAD") == before and git(root, "status", "--porcelain") == ""
+
+
+def test_audit_of_a_fact_no_store_has_is_not_found(root):
+    """A tester: `audit --fact nosuch` printed nothing and exited 0, where the exit-code table says 3."""
+    assert memctl(root, "remember", "deploy-window", "--description", "デプロイは火曜の午前だけ").returncode == 0
+    done = memctl(root, "audit", "--fact", "nosuch")
+    assert (done.returncode, done.stdout) == (3, ""), done.stderr
+    assert done.stderr.startswith("memctl: error: no fact named 'nosuch'")
+    never = memctl(root, "audit", "--fact", "deploy-window")  # a fact no call has shown yet: nothing, exit 0
+    assert (never.returncode, never.stdout) == (0, ""), never.stderr
+
+
+def test_a_control_character_in_a_description_is_refused(root):
+    """A tester: `remember -d $'red\\e[31mRED'` wrote the ESC into the fact, MEMORY.md and what the hooks put
+    in an agent's context (a line break was refused, other control characters were not). TAB stays text."""
+    before = git(root, "rev-parse", "HEAD")
+    for text, shown in (("red\x1b[31mRED\x1b[0m", "'\\x1b' at 4"), ("a\x01b", "'\\x01' at 2"), ("c1 \x9b31m", "'\\x9b' at 4")):
+        done = memctl(root, "remember", "esc-test", "--description", text)
+        assert (done.returncode, done.stderr) == (2, f"memctl: error: description holds a control character ({shown}) "
+                                                     "(hint: a description is plain text: remove it)\n")
+    assert git(root, "rev-parse", "HEAD") == before and git(root, "status", "--porcelain") == ""
+    assert memctl(root, "remember", "tab-test", "--description", "a\tb").returncode == 0

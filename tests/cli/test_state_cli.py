@@ -163,7 +163,9 @@ def test_an_updated_line_in_the_future_or_not_a_date_is_not_believed_and_doctor_
     (["state", "update", "--from-json", "-"], '{"completed": 48,', 2, "memctl: error: stdin: invalid JSON: Expecting property name enclosed in double quotes (line 1, column 18) (hint: give one JSON object, e.g. {\"completed\": 48})"),
     (["state", "update", "--from-json", "-"], '[48]', 2, "memctl: error: stdin: expected a JSON object of numbers, got list (hint: e.g. {\"completed\": 48, \"in_progress\": 0})"),
     (["state", "update", "--from-json", "-"], '{"log": "line 1\\nline 2"}', 2, "memctl: error: stdin: 'log' must be a number, not str (hint: STATE.md holds summarised numbers, never raw logs)"),
-    (["state", "update", "--from-json", "-"], b'\xff\xfe', 2, "memctl: error: stdin: not valid UTF-8"),
+    (["state", "update", "--from-json", "-"], b'\xff\xfe', 2, "memctl: error: stdin: not valid UTF-8 (hint: send it as UTF-8)"),
+    (["state", "update", "--from-json", "-"], '{"big": 1e400}', 2, "memctl: error: stdin: 'big' must be a finite number, not inf "
+     "(hint: give a number a double can hold (up to about 1.8e308))"),
     (["state", "update", "--from-json", "missing.json"], None, 3, "memctl: error: --from-json missing.json: no such file (hint: check the path (relative to the current folder))"),
     (["state", "update", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _, not - first (no /, no ..))"),
     (["state", "update", "--name", ".."], None, 2, "memctl: error: invalid state scope '..' (hint: 1-80 ASCII letters, digits, - or _, not - first (no /, no ..))"),
