@@ -1114,6 +1114,7 @@ class Status:
     age: int | None = None  # seconds since the last success
     last_refused: str | None = None  # when run-job last refused to start it, if after its last run
     refused_why: str | None = None  # (its table waits for approval, its log is a link, ...)
+    waiting: bool = False  # running, its run-job waiting for the store's turn (another job runs)
 
     @property
     def refused(self) -> bool:
@@ -1123,7 +1124,7 @@ class Status:
     @property
     def state(self) -> str:
         if self.running:
-            return "running"
+            return "waiting" if self.waiting else "running"
         if self.refused:
             return "refused"
         if self.last_run is None:
@@ -1207,7 +1208,9 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
     if "last_success" in found:
         with contextlib.suppress(ValueError):
             age = int((clock.now() - clock.parse_date(found["last_success"])).total_seconds())
-    return Status(job, store.rel(path), running=_is_running(store, job.name), tail=tuple(reversed(lines)), age=age, **found)
+    running = _is_running(store, job.name)
+    return Status(job, store.rel(path), running=running, tail=tuple(reversed(lines)), age=age,
+                  waiting=running and _holder(store.cache_dir / "jobs" / f"{job.name}.lock").endswith(WAITING), **found)
 
 
 def statuses(store: Store, name: str | None = None, *, tail: int = TAIL_LINES) -> list[Status]:

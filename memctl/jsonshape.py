@@ -141,7 +141,8 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("last_run", "string|null", "When it last ran; null if never."),
         ("last_exit", "integer|null", "Its last run's exit code; null if never run, or if that run has not ended (running, or run-job was killed)."),
         ("last_success", "string|null", "When it last succeeded; null if never."),
-        ("state", "string", "ok, failing, stale, never run, running, refused (its last run was refused: nothing ran)."),
+        ("state", "string", "ok, failing, stale, never run, running, waiting (for another job of the store to end: its "
+                            "`running` is true too), refused (its last run was refused: nothing ran)."),
         ("running", "boolean", "A run holds its lock now."),
         ("log", "string", "Its log file, relative to the store."),
         ("log_tail", "list[string]", "The log's last lines."),

@@ -587,6 +587,9 @@ def test_jobs_of_one_store_started_together_run_one_after_the_other(root, monkey
         _until_logged(root, "second", "wait: ", second)
         assert _log_events(root, "second") == [f"wait: job first (pid {first.pid}) is running; this run starts after it"]
         assert (root / "order.txt").read_text() == "first start\n"
+        monkeypatch.setenv("MEMCTL_NOW", NOW)
+        assert [(s.job.name, s.state, s.running) for s in jobs.statuses(open_store(root))] == [
+            ("first", "running", True), ("second", "waiting", True)]
     assert first.returncode == 0
     assert second.wait(timeout=120) == 0, second.communicate()
     assert (root / "order.txt").read_text() == "first start\nfirst end\nsecond start\nsecond end\n"

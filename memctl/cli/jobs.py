@@ -80,7 +80,7 @@ def render(ctx: typer.Context, json: JsonOpt = False) -> None:
                 if total or done.removed else "no jobs declared in memctl.toml ([jobs.NAME])")
 
 
-def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool) -> None:
+def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool, removing: bool = False) -> None:
     if json:
         output.emit_json({"scheduler": plan.scheduler, "changed": plan.changed, "dry_run": dry_run,
                           "steps": [s.describe() for s in plan.steps], "crontab": plan.crontab_after,
@@ -96,7 +96,8 @@ def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool) -> None:
     if dry_run:
         output.info("dry run: nothing changed" if plan.changed else "dry run: already as planned; nothing would change")
     else:
-        output.info(f"{plan.scheduler}: {len(plan.steps)} change{'' if len(plan.steps) == 1 else 's'} made" if plan.changed else f"{plan.scheduler}: already up to date; nothing changed")
+        output.info(f"{plan.scheduler}: {len(plan.steps)} change{'' if len(plan.steps) == 1 else 's'} made" if plan.changed
+                    else f"{plan.scheduler}: {'nothing to remove' if removing else 'already up to date'}; nothing changed")
 
 
 @schedule_app.command("install")
@@ -119,7 +120,7 @@ def uninstall(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: Schedul
         plan = jobs.plan_install(store, scheduler=scheduler, remove=True, dry_run=dry_run)
         if not dry_run:
             jobs.apply(store, plan)
-    _show_plan(plan, dry_run, json)
+    _show_plan(plan, dry_run, json, removing=True)
 
 
 @schedule_app.command("status")

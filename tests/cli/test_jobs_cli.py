@@ -581,6 +581,8 @@ def test_uninstall_without_crontab_has_nothing_to_remove(root, tmp_path, monkeyp
         done = cli(root, "schedule", "uninstall", "--scheduler", "cron", *extra)
         assert (done.exit_code, done.stdout) == (0, ""), done.stderr
         assert done.stderr.splitlines()[0] == "memctl: crontab not found on PATH: no crontab holds this store's jobs"
+        assert done.stderr.splitlines()[1] == ("memctl: cron: nothing to remove; nothing changed" if not extra
+                                               else "memctl: dry run: already as planned; nothing would change")
     data = json.loads(cli(root, "schedule", "uninstall", "--scheduler", "cron", "--json").stdout)
     assert (data["changed"], data["steps"], data["notes"]) == (False, [], ["crontab not found on PATH: no crontab holds this store's jobs"])
 
