@@ -199,8 +199,9 @@ def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
         files = ", ".join(f.file_name for f in named)
         raise BadInput(f"name {key!r} is used by {len(named)} facts: {files}",
                        hint=f"give the file's stem instead (e.g. {named[0].stem!r})", kind="ambiguous-name")
-    if not named and key.endswith(".md"):
-        return next((fact for fact in facts if fact.file_name == key), None)
+    if not named and key.endswith(".md"):  # (a file name typed NFC for a file named NFD, as macOS names them)
+        return next((fact for fact in facts if fact.file_name == key), None) or next(
+            (fact for fact in facts if unicodedata.normalize("NFC", fact.file_name) == unicodedata.normalize("NFC", key)), None)
     return named[0] if named else None
 
 

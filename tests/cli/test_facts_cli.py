@@ -621,3 +621,18 @@ def test_a_control_character_in_a_description_is_refused(root):
                                                      "(hint: a description is plain text: remove it)\n")
     assert git(root, "rev-parse", "HEAD") == before and git(root, "status", "--porcelain") == ""
     assert memctl(root, "remember", "tab-test", "--description", "a\tb").returncode == 0
+
+
+def test_a_fact_file_named_in_nfd_is_found_by_its_path_typed_in_nfc(root):
+    """A tester: a fact file named as macOS names files (NFD) was found by its name, but not by the path
+    `recall` prints once typed (NFC): `show memory/デプロイ規則.md` exited 3."""
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "デプロイ規則")
+    (root / "memory" / f"{nfd}.md").write_text(f"---\nname: {nfd}\ndescription: デプロイは火曜だけ\ntype: project\n---\n\n本文\n",
+                                               encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "nfd")
+    for key in ("memory/デプロイ規則.md", "デプロイ規則.md", "デプロイ規則"):
+        done = memctl(root, "show", key)
+        assert done.returncode == 0 and "デプロイは火曜だけ" in done.stdout, (key, done.stderr)
