@@ -9,7 +9,9 @@ The format itself, appending and reading rows are in ledger.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 from itertools import repeat
@@ -105,6 +107,9 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
     refuse_own(name)
     cols = check_columns(columns, unique)
     data = path.read_bytes()
+    if (export := spreadsheet_export(data)) is not None:
+        raise Refused(f"{file} is {export}, not a ledger file as it is; nothing was declared",
+                      hint=f"convert it first: {CONVERT.format(file=shlex.quote(str(file)))}", kind="spreadsheet-export")
     header = data.split(b"\n", 1)[0] == format_record(cols).encode("utf-8")
     ledger = Ledger(name, path, cols, header, unique, declared=True)
     errors = [p for p in _scan(data, store.rel(path), ledger) if p.severity == "error"]
@@ -303,6 +308,17 @@ def check(store: Store, name: str) -> list:
     return check_ledger(store, open_ledger(store, name))
 
 
+CONVERT = "perl -pi -e 's/^\\xEF\\xBB\\xBF// if $. == 1; s/\\r$//' {file}"  # the mark, and each CRLF's CR (macOS too)
+
+
+def spreadsheet_export(data: bytes) -> str | None:
+    """What makes `data` a spreadsheet's export rather than a ledger (a UTF-8 byte-order mark, CRLF line
+    ends), said as a reason; None when it has neither."""
+    marks = [what for what, found in (("a byte-order mark", data.startswith(b"\xef\xbb\xbf")),
+                                      ("CRLF line ends", b"\r\n" in data)) if found]
+    return f"a spreadsheet's export ({' and '.join(marks)})" if marks else None
+
+
 def check_all(store: Store) -> list:
     """`check` on every ledger, and a warning for each .tsv in ledgers/ memctl cannot read."""
     problems = [_problem("memctl.toml", 0, "bad-declaration", exc.message.replace("memctl.toml: ", "", 1) + f" ({exc.hint})")
@@ -319,6 +335,13 @@ def check_all(store: Store) -> list:
                     problems.append(_problem(rel, 0, "undeclared-ledger", f"{path.stem!r} is not a ledger name (1-80 ASCII "
                                              "letters, digits, - or _, not - first), so memctl does not read it (memctl "
                                              f"ledger adopt {rel} --name NAME --columns ...)", "warning"))
+                    continue
+                with contextlib.suppress(OSError):
+                    with open(path, "rb") as handle:
+                        export = spreadsheet_export(handle.read(1 << 16))
+                if export is not None:  # its header hides behind the mark, or ends in a CR
+                    problems.append(_problem(rel, 1, "undeclared-ledger", f"{export}, so memctl does not read it: convert "
+                                             f"it ({CONVERT.format(file=shlex.quote(str(path)))}), then commit it", "warning"))
                     continue
                 problems.append(_problem(rel, 1, "undeclared-ledger", "no header line and not declared in memctl.toml "
                                          f"(memctl ledger adopt {rel} --columns ...)", "warning"))

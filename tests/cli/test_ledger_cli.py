@@ -572,3 +572,22 @@ def test_a_full_width_since_date_is_read_as_the_date_it_is(root):
                                                                       "--since", "２０２６－０３－１１"]):
         r = cli(root, *argv, env=env)
         assert r.exit_code == 0 and "決めた" in r.stdout, (argv, r.stdout, r.stderr)
+
+
+def test_a_spreadsheet_export_is_named_so_by_adopt_and_doctor_with_how_to_convert_it(root):
+    """A tester: a UTF-8 export with a byte-order mark and CRLF line ends: `ledger adopt` said "a raw CR
+    (and 1 more problem) (hint: check --columns)", and doctor "no header line" for a file that has one
+    (behind the mark). Both name the export now, and the command that converts it (which then adopts)."""
+    path = root / "ledgers" / "excel.tsv"
+    path.write_bytes("\ufeffdate\ttheme\r\n2026-12-01\tテーマ\r\n".encode())
+    convert = f"perl -pi -e 's/^\\xEF\\xBB\\xBF// if $. == 1; s/\\r$//' {path}"
+    done = memctl(root, "ledger", "adopt", str(path), "--name", "excel", "--columns", "date,theme")
+    assert (done.returncode, done.stderr) == (1, f"memctl: error: {path} is a spreadsheet's export (a byte-order mark and "
+                                                 f"CRLF line ends), not a ledger file as it is; nothing was declared "
+                                                 f"(hint: convert it first: {convert})\n")
+    doctor = memctl(root, "doctor")
+    assert (f"ledgers/excel.tsv:1: warning: a spreadsheet's export (a byte-order mark and CRLF line ends), so memctl "
+            f"does not read it: convert it ({convert}), then commit it") in doctor.stdout + doctor.stderr
+    assert subprocess.run(convert, shell=True).returncode == 0
+    assert path.read_bytes() == "date\ttheme\n2026-12-01\tテーマ\n".encode()
+    assert memctl(root, "ledger", "adopt", str(path), "--name", "excel", "--columns", "date,theme").returncode == 0
