@@ -205,6 +205,12 @@ def _match(facts: list[fact_mod.Fact], key: str) -> fact_mod.Fact | None:
     return named[0] if named else None
 
 
+def tag_key(tag: str) -> str:
+    """A tag as it is written and looked up: NFKC (full-width letters and spaces as ASCII), outer spaces
+    dropped (an empty result is refused as a tag)."""
+    return unicodedata.normalize("NFKC", tag).strip()
+
+
 def key_from_path(store: Store, key: str) -> str:
     """A fact file's path as `remember` and `list` print it (`memory/deploy.md`, from the store's root),
     or as a shell completes it from here, names that fact: its file name (an archived version's, its
@@ -310,6 +316,7 @@ def list_facts(
             check_type(store, fact_type)  # a typo: the declared types and the closest one, not an empty list
         facts = [f for f in facts if f.type == fact_type]
     if tag:
+        tag = tag_key(tag) or tag
         facts = [f for f in facts if tag in f.tags]
     return sorted(facts, key=lambda f: (f.archived, f.type, f.stem))
 
@@ -797,6 +804,8 @@ def remember(
         import unicodedata  # noqa: PLC0415
 
         spec = replace(spec, expires=unicodedata.normalize("NFKC", spec.expires).strip())
+    if spec.tags:  # `　全角空白　`, `ＤＥＰＬＯＹ` as an IME types them: the tag they mean, once each
+        spec = replace(spec, tags=tuple(dict.fromkeys(tag_key(t) or t for t in spec.tags)))
     if spec.expires == "" and not update:  # a new fact with `--expires ""` has no expiry, as without it
         spec = replace(spec, expires=None)
     if spec.importance == 0 or spec.confidence == 0:  # `--importance -0` is written 0.0, not -0.0

@@ -1117,6 +1117,10 @@ def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fac
         embedder = _embedder(store, corpus, required=chosen == "vector")
     if chosen == "keyword" or chosen == "hybrid" and embedder is not None and embedder.backend == "char-ngram":
         embedder = None  # (hybrid with n-grams asked for: the fit knows no n-grams, which are no model of meaning)
+    if tag:
+        from .facts import tag_key  # noqa: PLC0415
+
+        tag = tag_key(tag) or tag
     filters = {"kinds": kinds, "statuses": statuses, "fact_type": fact_type, "tag": tag, "since": checked["after"],
                "agent": agent}
     doc_ids: list[int] = []

@@ -636,3 +636,15 @@ def test_a_fact_file_named_in_nfd_is_found_by_its_path_typed_in_nfc(root):
     for key in ("memory/デプロイ規則.md", "デプロイ規則.md", "デプロイ規則"):
         done = memctl(root, "show", key)
         assert done.returncode == 0 and "デプロイは火曜だけ" in done.stdout, (key, done.stderr)
+
+
+def test_tags_are_written_and_filtered_as_nfkc_without_outer_spaces(root):
+    """A tester: `--tag "　全角空白　" --tag ＤＥＰＬＯＹ` were stored as given, and `--tag 全角空白` found nothing."""
+    done = memctl(root, "remember", "tagged", "--description", "タグの付いた事実",
+                  "--tag", "\u3000全角空白\u3000", "--tag", "ＤＥＰＬＯＹ", "--tag", "DEPLOY", "--tag", "Deploy")
+    assert done.returncode == 0, done.stderr
+    assert "  tags: [全角空白, DEPLOY, Deploy]\n" in (root / "memory" / "tagged.md").read_text(encoding="utf-8")
+    for tag in ("全角空白", "\u3000全角空白", "ＤＥＰＬＯＹ"):
+        for args in (("list",), ("recall", "タグ", "--mode", "keyword")):
+            shown = memctl(root, *args, "--tag", tag)
+            assert shown.returncode == 0 and "tagged" in shown.stdout, (tag, args, shown.stderr)
