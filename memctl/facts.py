@@ -24,7 +24,7 @@ from .claude_memory import dated_by_git, linked_topics, write_fact
 from .markers import refuse_conflicts
 from .parsecache import FactCache
 from .tsv import visible
-from .store import Store, commit, commit_enabled, pending, refuse_uncommitted, will_commit
+from .store import Store, commit, commit_enabled, lock_commits, pending, refuse_uncommitted, will_commit
 
 
 @dataclass(frozen=True)
@@ -638,7 +638,7 @@ def _adopted_files(store: Store, facts: list[fact_mod.Fact]) -> list[Path]:
                and os.path.normpath(os.path.join(memory, os.path.relpath(f.path, store.memory_dir))) in new]
     mine = {os.path.abspath(path) for path in written()}  # this command's own new fact is no one else's
     theirs = [path for path in adopted if os.path.abspath(path) not in mine]
-    if theirs and store.layout == "memctl":  # (Claude Code's own writes have a commit of their own, before)
+    if theirs and store.layout == "memctl" and lock_commits(store):  # (Claude Code's writes have a commit of their own)
         names = ", ".join(store.rel(path) for path in theirs[:3]) + (f" and {len(theirs) - 3} more" if len(theirs) > 3 else "")
         errors.warn(f"{names}: a fact file git never had, taken into this change: MEMORY.md now links it",
                     hint="to keep a fact file of your own apart, commit it first (git add, git commit)")

@@ -793,7 +793,8 @@ def _child_env(store: Store, job: Job) -> dict[str, str]:
     env["PATH"] = ":".join(dict.fromkeys([*have, *extra]))
     env["MEMCTL_ROOT"] = str(store.root)
     env["MEMCTL_JOB"] = job.name
-    env[TURN_VARIABLE] = str(_turn_path(store))
+    if not _within_turn(_turn_path(store)):  # (within its starter's turn, its own jobs are too)
+        env[TURN_VARIABLE] = f"{_turn_path(store)}:{os.getpid()}"
     return env
 
 
@@ -840,7 +841,12 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
             raise
         held = contextlib.ExitStack()
         try:
-            held.enter_context(file_lock(lock, timeout=0))
+            try:
+                held.enter_context(file_lock(lock, timeout=0))
+            except LockTimeout:
+                if not _holder(lock).endswith(ENDING):
+                    raise
+                held.enter_context(file_lock(lock, timeout=ENDING_WAIT))  # another job ends what its killed run left
         except LockTimeout:
             holder = _holder(lock)
             waiting = holder.endswith(WAITING)
@@ -860,6 +866,8 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
 TURN_WAIT_SECONDS = 3600.0  # how long a job waits for another job of its store (MEMCTL_JOB_WAIT)
 TURN_VARIABLE = "MEMCTL_JOB_TURN"  # in a job's environment: the turn lock it runs within
 WAITING = " waiting"  # after the pid in a job's lock while its run-job waits for the turn
+ENDING = " ending"  # after the pid in a job's lock while another job's run-job ends what its killed run left
+ENDING_WAIT = 10.0  # seconds a run-job waits for that (_end_leftovers: SIGTERM, 2 s, SIGKILL, 2 s)
 
 
 def _turn_path(store: Store) -> Path:
@@ -880,7 +888,7 @@ def _store_turn(store: Store, job: Job, log: _Log, wait: float, note: Callable[[
             try:
                 held.enter_context(file_lock(turn, timeout=0, holder=me))
             except LockTimeout:
-                if os.environ.get(TURN_VARIABLE) == str(turn):
+                if _within_turn(turn):
                     yield  # the job that started this run-job holds the turn
                     return
                 other = _holder(turn)
@@ -909,6 +917,14 @@ def _store_turn(store: Store, job: Job, log: _Log, wait: float, note: Callable[[
         yield
 
 
+def _within_turn(turn: Path) -> bool:
+    """Whether this run-job was started by the job that holds `turn` now: MEMCTL_JOB_TURN names that
+    lock and its holder's pid (a process a job left running in the background, started again later,
+    finds another holder there)."""
+    path, _, pid = os.environ.get(TURN_VARIABLE, "").rpartition(":")
+    return path == str(turn) and pid.isdigit() and _holder(turn).endswith(f"(pid {pid})")
+
+
 def _end_others_leftovers(store: Store, job: Job, log: _Log) -> None:
     """What the killed run-job of another job left running would run beside this one: ended first (the
     next run of that job would only end it then). A job whose lock is held is alive, and ends its own."""
@@ -917,7 +933,7 @@ def _end_others_leftovers(store: Store, job: Job, log: _Log) -> None:
         if other == job.name or not JOB_NAME_RE.match(other):
             continue
         try:
-            with file_lock(store.cache_dir / "jobs" / f"{other}.lock", timeout=0):
+            with file_lock(store.cache_dir / "jobs" / f"{other}.lock", timeout=0, holder=f"{os.getpid()}{ENDING}"):
                 _end_leftovers(run_file, log, f"job {other}'s last run-job")
         except MemctlError:  # held (its run-job lives), or not a regular file (doctor names it)
             continue

@@ -118,6 +118,7 @@ class Store(NamedTuple):
         refuse_link(self.root, self.cache_dir)
         with file_lock(self.cache_dir / "lock", timeout):
             _HELD[key] = 1
+            _COMMITS[key] = commits
             try:
                 undo_killed_sync_merge(self)  # only a sync merges under this lock, which is ours now: it died
                 refuse_unfinished_merge(self.root)  # every write takes this lock: the one place to ask
@@ -132,9 +133,16 @@ class Store(NamedTuple):
                     yield
             finally:
                 del _HELD[key]
+                _COMMITS.pop(key, None)
 
 
 _HELD: dict[tuple[int, str], int] = {}  # (thread, store's .memctl) -> depth of the store locks held
+_COMMITS: dict[tuple[int, str], bool] = {}  # (thread, store's .memctl) -> whether the held lock's write commits
+
+
+def lock_commits(store: Store) -> bool:
+    """Whether the write under the store lock this thread holds commits (not --no-commit)."""
+    return _COMMITS.get(_lock_key(store), True)
 
 
 def _lock_key(store: Store) -> tuple[int, str]:
@@ -196,7 +204,8 @@ def open_store(root: str | os.PathLike) -> Store:
     if (root / "memory").is_dir() or (has_config and not (root / INDEX_FILE).exists()):
         cfg = config_mod.load(root / CONFIG_FILE)
         return Store(root=root, memory_dir=root / "memory", layout="memctl", config=cfg)
-    if root.name == "memory" and (root.parent / CONFIG_FILE).is_file():  # not a Claude Code directory of its own
+    if root.name == "memory" and (root.parent / CONFIG_FILE).is_file() and root.parent.parent.name != "projects" \
+            and not (root / "memctl-facts.tsv").exists():  # a store's facts, not a Claude Code directory of its own
         raise BadInput(f"{root} is the memory/ folder of the store at {root.parent}",
                        hint=f"give the store's own folder: {root.parent}", kind="memory-folder", store=_quoted(root.parent))
     if (root / INDEX_FILE).exists():

@@ -1200,3 +1200,21 @@ def test_a_cache_rebuild_on_a_full_disk_fails_and_the_next_one_still_builds_ever
     again = run(root, "cache", "rebuild", "--json")
     assert again.returncode == 0, again.stderr
     assert "ledger:themes:theme" in [d["source"] for d in json.loads(again.stdout)]
+
+
+def test_the_mcp_server_check_keeps_the_first_and_the_last_of_a_long_stderr():
+    """A review: kept to its last 64 KiB, a server's stderr lost the line naming its store (written first)
+    behind 20k warning lines, and `agent status` showed no store. The first and last 64 KiB are kept."""
+    from memctl.integrations import probe
+
+    said = b'memctl: check: {"store": "/s", "found_by": "--root"}\n'
+    writer = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.buffer.write(sys.stdin.buffer.read())"],
+                              stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    kept = probe._drained(writer.stderr)
+    writer.stdin.write(said + b"warning: noise\n" * 20000 + b"the last line\n")
+    writer.stdin.close()
+    writer.wait(timeout=60)
+    text = kept()
+    assert text.startswith(said) and text.endswith(b"the last line\n")
+    assert len(text) <= 2 * probe.STDERR_KEPT + 5
+    assert probe._said(text.decode()) == {"store": "/s", "found_by": "--root"}

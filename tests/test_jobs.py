@@ -709,3 +709,62 @@ def test_a_waiting_run_job_says_so_on_a_terminal_and_a_broken_turn_lock_is_in_th
     assert _log_events(root, "second")[-1].startswith("refused: the lock file ")
     [status] = jobs.statuses(open_store(root), "second")
     assert status.state == "refused"
+
+
+def test_a_job_started_while_another_ends_its_leftovers_waits_for_that_and_runs(root):
+    """A review: the next holder of the turn takes the lock of a job whose killed run left processes while
+    it ends them (2 s when they ignore SIGTERM); that job, started by cron meanwhile, was told it was
+    `already running` under the other run-job's pid, and skipped. It waits for the ending now, and runs."""
+    orphan = script(root, "orphan.sh", '[ -e again ] && exit 0\n( trap "" TERM; sleep 300 ) & echo $! > child.pid; wait\n')
+    configure(root, f'[jobs.orphan]\nscript = "{orphan}"\nhour = 9\n[jobs.quick]\nscript = "{script(root, "q.sh", "echo q")}"\nhour = 9\n')
+    left = None
+    try:
+        first = _run_pinned(root, "orphan")
+        _wait_for(root / "child.pid")
+        time.sleep(0.3)
+        left = jobs._processes_of((root / ".memctl" / "jobs" / "orphan.run").read_text().strip())
+        first.kill()
+        first.communicate(timeout=60)
+        (root / "again").write_text("")
+        quick = _run_pinned(root, "quick")
+        deadline = time.monotonic() + 30
+        while _holder_text(root, "orphan") is None or not _holder_text(root, "orphan").endswith(jobs.ENDING):
+            assert time.monotonic() < deadline and quick.poll() is None, _holder_text(root, "orphan")
+            time.sleep(0.02)
+        again = _run_pinned(root, "orphan")
+        out, err = again.communicate(timeout=120)
+        assert again.returncode == 0, err
+        assert quick.wait(timeout=120) == 0
+        assert [e.split(" ")[0] for e in _log_events(root, "orphan")][-2:] == ["start", "end"]
+        assert not any(jobs._alive(pid) for pid in left)
+    finally:
+        for pid in left or ():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _holder_text(root: Path, name: str) -> str | None:
+    try:
+        return (root / ".memctl" / "jobs" / f"{name}.lock").read_text().strip()
+    except OSError:
+        return None
+
+
+def test_a_run_job_a_finished_job_left_in_the_background_waits_for_the_next_holder(root):
+    """A review: MEMCTL_JOB_TURN let any run-job started from a job's environment skip the wait, also one a
+    job left running in the background that starts once the job has ended, beside the next job."""
+    late = script(root, "late.sh", f'( sleep 4; "{sys.executable}" -m memctl run-job --quiet second ) >/dev/null 2>&1 &\n')
+    configure(root, f'[jobs.late]\nscript = "{late}"\nhour = 9\n')
+    assert _run_pinned(root, "late").wait(timeout=120) == 0
+    with first_running(root) as first:
+        _wait_for(root / "logs" / "second.log", 30)
+        deadline = time.monotonic() + 30
+        while not _log_events(root, "second"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert _log_events(root, "second")[0] == f"wait: job first (pid {first.pid}) is running; this run starts after it"
+    deadline = time.monotonic() + 60
+    while [e.split(" ")[0] for e in _log_events(root, "second")][-1:] != ["end"]:
+        assert time.monotonic() < deadline, _log_events(root, "second")
+        time.sleep(0.05)
+    assert (root / "order.txt").read_text() == "first start\nfirst end\nsecond start\nsecond end\n"

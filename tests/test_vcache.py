@@ -467,3 +467,26 @@ def test_a_ctrl_c_during_a_save_waits_for_the_save_and_a_second_one_is_dropped()
             time.sleep(0.05)
     assert stopped.value.exit_code == errors.TERMINATED
     assert signal.getsignal(signal.SIGINT) is before  # handlers are back
+
+
+def test_a_cache_built_before_half_width_katakana_was_read_full_width_is_synced_once(store):
+    """A review: recall's fast path (`current`, trusted by the index's generation) kept the vector of a
+    half-width text embedded as written until something else changed. A record without the model's input
+    version is not current: the next sync re-hashes, and embeds that text (only it) again."""
+    emb = Counting()
+    rows = [("1", "ﾃﾞﾌﾟﾛｲは金曜日に行わない"), ("2", "plain text")]
+    vcache.sync(store, "s", rows, emb, key="k")
+    assert vcache.current(store, "s", emb, "query", "k") is not None
+    folder = vcache.folder_for(store, emb, "query")
+    record = folder / f"{vcache._name('s')}.current.json"
+    old = json.loads(record.read_text())
+    del old["input"]  # as a memctl before 2026-12-06 wrote it
+    record.write_text(json.dumps(old))
+    manifest = json.loads(manifest_of(folder).read_text())
+    manifest["hashes"] = "".join(vcache.blake2b(t.encode(), digest_size=8).hexdigest() for _, t in rows)  # hashed as written
+    manifest_of(folder).write_text(json.dumps(manifest))
+    assert vcache.current(store, "s", emb, "query", "k") is None
+    emb.texts.clear()
+    vcache.sync(store, "s", rows, emb, key="k")
+    assert emb.texts == ["ﾃﾞﾌﾟﾛｲは金曜日に行わない"]  # (the model reads it full-width: embed.model_input)
+    assert vcache.current(store, "s", emb, "query", "k") is not None

@@ -183,7 +183,9 @@ class RemoteEmbedder:
         import numpy as np
 
         if self._local is None:
-            answer = ask(self.store, "embed", {"texts": list(texts), "kind": kind})
+            from . import model_input  # (the server's model reads them so too: a server of an older memctl did not)
+
+            answer = ask(self.store, "embed", {"texts": model_input(texts), "kind": kind})
             if answer is not None:
                 reply, data = answer
                 return np.frombuffer(data, dtype=np.float32).reshape(int(reply["n"]), int(reply["dim"])).copy()

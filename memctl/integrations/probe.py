@@ -159,20 +159,26 @@ def _lines(fd: int, deadline: float):
             buffer += chunk
 
 
-STDERR_KEPT = 1 << 16  # bytes of a server's stderr kept: its last lines say why it stopped
+STDERR_KEPT = 1 << 16  # bytes of a server's stderr kept at each end: its first line says which store it
+# reached (hooks.say_checked), its last lines why it stopped
 
 
 def _drained(stream) -> "Callable[[], bytes]":
-    """Read `stream` to its end in a thread, keeping its last STDERR_KEPT bytes; the function returned
-    waits for the end (the process has exited, or been killed, by then) and gives them."""
+    """Read `stream` to its end in a thread, keeping its first and last STDERR_KEPT bytes (a line between
+    them where some were left out); the function returned waits for the end (the process has exited, or
+    been killed, by then) and gives them."""
     import threading
 
-    kept = bytearray()
+    head, kept = bytearray(), bytearray()
 
     def read() -> None:
         for chunk in iter(lambda: stream.read1(4096), b""):
-            kept.extend(chunk)
-            del kept[:-STDERR_KEPT]
+            room = STDERR_KEPT - len(head)
+            head.extend(chunk[:room])
+            kept.extend(chunk[room:] if room > 0 else chunk)
+            if len(kept) > STDERR_KEPT:
+                del kept[:len(kept) - STDERR_KEPT]
+                kept[:0] = b"\n...\n"
         stream.close()
 
     thread = threading.Thread(target=read, name="memctl-probe-stderr", daemon=True)
@@ -180,7 +186,7 @@ def _drained(stream) -> "Callable[[], bytes]":
 
     def result() -> bytes:
         thread.join(1)  # (a process it started may hold the pipe open: not waited for)
-        return bytes(kept)
+        return bytes(head + kept)
 
     return result
 

@@ -588,6 +588,11 @@ def test_a_fact_file_git_never_had_goes_into_the_next_commit_with_a_warning(root
         "memory/MEMORY.md", "memory/deploy-window.md", "memory/feedback_testing.md"]
     again = memctl(root, "remember", "lunch", "--description", "昼食会は水曜")
     assert again.returncode == 0 and "never had" not in again.stderr, again.stderr
+    # A write that commits nothing takes nothing in (a review: --no-commit named its own earlier facts so)
+    (root / "memory" / "hand.md").write_text("---\nname: hand\ndescription: 手で書いた\ntype: project\n---\n", encoding="utf-8")
+    for name in ("four", "five"):
+        quiet = memctl(root, "remember", name, "--description", f"{name} は --no-commit", "--no-commit")
+        assert quiet.returncode == 0 and "never had" not in quiet.stderr, quiet.stderr
 
 
 def test_the_memory_folder_of_a_store_given_as_root_is_refused(root):
@@ -648,3 +653,15 @@ def test_tags_are_written_and_filtered_as_nfkc_without_outer_spaces(root):
         for args in (("list",), ("recall", "タグ", "--mode", "keyword")):
             shown = memctl(root, *args, "--tag", tag)
             assert shown.returncode == 0 and "tagged" in shown.stdout, (tag, args, shown.stderr)
+
+
+def test_a_claude_code_memory_directory_with_a_memctl_toml_above_it_is_still_one(tmp_path):
+    """A review: the refusal of STORE/memory refused a real Claude Code directory (`.claude/projects/<key>/memory`)
+    when a memctl.toml lay in its parent, and sent the user to the parent, which would be read as a memctl store."""
+    memory = tmp_path / ".claude" / "projects" / "-work-app" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("- [デプロイ](deploy.md) — 火曜だけ\n", encoding="utf-8")
+    (memory / "deploy.md").write_text("---\nname: デプロイ\ndescription: 火曜だけ\ntype: project\n---\n", encoding="utf-8")
+    (memory.parent / "memctl.toml").write_text("", encoding="utf-8")
+    done = memctl(memory, "list")
+    assert done.returncode == 0 and "火曜だけ" in done.stdout, done.stderr
