@@ -840,6 +840,8 @@ def remember(
                            kind="nothing-to-update")
         if existing is None:
             _refuse_case_twin(store, spec.name)
+            if store.layout == "claude":
+                _refuse_title_twin(store, facts, spec.name)
         if existing is None and "/" not in spec.name and _file_exists(store.memory_dir / f"{spec.name}.md"):
             raise Refused(
                 f"{store.rel(store.memory_dir / (spec.name + '.md'))} exists but cannot be read",
@@ -1121,6 +1123,22 @@ def _file_exists(path: Path) -> bool:
         return path.exists()
     except OSError:
         return False
+
+
+def _title_key(title: str) -> str:
+    """A title as a reader sees it: width (NFKC), case and spacing folded."""
+    return " ".join(unicodedata.normalize("NFKC", title).casefold().split())
+
+
+def _refuse_title_twin(store: Store, facts: list[fact_mod.Fact], title: str) -> None:
+    """In a Claude Code directory a fact's name is its title, shown in MEMORY.md: a new one that reads as
+    a live fact's (`デプロイの時間帯 ` beside `デプロイの時間帯`, `ﾃﾞﾌﾟﾛｲ…`, `Test Policy` beside `test policy`)
+    would be a second line no reader tells apart."""
+    key = _title_key(title)
+    twin = next((f for f in facts if f.name and _title_key(f.name) == key), None)
+    if twin is not None:
+        raise Refused(f"a fact titled {twin.name!r} exists ({store.rel(twin.path)}): {title!r} reads the same",
+                      hint=f"update {twin.name!r}, or pick another title", kind="title-twin")
 
 
 def _refuse_case_twin(store: Store, name: str) -> None:

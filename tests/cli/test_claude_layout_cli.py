@@ -321,3 +321,22 @@ def test_a_file_without_frontmatter_in_memctls_own_store_is_still_named_as_broke
     (root / "memory" / "plain.md").write_text("# Notes\n\ntext\n", encoding="utf-8")
     r = cli(root, "doctor")
     assert r.exit_code == 1 and "memory/plain.md:1: error: no YAML frontmatter" in r.stdout, r.stdout
+
+
+def test_a_title_that_reads_as_a_live_facts_is_refused_in_a_claude_code_directory(tmp_path, monkeypatch):
+    """A tester: `デプロイの時間帯 ` (a trailing space), `ﾃﾞﾌﾟﾛｲの時間帯` and `Test Policy` beside `test policy` were
+    each a new fact, and MEMORY.md showed two lines no reader tells apart."""
+    no_repository(monkeypatch)
+    d = _claude_dir(tmp_path)
+    for title in ("デプロイの時間帯", "test policy"):
+        assert cli(d, "remember", title, "--type", "project", "--description", f"{title}の説明").exit_code == 0
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    for title, twin in (("デプロイの時間帯 ", "デプロイの時間帯"), ("ﾃﾞﾌﾟﾛｲの時間帯", "デプロイの時間帯"),
+                        ("Test  Policy", "test policy"), ("user role", None)):
+        r = cli(d, "remember", title, "--type", "project", "--description", f"別の説明 {title}")
+        if twin is None:  # user_role is a file stem, not a title: another title
+            assert r.exit_code == 0, r.stderr
+            continue
+        assert r.exit_code == 1, (title, r.stderr)
+        assert r.stderr.startswith(f"memctl: error: a fact titled {twin!r} exists ("), r.stderr
+        assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file() and p.name in before} == before
