@@ -9,7 +9,7 @@ replaced by the full one it points to (`full_text`).
 
 from __future__ import annotations
 
-from .. import fact as fact_mod, facts as facts_mod
+from .. import errors, fact as fact_mod, facts as facts_mod
 from ..errors import NotFound, Refused
 from ..fsutil import atomic_move, atomic_write, remove_logged
 from ..store import Store, commit, refuse_uncommitted
@@ -97,5 +97,10 @@ def restore(store: Store, key: str, *, commit_changes: bool = True) -> facts_mod
             atomic_move(target.path, dest)
             written = [dest]
         index = facts_mod._write_index(store, [f for f in live if f is not replacing] + [restored])
+        if restored.description:  # what `remember` refuses, restore (asked for by name) does and says
+            twins = [h.fact for h in facts_mod.similar(restored.description, [f for f in live if f is not replacing]) if h.exact]
+            if twins:
+                errors.warn(f"{store.rel(dest)}: the same description as the live {store.rel(twins[0].path)}",
+                            hint="forget one of the two, or let one supersede the other")
         sha = commit(store, [target.path, *written, *index], f"memory: restore {restored.name or stem}", enabled=commit_changes)
         return facts_mod.Change("restored", restored, archived=(target,), commit=sha)

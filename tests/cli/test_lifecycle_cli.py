@@ -10,7 +10,7 @@ from memctl import episodes, ledger
 from memctl.config import toml_value
 from memctl.store import open_store
 
-from conftest import cli, git
+from conftest import cli, git, memctl
 
 NOW = "2026-09-14T12:00:00+00:00"
 OLD = "2026-01-01T12:00:00+00:00"  # 256 days before NOW
@@ -272,3 +272,15 @@ def test_an_expired_fact_leaves_memory_md_and_the_session_start_bundle(root, mon
     assert "送料は全国一律500円" in bundle and "セール中は送料無料" not in bundle
     assert cli(root, "remember", "late", "--description", "期限切れの告知", "--expires", "2026-12-01").exit_code == 0
     assert "(late.md)" not in index.read_text(encoding="utf-8")  # written already expired: never listed
+
+
+def test_restore_beside_a_live_fact_of_the_same_description_says_so(root):
+    """A tester: `restore` brought back a fact whose description a live fact now has, silently, where
+    `remember` refuses the same description. It restores (asked for by name) and warns."""
+    assert memctl(root, "remember", "zenn-rate", "--description", "Zenn投稿は1日1件まで").returncode == 0
+    assert memctl(root, "forget", "zenn-rate", "--reason", "言い直す").returncode == 0
+    assert memctl(root, "remember", "zenn-limit", "--description", "Zenn投稿は1日1件まで。").returncode == 0
+    done = memctl(root, "restore", "zenn-rate")
+    assert done.returncode == 0, done.stderr
+    assert ("memctl: warning: memory/zenn-rate.md: the same description as the live memory/zenn-limit.md "
+            "(hint: forget one of the two, or let one supersede the other)") in done.stderr.splitlines()
