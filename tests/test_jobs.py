@@ -753,10 +753,12 @@ def _holder_text(root: Path, name: str) -> str | None:
 def test_a_run_job_a_finished_job_left_in_the_background_waits_for_the_next_holder(root):
     """A review: MEMCTL_JOB_TURN let any run-job started from a job's environment skip the wait, also one a
     job left running in the background that starts once the job has ended, beside the next job."""
-    late = script(root, "late.sh", f'( sleep 4; "{sys.executable}" -m memctl run-job --quiet second ) >/dev/null 2>&1 &\n')
+    late = script(root, "late.sh", '( n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; '
+                                    f'"{sys.executable}" -m memctl run-job --quiet second ) >/dev/null 2>&1 &\n')
     configure(root, f'[jobs.late]\nscript = "{late}"\nhour = 9\n')
     assert _run_pinned(root, "late").wait(timeout=120) == 0
     with first_running(root) as first:
+        (root / "go").write_text("")  # the run-job `late` left behind starts now, while `first` holds the turn
         _wait_for(root / "logs" / "second.log", 30)
         deadline = time.monotonic() + 30
         while not _log_events(root, "second"):
