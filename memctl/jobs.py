@@ -829,7 +829,7 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
     except MemctlError as exc:
         log_not_run(store.root, name, exc)
         raise
-    lock = store.cache_dir / "jobs" / f"{job.name}.lock"
+    lock = _lock_path(store, job.name)
     refuse_link(store.root, log_path(store, job.name))  # logs/ is machine-local: a link there came from elsewhere
     log = _Log(log_path(store, job.name), job.name)
     try:
@@ -849,11 +849,10 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
                 held.enter_context(file_lock(lock, timeout=ENDING_WAIT))  # another job ends what its killed run left
         except LockTimeout:
             holder = _holder(lock)
-            waiting = holder.endswith(WAITING)
-            pid = holder.removesuffix(WAITING)
-            log.write(f"skip: already {'waiting for its turn' if waiting else 'running'} (pid {pid})")
-            raise JobRunning(f"job {job.name} is already {'waiting for its turn' if waiting else 'running'} (pid {pid}); "
-                             "this copy did not start it", hint="memctl schedule status") from None
+            doing, pid = ("waiting for its turn" if holder.endswith(WAITING) else "running"), holder.removesuffix(WAITING)
+            log.write(f"skip: already {doing} (pid {pid})")
+            raise JobRunning(f"job {job.name} is already {doing} (pid {pid}); this copy did not start it",
+                             hint="memctl schedule status") from None
         with held:
             _end_leftovers(_run_file(store, job), log)
             with _store_turn(store, job, log, wait, note):
@@ -881,7 +880,7 @@ def _store_turn(store: Store, job: Job, log: _Log, wait: float, note: Callable[[
     one running (a `wait:` line in its log), up to `wait` seconds, then does not start (`skip:`, exit 4).
     A run-job started by a job of this store, while that job holds the turn, runs within it."""
     turn = _turn_path(store)
-    lock = store.cache_dir / "jobs" / f"{job.name}.lock"
+    lock = _lock_path(store, job.name)
     me = f"job {job.name} (pid {os.getpid()})"
     with contextlib.ExitStack() as held:
         try:
@@ -933,7 +932,7 @@ def _end_others_leftovers(store: Store, job: Job, log: _Log) -> None:
         if other == job.name or not JOB_NAME_RE.match(other):
             continue
         try:
-            with file_lock(store.cache_dir / "jobs" / f"{other}.lock", timeout=0, holder=f"{os.getpid()}{ENDING}"):
+            with file_lock(_lock_path(store, other), timeout=0, holder=f"{os.getpid()}{ENDING}"):
                 _end_leftovers(run_file, log, f"job {other}'s last run-job")
         except MemctlError:  # held (its run-job lives), or not a regular file (doctor names it)
             continue
@@ -999,6 +998,11 @@ RUN_VARIABLE = "MEMCTL_JOB_RUN"  # in the environment of every process of one ru
 
 def _run_file(store: Store, job: Job) -> Path:
     return store.cache_dir / "jobs" / f"{job.name}.run"
+
+
+def _lock_path(store: Store, name: str) -> Path:
+    """A job's lock: held while its run-job lives; its text, the holder's pid (WAITING, ENDING after it)."""
+    return store.cache_dir / "jobs" / f"{name}.lock"
 
 
 def _end_leftovers(run_file: Path, log: _Log, whose: str = "the last run's run-job") -> None:
@@ -1183,7 +1187,7 @@ def _reverse_lines(path: Path, block: int = 65536) -> Iterator[str]:
 def _is_running(store: Store, name: str) -> bool:
     # Probing takes the lock for an instant; a run-job starting in that instant
     # would log "skip" and exit 4, which status and doctor then show.
-    lock = store.cache_dir / "jobs" / f"{name}.lock"
+    lock = _lock_path(store, name)
     if not lock.exists():
         return False
     try:
@@ -1226,7 +1230,7 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
             age = int((clock.now() - clock.parse_date(found["last_success"])).total_seconds())
     running = _is_running(store, job.name)
     return Status(job, store.rel(path), running=running, tail=tuple(reversed(lines)), age=age,
-                  waiting=running and _holder(store.cache_dir / "jobs" / f"{job.name}.lock").endswith(WAITING), **found)
+                  waiting=running and _holder(_lock_path(store, job.name)).endswith(WAITING), **found)
 
 
 def statuses(store: Store, name: str | None = None, *, tail: int = TAIL_LINES) -> list[Status]:

@@ -7,28 +7,39 @@ from rich.cells import cell_len
 from memctl import output
 
 
+def shown(capsys, monkeypatch, width: int, row: dict[str, str] | list[str], columns: list[str] | None = None) -> list[str]:
+    """The lines of a one-row table on a terminal `width` columns wide (TERM=dumb: no colours), each
+    checked to fit it (a CJK character takes 2 cells)."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("TERM", "dumb")
+    output._rich_table([list(row.values()) if isinstance(row, dict) else row], columns or list(row))
+    lines = capsys.readouterr().out.splitlines()
+    assert max(cell_len(line) for line in lines) <= width, (width, row, "\n".join(lines))
+    return lines
+
+
+def body_columns(lines: list[str], count: int) -> list[str]:
+    """Each column's text, its folded pieces joined, spaces left out (a wrap drops the space it breaks at)."""
+    body = [line for line in lines if line.startswith("│")]
+    assert all(line.endswith("│") for line in body), "\n".join(lines)  # the table's right edge is there
+    return ["".join(line.split("│")[at + 1].strip() for line in body).replace(" ", "") for at in range(count)]
+
+
 def test_ids_and_times_are_never_broken_and_long_text_wraps_instead(capsys, monkeypatch):
     """helper-57: at 100 columns `episode list` broke `ep-20261206073912-0e3e` and the timestamp over two
     lines (`ep-20261206073912-0` / `e3e`): the id could not be copied. The description wraps instead."""
-    monkeypatch.setenv("COLUMNS", "100")
-    monkeypatch.setenv("TERM", "dumb")
     row = {"id": "ep-20261206073912-0e3e", "ts": "2026-12-06T07:39:12+00:00", "agent": "", "type": "decision",
            "importance": "0.7", "description": "本番DBをPostgreSQL 17に上げることにした。移行は週末に行い、レプリカ2台を先に上げる"}
-    output._rich_table([[row[c] for c in row]], list(row))
-    shown = capsys.readouterr().out
-    assert "ep-20261206073912-0e3e" in shown and "2026-12-06T07:39:12+00:00" in shown, shown
-    assert max(cell_len(line) for line in shown.splitlines()) <= 100  # (a CJK character takes 2 cells)
-    assert sum("│" in line for line in shown.splitlines()) > 2  # the description took more lines
+    lines = shown(capsys, monkeypatch, 100, row)
+    assert any("ep-20261206073912-0e3e" in line for line in lines), lines
+    assert any("2026-12-06T07:39:12+00:00" in line for line in lines), lines
+    assert sum("│" in line for line in lines) > 2  # the description took more lines
 
 
 def test_a_terminal_too_narrow_for_whole_ids_folds_every_column_and_loses_no_text(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "60")
-    monkeypatch.setenv("TERM", "dumb")
     row = {"id": "ep-20261206073912-0e3e", "ts": "2026-12-06T07:39:12+00:00", "agent": "", "type": "decision",
            "importance": "0.7", "description": "本番DBをPostgreSQL 17に上げることにした"}
-    output._rich_table([[row[c] for c in row]], list(row))
-    lines = capsys.readouterr().out.splitlines()
-    assert max(cell_len(line) for line in lines) <= 60
+    lines = shown(capsys, monkeypatch, 60, row)
     column = "".join(line.split("│")[1].strip() for line in lines if line.startswith("│"))
     assert column == "ep-20261206073912-0e3e"  # folded, every character kept
 
@@ -42,12 +53,7 @@ def recall_row(name: str, description: str) -> dict[str, str]:
 def test_where_not_every_whole_column_fits_the_widest_folds_first(capsys, monkeypatch):
     """A tester's `recall` at 80 columns: every column folded, so the name broke (`error-budge` / `t`) beside
     the path that holds it. The widest whole column (the path) folds now, and the name stays whole."""
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setenv("TERM", "dumb")
-    row = recall_row("error-budget", "SLOは可用性99.9%で、エラーバジェットを使い切ったら新機能を止める")
-    output._rich_table([[row[c] for c in row]], list(row))
-    lines = capsys.readouterr().out.splitlines()
-    assert max(cell_len(line) for line in lines) <= 80
+    lines = shown(capsys, monkeypatch, 80, recall_row("error-budget", "SLOは可用性99.9%で、エラーバジェットを使い切ったら新機能を止める"))
     assert any("│ error-budget │" in line for line in lines), "\n".join(lines)
 
 
@@ -74,12 +80,8 @@ def test_a_terminal_narrower_than_the_headers_gets_the_header_and_the_piped_line
 def test_headers_stay_whole_where_they_fit(capsys, monkeypatch):
     """A review: at 80 columns `description` broke to `descriptio` / `n` once the path folded (a folded
     column was given 10 cells, fewer than its header's 11)."""
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setenv("TERM", "dumb")
     row = recall_row("python-style", "Pythonのコードはblackとruffで整形し、型ヒントを必ず付ける")
-    output._rich_table([[row[c] for c in row]], list(row))
-    lines = capsys.readouterr().out.splitlines()
-    assert max(cell_len(line) for line in lines) <= 80
+    lines = shown(capsys, monkeypatch, 80, row)
     assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == list(row), lines[:3]
 
 
@@ -87,20 +89,13 @@ def test_a_table_that_cannot_fit_folded_to_ten_cells_a_column_shares_the_width_a
     """`memctl list` at 50 columns: four columns folded to their least (10 cells, `description` 11) needed
     53; rich printed the table 52 wide and the terminal cut off its right edge. Each column now gets its
     share of the width, and every character of every cell is still there."""
-    monkeypatch.setenv("TERM", "dumb")
     row = {"name": "procedure-publish-article", "type": "procedure",
            "description": "記事公開の手順：テーマ台帳で重複確認→下書き→CTA確認→公開→台帳に追記",
            "path": "memory/procedure-publish-article.md"}
     for width in (40, 50, 56):
-        monkeypatch.setenv("COLUMNS", str(width))
-        output._rich_table([[row[c] for c in row]], list(row))
-        lines = capsys.readouterr().out.splitlines()
-        assert max(cell_len(line) for line in lines) <= width, "\n".join(lines)
+        lines = shown(capsys, monkeypatch, width, row)
         assert [cell.strip() for cell in lines[1].strip("┃").split("┃")] == list(row), lines[:3]  # headers whole
-        body = [line for line in lines if line.startswith("│")]
-        assert all(line.endswith("│") for line in body), "\n".join(lines)
-        for at, column in enumerate(row):
-            assert "".join(line.split("│")[at + 1].strip() for line in body) == row[column].replace(" ", "")
+        assert body_columns(lines, len(row)) == [text.replace(" ", "") for text in row.values()]
 
 
 def test_random_layouts_never_run_past_the_edge_and_lose_no_character(capsys, monkeypatch):
@@ -108,7 +103,6 @@ def test_random_layouts_never_run_past_the_edge_and_lose_no_character(capsys, mo
     shrinking the table itself, at 80 columns among others). Every column is now given its width."""
     import random
 
-    monkeypatch.setenv("TERM", "dumb")
     pick = random.Random(20261206)
     words = ["deploy", "error-budget", "2026-12-06T07:39:12+00:00", "0.579", "memory/procedure-publish-article.md",
              "本番DBをPostgreSQL", "記事公開の手順", "ﾃﾞﾌﾟﾛｲ", "x", "ep-20261206073912-0e3e"]
@@ -118,11 +112,5 @@ def test_random_layouts_never_run_past_the_edge_and_lose_no_character(capsys, mo
         row = [" ".join(pick.choice(words) for _ in range(pick.randint(1, 6))) if pick.random() < 0.5 else pick.choice(words)
                for _ in columns]
         width = pick.randint(1 + sum(3 + min(cell_len(c), output.NARROWEST) for c in columns), 140)
-        monkeypatch.setenv("COLUMNS", str(width))
-        output._rich_table([row], columns)
-        lines = capsys.readouterr().out.splitlines()
-        assert max(cell_len(line) for line in lines) <= width, (width, columns, row, "\n".join(lines))
-        body = [line for line in lines if line.startswith("│")]
-        assert all(line.endswith("│") for line in body), (width, "\n".join(lines))
-        for at, text in enumerate(row):
-            assert "".join(line.split("│")[at + 1].strip() for line in body).replace(" ", "") == text.replace(" ", "")
+        lines = shown(capsys, monkeypatch, width, row, columns)
+        assert body_columns(lines, count) == [text.replace(" ", "") for text in row], (width, columns, row)
