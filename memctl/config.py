@@ -120,11 +120,17 @@ def load(path: Path) -> Config:
     return from_dict(raw, source=path)
 
 
+def universal_newlines(text: str) -> str:
+    """The text as `load` reads it (Python's universal newlines: a lone CR ends a line too). Whoever
+    reads memctl.toml from git must read it so, or one file would hold two sets of settings."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def check_text(data: bytes, source: str) -> dict[str, Any]:
     """What TOML makes of `data` (memctl.toml as another commit has it); BadInput when it would not
     load: not UTF-8, not TOML, or a value of the wrong kind (from_dict)."""
     try:
-        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as `load` reads it: universal newlines
+        text = universal_newlines(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise BadInput(f"{source}: not UTF-8") from None
     raw = _loads(text, source)

@@ -148,12 +148,16 @@ def _save(store: Store, approved: dict[str, str]) -> None:
 # ---------------------------------------------------------------- who wrote a value
 
 def _parse(text: str | bytes | None) -> dict[str, str] | None:
+    """The executable settings of one version of memctl.toml, read as `config.load` reads it; None when
+    there is no such version or it does not parse."""
     if text is None:
         return None
     import tomllib  # noqa: PLC0415
 
+    from .config import universal_newlines  # noqa: PLC0415
+
     try:
-        return executable(tomllib.loads(text.decode("utf-8") if isinstance(text, bytes) else text))
+        return executable(tomllib.loads(universal_newlines(text.decode("utf-8") if isinstance(text, bytes) else text)))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError):
         return None
 
@@ -169,7 +173,11 @@ def _origins(store: Store, waiting: dict[str, str], approved: dict[str, str]) ->
         return dict.fromkeys(waiting, f"git was not found ({gitstore.where_git_was_sought()}), so how it came in "
                                       "cannot be checked")
     rel = os.path.relpath(store.config_path, top)
-    head = _parse(gitstore.committed_text(store.root, store.config_path)) or {}
+    committed = gitstore.committed_text(store.root, store.config_path)
+    head = _parse(committed)
+    if head is None and committed is not None:  # nothing can be told apart from what the commit brought
+        return dict.fromkeys(waiting, f"{rel} as committed (HEAD) does not parse, so how it came in cannot be checked")
+    head = head or {}
     unfinished = gitstore.unfinished_operation(store.root)
     why: dict[str, str | None] = {}
     from_history: dict[str, str] = {}

@@ -149,6 +149,27 @@ def test_a_changed_job_waits_again_and_the_approval_is_kept_outside_git(victim, 
     assert memctl(store, "trust", "--list", "--json").stdout.count('"waiting"') == 0
 
 
+@pytest.mark.parametrize("how", ["sync", "pull"])
+def test_a_lone_carriage_return_in_a_pushed_memctl_toml_approves_nothing(victim, tmp_path, how):
+    """memctl.toml is read with universal newlines, so a lone CR ends a line. The approval check read the
+    committed copy with plain tomllib, which refuses the CR: no settings in HEAD, so every setting looked
+    like a hand edit, was approved and ran (helper-68)."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    text = (attacker / "memctl.toml").read_text(encoding="utf-8")
+    evil = text.replace('command = "maintain"', f'script = "/bin/sh"\nargs = ["-c", "echo pwned > {marker}"]')
+    (attacker / "memctl.toml").write_bytes((evil + "# tidy\r# up\n").encode("utf-8"))
+    git(attacker, *ID, "commit", "-qam", "tidy")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    pull(store, how)
+    for _ in range(2):
+        done = memctl(store, "run-job", "--quiet", "daily-maintenance")
+        assert done.returncode == 1 and "[jobs.daily-maintenance] in memctl.toml waits" in one_error(done)
+    assert not marker.exists()
+    listed = json.loads(memctl(store, "trust", "--list", "--json").stdout)
+    assert {s["key"]: s["state"] for s in listed["settings"]}["jobs.daily-maintenance"] == "waiting"
+
+
 def test_how_a_value_came_is_found_past_hundreds_of_later_commits(victim, tmp_path):
     """The reflog is read 256 entries at a time: a job's origin far down it is found all the same."""
     store, attacker, _ = victim
