@@ -329,6 +329,12 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
             raise Refused(f"{label} tracks {store.rel(folder)} as {shape}, where this machine keeps {what}; "
                           "nothing was merged or pushed", kind="local-state-incoming",
                           hint=f"on the remote, remove it: git rm --cached -- {shlex.quote(local)}, commit and push; then memctl sync")
+    logs = os.path.relpath(store.root / "logs", top)
+    brought = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", base, theirs, "--", logs).out.split("\0")[0]
+    if brought:  # git overwrites ignored files: a pushed log file, or a link cron's `>>` follows out of the store
+        raise Refused(f"{label} tracks {store.rel(top / brought)}, in logs/, where this machine's jobs write (cron and "
+                      "launchd append there); nothing was merged or pushed", kind="local-state-incoming",
+                      hint=f"on the remote, remove it: git rm -r --cached -- {shlex.quote(logs)}, commit and push; then memctl sync")
     ours = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path)]
     raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
     folders = {store.memory_dir, store.archive_dir, store.ledgers_dir, store.state_dir,

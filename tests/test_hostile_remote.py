@@ -802,6 +802,29 @@ def test_a_remote_that_tracks_a_file_where_the_memctl_folder_is_is_refused_and_t
     run(victim, "doctor")
 
 
+@pytest.mark.parametrize("form", ["file", "link"])
+def test_a_remote_that_tracks_files_inside_logs_is_refused_and_crons_logs_stay_in_the_store(world, form):
+    """Old code refused `logs` pushed as a file or link, but a tracked logs/ folder passed: git overwrote
+    the victim's ignored job logs with the pushed entries, and cron's `>>logs/NAME.stdout.log` followed a
+    pushed link to a file outside the store (helper-68)."""
+    remote, victim, attacker, outside = world
+    (victim / "logs").mkdir(exist_ok=True)
+    (victim / "logs" / "sync.stdout.log").write_text("what cron's line wrote here\n")
+    pushed = b"forged log\n" if form == "file" else str(outside / "victim.txt")
+    push_tracked(attacker, {"logs/sync.stdout.log": pushed, "logs/other.log": b"x\n"})
+    line = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "tracks logs/" in line and "nothing was merged or pushed" in line and "git rm -r --cached -- logs" in line, line
+    assert (victim / "logs" / "sync.stdout.log").read_text() == "what cron's line wrote here\n"
+    assert not (victim / "logs" / "sync.stdout.log").is_symlink() and not (victim / "logs" / "other.log").exists()
+    assert (outside / "victim.txt").read_text(encoding="utf-8") == "大事なファイル: do not touch\n"
+    assert git(victim, "status", "--porcelain") == "" and not (victim / ".git" / "MERGE_HEAD").exists()
+    git(attacker, "rm", "-r", "-q", "--cached", "--", "logs")  # as the hint says
+    git(attacker, *ID, "commit", "-qm", "untrack logs")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")
+    assert (victim / "logs" / "sync.stdout.log").read_text() == "what cron's line wrote here\n"
+
+
 @pytest.mark.parametrize("target", ["../.git/config", "../.git/hooks/post-commit", "../.git/hooks/post-commit.tsv",
                                     "../.gitattributes", "../memctl.toml", "../memory/MEMORY.md", "../memctl-facts.tsv",
                                     "../.memctl/x.tsv", "../scripts/daily-maintenance.sh", "../Memctl-Facts.TSV"])
