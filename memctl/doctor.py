@@ -181,7 +181,8 @@ def unignored_problems(store: Store) -> list[Problem]:
 def trust_problems(store: Store) -> list[Problem]:
     """Every executable setting of memctl.toml that waits for approval on this machine, and why (memctl/trust.py)."""
     return [Problem(store.rel(store.config_path), 0, "untrusted",
-                    f"{trust.describe(s)} waits for approval on this machine: {s.why}; memctl does not act on it "
+                    f"{trust.named(s) if s.key.endswith(trust.SCRIPT_SUFFIX) else trust.describe(s)} waits for approval "
+                    f"on this machine: {s.why}; memctl does not act on it "
                     "until it is approved here (memctl trust)", "warning") for s in trust.waiting(store)]
 
 

@@ -756,10 +756,15 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
     return history
 
 
+def committed_bytes(root: Path, path: Path) -> bytes | None:
+    """The bytes of `path` at HEAD, or None when it is not committed."""
+    top = toplevel(root)
+    return _committed(top, path, "HEAD") if top is not None else None
+
+
 def committed_text(root: Path, path: Path) -> str | None:
     """The text of `path` at HEAD, or None when it is not committed."""
-    top = toplevel(root)
-    data = _committed(top, path, "HEAD") if top is not None else None
+    data = committed_bytes(root, path)
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
@@ -829,6 +834,15 @@ def git_dir(root: Path) -> Path | None:
                 return target if target.is_absolute() else (folder / target).resolve()
             return None
     return None
+
+
+def detached(root: Path) -> bool:
+    """Whether HEAD names a commit, not a branch (`git checkout --detach`, a tag, a bisect)."""
+    gitdir = git_dir(root)
+    try:
+        return gitdir is not None and not (gitdir / "HEAD").read_bytes().startswith(b"ref:")
+    except OSError:
+        return False
 
 
 def git_c(root: Path) -> str:

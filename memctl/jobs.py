@@ -834,7 +834,7 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
     log = _Log(log_path(store, job.name), job.name)
     try:
         try:  # what a commit not made here changed waits for `memctl trust` (memctl/trust.py)
-            trust.refuse_waiting(store, f"jobs.{job.name}", "the job was not run")
+            trust.refuse_waiting(store, [f"jobs.{job.name}", f"jobs.{job.name}{trust.SCRIPT_SUFFIX}"], "the job was not run")
             wait = seconds_setting("MEMCTL_JOB_WAIT", TURN_WAIT_SECONDS)
         except (Refused, BadInput) as exc:
             log.write(f"refused: {exc.one_line()}")

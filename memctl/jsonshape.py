@@ -466,8 +466,10 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("approved", "list[string]", "The keys this command approved (none with --list)."),
     ),
     "trust_setting": (
-        ("key", "string", "jobs.NAME, import.redact_patterns:PATTERN or embedding."),
-        ("value", "string", "What memctl.toml says now, as canonical JSON."),
+        ("key", "string", "jobs.NAME, jobs.NAME:script (the contents of a job's script in the store), "
+                          "import.redact_patterns:PATTERN, embedding, neardup.judge_cmd, git.commit or sources.NAME."),
+        ("value", "string", "What memctl.toml says now, as canonical JSON (a script's: \"sha256:...\" of its contents); "
+                            "(removed) for a redaction pattern another clone took out, still applied while it waits."),
         ("state", "string", "approved, or waiting (memctl does not act on it)."),
         ("was", "string|null", "What this machine approved before; null when nothing was."),
         ("why", "string|null", "Why it waits (how it came in); null when approved."),

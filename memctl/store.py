@@ -535,7 +535,25 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
             "free some space, then run the command again" if full else
             "check `git status` in the store, then run the command again")) from None
     settle()
+    if sha and gitstore.detached(store.root):
+        _warn_detached(store, sha)
     return sha
+
+
+_DETACHED_WARNED: list[bool] = []
+
+
+def _warn_detached(store: Store, sha: str) -> None:
+    """Once a process: a commit on a detached HEAD is on no branch; switching away hides it, and sync refuses."""
+    if _DETACHED_WARNED:
+        return
+    _DETACHED_WARNED.append(True)
+    from . import gitstore  # noqa: PLC0415
+
+    errors.warn(f"committed {sha[:12]} on a detached HEAD (no branch): a checkout of a branch leaves it behind, and "
+                "sync refuses until HEAD is on a branch",
+                hint=f"keep it on a new branch: {gitstore.git_c(store.root)} switch -c NAME (or switch to your branch "
+                     f"and cherry-pick {sha[:12]})")
 
 
 def _git_or_refuse(store: Store, outcome: str = "nothing was changed") -> Path:

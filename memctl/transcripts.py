@@ -88,7 +88,25 @@ class Result:
 
 
 def settings_for(store: Store) -> Settings:
-    table = store.config.raw.get("import", {}) or {}
+    max_chars, max_mb, patterns = checked_settings(store.config.raw)
+    from . import trust  # noqa: PLC0415
+
+    if patterns:  # a pattern a commit not made here added runs only once approved (memctl/trust.py)
+        allowed = trust.acted_on(store, [trust.PATTERN_KEY + p for p in patterns])
+        patterns = [p for p in patterns if trust.PATTERN_KEY + p in allowed]
+    kept = [p for p in trust.removed_patterns(store) if p not in patterns]  # taken out by a change not made here
+    if kept:
+        from .errors import warn  # noqa: PLC0415
+
+        warn(f"{len(kept)} redaction pattern(s) approved here were taken out of memctl.toml by a change not made on this "
+             f"machine ({', '.join(repr(p) for p in kept)}); still applied until the removal is approved",
+             hint="review it, then approve it with `memctl trust`")
+    return Settings(max_chars, float(max_mb), tuple(patterns + kept))
+
+
+def checked_settings(raw: dict[str, Any]) -> tuple[int, float, list[str]]:
+    """`[import]` of a parsed memctl.toml, checked: (max_chars, max_file_mb, redact_patterns as written)."""
+    table = raw.get("import", {}) or {}
     if not isinstance(table, dict):
         raise BadInput("memctl.toml: [import] must be a table")
     max_chars = table.get("max_chars", MAX_CHARS)
@@ -100,12 +118,7 @@ def settings_for(store: Store) -> Settings:
     patterns = table.get("redact_patterns", [])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise BadInput("memctl.toml: [import] redact_patterns must be a list of strings (regular expressions)")
-    if patterns:  # a pattern a commit not made here added runs only once approved (memctl/trust.py)
-        from . import trust  # noqa: PLC0415
-
-        allowed = trust.acted_on(store, [trust.PATTERN_KEY + p for p in patterns])
-        patterns = [p for p in patterns if trust.PATTERN_KEY + p in allowed]
-    return Settings(max_chars, float(max_mb), tuple(patterns))
+    return max_chars, float(max_mb), list(patterns)
 
 
 def project_transcripts(fmt: str, project: str | os.PathLike) -> list[Path]:

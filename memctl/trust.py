@@ -4,8 +4,10 @@ A clone trusts its own machine and user, never the remote (docs/RELIABILITY.md,
 "A remote is untrusted input"). The *executable settings* are the parts of memctl.toml that
 make memctl run something or spend time on it:
 
-- `jobs.NAME`: a job's table (its command, or its script and arguments),
+- `jobs.NAME`: a job's table (its command, or its script and arguments; not its `description`),
   which `run-job` (what cron and launchd call) runs;
+- `jobs.NAME:script`: the contents of a job's script when the script is a file in the store (git
+  brings those: a pushed change to `bin/report.sh` is a new command as much as a changed table);
 - `import.redact_patterns:PATTERN`: each regular expression `episode import` runs;
 - `embedding`: `[embedding] backend` and `model` (a model folder is loaded and run);
 - `neardup.judge_cmd`: the command `near-dup` asks whether two texts are the same;
@@ -82,7 +84,7 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
     found: dict[str, Any] = {}
     jobs = raw.get("jobs", {})
     if isinstance(jobs, dict):
-        found.update((f"jobs.{name}", table) for name, table in jobs.items())
+        found.update((f"jobs.{name}", _job_value(table)) for name, table in jobs.items())
     table = raw.get("import", {})
     patterns = table.get("redact_patterns", []) if isinstance(table, dict) else []
     if isinstance(patterns, list):
@@ -100,6 +102,44 @@ def executable(raw: Mapping[str, Any]) -> dict[str, str]:
     if isinstance(tables, dict):
         found.update((f"{SOURCE_KEY}{name}", _source_value(t)) for name, t in tables.items())
     return {key: _canonical(value) for key, value in found.items()}
+
+
+def _job_value(table: Any) -> Any:
+    """What a `[jobs.NAME]` approval covers: the table without its `description` (a comment's worth: a
+    reworded one made every job wait, sync included, so the remote's fix could never come in)."""
+    return {k: v for k, v in table.items() if k != "description"} if isinstance(table, dict) else table
+
+
+SCRIPT_SUFFIX = ":script"
+
+
+def scripts(store: Store, raw: Mapping[str, Any]) -> dict[str, Path]:
+    """`jobs.NAME:script` -> the script, for each job whose script is a file inside the store."""
+    jobs = raw.get("jobs", {})
+    found: dict[str, Path] = {}
+    for name, table in (jobs.items() if isinstance(jobs, dict) else ()):
+        script = table.get("script") if isinstance(table, dict) else None
+        if not isinstance(script, str) or not script.strip() or "\0" in script:
+            continue
+        path = Path(os.path.normpath(store.root / script))  # (an absolute script stays itself)
+        if path.is_relative_to(store.root) and path.is_file():
+            found[f"jobs.{name}{SCRIPT_SUFFIX}"] = path
+    return found
+
+
+def _file_value(data: bytes | None) -> str | None:
+    return None if data is None else _canonical(f"sha256:{sha256(data).hexdigest()}")
+
+
+def _current(store: Store) -> dict[str, str]:
+    """Every executable setting as it is now: memctl.toml's, and the in-store scripts' contents."""
+    current = executable(store.config.raw)
+    for key, path in scripts(store, store.config.raw).items():
+        try:
+            current[key] = _file_value(path.read_bytes())
+        except OSError:
+            pass  # run-job refuses a script it cannot read
+    return current
 
 
 def _source_value(table: Any) -> Any:
@@ -124,7 +164,14 @@ def _approved(store: Store) -> dict[str, str]:
     except (OSError, ValueError):
         return {}
     kept = data.get("approved") if isinstance(data, dict) else None
-    return {k: v for k, v in kept.items() if isinstance(v, str)} if isinstance(kept, dict) else {}
+    found = {k: v for k, v in kept.items() if isinstance(v, str)} if isinstance(kept, dict) else {}
+    for key, value in found.items():
+        if key.startswith("jobs.") and SCRIPT_SUFFIX not in key and '"description"' in value:
+            try:  # approved before the description stopped counting: the same approval without it
+                found[key] = _canonical(_job_value(json.loads(value)))
+            except ValueError:
+                pass
+    return found
 
 
 def _save(store: Store, approved: dict[str, str]) -> None:
@@ -172,9 +219,30 @@ def _origins(store: Store, waiting: dict[str, str], approved: dict[str, str]) ->
     if top is None:
         return dict.fromkeys(waiting, f"git was not found ({gitstore.where_git_was_sought()}), so how it came in "
                                       "cannot be checked")
-    rel = os.path.relpath(store.config_path, top)
-    committed = gitstore.committed_text(store.root, store.config_path)
-    head = _parse(committed)
+    files = scripts(store, store.config.raw)
+    why: dict[str, str | None] = {}
+    for path in {files.get(key, store.config_path) for key in waiting}:
+        keys = {k: v for k, v in waiting.items() if files.get(k, store.config_path) == path}
+        read = _parse if path == store.config_path else _script_reader([k for k in keys])
+        why.update(_file_origins(store, top, path, read, keys, approved))
+    return why
+
+
+def _script_reader(keys: list[str]):
+    """The settings one version of a script gives: its contents' value under each key naming it."""
+    def read(data: bytes | None) -> dict[str, str] | None:
+        return None if data is None else dict.fromkeys(keys, _file_value(data))
+    return read
+
+
+def _file_origins(store: Store, top: Path, path: Path, read, waiting: dict[str, str],
+                  approved: dict[str, str]) -> dict[str, str | None]:
+    """Why each of `waiting` (settings the file `path` holds, as `read` makes them of its bytes) waits."""
+    from . import gitstore  # noqa: PLC0415
+
+    rel = os.path.relpath(path, top)
+    committed = gitstore.committed_bytes(top, path)
+    head = read(committed)
     if head is None and committed is not None:  # nothing can be told apart from what the commit brought
         return dict.fromkeys(waiting, f"{rel} as committed (HEAD) does not parse, so how it came in cannot be checked")
     head = head or {}
@@ -190,7 +258,7 @@ def _origins(store: Store, waiting: dict[str, str], approved: dict[str, str]) ->
             why[key] = None  # a hand edit: new here, or of a value approved here
         else:
             from_history[key] = head[key]  # edited by hand, but what it edited must be approved first
-    why.update(_reflog_origins(top, rel, from_history))
+    why.update(_reflog_origins(top, rel, from_history, read))
     return why
 
 
@@ -213,7 +281,7 @@ def _reflog(top: Path) -> list[tuple[str, str, str]]:
     return entries
 
 
-def _reflog_origins(top: Path, rel: str, wanted: dict[str, str]) -> dict[str, str | None]:
+def _reflog_origins(top: Path, rel: str, wanted: dict[str, str], read=_parse) -> dict[str, str | None]:
     """Which entry of HEAD's reflog brought each value: None when it was a commit made here, else
     why the value waits."""
     if not wanted:
@@ -230,7 +298,7 @@ def _reflog_origins(top: Path, rel: str, wanted: dict[str, str]) -> dict[str, st
         if entries[i][0] not in known or entries[i][1] not in known:
             shas = list(dict.fromkeys(sha for old, new, _ in entries[i:i + 256] for sha in (old, new) if sha not in known))
             texts = gitstore.files_at(top, rel, [s for s in shas if s.strip("0")])
-            known.update((sha, parsed.setdefault(texts.get(sha), _parse(texts.get(sha)) or {})) for sha in shas)
+            known.update((sha, parsed.setdefault(texts.get(sha), read(texts.get(sha)) or {})) for sha in shas)
         return known[entries[i][0]], known[entries[i][1]]
 
     found: dict[str, str | None] = {}
@@ -266,26 +334,42 @@ def settings(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
 
     A waiting value the local user wrote is approved here and then (recorded), so it never waits.
     """
-    current = executable(store.config.raw)
+    current = _current(store)
+    approved = _approved(store)
+    gone = {k: v for k, v in approved.items() if k.startswith(PATTERN_KEY) and k not in current}
     if keys is not None:
         wanted = set(keys)
         current = {k: v for k, v in current.items() if k in wanted}
-    approved = _approved(store)
+        gone = {k: v for k, v in gone.items() if k in wanted}
     waiting = {k: v for k, v in current.items() if approved.get(k) != v}
-    why = _origins(store, waiting, approved) if waiting else {}
-    own = {k: waiting[k] for k, reason in why.items() if reason is None}
-    if own:
+    why = _origins(store, {**waiting, **dict.fromkeys(gone)}, approved) if waiting or gone else {}
+    own = {k: waiting[k] for k, reason in why.items() if reason is None and k in waiting}
+    dropped = {k for k, reason in why.items() if reason is None and k in gone}  # removed by the local user
+    if own or dropped:
         try:
-            _save(store, _pruned(store, {**approved, **own}))
+            _save(store, _pruned(store, {k: v for k, v in {**approved, **own}.items() if k not in dropped}))
         except OSError:
             pass  # approved for this command all the same; asked again next time
-    return [Setting(k, v, why.get(k) is None, approved.get(k), why.get(k)) for k, v in current.items()]
+    return [Setting(k, v, why.get(k) is None, approved.get(k), why.get(k)) for k, v in current.items()] + [
+        Setting(k, REMOVED, False, v, why[k]) for k, v in gone.items() if why.get(k) is not None]
+
+
+# A redaction pattern approved here that memctl.toml no longer has, taken out by a change not made here:
+# its removal waits (a pattern gone lets the secrets it caught into the episodes, and `sync` pushes them),
+# and `episode import` goes on applying it until `memctl trust` approves the removal (removed_patterns).
+REMOVED = "(removed)"
+
+
+def removed_patterns(store: Store) -> list[str]:
+    """The redaction patterns whose removal waits for approval: still applied."""
+    return [json.loads(s.was) for s in settings(store) if s.value == REMOVED and s.was and s.key.startswith(PATTERN_KEY)]
 
 
 def _pruned(store: Store, approved: dict[str, str]) -> dict[str, str]:
-    """Approvals of settings memctl.toml still has (a removed job that comes back is asked for again)."""
-    current = executable(store.config.raw)
-    return {k: v for k, v in approved.items() if k in current}
+    """Approvals of settings memctl.toml still has (a removed job that comes back is asked for again), and
+    of redaction patterns whose removal waits (settings)."""
+    current = _current(store)
+    return {k: v for k, v in approved.items() if k in current or k.startswith(PATTERN_KEY)}
 
 
 def waiting(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
@@ -306,7 +390,8 @@ def approve(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
         found = [s for s in found if s.key in keys]
     chosen = [s for s in found if not s.approved]
     if chosen:
-        _save(store, _pruned(store, {**_approved(store), **{s.key: s.value for s in chosen}}))
+        kept = {**_approved(store), **{s.key: s.value for s in chosen if s.value != REMOVED}}
+        _save(store, _pruned(store, {k: v for k, v in kept.items() if k not in {s.key for s in chosen if s.value == REMOVED}}))
     return chosen
 
 
@@ -325,18 +410,29 @@ def approve_written(store: Store, prefix: str = "") -> list[Setting]:
 def describe(setting: Setting) -> str:
     """A key as memctl.toml spells it: [jobs.NAME], [import] redact_patterns "...", [embedding]."""
     if setting.key.startswith(PATTERN_KEY):
+        if setting.value == REMOVED:
+            return f"the removal of [import] redact_patterns {setting.was}"
         return f"[import] redact_patterns {setting.value}"
     if setting.key == JUDGE_KEY:
         return f"[neardup] judge_cmd {setting.value}"
     if setting.key == COMMIT_KEY:
         return f"[git] commit = {setting.value}"
+    if setting.key.endswith(SCRIPT_SUFFIX) and setting.key.startswith("jobs."):
+        return f"the script of [{setting.key[:-len(SCRIPT_SUFFIX)]}]"
     return f"[{setting.key}]"
 
 
-def refuse_waiting(store: Store, key: str, what: str) -> None:
-    """Refused (kind "untrusted") when the setting `key` waits for approval: `what` was not done."""
-    for setting in waiting(store, [key]):
-        raise Refused(f"{describe(setting)} in memctl.toml waits for approval on this machine: {setting.why}; {what}",
+def named(setting: Setting) -> str:
+    """A setting and where it is: `[jobs.X] in memctl.toml`, `the script of [jobs.X] (bin/x.sh, its contents)`."""
+    if setting.key.endswith(SCRIPT_SUFFIX) and setting.key.startswith("jobs."):
+        return f"{describe(setting)} (its contents)"
+    return f"{describe(setting)} in memctl.toml"
+
+
+def refuse_waiting(store: Store, keys: str | Iterable[str], what: str) -> None:
+    """Refused (kind "untrusted") when a setting of `keys` waits for approval: `what` was not done."""
+    for setting in waiting(store, [keys] if isinstance(keys, str) else keys):
+        raise Refused(f"{named(setting)} waits for approval on this machine: {setting.why}; {what}",
                       hint="review it, then approve it on this machine: `memctl trust`", kind="untrusted")
 
 
@@ -351,7 +447,7 @@ def acted_on(store: Store, keys: Iterable[str]) -> set[str]:
         if setting.key in _WARNED:
             continue
         _WARNED.add(setting.key)
-        errors.warn(f"{describe(setting)} in memctl.toml is left out: it waits for approval on this machine ({setting.why})",
+        errors.warn(f"{named(setting)} is left out: it waits for approval on this machine ({setting.why})",
                     hint="review it, then approve it with `memctl trust`")
     return set(keys) - {s.key for s in held}
 

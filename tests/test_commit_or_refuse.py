@@ -187,3 +187,21 @@ def test_the_python_api_raises_and_changes_nothing(seeded, tmp_path, monkeypatch
     with pytest.raises(GitError, match="git not found"):
         api.remember(open_store(seeded), "delta", "新しい事実", type="user")
     assert files(seeded) == before
+
+
+def test_a_write_on_a_detached_head_commits_and_says_how_to_keep_it(tmp_path):
+    """`remember` on a detached HEAD exited 0 without a word; a checkout of the branch then left the fact
+    behind, reachable only from the reflog (helper-67). It still commits (exit 0 means committed), and
+    warns once with the command that keeps it."""
+    root = tmp_path / "store"
+    assert memctl(None, "init", str(root)).returncode == 0
+    git(root, "checkout", "-q", "--detach")
+    done = memctl(root, "remember", "det", "--description", "detached での事実")
+    assert done.returncode == 0, done.stderr
+    sha = git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "log", "-1", "--format=%s").strip() == "memory: remember det"
+    (line,) = [l for l in done.stderr.splitlines() if "detached" in l]
+    assert f"committed {sha[:12]} on a detached HEAD (no branch)" in line and f"switch -c NAME" in line, line
+    git(root, "switch", "-q", "-c", "kept")
+    done = memctl(root, "remember", "on-branch", "--description", "on a branch")
+    assert done.returncode == 0 and "detached" not in done.stderr

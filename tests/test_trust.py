@@ -170,6 +170,65 @@ def test_a_lone_carriage_return_in_a_pushed_memctl_toml_approves_nothing(victim,
     assert {s["key"]: s["state"] for s in listed["settings"]}["jobs.daily-maintenance"] == "waiting"
 
 
+@pytest.mark.parametrize("how", ["sync", "pull"])
+def test_a_pushed_change_to_a_jobs_script_in_the_store_waits_for_approval(victim, tmp_path, how):
+    """The approval covered the table (`script = "bin/report.sh"`, JOBS.md's own example), not the script:
+    another clone rewrote bin/report.sh and the victim's cron ran it (helper-68)."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    (store / "bin").mkdir()
+    (store / "bin" / "report.sh").write_text("#!/bin/sh\necho report\n")
+    (store / "bin" / "report.sh").chmod(0o755)
+    with open(store / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[jobs.report]\nscript = "bin/report.sh"\nhour = 8\n')
+    git(store, "add", "-A")
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qm", "a report job")
+    assert memctl(store, "sync").returncode == 0
+    assert memctl(store, "run-job", "--quiet", "report").returncode == 0  # the local user's own script runs
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    git(attacker, *ID, "commit", "-qam", "faster report")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    if how == "sync":
+        done = memctl(store, "sync")
+        assert done.returncode == 0 and "the script of [jobs.report] (its contents) waits for approval" in done.stderr, done.stderr
+    else:
+        git(store, "pull", "-q", "--no-rebase", "origin", _branch(store))
+    done = memctl(store, "run-job", "--quiet", "report")
+    assert done.returncode == 1 and "the script of [jobs.report] (its contents) waits for approval" in one_error(done)
+    assert "not by a commit made on this machine" in one_error(done)
+    assert not marker.exists()
+    assert "the script of [jobs.report]" in memctl(store, "doctor").stdout
+    assert memctl(store, "trust", "jobs.report:script").returncode == 0
+    assert memctl(store, "run-job", "--quiet", "report").returncode == 0 and marker.read_text() == "pwned\n"
+    # The local user's own edit of the script (by hand, then committed here) never waits.
+    (store / "bin" / "report.sh").write_text("#!/bin/sh\necho mine\n")
+    assert memctl(store, "run-job", "--quiet", "report").returncode == 0
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "mine")
+    assert memctl(store, "run-job", "--quiet", "report").returncode == 0
+
+
+def test_a_pushed_change_to_a_jobs_description_alone_stops_no_job(victim):
+    """Every job's table was approved whole: a reworded description made sync itself wait, so not even
+    the remote's fix could come in (helper-68). An approval saved with the description still holds."""
+    store, attacker, _ = victim
+    text = (attacker / "memctl.toml").read_text(encoding="utf-8")
+    assert 'description = "' in text
+    (attacker / "memctl.toml").write_text(text.replace('description = "', 'description = "(reworded) ', 1), encoding="utf-8")
+    push(attacker, "")
+    git(store, "pull", "-q", "--no-rebase", "origin", _branch(store))
+    listed = json.loads(memctl(store, "trust", "--list", "--json").stdout)
+    assert all(s["state"] == "approved" for s in listed["settings"]), listed
+    assert memctl(store, "run-job", "--quiet", "daily-maintenance").returncode == 0
+    record = next((Path.home() / ".config" / "memctl" / "trust").glob("*.json"))
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    for key, value in saved["approved"].items():  # as an older memctl saved them: the description in
+        if key.startswith("jobs."):
+            saved["approved"][key] = json.dumps({**json.loads(value), "description": "old words"}, sort_keys=True)
+    record.write_text(json.dumps(saved), encoding="utf-8")
+    assert memctl(store, "run-job", "--quiet", "daily-maintenance").returncode == 0
+
+
 def test_how_a_value_came_is_found_past_hundreds_of_later_commits(victim, tmp_path):
     """The reflog is read 256 entries at a time: a job's origin far down it is found all the same."""
     store, attacker, _ = victim
@@ -277,6 +336,61 @@ def test_a_pattern_and_an_embedder_from_another_clone_are_left_out_until_approve
     assert "left out" not in done.stderr
     assert "project-falcon" not in done.stdout and "[REDACTED:pattern]" in json.loads(done.stdout)["episodes"][0]["description"]
     assert embed.settings_for(open_store(store)).model == "./models/evil"
+
+
+@pytest.mark.parametrize("how", ["sync", "pull"])
+def test_a_redaction_pattern_removed_by_another_clone_is_still_applied_until_approved(victim, tmp_path, how):
+    """Only additions waited: another clone emptied `redact_patterns`, the victim's next import let the
+    secret through and sync pushed it, without a word from sync or doctor (helper-68)."""
+    store, attacker, _ = victim
+    with open(store / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[import]\nredact_patterns = ["ACME-[0-9]{6}"]\n')
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "my pattern")
+    assert memctl(store, "sync").returncode == 0
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "the key is ACME-777777", "ts": "2026-11-01T10:00:00Z"}) + "\n")
+
+    def imported() -> subprocess.CompletedProcess:
+        done = memctl(store, "episode", "import", "messages", str(transcript), "--dry-run", "--json")
+        assert done.returncode == 0, done.stderr
+        return done
+
+    assert "ACME-777777" not in imported().stdout
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    text = (attacker / "memctl.toml").read_text(encoding="utf-8")
+    (attacker / "memctl.toml").write_text(text.replace('redact_patterns = ["ACME-[0-9]{6}"]', "redact_patterns = []"), encoding="utf-8")
+    git(attacker, *ID, "commit", "-qam", "tidy")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    if how == "sync":
+        done = memctl(store, "sync")
+        assert done.returncode == 0
+        assert 'the removal of [import] redact_patterns "ACME-[0-9]{6}" in memctl.toml waits for approval' in done.stderr, done.stderr
+    else:
+        git(store, "pull", "-q", "--no-rebase", "origin", _branch(store))
+    for _ in range(2):
+        done = imported()
+        assert "ACME-777777" not in done.stdout and "[REDACTED:pattern]" in done.stdout
+        assert "approved here were taken out of memctl.toml by a change not made on this machine ('ACME-[0-9]{6}')" in done.stderr
+    doctor = memctl(store, "doctor")
+    assert 'the removal of [import] redact_patterns "ACME-[0-9]{6}" waits for approval' in doctor.stdout, doctor.stdout
+    assert memctl(store, "trust").returncode == 0  # the local user agrees: the pattern goes
+    done = imported()
+    assert "ACME-777777" in done.stdout and "taken out" not in done.stderr
+    assert "removal" not in memctl(store, "doctor").stdout
+
+
+def test_a_redaction_pattern_the_local_user_removes_is_gone_at_once(victim, tmp_path):
+    store, _, _ = victim
+    with open(store / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[import]\nredact_patterns = ["ACME-[0-9]{6}"]\n')
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "my pattern")
+    assert "ACME" in memctl(store, "trust", "--list").stdout
+    text = (store / "memctl.toml").read_text(encoding="utf-8")
+    (store / "memctl.toml").write_text(text.replace('redact_patterns = ["ACME-[0-9]{6}"]', "redact_patterns = []"), encoding="utf-8")
+    listed = memctl(store, "trust", "--list", "--json")
+    assert "ACME" not in listed.stdout, listed.stdout  # a hand edit: no waiting removal
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "no pattern")
+    assert "ACME" not in memctl(store, "trust", "--list", "--json").stdout
 
 
 def test_a_catastrophic_redaction_pattern_cannot_hang_an_import(root, tmp_path):
