@@ -18,7 +18,7 @@ from typing import Any, Callable
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, merge, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
-                     CONTROL_CHARS, control_in_name, refuse_link, utf8_name)
+                     bash_escaped, control_in_name, refuse_link, utf8_name)
 from .fsutil import without_bom, written
 from .claude_memory import dated_by_git, linked_topics, write_fact
 from .markers import refuse_conflicts
@@ -127,9 +127,7 @@ def _fact_files(directory: Path, store: Store) -> tuple[list[Path], list[Path], 
 def misnamed_problem(store: Store, path: Path) -> Problem:
     """A fact file whose name memctl does not read: not UTF-8, or holding a control character."""
     rel = store.rel(path)
-    shown = re.sub(f"[{CONTROL_CHARS}'\\\\]", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
-                   else f"\\u{ord(m[0]):04x}", rel)  # as bash's $'...' reads it back
-    shown = os.fsencode(shown).decode("utf-8", "backslashreplace")  # then bytes that are not UTF-8: \xff
+    shown = bash_escaped(rel)  # as bash's $'...' reads it back
     why = "is not UTF-8" if not utf8_name(rel) else "holds a control character (a line break, a tab)"
     return Problem(shown, 0, "name", f"the file name {why}: memctl does not read it "
                    f"(rename it: {gitstore.git_c(store.root)} mv -- $'{shown}' memory/NEW-NAME.md)")
@@ -1189,6 +1187,12 @@ def path_history(store: Store, path: Path) -> list[gitstore.LogEntry]:
 
 # ---------------------------------------------------------------- doctor
 
+def _control_in(text: str) -> str | None:
+    """The first control character in a description but TAB (remember takes it) and LF (a YAML block's
+    lines, which MEMORY.md joins), or None."""
+    return None if text.isprintable() else next((c for c in text if (c < " " and c not in "\t\n") or "\x7f" <= c <= "\x9f"), None)
+
+
 def check(store: Store) -> list[Problem]:
     """Every problem in the fact layer, with file:line where there is one."""
     result = scan(store, archived=True)
@@ -1213,6 +1217,10 @@ def check(store: Store) -> list[Problem]:
         elif len(item.description) > fact_mod.MAX_DESCRIPTION:  # written by hand, or pulled: memctl writes none
             problems.append(Problem(rel, _key_line(item, "description"), "long-description",
                                     _long_description(len(item.description)), "warning"))
+        if item.description and (control := _control_in(item.description)):  # by hand, or pulled: remember refuses it
+            problems.append(Problem(rel, _key_line(item, "description"), "description-control",
+                                    f"the description holds a control character ({control!r}); MEMORY.md shows it "
+                                    "escaped, but `list`, `recall` and `show` on a pipe print it as it is: remove it", "warning"))
         if not item.archived and item.name:
             names.setdefault(item.name, []).append(item)
         if not item.archived and item.type and item.type not in store.config.fact_types:

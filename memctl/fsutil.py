@@ -902,3 +902,21 @@ def undo_log(log_path: Path, root: Path, skip: Iterable[Path]) -> Iterator[None]
     finally:
         _LOG = None
     _settle(log)
+
+
+def bash_escaped(text: str) -> str:
+    r"""`text` as the inside of bash's $'...': each control character (CONTROL_CHARS), quote and backslash as
+    `\xNN` (`\uNNNN` past 0xff), a byte that is not UTF-8 (kept by surrogateescape) as `\xNN`."""
+    shown = re.sub(f"[{CONTROL_CHARS}'\\\\]", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+    return os.fsencode(shown).decode("utf-8", "backslashreplace")
+
+
+def shell_word(text: str) -> str:
+    """`text` as one word a shell reads back, to paste from a hint: shlex's quoting, or bash's $'...' when it
+    holds a control character (escaped, so the line shows it rather than obeying it) or bytes that are not
+    UTF-8 (a file name another clone pushed)."""
+    import shlex  # noqa: PLC0415
+
+    if re.search(f"[{CONTROL_CHARS}]", text) or os.fsencode(text) != text.encode("utf-8", "surrogatepass"):
+        return f"$'{bash_escaped(text)}'"
+    return shlex.quote(text)

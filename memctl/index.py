@@ -22,6 +22,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from .config import FACT_TYPES
 from .fact import NAME_RE, Fact
+from .tsv import visible
 from .values import unit_value
 
 BEGIN = "<!-- memctl:index:begin -->"
@@ -100,9 +101,11 @@ def title_for(fact: Fact) -> str:
 
 
 def format_line(title: str, target: str, hook: str) -> str:
-    """One index line; a hook of several lines (a YAML block description) becomes one."""
-    hook = " ".join(part.strip() for part in hook.splitlines() if part.strip())
-    line = f"- [{title}]({link_target(target)})"
+    r"""One index line; a hook of several lines (a YAML block description) becomes one, a TAB in it a
+    space, and any other control character in title or hook shows as `\x1b` (a description written by
+    hand or pushed by another clone: an ESC would act on the terminal of whoever reads MEMORY.md)."""
+    hook = visible(" ".join(part.strip() for part in hook.splitlines() if part.strip()).replace("\t", " "))
+    line = f"- [{visible(title.replace(chr(9), ' '))}]({link_target(target)})"
     return line + SEPARATOR + hook if hook else line
 
 

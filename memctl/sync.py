@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import errors, gitstore, merge
 from .errors import BadInput, GitError, NotFound, Refused, warn
-from .fsutil import (FACT_LIMIT, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
+from .fsutil import (FACT_LIMIT, shell_word, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
                      rollback_to, savepoint, settle, written)
 from .claude_memory import SIDECAR, linked_topics
 from .index import TOPIC_DIR
@@ -162,7 +162,10 @@ def _refuse_hand_edits(store: Store, top: Path, dirty: list[str]) -> None:
     if appended:
         from .store import commit  # noqa: PLC0415
 
-        commit(store, appended, "memctl: commit appended rows and conflict copies before sync")
+        rows = [p for p in appended if p.suffix == ".tsv"]
+        what = " and ".join(w for w, there in ((f"rows appended to {', '.join(store.rel(p) for p in rows)}", rows),
+                                                ("conflict copies", len(rows) < len(appended))) if there)
+        commit(store, appended, f"memctl: commit {what} before sync")
 
 
 def _blob(top: Path, sha: str | None) -> bytes:
@@ -194,6 +197,18 @@ def _write(top: Path, rel: str, data: bytes | None) -> None:
     gitstore.checked(top, "add", "--", rel)
 
 
+def _merged_attributes(store: Store, ours: bytes | None, theirs: bytes | None) -> bytes:
+    """`.gitattributes` changed on both sides: theirs, then the lines only ours has, then memctl's own
+    lines that are missing (a remote that rewrote the file left every later sync stuck on it). The routing
+    that matters is in .git/info/attributes, which this clone alone writes (setup)."""
+    def lines(data: bytes | None) -> list[str]:
+        return data.decode("utf-8", "surrogateescape").splitlines() if data else []
+
+    kept = lines(theirs)
+    kept += [line for line in dict.fromkeys(lines(ours) + attribute_lines(store)) if line.strip() and line not in kept]
+    return ("\n".join(kept) + "\n").encode("utf-8", "surrogateescape")
+
+
 def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
     """What git left unmerged (tree-level conflicts, or a clone whose drivers are missing)."""
     unmerged = _unmerged(top)
@@ -206,6 +221,12 @@ def _resolve_unmerged(store: Store, top: Path) -> list[Resolution]:
             _write(top, path, merged.encode("utf-8", "surrogateescape"))
             done.append(Resolution(store.rel(top / path), "config", "both sides appended tables: ours, then theirs"))
             del unmerged[path]
+    attributes = os.path.realpath(store.root / ".gitattributes")
+    for path in [p for p in unmerged if os.path.realpath(top / p) == attributes]:
+        _write(top, path, _merged_attributes(store, *(_blob(top, unmerged[path].get(n)) if n in unmerged[path] else None
+                                                      for n in (2, 3))))
+        done.append(Resolution(store.rel(top / path), "attributes", "theirs, then our other lines, then memctl's"))
+        del unmerged[path]
     blocked = sorted(p for p in unmerged if kinds[p] in (None, "config"))
     if blocked:  # _merge aborts the merge
         names = ", ".join(blocked[:3]) + (f" and {len(blocked) - 3} more" if len(blocked) > 3 else "")
@@ -328,13 +349,13 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
             shape = "a symbolic link" if entry.startswith("120000 ") else "a file"
             raise Refused(f"{label} tracks {store.rel(folder)} as {shape}, where this machine keeps {what}; "
                           "nothing was merged or pushed", kind="local-state-incoming",
-                          hint=f"on the remote, remove it: git rm --cached -- {shlex.quote(local)}, commit and push; then memctl sync")
+                          hint=f"on the remote, remove it: git rm --cached -- {shell_word(local)}, commit and push; then memctl sync")
     logs = os.path.relpath(store.root / "logs", top)
     brought = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", base, theirs, "--", logs).out.split("\0")[0]
     if brought:  # git overwrites ignored files: a pushed log file, or a link cron's `>>` follows out of the store
         raise Refused(f"{label} tracks {store.rel(top / brought)}, in logs/, where this machine's jobs write (cron and "
                       "launchd append there); nothing was merged or pushed", kind="local-state-incoming",
-                      hint=f"on the remote, remove it: git rm -r --cached -- {shlex.quote(logs)}, commit and push; then memctl sync")
+                      hint=f"on the remote, remove it: git rm -r --cached -- {shell_word(logs)}, commit and push; then memctl sync")
     ours = [os.path.relpath(p, top) for p in (store.memory_dir, store.ledgers_dir, store.state_dir, store.config_path)]
     raw = gitstore.run(top, "diff", "--raw", "-z", "--no-renames", base, theirs, "--", *ours).out.split("\0")
     folders = {store.memory_dir, store.archive_dir, store.ledgers_dir, store.state_dir,
@@ -346,11 +367,11 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
         if len(modes) == 2 and modes[0] == "000000" and modes[1] == "120000" and _kind(store, rel, top):
             raise Refused(f"{label} adds {store.rel(top / rel)} as a symbolic link (memctl never follows one); "
                           "nothing was merged or pushed", kind="link-incoming",
-                          hint=f"on the remote, remove it: git rm -- {shlex.quote(rel)}, commit and push; then memctl sync")
+                          hint=f"on the remote, remove it: git rm -- {shell_word(rel)}, commit and push; then memctl sync")
         if len(modes) == 2 and modes[0].startswith("100") and modes[1] == "120000" and _kind(store, rel, top):
             raise Refused(f"{label} turned {store.rel(top / rel)} into a symbolic link (memctl never follows one); "
                           "nothing was merged or pushed", kind="link-incoming",
-                          hint=f"on the remote, put the file back: git checkout {base[:12]} -- {shlex.quote(rel)}, "
+                          hint=f"on the remote, put the file back: git checkout {base[:12]} -- {shell_word(rel)}, "
                                "commit and push; then memctl sync")
         if len(modes) == 2 and modes[1].startswith("100") and _nul_refused(store, top / rel) \
                 and b"\0" in gitstore.file_at(top, top / rel, theirs):
@@ -393,6 +414,12 @@ def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, l
             check_declared(raw)
         except BadInput as exc:
             raise BadInput(exc.message.replace("memctl.toml:", f"{source}:", 1)) from None
+        from .config_check import first_problem  # noqa: PLC0415
+
+        problem = first_problem(store.root, raw)  # a section only its command reads: recall, the STATE.md job...
+        if problem:
+            raise BadInput(problem.replace("memctl.toml:", f"{source}:", 1) if "memctl.toml:" in problem
+                           else problem.replace("memctl.toml", source, 1) if "memctl.toml" in problem else f"{source}: {problem}")
     except BadInput as exc:
         raise Refused(f"{exc.message}; nothing was merged or pushed", kind="config-incoming",
                       hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
@@ -408,18 +435,18 @@ def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, la
 
     def undo(path: str) -> str:  # what brings `path` back as it was, when it was there at all
         there = gitstore.run(top, "cat-file", "-e", f"{base}:{path}").code == 0
-        return f"; git checkout {base[:12]} -- {shlex.quote(path)}" if there else ""
+        return f"; git checkout {base[:12]} -- {shell_word(path)}" if there else ""
 
     if mode == "160000":
-        why, fix = f"adds {shown} as a submodule (a gitlink, no file)", f"git rm --cached -q -- {shlex.quote(rel)}{undo(rel)}"
+        why, fix = f"adds {shown} as a submodule (a gitlink, no file)", f"git rm --cached -q -- {shell_word(rel)}{undo(rel)}"
     elif (top / rel).resolve() in folders:
         shape = "a symbolic link" if mode == "120000" else "a file"
-        why, fix = f"turned {shown}/ into {shape}", f"git rm -q -- {shlex.quote(rel)}{undo(rel)}"
+        why, fix = f"turned {shown}/ into {shape}", f"git rm -q -- {shell_word(rel)}{undo(rel)}"
     else:
         parent = next((str(p) for p in reversed(Path(rel).parents) if str(p) != "." and _kind(store, str(p), top)), None)
         if parent is None:
             return
-        why, fix = f"turned {store.rel(top / parent)} into a folder", f"git rm -rq -- {shlex.quote(parent)}{undo(parent)}"
+        why, fix = f"turned {store.rel(top / parent)} into a folder", f"git rm -rq -- {shell_word(parent)}{undo(parent)}"
     raise Refused(f"{label} {why}, where memctl keeps its own; nothing was merged or pushed", kind="reshaped-incoming",
                   hint=f"on the remote, put it back: {fix}, commit and push; then memctl sync")
 
@@ -634,7 +661,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                  + " in .memctl/ (machine-local state); memctl does not read it", hint="run `memctl doctor --fix`: it untracks them")
         duplicates = _duplicates(store, top, start, end) if any(
             _kind(store, f, top) == "ledger" for f in files_in) else []
-    if any(_kind(store, f, top) == "config" for f in files_in):
+    if files_in and (any(_kind(store, f, top) == "config" for f in files_in) or _brings_script(store, top, files_in)):
         _warn_waiting(store)
     return SyncResult(name, on_remote, incoming, outgoing, pushed,
                       tuple(store.rel(top / f) for f in files_in), tuple(resolved), tuple(copies), tuple(duplicates),
@@ -650,13 +677,25 @@ def _track(top: Path, local: str, name: str, on_remote: str) -> None:
         gitstore.run(top, "config", f"branch.{local}.merge", f"refs/heads/{on_remote}")
 
 
+def _brings_script(store: Store, top: Path, files_in: list[str]) -> bool:
+    """Whether the merged commits changed a job's script in the store (its contents wait: memctl/trust.py)."""
+    from . import trust  # noqa: PLC0415
+    from .store import open_store  # noqa: PLC0415
+
+    others = [top / f for f in files_in if _kind(store, f, top) is None and not (top / f).is_relative_to(store.cache_dir)]
+    if not others:
+        return False  # (memctl's own files, and .memctl/: never a script that runs)
+    scripts = {os.path.realpath(p) for p in trust.scripts(store, open_store(store.root).config.raw).values()}
+    return any(os.path.realpath(path) in scripts for path in others)
+
+
 def _warn_waiting(store: Store) -> None:
     """Name what the merged memctl.toml asks this machine to run that the local user has not approved."""
     from . import trust  # noqa: PLC0415
     from .store import open_store  # noqa: PLC0415
 
     for setting in trust.waiting(open_store(store.root)):
-        errors.warn(f"{trust.describe(setting)} in memctl.toml waits for approval on this machine ({setting.why}); "
+        errors.warn(f"{trust.named(setting)} waits for approval on this machine ({setting.why}); "
                     "memctl does not act on it until then", hint="review it, then approve it with `memctl trust`")
 
 

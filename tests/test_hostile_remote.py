@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import git, memctl
 from test_faults import _killed, _killing_git, one_line_error, seed, snapshot
 
 T = 60  # seconds: any memctl command here answers in well under that
@@ -382,6 +382,50 @@ def test_a_fact_file_whose_name_holds_a_control_character_never_reaches_memory_m
     assert "evil" in run(victim, "list").stdout
 
 
+def test_control_characters_in_a_pushed_description_reach_memory_md_escaped_and_doctor_names_them(world):
+    """A pushed fact whose description holds ESC, BEL and TAB: its index line went raw into MEMORY.md (an
+    OSC that retitles the terminal of whoever cats it), was committed and pushed back, and reached the
+    agent through the session-start hook; doctor said "store is clean" (helper-68)."""
+    remote, victim, attacker, outside = world
+    (attacker / "memory" / "evil.md").write_text(
+        '---\nname: evil\ndescription: "hi \\e]0;T2\\a\\e[31m red\\tend"\ntype: project\n---\nbody\n', encoding="utf-8")
+    _push_all(attacker)
+    run(victim, "sync")
+    run(victim, "index")
+    index = (victim / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [evil](evil.md) — hi \\x1b]0;T2\\x07\\x1b[31m red end" in index, index
+    assert not any(c < " " and c != "\n" for c in index)
+    assert run(victim, "index", "--check").returncode == 0  # escaped once: the next regeneration is the same
+    bundle = memctl(victim, "hook", "session-start", input="{}").stdout
+    assert "hi \\x1b]0;T2" in bundle and "\x1b" not in bundle and "\x07" not in bundle
+    doctor = run(victim, "doctor").stdout
+    assert "memory/evil.md:3: warning: the description holds a control character ('\\x1b')" in doctor, doctor
+
+
+def test_a_gitattributes_both_sides_changed_is_merged_and_sync_goes_on(world):
+    """A remote that rewrote .gitattributes twice: sync put memctl's lines back (a commit), then the next
+    rewrite conflicted with that commit and every sync stopped on "these are not memctl's files", the
+    clone's commits never pushed (helper-68). Now: theirs, then our other lines, then memctl's."""
+    remote, victim, attacker, outside = world
+    memctls = [line for line in (victim / ".gitattributes").read_text(encoding="utf-8").splitlines() if line.strip()]
+    (attacker / ".gitattributes").write_text("# attributes\n*.txt text\n")
+    _push_all(attacker)
+    run(victim, "sync")
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    (attacker / ".gitattributes").write_text("# attributes v2\n*.txt text eol=lf\n")
+    _push_all(attacker)
+    run(victim, "remember", "beta", "--description", "ベータ: written while apart", "--type", "project")
+    done = run(victim, "sync")
+    assert ".gitattributes" in done.stdout + done.stderr, done.stderr
+    lines = (victim / ".gitattributes").read_text(encoding="utf-8").splitlines()
+    assert lines[:2] == ["# attributes v2", "*.txt text eol=lf"] and set(memctls) <= set(lines), lines
+    assert "*.txt text" in lines  # the line only ours had is kept
+    assert git(victim, "status", "--porcelain") == ""
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    assert (attacker / "memory" / "beta.md").exists()  # the clone's commits reached the remote
+    run(victim, "sync")
+
+
 def _reshape(attacker: Path, how: str) -> str:
     """The attacker's change of a path memctl keeps; the path the refusal must name."""
     if how == "memory-as-file":
@@ -452,6 +496,14 @@ BAD_CONFIGS = {
     "negative": (None, "[facts] max_index_lines must be a whole number from 1, not -1"),
     # helper-56: taken in, every job of the clone failed (its maintenance too) and `schedule` exited 2
     "job": ('\n[jobs.evil]\ncommand = "sync"\nscript = "x.sh"\ninterval = "1m"\n', "[jobs.evil] needs exactly one of command"),
+    # helper-68: sections only their own command reads were taken in, and recall, the prompt hook, the
+    # STATE.md job and maintenance failed on this clone while sync said nothing
+    "recall": ('\n[recall]\nmode = "bogus"\n', "[recall] mode = 'bogus'"),
+    "state": ('\n[state]\nmax_age = "forever-ish"\n', "[state] max_age: 'forever-ish' is not a duration"),
+    "forget": ("\n[forget]\nbogus = 1\n", "[forget]: unknown key 'bogus'"),
+    "embedding": ('\n[embedding]\nfallback = "nope"\n', "[embedding] fallback = 'nope'"),
+    "import": ("\n[import]\nmax_chars = 5\n", "[import] max_chars must be a whole number from 100 to 60000, got 5"),
+    "consolidate": ("\n[consolidate]\nneighbours = 0\n", "[consolidate] neighbours must be a whole number"),
 }
 
 
@@ -908,6 +960,22 @@ def test_a_remote_that_adds_a_ledger_as_a_symbolic_link_is_refused(world):
     assert "adds ledgers/episodes.tsv as a symbolic link" in refused.stderr, refused.stderr
     assert not (victim / "ledgers" / "episodes.tsv").is_symlink()
     run(victim, "episode", "add", "決めた", "--type", "decision")
+
+
+def test_the_command_in_a_refusals_hint_names_a_file_with_a_control_character_as_bash_reads_it(world):
+    """helper-68: the hint's `git rm -- 'memory/x\\x1b]0;...'` spelled the name with escapes inside plain quotes,
+    so pasted it matched no file. It is bash's $'...' now, which reads the escapes back."""
+    remote, victim, attacker, outside = world
+    name = "memory/x\x1b]0;T\x07.md"
+    push_tracked(attacker, {name: str(outside / "victim.txt")})
+    line = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "\x1b" not in line and "git rm -- $'memory/x\\x1b]0;T\\x07.md'," in line, line
+    command = line[line.index("git rm -- "):line.index(", commit and push")]
+    done = subprocess.run(["bash", "-c", command], cwd=attacker, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # the hint's command, pasted into the remote's clone, works
+    git(attacker, *ID, "commit", "-qm", "remove the link")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")
 
 
 def test_claude_codes_sidecar_is_one_of_memctls_files_to_sync(tmp_path):

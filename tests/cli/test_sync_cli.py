@@ -517,7 +517,7 @@ def test_reads_are_committed_by_sync_and_reach_the_other_clone(pair):
         assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
     done = memctl(a, "sync", env=now)
     assert done.returncode == 0 and "1 commit pushed" in done.stderr, done.stderr
-    assert git(a, "log", "-1", "--format=%s").strip() == "memctl: commit appended rows and conflict copies before sync"
+    assert git(a, "log", "-1", "--format=%s").strip() == "memctl: commit rows appended to ledgers/access.tsv before sync"
     done = memctl(b, "sync", env=now)
     assert done.returncode == 0, done.stderr
     assert memctl(a, "sync", env=now).returncode == 0

@@ -1,0 +1,55 @@
+"""Every section of a parsed memctl.toml checked as the command that reads it would, without running it.
+
+`config.from_dict` checks the core settings and `jobs.check_declared` the job tables when memctl.toml
+loads; the other sections (`[recall]`, `[state]`, `[forget]`, `[embedding]`, `[import]`, `[schedule]`,
+`[consolidate]`) are read by their own commands, so a bad value there stopped only those: `recall`,
+the prompt hook, the STATE.md job, maintenance. `sync` runs these checks on an incoming memctl.toml
+before it merges anything (docs/SYNC.md), so another clone cannot take them down.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from .errors import BadInput
+
+
+def _view(root: Path, raw: dict[str, Any]) -> Any:
+    """What the sections' readers use of a store: its root and its settings (nothing they could write)."""
+    return SimpleNamespace(root=root, config=SimpleNamespace(raw=raw))
+
+
+def _checks(root: Path, raw: dict[str, Any]) -> list[Callable[[], object]]:
+    from . import embed, jobs, recall, state, transcripts  # noqa: PLC0415
+    from .lifecycle import consolidate, policy  # noqa: PLC0415
+
+    store = _view(root, raw)
+    scopes = (raw.get("state") or {}).get("scopes") if isinstance(raw.get("state"), dict) else None
+    return [
+        lambda: recall.settings_for(store),
+        lambda: [state.state_config(store, scope) for scope in (None, *(scopes if isinstance(scopes, dict) else ()))],
+        lambda: embed.settings_from(raw),
+        lambda: transcripts.checked_settings(raw),
+        lambda: jobs.label_prefix(store),
+        lambda: consolidate.rules_for(store, 0.95, "check"),
+        lambda: consolidate.neighbours_for(store),
+        lambda: _forget(policy, raw),
+    ]
+
+
+def _forget(policy, raw: dict[str, Any]) -> None:
+    found = policy.problems(raw)
+    if found:
+        raise BadInput(found[0])
+
+
+def first_problem(root: Path, raw: dict[str, Any]) -> str | None:
+    """The first section of `raw` its command would refuse, as that command's message; None when none."""
+    for check in _checks(root, raw):
+        try:
+            check()
+        except BadInput as exc:
+            return exc.message
+    return None
