@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 from collections import Counter
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class Adopted:
     rows: int
     duplicates: int  # values of the unique column that already repeat
     commit: str | None
+    header_like: str | None = None  # line 1, read as a record, when it reads as a header (no digit; line 2 has some)
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,17 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
         paths = [store.config_path, path] if with_config else [path]
         sha = commit(store, paths, f"ledger: adopt {name}", enabled=commit_changes)
     rows = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1) - (1 if header else 0)
-    return Adopted(ledger, rows, duplicates, sha)
+    return Adopted(ledger, rows, duplicates, sha, None if header else _header_like(data))
+
+
+def _header_like(data: bytes) -> str | None:
+    """Line 1 when it reads as a header though it is not the declared columns (a spreadsheet's `日付<TAB>テーマ`):
+    no digit in it, where line 2 has one. Read as a record, it would be a row of data (and a unique value)."""
+    lines = data.split(b"\n", 2)
+    if len(lines) < 2 or not lines[1].strip():
+        return None
+    digits = re.compile(rb"[0-9]")
+    return lines[0].decode("utf-8", "replace") if not digits.search(lines[0]) and digits.search(lines[1]) else None
 
 
 def _lines(data: bytes, header: bool) -> list[bytes]:

@@ -152,6 +152,9 @@ def _too_narrow(columns: Sequence[str]) -> bool:
     return terminal_width() < 1 + sum(3 + min(cell_len(column), NARROWEST) for column in columns)
 
 
+EDGE_PADDING = 2  # cells: the space inside the table's left and right edges
+
+
 def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     if not cells:
         return
@@ -169,6 +172,10 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     folded = [min(width, max(WRAPPED_MIN, cell_len(column))) for width, column in zip(widths, columns)]
     whole = [all(" " not in line[at] and cell_len(line[at]) <= WHOLE_CELL for line in cells) for at in range(len(columns))]
     needed = 1 + sum(3 + (width if keep else least) for width, least, keep in zip(widths, folded, whole))
+    # Too wide: the outer padding goes first (`│text │`: at 80 columns `audit` broke every timestamp for
+    # want of one cell), then the widest whole columns fold (a path before the name it holds).
+    edge = 0 if needed > console.width else EDGE_PADDING
+    needed -= EDGE_PADDING - edge
     for at in sorted((at for at, keep in enumerate(whole) if keep), key=lambda at: -widths[at]):
         if needed <= console.width:
             break
@@ -176,7 +183,7 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
         needed -= widths[at] - folded[at]
     # Each column is given its width: rich, left to shrink a table itself, made it a cell wider than the
     # terminal at some widths (80 among them), which cut off its right edge.
-    room = console.width - 1 - 3 * len(columns)
+    room = console.width - 1 - 3 * len(columns) + (EDGE_PADDING - edge)
     if needed <= console.width:  # the whole ones as they are, the others share what is left (none under its least)
         bending = [at for at, keep in enumerate(whole) if not keep]
         shares = list(widths)
@@ -187,7 +194,7 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
     else:  # folded to their least they still do not fit: each its share, its header whole where headers fit
         headers_fit = sum(cell_len(column) for column in columns) <= room
         shares = _shares(widths, [cell_len(column) if headers_fit else min(cell_len(column), NARROWEST) for column in columns], room)
-    table = Table(show_lines=False)
+    table = Table(show_lines=False, pad_edge=bool(edge))
     for column, keep, share in zip(columns, whole, shares):
         table.add_column(Text(column), overflow="fold", no_wrap=keep, width=share)
     for line in cells:
@@ -332,14 +339,16 @@ def log_progress() -> None:
 
 def progress(total: int, what: str):
     """A context manager yielding advance(n): a transient bar on a terminal's stderr (count, rate,
-    time left) and one line when done; log lines for a server (log_progress); else nothing
-    (a pipe, --json)."""
+    time left) and one line when done; log lines for a server (log_progress); on a pipe, a line
+    before and after a long run (over PIPE_NOTE_OVER texts); else nothing (a short run on a pipe, --json)."""
     import contextlib  # noqa: PLC0415
 
     if _PROGRESS["log"]:
         return _progress_lines(total, what)
-    if _PROGRESS["json"] or not sys.stderr.isatty():
+    if _PROGRESS["json"] or (not sys.stderr.isatty() and total <= PIPE_NOTE_OVER):
         return contextlib.nullcontext(lambda n: None)
+    if not sys.stderr.isatty():  # an agent's shell tool, a cron log: no bar, but not a long silence either
+        return _progress_ends(total, what)
     return _progress_bar(total, what)
 
 
@@ -378,6 +387,28 @@ def _progress_bar(total: int, what: str):
             info(f"{what}: {pace(done[0], total, time.monotonic() - began)}")
 
     return bar()
+
+
+PIPE_NOTE_OVER = 500  # on a pipe, a line before and after a run of more texts than this (~10 s and up)
+
+
+def _progress_ends(total: int, what: str):
+    """On a pipe: one line before (how many, and that it is done once) and one when done."""
+    import contextlib  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    @contextlib.contextmanager
+    def ends():
+        began, done = time.monotonic(), [0]
+        info(f"{what}: {total:,} texts not in the vector cache yet; this is done once, later runs read the cache")
+
+        def advance(n: int) -> None:
+            done[0] += n
+
+        yield advance
+        info(f"{what}: {pace(done[0], total, time.monotonic() - began)}, done")
+
+    return ends()
 
 
 def _progress_lines(total: int, what: str):

@@ -145,6 +145,24 @@ def test_adopt_recognises_a_header_and_refuses_wrong_columns(root, store):
     assert "article-theme-ledger" not in (root / "memctl.toml").read_text()
 
 
+def test_adopt_says_when_line_1_reads_as_a_header_it_takes_for_a_record(root, store):
+    """helper-67: a spreadsheet's `日付<TAB>テーマ` above the rows was adopted without a word as a record: `rows`
+    printed it, `stats` counted it, and appending the theme `テーマ` was refused as a duplicate."""
+    from conftest import memctl
+
+    path = root / "ledgers" / "jp.tsv"
+    path.write_bytes("日付\tテーマ\n2026-01-01\t最初\n".encode())
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "jp")
+    done = memctl(root, "ledger", "adopt", str(path), "--columns", "date,theme", "--unique", "theme")
+    assert done.returncode == 0, done.stderr
+    assert "ledgers/jp.tsv:1 is read as a record ('日付\\tテーマ'), not as a header" in done.stderr, done.stderr
+    assert "{ printf 'date\\ttheme\\n'; tail -n +2 ledgers/jp.tsv; } > ledgers/jp.tsv.new" in done.stderr
+    assert "header = true under [ledgers.jp]" in done.stderr
+    assert path.read_bytes() == "日付\tテーマ\n2026-01-01\t最初\n".encode()  # adopt still touches no byte
+    assert ledger_ops.adopt(fresh(root), seed_ledger(root), SEED_COLUMNS).header_like is None  # a record: no word
+
+
 def test_adopt_outside_the_store_is_bad_input(store, tmp_path):
     outside = tmp_path / "elsewhere.tsv"
     outside.write_bytes(b"x\n")

@@ -57,6 +57,20 @@ def test_where_not_every_whole_column_fits_the_widest_folds_first(capsys, monkey
     assert any("│ error-budget │" in line for line in lines), "\n".join(lines)
 
 
+def test_a_table_a_cell_or_two_too_wide_drops_its_outer_padding_before_it_breaks_a_column(capsys, monkeypatch):
+    """helper-67: `audit` at 80 columns needed 81 and broke every timestamp (`2026-12-06T19:` / `24:38+00:00`).
+    The space inside the outer edges goes first; at a width that needs more, the widest column folds as before."""
+    row = {"ts": "2026-12-06T19:24:38+00:00", "agent": "claude-code", "command": "context", "query": "デプロイ",
+           "shown": "deploy-rule-v2"}
+    for width in (80, 79):
+        lines = shown(capsys, monkeypatch, width, row)
+        assert any("2026-12-06T19:24:38+00:00" in line for line in lines), "\n".join(lines)
+        assert body_columns(lines, 5) == [v.replace(" ", "") for v in row.values()]
+    lines = shown(capsys, monkeypatch, 90, row)  # room to spare: the padding stays
+    assert any(line.startswith("│ 2026-12-06T19:24:38+00:00 │") for line in lines), "\n".join(lines)
+    assert body_columns(shown(capsys, monkeypatch, 70, row), 5) == [v.replace(" ", "") for v in row.values()]
+
+
 def test_a_terminal_narrower_than_the_headers_gets_the_header_and_the_piped_lines(capsys, monkeypatch):
     """At 20 columns rich printed the frame of seven columns with every cell empty (exit 0); at 40 the
     headers broke (`ran` / `k`). Too narrow for its frame, a table is its header line above the lines a

@@ -202,6 +202,26 @@ def test_four_clones_random_operations_converge_with_nothing_lost(tmp_path):
         run(c.root, "doctor")
 
 
+def test_a_unique_value_appended_on_two_machines_is_named_with_a_command_that_runs(tmp_path):
+    """The warning's hint was `memctl ledger dups NAME --column COLUMN`, an option `ledger dups` does not
+    have (helper-67): it now names the ledger and the column, as the command takes them."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    first = tmp_path / "first"
+    run(None, "init", str(first))
+    run(first, "ledger", "create", "themes", "--columns", "host,theme", "--unique", "theme")
+    git(first, "remote", "add", "origin", str(remote))
+    run(first, "sync")
+    second = tmp_path / "second"
+    subprocess.run(["git", "clone", "-q", str(remote), str(second)], check=True)
+    for root, host in ((first, "a"), (second, "b")):
+        run(root, "ledger", "append", "themes", f"host={host}", "theme=重複テーマ")
+    run(first, "sync")
+    done = run(second, "sync")
+    assert "1 unique value appended on two machines while apart (hint: memctl ledger dups themes theme)" in done.stderr, done.stderr
+    assert run(second, "ledger", "dups", "themes", "theme").stdout == "重複テーマ\n"
+
+
 # ---------------------------------------------------------------- in parallel, past the overflow, with kills
 
 OVERFLOW_SEED = 210  # facts in the store before the clones part: past MEMORY.md's 200 lines (memory-index/)

@@ -103,6 +103,8 @@ def install(
     if scope == "project":
         for caveat in agents.project_caveats(list(found), project or Path.cwd()):
             output.warn(caveat)
+    if not _root(ctx) and (caveat := agents.store_caveat(project or Path.cwd(), store)):
+        output.warn(caveat)
 
 
 @agent_app.command()

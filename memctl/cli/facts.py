@@ -58,7 +58,7 @@ def remember(
     body: Annotated[Optional[str], typer.Option("--body", help="Free text of the body; '-' reads stdin.")] = None,
     importance: Annotated[Optional[float], typer.Option("--importance", help="0-1 (default by type).")] = None,
     confidence: Annotated[Optional[float], typer.Option("--confidence", help="0-1: stated 1.0, inferred 0.7, observed 0.5.")] = None,
-    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag; repeat for more.")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="A tag; repeat for more. With --update, the fact's tags become those given (repeat the ones to keep).")] = None,
     source: Annotated[Optional[str], typer.Option("--source", help="Where it came from: session, URL, episode id.")] = None,
     expires: Annotated[Optional[str], typer.Option("--expires", help="The last day the fact holds (YYYY-MM-DD, local time; from the next day recall leaves it out), or an ISO-8601 time; \"\" with --update clears it.")] = None,
     supersedes: Annotated[Optional[list[str]], typer.Option("--supersedes", help="Archive this fact, replaced by NAME; repeatable.")] = None,

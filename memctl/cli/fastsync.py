@@ -41,7 +41,7 @@ def summary(result, *, json: bool) -> None:
                     hint="memctl conflicts; memctl resolve NAME --keep local|remote|both")
     if result.duplicates:
         output.warn(f"{_n(len(result.duplicates), 'unique value')} appended on two machines while apart",
-                    hint="memctl ledger dups NAME --column COLUMN")
+                    hint="; ".join(dict.fromkeys(f"memctl ledger dups {d.ledger} {d.column}" for d in result.duplicates)))
 
 
 def run(argv: list[str]) -> int | None:

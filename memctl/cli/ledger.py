@@ -64,6 +64,13 @@ def adopt(
     rel = store.rel(done.ledger.path)
     if done.duplicates:
         output.warn(f"{rel}: {done.duplicates} values of {unique} already repeat", hint=f"memctl ledger dups {done.ledger.name} {unique}")
+    if done.header_like is not None:
+        header = "\t".join(done.ledger.columns)
+        printf = header.replace("\t", "\\t")
+        output.warn(f"{rel}:1 is read as a record ({done.header_like!r}), not as a header: a header line holds the declared "
+                    f"columns ({header!r})", hint=f"if line 1 is a header, make it the columns': {{ printf '{printf}\\n'; "
+                    f"tail -n +2 {rel}; }} > {rel}.new && mv {rel}.new {rel}, set header = true under [ledgers.{done.ledger.name}] "
+                    "in memctl.toml, and commit both")
     if done.ledger.path.parent != store.ledgers_dir:
         output.warn(f"{rel} is outside ledgers/, so the merge=union attribute does not cover it", hint="git mv it into ledgers/ and adopt it there")
     if json:

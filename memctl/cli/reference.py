@@ -50,7 +50,7 @@ is two), a table with no rows prints nothing, and past {rows:,} rows the header 
 piped lines, as it does on a terminal too narrow for the table's frame and four cells a column
 (fewer than 50 columns for `recall`'s seven). Short one-word columns (names, ids, times, scores)
 are never broken across lines while the others can wrap beside them; where they cannot all stay
-whole, the widest folds first (a path before the name it holds); where even folded columns do not fit, each gets its share of the width, headers whole where they fit, and the table never runs past the terminal's edge. `recall --explain` and `episode recall --explain` print a block per hit there: the
+whole, the table first drops the space inside its outer edges, then the widest folds first (a path before the name it holds); where even folded columns do not fit, each gets its share of the width, headers whole where they fit, and the table never runs past the terminal's edge. `recall --explain` and `episode recall --explain` print a block per hit there: the
 rank, name and score, the type and path, the description wrapped, then the raw signals and the five
 factors as labelled values, as many a line as the width allows (80 columns and narrower included).
 `--json` prints JSON everywhere (docs/JSON.md).

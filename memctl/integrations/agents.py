@@ -50,6 +50,26 @@ def project_caveats(clients: list[str], project: Path) -> list[str]:
     return claude + [caveat for client in clients if client in hosts.HOST for caveat in hosts.project_caveats(client, project)]
 
 
+def store_caveat(project: Path, store: str | None) -> str | None:
+    """What to say when the store named with --store is not the one the hooks and the server will use
+    from `project` (a store found there comes first: claude_code.locate); None when it is."""
+    from ..errors import MemctlError
+    from .claude_code import locate
+
+    if not store:
+        return None
+    try:
+        found = locate(None, cwd=project, store=store, env={})
+        named = Path(store).expanduser().resolve()
+    except (MemctlError, OSError):
+        return None
+    if found.found_by == "--store" or found.root.resolve() == named:
+        return None
+    return (f"--store {store} is where the hooks and the MCP server go when they find no store from where the agent "
+            f"works; from {project} they find {found.root} and use it (memctl --root {store} agent install ... "
+            "makes them always use the named store)")
+
+
 # Claude Code 2.1 asks once before it starts a server a project's .mcp.json declares
 CLAUDE_APPROVAL = ("Claude Code asks you to approve the project's MCP server (.mcp.json) at its next start here; until then "
                    "`claude mcp list` shows memctl as pending approval (the local or user scope needs none)")

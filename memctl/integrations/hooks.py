@@ -84,7 +84,10 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
             asked = prompt_of(payload)
             text = ""
             if host not in (None, *HOSTS):
-                raise ValueError(f"unknown host {host!r} (one of {', '.join(HOSTS)})")
+                from ..errors import BadInput
+
+                raise BadInput(f"unknown --host {host!r}: one of {', '.join(HOSTS)}", kind="unknown-host",
+                               hint="`memctl agent install AGENT` writes the hook commands with the right --host")
             if event == "session-start":
                 found = locate(root, payload, store)
                 text = session_start(open_found(found), log=not checking)

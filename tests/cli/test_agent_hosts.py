@@ -200,6 +200,31 @@ def test_cursor_prompt_hook_prints_nothing_and_says_why(root):
     assert ran.returncode == 0 and ran.stdout == "" and "cannot add context" in ran.stderr
 
 
+def test_a_hook_with_an_unknown_host_still_exits_0_and_says_why_in_memctls_words(root):
+    """Exit 0 (2 would block the user's prompt in Claude Code), with one line naming the hosts and how to
+    rewrite the command: it said `ValueError: unknown host 'claude'` (helper-67)."""
+    ran = memctl(None, "hook", "prompt", "--host", "claude", "--store", str(root), input='{"prompt": "deploy"}')
+    assert ran.returncode == 0 and ran.stdout == ""
+    assert ran.stderr.count("\n") == 1 and "ValueError" not in ran.stderr, ran.stderr
+    assert "unknown --host 'claude': one of claude-code, codex, gemini, cursor" in ran.stderr
+    assert "memctl agent install" in ran.stderr
+
+
+def test_install_says_when_the_named_store_is_not_the_one_the_hooks_will_use(tmp_path, root):
+    """A store found from the project comes first (docs/AGENTS.md, "Which store"): `--store OTHER` was
+    accepted without a word while the hooks and the server used the project's store (helper-67)."""
+    other = tmp_path / "other"
+    assert memctl(None, "init", str(other)).returncode == 0
+    done = memctl(None, "agent", "install", "claude-code", "--project", str(root), "--store", str(other), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert f"--store {other} is where the hooks and the MCP server go when they find no store" in done.stderr
+    assert f"they find {root.resolve()} and use it" in done.stderr and f"memctl --root {other} agent install" in done.stderr
+    alone = tmp_path / "project"
+    alone.mkdir()
+    done = memctl(None, "agent", "install", "claude-code", "--project", str(alone), "--store", str(other), "--dry-run")
+    assert done.returncode == 0 and "is where the hooks" not in done.stderr, done.stderr
+
+
 def test_gemini_hook_with_nothing_to_add_prints_an_empty_object(tmp_path):
     """Gemini CLI shows stderr to the user when stdout is empty: `{}` keeps the note a log line."""
     ran = memctl(None, "hook", "prompt", "--host", "gemini", input=json.dumps({"cwd": str(tmp_path), "prompt": "deploy"}))
