@@ -9,8 +9,10 @@ negative; the middle is left out. For each embedder it prints the threshold
 memctl recommends (best F1 among thresholds with precision >= 0.9), precision
 and recall there, the best F1 at any threshold, P / R / F1 at the shipped
 threshold and at the similar band's lower edge (scores at or above it), and the
-highest threshold that keeps recall >= 0.95 (the rule the band was set by). The data is read from the
-path given; nothing is copied into the repository.
+highest threshold that keeps recall >= 0.95 (the rule the band was set by). With `--overlap`, also the
+best F1 when the verdict is `score + w * overlap >= t` (overlap: near-dup's Jaccard of words and kana/kanji
+bigrams) for several w: whether the lexical overlap near-dup shows beside the score would be a second signal.
+The data is read from the path given; nothing is copied into the repository.
 """
 
 from __future__ import annotations
@@ -73,7 +75,22 @@ def sample(pairs: list, limit: int | None, seed: int = 0) -> list:
     return random.Random(seed).sample(pairs, limit)
 
 
-def run(name: str, pairs: list, specs: list[str]) -> list[dict]:
+def overlap_sweep(pairs: list, scores) -> list[dict]:
+    """Best F1 of `score + w * overlap >= t` over t, for each w (w = 0: the score alone)."""
+    import numpy as np
+
+    overlaps = np.array([neardup.overlap(a, b) for a, b, _ in pairs])
+    labels = np.array([label for *_, label in pairs], dtype=bool)
+    rows = []
+    for weight in (0.0, 0.02, 0.05, 0.1, 0.2, 0.3):
+        best = max(neardup.sweep(np.clip(scores + weight * overlaps, 0, None) / (1 + weight), labels), key=lambda p: p.f1)
+        rows.append({"weight": weight, "threshold": round(best.threshold * (1 + weight), 3),
+                     "precision": best.precision, "recall": best.recall, "f1": best.f1})
+        print(f"  score + {weight:g} * overlap: best F1 {best.f1} (P {best.precision} R {best.recall})", flush=True)
+    return rows
+
+
+def run(name: str, pairs: list, specs: list[str], with_overlap: bool = False) -> list[dict]:
     results = []
     for spec in specs:
         embedder = make_embedder(spec)
@@ -115,6 +132,8 @@ def run(name: str, pairs: list, specs: list[str]) -> list[dict]:
             if point is not None:
                 print(f"  {what} {value:g}: P {point.precision} R {point.recall} F1 {point.f1}", flush=True)
         print(f"  highest threshold with recall >= 0.95: {edge}", flush=True)
+        if with_overlap:
+            row["overlap"] = overlap_sweep(pairs, neardup.pair_scores(embedder, pairs))
     return results
 
 
@@ -125,12 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", action="append", help="char-ngram | e5-small-q4 | st:MODEL (repeatable)")
     parser.add_argument("--limit", type=int, help="use a random sample of this many pairs (seed 0)")
     parser.add_argument("--no-jsts", action="store_true", help="only the --stsb pairs")
+    parser.add_argument("--overlap", action="store_true", help="also sweep score + w * overlap (a second signal?)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     specs = args.embedder or ["char-ngram", "e5-small-q4"]
-    results = [] if args.no_jsts else run("jsts", sample(jsts_pairs(args.jsts), args.limit), specs)
+    results = [] if args.no_jsts else run("jsts", sample(jsts_pairs(args.jsts), args.limit), specs, args.overlap)
     if args.stsb:
-        results += run("stsb", sample(stsb_pairs(args.stsb), args.limit), specs)
+        results += run("stsb", sample(stsb_pairs(args.stsb), args.limit), specs, args.overlap)
     if args.json:
         args.json.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return 0
