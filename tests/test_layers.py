@@ -25,7 +25,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     3: ("store", "index", "parsecache", "embed", "merge", "claude_memory", "trust"),
     4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes", "sources", "watch"),
     5: ("state", "neardup", "judge", "sync_fast"),
-    6: ("recall", "jobs", "sync", "lifecycle", "transcripts", "docindex"),  # sync: a pushed job table is checked (jobs)
+    6: ("recall", "jobs", "sync", "lifecycle", "transcripts", "docindex", "config_check"),  # sync: a pushed job table is checked (jobs)
     7: ("context", "doctor", "maintain", "resident", "installed"),
     8: ("cli", "integrations", "api", "ui", "__main__"),  # integrations: other programs' formats, used only by cli/;
     # api: the functions `import memctl` offers (docs/PYTHON.md), which cli/ and integrations/ call too;

@@ -86,8 +86,8 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
             if host not in (None, *HOSTS):
                 from ..errors import BadInput
 
-                raise BadInput(f"unknown --host {host!r}: one of {', '.join(HOSTS)}", kind="unknown-host",
-                               hint="`memctl agent install AGENT` writes the hook commands with the right --host")
+                raise BadInput(f"unknown host {host!r}: one of {', '.join(HOSTS)}", kind="unknown-host",
+                               hint="`memctl agent install AGENT` writes each agent's hook commands")
             if event == "session-start":
                 found = locate(root, payload, store)
                 text = session_start(open_found(found), log=not checking)

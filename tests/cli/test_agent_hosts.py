@@ -206,7 +206,7 @@ def test_a_hook_with_an_unknown_host_still_exits_0_and_says_why_in_memctls_words
     ran = memctl(None, "hook", "prompt", "--host", "claude", "--store", str(root), input='{"prompt": "deploy"}')
     assert ran.returncode == 0 and ran.stdout == ""
     assert ran.stderr.count("\n") == 1 and "ValueError" not in ran.stderr, ran.stderr
-    assert "unknown --host 'claude': one of claude-code, codex, gemini, cursor" in ran.stderr
+    assert "unknown host 'claude': one of claude-code, codex, gemini, cursor" in ran.stderr
     assert "memctl agent install" in ran.stderr
 
 
