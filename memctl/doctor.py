@@ -181,9 +181,10 @@ def unignored_problems(store: Store) -> list[Problem]:
 def trust_problems(store: Store) -> list[Problem]:
     """Every executable setting of memctl.toml that waits for approval on this machine, and why (memctl/trust.py)."""
     return [Problem(store.rel(store.config_path), 0, "untrusted",
-                    f"{trust.named(s) if s.key.endswith(trust.SCRIPT_SUFFIX) else trust.describe(s)} waits for approval "
-                    f"on this machine: {s.why}; memctl does not act on it "
-                    "until it is approved here (memctl trust)", "warning") for s in trust.waiting(store)]
+                    f"{trust.describe(s)}{' (its contents)' if s.key.endswith(trust.SCRIPT_SUFFIX) else ''} waits for "
+                    f"approval on this machine: {s.why}; "
+                    + ("the pattern is still applied " if s.value == trust.REMOVED else "memctl does not act on it ")
+                    + "until it is approved here (memctl trust)", "warning") for s in trust.waiting(store)]
 
 
 def marker_problems(store: Store) -> list[Problem]:

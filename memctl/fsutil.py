@@ -905,9 +905,12 @@ def undo_log(log_path: Path, root: Path, skip: Iterable[Path]) -> Iterator[None]
 
 
 def bash_escaped(text: str) -> str:
-    r"""`text` as the inside of bash's $'...': each control character (CONTROL_CHARS), quote and backslash as
-    `\xNN` (`\uNNNN` past 0xff), a byte that is not UTF-8 (kept by surrogateescape) as `\xNN`."""
-    shown = re.sub(f"[{CONTROL_CHARS}'\\\\]", lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+    r"""`text` as the inside of bash's $'...': each control character (CONTROL_CHARS), quote and backslash as its
+    UTF-8 bytes `\xNN`, and a byte that is not UTF-8 (kept by surrogateescape) as `\xNN`."""
+    def escaped(m: re.Match[str]) -> str:  # as UTF-8 bytes: bash reads `\x85` as the byte, not U+0085
+        return "".join(f"\\x{byte:02x}" for byte in m[0].encode("utf-8"))
+
+    shown = re.sub(f"[{CONTROL_CHARS}'\\\\]", escaped, text)
     return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 

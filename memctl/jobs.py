@@ -200,8 +200,9 @@ def parse_job(name: str, table: Any) -> Job:
         raise BadInput(f"{_where(name)} has no schedule", hint="minute/hour/weekday (e.g. hour = 9), or interval = \"1h\"")
     interval = _interval(name, table["interval"]) if "interval" in table else None
     description = table.get("description", "")
-    if not isinstance(description, str) or "\n" in description:
-        raise BadInput(f"{_where(name)} description must be one line of text")
+    if not isinstance(description, str) or len(description.splitlines()) > 1 or not description.isprintable():
+        # it is a comment in the crontab: a CR or a \x0b there ended the comment and started a line of its own
+        raise BadInput(f"{_where(name)} description must be one line of text, without control characters")
     if calendar and "minute" not in calendar:
         calendar["minute"] = (0,)
     job = Job(name=name, description=description, command=command, script=script, args=args,
@@ -833,8 +834,8 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
     refuse_link(store.root, log_path(store, job.name))  # logs/ is machine-local: a link there came from elsewhere
     log = _Log(log_path(store, job.name), job.name)
     try:
-        try:  # what a commit not made here changed waits for `memctl trust` (memctl/trust.py)
-            trust.refuse_waiting(store, [f"jobs.{job.name}", f"jobs.{job.name}{trust.SCRIPT_SUFFIX}"], "the job was not run")
+        try:
+            _refuse_unapproved(store, job)
             wait = seconds_setting("MEMCTL_JOB_WAIT", TURN_WAIT_SECONDS)
         except (Refused, BadInput) as exc:
             log.write(f"refused: {exc.one_line()}")
@@ -856,10 +857,37 @@ def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = Non
         with held:
             _end_leftovers(_run_file(store, job), log)
             with _store_turn(store, job, log, wait, note):
+                store, job = _approved_still(store, job.name, log)  # a sync may have merged while it waited
                 _end_others_leftovers(store, job, log)
                 return _run_locked(store, job, log, echo)
     finally:
         log.close()
+
+
+def _refuse_unapproved(store: Store, job: Job) -> None:
+    """What a commit not made here changed waits for `memctl trust` (memctl/trust.py); a script in the
+    store reached through a symbolic link is not run (what runs could not be checked)."""
+    trust.refuse_waiting(store, [f"jobs.{job.name}", f"jobs.{job.name}{trust.SCRIPT_SUFFIX}"], "the job was not run")
+    path = trust.scripts(store, store.config.raw).get(f"jobs.{job.name}{trust.SCRIPT_SUFFIX}")
+    if path is not None and (link := link_on_way(store.root, path)) is not None:
+        raise Refused(f"{_where(job.name)} script {job.script!r} is reached through a symbolic link in the store "
+                      f"({store.rel(link)}); the job was not run", kind="link",
+                      hint="name the script's real path in memctl.toml, or put the file itself in the store")
+
+
+def _approved_still(store: Store, name: str, log: "_Log") -> tuple[Store, Job]:
+    """The store and job as they are once the turn is taken, checked again: a sync job ahead of this one may
+    have merged a new memctl.toml or script while it waited."""
+    from .store import open_store  # noqa: PLC0415
+
+    try:
+        store = open_store(store.root)
+        job = get_job(store, name)
+        _refuse_unapproved(store, job)
+    except (Refused, BadInput, NotFound) as exc:
+        log.write(f"refused: {exc.one_line()}")
+        raise
+    return store, job
 
 
 TURN_WAIT_SECONDS = 3600.0  # how long a job waits for another job of its store (MEMCTL_JOB_WAIT)

@@ -351,7 +351,8 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
                           "nothing was merged or pushed", kind="local-state-incoming",
                           hint=f"on the remote, remove it: git rm --cached -- {shell_word(local)}, commit and push; then memctl sync")
     logs = os.path.relpath(store.root / "logs", top)
-    brought = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", base, theirs, "--", logs).out.split("\0")[0]
+    brought = gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", base, theirs, "--",
+                           logs).out.split("\0")[0]  # (what it stops tracking there, as the hint asks, is no harm)
     if brought:  # git overwrites ignored files: a pushed log file, or a link cron's `>>` follows out of the store
         raise Refused(f"{label} tracks {store.rel(top / brought)}, in logs/, where this machine's jobs write (cron and "
                       "launchd append there); nothing was merged or pushed", kind="local-state-incoming",
@@ -416,14 +417,23 @@ def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, l
             raise BadInput(exc.message.replace("memctl.toml:", f"{source}:", 1)) from None
         from .config_check import first_problem  # noqa: PLC0415
 
-        problem = first_problem(store.root, raw)  # a section only its command reads: recall, the STATE.md job...
-        if problem:
-            raise BadInput(problem.replace("memctl.toml:", f"{source}:", 1) if "memctl.toml:" in problem
-                           else problem.replace("memctl.toml", source, 1) if "memctl.toml" in problem else f"{source}: {problem}")
+        problem = first_problem(store.root, raw, source)  # a section only its command reads: recall, the STATE.md job...
+        if problem and (merged or problem != first_problem(store.root, _config_at(store, top, base), source)):
+            raise BadInput(problem)  # (one the common base had already stops nothing new: the fix can come in)
     except BadInput as exc:
         raise Refused(f"{exc.message}; nothing was merged or pushed", kind="config-incoming",
                       hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
                            "on the remote, fix memctl.toml in a new commit, then sync") from None
+
+
+def _config_at(store: Store, top: Path, rev: str) -> dict:
+    """memctl.toml as `rev` has it, parsed as memctl reads it; {} when it is missing or does not load."""
+    from .config import check_text  # noqa: PLC0415
+
+    try:
+        return check_text(gitstore.file_at(top, store.config_path, rev), "memctl.toml")
+    except BadInput:
+        return {}
 
 
 def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, label: str, folders: set[Path]) -> None:

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import errors
 from .errors import BadInput, Refused
+from .fsutil import link_on_way
 from .store import Store
 
 try:  # hashlib would load OpenSSL (~3 ms of a hybrid recall's start-up) for a sha256 Python has in C
@@ -114,15 +115,23 @@ SCRIPT_SUFFIX = ":script"
 
 
 def scripts(store: Store, raw: Mapping[str, Any]) -> dict[str, Path]:
-    """`jobs.NAME:script` -> the script, for each job whose script is a file inside the store."""
+    """`jobs.NAME:script` -> the script as a path under the store root, for each job whose script is a file
+    inside the store (an absolute path into it too, through a symbolic link to the store included). A script
+    reached through a link inside the store is one too: run-job refuses it (jobs.in_store_link)."""
     jobs = raw.get("jobs", {})
     found: dict[str, Path] = {}
+    root, real_root = Path(store.root), os.path.realpath(store.root)
     for name, table in (jobs.items() if isinstance(jobs, dict) else ()):
         script = table.get("script") if isinstance(table, dict) else None
         if not isinstance(script, str) or not script.strip() or "\0" in script:
             continue
-        path = Path(os.path.normpath(store.root / script))  # (an absolute script stays itself)
-        if path.is_relative_to(store.root) and path.is_file():
+        path = Path(os.path.normpath(root / script))  # (an absolute script stays itself)
+        if not path.is_relative_to(root):
+            real = os.path.realpath(path)
+            if not Path(real).is_relative_to(real_root):
+                continue
+            path = root / os.path.relpath(real, real_root)
+        if os.path.lexists(path):
             found[f"jobs.{name}{SCRIPT_SUFFIX}"] = path
     return found
 
@@ -131,15 +140,25 @@ def _file_value(data: bytes | None) -> str | None:
     return None if data is None else _canonical(f"sha256:{sha256(data).hexdigest()}")
 
 
-def _current(store: Store) -> dict[str, str]:
-    """Every executable setting as it is now: memctl.toml's, and the in-store scripts' contents."""
+def _current(store: Store, keys: set[str] | None = None) -> dict[str, str]:
+    """The executable settings as they are now (those of `keys`, or all): memctl.toml's, and the contents
+    of the in-store scripts (read and hashed only when asked for)."""
     current = executable(store.config.raw)
+    if keys is not None:
+        current = {k: v for k, v in current.items() if k in keys}
+        if not any(k.endswith(SCRIPT_SUFFIX) for k in keys):
+            return current
     for key, path in scripts(store, store.config.raw).items():
+        if keys is not None and key not in keys:
+            continue
         try:
-            current[key] = _file_value(path.read_bytes())
+            current[key] = _file_value(path.read_bytes()) if not link_on_way(store.root, path) else LINKED
         except OSError:
             pass  # run-job refuses a script it cannot read
     return current
+
+
+LINKED = '"(reached through a symbolic link)"'  # a script's value then: never approved as a hand edit
 
 
 def _source_value(table: Any) -> Any:
@@ -159,10 +178,16 @@ def record_path(store: Store) -> Path:
 
 
 def _approved(store: Store) -> dict[str, str]:
+    return _record(store)[0]
+
+
+def _record(store: Store) -> tuple[dict[str, str], bool]:
+    """The approvals kept for this store, and whether they were saved by a memctl that approves scripts'
+    contents (`"scripts": 1`; before it, an approved job's script is taken as it is, once)."""
     try:
         data = json.loads(record_path(store).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return {}, True
     kept = data.get("approved") if isinstance(data, dict) else None
     found = {k: v for k, v in kept.items() if isinstance(v, str)} if isinstance(kept, dict) else {}
     for key, value in found.items():
@@ -171,14 +196,15 @@ def _approved(store: Store) -> dict[str, str]:
                 found[key] = _canonical(_job_value(json.loads(value)))
             except ValueError:
                 pass
-    return found
+    return found, bool(data.get("scripts")) if isinstance(data, dict) else True
 
 
 def _save(store: Store, approved: dict[str, str]) -> None:
     """Write the approvals (temp file, fsync, rename; readable by this user only)."""
     path = record_path(store)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = json.dumps({"store": str(store.root), "approved": dict(sorted(approved.items()))}, ensure_ascii=False, indent=1)
+    data = json.dumps({"store": str(store.root), "scripts": 1, "approved": dict(sorted(approved.items()))},
+                      ensure_ascii=False, indent=1)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
@@ -223,7 +249,7 @@ def _origins(store: Store, waiting: dict[str, str], approved: dict[str, str]) ->
     why: dict[str, str | None] = {}
     for path in {files.get(key, store.config_path) for key in waiting}:
         keys = {k: v for k, v in waiting.items() if files.get(k, store.config_path) == path}
-        read = _parse if path == store.config_path else _script_reader([k for k in keys])
+        read = _parse if path == store.config_path else _script_reader(list(keys))
         why.update(_file_origins(store, top, path, read, keys, approved))
     return why
 
@@ -250,7 +276,9 @@ def _file_origins(store: Store, top: Path, path: Path, read, waiting: dict[str, 
     why: dict[str, str | None] = {}
     from_history: dict[str, str] = {}
     for key, value in waiting.items():
-        if head.get(key) == value:
+        if value == LINKED:
+            why[key] = "the script is reached through a symbolic link in the store, so what runs cannot be checked"
+        elif head.get(key) == value:
             from_history[key] = value
         elif unfinished is not None:  # the work tree holds what the merge brought, not a hand edit
             why[key] = f"changed in the work tree while a git {unfinished} is unfinished"
@@ -334,18 +362,24 @@ def settings(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
 
     A waiting value the local user wrote is approved here and then (recorded), so it never waits.
     """
-    current = _current(store)
-    approved = _approved(store)
-    gone = {k: v for k, v in approved.items() if k.startswith(PATTERN_KEY) and k not in current}
-    if keys is not None:
-        wanted = set(keys)
-        current = {k: v for k, v in current.items() if k in wanted}
-        gone = {k: v for k, v in gone.items() if k in wanted}
+    wanted = None if keys is None else set(keys)
+    approved, scripts_known = _record(store)
+    current = _current(store, wanted if scripts_known else None)  # (taking scripts as they are looks at all)
+    tables = executable(store.config.raw)
+    gone = {k: v for k, v in approved.items() if k.startswith(PATTERN_KEY) and k not in tables
+            and (wanted is None or k in wanted)}
     waiting = {k: v for k, v in current.items() if approved.get(k) != v}
+    if not scripts_known:  # approved by a memctl that did not look at scripts: an approved job's script, as it is
+        job = lambda key: key.removesuffix(SCRIPT_SUFFIX)  # noqa: E731
+        first = {k: v for k, v in waiting.items()
+                 if k.endswith(SCRIPT_SUFFIX) and v != LINKED and approved.get(job(k)) == tables.get(job(k))}
+        approved = {**approved, **first}
+        current = {k: v for k, v in current.items() if wanted is None or k in wanted}
+        waiting = {k: v for k, v in waiting.items() if k not in first and k in current}
     why = _origins(store, {**waiting, **dict.fromkeys(gone)}, approved) if waiting or gone else {}
     own = {k: waiting[k] for k, reason in why.items() if reason is None and k in waiting}
     dropped = {k for k, reason in why.items() if reason is None and k in gone}  # removed by the local user
-    if own or dropped:
+    if own or dropped or not scripts_known:
         try:
             _save(store, _pruned(store, {k: v for k, v in {**approved, **own}.items() if k not in dropped}))
         except OSError:
@@ -361,8 +395,11 @@ REMOVED = "(removed)"
 
 
 def removed_patterns(store: Store) -> list[str]:
-    """The redaction patterns whose removal waits for approval: still applied."""
-    return [json.loads(s.was) for s in settings(store) if s.value == REMOVED and s.was and s.key.startswith(PATTERN_KEY)]
+    """The redaction patterns whose removal waits for approval: still applied. (Asks about no other setting:
+    the Stop hook's import reads this at every turn.)"""
+    current = executable(store.config.raw)
+    gone = [k for k in _approved(store) if k.startswith(PATTERN_KEY) and k not in current]
+    return [json.loads(s.was) for s in settings(store, gone) if s.value == REMOVED and s.was] if gone else []
 
 
 def _pruned(store: Store, approved: dict[str, str]) -> dict[str, str]:
@@ -423,7 +460,7 @@ def describe(setting: Setting) -> str:
 
 
 def named(setting: Setting) -> str:
-    """A setting and where it is: `[jobs.X] in memctl.toml`, `the script of [jobs.X] (bin/x.sh, its contents)`."""
+    """A setting and where it is: `[jobs.X] in memctl.toml`, `the script of [jobs.X] (its contents)`."""
     if setting.key.endswith(SCRIPT_SUFFIX) and setting.key.startswith("jobs."):
         return f"{describe(setting)} (its contents)"
     return f"{describe(setting)} in memctl.toml"

@@ -962,6 +962,62 @@ def test_a_remote_that_adds_a_ledger_as_a_symbolic_link_is_refused(world):
     run(victim, "episode", "add", "決めた", "--type", "decision")
 
 
+def test_a_remote_that_stops_tracking_logs_as_the_hint_says_is_merged(world):
+    """helper-69: a store that once tracked logs/ by mistake; another clone untracks it as the hint says, and
+    sync refused that too (the deletions are a diff under logs/), for good."""
+    remote, victim, attacker, outside = world
+    (victim / "logs").mkdir(exist_ok=True)
+    (victim / "logs" / "report.log").write_text("old\n")
+    git(victim, "add", "-f", "logs/report.log")
+    git(victim, *ID, "commit", "-qm", "oops")
+    run(victim, "sync")
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    git(attacker, "rm", "-r", "-q", "--cached", "--", "logs")
+    git(attacker, *ID, "commit", "-qm", "untrack logs")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")
+    assert git(victim, "ls-files", "--", "logs") == ""
+
+
+@pytest.mark.parametrize("text", ["\n[recall]\nweights = 1\n", "\nrecall = 1\n", '\nembedding = "x"\n', "\nconsolidate = 1\n"])
+def test_a_pushed_section_that_is_no_table_is_refused_in_one_line(world, text):
+    """helper-69: `[recall] weights = 1` passed the core check, and the section check crashed sync with a
+    traceback (AttributeError)."""
+    remote, victim, attacker, outside = world
+    config = attacker / "memctl.toml"
+    body = config.read_text(encoding="utf-8")  # a table goes at the end, a top-level key before the first table
+    config.write_text(body + text if text.startswith("\n[") else body.replace("\n[", text + "\n[", 1), encoding="utf-8")
+    _push_all(attacker)
+    line = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "memctl.toml of origin/" in line and "nothing was merged or pushed" in line and "Traceback" not in line, line
+
+
+def test_a_bad_value_both_sides_already_had_stops_no_new_change_from_coming_in(world):
+    """helper-69: with `[recall] mode = "bogus"` already shared, every later change of memctl.toml from the
+    remote was refused, and so was the push of this clone's fix. Only what the remote brings is refused."""
+    remote, victim, attacker, outside = world
+    with open(victim / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[recall]\nmode = "bogus"\n')
+    git(victim, *ID, "commit", "-qam", "bad mode")
+    git(victim, "push", "-q", "origin", f"HEAD:{_branch(victim)}")
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    with open(attacker / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[ledgers.notes]\ncolumns = ["a", "b"]\n')
+    git(attacker, *ID, "commit", "-qam", "a ledger")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")
+    assert "[ledgers.notes]" in (victim / "memctl.toml").read_text(encoding="utf-8")
+
+
+def test_bash_reads_back_every_escaped_name():
+    """helper-69: C1 characters were written `\\x85`, which bash reads as the byte 0x85, not U+0085."""
+    from memctl.fsutil import shell_word
+
+    for name in ["x\x1b]0;T\x07.md", "x\x85y", "a\u2028b", "it's \\ q", "日本\x7f語"]:
+        said = subprocess.run(["bash", "-c", f"printf %s {shell_word(name)}"], capture_output=True).stdout
+        assert said == name.encode("utf-8"), (name, shell_word(name), said)
+
+
 def test_the_command_in_a_refusals_hint_names_a_file_with_a_control_character_as_bash_reads_it(world):
     """helper-68: the hint's `git rm -- 'memory/x\\x1b]0;...'` spelled the name with escapes inside plain quotes,
     so pasted it matched no file. It is bash's $'...' now, which reads the escapes back."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -206,6 +207,124 @@ def test_a_pushed_change_to_a_jobs_script_in_the_store_waits_for_approval(victim
     assert memctl(store, "run-job", "--quiet", "report").returncode == 0
     git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qam", "mine")
     assert memctl(store, "run-job", "--quiet", "report").returncode == 0
+
+
+def _report_job(store: Path, script: str = "bin/report.sh") -> None:
+    """The victim's own job running a script of the store, committed and synced."""
+    (store / "bin").mkdir(exist_ok=True)
+    (store / "bin" / "report.sh").write_text("#!/bin/sh\necho report\n")
+    (store / "bin" / "report.sh").chmod(0o755)
+    with open(store / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'\n[jobs.report]\nscript = "{script}"\nhour = 8\n')
+    git(store, "add", "-A")
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qm", "a report job")
+    assert memctl(store, "sync").returncode == 0
+    assert memctl(store, "run-job", "--quiet", "report").returncode == 0
+
+
+def test_a_pushed_script_behind_a_symbolic_link_in_the_store_is_not_run(victim, tmp_path):
+    """helper-69: `git rm -r bin; ln -s tools bin` with the payload in tools/report.sh: HEAD has no blob at
+    bin/report.sh, so the contents counted as a hand edit, were approved and ran."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    _report_job(store)
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    git(attacker, "rm", "-rq", "bin")
+    (attacker / "tools").mkdir()
+    (attacker / "tools" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    (attacker / "tools" / "report.sh").chmod(0o755)
+    (attacker / "bin").symlink_to("tools")
+    git(attacker, "add", "-A")
+    git(attacker, *ID, "commit", "-qm", "move scripts")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "sync").returncode == 0
+    for _ in range(2):
+        done = memctl(store, "run-job", "--quiet", "report")
+        assert done.returncode == 1 and "reached through a symbolic link" in one_error(done), done.stderr
+    assert not marker.exists()
+    listed = {s["key"]: s["state"] for s in json.loads(memctl(store, "trust", "--list", "--json").stdout)["settings"]}
+    assert listed["jobs.report:script"] == "waiting"
+
+
+def test_an_absolute_script_path_through_a_linked_store_is_covered(victim, tmp_path):
+    """helper-69: a script named by an absolute path through a link to the store was not under the (resolved)
+    store root, so its contents were not covered at all."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    alias = tmp_path / "alias"
+    alias.symlink_to(store)
+    _report_job(store, script=str(alias / "bin" / "report.sh"))
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    git(attacker, *ID, "commit", "-qam", "faster")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "sync").returncode == 0
+    done = memctl(store, "run-job", "--quiet", "report")
+    assert done.returncode == 1 and "the script of [jobs.report] (its contents) waits" in one_error(done)
+    assert not marker.exists()
+
+
+def test_a_script_merged_while_its_job_waited_for_the_turn_is_checked_again(victim, tmp_path):
+    """helper-69: run-job checked the approval, then waited for the store's turn (a sync job ahead of it),
+    then ran the script as the sync had just merged it."""
+    import fcntl
+    import time
+
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    _report_job(store)
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    git(attacker, *ID, "commit", "-qam", "faster")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    turn = store / ".memctl" / "jobs" / ".turn.lock"
+    turn.parent.mkdir(parents=True, exist_ok=True)
+    with open(turn, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another job of the store has the turn
+        waiting = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(store), "run-job", "report"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        log = store / "logs" / "report.log"
+        for _ in range(200):
+            if log.exists() and "wait:" in log.read_text(encoding="utf-8"):
+                break
+            time.sleep(0.05)
+        assert "wait:" in log.read_text(encoding="utf-8")
+        git(store, "pull", "-q", "--no-rebase", "origin", _branch(store))  # what the sync ahead of it merges
+        fcntl.flock(held, fcntl.LOCK_UN)
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 1 and "the script of [jobs.report] (its contents) waits" in err, err
+    assert not marker.exists()
+
+
+def test_an_approval_saved_before_scripts_counted_keeps_the_job_running(victim):
+    """helper-69: after the upgrade, a job approved by the older memctl on a clone (its script came by clone)
+    was refused. The record without `"scripts"` takes an approved job's script as it is, once."""
+    store, attacker, _ = victim
+    _report_job(store)
+    record = next((Path.home() / ".config" / "memctl" / "trust").glob("*.json"))
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    saved.pop("scripts", None)
+    saved["approved"] = {k: v for k, v in saved["approved"].items() if not k.endswith(":script")}
+    record.write_text(json.dumps(saved), encoding="utf-8")
+    git(store, "rm", "-q", "--cached", "bin/report.sh")  # as if it had come by clone: no commit made here
+    git(store, "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-qm", "untrack")
+    (store / "bin" / "report.sh").unlink()
+    git(store, "checkout", "-q", "HEAD~1", "--", "bin/report.sh")
+    git(store, "-c", "user.name=other", "-c", "user.email=o@example.com", "commit", "-qm", "back")
+    assert memctl(store, "run-job", "--quiet", "report").returncode == 0
+    assert json.loads(record.read_text(encoding="utf-8"))["scripts"] == 1
+
+
+def test_a_pushed_job_description_with_a_carriage_return_is_refused_before_it_reaches_the_crontab(victim):
+    """helper-69: `description = "report\\r* * * * * touch X #"` became a crontab line of its own at the next
+    `schedule install` (splitlines splits at CR), and no approval was asked since descriptions stopped counting."""
+    store, attacker, _ = victim
+    text = (attacker / "memctl.toml").read_text(encoding="utf-8")
+    (attacker / "memctl.toml").write_text(text.replace('description = "', 'description = "x\\r* * * * * touch /tmp/PWNED #', 1),
+                                          encoding="utf-8")
+    push(attacker, "")
+    done = memctl(store, "sync")
+    assert done.returncode == 1 and "description must be one line of text, without control characters" in done.stderr, done.stderr
 
 
 def test_a_pushed_change_to_a_jobs_description_alone_stops_no_job(victim):
