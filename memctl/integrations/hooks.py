@@ -104,10 +104,16 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
             printed = True
     except HookTimeout:
         problem = f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)"
+        index = index_alone(found) if event == "session-start" and found is not None and not printed else ""
+        if index:  # (the bundle took too long: a ledger grown large since the last index, say) the index, at least
+            stdout.write(hook_output(host, event, within(index, MAX_CHARS)))
+            stdout.flush()
+            printed = True
+            problem += "; printed MEMORY.md alone"
     except Exception as exc:  # noqa: BLE001  (a hook never fails the prompt; the reason goes to stderr)
         problem = reason(exc)
     if problem:
-        _note(event, problem)
+        _note(event, problem, added=printed)
     if host == "gemini" and not printed:
         # Gemini CLI reads stderr as the hook's output when stdout is empty (shown to the user as a
         # message): an empty object keeps a note on stderr a log line, as for the other agents.
@@ -150,10 +156,10 @@ def reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _note(event: str, message: str) -> None:
+def _note(event: str, message: str, added: bool = False) -> None:
     from .. import output
 
-    output.info(f"hook {event}: nothing added: {message}".replace("\n", " "))
+    output.info(f"hook {event}: {'' if added else 'nothing added: '}{message}".replace("\n", " "))
 
 
 def _timeout() -> float:
@@ -296,6 +302,24 @@ def session_start(store, log: bool = True) -> str:
     if log:
         start_resident(store)
     return bundle.text if bundle.included else ""
+
+
+INDEX_ALONE = "# memctl context (MEMORY.md alone: the full bundle took longer than the hook may)\n\n"
+
+
+def index_alone(found) -> str:
+    """What a session-start that ran out of time still gives: MEMORY.md as it is (not in a Claude Code
+    directory, whose MEMORY.md Claude Code loads itself); "" when there is none to read."""
+    from ..fsutil import read_index
+
+    try:
+        store = open_found(found)
+        if store.layout == "claude":
+            return ""
+        text = read_index(store.index_path, "MEMORY.md")
+    except Exception:  # noqa: BLE001  (a hook never fails: without it, nothing is added, as before)
+        return ""
+    return INDEX_ALONE + text if text.strip() else ""
 
 
 def start_resident(store) -> bool:

@@ -256,17 +256,24 @@ def test_errors_never_fail_the_prompt(facts_store, tmp_path):
     assert nowhere.stderr.startswith("memctl: hook prompt: nothing added: store directory does not exist")
 
 
-def test_a_hook_gives_up_at_its_time_limit(facts_store):
-    """The recall index's lock is held by someone else: the hook stops at MEMCTL_HOOK_TIMEOUT, exit 0."""
+def test_a_hook_gives_up_at_its_time_limit_and_session_start_still_gives_the_index(facts_store):
+    """The recall index's lock is held by someone else: the hook stops at MEMCTL_HOOK_TIMEOUT, exit 0. The
+    session-start hook then printed nothing, so the agent had not even MEMORY.md (helper-68: a large ledger
+    pulled by sync made the first bundle take longer than the limit); it prints MEMORY.md alone now."""
     lock = facts_store / ".memctl" / "recall.lock"
     lock.parent.mkdir(exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
-        for event, data in (("prompt", '{"prompt": "deploy"}'), ("session-start", "{}")):
-            result = memctl(facts_store, "hook", event, input=data, env={"MEMCTL_HOOK_TIMEOUT": "1"}, timeout=60)
-            assert (result.returncode, result.stdout) == (0, ""), event
-            assert result.stderr == f"memctl: hook {event}: nothing added: gave up after 1 s (MEMCTL_HOOK_TIMEOUT)\n"
+        result = memctl(facts_store, "hook", "prompt", input='{"prompt": "deploy"}', env={"MEMCTL_HOOK_TIMEOUT": "1"}, timeout=60)
+        assert (result.returncode, result.stdout) == (0, "")
+        assert result.stderr == "memctl: hook prompt: nothing added: gave up after 1 s (MEMCTL_HOOK_TIMEOUT)\n"
+        result = memctl(facts_store, "hook", "session-start", input="{}", env={"MEMCTL_HOOK_TIMEOUT": "1"}, timeout=60)
+        index = (facts_store / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+        assert result.returncode == 0
+        assert result.stdout == "# memctl context (MEMORY.md alone: the full bundle took longer than the hook may)\n\n" + index
+        assert result.stderr == ("memctl: hook session-start: gave up after 1 s (MEMCTL_HOOK_TIMEOUT); "
+                                 "printed MEMORY.md alone\n")
     finally:
         os.close(fd)
 
