@@ -45,10 +45,11 @@ def _forget(policy, raw: dict[str, Any]) -> None:
         raise BadInput(found[0])
 
 
-def first_problem(root: Path, raw: dict[str, Any], source: str = "memctl.toml") -> str | None:
-    """The first section of `raw` its command would refuse, as that command's message with the file called
-    `source`; None when none. A reader that fails another way (a section that is no table: `[recall]
-    weights = 1`) is a problem too."""
+def problems(root: Path, raw: dict[str, Any], source: str = "memctl.toml") -> list[str]:
+    """Each section of `raw` its command would refuse, as that command's message with the file called
+    `source` (in the order of _checks). A reader that fails another way (a section that is no table:
+    `[recall] weights = 1`) is a problem too."""
+    found = []
     for check in _checks(root, raw):
         try:
             check()
@@ -58,5 +59,5 @@ def first_problem(root: Path, raw: dict[str, Any], source: str = "memctl.toml") 
             message = f"memctl.toml: a section memctl cannot read ({type(exc).__name__}: {exc})"
         else:
             continue
-        return message.replace("memctl.toml", source, 1) if message.startswith("memctl.toml") else f"{source}: {message}"
-    return None
+        found.append(message.replace("memctl.toml", source, 1) if message.startswith("memctl.toml") else f"{source}: {message}")
+    return found

@@ -904,13 +904,16 @@ def undo_log(log_path: Path, root: Path, skip: Iterable[Path]) -> Iterator[None]
     _settle(log)
 
 
+BIDI = "\u202a-\u202e\u2066-\u2069"  # bidi controls: a name holding one reads in another order than it is
+
+
 def bash_escaped(text: str) -> str:
     r"""`text` as the inside of bash's $'...': each control character (CONTROL_CHARS), quote and backslash as its
     UTF-8 bytes `\xNN`, and a byte that is not UTF-8 (kept by surrogateescape) as `\xNN`."""
     def escaped(m: re.Match[str]) -> str:  # as UTF-8 bytes: bash reads `\x85` as the byte, not U+0085
         return "".join(f"\\x{byte:02x}" for byte in m[0].encode("utf-8"))
 
-    shown = re.sub(f"[{CONTROL_CHARS}'\\\\]", escaped, text)
+    shown = re.sub(f"[{CONTROL_CHARS}{BIDI}'\\\\]", escaped, text)
     return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
@@ -920,6 +923,6 @@ def shell_word(text: str) -> str:
     UTF-8 (a file name another clone pushed)."""
     import shlex  # noqa: PLC0415
 
-    if re.search(f"[{CONTROL_CHARS}]", text) or os.fsencode(text) != text.encode("utf-8", "surrogatepass"):
+    if re.search(f"[{CONTROL_CHARS}{BIDI}]", text) or os.fsencode(text) != text.encode("utf-8", "surrogatepass"):
         return f"$'{bash_escaped(text)}'"
     return shlex.quote(text)

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 from . import clock, errors, trust
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
-from .fsutil import atomic_write, file_lock, link_on_way, refuse_link, seconds_setting
+from .fsutil import CONTROL_CHARS, atomic_write, file_lock, link_on_way, refuse_link, seconds_setting
 from .state import format_duration, parse_duration
 from .store import Store
 
@@ -200,7 +200,7 @@ def parse_job(name: str, table: Any) -> Job:
         raise BadInput(f"{_where(name)} has no schedule", hint="minute/hour/weekday (e.g. hour = 9), or interval = \"1h\"")
     interval = _interval(name, table["interval"]) if "interval" in table else None
     description = table.get("description", "")
-    if not isinstance(description, str) or len(description.splitlines()) > 1 or not description.isprintable():
+    if not isinstance(description, str) or re.search(f"[{CONTROL_CHARS}]", description):
         # it is a comment in the crontab: a CR or a \x0b there ended the comment and started a line of its own
         raise BadInput(f"{_where(name)} description must be one line of text, without control characters")
     if calendar and "minute" not in calendar:
@@ -868,10 +868,10 @@ def _refuse_unapproved(store: Store, job: Job) -> None:
     """What a commit not made here changed waits for `memctl trust` (memctl/trust.py); a script in the
     store reached through a symbolic link is not run (what runs could not be checked)."""
     trust.refuse_waiting(store, [f"jobs.{job.name}", f"jobs.{job.name}{trust.SCRIPT_SUFFIX}"], "the job was not run")
-    path = trust.scripts(store, store.config.raw).get(f"jobs.{job.name}{trust.SCRIPT_SUFFIX}")
-    if path is not None and (link := link_on_way(store.root, path)) is not None:
-        raise Refused(f"{_where(job.name)} script {job.script!r} is reached through a symbolic link in the store "
-                      f"({store.rel(link)}); the job was not run", kind="link",
+    script = trust.scripts(store, store.config.raw).get(f"jobs.{job.name}{trust.SCRIPT_SUFFIX}")
+    if script is not None and script.link is not None:
+        raise Refused(f"{_where(job.name)} script {job.script!r} is reached through a symbolic link in the repository "
+                      f"({script.link}); the job was not run", kind="link",
                       hint="name the script's real path in memctl.toml, or put the file itself in the store")
 
 

@@ -415,11 +415,14 @@ def _refuse_unloadable_config(store: Store, top: Path, base: str, theirs: str, l
             check_declared(raw)
         except BadInput as exc:
             raise BadInput(exc.message.replace("memctl.toml:", f"{source}:", 1)) from None
-        from .config_check import first_problem  # noqa: PLC0415
+        from .config_check import problems  # noqa: PLC0415
 
-        problem = first_problem(store.root, raw, source)  # a section only its command reads: recall, the STATE.md job...
-        if problem and (merged or problem != first_problem(store.root, _config_at(store, top, base), source)):
-            raise BadInput(problem)  # (one the common base had already stops nothing new: the fix can come in)
+        # A section only its own command reads (recall, the STATE.md job...); a problem the common base already
+        # had stops nothing new, so the fix can come in, but any other is refused.
+        had = set(problems(store.root, _config_at(store, top, base), source))
+        new = [problem for problem in problems(store.root, raw, source) if problem not in had]
+        if new:
+            raise BadInput(new[0])
     except BadInput as exc:
         raise Refused(f"{exc.message}; nothing was merged or pushed", kind="config-incoming",
                       hint=f"see `git -C {shlex.quote(str(store.root))} diff {base[:12]} {theirs[:12]} -- {rel}`; "
@@ -695,8 +698,9 @@ def _brings_script(store: Store, top: Path, files_in: list[str]) -> bool:
     others = [top / f for f in files_in if _kind(store, f, top) is None and not (top / f).is_relative_to(store.cache_dir)]
     if not others:
         return False  # (memctl's own files, and .memctl/: never a script that runs)
-    scripts = {os.path.realpath(p) for p in trust.scripts(store, open_store(store.root).config.raw).values()}
-    return any(os.path.realpath(path) in scripts for path in others)
+    found = trust.scripts(store, open_store(store.root).config.raw).values()
+    scripts = {str(script.path) for script in found} | {os.path.realpath(script.link.parent) for script in found if script.link}
+    return any(os.path.realpath(path) in scripts or os.path.realpath(path.parent) in scripts for path in others)
 
 
 def _warn_waiting(store: Store) -> None:

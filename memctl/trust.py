@@ -37,7 +37,6 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import errors
 from .errors import BadInput, Refused
-from .fsutil import link_on_way
 from .store import Store
 
 try:  # hashlib would load OpenSSL (~3 ms of a hybrid recall's start-up) for a sha256 Python has in C
@@ -114,26 +113,56 @@ def _job_value(table: Any) -> Any:
 SCRIPT_SUFFIX = ":script"
 
 
-def scripts(store: Store, raw: Mapping[str, Any]) -> dict[str, Path]:
-    """`jobs.NAME:script` -> the script as a path under the store root, for each job whose script is a file
-    inside the store (an absolute path into it too, through a symbolic link to the store included). A script
-    reached through a link inside the store is one too: run-job refuses it (jobs.in_store_link)."""
+class Script(NamedTuple):
+    path: Path  # the file that runs (every link on the way followed, as the kernel does)
+    link: Path | None  # the first symbolic link on the way that lives in the repository (git can bring it)
+
+
+def scripts(store: Store, raw: Mapping[str, Any]) -> dict[str, Script]:
+    """`jobs.NAME:script` -> the job's script, for each job whose script is a file of the store's git work
+    tree (where a pull can bring it: the store, or the repository around it), named relatively or absolutely.
+    A script reached through a link inside the work tree is one too: its contents are not approved, and
+    run-job refuses it."""
     jobs = raw.get("jobs", {})
-    found: dict[str, Path] = {}
-    root, real_root = Path(store.root), os.path.realpath(store.root)
+    found: dict[str, Script] = {}
+    top = _work_tree_top(store.root)
     for name, table in (jobs.items() if isinstance(jobs, dict) else ()):
         script = table.get("script") if isinstance(table, dict) else None
         if not isinstance(script, str) or not script.strip() or "\0" in script:
             continue
-        path = Path(os.path.normpath(root / script))  # (an absolute script stays itself)
-        if not path.is_relative_to(root):
-            real = os.path.realpath(path)
-            if not Path(real).is_relative_to(real_root):
-                continue
-            path = root / os.path.relpath(real, real_root)
-        if os.path.lexists(path):
-            found[f"jobs.{name}{SCRIPT_SUFFIX}"] = path
+        written = os.path.join(store.root, script)  # as run-job runs it (an absolute script stays itself)
+        real, link = _resolved(written, top)
+        if link is not None or (Path(real).is_relative_to(top) and os.path.isfile(real)):  # (a link git brought
+            # may lead anywhere: /proc/self/cwd/x is the job's own working directory, the store)
+            found[f"jobs.{name}{SCRIPT_SUFFIX}"] = Script(Path(real), link)
     return found
+
+
+def _work_tree_top(root: Path) -> str:
+    """The real path of the git work tree holding `root` (the folder with `.git`, a folder or a worktree's
+    file), found without running git; the store root itself outside git."""
+    real = os.path.realpath(root)
+    for folder in (real, *map(str, Path(real).parents)):
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return folder
+    return real
+
+
+def _resolved(written: str, top: str) -> tuple[str, Path | None]:
+    """`written` resolved one name at a time as the kernel does (a `..` after a link goes up from where the
+    link leads), and the first link met inside `top` (one git can bring), or None."""
+    parts = Path(written).parts
+    here = os.path.realpath(parts[0])
+    first = None
+    for part in parts[1:]:
+        if part == "..":
+            here = os.path.dirname(here)
+            continue
+        step = os.path.join(here, part)
+        if first is None and os.path.islink(step) and Path(here).is_relative_to(top):
+            first = Path(step)
+        here = os.path.realpath(step)
+    return here, first
 
 
 def _file_value(data: bytes | None) -> str | None:
@@ -148,11 +177,11 @@ def _current(store: Store, keys: set[str] | None = None) -> dict[str, str]:
         current = {k: v for k, v in current.items() if k in keys}
         if not any(k.endswith(SCRIPT_SUFFIX) for k in keys):
             return current
-    for key, path in scripts(store, store.config.raw).items():
+    for key, script in scripts(store, store.config.raw).items():
         if keys is not None and key not in keys:
             continue
         try:
-            current[key] = _file_value(path.read_bytes()) if not link_on_way(store.root, path) else LINKED
+            current[key] = LINKED if script.link is not None else _file_value(script.path.read_bytes())
         except OSError:
             pass  # run-job refuses a script it cannot read
     return current
@@ -196,7 +225,8 @@ def _record(store: Store) -> tuple[dict[str, str], bool]:
                 found[key] = _canonical(_job_value(json.loads(value)))
             except ValueError:
                 pass
-    return found, bool(data.get("scripts")) if isinstance(data, dict) else True
+    known = not isinstance(data, dict) or bool(data.get("scripts")) or any(k.endswith(SCRIPT_SUFFIX) for k in found)
+    return found, known
 
 
 def _save(store: Store, approved: dict[str, str]) -> None:
@@ -245,7 +275,7 @@ def _origins(store: Store, waiting: dict[str, str], approved: dict[str, str]) ->
     if top is None:
         return dict.fromkeys(waiting, f"git was not found ({gitstore.where_git_was_sought()}), so how it came in "
                                       "cannot be checked")
-    files = scripts(store, store.config.raw)
+    files = {key: script.path for key, script in scripts(store, store.config.raw).items()}
     why: dict[str, str | None] = {}
     for path in {files.get(key, store.config_path) for key in waiting}:
         keys = {k: v for k, v in waiting.items() if files.get(k, store.config_path) == path}
@@ -371,8 +401,8 @@ def settings(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
     waiting = {k: v for k, v in current.items() if approved.get(k) != v}
     if not scripts_known:  # approved by a memctl that did not look at scripts: an approved job's script, as it is
         job = lambda key: key.removesuffix(SCRIPT_SUFFIX)  # noqa: E731
-        first = {k: v for k, v in waiting.items()
-                 if k.endswith(SCRIPT_SUFFIX) and v != LINKED and approved.get(job(k)) == tables.get(job(k))}
+        first = {k: v for k, v in waiting.items() if k.endswith(SCRIPT_SUFFIX) and v != LINKED
+                 and k not in approved and approved.get(job(k)) == tables.get(job(k))}
         approved = {**approved, **first}
         current = {k: v for k, v in current.items() if wanted is None or k in wanted}
         waiting = {k: v for k, v in waiting.items() if k not in first and k in current}

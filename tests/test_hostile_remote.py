@@ -1009,11 +1009,28 @@ def test_a_bad_value_both_sides_already_had_stops_no_new_change_from_coming_in(w
     assert "[ledgers.notes]" in (victim / "memctl.toml").read_text(encoding="utf-8")
 
 
+def test_a_bad_value_the_base_had_does_not_let_a_new_one_in_another_section_through(world):
+    """helper-70: only the first problem was compared with the base's: with a bad `[recall]` value shared, a new
+    bad `[forget]` value came in and stopped maintenance."""
+    remote, victim, attacker, outside = world
+    with open(victim / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n[recall]\nmin_score = 2\n")
+    git(victim, *ID, "commit", "-qam", "bad floor")
+    git(victim, "push", "-q", "origin", f"HEAD:{_branch(victim)}")
+    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+    with open(attacker / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[forget]\ndefaults = "no"\n')
+    git(attacker, *ID, "commit", "-qam", "forget")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    line = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "[forget]" in line and "nothing was merged or pushed" in line, line
+
+
 def test_bash_reads_back_every_escaped_name():
     """helper-69: C1 characters were written `\\x85`, which bash reads as the byte 0x85, not U+0085."""
     from memctl.fsutil import shell_word
 
-    for name in ["x\x1b]0;T\x07.md", "x\x85y", "a\u2028b", "it's \\ q", "日本\x7f語"]:
+    for name in ["x\x1b]0;T\x07.md", "x\x85y", "a\u2028b", "it's \\ q", "日本\x7f語", "a\u202eb"]:
         said = subprocess.run(["bash", "-c", f"printf %s {shell_word(name)}"], capture_output=True).stdout
         assert said == name.encode("utf-8"), (name, shell_word(name), said)
 

@@ -264,6 +264,63 @@ def test_an_absolute_script_path_through_a_linked_store_is_covered(victim, tmp_p
     assert not marker.exists()
 
 
+def test_a_pushed_link_out_of_the_store_behind_an_absolute_script_path_is_not_run(victim, tmp_path):
+    """helper-70: with `script = "<link to the store>/bin/report.sh"`, the attacker made bin/report.sh a link to
+    /proc/self/cwd/evil.sh: resolved, it left the store, so the script was not covered at all, and ran."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    alias = tmp_path / "alias"
+    alias.symlink_to(store)
+    _report_job(store, script=str(alias / "bin" / "report.sh"))
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    (attacker / "bin" / "report.sh").unlink()
+    (attacker / "bin" / "report.sh").symlink_to("/proc/self/cwd/evil.sh")
+    (attacker / "evil.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    (attacker / "evil.sh").chmod(0o755)
+    git(attacker, "add", "-A")
+    git(attacker, *ID, "commit", "-qm", "tidy")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "sync").returncode == 0
+    done = memctl(store, "run-job", "--quiet", "report")
+    assert done.returncode == 1 and "reached through a symbolic link" in one_error(done), done.stderr
+    assert not marker.exists()
+
+
+def test_a_script_of_the_repository_outside_the_store_and_a_dotdot_through_a_link_are_covered(tmp_path):
+    """helper-70: a store in a folder of a repository, `script = "../tools/report.sh"`: git brings the file, but
+    only scripts inside the store were covered; and `tools/../bin/report.sh` with `tools` pushed as a link hashed
+    one file and ran another."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "tools").mkdir()
+    (repo / "tools" / "report.sh").write_text("#!/bin/sh\necho report\n")
+    (repo / "tools" / "report.sh").chmod(0o755)
+    me = ("-c", "user.name=me", "-c", "user.email=me@example.com")
+    git(repo, "add", "-A")
+    git(repo, *me, "commit", "-qm", "tools")
+    store = repo / "store"
+    assert memctl(None, "init", str(store)).returncode == 0
+    with open(store / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[jobs.report]\nscript = "../tools/report.sh"\nhour = 8\n')
+    git(repo, "add", "-A")
+    git(repo, *me, "commit", "-qm", "job")
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "run-job", "--quiet", "report").returncode == 0
+    attacker = tmp_path / "attacker"
+    subprocess.run(["git", "clone", "-q", str(remote), str(attacker)], check=True)
+    marker = tmp_path / "MARKER"
+    (attacker / "tools" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    git(attacker, *ID, "commit", "-qam", "faster")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "sync").returncode == 0
+    done = memctl(store, "run-job", "--quiet", "report")
+    assert done.returncode == 1 and "the script of [jobs.report] (its contents) waits" in one_error(done), done.stderr
+    assert not marker.exists()
+
+
 def test_a_script_merged_while_its_job_waited_for_the_turn_is_checked_again(victim, tmp_path):
     """helper-69: run-job checked the approval, then waited for the store's turn (a sync job ahead of it),
     then ran the script as the sync had just merged it."""
@@ -313,6 +370,38 @@ def test_an_approval_saved_before_scripts_counted_keeps_the_job_running(victim):
     git(store, "-c", "user.name=other", "-c", "user.email=o@example.com", "commit", "-qm", "back")
     assert memctl(store, "run-job", "--quiet", "report").returncode == 0
     assert json.loads(record.read_text(encoding="utf-8"))["scripts"] == 1
+
+
+def test_a_job_description_with_japanese_spaces_and_emoji_is_still_a_description(victim):
+    """helper-70: the check for control characters took `isprintable()`, false for U+3000, U+00A0 and the joiner
+    inside an emoji: such a description stopped every command of the store."""
+    store, _, _ = victim
+    text = (store / "memctl.toml").read_text(encoding="utf-8")
+    (store / "memctl.toml").write_text(text.replace('description = "', 'description = "毎朝\u3000STATE.md (9\u00a0h) 👨\u200d💻 ', 1),
+                                       encoding="utf-8")
+    assert memctl(store, "schedule", "render").returncode == 0
+    assert memctl(store, "run-job", "--quiet", "daily-maintenance").returncode == 0
+
+
+def test_a_previous_records_script_approval_is_not_taken_as_it_is(victim, tmp_path):
+    """helper-70: a record with script approvals but no `"scripts": 1` (written by the commits before the marker)
+    took every differing script as it is, one that was waiting included."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    _report_job(store)
+    record = next((Path.home() / ".config" / "memctl" / "trust").glob("*.json"))
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    git(attacker, *ID, "commit", "-qam", "faster")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "sync").returncode == 0
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    assert any(k.endswith(":script") for k in saved["approved"])
+    saved.pop("scripts", None)
+    record.write_text(json.dumps(saved), encoding="utf-8")
+    done = memctl(store, "run-job", "--quiet", "report")
+    assert done.returncode == 1 and "waits for approval" in one_error(done)
+    assert not marker.exists()
 
 
 def test_a_pushed_job_description_with_a_carriage_return_is_refused_before_it_reaches_the_crontab(victim):
