@@ -992,19 +992,24 @@ def test_a_pushed_section_that_is_no_table_is_refused_in_one_line(world, text):
     assert "memctl.toml of origin/" in line and "nothing was merged or pushed" in line and "Traceback" not in line, line
 
 
+def _shared_then_pushed(world, shared: str, pushed: str) -> Path:
+    """`shared` appended to memctl.toml by the victim and pushed; then `pushed` appended by the attacker and
+    pushed. The victim, not synced since."""
+    remote, victim, attacker, outside = world
+    for clone, text in ((victim, shared), (attacker, pushed)):
+        if clone is attacker:
+            git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
+        with open(clone / "memctl.toml", "a", encoding="utf-8") as handle:
+            handle.write(text)
+        git(clone, *ID, "commit", "-qam", "settings")
+        git(clone, "push", "-q", "origin", f"HEAD:{_branch(clone)}")
+    return victim
+
+
 def test_a_bad_value_both_sides_already_had_stops_no_new_change_from_coming_in(world):
     """helper-69: with `[recall] mode = "bogus"` already shared, every later change of memctl.toml from the
     remote was refused, and so was the push of this clone's fix. Only what the remote brings is refused."""
-    remote, victim, attacker, outside = world
-    with open(victim / "memctl.toml", "a", encoding="utf-8") as handle:
-        handle.write('\n[recall]\nmode = "bogus"\n')
-    git(victim, *ID, "commit", "-qam", "bad mode")
-    git(victim, "push", "-q", "origin", f"HEAD:{_branch(victim)}")
-    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
-    with open(attacker / "memctl.toml", "a", encoding="utf-8") as handle:
-        handle.write('\n[ledgers.notes]\ncolumns = ["a", "b"]\n')
-    git(attacker, *ID, "commit", "-qam", "a ledger")
-    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    victim = _shared_then_pushed(world, '\n[recall]\nmode = "bogus"\n', '\n[ledgers.notes]\ncolumns = ["a", "b"]\n')
     run(victim, "sync")
     assert "[ledgers.notes]" in (victim / "memctl.toml").read_text(encoding="utf-8")
 
@@ -1012,16 +1017,7 @@ def test_a_bad_value_both_sides_already_had_stops_no_new_change_from_coming_in(w
 def test_a_bad_value_the_base_had_does_not_let_a_new_one_in_another_section_through(world):
     """helper-70: only the first problem was compared with the base's: with a bad `[recall]` value shared, a new
     bad `[forget]` value came in and stopped maintenance."""
-    remote, victim, attacker, outside = world
-    with open(victim / "memctl.toml", "a", encoding="utf-8") as handle:
-        handle.write("\n[recall]\nmin_score = 2\n")
-    git(victim, *ID, "commit", "-qam", "bad floor")
-    git(victim, "push", "-q", "origin", f"HEAD:{_branch(victim)}")
-    git(attacker, "pull", "-q", "--no-rebase", "origin", _branch(attacker))
-    with open(attacker / "memctl.toml", "a", encoding="utf-8") as handle:
-        handle.write('\n[forget]\ndefaults = "no"\n')
-    git(attacker, *ID, "commit", "-qam", "forget")
-    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    victim = _shared_then_pushed(world, "\n[recall]\nmin_score = 2\n", '\n[forget]\ndefaults = "no"\n')
     line = one_line_error(run(victim, "sync", ok=(1,)))
     assert "[forget]" in line and "nothing was merged or pushed" in line, line
 

@@ -222,6 +222,14 @@ def _report_job(store: Path, script: str = "bin/report.sh") -> None:
     assert memctl(store, "run-job", "--quiet", "report").returncode == 0
 
 
+def _pushed_script(attacker: Path, marker: Path) -> None:
+    """The attacker's clone, brought up to date, rewrites bin/report.sh to write `marker`, and pushes."""
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    git(attacker, *ID, "commit", "-qam", "faster")
+    git(attacker, "push", "-q", "origin", "HEAD")
+
+
 def test_a_pushed_script_behind_a_symbolic_link_in_the_store_is_not_run(victim, tmp_path):
     """helper-69: `git rm -r bin; ln -s tools bin` with the payload in tools/report.sh: HEAD has no blob at
     bin/report.sh, so the contents counted as a hand edit, were approved and ran."""
@@ -254,10 +262,7 @@ def test_an_absolute_script_path_through_a_linked_store_is_covered(victim, tmp_p
     alias = tmp_path / "alias"
     alias.symlink_to(store)
     _report_job(store, script=str(alias / "bin" / "report.sh"))
-    git(attacker, "pull", "-q", "origin", _branch(attacker))
-    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
-    git(attacker, *ID, "commit", "-qam", "faster")
-    git(attacker, "push", "-q", "origin", "HEAD")
+    _pushed_script(attacker, marker)
     assert memctl(store, "sync").returncode == 0
     done = memctl(store, "run-job", "--quiet", "report")
     assert done.returncode == 1 and "the script of [jobs.report] (its contents) waits" in one_error(done)
@@ -330,10 +335,7 @@ def test_a_script_merged_while_its_job_waited_for_the_turn_is_checked_again(vict
     store, attacker, _ = victim
     marker = tmp_path / "MARKER"
     _report_job(store)
-    git(attacker, "pull", "-q", "origin", _branch(attacker))
-    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
-    git(attacker, *ID, "commit", "-qam", "faster")
-    git(attacker, "push", "-q", "origin", "HEAD")
+    _pushed_script(attacker, marker)
     turn = store / ".memctl" / "jobs" / ".turn.lock"
     turn.parent.mkdir(parents=True, exist_ok=True)
     with open(turn, "a") as held:
@@ -390,10 +392,7 @@ def test_a_previous_records_script_approval_is_not_taken_as_it_is(victim, tmp_pa
     marker = tmp_path / "MARKER"
     _report_job(store)
     record = next((Path.home() / ".config" / "memctl" / "trust").glob("*.json"))
-    git(attacker, "pull", "-q", "origin", _branch(attacker))
-    (attacker / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
-    git(attacker, *ID, "commit", "-qam", "faster")
-    git(attacker, "push", "-q", "origin", "HEAD")
+    _pushed_script(attacker, marker)
     assert memctl(store, "sync").returncode == 0
     saved = json.loads(record.read_text(encoding="utf-8"))
     assert any(k.endswith(":script") for k in saved["approved"])
