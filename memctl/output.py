@@ -339,16 +339,14 @@ def log_progress() -> None:
 
 def progress(total: int, what: str):
     """A context manager yielding advance(n): a transient bar on a terminal's stderr (count, rate,
-    time left) and one line when done; log lines for a server (log_progress); on a pipe, a line once a run
-    has taken PIPE_NOTE_SECONDS and one when it is done; else nothing (a short run on a pipe, --json)."""
+    time left) and one line when done; log lines for a server (log_progress); else nothing
+    (a pipe, --json)."""
     import contextlib  # noqa: PLC0415
 
     if _PROGRESS["log"]:
         return _progress_lines(total, what)
-    if _PROGRESS["json"]:
+    if _PROGRESS["json"] or not sys.stderr.isatty():  # nothing on a pipe (issue 22.5)
         return contextlib.nullcontext(lambda n: None)
-    if not sys.stderr.isatty():  # an agent's shell tool, a cron log: no bar, but not a long silence either
-        return _progress_ends(total, what)
     return _progress_bar(total, what)
 
 
@@ -387,32 +385,6 @@ def _progress_bar(total: int, what: str):
             info(f"{what}: {pace(done[0], total, time.monotonic() - began)}")
 
     return bar()
-
-
-PIPE_NOTE_SECONDS = 5.0  # on a pipe, a run still going after this long says how far it is, and then when it is done
-
-
-def _progress_ends(total: int, what: str):
-    """On a pipe: nothing for a short run; one line once a run has taken PIPE_NOTE_SECONDS (how far, the rate,
-    the time left) and one when it is done."""
-    import contextlib  # noqa: PLC0415
-    import time  # noqa: PLC0415
-
-    @contextlib.contextmanager
-    def ends():
-        began, state = time.monotonic(), {"done": 0, "said": False}
-
-        def advance(n: int) -> None:
-            state["done"] += n
-            if not state["said"] and state["done"] < total and time.monotonic() - began >= PIPE_NOTE_SECONDS:
-                state["said"] = True
-                info(f"{what}: {pace(state['done'], total, time.monotonic() - began)}")
-
-        yield advance
-        if state["said"]:
-            info(f"{what}: {pace(state['done'], total, time.monotonic() - began)}, done")
-
-    return ends()
 
 
 def _progress_lines(total: int, what: str):

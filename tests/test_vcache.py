@@ -296,27 +296,6 @@ def test_progress_shows_count_rate_and_time_left():
     assert output.pace(999, 1000, 10.0) == "999/1,000, 100/s, under 1s left"  # it said "about 0s left"
 
 
-def test_on_a_pipe_a_long_run_says_how_far_it_is_and_when_it_is_done_and_a_short_one_says_nothing():
-    """An agent's shell tool has no terminal: a first recall on 3,000 facts ran 75 s with nothing on stderr
-    (helper-67). On a pipe a run still going after PIPE_NOTE_SECONDS says how far it is, then when it is done;
-    a quicker one (`source index` finding nothing changed) prints nothing."""
-    import subprocess
-    import sys
-
-    code = ("import sys, time\nfrom memctl import output\n"
-            "with output.progress(600, 'quick') as advance:\n    advance(600)\n"
-            "output.PIPE_NOTE_SECONDS = 0.05\n"
-            "with output.progress(600, 'embedding with m') as advance:\n"
-            "    advance(200); time.sleep(0.1); advance(200); advance(200)\n"
-            "output.set_json(True)\nwith output.progress(9999, 'json') as advance:\n    time.sleep(0.1); advance(1); advance(9998)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    lines = done.stderr.splitlines()
-    assert len(lines) == 2, done.stderr
-    assert lines[0].startswith("memctl: embedding with m: 400/600, ") and "left" in lines[0], lines[0]
-    assert lines[1].startswith("memctl: embedding with m: 600/600, ") and lines[1].endswith(", done")
-    assert done.stdout == ""
-
-
 def test_embed_texts_keeps_the_callers_order_while_batching_by_length(monkeypatch):
     """Texts are embedded shortest first (less padding), but row i is always text i's vector."""
     monkeypatch.setattr(paced, "FIRST_CALL", 3)  # several calls
