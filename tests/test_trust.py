@@ -291,10 +291,35 @@ def test_a_pushed_link_out_of_the_store_behind_an_absolute_script_path_is_not_ru
     assert not marker.exists()
 
 
-def test_a_script_of_the_repository_outside_the_store_and_a_dotdot_through_a_link_are_covered(tmp_path):
+def test_a_dotdot_through_a_pushed_link_runs_nothing(victim, tmp_path):
+    """helper-70: `script = "tools/../bin/report.sh"` with `tools` pushed as a link: read by its name it is
+    bin/report.sh (approved), but the kernel goes through the link, then up from where it leads."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    (store / "tools").mkdir()
+    (store / "tools" / "README").write_text("tools\n")
+    _report_job(store, script="tools/../bin/report.sh")
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    git(attacker, "rm", "-rq", "tools")
+    (attacker / "evil" / "sub").mkdir(parents=True)
+    (attacker / "evil" / "sub" / "README").write_text("x\n")
+    (attacker / "evil" / "bin").mkdir()
+    (attacker / "evil" / "bin" / "report.sh").write_text(f"#!/bin/sh\necho pwned > {marker}\n")
+    (attacker / "evil" / "bin" / "report.sh").chmod(0o755)
+    (attacker / "tools").symlink_to("evil/sub")
+    git(attacker, "add", "-A")
+    git(attacker, *ID, "commit", "-qm", "tidy")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    assert memctl(store, "sync").returncode == 0
+    assert (store / "tools").is_symlink() and (store / "bin" / "report.sh").read_text() == "#!/bin/sh\necho report\n"
+    done = memctl(store, "run-job", "--quiet", "report")
+    assert done.returncode == 1 and "reached through a symbolic link" in one_error(done), done.stderr
+    assert not marker.exists()
+
+
+def test_a_script_of_the_repository_outside_the_store_is_covered(tmp_path):
     """helper-70: a store in a folder of a repository, `script = "../tools/report.sh"`: git brings the file, but
-    only scripts inside the store were covered; and `tools/../bin/report.sh` with `tools` pushed as a link hashed
-    one file and ran another."""
+    only scripts inside the store were covered."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     repo = tmp_path / "repo"
