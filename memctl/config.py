@@ -243,8 +243,8 @@ def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config
         fact_types=_fact_types(facts, source),
         episode_types=_episode_types(raw.get("episodes", {}), source),
         commit=_value(git, "commit", bool, True, "[git]", source),
-        author_name=_value(git, "author_name", str, "memctl", "[git]", source),
-        author_email=_value(git, "author_email", str, "memctl@localhost", "[git]", source),
+        author_name=_ident(git, "author_name", "memctl", source),
+        author_email=_ident(git, "author_email", "memctl@localhost", source),
         max_index_lines=_count(facts, "max_index_lines", 200, source),
         max_index_bytes=_count(facts, "max_index_bytes", 25_000, source),
         default_importance=importance,
@@ -252,6 +252,40 @@ def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config
         ledgers=ledgers,
         raw=raw,
     )
+
+
+def section(raw: dict[str, Any], key: str, within: str | None = None) -> dict[str, Any]:
+    """`[key]` of a parsed memctl.toml (`[within.key]` of its table `within`), {} when it is not there;
+    BadInput when it is no table (`recall = 1` was a traceback in recall, context and the prompt hook)."""
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        name = f"{within}.{key}" if within else key
+        raise BadInput(f"memctl.toml: {name} must be a table ([{name}]), not {value!r}", hint="fix the file by hand")
+    return value
+
+
+def number(table: dict[str, Any], key: str, default: float, where: str, low: float = 0.0, high: float = float("inf")) -> float:
+    """`table[key]` (`default` when absent) as a finite number from `low` to `high`; BadInput naming `where`
+    and the value otherwise (`half_life_days = "x"`, `nan`, `1e400` were tracebacks or silently odd)."""
+    value = table.get(key, default)
+    try:
+        given = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError, OverflowError):
+        given = None
+    if given is None or not low <= given <= high or given in (float("inf"), float("-inf")):  # (NaN fails the range)
+        span = f"from {low:g}" + ("" if high == float("inf") else f" to {high:g}")
+        raise BadInput(f"memctl.toml: {where} {key} must be a number {span}, not {value!r}", hint="fix the file by hand")
+    return given
+
+
+def text_or_none(table: dict[str, Any], key: str, where: str) -> str | None:
+    """`table[key]` as a text, None when absent; BadInput for anything else (`model = [1]`)."""
+    value = table.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadInput(f"memctl.toml: {where} {key} must be a text, not {value!r}", hint="fix the file by hand")
+    return value
 
 
 LEDGER_EXAMPLE = 'e.g. [ledgers.themes] columns = ["theme", "date"]'
@@ -269,6 +303,16 @@ def _value(table: dict[str, Any], key: str, kind: type, default: Any, where: str
     value = table.get(key, default)
     if value is not default and (not isinstance(value, kind) or kind is int and isinstance(value, bool)):
         raise BadInput(f"{source}: {where} {key} must be {_KINDS[kind]}, not {value!r}", hint="fix the file by hand")
+    return value
+
+
+def _ident(table: dict[str, Any], key: str, default: str, source: Path | str) -> str:
+    """`[git] author_name` / `author_email`: what git takes as an identity (an empty name passed here, then
+    every commit of a cron job, which has no git identity of its own, failed: "empty ident name")."""
+    value = _value(table, key, str, default, "[git]", source)
+    if not value.strip() or any(c in value for c in "<>") or any(c < " " or c == "\x7f" for c in value):
+        raise BadInput(f"{source}: [git] {key} must be a non-empty text without <, > or control characters, not {value!r}",
+                       hint=f'{key} = "{default}" (the default)')
     return value
 
 
@@ -344,12 +388,27 @@ def toml_key(name: str) -> str:
     return toml_value(name)
 
 
+def text_to_edit(path: Path) -> tuple[str, str]:
+    """memctl.toml's text (lines ended by LF, "" when there is none) and the line end to write it back with:
+    CRLF for a file saved on Windows (an edit that added one table rewrote every line of it)."""
+    data = path.read_bytes() if path.exists() else b""
+    if data.count(b"\r\n") and data.count(b"\r\n") == data.count(b"\n") == data.count(b"\r"):
+        return data.decode("utf-8").replace("\r\n", "\n"), "\r\n"
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"), "\n"  # (as the loader reads it)
+
+
+def write_edited(path: Path, text: str, newline: str) -> None:
+    """`text` (from text_to_edit, changed) written back atomically with the file's own line ends."""
+    from .fsutil import atomic_write  # noqa: PLC0415
+
+    atomic_write(path, text.replace("\n", newline) if newline != "\n" else text)
+
+
 def add_ledger_decl(path: Path, decl: LedgerDecl) -> None:
     """Append a `[ledgers.<name>]` table to memctl.toml; the text already there is kept byte for byte."""
     from .errors import Refused  # noqa: PLC0415
-    from .fsutil import atomic_write  # noqa: PLC0415
 
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text, newline = text_to_edit(path)
     if decl.name in load(path).ledgers:
         raise Refused(f"ledger {decl.name!r} is already declared in {path.name}")
     table = toml_table(f"ledgers.{toml_key(decl.name)}", {
@@ -367,7 +426,7 @@ def add_ledger_decl(path: Path, decl: LedgerDecl) -> None:
     except tomllib.TOMLDecodeError as exc:
         # e.g. the file already has `ledgers = {...}` inline: a table cannot be added to it.
         raise BadInput(f"cannot add [ledgers.{decl.name}] to {path.name}: {exc}", hint="declare the ledger by hand") from None
-    atomic_write(path, new_text)
+    write_edited(path, new_text, newline)
 
 
 THRESHOLDS_TABLE = "embedding.thresholds"
@@ -379,9 +438,7 @@ def save_threshold(path: Path, model: str, value: float) -> str:
     Replaces the key's line when the table has it, adds a line at the end of the
     table when it exists, or appends the table. Returns the line written.
     """
-    from .fsutil import atomic_write
-
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text, newline = text_to_edit(path)
     key = toml_key(model)
     line = f"{key} = {toml_value(round(float(value), 4))}"
     lines = text.splitlines()
@@ -408,7 +465,7 @@ def save_threshold(path: Path, model: str, value: float) -> str:
         tomllib.loads(new_text)  # never write a file memctl could not read back
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: cannot add {line!r} to [{THRESHOLDS_TABLE}] ({exc})", hint="add it by hand") from None
-    atomic_write(path, new_text)
+    write_edited(path, new_text, newline)
     return line
 
 

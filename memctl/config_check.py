@@ -2,7 +2,7 @@
 
 `config.from_dict` checks the core settings and `jobs.check_declared` the job tables when memctl.toml
 loads; the other sections (`[recall]`, `[state]`, `[forget]`, `[embedding]`, `[import]`, `[schedule]`,
-`[consolidate]`) are read by their own commands, so a bad value there stopped only those: `recall`,
+`[consolidate]`, `[distill]`, `[neardup]`) are read by their own commands, so a bad value there stopped only those: `recall`,
 the prompt hook, the STATE.md job, maintenance. `sync` runs these checks on an incoming memctl.toml
 before it merges anything (docs/SYNC.md), so another clone cannot take them down.
 """
@@ -22,33 +22,31 @@ def _view(root: Path, raw: dict[str, Any]) -> Any:
 
 
 def _checks(root: Path, raw: dict[str, Any]) -> list[Callable[[], object]]:
-    from . import embed, jobs, recall, state, transcripts  # noqa: PLC0415
-    from .lifecycle import consolidate, policy  # noqa: PLC0415
+    from . import embed, jobs, judge, recall, state, transcripts  # noqa: PLC0415
+    from .lifecycle import consolidate, distill  # noqa: PLC0415
 
     store = _view(root, raw)
     scopes = (raw.get("state") or {}).get("scopes") if isinstance(raw.get("state"), dict) else None
     return [
         lambda: recall.settings_for(store),
+        lambda: recall.stale_days_for(store),
         lambda: [state.state_config(store, scope) for scope in (None, *(scopes if isinstance(scopes, dict) else ()))],
         lambda: embed.settings_from(raw),
         lambda: transcripts.checked_settings(raw),
         lambda: jobs.label_prefix(store),
         lambda: consolidate.rules_for(store, 0.95, "check"),
         lambda: consolidate.neighbours_for(store),
-        lambda: _forget(policy, raw),
+        lambda: distill.timeout_for(store, None),
+        lambda: judge.timeout_for(store),
     ]
-
-
-def _forget(policy, raw: dict[str, Any]) -> None:
-    found = policy.problems(raw)
-    if found:
-        raise BadInput(found[0])
 
 
 def problems(root: Path, raw: dict[str, Any], source: str = "memctl.toml") -> list[str]:
     """Each section of `raw` its command would refuse, as that command's message with the file called
-    `source` (in the order of _checks). A reader that fails another way (a section that is no table:
-    `[recall] weights = 1`) is a problem too."""
+    `source` (in the order of _checks), then every `[forget]` rule that does not parse. A reader that
+    fails another way (`[recall] weights = 1`) is a problem too."""
+    from .lifecycle import policy  # noqa: PLC0415
+
     found = []
     for check in _checks(root, raw):
         try:
@@ -59,5 +57,7 @@ def problems(root: Path, raw: dict[str, Any], source: str = "memctl.toml") -> li
             message = f"memctl.toml: a section memctl cannot read ({type(exc).__name__}: {exc})"
         else:
             continue
-        found.append(message.replace("memctl.toml", source, 1) if message.startswith("memctl.toml") else f"{source}: {message}")
-    return found
+        found.append(message)
+    found += policy.problems(raw)
+    return [message.replace("memctl.toml", source, 1) if message.startswith("memctl.toml") else f"{source}: {message}"
+            for message in found]

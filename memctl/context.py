@@ -15,7 +15,6 @@ seconds, so two runs give the same bytes.
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from typing import Any, NamedTuple
 
 from . import clock, recall as recall_mod, textnorm
@@ -156,7 +155,10 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
     for doc in rindex.live_facts_where(conn, "ts IS NOT NULL AND ts < ?", [cutoff], order=f"ts, key LIMIT {STALE_LIMIT}"):
         if doc.key in shown:
             continue
-        day = datetime.fromtimestamp(doc.ts).astimezone().date().isoformat()
+        when = rindex.local_time(doc.ts)
+        if when is None:  # (a placeholder time, year 1, in an index built before rindex._SHOWABLE)
+            continue
+        day = when.date().isoformat()
         parts.append(Part("stale", f"- {doc.key} (updated {day}): {doc.description} [{doc.path}]", doc.key))
     return parts
 
@@ -203,7 +205,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
             parts += _doc_parts(store, query, k, mode, min_score, documents)
         if include_index:
             parts += _index_parts(store, conn)
-        stale_days = float(store.config.raw.get("recall", {}).get("stale_days", 90))
+        stale_days = recall_mod.stale_days_for(store)
         parts += _stale_parts(conn, stale_days, {p.key for p in parts if p.key})
 
     title = "# memctl context" + (f" — query: {query}" if query else "")

@@ -389,26 +389,30 @@ def status(store: Store) -> list[Status]:
 
 def answer(store: Store, queries: Sequence[str], *, source: str = "docs", **options: Any):
     """recall.answer over the chunks (`source`: docs, all, or one source's name); a corpus whose notes
-    say so, and no hits, when nothing is indexed."""
+    say so, and no hits, when nothing is indexed. A passage has no type, tag or agent: a filter by one
+    is BadInput when documents alone are asked for, and leaves them out of `all`."""
     from . import recall
-
-    from .errors import NotFound
+    from .errors import BadInput, NotFound
 
     name = None if source in ("docs", "all") else source
     if name is not None and name not in sources_mod.declared(store):  # not found (3), as `source index NAME` says
         raise NotFound(f"no source {source!r}", hint="facts, episodes, docs, all or a source's name (memctl source list)")
+    filters = [label for key, label in (("fact_type", "type"), ("tag", "tag"), ("agent", "agent")) if options.pop(key, None) is not None]
+    if filters and source != "all":
+        raise BadInput(f"document passages have no {' or '.join(filters)}: the filter would leave every one out",
+                       hint="recall facts or episodes with it, or drop the filter")
+    floor = recall.min_score_for(store) if options.get("min_score") is None else options["min_score"]
+    if filters:  # `all`: the filter is the facts' and episodes'
+        return recall.Corpus(floor), [[] for _ in queries]
     with reading(store) as conn:
         if conn is None or not conn.execute("SELECT 1 FROM docs WHERE kind=? LIMIT 1", (KIND,)).fetchone():
-            corpus = recall.Corpus(recall.min_score_for(store) if options.get("min_score") is None else options["min_score"])
+            corpus = recall.Corpus(floor)
             if sources_mod.declared(store):
                 corpus.notes.append("no document is indexed yet: `memctl source index` indexes the declared sources "
                                     "(`memctl source status` says what each one finds)")
             elif source != "all":  # documents asked for by name (`all` is facts and episodes too: no note)
                 corpus.notes.append("no source is declared: `memctl source add NAME PATH` declares a folder of documents")
             return corpus, [[] for _ in queries]
-        options.pop("fact_type", None)
-        options.pop("tag", None)
-        options.pop("agent", None)
         rindex.sync_uses(store, conn)  # a passage shown or used inside the store counts (its frequency factor)
         return recall.answered(store, conn, queries, index="docs", source="docs", fact_type=name, **options)
 

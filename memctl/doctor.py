@@ -8,7 +8,6 @@ from pathlib import Path
 from . import facts, installed, jobs, ledger_ops, state, trust
 from .facts import Problem
 from .fsutil import INDEX_LIMIT, dead_temp, link_on_way
-from .lifecycle import forget
 from .markers import conflict_lines
 from .store import Store, foreign_undo, pending, tracked_local_state
 
@@ -26,11 +25,22 @@ def run(store: Store) -> list[Problem]:
     problems += jobs.problems(store)  # jobs whose last success is older than their schedule allows
     problems += installed.problems(store)  # the installed schedule against memctl.toml: jobs gone, missing, moved
     problems += trust_problems(store)  # settings a commit not made here changed: not acted on until approved
-    problems += forget.policy_problems(store)  # a [[forget.policy]] that does not parse, by name
+    problems += setting_problems(store)  # a section only its own command reads (`recall = 1`), a [[forget.policy]]
     problems += settled(store, lambda: interrupted_problems(store) + unfinished_problems(store))
     problems += lock_problems(store)
     problems += unignored_problems(store)
     return list(dict.fromkeys(problems))  # a linked fact is named by the fact scan as well
+
+
+def setting_problems(store: Store) -> list[Problem]:
+    """Each section of memctl.toml that its own command would refuse (`recall = 1`, `[recall] mode = "x"`),
+    and every [forget] rule that does not parse, by name: the commands that read no such section still run."""
+    from .config_check import problems  # noqa: PLC0415
+
+    where = store.rel(store.config_path)
+    said = [message.removeprefix("memctl.toml").lstrip(": ") for message in problems(store.root, store.config.raw)]
+    return [Problem(where, 0, "bad-policy" if message.startswith(("[forget", "[[forget")) else "bad-setting", message)
+            for message in said]
 
 
 SETTLE_WAIT = 5.0  # seconds doctor waits for another command's store lock (past it, that command is live)

@@ -210,6 +210,16 @@ def undeclared_type(what: str, given: str | None, declared: tuple[str, ...], whe
     return BadInput(f"unknown {what} type {given!r}{whose}; the types are {' | '.join(declared)}", hint=hint)
 
 
+def from_unicode_error(exc: UnicodeError) -> MemctlError:
+    """A UnicodeError that reached the command line: text that could not be written in the output's encoding
+    (PYTHONIOENCODING=ascii, a Latin-1 terminal: 1, the store is fine), else input that is not UTF-8 (2)."""
+    encoding = (getattr(exc, "encoding", "") or "").lower().replace("-", "").replace("_", "")
+    if isinstance(exc, UnicodeEncodeError) and encoding not in ("utf8", ""):
+        return Refused(f"the output cannot be written in its encoding ({exc.encoding}): {exc.reason}",
+                       hint="use a UTF-8 locale (LANG=C.UTF-8), or unset PYTHONIOENCODING", kind="output-encoding")
+    return not_utf8("the input", exc)
+
+
 def not_utf8(what: str, exc: UnicodeError | None = None) -> BadInput:
     """Text that is not valid UTF-8 (an argument, stdin, a file, an environment value): bad input."""
     detail = f" ({exc.reason} at position {exc.start})" if isinstance(exc, (UnicodeDecodeError, UnicodeEncodeError)) else ""

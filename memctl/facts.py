@@ -539,10 +539,25 @@ def index_text(store: Store, path: Path | None = None, errors: str = "replace") 
         return ""
 
 
+def not_utf8_at(raw: bytes) -> tuple[int, int] | None:
+    """(line, byte) of the first byte of `raw` that is not UTF-8; None when it all is."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return raw.count(b"\n", 0, exc.start) + 1, raw[exc.start]
+    return None
+
+
 def _refuse_damaged_index(store: Store) -> None:
-    """A MEMORY.md whose block markers are damaged is not regenerated (it would gain a second block)."""
+    """A MEMORY.md whose block markers are damaged is not regenerated (it would gain a second block), nor one
+    that is not UTF-8 (what is outside the block is the user's: it would be lost)."""
     if not store.index_path.exists():
         return
+    bad = not_utf8_at(_index_bytes(store))
+    if bad is not None:
+        raise Refused(f"{store.rel(store.index_path)}:{bad[0]}: not valid UTF-8 (byte 0x{bad[1]:02x}); nothing was written",
+                      hint="save MEMORY.md as UTF-8 (the lines outside its generated block are yours), then `memctl index`",
+                      kind="index-not-utf8")
     damaged = index_mod.damaged_block(index_text(store))
     if damaged is not None:
         raise Refused(f"{store.rel(store.index_path)}:{damaged[0]}: the generated block is damaged: {damaged[1]}; nothing was written",
@@ -1301,7 +1316,9 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
     except TooBig as exc:
         return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
     text = without_bom(raw.decode("utf-8", errors="replace"))
-    problems = []
+    problems = [] if (bad := not_utf8_at(raw)) is None else [
+        Problem(rel_index, bad[0], "index-not-utf8", f"not valid UTF-8 (byte 0x{bad[1]:02x}): no write can regenerate the index "
+                "(save the file as UTF-8, then `memctl index`)")]
     listed = listed_facts(live)
     expired = {f.file_name for f in live} - {f.file_name for f in listed}
     kept = _kept_by_index(store, text)

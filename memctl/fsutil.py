@@ -244,6 +244,7 @@ def _umask() -> int:
 FACT_LIMIT = 1 << 20  # a fact file: live, archived, or a conflict copy
 INDEX_LIMIT = 4 << 20  # MEMORY.md, and each topic file in memory-index/
 ROW_LIMIT = 1 << 20  # one ledger line (each of its fields is at most 64 KiB: ledger.MAX_FIELD_BYTES)
+INPUT_LIMIT = 64 << 20  # one input a command reads whole: stdin, or a file an option names (`--from-json`, `--queries`...)
 
 
 def shown(limit: int) -> str:
@@ -274,6 +275,16 @@ def read_bounded(path: Path, limit: int, what: str, name: str | None = None) -> 
                 return data
             size = len(data)
     raise too_big(name or str(path), size, limit, what)
+
+
+def read_input(source, name: str, limit: int = INPUT_LIMIT) -> bytes:
+    """All of `source` (stdin's buffer, an open file) up to `limit`, refused (TooBig, exit 1) past it: a read that
+    stops one byte past the limit (`< /dev/zero` grew until MemoryError)."""
+    data = source.read(limit + 1)
+    if len(data) > limit:
+        raise TooBig(f"{name} is over {shown(limit)}: more than a command reads at once (docs/FORMAT.md, Limits)",
+                     hint="split the input, or give it in parts", kind="too-big", name=name, reason=f"over {shown(limit)}")
+    return data
 
 
 def read_index(path: Path, name: str, errors: str = "replace") -> str:

@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
-from . import errors
+from . import config, errors
 from .errors import BadInput
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,7 +43,7 @@ def command_for(store: "Store", given: str | None) -> str | None:
     """The judge command: `given`, else `[neardup] judge_cmd` once approved on this machine."""
     if given is not None:
         return given or None
-    value = (store.config.raw.get("neardup", {}) or {}).get("judge_cmd")
+    value = config.section(store.config.raw, "neardup").get("judge_cmd")
     if value is None:
         return None
     if not isinstance(value, str):
@@ -54,7 +54,7 @@ def command_for(store: "Store", given: str | None) -> str | None:
 
 
 def timeout_for(store: "Store") -> float:
-    value = (store.config.raw.get("neardup", {}) or {}).get("judge_timeout", DEFAULT_TIMEOUT)
+    value = config.section(store.config.raw, "neardup").get("judge_timeout", DEFAULT_TIMEOUT)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise BadInput(f"memctl.toml: [neardup] judge_timeout must be a positive number of seconds, got {value!r}")
     return float(value)

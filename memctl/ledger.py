@@ -19,6 +19,7 @@ import contextlib
 import mmap
 import os
 import re
+import sys
 from collections import deque
 from datetime import datetime
 from functools import partial
@@ -124,15 +125,33 @@ def check_columns(columns: Iterable[str], unique: str | None = None) -> tuple[st
 
 
 def resolve(store: Store, decl: LedgerDecl) -> Ledger:
+    _check_declared_columns(decl)
     path = Path(os.path.normpath(store.ledgers_dir / decl.file))
     if not path.is_relative_to(store.root):
-        raise BadInput(f"memctl.toml: ledger {decl.name!r} points outside the store ({decl.file})")
+        raise BadInput(f"memctl.toml: ledger {decl.name!r} points outside the store ({decl.file})",
+                       hint="a ledger is a file under ledgers/: fix its `file`")
     problem = not_a_ledger_file(store, path)
     if problem:  # a declaration pulled from a remote may aim at .git/config, a hook, .gitattributes...
         raise BadInput(f"memctl.toml: ledger {decl.name!r} points at {decl.file}, {problem}; nothing was read or written",
                        hint="a ledger is a data file of the store outside its dot folders: fix its `file` "
                             "(git log -p memctl.toml shows who set it)")
     return Ledger(decl.name, path, decl.columns, decl.header, decl.unique, declared=True)
+
+
+def _check_declared_columns(decl: LedgerDecl) -> None:
+    """A hand-written (or pulled) declaration's columns as the format needs them: `columns = ["a\tb"]` wrote
+    a header of two fields, `["a", "a"]` each value twice, and an unknown `unique` refused every append.
+    (A name `ledger create` would not make, `日付`, is still the hand's to choose.)"""
+    where = f"memctl.toml: [ledgers.{decl.name}]"
+    for column in decl.columns:
+        if not column.strip() or column != column.strip() or any(c < " " or c == "\x7f" or c in "=" for c in column):
+            raise BadInput(f"{where} invalid column name {column!r}", hint="a column name is one word: no TAB, newline, = or space at its ends")
+    twice = sorted({c for c in decl.columns if decl.columns.count(c) > 1})
+    if twice:
+        raise BadInput(f"{where} column {twice[0]!r} is named twice", hint="name each column once")
+    if decl.unique is not None and decl.unique not in decl.columns:
+        raise BadInput(f"{where} unique column {decl.unique!r} is not one of the columns ({', '.join(decl.columns)})",
+                       hint="name one of the columns, or drop `unique`")
 
 
 LEDGER_SUFFIXES = (".tsv", ".txt", ".log", ".csv")  # data files (`ledger adopt` of a legacy log); never a script, a plist, a fact
@@ -724,7 +743,7 @@ def select_rows(store: Store, name: str, *, where: Sequence[tuple[str, str]] = (
             when = since if isinstance(since, datetime) else clock.parse_date(since)
         except ValueError:
             raise BadInput(f"since {since!r} is not an ISO date or timestamp", arg="since") from None
-    kept: deque[Row] | list[Row] = deque(maxlen=tail) if tail is not None else []
+    kept: deque[Row] | list[Row] = deque(maxlen=min(tail, sys.maxsize)) if tail is not None else []  # (a 20-digit N overflowed)
     for row in iter_rows(ledger):
         if any(row.values[c] != v for c, v in where):
             continue

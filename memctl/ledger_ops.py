@@ -333,7 +333,7 @@ def spreadsheet_export(data: bytes) -> str | None:
 
 def check_all(store: Store) -> list:
     """`check` on every ledger, and a warning for each .tsv in ledgers/ memctl cannot read."""
-    problems = [_problem("memctl.toml", 0, "bad-declaration", exc.message.replace("memctl.toml: ", "", 1) + f" ({exc.hint})")
+    problems = [_problem("memctl.toml", 0, "bad-declaration", exc.message.replace("memctl.toml: ", "", 1) + (f" ({exc.hint})" if exc.hint else ""))
                 for exc in bad_declarations(store)]
     ledgers = list_ledgers(store, quiet=True)
     known = {ledger.path for ledger in ledgers}

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, Sequence
 
 from . import access as access_mod
-from . import clock
+from . import clock, config
 from . import errors
 from .errors import BadInput, MemctlError, install_hint
 from .store import Store
@@ -77,13 +77,11 @@ class Settings(NamedTuple):
 
 def _weights(raw: dict, table: str, defaults: dict[str, float]) -> dict[str, float]:
     weights = dict(defaults)
-    for key, value in (raw.get(table) or {}).items():
+    given = config.section(raw, table, "recall")  # (`weights = 1` was a traceback)
+    for key in given:
         if key not in defaults:
             raise BadInput(f"memctl.toml [recall.{table}]: unknown factor {key!r}", hint=", ".join(defaults))
-        try:
-            weights[key] = float(value)
-        except (TypeError, ValueError):
-            raise BadInput(f"memctl.toml [recall.{table}] {key} = {value!r} is not a number") from None
+        weights[key] = config.number(given, key, defaults[key], f"[recall.{table}]")
     return weights
 
 
@@ -100,21 +98,28 @@ def check_min_score(value: Any, where: str = "min_score") -> float:
 
 def min_score_for(store: Store) -> float:
     """The relevance floor: `[recall] min_score` in memctl.toml, else DEFAULT_MIN_SCORE."""
-    raw = store.config.raw.get("recall", {}) or {}
+    raw = config.section(store.config.raw, "recall")
     if "min_score" not in raw:
         return DEFAULT_MIN_SCORE
     return check_min_score(raw["min_score"], "memctl.toml [recall] min_score =")
 
 
+def stale_days_for(store: Store) -> float:
+    """`[recall] stale_days`: how old a fact's last update may be before `context` lists it as stale (90)."""
+    return config.number(config.section(store.config.raw, "recall"), "stale_days", 90, "[recall]")
+
+
 def settings_for(store: Store) -> Settings:
-    raw = store.config.raw.get("recall", {}) or {}
+    raw = config.section(store.config.raw, "recall")
     weights = {"fact": _weights(raw, "weights", FACT_WEIGHTS), "episode": _weights(raw, "episode_weights", EPISODE_WEIGHTS),
                "chunk": _weights(raw, "doc_weights", DOC_WEIGHTS)}
     mode = raw.get("mode", "hybrid")
     if mode not in MODES:
         raise BadInput(f"memctl.toml [recall] mode = {mode!r}", hint="keyword, vector or hybrid")
-    return Settings(weights, float(raw.get("half_life_days", 30.0)), mode, min_score_for(store),
-                    bool(raw.get("windows", True)))
+    windows = raw.get("windows", True)
+    if not isinstance(windows, bool):
+        raise BadInput(f"memctl.toml [recall] windows must be true or false, not {windows!r}", hint="fix the file by hand")
+    return Settings(weights, config.number(raw, "half_life_days", 30.0, "[recall]", low=0.001), mode, min_score_for(store), windows)
 
 
 class Item(NamedTuple):
@@ -246,8 +251,9 @@ def _item(doc, now_ts: float, wall_ts: float) -> Item:
     status = doc.status
     if status == "live" and doc.expires is not None and doc.expires <= (wall_ts if doc.expires_local else now_ts):
         status = "expired"
-    when = datetime.fromtimestamp(doc.ts).astimezone() if doc.ts is not None else None
-    from .rindex import SEP
+    from .rindex import SEP, local_time
+
+    when = local_time(doc.ts)
 
     description, _, outcome = doc.description.partition(SEP)
     return Item(doc.kind, doc.key, doc.title, description, "", doc.path, doc.type, doc.tags,

@@ -42,6 +42,20 @@ def tallied() -> Iterator[dict[str, int]]:
         _TALLY.reset(token)
 
 
+# The command a write is part of when that command offers no way to store a secret as given (distill's lessons).
+_PART_OF: contextvars.ContextVar[str | None] = contextvars.ContextVar("memctl_secrets_part_of", default=None)
+
+
+@contextlib.contextmanager
+def part_of(command: str) -> Iterator[None]:
+    """Within it, `scrub`'s warning names `command` and offers no way around the redaction (`command` has none)."""
+    token = _PART_OF.set(command)
+    try:
+        yield
+    finally:
+        _PART_OF.reset(token)
+
+
 def might_hold_secret(text: str) -> bool:
     """False when no detector could find a secret in `text` (one regular expression)."""
     return _SUSPECT.search(text) is not None
@@ -73,6 +87,7 @@ def scrub(texts: Sequence[str], where: str, *, quiet: bool = False, secrets: boo
         from .errors import warn
 
         found = sum(redactor.counts.values())
-        warn(f"{where}: {found} secret{'s' if found != 1 else ''} redacted before writing ({', '.join(sorted(redactor.counts))})",
-             hint="run it again with --allow-secrets to store the text as given (docs/RELIABILITY.md, Secrets)")
+        part = _PART_OF.get()
+        warn(f"{part or where}: {found} secret{'s' if found != 1 else ''} redacted before writing ({', '.join(sorted(redactor.counts))})",
+             hint=None if part else "run it again with --allow-secrets to store the text as given (docs/RELIABILITY.md, Secrets)")
     return cleaned

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from . import chunking
-from .config import toml_key, toml_table
+from .config import text_to_edit, toml_key, toml_table, write_edited
 from .errors import BadInput, NotFound, Refused
+from .index import TOPIC_DIR
 from .store import Store
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -35,6 +36,8 @@ COUNT_LIMIT = 10 * MAX_FILES  # files past the cap are counted up to here ("more
 MAX_FILE_BYTES = 4 << 20  # a bigger file (a 2 GB log) is skipped unread
 BINARY_PROBE = 8192  # a NUL byte in the first bytes marks a binary file
 SKIPPED_DIRS = (".git", ".memctl")
+FACT_FOLDERS = ("archive", TOPIC_DIR)  # beside the fact files: never a source's
+OWN_FACTS = "the store's own facts: recall answers them as facts (an archived one not at all), not as passages"
 DEFAULT_GLOBS = {"markdown": ("**/*.md", "**/*.markdown"), "text": ("**/*.txt", "**/*.md", "**/*.rst"),
                  "code": ("**/*.py", "**/*.js", "**/*.ts", "**/*.go", "**/*.rs", "**/*.sh", "**/*.java", "**/*.c", "**/*.h")}
 
@@ -124,17 +127,19 @@ def get(store: Store, name: str) -> Source:
     return found[name]
 
 
-def add(store: Store, source: Source, *, commit_changes: bool = True) -> Source:
-    """Declare a source: a `[sources.<name>]` table appended to memctl.toml (the text already there kept), committed."""
+def add(store: Store, source: Source, *, commit_changes: bool = True, allow_secrets: bool = False) -> Source:
+    """Declare a source: a `[sources.<name>]` table appended to memctl.toml (the text already there kept), committed.
+    A secret in its description is redacted, with a warning, unless `allow_secrets` (memctl.toml is pushed)."""
     import tomllib  # noqa: PLC0415
 
-    from .fsutil import atomic_write  # noqa: PLC0415
+    from .secrets import scrub  # noqa: PLC0415
     from .store import commit, config_committable  # noqa: PLC0415
 
     check_name(source.name)
-    if source.chunk_size < chunking.MIN_SIZE:  # named as the caller gave them (reading names memctl.toml's table)
-        raise BadInput(f"chunk_size {source.chunk_size} is below {chunking.MIN_SIZE} characters",
-                       hint=f"give at least {chunking.MIN_SIZE} (default {chunking.DEFAULT_SIZE})", arg="chunk_size")
+    source = source._replace(description=scrub([source.description], "source add", secrets=not allow_secrets)[0])
+    if not chunking.MIN_SIZE <= source.chunk_size <= chunking.MAX_SIZE:  # named as the caller gave them (not memctl.toml's table)
+        raise BadInput(f"chunk_size {source.chunk_size} is not from {chunking.MIN_SIZE} to {chunking.MAX_SIZE} characters",
+                       hint=f"give {chunking.MIN_SIZE} to {chunking.MAX_SIZE:,} (default {chunking.DEFAULT_SIZE})", arg="chunk_size")
     if not 0 <= source.overlap < source.chunk_size:
         raise BadInput(f"overlap {source.overlap} must be at least 0 and below the chunk size {source.chunk_size}",
                        hint=f"default {chunking.DEFAULT_OVERLAP}", arg="overlap")
@@ -151,7 +156,7 @@ def add(store: Store, source: Source, *, commit_changes: bool = True) -> Source:
                            hint=f"declare the folder it points to: {os.path.realpath(base)}")
     with store.lock(commits=commit_changes):
         path = store.config_path
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        text, newline = text_to_edit(path)
         if source.name in (tomllib.loads(text).get("sources", {}) or {}):
             raise Refused(f"source {source.name!r} is already declared in memctl.toml", hint=f"memctl source remove {source.name}")
         with_config = config_committable(store, commit_changes, f"the declaration of source {source.name!r}")
@@ -161,7 +166,7 @@ def add(store: Store, source: Source, *, commit_changes: bool = True) -> Source:
             tomllib.loads(new_text)
         except tomllib.TOMLDecodeError as exc:
             raise BadInput(f"cannot add [sources.{source.name}] to memctl.toml: {exc}", hint="declare it by hand") from None
-        atomic_write(path, new_text)
+        write_edited(path, new_text, newline)
         if with_config:
             commit(store, [path], f"source: add {source.name}", enabled=commit_changes)
     return source
@@ -172,12 +177,11 @@ def remove(store: Store, name: str, *, commit_changes: bool = True) -> None:
     leave the index at the next `source index` (or now, by the caller)."""
     import tomllib  # noqa: PLC0415
 
-    from .fsutil import atomic_write  # noqa: PLC0415
     from .store import commit, config_committable  # noqa: PLC0415
 
     with store.lock(commits=commit_changes):
         path = store.config_path
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        text, newline = text_to_edit(path)
         if name not in (tomllib.loads(text).get("sources", {}) or {}):
             raise NotFound(f"no source {name!r}", hint="memctl source list")
         lines = text.splitlines(keepends=True)
@@ -193,7 +197,7 @@ def remove(store: Store, name: str, *, commit_changes: bool = True) -> None:
         if name in (tomllib.loads(new_text).get("sources", {}) or {}):
             raise Refused(f"[sources.{name}] is declared in more than one place in memctl.toml", hint="remove it by hand")
         with_config = config_committable(store, commit_changes, f"the removal of source {name!r}")
-        atomic_write(path, new_text)
+        write_edited(path, new_text, newline)
         if with_config:
             commit(store, [path], f"source: remove {name}", enabled=commit_changes)
 
@@ -326,13 +330,20 @@ def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list
     def failed(exc: OSError) -> None:
         skipped.append(Skip(shown_path(store, Path(exc.filename or base)), f"unreadable folder: {exc.strerror}"))
 
+    facts_folder = os.path.realpath(store.memory_dir)
     for folder, dirs, files in os.walk(base, onerror=failed, followlinks=False):
         rel_folder = os.path.relpath(folder, base)
         prefix = "" if rel_folder == "." else rel_folder.replace(os.sep, "/") + "/"
+        own = os.path.realpath(folder) == facts_folder  # the facts, MEMORY.md, the archive: recall's own, never passages
+        if own:
+            skipped.append(Skip(shown_path(store, Path(folder)), OWN_FACTS))
+            files = []
         keep = []
         for d in sorted(dirs) if depth is None or prefix.count("/") < depth else ():
             full = os.path.join(folder, d)
-            if d.startswith(".") or d in SKIPPED_DIRS:
+            if d.startswith(".") or d in SKIPPED_DIRS or own and d in FACT_FOLDERS:
+                continue
+            if _not_utf8(store, full, skipped):
                 continue
             if os.path.islink(full):  # never followed: no loop, nothing outside the source's folders
                 skipped.append(Skip(shown_path(store, Path(full)), "symbolic link: not followed"))
@@ -347,6 +358,8 @@ def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list
             rel = prefix + name
             if not any(m.match(rel) for m in matchers):
                 continue
+            if _not_utf8(store, os.path.join(folder, name), skipped):
+                continue
             full = Path(folder, name)
             shown = shown_path(store, full)
             if exclude and _excluded(shown, exclude, rel):
@@ -355,6 +368,18 @@ def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list
                 skipped.append(Skip(shown, "symbolic link: not followed"))
                 continue
             yield Found(full, shown)
+
+
+def _not_utf8(store: Store, full: str, skipped: list[Skip]) -> bool:
+    """Whether the name is not UTF-8 (Python holds its bytes as surrogates, which no index, JSON or terminal
+    takes: one such file stopped every run): skipped, named with its bytes written `\\xe9`."""
+    try:
+        full.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(shown_path(store, Path(full))).decode("utf-8", "backslashreplace")
+        skipped.append(Skip(shown, "its name is not UTF-8: not indexed (rename it)"))
+        return True
+    return False
 
 
 # ---------------------------------------------------------------- reading
@@ -459,8 +484,12 @@ def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
         raise Refused(f"{raw}: a path with '..' is not shown", hint="give the path as recall prints it")
     path = Path(absolute(store, raw))
     source = owner(store, path)
+    if source is None and not os.path.isabs(os.path.expanduser(raw)):  # relative to where the user is, as a shell takes it
+        here = Path(os.path.normpath(os.path.join(os.getcwd(), raw)))
+        source, path = (owner(store, here), here) if owner(store, here) is not None else (None, path)
     if source is None:
-        raise Refused(f"{raw} is in no declared source", hint="memctl source list")
+        raise Refused(f"{raw} is in no declared source",
+                      hint="give the path as recall prints it (relative to the store, else absolute); memctl source list")
     from . import trust  # noqa: PLC0415
 
     trust.refuse_waiting(store, f"{trust.SOURCE_KEY}{source.name}", "nothing was shown")

@@ -342,6 +342,9 @@ def check_numbers(data: Any, source: str = "JSON") -> dict[str, Number]:
                            "included) or colons; at most 80", arg=arg)
         if key.startswith(RESERVED_PREFIXES):
             raise BadInput(f"{source}: key {key!r} is reserved for memctl's own summaries", hint="rename it, e.g. tasks.completed", arg=arg)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**1023:  # (math.isfinite overflowed)
+            raise BadInput(f"{source}: {key!r} must be a finite number, not a whole number of {len(str(abs(value)))} digits",
+                           hint="give a number a double can hold (up to about 1.8e308)", arg=arg)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else type(value).__name__
             if isinstance(value, float):  # 1e400 is read as inf
@@ -358,6 +361,8 @@ def parse_numbers_json(text: str, source: str = "stdin") -> dict[str, Number]:
     except json.JSONDecodeError as exc:
         raise BadInput(f"{source}: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
                        hint='give one JSON object, e.g. {"completed": 48}') from None
+    except ValueError:  # a whole number of over 4,300 digits (Python's limit on reading one)
+        raise BadInput(f"{source}: a number of over 4300 digits", hint="give a number a double can hold (up to about 1.8e308)") from None
     return check_numbers(data, source)
 
 

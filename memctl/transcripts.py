@@ -106,19 +106,21 @@ def settings_for(store: Store) -> Settings:
 
 def checked_settings(raw: dict[str, Any]) -> tuple[int, float, list[str]]:
     """`[import]` of a parsed memctl.toml, checked: (max_chars, max_file_mb, redact_patterns as written)."""
-    table = raw.get("import", {}) or {}
-    if not isinstance(table, dict):
-        raise BadInput("memctl.toml: [import] must be a table")
+    from .config import number, section  # noqa: PLC0415
+
+    table = section(raw, "import")
     max_chars = table.get("max_chars", MAX_CHARS)
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 100 <= max_chars <= 60_000:
         raise BadInput(f"memctl.toml: [import] max_chars must be a whole number from 100 to 60000, got {max_chars!r}")
-    max_mb = table.get("max_file_mb", MAX_FILE_MB)
-    if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or max_mb <= 0:
-        raise BadInput(f"memctl.toml: [import] max_file_mb must be a number above 0, got {max_mb!r}")
+    max_mb = number(table, "max_file_mb", MAX_FILE_MB, "[import]", low=0.001, high=1_000_000)  # (nan, 1e400: no cap at all)
     patterns = table.get("redact_patterns", [])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise BadInput("memctl.toml: [import] redact_patterns must be a list of strings (regular expressions)")
-    return max_chars, float(max_mb), list(patterns)
+    from .importers.redact import compiled  # noqa: PLC0415
+
+    for pattern in patterns:
+        compiled(pattern)
+    return max_chars, max_mb, list(patterns)
 
 
 def project_transcripts(fmt: str, project: str | os.PathLike) -> list[Path]:

@@ -233,3 +233,36 @@ def test_mcp_inputs_over_their_limit_or_with_a_nul_get_an_error_at_once(bombed):
     # the oversized index (exit 1) and nothing else: no NUL anywhere, no traceback.
     after = run(bombed, "doctor", ok=(1,))
     assert "NUL" not in after.stdout + after.stderr and "bomb.md" in after.stdout, after.stdout + after.stderr
+
+
+def test_numbers_too_big_for_a_double_or_a_count_are_one_line(root):
+    """helper-72: `ledger rows --tail 99999999999999999999` and a 400-digit number given to `state update
+    --from-json` were tracebacks (OverflowError), a 5,000-digit one a ValueError naming a Python function."""
+    run(root, "ledger", "create", "themes", "--columns", "date,theme")
+    run(root, "ledger", "append", "themes", "date=2026-05-01", "theme=a")
+    rows = run(root, "ledger", "rows", "themes", "--tail", "9" * 20)
+    assert rows.stdout == "2026-05-01\ta\n"
+    head = git(root, "rev-parse", "HEAD")
+    for digits, said in ((400, "'done' must be a finite number, not a whole number of 401 digits"), (5000, "a number of over 4300 digits")):
+        refused = run(root, "state", "update", "--from-json", "-", input='{"done": 1' + "0" * digits + "}", ok=(2,))
+        assert refused.stderr.startswith(f"memctl: error: stdin: {said}") and refused.stderr.count("\n") == 1
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_an_endless_input_is_refused_at_its_limit(root, tmp_path):
+    """helper-72: `state update --from-json -`, `remember --body -`, `ledger append -`, `--queries FILE` read the
+    whole input first: `< /dev/zero` grew until MemoryError (a traceback) or the machine ran out of memory."""
+    from memctl.fsutil import INPUT_LIMIT
+
+    run(root, "ledger", "create", "themes", "--columns", "date,theme")
+    head = git(root, "rev-parse", "HEAD")
+    endless = b"0" * (INPUT_LIMIT + 10)
+    for args, name in ((("state", "update", "--from-json", "-"), "stdin"), (("remember", "z", "-d", "x", "--body", "-"), "--body from stdin"),
+                       (("ledger", "append", "themes", "-"), "stdin")):
+        refused = run(root, *args, input=endless, ok=(1,))
+        assert refused.stderr.startswith(f"memctl: error: {name} is over 64 MiB: more than a command reads at once"), refused.stderr
+    big = tmp_path / "queries.txt"
+    big.write_bytes(endless)
+    refused = run(root, "recall", "--queries", str(big), ok=(2,))  # (recall's 1 is "nothing relevant")
+    assert f"{big} is over 64 MiB" in refused.stderr and refused.stderr.count("\n") == 1
+    assert git(root, "rev-parse", "HEAD") == head

@@ -281,6 +281,24 @@ def test_distill_writes_lessons_with_provenance_once(root, store, monkeypatch, t
     assert git(root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
 
 
+def test_a_secret_in_a_lesson_is_redacted_with_a_warning_of_distill_and_no_way_around(root, store, monkeypatch, tmp_path, caplog):
+    """helper-71: the warning was `remember: ... (hint: run it again with --allow-secrets ...)`, an option distill
+    does not have."""
+    from memctl import errors
+
+    monkeypatch.setattr(errors, "_reporter", None)  # (a CLI test run before in this process set the CLI's)
+    seed(store, monkeypatch)
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    cmd, _ = llm(tmp_path, {**ANSWERS, "pytest": {**ANSWERS["pytest"], "summary": f"Use token {token} for the fixture"}})
+    result = run(store, cmd)
+    assert [o.status for o in result.outcomes] == ["created", "created"]
+    lesson = facts.find(store, result.outcomes[0].fact, archived=False)
+    assert lesson.description == "Use token [REDACTED:github-token] for the fixture"
+    warned = [r.getMessage() for r in caplog.records if r.name == "memctl" and "redacted" in r.getMessage()]
+    assert warned == ["distill: 1 secret redacted before writing (github-token)"]  # no hint: no way around it here
+    assert token not in git(root, "log", "-p", "--all")
+
+
 def test_a_dry_run_says_what_the_run_would_refuse(root, store, monkeypatch, tmp_path):
     """One lesson for both clusters: the dry run planned two, the run wrote one and rejected the other
     ("the same description is already in ..."); the dry run now rejects it as the run does."""

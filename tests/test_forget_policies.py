@@ -538,7 +538,9 @@ def test_hand_edited_fact_is_not_swept_into_the_commit(root, at_now):
 
 def test_policy_problems_for_doctor(root):
     add_config(root, '[[forget.policy]]\nname = "bad"\ntarget = "facts"\ncondition = "(importance < 0.1"\naction = "archive"\n')
-    problems = forget.policy_problems(open_store(root))
+    from memctl import doctor
+
+    problems = doctor.setting_problems(open_store(root))
     assert [(p.path, p.code, p.message) for p in problems] == [(
         "memctl.toml", "bad-policy",
         "[[forget.policy]] \"bad\": condition '(importance < 0.1': unbalanced parentheses: '(' at column 1 is not closed")]

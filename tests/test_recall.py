@@ -681,3 +681,27 @@ def test_a_pulled_fact_with_a_giant_description_reaches_the_model_cut_and_is_cac
     given.clear()
     recall.recall(open_store(root), ["deploy"], mode="vector", log=False, min_score=0)
     assert given == ["deploy"]  # every fact's vector came from the cache, the giant's too
+
+
+def test_a_placeholder_time_of_year_1_or_9999_is_no_time_and_breaks_nothing(root):
+    """helper-72: Go's zero time (`updated: 0001-01-01T00:00:00Z`) is year 0 west of UTC: recall, context,
+    the session-start hook and the UI failed with `ValueError: year 0 is out of range`."""
+    from conftest import memctl
+
+    now = {"MEMCTL_NOW": "2026-05-01T10:00:00+09:00", "TZ": "America/New_York", "MEMCTL_NO_SERVER": "1"}
+    assert memctl(root, "remember", "deploy", "-d", "Deploy via make ship", env=now).returncode == 0
+    (root / "memory" / "zero.md").write_text("---\nname: zero\ndescription: a fact a Go tool wrote about deploy\ntype: project\n"
+                                             "created: 0001-01-01T00:00:00Z\nupdated: 0001-01-01T00:00:00Z\n---\nbody\n", encoding="utf-8")
+    assert memctl(root, "episode", "add", "seed decision", "--type", "decision", env=now).returncode == 0
+    for ident, ts in (("ep-00010101000000-abcd", "0001-01-01T00:00:00+00:00"), ("ep-99991231235959-abcd", "9999-12-31T23:59:59-14:00")):
+        appended = memctl(root, "ledger", "append", "episodes", f"id={ident}", f"ts={ts}", "agent=x", "type=decision",
+                          f"description=placeholder time decision deploy {ident}", "outcome=", "importance=0.5", "tags=", "refs=", env=now)
+        assert appended.returncode == 0, appended.stderr
+    assert memctl(root, "index", env=now).returncode == 0
+    found = memctl(root, "recall", "deploy", "--source", "all", "--json", env=now)
+    assert found.returncode == 0, found.stderr
+    assert {"zero", "ep-00010101000000-abcd", "ep-99991231235959-abcd"} <= {h["name"] for h in json.loads(found.stdout)}
+    bundle = memctl(root, "context", "--query", "deploy", env=now)
+    assert bundle.returncode == 0 and "Traceback" not in bundle.stderr and "zero" in bundle.stdout
+    hooked = memctl(root, "hook", "session-start", input="{}", env=now)
+    assert hooked.returncode == 0 and hooked.stderr == "" and "Deploy via make ship" in hooked.stdout

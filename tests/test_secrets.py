@@ -201,6 +201,24 @@ def test_no_secret_reaches_the_ledgers_the_facts_or_git_history(root, tmp_path):
     assert "本番DBのパスワードは [REDACTED:password] です" in text and "DB_HOST=db.internal" in text
 
 
+def test_a_procedure_template_and_a_source_description_are_redacted(root, tmp_path):
+    """helper-71: `procedure evolve --template` and `source add -d` wrote a token into a committed file (a
+    procedure's body, memctl.toml) as given, where `remember --body` redacted it."""
+    template = tmp_path / "template.md"
+    template.write_text(f"step 1: export GITHUB_TOKEN={GITHUB_CLASSIC}\n", encoding="utf-8")
+    assert memctl(root, "remember", "deploy-steps", "--type", "procedure", "-d", "Deploy the site", "--body", "step 1", env=NOW).returncode == 0
+    evolved = memctl(root, "procedure", "evolve", "deploy-steps", "--template", str(template), env=NOW)
+    assert evolved.returncode == 0 and "procedure evolve: 1 secret redacted before writing (github-token)" in evolved.stderr
+    added = memctl(root, "source", "add", "notes", str(tmp_path), "-d", f"team notes, token {GITHUB_CLASSIC}", env=NOW)
+    assert added.returncode == 0 and "source add: 1 secret redacted before writing (github-token)" in added.stderr
+    assert GITHUB_CLASSIC not in stored_text(root) and GITHUB_CLASSIC not in git(root, "log", "-p", "--all")
+    assert "export GITHUB_TOKEN=[REDACTED:github-token]" in (root / "memory" / "deploy-steps.md").read_text(encoding="utf-8")
+    assert git(root, "status", "--porcelain") == ""
+    kept = memctl(root, "procedure", "evolve", "deploy-steps", "--template", str(template), "--allow-secrets", env=NOW)
+    assert kept.returncode == 0 and "warning" not in kept.stderr
+    assert GITHUB_CLASSIC in (root / "memory" / "deploy-steps.md").read_text(encoding="utf-8")
+
+
 def test_allow_secrets_keeps_the_text_as_given(root):
     kept = memctl(root, "remember", "kept", "--description", "admin login", "--body", f"The admin password is {PW_EN_2}",
                   "--allow-secrets", env=NOW)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import cli, git
+from conftest import cli, git, mcp_calls
 from memctl import chunking, docindex, recall, sources
 from memctl.access import rows as access_rows
 from memctl.errors import BadInput, NotFound, Refused
@@ -245,6 +245,21 @@ def test_show_takes_the_path_recall_prints_for_a_name_with_a_tab_a_newline_or_a_
         assert spec in table
 
 
+def test_show_takes_a_path_relative_to_the_working_directory_inside_a_source(root, tmp_path, monkeypatch):
+    """helper-71: in the notes folder, `memctl --root STORE show "デプロイ 手順.md:3-4"` said the file is in no
+    declared source (relative paths were the store's only)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "デプロイ 手順.md").write_text("# デプロイ\n\n手順1\n手順2\n", encoding="utf-8")
+    sources.add(open_store(root), sources.Source("notes", (str(folder),)), commit_changes=False)
+    monkeypatch.chdir(folder)
+    shown = cli(root, "show", "デプロイ 手順.md:3-4")
+    assert (shown.exit_code, shown.stdout) == (0, "手順1\n手順2\n"), shown.stderr
+    monkeypatch.chdir(tmp_path)
+    elsewhere = cli(root, "show", "デプロイ 手順.md:3-4")
+    assert elsewhere.exit_code == 1 and "is in no declared source" in elsewhere.stderr and "relative to the store" in elsewhere.stderr
+
+
 def test_the_chunks_of_one_long_line_are_one_hit(root, tmp_path):
     """A 700-character paragraph on one line is cut into several chunks, all `doc.md:3-3`: `--k 5 --paths`
     printed the same place two and three times (and fewer places than asked)."""
@@ -385,6 +400,50 @@ def test_bad_input_is_skipped_with_one_line_each_and_the_rest_indexed(root, manu
     assert len(lines) == len(report.skipped) and any("image.md: binary" in l for l in lines)
 
 
+def test_status_writes_a_skipped_name_with_a_tab_or_a_newline_escaped_on_its_one_line(root, manual):
+    """helper-71: a binary file named `a<TAB>b<LF>c.md` made its skipped line two lines and one field more."""
+    (manual / "a\tb\nc\\d.md").write_bytes(b"\0binary")
+    docindex.index(open_store(root), embed=False)
+    lines = [l for l in cli(root, "source", "status").stdout.splitlines() if "\tskipped\t" in l]
+    assert len(lines) == 1 and lines[0].count("\t") == 2
+    assert lines[0].endswith("/a\\tb\\nc\\\\d.md: binary (a NUL byte in its first 8 KiB)")
+
+
+def test_a_source_over_the_store_leaves_out_its_own_facts_and_archive(root):
+    """helper-71: `source add everything '**/*.md'` in the store indexed memory/archive/: a forgotten fact came
+    back through recall as a passage, and every live fact showed twice."""
+    assert cli(root, "remember", "old-rule", "-d", "The old on-call rota", "--why", "the old on-call rota covered weekends").exit_code == 0
+    assert cli(root, "forget", "old-rule", "--reason", "gone").exit_code == 0
+    assert cli(root, "remember", "new-rule", "-d", "The on-call rota skips weekends now").exit_code == 0
+    (root / "docs").mkdir()
+    (root / "docs" / "guide.md").write_text("# Guide\n\nWeekend rota notes for the on-call team.\n", encoding="utf-8")
+    assert cli(root, "source", "add", "everything", "**/*.md").exit_code == 0
+    (report,) = docindex.index(open_store(root), embed=False)
+    assert report.files == 1
+    assert [(s.shown, s.reason) for s in report.skipped] == [("memory", sources.OWN_FACTS)]
+    found = cli(root, "recall", "old on-call rota covered weekends", "--source", "all", "--mode", "keyword", "--no-log", "--json")
+    paths = [h["path"] for h in json.loads(found.stdout)]
+    assert not any(p.startswith("memory/") and ":" in p for p in paths) and "memory/new-rule.md" in paths
+    assert all("archive" not in p for p in paths)
+
+
+def test_a_name_that_is_not_utf8_is_skipped_and_stops_no_run(root, manual):
+    """helper-72: one file named `caf\\xe9.md` (Latin-1) stopped every `source index` run ("surrogates not
+    allowed"), so the index never finished."""
+    raw = os.fsencode(manual)
+    with open(raw + b"/caf\xe9.md", "wb") as handle:
+        handle.write(b"# B\n\nx\n")
+    os.mkdir(raw + b"/d\xe9")
+    with open(raw + b"/d\xe9/c.md", "wb") as handle:
+        handle.write(b"# C\n\ny\n")
+    (report,) = docindex.index(open_store(root), embed=False)
+    named = {Path(s.shown).name: s.reason for s in report.skipped}
+    assert named == {"caf\\xe9.md": "its name is not UTF-8: not indexed (rename it)", "d\\xe9": "its name is not UTF-8: not indexed (rename it)"}
+    assert report.files == len(list(manual.rglob("*.md"))) - 2
+    status = cli(root, "source", "status", "--json")
+    assert status.exit_code == 0 and json.loads(status.stdout)[0]["indexed"] is True
+
+
 def test_ctrl_c_keeps_the_files_done_and_the_next_run_does_the_rest(root, manual, monkeypatch):
     store = open_store(root)
     real = chunking.chunk
@@ -431,6 +490,28 @@ def test_recall_answers_from_documents_with_place_heading_and_description(root, 
     assert table.exit_code == 0 and "release.md:" in table.stdout and "Rolling back" in table.stdout
     bundle = cli(root, "context", "--query", "restore a file from a snapshot", "--mode", "keyword", "--no-log")
     assert "## Relevant documents" in bundle.stdout and "harbour mount" in bundle.stdout
+
+
+def test_a_type_tag_or_agent_filter_leaves_passages_out_of_all_and_is_bad_input_for_documents_alone(root, manual, pinned_clock):
+    """helper-71: `recall --source all --type user` (no user fact) listed every passage, and `--source docs --tag
+    x` ignored the tag: a chunk has no type or tag."""
+    store = open_store(root)
+    docindex.index(store, embed=False)
+    assert cli(root, "remember", "rollback-rule", "-d", "Rollback command needs a review", "--type", "feedback", "--tag", "ops").exit_code == 0
+    every = cli(root, "recall", "rollback command", "--source", "all", "--mode", "keyword", "--no-log", "--json")
+    assert {h["type"] for h in json.loads(every.stdout)} >= {"feedback", "manual"}
+    for flags in (("--type", "feedback"), ("--tag", "ops")):
+        kept = cli(root, "recall", "rollback command", "--source", "all", "--mode", "keyword", "--no-log", "--json", *flags)
+        assert [h["name"] for h in json.loads(kept.stdout)] == ["rollback-rule"]
+    assert cli(root, "recall", "rollback command", "--source", "all", "--type", "user", "--mode", "keyword", "--no-log").exit_code == 1
+    for source in ("docs", "manual"):
+        for flags, word in ((("--type", "feedback"), "type"), (("--tag", "ops"), "tag")):
+            refused = cli(root, "recall", "rollback command", "--source", source, *flags, "--no-log")
+            assert refused.exit_code == 2 and refused.stdout == ""
+            assert f"document passages have no {word}: the filter would leave every one out" in refused.stderr
+    (answer,) = mcp_calls(root, {"MEMCTL_NOW": "2026-05-01T10:00:00+09:00"},
+                          [("recall", {"query": "rollback command", "source": "all", "tag": "ops", "mode": "keyword"})])
+    assert [h["name"] for h in json.loads(answer.content[0].text)["hits"]] == ["rollback-rule"]
 
 
 def test_a_document_outside_the_store_is_never_named_in_the_access_log(root, manual, pinned_clock):
@@ -681,7 +762,8 @@ def test_source_add_warns_at_once_of_a_path_that_does_not_exist_and_still_declar
 
 
 @pytest.mark.parametrize("flags, line", [
-    (["--chunk-size", "0"], "memctl: error: --chunk-size 0 is below 20 characters (hint: give at least 20 (default 300))"),
+    (["--chunk-size", "0"], "memctl: error: --chunk-size 0 is not from 20 to 1000000 characters (hint: give 20 to 1,000,000 (default 300))"),
+    (["--chunk-size", "9" * 20], f"memctl: error: --chunk-size {'9' * 20} is not from 20 to 1000000 characters (hint: give 20 to 1,000,000 (default 300))"),
     (["--overlap", "400"], "memctl: error: --overlap 400 must be at least 0 and below the chunk size 300 (hint: default 60)"),
 ])
 def test_source_add_names_the_flag_given_not_memctl_toml(root, tmp_path, flags, line):

@@ -260,6 +260,19 @@ def test_same_condition_same_exit_code(base, tmp_path, key, argv, stdin, env):
     assert git(root, "status", "--porcelain") == status
 
 
+def test_a_git_hint_offers_no_commit_only_to_a_command_that_has_it(base, tmp_path):
+    """helper-72: `log`, `sync`, `ledger commit` without git said "or use --no-commit / MEMCTL_NO_COMMIT=1", an
+    option they do not have (and a variable that does not help them)."""
+    root = _copy(base, tmp_path)
+    missing = {"MEMCTL_GIT": "{tmp}/no-such-git"}
+    for argv, offered in ((["log", "fa"], False), (["sync"], False), (["ledger", "commit", "themes"], False),
+                          (["remember", "ok", "-d", "x"], True), (["ledger", "append", "themes", "host=a", "theme=new"], True)):
+        err = _run(root, argv, None, missing).stderr.decode("utf-8", "replace")
+        assert err.startswith("memctl: error: git not found") and "(hint: install git (or name it in MEMCTL_GIT)" in err, (argv, err)
+        assert ("--no-commit" in err) is offered, (argv, err)
+    assert _run(root, ["remember", "ok", "-d", "x", "--no-commit"], None, missing).returncode == 0  # the hint, followed
+
+
 def test_every_condition_in_the_table_is_triggered_and_every_case_names_one():
     assert set(CASES) == set(CODES)
     assert all(CASES[key] for key in CASES)

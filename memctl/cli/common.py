@@ -55,10 +55,13 @@ def read_file_arg(source: str, option: str) -> tuple[bytes, str]:
 
     from ..errors import BadInput, NotFound
 
+    from ..fsutil import read_input
+
     if source == "-":
-        return sys.stdin.buffer.read(), "stdin"
+        return read_input(sys.stdin.buffer, "stdin"), "stdin"
     try:
-        return Path(source).read_bytes(), source
+        with open(Path(source), "rb") as handle:
+            return read_input(handle, f"{option} {source}"), source
     except FileNotFoundError:
         raise NotFound(f"{option} {source}: no such file", hint="check the path (relative to the current folder)") from None
     except OSError as exc:

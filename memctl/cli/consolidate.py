@@ -9,7 +9,7 @@ import typer
 from .. import output
 from ..errors import FAILED, BadInput
 from .root import app
-from .common import JsonOpt, NoCommitOpt, read_file_arg, store_from
+from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, read_file_arg, store_from
 
 proc_app = typer.Typer(
     help="Procedures: facts of type procedure, ranked by outcomes recorded in a ledger.",
@@ -235,6 +235,7 @@ def procedure_evolve(
     name: Annotated[str, typer.Argument(help="The procedure to change.", metavar="NAME")],
     template: Annotated[str, typer.Option("--template", help="The new template body ('-' reads stdin).", metavar="FILE")],
     no_commit: NoCommitOpt = False,
+    allow_secrets: AllowSecretsOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Replace a procedure's template and bump its version; git keeps the older ones."""
@@ -246,7 +247,7 @@ def procedure_evolve(
     except UnicodeDecodeError:
         raise BadInput(f"--template {where} is not valid UTF-8", hint="save the template as UTF-8") from None
     store = store_from(ctx, committing=not no_commit)
-    change = procedures.evolve(store, name, text, commit_changes=not no_commit)
+    change = procedures.evolve(store, name, text, commit_changes=not no_commit, allow_secrets=allow_secrets)
     version = procedures.version(change.fact)
     path = store.rel(change.fact.path)
     if json:

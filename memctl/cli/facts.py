@@ -17,7 +17,9 @@ SIMILAR_SHOWN = 5  # `remember` warns of the most similar facts; --json lists ev
 
 
 def _read_stdin(label: str) -> str:
-    data = sys.stdin.buffer.read()
+    from ..fsutil import read_input
+
+    data = read_input(sys.stdin.buffer, f"{label} from stdin")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -27,7 +29,7 @@ def _read_stdin(label: str) -> str:
 @app.command()
 def init(
     ctx: typer.Context,
-    directory: Annotated[Optional[Path], typer.Argument(help="Where to create the store (default: --root, else the current folder).", metavar="[DIR]", show_default=False)] = None,
+    directory: Annotated[Optional[str], typer.Argument(help="Where to create the store (default: --root, else the current folder).", metavar="[DIR]", show_default=False)] = None,
     no_git: Annotated[bool, typer.Option("--no-git", help="No repository, no commits: memctl.toml gets [git] commit = false.")] = False,
     json: JsonOpt = False,
 ) -> None:
@@ -37,7 +39,9 @@ def init(
     no memory/ folder; its facts go into the first commit.
     """
     given = (ctx.find_root().obj or {}).get("root")  # `memctl --root DIR init` made a store of the current folder
-    directory = directory if directory is not None else Path(given) if given is not None else Path(".")
+    if directory == "":  # (a Path of "" is the current folder: `init "$UNSET"` made a store there)
+        raise BadInput("DIR is empty", hint="give the store's folder, or none for the current one (`memctl init .`)")
+    directory = Path(directory if directory is not None else given if given is not None else ".")
     created = store_mod.init_store(directory, git=not no_git)
     root = str(directory.resolve())
     if json:

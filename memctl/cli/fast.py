@@ -39,7 +39,9 @@ def ledger_append(store, name: str, values: list[str], *, unique: str | None, no
     will_commit(store, not no_commit)  # git that cannot commit refuses before stdin is read (exit 0 means committed)
 
     if values == ["-"]:
-        data = sys.stdin.buffer.read()
+        from ..fsutil import read_input
+
+        data = read_input(sys.stdin.buffer, "stdin")
         records = ledger.parse_ndjson(data) if json else ledger.parse_tsv(data, ledger.open_ledger(store, name).columns)
     elif "-" in values:
         raise BadInput("- (read stdin) cannot be mixed with col=value arguments")
@@ -79,7 +81,7 @@ def near_dup_error(exc: BaseException, json: bool = False) -> int | None:
         output.failure(*hints.worded(exc), code, json=json)
         return code
     if isinstance(exc, UnicodeError):
-        failure = errors.not_utf8("the input", exc)
+        failure = errors.from_unicode_error(exc)
         output.failure(failure.message, failure.hint, NEAR_DUP_ERROR, json=json)
         return NEAR_DUP_ERROR
     if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):  # a full disk: one line with its hint, as everywhere
@@ -96,12 +98,14 @@ def _read_text(source: str) -> str:
     """A file's text, or stdin's for `-`; not valid UTF-8, or a NUL, is bad input naming the source."""
     from ..errors import BadInput, NotFound, not_utf8
 
+    from ..fsutil import read_input
+
     if source == "-":
-        data = sys.stdin.buffer.read()
+        data = read_input(sys.stdin.buffer, "stdin")
     else:
         try:
             with open(source, "rb") as handle:
-                data = handle.read()
+                data = read_input(handle, source)
         except FileNotFoundError:
             raise NotFound(f"no such file: {source}", hint="check the path (relative to the current folder)") from None
     name = "stdin" if source == "-" else source
@@ -282,6 +286,8 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         columns = EXPLAIN_COLUMNS if explain else ["rank", "score", "relevance", "name", "type", "description", "path"]
         if any(h.item.kind == "chunk" for h in results[0]):  # a document's lines: where, under which headings, from what
             columns = [c for c in columns if c != "name"] + ["heading", "source_description"]
+            if output.stdout_is_tty() and not output.headers_fit(columns):  # (80 columns: every header cut in two)
+                columns.remove("source_description")  # the same for every hit of a source: `source list` has it
         output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns)
     return 0 if found else 1  # like grep: nothing relevant prints nothing and exits 1
 
@@ -477,6 +483,8 @@ def _plan(argv: list[str]):
     if rest[:1] == ["mcp"]:  # a server: it reports its errors itself, like a hook
         found_mcp = _mcp(root, rest[1:])
         return None if found_mcp is None else (root, None, None, {"mcp": found_mcp})
+    if root is not None and not root.strip():
+        return None  # `--root ""`: Typer's callback says so (a hook or the MCP server above still finds its store)
     if rest[:2] == ["ledger", "append"]:
         found = _ledger_append(rest[2:])
     elif rest[:1] == ["near-dup"]:
@@ -569,7 +577,7 @@ def report(exc: Exception, json: bool) -> int | None:
     if isinstance(exc, OSError):
         exc = errors.from_os_error(exc)
     elif isinstance(exc, UnicodeError):
-        exc = errors.not_utf8("the input", exc)
+        exc = errors.from_unicode_error(exc)
     if not isinstance(exc, errors.MemctlError):
         return None
     output.failure(*hints.worded(exc), exc.exit_code, json=json)

@@ -82,13 +82,16 @@ def _with_flag(text: str, arg: str | None) -> str:
     return re.sub(rf"(?<![\w-]){re.escape(arg)}(?![\w-])", flag(arg), text, count=1)
 
 
-def worded(exc: MemctlError) -> tuple[str, str | None]:
-    """(message, hint) as the command line says them."""
+def worded(exc: MemctlError, no_commit: bool = True) -> tuple[str, str | None]:
+    """(message, hint) as the command line says them; `no_commit`: whether the command has --no-commit (the
+    git hints offer it only then)."""
     message = MESSAGES.get(exc.kind or "") or _with_flag(exc.message, exc.arg)
     try:  # an error raised without the details its CLI hint names keeps the library's hint
         hint: str | None = HINTS[exc.kind or ""].format(**exc.details)
     except (KeyError, IndexError):
         hint = _with_flag(exc.hint, exc.arg) if exc.hint else exc.hint
+    if hint and not no_commit:
+        hint = re.sub(r",? or use --no-commit[^,;]*$", "", hint)
     if exc.kind == "no-state" and exc.details.get("scope"):
         hint = f"{hint} --name {exc.details['scope']}"
     if exc.kind == "no-store":

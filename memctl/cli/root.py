@@ -29,6 +29,7 @@ class _Group(typer.core.TyperGroup):
         except _click.exceptions.UsageError as exc:
             _usage_error(exc, json)
         ctx.meta.setdefault(_JSON, json)
+        ctx.meta.setdefault(_ARGS, list(args))
         return ctx
 
     def invoke(self, ctx):  # type: ignore[override]
@@ -42,7 +43,7 @@ class _Group(typer.core.TyperGroup):
 
             raise typer.Exit(interrupted(exc, json)) from None
         except errors.MemctlError as exc:
-            output.failure(*hints.worded(exc), exc.exit_code, json=json)
+            output.failure(*hints.worded(exc, no_commit=_has_no_commit(self, ctx)), exc.exit_code, json=json)
             raise typer.Exit(exc.exit_code) from None
         except _click.exceptions.NoArgsIsHelpError:
             raise
@@ -51,7 +52,7 @@ class _Group(typer.core.TyperGroup):
         except BrokenPipeError:
             raise typer.Exit(errors.OK) from None
         except UnicodeError as exc:  # a file or stdin a command read as text: one line, never a traceback
-            failure = errors.not_utf8("the input", exc)
+            failure = errors.from_unicode_error(exc)
             output.failure(failure.message, failure.hint, failure.exit_code, json=json)
             raise typer.Exit(failure.exit_code) from None
         except OSError as exc:  # disk full, file too large, permissions: one line, never a traceback
@@ -61,6 +62,22 @@ class _Group(typer.core.TyperGroup):
 
 
 _JSON = "memctl.json"  # ctx.meta key: the command line asked for --json
+_ARGS = "memctl.args"  # ctx.meta key: the arguments the root group was given
+
+
+def _has_no_commit(group, ctx) -> bool:
+    """Whether the command that ran (`ledger commit`, `log`...) has a --no-commit option, for a hint to offer
+    it: `log` and `sync` need git whatever is given."""
+    from ..early import root_option  # noqa: PLC0415
+
+    split = root_option(ctx.meta.get(_ARGS, []))
+    command, words = group, split[1] if split else []
+    while hasattr(command, "list_commands"):  # a group (the vendored click names its classes its own way)
+        command = command.get_command(ctx, words[0]) if words else None
+        if command is None:
+            return True  # (not found: keep the hint as it is)
+        words = words[1:]
+    return any("--no-commit" in getattr(param, "opts", ()) for param in command.params)
 
 
 def _usage_error(exc, json: bool = False) -> None:
@@ -99,6 +116,10 @@ def _root(
     root: str = typer.Option(None, "--root", help="Store directory (default: MEMCTL_ROOT, else the nearest parent with memctl.toml, else this project's Claude Code memory directory).", metavar="DIR"),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
+    if root is not None and not root.strip():  # `--root "$UNSET"`: init made a store of the current folder
+        from ..errors import BadInput  # noqa: PLC0415
+
+        raise BadInput("--root is empty", hint="give the store's folder, or leave --root out")
     ctx.obj = {"root": root}
 
 

@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from .. import output
+from ..tsv import format_record
 from .root import app
-from .common import JsonOpt, NoCommitOpt, store_from
+from .common import AllowSecretsOpt, JsonOpt, NoCommitOpt, store_from
 
 source_app = typer.Typer(
     help="Document sources: notes, docs and code indexed as chunks that recall answers from (docs/SOURCES.md).",
@@ -33,6 +34,7 @@ def add(
     overlap: Annotated[Optional[int], typer.Option("--overlap", help="Characters carried into the next chunk (default 60).", metavar="N")] = None,
     prompt: Annotated[bool, typer.Option("--prompt", help="Let the per-prompt hook show this source's chunks.")] = False,
     no_commit: NoCommitOpt = False,
+    allow_secrets: AllowSecretsOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Declare a source in memctl.toml (its files stay where they are); then run `memctl source index`."""
@@ -42,7 +44,8 @@ def add(
     made = sources.add(store, sources.Source(
         name, tuple(paths), tuple(exclude or ()), description, kind,
         chunking.DEFAULT_SIZE if chunk_size is None else chunk_size,
-        chunking.DEFAULT_OVERLAP if overlap is None else overlap, prompt), commit_changes=not no_commit)
+        chunking.DEFAULT_OVERLAP if overlap is None else overlap, prompt), commit_changes=not no_commit,
+        allow_secrets=allow_secrets)
     for pattern in sources.missing(store, made):
         output.warn(f"{pattern}: no such file or folder (yet): this source finds nothing there until it exists",
                     hint=f"check the path, or memctl source remove {made.name}")
@@ -115,4 +118,6 @@ def status(ctx: typer.Context, json: JsonOpt = False) -> None:
     output.emit_table([{"source": s.source.name, "files": s.files, "chunks": s.chunks,
                         "stale": s.stale if s.indexed is not None else "never indexed" if not s.files else "first run not finished", "skipped": len(s.skipped)}
                        for s in found], ["source", "files", "chunks", "stale", "skipped"])
-    output.emit_content("".join(f"{s.source.name}\tskipped\t{k.shown}: {k.reason}\n" for s in found for k in s.skipped))
+    # one line per skipped file, its fields escaped as a ledger's (a name may hold a TAB or a newline)
+    output.emit_content("".join(format_record((s.source.name, "skipped", f"{k.shown}: {k.reason}")) + "\n"
+                                for s in found for k in s.skipped))

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Protocol, Sequence
 
+from ..config import number, section, text_or_none
 from ..errors import BadInput, MemctlError, install_hint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,7 +120,7 @@ class Settings(NamedTuple):
 
 
 def settings_from(raw: dict[str, Any] | None) -> Settings:
-    table = dict((raw or {}).get("embedding", {}) or {})
+    table = dict(section(raw or {}, "embedding"))
     backend = str(table.get("backend", "auto"))
     if backend not in BACKENDS:
         raise BadInput(f"memctl.toml: [embedding] backend = {backend!r} is not one of {', '.join(BACKENDS)}")
@@ -129,9 +130,9 @@ def settings_from(raw: dict[str, Any] | None) -> Settings:
     thresholds, similar = _numbers(table, "thresholds"), _numbers(table, "similar")
     return Settings(
         backend=backend,
-        model=str(table.get("model", DEFAULT_MODEL)),
-        query_prefix=table.get("query_prefix"),
-        passage_prefix=table.get("passage_prefix"),
+        model=text_or_none(table, "model", "[embedding]") or DEFAULT_MODEL,
+        query_prefix=text_or_none(table, "query_prefix", "[embedding]"),
+        passage_prefix=text_or_none(table, "passage_prefix", "[embedding]"),
         fallback=fallback,
         thresholds=thresholds,
         similar=similar,
@@ -139,14 +140,9 @@ def settings_from(raw: dict[str, Any] | None) -> Settings:
 
 
 def _numbers(table: dict[str, Any], name: str) -> dict[str, float]:
-    """[embedding.NAME]: model = number."""
-    out = {}
-    for model, value in (table.get(name, {}) or {}).items():
-        try:
-            out[str(model)] = float(value)
-        except (TypeError, ValueError):
-            raise BadInput(f"memctl.toml: [embedding.{name}] {model} must be a number") from None
-    return out
+    """[embedding.NAME]: model = a cosine, from -1 to 1."""
+    given = section(table, name, "embedding")  # (`thresholds = 1` was a traceback in every write)
+    return {str(model): number(given, model, 0.0, f"[embedding.{name}]", low=-1.0, high=1.0) for model in given}
 
 
 def settings_for(store: "Store") -> Settings:

@@ -240,13 +240,17 @@ def _built_in(where: str) -> list[Detector]:
 def build(patterns: Iterable[str] = ()) -> Redactor:
     """A redactor with detect-secrets' detectors, memctl's, and `patterns` (regular expressions)."""
     detectors = _built_in("episode import")
-    for text in patterns:
-        try:
-            compiled = re.compile(text)
-        except (re.error, TypeError) as exc:
-            raise BadInput(f"memctl.toml: [import] redact_patterns: {text!r} is not a regular expression ({exc})") from None
-        detectors.append(Detector("pattern", compiled, 0, bounded=True))
+    detectors += [Detector("pattern", compiled(text), 0, bounded=True) for text in patterns]
     return Redactor(detectors)
+
+
+def compiled(text: str) -> re.Pattern:
+    """One of memctl.toml's redaction patterns, compiled; BadInput when it is none (`a{99999999999}`: an
+    OverflowError, not re.error, was a traceback in every import)."""
+    try:
+        return re.compile(text)
+    except (re.error, TypeError, OverflowError, RecursionError, ValueError) as exc:
+        raise BadInput(f"memctl.toml: [import] redact_patterns: {text!r} is not a regular expression ({exc})") from None
 
 
 # ---------------------------------------------------------------- a time limit for memctl.toml's patterns

@@ -13,8 +13,11 @@ from typing import Any
 def install(clients: list[str], scope: str, project: Path, *, root: str | None = None, store: str | None = None,
             dry_run: bool = False, transcripts: bool = False) -> list:
     """Plan every agent's install (a dry run each, so all checks pass first), then apply them."""
+    from ..errors import NotFound
     from . import claude_code, hosts
 
+    if not project.is_dir():  # (the MCP entry's check ran in it, and blamed the memctl program)
+        raise NotFound(f"project directory does not exist: {project}", hint="give the project's folder, or run it there")
     planned = []
     for client in clients:
         if client == "claude-code":

@@ -76,7 +76,7 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
     os.environ.setdefault("MEMCTL_AGENT", host or AGENT_NAME)
     checking = checked()
     limit = _timeout()
-    found, problem, printed = None, None, False
+    found, problem, printed, why = None, None, False, ""
     try:
         cancel = _guard(limit, event)
         try:
@@ -103,15 +103,17 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
             stdout.flush()
             printed = True
     except HookTimeout:
-        problem = f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)"
-        index = index_alone(found) if event == "session-start" and found is not None and not printed else ""
-        if index:  # (the bundle took too long: a ledger grown large since the last index, say) the index, at least
-            stdout.write(hook_output(host, event, within(index, MAX_CHARS)))
-            stdout.flush()
-            printed = True
-            problem += "; printed MEMORY.md alone"
+        problem, why = f"gave up after {limit:g} s (MEMCTL_HOOK_TIMEOUT)", "the full bundle took longer than the hook may"
     except Exception as exc:  # noqa: BLE001  (a hook never fails the prompt; the reason goes to stderr)
-        problem = reason(exc)
+        problem, why = reason(exc), "the full bundle failed: `memctl doctor` says why"
+    # The store was found but its bundle took too long (a ledger grown large since the last index) or failed
+    # (a section of memctl.toml its reader refuses): the index, at least.
+    index = index_alone(found, why) if problem and event == "session-start" and found is not None and not printed else ""
+    if index:
+        stdout.write(hook_output(host, event, within(index, MAX_CHARS)))
+        stdout.flush()
+        printed = True
+        problem += "; printed MEMORY.md alone"
     if problem:
         _note(event, problem, added=printed)
     if host == "gemini" and not printed:
@@ -304,12 +306,10 @@ def session_start(store, log: bool = True) -> str:
     return bundle.text if bundle.included else ""
 
 
-INDEX_ALONE = "# memctl context (MEMORY.md alone: the full bundle took longer than the hook may)\n\n"
-
-
-def index_alone(found) -> str:
-    """What a session-start that ran out of time still gives: MEMORY.md as it is (not in a Claude Code
-    directory, whose MEMORY.md Claude Code loads itself); "" when there is none to read."""
+def index_alone(found, why: str) -> str:
+    """What a session-start that ran out of time or failed still gives: MEMORY.md as it is, under a heading
+    saying `why` (not in a Claude Code directory, whose MEMORY.md Claude Code loads itself); "" when there
+    is none to read."""
     from ..fsutil import read_index
 
     try:
@@ -319,7 +319,7 @@ def index_alone(found) -> str:
         text = read_index(store.index_path, "MEMORY.md")
     except Exception:  # noqa: BLE001  (a hook never fails: without it, nothing is added, as before)
         return ""
-    return INDEX_ALONE + text if text.strip() else ""
+    return f"# memctl context (MEMORY.md alone: {why})\n\n{text}" if text.strip() else ""
 
 
 def start_resident(store) -> bool:

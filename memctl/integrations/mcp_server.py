@@ -315,8 +315,8 @@ def build(root: Path):
         if source not in ("facts", "episodes"):  # document chunks: their own index (docs/SOURCES.md)
             from .. import docindex
 
-            found, (chunks,) = docindex.answer(s, [query], source=source, k=k, mode=mode, since=since,
-                                               include_all=include_all, min_score=min_score)
+            found, (chunks,) = docindex.answer(s, [query], source=source, k=k, mode=mode, since=since, fact_type=type,
+                                               tag=tag, include_all=include_all, min_score=min_score)
             corpus.notes += found.notes
             hits = recall_mod.order(hits + chunks, k)
         recall_mod.log_access(s, "mcp-recall", [(query, [h.item.key for h in hits])])

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .. import clock, facts as facts_mod, neardup, numerals, textnorm
+from .. import clock, config, facts as facts_mod, neardup, numerals, textnorm
 from ..errors import Refused
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -548,7 +548,7 @@ def rules_for(store: "Store", threshold: float, origin: str) -> Rules:
     """The rule's numbers: the model's threshold, and [consolidate] overrides from memctl.toml."""
     from ..errors import BadInput
 
-    table = dict(store.config.raw.get("consolidate", {}) or {})
+    table = dict(config.section(store.config.raw, "consolidate"))
     values = {}
     for key, default in (("merge_overlap", MERGE_OVERLAP), ("conflict_overlap", CONFLICT_OVERLAP), ("topic_margin", TOPIC_MARGIN)):
         value = table.get(key, default)
@@ -591,7 +591,7 @@ def plan(store: "Store", *, embedder: "Embedder | None" = None, neighbours: int 
 def neighbours_for(store: "Store") -> int:
     from ..errors import BadInput
 
-    value = (store.config.raw.get("consolidate", {}) or {}).get("neighbours", NEIGHBOURS)
+    value = config.section(store.config.raw, "consolidate").get("neighbours", NEIGHBOURS)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
         raise BadInput(f"memctl.toml: [consolidate] neighbours must be a whole number from 1 to 1000, got {value!r}")
     return value

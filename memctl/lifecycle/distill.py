@@ -28,9 +28,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .. import clock, episodes as episodes_mod, facts as facts_mod, ledger, neardup, textnorm
+from .. import clock, config, episodes as episodes_mod, facts as facts_mod, ledger, neardup, textnorm
 from ..errors import BadInput, NotFound, Refused
 from ..runcmd import MAX_ANSWER_BYTES, BadAnswer, parse_command, run_command, shorten as _shorten  # noqa: F401
+from ..secrets import part_of
 from ..store import commit, config_committable
 from .consolidate import complete_link
 
@@ -283,7 +284,7 @@ def plan(store: "Store", *, since: str | None = None, min_cluster: int = DEFAULT
 def timeout_for(store: "Store", given: float | None) -> float:
     if given is not None:
         return given
-    value = (store.config.raw.get("distill", {}) or {}).get("timeout", DEFAULT_TIMEOUT)
+    value = config.section(store.config.raw, "distill").get("timeout", DEFAULT_TIMEOUT)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise BadInput(f"memctl.toml: [distill] timeout must be a positive number of seconds, got {value!r}")
     return float(value)
@@ -309,7 +310,8 @@ def _write(store: "Store", cluster: Cluster, answer: Answer) -> tuple[list[Path]
     taken = sorted(distilled_ids(store) & set(cluster.ids))
     if taken:  # another run distilled them meanwhile: refuse before writing the lesson
         raise Refused(f"episode {taken[0]} is already distilled")
-    change = facts_mod.remember(store, fact_input(cluster, answer), commit_changes=False)
+    with part_of("distill"):  # (a lesson's secret is redacted: distill has no way to store it as given)
+        change = facts_mod.remember(store, fact_input(cluster, answer), commit_changes=False)
     stamp = clock.stamp()
     rows = [{"ts": stamp, "episode": i, "fact": cluster.fact_name} for i in cluster.ids]
     appended = ledger.append(store, LEDGER, rows, commit_changes=False)

@@ -430,9 +430,3 @@ def forget_by_policies(store: Store, *, dry_run: bool = False, commit_changes: b
         declared = any(s.item.kind == "episode" for s in final.steps) and _ensure_tombstones(store, commit_changes)
         sha = _apply(store, final, snap, commit_changes=commit_changes, declared=declared)
     return Outcome(final, applied=True, commit=sha)
-
-
-def policy_problems(store: Store) -> list[facts_mod.Problem]:
-    """For `memctl doctor`: every [forget] rule that does not parse, naming the policy."""
-    return [facts_mod.Problem(store.rel(store.config_path), 0, "bad-policy", message.removeprefix(policy_mod.CONFIG_WHERE + " "))
-            for message in policy_mod.problems(store.config.raw)]

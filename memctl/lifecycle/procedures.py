@@ -261,12 +261,17 @@ def record(store: "Store", name: str, success: bool, score: float | None = None,
     return Recorded(key, row, all_stats(store).get(key, Stats()), done.commit)
 
 
-def evolve(store: "Store", name: str, template: str, *, commit_changes: bool = True) -> facts_mod.Change:
-    """Replace the template (the body) and bump `version`; unchanged when the template is the same."""
+def evolve(store: "Store", name: str, template: str, *, commit_changes: bool = True,
+           allow_secrets: bool = False) -> facts_mod.Change:
+    """Replace the template (the body) and bump `version`; unchanged when the template is the same.
+    A secret in it is redacted, with a warning, unless `allow_secrets`; `<private>` text is always hidden."""
+    from ..secrets import scrub  # noqa: PLC0415
+
     if not template.strip():
         raise BadInput("the template is empty")
     if "\x00" in template:
         raise BadInput("the template contains NUL bytes")
+    template = scrub([template], "procedure evolve", secrets=not allow_secrets)[0]
     body = template if template.endswith("\n") else template + "\n"
     procedure(store, name)  # a clear error for a missing or non-procedure fact
 

@@ -278,6 +278,34 @@ def test_a_hook_gives_up_at_its_time_limit_and_session_start_still_gives_the_ind
         os.close(fd)
 
 
+@pytest.mark.parametrize("line", ["recall = 1", 'recall = "hybrid"', "neardup = []"])
+def test_a_section_that_is_no_table_is_one_line_and_session_start_still_gives_the_index(facts_store, line):
+    """`recall = 1` (a hand edit: sync refuses it from a remote) was a traceback in recall, context and the
+    hooks, and doctor did not name it. Each command that reads the section says so in one line (exit 2),
+    doctor names it, the commands that do not read it still run, and session-start gives the index."""
+    toml = facts_store / "memctl.toml"
+    toml.write_text(line + "\n" + toml.read_text(encoding="utf-8"), encoding="utf-8")
+    key = line.split()[0]
+    said = f"memctl.toml: {key} must be a table ([{key}]), not "
+    if key == "recall":
+        for args in (("recall", "deploy"), ("context",)):
+            result = memctl(facts_store, *args)
+            assert (result.returncode, result.stdout) == (2, ""), result.stderr
+            assert result.stderr.startswith(f"memctl: error: {said}") and "Traceback" not in result.stderr
+        result = memctl(facts_store, "hook", "session-start", input="{}")
+        index = (facts_store / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+        assert result.returncode == 0
+        assert result.stdout == "# memctl context (MEMORY.md alone: the full bundle failed: `memctl doctor` says why)\n\n" + index
+        assert result.stderr.startswith(f"memctl: hook session-start: {said}") and result.stderr.endswith("; printed MEMORY.md alone\n")
+        prompt = _prompt(facts_store, {"prompt": "deploy"})
+        assert (prompt.returncode, prompt.stdout) == (0, "")
+        assert prompt.stderr.startswith(f"memctl: hook prompt: nothing added: {said}")
+    doctor = memctl(facts_store, "doctor")
+    assert doctor.returncode == 1
+    assert f"memctl.toml: error: {key} must be a table ([{key}]), not " in doctor.stdout + doctor.stderr
+    assert memctl(facts_store, "list").returncode == 0
+
+
 def test_session_start_prints_the_bundle(facts_store):
     cli(facts_store, "pin", "zenn-rate-limit")
     result = memctl(facts_store, "hook", "session-start", input='{"source": "startup"}')
@@ -306,3 +334,11 @@ def test_a_prompt_hook_whose_stdin_never_ends_gives_up(facts_store):
     out, err = proc.stdout.read(), proc.stderr.read()
     assert (proc.returncode, out) == (0, "")
     assert err == "memctl: hook prompt: nothing added: gave up after 1 s (MEMCTL_HOOK_TIMEOUT)\n"
+
+
+def test_agent_install_into_a_project_that_does_not_exist_says_so(root, tmp_path):
+    """helper-72: it said "the MCP server entry does not start: .../bin/memctl: No such file or directory" (exit 1),
+    blaming a program that is there."""
+    result = memctl(None, "agent", "install", "claude-code", "--project", str(tmp_path / "nowhere"), "--store", str(root))
+    assert result.returncode == 3 and result.stderr.startswith(f"memctl: error: project directory does not exist: {tmp_path / 'nowhere'}")
+    assert not (tmp_path / "nowhere").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -665,3 +666,43 @@ def test_a_claude_code_memory_directory_with_a_memctl_toml_above_it_is_still_one
     (memory.parent / "memctl.toml").write_text("", encoding="utf-8")
     done = memctl(memory, "list")
     assert done.returncode == 0 and "火曜だけ" in done.stdout, done.stderr
+
+
+def test_a_memory_md_that_is_not_utf8_is_named_by_line_and_doctor_sees_it(root):
+    """helper-72: one Latin-1 byte in MEMORY.md made every write fail with "the input is not valid UTF-8"
+    (exit 2, no file named) while doctor said the store was clean."""
+    with open(root / "memory" / "MEMORY.md", "ab") as handle:
+        handle.write("caf\xe9 notes\n".encode("latin-1"))
+    git(root, "-c", "user.name=test", "-c", "user.email=test@localhost", "commit", "-qam", "a latin-1 note")
+    head = git(root, "rev-parse", "HEAD")
+    lines = (root / "memory" / "MEMORY.md").read_bytes().count(b"\n")
+    for args in (("remember", "x1", "--description", "first fact"), ("index",)):
+        refused = cli(root, *args)
+        assert refused.exit_code == 1
+        assert refused.stderr.startswith(f"memctl: error: memory/MEMORY.md:{lines}: not valid UTF-8 (byte 0xe9); nothing was written")
+    assert git(root, "rev-parse", "HEAD") == head and not (root / "memory" / "x1.md").exists()
+    doctor = cli(root, "doctor")
+    assert doctor.exit_code == 1 and f"memory/MEMORY.md:{lines}: error: not valid UTF-8 (byte 0xe9)" in doctor.stdout
+
+
+def test_an_empty_directory_or_root_is_bad_input_and_makes_no_store_here(tmp_path):
+    """helper-72: `memctl --root X init ""` (an unset variable) made a store of the current folder (`Path("")`
+    is "."); in /tmp, another program's repository was briefly /tmp/.git."""
+    here = tmp_path / "here"
+    here.mkdir()
+    for args, said in ((("--root", str(tmp_path / "elsewhere"), "init", ""), "DIR is empty"), (("--root", "", "init"), "--root is empty"),
+                       (("--root", "", "ledger", "append", "notes", "a=1"), "--root is empty"), (("--root=", "recall", "x"), "--root is empty")):
+        result = subprocess.run([sys.executable, "-m", "memctl", *args], cwd=here, capture_output=True, text=True)
+        assert result.returncode == 2 and result.stderr.startswith(f"memctl: error: {said}"), (args, result.stderr)
+    assert list(here.iterdir()) == [] and not (tmp_path / "elsewhere").exists()
+
+
+def test_output_a_terminal_cannot_encode_is_named_as_the_output_not_as_bad_input(root):
+    """helper-72: under PYTHONIOENCODING=ascii, `show` and `recall 東京` said "the input is not valid UTF-8"
+    (exit 2, bad input), which sent the user looking at their files."""
+    assert cli(root, "remember", "tokyo", "-d", "東京の天気").exit_code == 0
+    for args in (("show", "tokyo"), ("recall", "東京", "--mode", "keyword"), ("list",)):
+        result = memctl(root, *args, env={"PYTHONIOENCODING": "ascii"})
+        assert result.returncode == 1, (args, result.stderr)
+        assert result.stderr.splitlines()[-1] == ("memctl: error: the output cannot be written in its encoding (ascii): ordinal not in "
+                                                  "range(128) (hint: use a UTF-8 locale (LANG=C.UTF-8), or unset PYTHONIOENCODING)")

@@ -818,3 +818,13 @@ def test_a_memctl_git_that_names_no_program_is_a_warning_at_install(root, tmp_pa
     assert r.exit_code == 0 and json.loads(r.stdout)["warnings"] == [
         f"MEMCTL_GIT names {not_git}, which is not a program to run: the jobs get the git on their PATH instead "
         "(fix MEMCTL_GIT, or unset it, then install the schedule again)"]
+
+
+def test_a_store_path_with_a_newline_makes_no_crontab_block(tmp_path):
+    """helper-72: `schedule render` split the block's marker and job lines at the newline in the store's path,
+    so `schedule install` would have written a crontab that runs a line cut in two."""
+    store = tmp_path / "nl\nine"
+    assert memctl(None, "init", str(store)).returncode == 0
+    result = memctl(store, "schedule", "render")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("memctl: error: the store's path ") and "holds a control character" in result.stderr

@@ -236,3 +236,20 @@ def test_a_warning_or_error_naming_pushed_text_shows_its_control_characters_and_
         "memctl: error: bad line\\u202e",
         "memctl: info: a\tb\\x9b2J".replace("info: ", ""),
     ]
+
+
+def test_document_recall_at_80_columns_keeps_its_headers_whole(root, tmp_path):
+    """helper-71: with the eighth column (source_description) every header was cut in two at 80 columns
+    (`relevanc` / `e`); the source's description, the same for each of its hits, goes first."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "デプロイ手順.md").write_text("# デプロイ\n\n## ロールバック\n\n障害が起きたら make rollback を実行する。\n", encoding="utf-8")
+    assert memctl(root, "source", "add", "notes", str(notes), "-d", "チームのメモ").returncode == 0
+    assert memctl(root, "source", "index").returncode == 0
+    asked = ("recall", "ロールバックの方法", "--source", "docs", "--mode", "keyword", "--no-log")
+    narrow = on_terminal(root, *asked)
+    assert header(narrow.stdout) == ["rank", "score", "relevance", "type", "description", "path", "heading"], narrow.stdout
+    assert max(cell_len(line) for line in narrow.stdout.splitlines()) <= 80
+    wide = memctl(root, *asked, env={**PINNED, "MEMCTL_FORCE_TTY": "1", "COLUMNS": "200"})
+    assert header(wide.stdout)[-1] == "source_description" and "チームのメモ" in wide.stdout
+    assert piped(root, *asked).stdout.rstrip("\n").endswith("\tチームのメモ")  # piped, the columns stay as they were
