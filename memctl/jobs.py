@@ -738,6 +738,11 @@ def install(store: Store, plan: Plan) -> list[trust.Setting]:
     return trust.approve_written(store, "jobs.")
 
 
+def waiting(store: Store) -> list[trust.Setting]:
+    """The job settings (tables, scripts) an install would approve: those that wait now."""
+    return [s for s in trust.settings(store) if s.key.startswith("jobs.") and not s.approved]
+
+
 # ---------------------------------------------------------------- run-job
 
 @dataclass(frozen=True)

@@ -532,6 +532,9 @@ def test_a_fresh_clone_waits_until_its_user_approves_or_installs_the_jobs(victim
     assert sum("warning: [jobs." in line and "waits for approval on this machine" in line for line in doctor) == 2
     assert [line.split(" at ")[0] for line in doctor if "refused" in line] == [
         "logs/state-update.log: error: job state-update: its last run was refused"]
+    dry = memctl(clone, "schedule", "install", "--scheduler", "cron", "--dry-run")  # says what the install would approve
+    assert dry.returncode == 0 and dry.stderr.count("would approve [jobs.") == 2, dry.stderr
+    assert "it waits: it came in by git clone" in dry.stderr and "approved [jobs." not in dry.stderr
     installed = memctl(clone, "schedule", "install", "--scheduler", "cron")
     assert installed.returncode == 0, installed.stderr
     assert installed.stderr.count("approved [jobs.") == 2

@@ -110,6 +110,9 @@ def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: Scheduler
     _show_plan(plan, dry_run, json)
     for setting in approved:
         output.info(f"approved {trust.describe(setting)} on this machine (it waited: {setting.why})")
+    for setting in jobs.waiting(store) if dry_run else ():  # what the real install would approve, said before it does
+        output.info(f"would approve {trust.describe(setting)} on this machine (it waits: {setting.why}; "
+                    f"`memctl trust --list` shows it)")
 
 
 @schedule_app.command("uninstall")
