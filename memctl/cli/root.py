@@ -81,8 +81,17 @@ def _has_no_commit(group, ctx) -> bool:
 
 
 def _usage_error(exc, json: bool = False) -> None:
-    """One line, like every other error; the full usage is one --help away."""
+    """One line, like every other error; the full usage is one --help away. A hook's is exit 0 as every hook's
+    error is (docs/CLAUDE_CODE.md): Claude Code takes exit 2 from a prompt hook as "block this prompt"."""
     where = exc.ctx.command_path if exc.ctx else "memctl"
+    names, ctx = [], exc.ctx
+    while ctx is not None:
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    if len(names) >= 2 and names[-2] == "hook":
+        label = f"hook {names[0]}" if len(names) > 2 else "hook"
+        output.info(f"{label}: nothing added: {exc.format_message()} (hint: {where} --help)")
+        raise typer.Exit(errors.OK) from None
     output.failure(exc.format_message(), f"{where} --help", errors.USAGE, json=json)
     raise typer.Exit(errors.USAGE) from None
 

@@ -256,6 +256,16 @@ def test_errors_never_fail_the_prompt(facts_store, tmp_path):
     assert nowhere.stderr.startswith("memctl: hook prompt: nothing added: store directory does not exist")
 
 
+def test_a_hook_command_line_memctl_does_not_know_is_exit_0_never_a_blocked_prompt(facts_store):
+    """`hook prompt --json` (or any option a hand-written hook line adds) was Typer's usage error, exit 2: Claude
+    Code takes exit 2 from a UserPromptSubmit hook as "block this prompt", so every prompt was refused."""
+    for args in (("hook", "prompt", "--json"), ("hook", "session-start", "--verbose"), ("hook", "stop")):
+        result = memctl(facts_store, *args, input='{"prompt": "deploy"}')
+        assert (result.returncode, result.stdout) == (0, ""), (args, result.stderr)
+        assert result.stderr.startswith("memctl: hook") and "nothing added: No such " in result.stderr, result.stderr
+    assert memctl(facts_store, "recall", "--json-x").returncode == 2  # any other command: a usage error, as before
+
+
 def test_a_hook_gives_up_at_its_time_limit_and_session_start_still_gives_the_index(facts_store):
     """The recall index's lock is held by someone else: the hook stops at MEMCTL_HOOK_TIMEOUT, exit 0. The
     session-start hook then printed nothing, so the agent had not even MEMORY.md (helper-68: a large ledger
