@@ -25,6 +25,11 @@ def stamp() -> str:
     return now().isoformat(timespec="seconds")
 
 
+def placeholder(when: datetime) -> bool:
+    """A time that stands for none: Go's zero time (year 1), .NET's DateTime.MaxValue (year 9999)."""
+    return when.year <= 1 or when.year >= 9999
+
+
 def parse_date(text: str) -> datetime:
     """An ISO date or timestamp (full-width digits too: ２０２６－０３－１１); a bare date means local midnight."""
     value = datetime.fromisoformat(_ascii(text))

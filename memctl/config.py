@@ -243,8 +243,8 @@ def from_dict(raw: dict[str, Any], source: Path | str = "memctl.toml") -> Config
         fact_types=_fact_types(facts, source),
         episode_types=_episode_types(raw.get("episodes", {}), source),
         commit=_value(git, "commit", bool, True, "[git]", source),
-        author_name=_ident(git, "author_name", "memctl", source),
-        author_email=_ident(git, "author_email", "memctl@localhost", source),
+        author_name=_value(git, "author_name", str, "memctl", "[git]", source),
+        author_email=_value(git, "author_email", str, "memctl@localhost", "[git]", source),
         max_index_lines=_count(facts, "max_index_lines", 200, source),
         max_index_bytes=_count(facts, "max_index_bytes", 25_000, source),
         default_importance=importance,
@@ -275,8 +275,8 @@ def number(table: dict[str, Any], key: str, default: float, where: str, low: flo
     except (TypeError, ValueError, OverflowError):
         given = None
     if given is None or not low <= given <= high or given in (float("inf"), float("-inf")):  # (NaN fails the range)
-        span = f"from {low:g}" + ("" if high == float("inf") else f" to {high:g}")
-        raise BadInput(f"memctl.toml: {where} {key} must be a number {span}, not {value!r}", hint="fix the file by hand")
+        span = ("" if low == float("-inf") else f" from {low:g}") + ("" if high == float("inf") else f" to {high:g}")
+        raise BadInput(f"memctl.toml: {where} {key} must be a finite number{span}, not {value!r}", hint="fix the file by hand")
     return given
 
 
@@ -306,14 +306,18 @@ def _value(table: dict[str, Any], key: str, kind: type, default: Any, where: str
     return value
 
 
-def _ident(table: dict[str, Any], key: str, default: str, source: Path | str) -> str:
-    """`[git] author_name` / `author_email`: what git takes as an identity (an empty name passed here, then
-    every commit of a cron job, which has no git identity of its own, failed: "empty ident name")."""
-    value = _value(table, key, str, default, "[git]", source)
-    if not value.strip() or any(c in value for c in "<>") or any(c < " " or c == "\x7f" for c in value):
-        raise BadInput(f"{source}: [git] {key} must be a non-empty text without <, > or control characters, not {value!r}",
-                       hint=f'{key} = "{default}" (the default)')
-    return value
+# What git strips from the ends of a name, and refuses a name made only of (ident.c's "crud").
+_GIT_CRUD = "".join(chr(c) for c in range(33)) + ".,:;<>\"\\'"
+
+
+def check_identity(raw: dict[str, Any]) -> None:
+    """`[git] author_name` as git takes it (memctl commits as it where git has no identity: a cron job): one
+    made only of spaces and `.,:;<>"\'` (`""`, `"."`) is BadInput, as git's "empty ident name" was at every
+    commit. The rest git takes as it is (it drops `<` and `>`): they load (doctor and sync check this)."""
+    name = section(raw, "git").get("author_name", "memctl")
+    if isinstance(name, str) and not name.strip(_GIT_CRUD):
+        raise BadInput(f"memctl.toml: [git] author_name {name!r} is no name git takes (a commit made as it fails)",
+                       hint='author_name = "memctl" (the default)')
 
 
 def _count(table: dict[str, Any], key: str, default: int, source: Path | str) -> int:

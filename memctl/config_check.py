@@ -21,8 +21,9 @@ def _view(root: Path, raw: dict[str, Any]) -> Any:
     return SimpleNamespace(root=root, config=SimpleNamespace(raw=raw))
 
 
-def _checks(root: Path, raw: dict[str, Any]) -> list[Callable[[], object]]:
-    from . import embed, jobs, judge, recall, state, transcripts  # noqa: PLC0415
+def _checks(root: Path, raw: dict[str, Any], doctor: bool = False) -> list[Callable[[], object]]:
+    """The checks, in order; `doctor`: without those doctor makes itself in its own words ([state])."""
+    from . import config, embed, jobs, judge, recall, sources, state, transcripts  # noqa: PLC0415
     from .lifecycle import consolidate, distill  # noqa: PLC0415
 
     store = _view(root, raw)
@@ -30,7 +31,7 @@ def _checks(root: Path, raw: dict[str, Any]) -> list[Callable[[], object]]:
     return [
         lambda: recall.settings_for(store),
         lambda: recall.stale_days_for(store),
-        lambda: [state.state_config(store, scope) for scope in (None, *(scopes if isinstance(scopes, dict) else ()))],
+        *([] if doctor else [lambda: [state.state_config(store, scope) for scope in (None, *(scopes if isinstance(scopes, dict) else ()))]]),
         lambda: embed.settings_from(raw),
         lambda: transcripts.checked_settings(raw),
         lambda: jobs.label_prefix(store),
@@ -38,17 +39,20 @@ def _checks(root: Path, raw: dict[str, Any]) -> list[Callable[[], object]]:
         lambda: consolidate.neighbours_for(store),
         lambda: distill.timeout_for(store, None),
         lambda: judge.timeout_for(store),
+        lambda: judge.checked_command(raw),
+        lambda: sources.declared(store),
+        lambda: config.check_identity(raw),
     ]
 
 
-def problems(root: Path, raw: dict[str, Any], source: str = "memctl.toml") -> list[str]:
+def problems(root: Path, raw: dict[str, Any], source: str = "memctl.toml", *, doctor: bool = False) -> list[str]:
     """Each section of `raw` its command would refuse, as that command's message with the file called
     `source` (in the order of _checks), then every `[forget]` rule that does not parse. A reader that
-    fails another way (`[recall] weights = 1`) is a problem too."""
+    fails another way (`[recall] weights = 1`) is a problem too. `doctor`: what doctor does not name itself."""
     from .lifecycle import policy  # noqa: PLC0415
 
     found = []
-    for check in _checks(root, raw):
+    for check in _checks(root, raw, doctor):
         try:
             check()
         except BadInput as exc:

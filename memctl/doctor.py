@@ -38,7 +38,7 @@ def setting_problems(store: Store) -> list[Problem]:
     from .config_check import problems  # noqa: PLC0415
 
     where = store.rel(store.config_path)
-    said = [message.removeprefix("memctl.toml").lstrip(": ") for message in problems(store.root, store.config.raw)]
+    said = [message.removeprefix("memctl.toml").lstrip(": ") for message in problems(store.root, store.config.raw, doctor=True)]
     return [Problem(where, 0, "bad-policy" if message.startswith(("[forget", "[[forget")) else "bad-setting", message)
             for message in said]
 

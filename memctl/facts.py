@@ -678,10 +678,10 @@ def _recent(store: Store, facts: list[fact_mod.Fact]) -> set[str]:
         stamp = fact.meta("updated") or fact.meta("created")
         try:
             when = datetime.fromisoformat(str(stamp)) if stamp else None
-        except ValueError:
-            when = None
-        if when is not None and (when if when.tzinfo else when.astimezone()) >= since:
-            found.add(fact.file_name)
+            if when is not None and (when if when.tzinfo else when.astimezone()) >= since:
+                found.add(fact.file_name)
+        except (ValueError, OverflowError):  # (a naive 0001-01-01T00:00:00 is year 0 east of UTC: every write failed)
+            pass
     found |= {os.path.basename(p) for p in gitstore.changed_since(store.root, store.memory_dir, since)}
     stems = {fact.stem: fact.file_name for fact in facts}
     for _, row in access.rows(store):

@@ -39,15 +39,21 @@ PROMPT = (
 )
 
 
+def checked_command(raw: dict) -> str | None:
+    """`[neardup] judge_cmd` of a parsed memctl.toml as written (None when absent); BadInput when no text."""
+    value = config.section(raw, "neardup").get("judge_cmd")
+    if value is not None and not isinstance(value, str):
+        raise BadInput(f"memctl.toml: [neardup] judge_cmd must be a string, got {value!r}")
+    return value
+
+
 def command_for(store: "Store", given: str | None) -> str | None:
     """The judge command: `given`, else `[neardup] judge_cmd` once approved on this machine."""
     if given is not None:
         return given or None
-    value = config.section(store.config.raw, "neardup").get("judge_cmd")
+    value = checked_command(store.config.raw)
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise BadInput(f"memctl.toml: [neardup] judge_cmd must be a string, got {value!r}")
     from . import trust  # noqa: PLC0415
 
     return value if trust.JUDGE_KEY in trust.acted_on(store, [trust.JUDGE_KEY]) else None

@@ -140,7 +140,7 @@ def resolve(store: Store, decl: LedgerDecl) -> Ledger:
 
 def _check_declared_columns(decl: LedgerDecl) -> None:
     """A hand-written (or pulled) declaration's columns as the format needs them: `columns = ["a\tb"]` wrote
-    a header of two fields, `["a", "a"]` each value twice, and an unknown `unique` refused every append.
+    a header of two fields, `["a", "a"]` each value twice.
     (A name `ledger create` would not make, `日付`, is still the hand's to choose.)"""
     where = f"memctl.toml: [ledgers.{decl.name}]"
     for column in decl.columns:
@@ -149,9 +149,13 @@ def _check_declared_columns(decl: LedgerDecl) -> None:
     twice = sorted({c for c in decl.columns if decl.columns.count(c) > 1})
     if twice:
         raise BadInput(f"{where} column {twice[0]!r} is named twice", hint="name each column once")
+
+
+def _check_unique(decl: LedgerDecl) -> None:
+    """An unknown `unique` column: every append refuses (reading is unharmed); doctor names it."""
     if decl.unique is not None and decl.unique not in decl.columns:
-        raise BadInput(f"{where} unique column {decl.unique!r} is not one of the columns ({', '.join(decl.columns)})",
-                       hint="name one of the columns, or drop `unique`")
+        raise BadInput(f"memctl.toml: [ledgers.{decl.name}] unique column {decl.unique!r} is not one of the columns "
+                       f"({', '.join(decl.columns)})", hint="name one of the columns, or drop `unique`")
 
 
 LEDGER_SUFFIXES = (".tsv", ".txt", ".log", ".csv")  # data files (`ledger adopt` of a legacy log); never a script, a plist, a fact
@@ -291,6 +295,7 @@ def bad_declarations(store: Store) -> list[BadInput]:
     for decl in declarations(store).values():
         try:
             resolve(store, decl)
+            _check_unique(decl)
         except BadInput as exc:
             problems.append(exc)
     return problems

@@ -278,9 +278,9 @@ def updated_of(text: str) -> datetime | None:
         return None
     try:
         value = datetime.fromisoformat(found.group(1))
-    except ValueError:
+        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except (ValueError, OverflowError):  # (9999-12-31T23:59:59-14:00 is past year 9999 in UTC: every sync failed)
         return None
-    return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
 FUTURE_SKEW = timedelta(days=1)  # clocks differ: an `updated:` up to a day ahead is believed

@@ -159,7 +159,7 @@ def headers_fit(columns: Sequence[str]) -> bool:
     """Whether a terminal table of these columns has room for every header whole (frame aside)."""
     from rich.cells import cell_len  # noqa: PLC0415
 
-    return stdout_is_tty() and sum(3 + cell_len(column) for column in columns) + 1 - EDGE_PADDING <= terminal_width()
+    return sum(3 + cell_len(column) for column in columns) + 1 - EDGE_PADDING <= terminal_width()
 
 
 def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:

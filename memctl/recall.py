@@ -81,7 +81,7 @@ def _weights(raw: dict, table: str, defaults: dict[str, float]) -> dict[str, flo
     for key in given:
         if key not in defaults:
             raise BadInput(f"memctl.toml [recall.{table}]: unknown factor {key!r}", hint=", ".join(defaults))
-        weights[key] = config.number(given, key, defaults[key], f"[recall.{table}]")
+        weights[key] = config.number(given, key, defaults[key], f"[recall.{table}]", low=float("-inf"))  # (a negative one too)
     return weights
 
 
@@ -117,9 +117,10 @@ def settings_for(store: Store) -> Settings:
     if mode not in MODES:
         raise BadInput(f"memctl.toml [recall] mode = {mode!r}", hint="keyword, vector or hybrid")
     windows = raw.get("windows", True)
-    if not isinstance(windows, bool):
+    if not isinstance(windows, (bool, int)):  # (`windows = 0` turned them off: it still does)
         raise BadInput(f"memctl.toml [recall] windows must be true or false, not {windows!r}", hint="fix the file by hand")
-    return Settings(weights, config.number(raw, "half_life_days", 30.0, "[recall]", low=0.001), mode, min_score_for(store), windows)
+    return Settings(weights, config.number(raw, "half_life_days", 30.0, "[recall]", low=0.001), mode, min_score_for(store),
+                    bool(windows))
 
 
 class Item(NamedTuple):
@@ -206,12 +207,14 @@ def _float(value: Any, default: float) -> float:
 
 
 def _time(value: Any) -> datetime | None:
+    """A fact's time; None for none, one that does not parse, or a placeholder (clock.placeholder)."""
     if not value:
         return None
     try:
-        return clock.parse_date(str(value))
-    except ValueError:
+        when = clock.parse_date(str(value))
+    except (ValueError, OverflowError):
         return None
+    return None if clock.placeholder(when) else when
 
 
 def _expired(fact, now: datetime) -> bool:

@@ -136,7 +136,6 @@ def add(store: Store, source: Source, *, commit_changes: bool = True, allow_secr
     from .store import commit, config_committable  # noqa: PLC0415
 
     check_name(source.name)
-    source = source._replace(description=scrub([source.description], "source add", secrets=not allow_secrets)[0])
     if not chunking.MIN_SIZE <= source.chunk_size <= chunking.MAX_SIZE:  # named as the caller gave them (not memctl.toml's table)
         raise BadInput(f"chunk_size {source.chunk_size} is not from {chunking.MIN_SIZE} to {chunking.MAX_SIZE} characters",
                        hint=f"give {chunking.MIN_SIZE} to {chunking.MAX_SIZE:,} (default {chunking.DEFAULT_SIZE})", arg="chunk_size")
@@ -154,6 +153,8 @@ def add(store: Store, source: Source, *, commit_changes: bool = True, allow_secr
         if os.path.islink(base):
             raise BadInput(f"{pattern} is a symbolic link: memctl follows none, so the source would find no file",
                            hint=f"declare the folder it points to: {os.path.realpath(base)}")
+    source = source._replace(description=scrub([source.description], "source add", secrets=not allow_secrets)[0])
+    values["description"] = source.description  # (redacted once the declaration is known good: no warning before a refusal)
     with store.lock(commits=commit_changes):
         path = store.config_path
         text, newline = text_to_edit(path)
@@ -331,10 +332,16 @@ def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list
         skipped.append(Skip(shown_path(store, Path(exc.filename or base)), f"unreadable folder: {exc.strerror}"))
 
     facts_folder = os.path.realpath(store.memory_dir)
+    fact_trees = tuple(os.path.join(facts_folder, name) for name in FACT_FOLDERS)
     for folder, dirs, files in os.walk(base, onerror=failed, followlinks=False):
         rel_folder = os.path.relpath(folder, base)
         prefix = "" if rel_folder == "." else rel_folder.replace(os.sep, "/") + "/"
-        own = os.path.realpath(folder) == facts_folder  # the facts, MEMORY.md, the archive: recall's own, never passages
+        real = os.path.realpath(folder)
+        if real in fact_trees or real.startswith(tuple(tree + os.sep for tree in fact_trees)):  # a source of memory/archive itself
+            skipped.append(Skip(shown_path(store, Path(folder)), OWN_FACTS))
+            dirs[:] = []
+            continue
+        own = real == facts_folder  # the facts, MEMORY.md, the archive: recall's own, never passages
         if own:
             skipped.append(Skip(shown_path(store, Path(folder)), OWN_FACTS))
             files = []
@@ -486,7 +493,8 @@ def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
     source = owner(store, path)
     if source is None and not os.path.isabs(os.path.expanduser(raw)):  # relative to where the user is, as a shell takes it
         here = Path(os.path.normpath(os.path.join(os.getcwd(), raw)))
-        source, path = (owner(store, here), here) if owner(store, here) is not None else (None, path)
+        source = owner(store, here)
+        path = here if source is not None else path
     if source is None:
         raise Refused(f"{raw} is in no declared source",
                       hint="give the path as recall prints it (relative to the store, else absolute); memctl source list")

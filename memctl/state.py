@@ -342,7 +342,7 @@ def check_numbers(data: Any, source: str = "JSON") -> dict[str, Number]:
                            "included) or colons; at most 80", arg=arg)
         if key.startswith(RESERVED_PREFIXES):
             raise BadInput(f"{source}: key {key!r} is reserved for memctl's own summaries", hint="rename it, e.g. tasks.completed", arg=arg)
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**1023:  # (math.isfinite overflowed)
+        if isinstance(value, int) and not isinstance(value, bool) and not _fits_a_double(value):  # (math.isfinite overflowed)
             raise BadInput(f"{source}: {key!r} must be a finite number, not a whole number of {len(str(abs(value)))} digits",
                            hint="give a number a double can hold (up to about 1.8e308)", arg=arg)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -353,6 +353,14 @@ def check_numbers(data: Any, source: str = "JSON") -> dict[str, Number]:
             raise BadInput(f"{source}: {key!r} must be a number, not {kind}", hint="STATE.md holds summarised numbers, never raw logs", arg=arg)
         numbers[key] = value
     return numbers
+
+
+def _fits_a_double(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def parse_numbers_json(text: str, source: str = "stdin") -> dict[str, Number]:

@@ -705,3 +705,24 @@ def test_a_placeholder_time_of_year_1_or_9999_is_no_time_and_breaks_nothing(root
     assert bundle.returncode == 0 and "Traceback" not in bundle.stderr and "zero" in bundle.stdout
     hooked = memctl(root, "hook", "session-start", input="{}", env=now)
     assert hooked.returncode == 0 and hooked.stderr == "" and "Deploy via make ship" in hooked.stdout
+
+
+def test_a_placeholder_time_reaches_no_other_reader(root):
+    """helper-73: the same placeholder times broke sync (merge.updated_of: OverflowError past year 9999 in
+    UTC), every write in a store of 50 facts or more (a naive 0001-01-01T00:00:00 east of UTC), and made
+    `forget --policies` archive a fact as 739,955 days idle."""
+    from conftest import memctl
+    from memctl import merge
+
+    assert merge.updated_of("---\nname: a\nupdated: 9999-12-31T23:59:59-14:00\n---\nbody\n") is None
+    now = {"MEMCTL_NOW": "2026-05-01T10:00:00+09:00", "TZ": "Asia/Tokyo", "MEMCTL_NO_SERVER": "1"}
+    for i in range(50):
+        (root / "memory" / f"f{i}.md").write_text(f"---\nname: f{i}\ndescription: fact number {i}\ntype: project\n---\nbody\n",
+                                                  encoding="utf-8")
+    (root / "memory" / "zero.md").write_text("---\nname: zero\ndescription: a fact .NET wrote\ntype: project\nconfidence: 0.5\n"
+                                             "created: 0001-01-01T00:00:00\nupdated: 0001-01-01T00:00:00\n---\nbody\n", encoding="utf-8")
+    assert memctl(root, "index", env=now).returncode == 0
+    written = memctl(root, "remember", "newone", "-d", "written beside a placeholder time", env=now)
+    assert written.returncode == 0, written.stderr
+    planned = memctl(root, "forget", "--policies", "--dry-run", "--json", env=now)
+    assert planned.returncode == 0 and '"zero"' not in planned.stdout, planned.stdout

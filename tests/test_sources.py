@@ -425,6 +425,12 @@ def test_a_source_over_the_store_leaves_out_its_own_facts_and_archive(root):
     paths = [h["path"] for h in json.loads(found.stdout)]
     assert not any(p.startswith("memory/") and ":" in p for p in paths) and "memory/new-rule.md" in paths
     assert all("archive" not in p for p in paths)
+    # helper-73: a source of the archive itself (a folder, or a glob inside it) is the same archive
+    assert cli(root, "source", "add", "arch", str(root / "memory" / "archive")).exit_code == 0
+    assert cli(root, "source", "add", "arch-glob", "memory/archive/*.md").exit_code == 0
+    reports = {r.name: r for r in docindex.index(open_store(root), embed=False)}
+    for name in ("arch", "arch-glob"):
+        assert reports[name].files == 0 and [s.reason for s in reports[name].skipped] == [sources.OWN_FACTS]
 
 
 def test_a_name_that_is_not_utf8_is_skipped_and_stops_no_run(root, manual):

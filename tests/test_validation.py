@@ -608,3 +608,13 @@ def test_doctor_prints_one_line_per_problem_for_a_file_named_with_a_newline_or_a
     assert any(line.startswith("memory/two\\x0alines.md") for line in lines), lines
     assert any(line.startswith("memory/tab\\x09here.md") for line in lines), lines
     assert all(line.startswith("memory/") for line in lines), lines  # no line is a piece of another
+
+
+def test_an_mcp_tool_error_offers_no_no_commit():
+    """helper-73: an MCP tool's error on a store without git said "or use --no-commit / MEMCTL_NO_COMMIT=1", an
+    option no tool has."""
+    from memctl.errors import GitError
+    from memctl.integrations import mcp_server
+
+    said = mcp_server._error_text(GitError("git not found", kind="no-git"))
+    assert said == "memctl: error: git not found (hint: install git (or name it in MEMCTL_GIT))"

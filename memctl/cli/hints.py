@@ -115,8 +115,8 @@ def _installed_store_hint() -> str | None:
     return f"this project's agent install uses the store {store}: pass --root {shlex.quote(store)} (or set MEMCTL_ROOT)"
 
 
-def one_line(exc: MemctlError) -> str:
-    """`exc.one_line()` in the CLI's words."""
-    message, hint = worded(exc)
+def one_line(exc: MemctlError, no_commit: bool = True) -> str:
+    """`exc.one_line()` in the CLI's words (`no_commit`: as worded())."""
+    message, hint = worded(exc, no_commit=no_commit)
     text = message.replace("\n", " ")
     return text + (f" (hint: {hint})" if hint else "")

@@ -330,12 +330,13 @@ def _import_hook(ctx: typer.Context, format_: str, tools: bool, agent: Optional[
     import sys
 
     from .. import transcripts
+    from ..fsutil import read_input
     from ..integrations import hooks  # the store every Claude Code hook uses (docs/AGENTS.md)
 
     os.environ.setdefault("MEMCTL_LOCK_TIMEOUT", "10")  # a hook is waited for: do not hang on a busy store
     found, problem = None, None
     try:
-        text = sys.stdin.read()
+        text = read_input(sys.stdin.buffer, "the hook input on stdin").decode("utf-8", "replace")
         path = transcripts.hook_transcript(text)
         found = hooks.locate((ctx.obj or {}).get("root"), hooks.parse_input(text), store)
         if not hooks.checked():

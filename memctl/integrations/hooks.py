@@ -110,10 +110,13 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
     # (a section of memctl.toml its reader refuses): the index, at least.
     index = index_alone(found, why) if problem and event == "session-start" and found is not None and not printed else ""
     if index:
-        stdout.write(hook_output(host, event, within(index, MAX_CHARS)))
-        stdout.flush()
-        printed = True
-        problem += "; printed MEMORY.md alone"
+        try:
+            stdout.write(hook_output(host, event, within(index, MAX_CHARS)))
+            stdout.flush()
+            printed = True
+            problem += "; printed MEMORY.md alone"
+        except Exception:  # noqa: BLE001  (the output itself failed, a closed pipe, an encoding: nothing more to print)
+            pass
     if problem:
         _note(event, problem, added=printed)
     if host == "gemini" and not printed:
@@ -212,8 +215,10 @@ def _guard(seconds: float, event: str):
 # ---------------------------------------------------------------- the hook's input
 
 def read_input(stdin: IO[bytes]) -> dict:
-    """The hook's JSON input from stdin ({} from a terminal, which is never read)."""
-    return {} if stdin.isatty() else parse_input(stdin.read())
+    """The hook's JSON input from stdin ({} from a terminal, which is never read), refused past INPUT_LIMIT."""
+    from ..fsutil import read_input as bounded
+
+    return {} if stdin.isatty() else parse_input(bounded(stdin, "the hook input on stdin"))
 
 
 def parse_input(data: bytes | str) -> dict:

@@ -150,7 +150,7 @@ def _error_text(exc: BaseException) -> str:
     if isinstance(exc, MemctlError):  # worded as the CLI words it: agents know the command line
         from ..cli import hints
 
-        return f"memctl: error: {hints.one_line(exc)}"
+        return f"memctl: error: {hints.one_line(exc, no_commit=False)}"  # (a tool has no --no-commit)
     return f"memctl: error: {type(exc).__name__}: {exc}".replace("\n", " ")
 
 

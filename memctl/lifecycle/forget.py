@@ -122,9 +122,9 @@ def _stamp(text: str) -> datetime | None:
     """recall._time for the episodes' own ISO stamps, minus two calls: it runs once per episode."""
     try:
         value = datetime.fromisoformat(text)
-    except ValueError:
+        return None if clock.placeholder(value) else value if value.tzinfo else value.astimezone()
+    except (ValueError, OverflowError):
         return None
-    return value if value.tzinfo else value.astimezone()
 
 
 def fact_values(fact: fact_mod.Fact, *, now: datetime, count: int, last_access: datetime | None,

@@ -271,9 +271,9 @@ def evolve(store: "Store", name: str, template: str, *, commit_changes: bool = T
         raise BadInput("the template is empty")
     if "\x00" in template:
         raise BadInput("the template contains NUL bytes")
+    procedure(store, name)  # a clear error for a missing or non-procedure fact (before a warning of secrets)
     template = scrub([template], "procedure evolve", secrets=not allow_secrets)[0]
     body = template if template.endswith("\n") else template + "\n"
-    procedure(store, name)  # a clear error for a missing or non-procedure fact
 
     def change(current: "Fact") -> "Fact":
         if current.body == body:

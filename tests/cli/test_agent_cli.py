@@ -316,6 +316,14 @@ def test_a_section_that_is_no_table_is_one_line_and_session_start_still_gives_th
     assert memctl(facts_store, "list").returncode == 0
 
 
+def test_a_session_start_whose_output_fails_still_exits_0(facts_store):
+    """helper-73: when the bundle's own write failed (a locale that cannot encode it, a closed pipe), the new
+    fallback wrote MEMORY.md the same way, unguarded: a traceback and exit 1 from a hook."""
+    result = memctl(facts_store, "hook", "session-start", input="{}", env={"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("memctl: hook session-start: nothing added: UnicodeEncodeError")
+
+
 def test_session_start_prints_the_bundle(facts_store):
     cli(facts_store, "pin", "zenn-rate-limit")
     result = memctl(facts_store, "hook", "session-start", input='{"source": "startup"}')
