@@ -539,6 +539,9 @@ def index_text(store: Store, path: Path | None = None, errors: str = "replace") 
         return ""
 
 
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as errors="surrogateescape" reads it
+
+
 def not_utf8_at(raw: bytes) -> tuple[int, int] | None:
     """(line, byte) of the first byte of `raw` that is not UTF-8; None when it all is."""
     try:
@@ -553,12 +556,14 @@ def _refuse_damaged_index(store: Store) -> None:
     that is not UTF-8 (what is outside the block is the user's: it would be lost)."""
     if not store.index_path.exists():
         return
-    bad = not_utf8_at(_index_bytes(store))
+    text = index_text(store, errors="surrogateescape")  # (one read: a byte that is not UTF-8 stays one character)
+    bad = None if text.isascii() else _NOT_UTF8.search(text)
     if bad is not None:
-        raise Refused(f"{store.rel(store.index_path)}:{bad[0]}: not valid UTF-8 (byte 0x{bad[1]:02x}); nothing was written",
+        raise Refused(f"{store.rel(store.index_path)}:{text.count(chr(10), 0, bad.start()) + 1}: not valid UTF-8 "
+                      f"(byte 0x{ord(bad.group()) - 0xdc00:02x}); nothing was written",
                       hint="save MEMORY.md as UTF-8 (the lines outside its generated block are yours), then `memctl index`",
                       kind="index-not-utf8")
-    damaged = index_mod.damaged_block(index_text(store))
+    damaged = index_mod.damaged_block(text)
     if damaged is not None:
         raise Refused(f"{store.rel(store.index_path)}:{damaged[0]}: the generated block is damaged: {damaged[1]}; nothing was written",
                       hint=f"fix the marker lines by hand ({index_mod.BEGIN} ... {index_mod.END}), then `memctl index`")
