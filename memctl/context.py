@@ -156,7 +156,7 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
         if doc.key in shown:
             continue
         when = rindex.local_time(doc.ts)
-        if when is None:  # (a placeholder time, year 1, in an index built before rindex._SHOWABLE)
+        if when is None:  # (a placeholder time, in an index built before placeholders were left out)
             continue
         day = when.date().isoformat()
         parts.append(Part("stale", f"- {doc.key} (updated {day}): {doc.description} [{doc.path}]", doc.key))

@@ -542,13 +542,10 @@ def index_text(store: Store, path: Path | None = None, errors: str = "replace") 
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as errors="surrogateescape" reads it
 
 
-def not_utf8_at(raw: bytes) -> tuple[int, int] | None:
-    """(line, byte) of the first byte of `raw` that is not UTF-8; None when it all is."""
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return raw.count(b"\n", 0, exc.start) + 1, raw[exc.start]
-    return None
+def not_utf8_at(text: str) -> tuple[int, int] | None:
+    """(line, byte) of the first byte that is not UTF-8 in `text` read with errors="surrogateescape"; None when none."""
+    bad = None if text.isascii() else _NOT_UTF8.search(text)
+    return None if bad is None else (text.count("\n", 0, bad.start()) + 1, ord(bad.group()) - 0xdc00)
 
 
 def _refuse_damaged_index(store: Store) -> None:
@@ -557,10 +554,9 @@ def _refuse_damaged_index(store: Store) -> None:
     if not store.index_path.exists():
         return
     text = index_text(store, errors="surrogateescape")  # (one read: a byte that is not UTF-8 stays one character)
-    bad = None if text.isascii() else _NOT_UTF8.search(text)
+    bad = not_utf8_at(text)
     if bad is not None:
-        raise Refused(f"{store.rel(store.index_path)}:{text.count(chr(10), 0, bad.start()) + 1}: not valid UTF-8 "
-                      f"(byte 0x{ord(bad.group()) - 0xdc00:02x}); nothing was written",
+        raise Refused(f"{store.rel(store.index_path)}:{bad[0]}: not valid UTF-8 (byte 0x{bad[1]:02x}); nothing was written",
                       hint="save MEMORY.md as UTF-8 (the lines outside its generated block are yours), then `memctl index`",
                       kind="index-not-utf8")
     damaged = index_mod.damaged_block(text)
@@ -1321,7 +1317,7 @@ def _index_problems(store: Store, live: list[fact_mod.Fact]) -> list[Problem]:
     except TooBig as exc:
         return [Problem(str(exc.details["name"]), 0, "too-big", str(exc.details["reason"]))]
     text = without_bom(raw.decode("utf-8", errors="replace"))
-    problems = [] if (bad := not_utf8_at(raw)) is None else [
+    problems = [] if (bad := not_utf8_at(raw.decode("utf-8", errors="surrogateescape"))) is None else [
         Problem(rel_index, bad[0], "index-not-utf8", f"not valid UTF-8 (byte 0x{bad[1]:02x}): no write can regenerate the index "
                 "(save the file as UTF-8, then `memctl index`)")]
     listed = listed_facts(live)

@@ -121,26 +121,27 @@ class Doc(NamedTuple):  # not a dataclass: `import dataclasses` costs recall's s
     expires_local: bool = False  # a bare date (or a time without an offset): placed in the reader's zone
 
 
-# The instants a time may be shown at in any time zone: a Go tool's zero time (0001-01-01T00:00:00Z) is
-# year 0 in New York, and `datetime.fromtimestamp` failed every recall and context on it.
-_SHOWABLE = (datetime(1, 1, 2, tzinfo=timezone.utc).timestamp(), datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp())
-
-
 def _epoch(value) -> float | None:
-    """A fact's or an episode's time as seconds since the epoch; None when there is none, or none that
-    could be shown (before 0001-01-02 or after 9999-12-30: a placeholder, not a time)."""
+    """A fact's or an episode's time as seconds since the epoch; None when there is none, or a placeholder
+    (clock.placeholder: Go's zero time is year 0 in New York, and showing it failed every recall)."""
     if not value:
         return None
     try:
-        ts = clock.parse_date(str(value)).timestamp()
+        when = clock.parse_date(str(value))
+        return None if clock.placeholder(when) else when.timestamp()
     except (ValueError, OverflowError):
         return None
-    return ts if _SHOWABLE[0] <= ts <= _SHOWABLE[1] else None
 
 
 def local_time(ts: float | None) -> datetime | None:
-    """An index's time in this process's zone; None for none, or one an index built before _SHOWABLE holds."""
-    return datetime.fromtimestamp(ts).astimezone() if ts is not None and _SHOWABLE[0] <= ts <= _SHOWABLE[1] else None
+    """An index's time in this process's zone; None for none, or a placeholder an index built before held."""
+    if ts is None:
+        return None
+    try:
+        when = datetime.fromtimestamp(ts).astimezone()
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None if clock.placeholder(when) else when
 
 
 def _expiry(value) -> tuple[float | None, bool]:

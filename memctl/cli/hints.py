@@ -37,12 +37,12 @@ HINTS = {
     "same-description": "use --update on that fact, --supersedes it, or --force",
     "same-description-update": "give this fact a description of its own, forget one of the two, or --force",
     "similar-fact": "check it; --update or --supersedes it, or drop --strict",
-    "index-edited": "commit or discard them first, or use --no-commit",
-    "uncommitted": "commit or discard them first (git -C {store} status), or use --no-commit (MEMCTL_NO_COMMIT=1)",
-    "no-git": "install git (or name it in MEMCTL_GIT), or use --no-commit / MEMCTL_NO_COMMIT=1",
+    "index-edited": "commit or discard them first",
+    "uncommitted": "commit or discard them first (git -C {store} status)",
+    "no-git": "install git (or name it in MEMCTL_GIT)",
     "no-git-init": "install git (or name it in MEMCTL_GIT), or use --no-git",
-    "git-fails": "check that this git runs (MEMCTL_GIT, PATH), or use --no-commit / MEMCTL_NO_COMMIT=1",
-    "not-a-repo": "run `memctl init {store}` (git init, and a first commit of what is there), or use --no-commit / MEMCTL_NO_COMMIT=1",
+    "git-fails": "check that this git runs (MEMCTL_GIT, PATH)",
+    "not-a-repo": "run `memctl init {store}` (git init, and a first commit of what is there)",
     "no-store-dir": "check --root / MEMCTL_ROOT, or run `memctl init DIR`",
     "memory-folder": "pass --root {store} (or MEMCTL_ROOT), the store's own folder",
     "no-store": "run `memctl init`, or pass --root DIR",
@@ -71,6 +71,15 @@ HINTS = {
     "not-a-setting": "`memctl trust --list` shows them",
 }
 
+# kind -> what a command with --no-commit adds to its hint (the others have no such way round).
+NO_COMMIT_HINTS = {
+    "index-edited": ", or use --no-commit",
+    "uncommitted": ", or use --no-commit (MEMCTL_NO_COMMIT=1)",
+    "no-git": ", or use --no-commit / MEMCTL_NO_COMMIT=1",
+    "git-fails": ", or use --no-commit / MEMCTL_NO_COMMIT=1",
+    "not-a-repo": ", or use --no-commit / MEMCTL_NO_COMMIT=1",
+}
+
 
 def flag(arg: str) -> str:
     return FLAGS.get(arg, "--" + arg.replace("_", "-"))
@@ -87,11 +96,9 @@ def worded(exc: MemctlError, no_commit: bool = True) -> tuple[str, str | None]:
     git hints offer it only then)."""
     message = MESSAGES.get(exc.kind or "") or _with_flag(exc.message, exc.arg)
     try:  # an error raised without the details its CLI hint names keeps the library's hint
-        hint: str | None = HINTS[exc.kind or ""].format(**exc.details)
+        hint: str | None = HINTS[exc.kind or ""].format(**exc.details) + (NO_COMMIT_HINTS.get(exc.kind or "", "") if no_commit else "")
     except (KeyError, IndexError):
         hint = _with_flag(exc.hint, exc.arg) if exc.hint else exc.hint
-    if hint and not no_commit:
-        hint = re.sub(r",? or use --no-commit[^,;]*$", "", hint)
     if exc.kind == "no-state" and exc.details.get("scope"):
         hint = f"{hint} --name {exc.details['scope']}"
     if exc.kind == "no-store":
