@@ -85,12 +85,26 @@ class Verification:
     message: str = ""
 
 
+def _refuse_secret(data: bytes, rel: str) -> None:
+    """Adopting commits the file as it is, and sync pushes it: one that holds a secret is refused."""
+    from . import secrets
+
+    found = secrets.first_secret(data.decode("utf-8", errors="replace").split("\n"), "ledger adopt")
+    if found is not None:
+        line, kinds = found
+        raise Refused(f"{rel}:{line + 1} holds what looks like a secret ({', '.join(kinds)}); nothing was declared",
+                      hint="take it out of the file (adopting commits the file as it is, and sync pushes it), or adopt it "
+                      "as it is with allow_secrets", kind="secret-in-file", file=rel, line=line + 1)
+
+
 def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, unique: str | None = None,
-          name: str | None = None, commit_changes: bool = True) -> Adopted:
+          name: str | None = None, commit_changes: bool = True, allow_secrets: bool = False) -> Adopted:
     """Declare the columns of an existing (usually headerless) file; its bytes are not touched.
 
     A relative `file` is taken from the store root. The file must lie inside the
     store; its name (without .tsv) is the ledger's name unless `name` is given.
+    A file holding what looks like a secret is refused (it would be committed and pushed as it is)
+    unless `allow_secrets`.
     """
     path = Path(file)
     path = Path(os.path.normpath(path if path.is_absolute() else store.root / path))
@@ -119,6 +133,8 @@ def adopt(store: Store, file: str | os.PathLike, columns: Iterable[str], *, uniq
         first = errors[0]
         more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
         raise Refused(f"{first}{more}", hint="check the columns; nothing was declared", kind="check-columns")
+    if not allow_secrets:
+        _refuse_secret(data, store.rel(path))
     duplicates = sum(1 for c in _column_counts(data, ledger, unique).values() if c > 1) if unique else 0
     decl = LedgerDecl(name=name, file=os.path.relpath(path, store.ledgers_dir), columns=cols,
                       header=header, unique=unique)

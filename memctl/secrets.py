@@ -61,6 +61,22 @@ def might_hold_secret(text: str) -> bool:
     return _SUSPECT.search(text) is not None
 
 
+def first_secret(lines: Sequence[str], where: str) -> tuple[int, list[str]] | None:
+    """(index, kinds) of the first of `lines` holding a secret some detector finds; None when none does."""
+    suspect = [i for i, line in enumerate(lines) if might_hold_secret(line)]
+    if not suspect:
+        return None
+    from .importers import redact
+
+    for i in suspect:
+        redactor = redact.built_in(where)
+        redactor.redact(lines[i])
+        kinds = sorted(kind for kind in redactor.counts if kind != "private")
+        if kinds:
+            return i, kinds
+    return None
+
+
 def scrub(texts: Sequence[str], where: str, *, quiet: bool = False, secrets: bool = True) -> list[str]:
     """`texts` with every private span hidden and every secret redacted; one warning names `where` and
     the kinds of secrets (none when `quiet`). `secrets=False` (`--allow-secrets`) hides the private spans only.

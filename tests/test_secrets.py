@@ -219,6 +219,26 @@ def test_a_procedure_template_and_a_source_description_are_redacted(root, tmp_pa
     assert GITHUB_CLASSIC in (root / "memory" / "deploy-steps.md").read_text(encoding="utf-8")
 
 
+def test_adopting_a_file_that_holds_a_secret_is_refused_and_allow_secrets_adopts_it(root):
+    """Session 34's note: `ledger adopt` committed a file holding a token as it was (and sync pushed it). It is
+    refused naming the line and the kind, never the secret, and changes nothing; --allow-secrets adopts it."""
+    path = root / "ledgers" / "deploys.tsv"
+    path.write_text(f"2026-03-01\tok\n2026-03-02\texport GITHUB_TOKEN={GITHUB_CLASSIC}\n", encoding="utf-8")
+    config = (root / "memctl.toml").read_bytes()
+    head = git(root, "rev-parse", "HEAD")
+    refused = memctl(root, "ledger", "adopt", str(path), "--columns", "day,what", env=NOW)
+    assert refused.returncode == 1, refused.stderr
+    assert "ledgers/deploys.tsv:2 holds what looks like a secret (github-token); nothing was declared" in refused.stderr
+    assert "--allow-secrets" in refused.stderr and GITHUB_CLASSIC not in refused.stderr
+    assert (root / "memctl.toml").read_bytes() == config and git(root, "rev-parse", "HEAD") == head
+    plain = root / "ledgers" / "plain.tsv"
+    plain.write_text("2026-03-01\tthe token was rotated\n", encoding="utf-8")
+    assert memctl(root, "ledger", "adopt", str(plain), "--columns", "day,what", env=NOW).returncode == 0
+    kept = memctl(root, "ledger", "adopt", str(path), "--columns", "day,what", "--allow-secrets", env=NOW)
+    assert kept.returncode == 0 and kept.stderr == "", kept.stderr
+    assert GITHUB_CLASSIC in path.read_text(encoding="utf-8") and git(root, "status", "--porcelain") == ""
+
+
 def test_allow_secrets_keeps_the_text_as_given(root):
     kept = memctl(root, "remember", "kept", "--description", "admin login", "--body", f"The admin password is {PW_EN_2}",
                   "--allow-secrets", env=NOW)

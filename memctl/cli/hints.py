@@ -69,6 +69,8 @@ HINTS = {
     "tracked-local-state": "run `memctl doctor --fix` (it untracks .memctl/ and removes what came in), then the command again",
     "untrusted": "review it with `memctl trust --list`, then approve it with `memctl trust`",
     "not-a-setting": "`memctl trust --list` shows them",
+    "secret-in-file": "take it out of {file} (adopting commits the file as it is, and sync pushes it), or adopt it as it is "
+                      "with --allow-secrets",
 }
 
 # kind -> what a command with --no-commit adds to its hint (the others have no such way round).

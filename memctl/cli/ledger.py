@@ -56,11 +56,13 @@ def adopt(
     unique: UniqueOpt = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Ledger name (default: the file name without .tsv).")] = None,
     no_commit: NoCommitOpt = False,
+    allow_secrets: AllowSecretsOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Declare the columns of an existing file in memctl.toml; the file's bytes are not touched."""
     store = store_from(ctx, committing=not no_commit)
-    done = ledger_ops.adopt(store, file.absolute(), _columns(columns), unique=unique, name=name, commit_changes=not no_commit)
+    done = ledger_ops.adopt(store, file.absolute(), _columns(columns), unique=unique, name=name,
+                            commit_changes=not no_commit, allow_secrets=allow_secrets)
     rel = store.rel(done.ledger.path)
     if done.duplicates:
         output.warn(f"{rel}: {done.duplicates} values of {unique} already repeat", hint=f"memctl ledger dups {done.ledger.name} {unique}")
