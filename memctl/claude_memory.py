@@ -9,7 +9,8 @@ write there, `doctor`, and the SessionStart hook first commit those changes
 files of the memory directory are taken in: nothing outside it (a repository
 above it, the user's other files) and nothing of memctl's own (its cache, the
 sidecar, memctl.toml) ever is. MEMORY.md is taken in when all that changed
-is its index lines (`- [Title](file.md) — hook`: appended, removed, edited);
+is its index lines (`- [Title](file.md) — hook`: appended, removed, edited) and
+the headings it groups them under (`## Workflow`: added, renamed, removed);
 any other edit there is a person's, and memctl's write refuses as before, rather
 than commit their draft under another name. docs/CLAUDE_CODE.md describes it.
 """
@@ -122,7 +123,8 @@ def _prose(text: str) -> list[str]:
 
     text = text.replace("\r\n", "\n")
     numbers = {line.lineno for line in index.parse_lines(text)} | index.frame_lines(text)
-    return [line for number, line in enumerate(text.split("\n"), start=1) if number not in numbers and line.strip()]
+    return [line for number, line in enumerate(text.split("\n"), start=1)
+            if number not in numbers and line.strip() and not index.is_heading(line)]
 
 
 def take_in(store) -> str | None:
@@ -296,8 +298,13 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
     slugged: dict[str, list[str]] = {}  # Claude Code 2.1's slug of each title -> the titles
     for title in titles:
         slugged.setdefault(claude_slug(title), []).append(title)
+    listed: dict[str, str] | None = None  # MEMORY.md's link titles, read once and only when a fact needs one
     for fact in facts:
-        fact = _titled(fact, file_titles.get(fact.file_name))
+        title = file_titles.get(fact.file_name)
+        if title is None and _slugged(fact):  # a fact Claude Code wrote, then slugged: its index line's title
+            listed = _listed_titles(store) if listed is None else listed
+            title = listed.get(fact.file_name)
+        fact = _titled(fact, title)
         values = by_file.get(fact.file_name)
         if values is None and fact.name not in titles and len(slugged.get(fact.name, ())) == 1 and fact.name:
             fact = _titled(fact, slugged[fact.name][0])  # a renamed file whose `name` Claude Code made a slug
@@ -311,6 +318,24 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
         merged = {k: v for k, v in values.items() if v is not None and k not in fact.front}
         result.append(replace(fact, front={**fact.front, "metadata": {**merged, **own}}))
     return result
+
+
+def _slugged(fact) -> bool:
+    """Whether the file's `name` is none, or a slug (what Claude Code 2.1 leaves of a title it edits)."""
+    name = fact.front.get("name")
+    return name is None or name == "" or (isinstance(name, str) and claude_slug(name) == name)
+
+
+def _listed_titles(store) -> dict[str, str]:
+    """{file name: the title of its link} for MEMORY.md's lines that link a file beside it."""
+    from .fsutil import INDEX_LIMIT, read_bounded
+    from .index import parse_lines
+
+    try:
+        text = read_bounded(store.index_path, INDEX_LIMIT, "an index file").decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return {}
+    return {line.target: line.title for line in parse_lines(text) if "/" not in line.target and line.title.strip()}
 
 
 def _titled(fact, title: str | None):

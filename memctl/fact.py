@@ -67,6 +67,10 @@ class FactParseError(Exception):
         self.line = line
 
 
+class NoFrontmatter(FactParseError):
+    """A markdown file that does not start with a frontmatter at all (a note, an empty file): no fact."""
+
+
 @dataclass(frozen=True)
 class Fact:
     stem: str
@@ -188,7 +192,7 @@ def split(text: str) -> tuple[str, str, int]:
         text = text[1:]
     lines = text.split("\n")
     if not lines or lines[0].rstrip("\r") != "---":
-        raise FactParseError("no YAML frontmatter (the file must start with a '---' line)", 1)
+        raise NoFrontmatter("no YAML frontmatter (the file must start with a '---' line)", 1)
     for i in range(1, len(lines)):
         if lines[i].rstrip("\r") in ("---", "..."):
             return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), 2
@@ -229,9 +233,12 @@ def _as_claude_code_reads_it(fm: str) -> dict | None:
         found = _TOP_LEVEL_LINE.match(line.rstrip("\r"))
         value = found.group(2) if found else ""
         # A value that starts as YAML structure (a flow mapping or list, a quoted or block scalar, an
-        # anchor, alias, tag or comment) is left as YAML: quoted, `metadata: {type: feedback}` would be
-        # one string, and memctl's next write of the file would drop what it held.
-        if found and value[:1] not in "{[\"'|>&*!#" and _NEEDS_QUOTES.search(value):
+        # anchor, alias, tag or comment) is left as YAML when it is YAML on its own line: quoted,
+        # `metadata: {type: feedback}` would be one string, and memctl's next write of the file would drop
+        # what it held. One that is not (`description: [WIP] never merge`, `*never* force-push`,
+        # `"Use "double" quotes"`) is text to Claude Code, so here too.
+        structure = value[:1] in "{[\"'|>&*!#"
+        if found and (not _yaml_alone(line) if structure else _NEEDS_QUOTES.search(value)):
             line = f'{found.group(1)}: "' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         lines.append(re.sub(r"^\t+", lambda tabs: "  " * len(tabs.group(0)), line))
     try:
@@ -239,6 +246,14 @@ def _as_claude_code_reads_it(fm: str) -> dict | None:
     except yaml.YAMLError:
         return None
     return front if isinstance(front, dict) else None
+
+
+def _yaml_alone(line: str) -> bool:
+    try:
+        yaml.load(line, Loader=_Loader)
+    except yaml.YAMLError:
+        return False
+    return True
 
 
 def parse(text: str, stem: str, *, archived: bool = False, path: Path | None = None, plain: bool = False) -> Fact:

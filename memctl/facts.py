@@ -155,6 +155,8 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
             seen.add(str(path))
             try:
                 facts.append(cache.load(path, archived=is_archived, plain=not is_archived and path.name in topics))
+            except fact_mod.NoFrontmatter as exc:
+                problems.append(_no_frontmatter(store, path, exc, is_archived))
             except fact_mod.FactParseError as exc:
                 problems.append(Problem(store.rel(path), exc.line, "unreadable", exc.message))
             except OSError as exc:
@@ -169,9 +171,19 @@ def scan(store: Store, *, archived: bool = False) -> Scan:
     return Scan(facts, problems)
 
 
+def _no_frontmatter(store: Store, path: Path, exc: fact_mod.FactParseError, archived: bool) -> Problem:
+    """A file without frontmatter in a Claude Code directory (NOTES.md, an empty scratch.md, not linked
+    from MEMORY.md) is no fact and no broken one: Claude Code reads it as text, memctl leaves it alone."""
+    if store.layout == "claude" and not archived:
+        return Problem(store.rel(path), 0, "not-a-fact", "no frontmatter and not linked from MEMORY.md: "
+                       "not a fact, left as it is", "warning")
+    return Problem(store.rel(path), exc.line, "unreadable", exc.message)
+
+
 def warn_problems(scan_result: Scan) -> None:
     for problem in scan_result.problems:
-        errors.warn(f"skipped {problem}", hint="run `memctl doctor`")
+        if problem.severity == "error":
+            errors.warn(f"skipped {problem}", hint="run `memctl doctor`")
 
 
 def live_facts(store: Store, *, quiet: bool = False) -> list[fact_mod.Fact]:
@@ -268,7 +280,7 @@ def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
 def refuse_unreadable(store: Store, scanned: Scan, key: str) -> None:
     """A live fact file called `key` that cannot be read is broken, not missing: say so."""
     for problem in scanned.problems:
-        if Path(problem.path).stem == key and Path(problem.path).parent == Path(store.rel(store.memory_dir)):
+        if problem.severity == "error" and Path(problem.path).stem == key and Path(problem.path).parent == Path(store.rel(store.memory_dir)):
             raise Refused(f"fact {key!r} cannot be read: {problem}", hint="fix the file (see `memctl doctor`), then run the command again")
 
 
@@ -582,10 +594,13 @@ def refuse_hand_edited_index(store: Store, enabled: bool, facts: list[fact_mod.F
     committed = None if committed is None else without_bom(committed)  # read as index_text reads the file
     current = index_text(store)
     adopted = {f.file_name for f in facts} | _archived_names(store) | _written_since(store, current)
-    if committed is not None and index_mod.user_text(committed, adopted) != index_mod.user_text(current, adopted):
+    if committed is not None and (mine := index_mod.user_text(current, adopted)) != index_mod.user_text(committed, adopted):
+        before = set(committed.split("\n"))
+        line = next((n for n, text in enumerate(current.split("\n"), start=1) if text.strip() and text not in before
+                     and text in mine.split("\n")), None)  # the first line of the edit (none when lines were only removed)
         raise Refused(
-            f"{store.rel(store.index_path)} has uncommitted edits of yours (outside the memctl block, or a line "
-            "inside it that memctl did not write)",
+            f"{store.rel(store.index_path)}{f':{line}' if line else ''} has uncommitted edits of yours (outside the "
+            "memctl block, or a line inside it that memctl did not write)",
             hint="commit or discard them first, or write without committing", kind="index-edited",
         )
 
@@ -1107,7 +1122,7 @@ def relist_claude_index(store: Store, wait: float | None = None) -> bool:
     if store.layout != "claude":
         return False
     try:
-        if not [d for d in index_drift(store) if d.kind in ("missing", "duplicate", "orphan")]:
+        if not [d for d in index_drift(store) if d.kind in ("missing", "duplicate", "orphan", "too-long", "too-big")]:
             return False
         if wait is not None and git_busy(store):
             return False

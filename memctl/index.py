@@ -421,6 +421,11 @@ def frame_lines(text: str) -> set[int]:
 _SECTION_RE = re.compile(r"^#{1,6} \S")
 
 
+def is_heading(line: str) -> bool:
+    """A markdown heading (`# Memory`, `## Workflow`): what an index's lines are grouped under."""
+    return _SECTION_RE.match(line) is not None
+
+
 def _without_empty_sections(kept: list[str], emptied: set[int], hole: str) -> list[str]:
     """`kept` without the headings in `emptied` that head nothing any more (every line under them moved
     into the block): `## フィードバック` left above memctl's `## feedback`, or alone at the end."""

@@ -111,6 +111,12 @@ def test_an_emoji_is_written_as_it_is_and_the_rest_byte_for_byte_as_before():
     ("name: x\ndescription: uses {braces} and `make`: a note", {"name": "x", "description": "uses {braces} and `make`: a note"}),
     ('name: x\ndescription: say "hi": \\\\ then', {"name": "x", "description": 'say "hi": \\\\ then'}),
     ("name: x\ndescription: d\nmetadata:\n\ttype: project", {"name": "x", "description": "d", "metadata": {"type": "project"}}),
+    # helper-74: a value that starts as YAML structure but is no YAML on its own line is text too
+    ("name: WIP\ndescription: [WIP] branches must not be merged\ntags: [a, b]",
+     {"name": "WIP", "description": "[WIP] branches must not be merged", "tags": ["a", "b"]}),
+    ("name: x\ndescription: *never* force-push", {"name": "x", "description": "*never* force-push"}),
+    ('name: x\ndescription: "Use "double" quotes here"\ntype: feedback',
+     {"name": "x", "description": '"Use "double" quotes here"', "type": "feedback"}),
 ])
 def test_a_frontmatter_claude_code_reads_is_read_though_it_is_not_yaml(front, expected):
     """helper-52: Claude Code's reader quotes a top-level value YAML would choke on (`description: Note:

@@ -203,7 +203,7 @@ def runs(tmp_path_factory) -> dict[str, list[subprocess.CompletedProcess]]:
     # Findings: a similar fact, a distill run with a command, a broken fact file and an index line to nothing.
     keep("remember", _run(env, b, "remember", "zenn-rule-2", "-d", "Zenn posts: at most one a day, please", "--json"))
     keep("distill", _run(env, b, "distill", "--llm-cmd", "cat", "--dry-run", "--json"))
-    (b / "memory" / "broken.md").write_text("---\nname: broken\ndescription: 'unclosed\n---\n", encoding="utf-8")
+    (b / "memory" / "broken.md").write_text("---\nname: broken\n  description: indented: wrongly\n---\n", encoding="utf-8")
     (b / "memory" / "zenn-rule.md").unlink()
     for case, argv in (("doctor", ["doctor"]), ("index --check", ["index", "--check"]),
                        ("maintain", ["maintain", "--no-commit"])):

@@ -581,7 +581,7 @@ def test_library_warnings_go_to_logging_without_the_cli(base, tmp_path, caplog):
     from memctl.store import open_store
 
     root = _copy(base, tmp_path)
-    (root / "memory" / "broken.md").write_text("---\nname: broken\ndescription: 'unclosed\n---\n", encoding="utf-8")
+    (root / "memory" / "broken.md").write_text("---\nname: broken\n  description: indented: wrongly\n---\n", encoding="utf-8")
     before = errors_mod._reporter
     errors_mod.set_reporter(None)
     try:

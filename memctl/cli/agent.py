@@ -105,6 +105,8 @@ def install(
             output.warn(caveat)
     if not _root(ctx) and (caveat := agents.store_caveat(project or Path.cwd(), store)):
         output.warn(caveat)
+    if not dry_run and (caveat := agents.uncommitted_caveat(project or Path.cwd(), _root(ctx), store)):
+        output.warn(caveat)
 
 
 @agent_app.command()

@@ -73,6 +73,25 @@ def store_caveat(project: Path, store: str | None) -> str | None:
             "makes them always use the named store)")
 
 
+def uncommitted_caveat(project: Path, root: str | None, store: str | None) -> str | None:
+    """What to say when the store the hooks and the MCP server will use is no git repository while it
+    commits (a Claude Code memory directory never `memctl init`-ed): every write there, the MCP
+    `remember` tool's too, would be refused. None when it is one, or no store is found."""
+    from .. import gitstore
+    from ..errors import MemctlError
+    from ..store import open_store
+    from .claude_code import locate
+
+    try:
+        found = locate(root, cwd=project, store=store, env={})
+        if gitstore.toplevel(found.root) is not None or not open_store(found.root).config.commit:
+            return None
+    except (MemctlError, OSError):
+        return None
+    return (f"the store {found.root} is not a git repository yet: the hooks read it, but every write there (the MCP "
+            f"remember tool's too) is refused until `memctl init {found.root}` makes it one")
+
+
 # Claude Code 2.1 asks once before it starts a server a project's .mcp.json declares
 CLAUDE_APPROVAL = ("Claude Code asks you to approve the project's MCP server (.mcp.json) at its next start here; until then "
                    "`claude mcp list` shows memctl as pending approval (the local or user scope needs none)")

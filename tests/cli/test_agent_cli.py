@@ -66,6 +66,20 @@ def test_in_a_project_whose_install_names_a_store_elsewhere_the_cli_points_there
     assert "`memctl recall \"QUERY\" --json`" in memctl(None, "agent", "snippet").stdout  # no install here
 
 
+def test_install_for_a_store_that_is_no_git_repository_says_every_write_would_be_refused(project, tmp_path):
+    """helper-74: a Claude Code memory directory never `memctl init`-ed: install and status said all was well,
+    then every MCP remember was refused ("not a git repository"). Install warns and names the command."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("- [Port](project_port.md) — 5173\n", encoding="utf-8")
+    done = cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(memory))
+    assert done.exit_code == 0, done.stderr
+    assert f"the store {memory} is not a git repository yet" in done.stderr and f"`memctl init {memory}`" in done.stderr
+    assert cli(None, "init", str(memory)).exit_code == 0
+    again = cli(None, "agent", "install", "claude-code", "--project", str(project), "--store", str(memory))
+    assert again.exit_code == 0 and "not a git repository" not in again.stderr, again.stderr
+
+
 def test_install_bakes_in_an_existing_root(project, root):
     result = cli(root, "agent", "install", "claude-code", "--project", str(project), "--json")
     assert result.exit_code == 0, result.stderr

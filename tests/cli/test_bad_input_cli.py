@@ -62,7 +62,7 @@ def test_no_store_found(tmp_path, monkeypatch):
 
 
 BROKEN = {
-    "broken-yaml.md": "---\nname: broken\ndescription: 'unclosed\n---\nbody\n",
+    "broken-yaml.md": "---\nname: broken\n  description: indented: wrongly\n---\nbody\n",
     "python-tag.md": "---\nname: evil\ndescription: !!python/object/apply:os.system ['touch /tmp/pwned']\n---\n",
     "no-frontmatter.md": "just text\n",
 }

@@ -487,3 +487,94 @@ def test_a_no_commit_forget_and_index_leave_claude_codes_writes_and_memctls_remo
     memctls, theirs = _commit(repo, "HEAD"), _commit(repo, "HEAD~1")
     assert theirs == ("claude-code <claude-code@localhost>", [f"A\t{base}project_new.md"]), theirs
     assert f"D\t{base}project_deadline.md" not in theirs[1]
+
+
+def test_headings_claude_code_groups_its_index_lines_under_are_taken_in(tmp_path):
+    """helper-74: Claude Code adding `## Workflow` above its new line (or dropping a heading left empty, or
+    rewriting MEMORY.md whole with its own headings) stopped every memctl write, the MCP remember tool's
+    too, as "uncommitted edits of yours". A heading is the index's structure, not a person's prose."""
+    d, repo = _adopted(tmp_path)
+    claude_fact(d, "feedback_lint", "Lint", "Run make lint before committing", "feedback", "x\n")
+    claude_appends(d, "\n## Workflow\n- [Lint](feedback_lint.md) — run make lint before committing")
+    done = cli(d, "remember", "cache_ttl", "-t", "project", "-d", "Redis TTL is 15 minutes")
+    assert done.exit_code == 0, done.stderr
+    assert _commit(repo, "HEAD~1")[0] == "claude-code <claude-code@localhost>"
+    assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert text.count("(feedback_lint.md)") == 1 and "(cache_ttl.md)" in text
+    index = d / "MEMORY.md"
+    index.write_text("# プロジェクトの記憶\n\n" + index.read_text(encoding="utf-8").replace("## Workflow\n", ""), encoding="utf-8")
+    again = cli(d, "remember", "port", "-t", "project", "-d", "The dev server listens on 5173")
+    assert again.exit_code == 0, again.stderr
+    assert (d / "MEMORY.md").read_text(encoding="utf-8").startswith("# プロジェクトの記憶\n")
+    assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
+
+
+def test_a_persons_edit_of_memory_md_is_refused_naming_its_line(tmp_path):
+    d, repo = _adopted(tmp_path)
+    lines = (d / "MEMORY.md").read_text(encoding="utf-8").count("\n")
+    claude_appends(d, "my private draft")
+    done = cli(d, "remember", "b_fact", "-d", "second")
+    assert done.exit_code == 1 and f"MEMORY.md:{lines + 1} has uncommitted edits of yours" in done.stderr, done.stderr
+
+
+def test_a_fact_claude_code_wrote_then_slugged_keeps_the_title_of_its_index_line(tmp_path):
+    """helper-74: Claude Code 2.1 rewriting a fact it wrote itself (`name: ""` for a Japanese title, a slug for
+    an English one) made it `feedback_testing` for show, list and the index: the sidecar holds titles of memctl's
+    writes only. The title of its line in MEMORY.md names it again."""
+    d, _ = _adopted(tmp_path)
+    (d / "feedback_testing.md").write_text('---\nname: ""\ndescription: 統合テストは実DBに当てる。E2Eも\nmetadata:\n'
+                                           "  type: feedback\n  node_type: memory\n---\nbody\n", encoding="utf-8")
+    (d / "user_role.md").write_text("---\nname: user-role\ndescription: The user is a data scientist\nmetadata:\n"
+                                    "  type: user\n---\nFocus on observability.\n", encoding="utf-8")
+    shown = cli(d, "show", "テスト方針", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["name"] == "テスト方針"
+    listed = {row["name"] for row in json.loads(cli(d, "list", "--json").stdout)}
+    assert {"テスト方針", "User role"} <= listed
+    assert cli(d, "remember", "c_fact", "-d", "third").exit_code == 0
+    text = (d / "MEMORY.md").read_text(encoding="utf-8")
+    assert "[テスト方針](feedback_testing.md)" in text and "[User role](user_role.md)" in text
+
+
+def test_notes_without_frontmatter_and_claude_codes_unquoted_descriptions_are_no_broken_facts(tmp_path):
+    """helper-74: NOTES.md, an empty scratch.md (not linked) failed doctor and warned on every command; a
+    description Claude Code reads as text (`[WIP] ...`, `*never* ...`, `"Use "double" quotes"`) was a broken fact."""
+    d, _ = _adopted(tmp_path)
+    (d / "NOTES.md").write_text("notes\n", encoding="utf-8")
+    (d / "scratch.md").write_text("", encoding="utf-8")
+    for stem, description in (("feedback_wip", "[WIP] branches must not be merged"), ("feedback_fp", "*never* force-push"),
+                              ("feedback_q", '"Use "double" quotes here"')):
+        (d / f"{stem}.md").write_text(f"---\nname: {stem}\ndescription: {description}\ntype: feedback\ntags: [a, b]\n---\n",
+                                      encoding="utf-8")
+    listed = cli(d, "list", "--json")
+    assert listed.exit_code == 0 and listed.stderr == "", listed.stderr
+    found = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert found["feedback_wip"]["description"] == "[WIP] branches must not be merged"
+    assert found["feedback_fp"]["description"] == "*never* force-push" and found["feedback_q"]["tags"] == ["a", "b"]
+    assert "NOTES" not in found and "scratch" not in found
+    assert cli(d, "index").exit_code == 0
+    checked = cli(d, "doctor", "--json")
+    assert checked.exit_code == 0, checked.stdout
+    assert sorted((p["path"], p["code"], p["severity"]) for p in json.loads(checked.stdout)["problems"]) == [
+        ("NOTES.md", "not-a-fact", "warning"), ("scratch.md", "not-a-fact", "warning")]
+    assert (d / "NOTES.md").read_text(encoding="utf-8") == "notes\n"
+
+
+def test_the_session_start_hook_brings_an_index_claude_code_grew_past_its_limit_back_under_it(tmp_path):
+    """helper-74: Claude Code appending line 201 to a 200-line MEMORY.md was taken in at session start but not
+    regenerated: the newest fact stayed past the 200 lines Claude Code loads until the next write."""
+    d, repo = _adopted(tmp_path)
+    (d / "memctl.toml").write_text("[facts]\nmax_index_lines = 12\n", encoding="utf-8")
+    git(d, "add", "memctl.toml")
+    git(d, "-c", "user.name=me", "-c", "user.email=me@localhost", "commit", "-qm", "limit")
+    for n in range(12):
+        claude_fact(d, f"project_{n:02d}", f"fact {n}", f"The fact number {n}", "project", "x\n")
+        claude_appends(d, f"- [fact {n}](project_{n:02d}.md) — The fact number {n}")
+    done = memctl(d, "hook", "session-start", input=json.dumps({"hook_event_name": "SessionStart"}),
+                  env={"MEMCTL_NOW": PINNED_NOW, "MEMCTL_HOOK_RESIDENT": "0"})
+    assert done.returncode == 0, done.stderr
+    assert (d / "MEMORY.md").read_text(encoding="utf-8").count("\n") <= 12
+    assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
+    checked = cli(d, "doctor")
+    assert checked.exit_code == 0, checked.stdout + checked.stderr

@@ -604,7 +604,7 @@ def test_maintain_regenerates_the_index_commits_the_access_log_and_runs_doctor(r
     r = cli(root, "maintain")
     assert (r.exit_code, r.stdout, r.stderr) == (0, "", "memctl: MEMORY.md is up to date\nmemctl: access log: nothing to commit\nmemctl: store is clean\n")
     # doctor's errors fail the job (so run-job records an error episode).
-    (root / "memory" / "broken.md").write_text("---\nname: 'unclosed\n---\nbody\n")
+    (root / "memory" / "broken.md").write_text("---\nname: broken\n  description: indented: wrongly\n---\nbody\n")
     r = cli(root, "maintain")
     assert r.exit_code == 1 and "memory/broken.md" in r.stdout
 

@@ -73,7 +73,8 @@ def test_index_and_maintain_refuse_hand_edits_outside_the_block_and_never_commit
     head = git(root, "rev-parse", "HEAD")
     for command in (["index"], ["maintain"]):
         r = cli(root, *command)
-        assert r.exit_code == 1 and "memory/MEMORY.md has uncommitted edits of yours (outside the memctl block" in r.stderr, command
+        lines = index.read_text(encoding="utf-8").count("\n")
+        assert r.exit_code == 1 and f"memory/MEMORY.md:{lines} has uncommitted edits of yours (outside the memctl block" in r.stderr, command
         assert git(root, "rev-parse", "HEAD") == head, command
     _commit_all(root, "my note")
     hand = root / "memory" / "hand-made.md"
@@ -172,7 +173,7 @@ def test_claude_code_forget_drops_the_hand_written_line(tmp_path):
 def test_restore_never_overwrites_an_unreadable_live_file(root):
     cli(root, "remember", "a", "--description", "old a")
     cli(root, "forget", "a", "--reason", "x")
-    hand = "---\ndescription: 'unclosed\n---\nhand-written body\n"
+    hand = "---\nname: a\n  description: indented: wrongly\n---\nhand-written body\n"
     (root / "memory" / "a.md").write_text(hand, encoding="utf-8")
     r = cli(root, "restore", "a")
     assert r.exit_code == 1 and "exists" in r.stderr
