@@ -341,17 +341,19 @@ def build_layout(
     outside = lines if span is None else lines[: span[0]] + [hole, *moved] + lines[span[1] + 1 :]
     kept: list[str] = []
     removed = False
-    heading, emptied = None, set()  # (a first run: the person's headings whose lines moved into the block)
+    heading, emptied = None, set()  # the headings outside the block whose lines moved into it
     for line in outside:
+        if line == hole:
+            heading = None  # (a heading above the block heads no line after it)
         match = _LINE_RE.match(line) if line != hole else None
         if match and _target(match) in adopted:
             if span is None and hole not in kept and _target(match) in live:
                 kept.append(hole)  # a first run on a hand-written index: the block goes where its lines were
-            if span is None and heading is not None:
+            if heading is not None:
                 emptied.add(heading)
             removed = True
             continue
-        if span is None and _SECTION_RE.match(line):
+        if _SECTION_RE.match(line):
             heading = len(kept)
         kept.append(line)
     if emptied:
