@@ -213,11 +213,22 @@ def stop(pid: int) -> None:
     memctl's process group, so a signal to the group (`timeout`, launchd ending a job) still reaches it."""
     import signal  # noqa: PLC0415
 
-    for one in [*_descendants(pid), pid]:
-        try:
-            os.kill(one, signal.SIGKILL)
-        except OSError:  # already gone
-            pass
+    # Frozen first, git before its children, until no new one shows: a git whose child died before it did
+    # started its real ssh at once (`ssh -G` probes first), and that one outlived us.
+    frozen: list[int] = []
+    while found := [one for one in [pid, *reversed(_descendants(pid))] if one not in frozen]:
+        for one in found:
+            _signal(one, signal.SIGSTOP)
+        frozen += found
+    for one in frozen:
+        _signal(one, signal.SIGKILL)
+
+
+def _signal(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except OSError:  # already gone
+        pass
 
 
 def _descendants(pid: int) -> list[int]:

@@ -121,6 +121,21 @@ class Interrupted(KeyboardInterrupt):
         self.exit_code = exit_code
 
 
+def _terminated(signum, frame) -> None:
+    raise Interrupted("terminated", 128 + signum)
+
+
+def stop_raising(*numbers: int) -> None:
+    """From now on, these signals raise Interrupted in the main thread (see stops_raise), unless ignored
+    (nohup's stays): for a command whose gits start before its imports (sync), which a SIGTERM then must
+    not outlive."""
+    import signal  # noqa: PLC0415
+
+    for number in numbers:
+        if signal.getsignal(number) is not signal.SIG_IGN:
+            signal.signal(number, _terminated)
+
+
 def stops_raise(*numbers: int):
     """A context manager: while it is open in the main thread, these signals (SIGTERM by default) raise
     Interrupted("terminated", 128 + the signal) instead of ending the process at once, so the command
@@ -135,11 +150,8 @@ def stops_raise(*numbers: int):
             yield
             return
 
-        def terminated(signum, frame) -> None:
-            raise Interrupted("terminated", 128 + signum)
-
         wanted = [n for n in numbers or (signal.SIGTERM,) if signal.getsignal(n) is not signal.SIG_IGN]  # nohup's stays
-        previous = {number: signal.signal(number, terminated) for number in wanted}
+        previous = {number: signal.signal(number, _terminated) for number in wanted}
         try:
             yield
         finally:

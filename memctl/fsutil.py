@@ -500,6 +500,7 @@ class _Log(NamedTuple):
     sizes: list[int]  # the log file's size after each of them
     inode: list[int]  # the log file this command created ([] until its first write)
     written: dict[str, bytes]  # the bytes this command last wrote to each path it replaced (written_bytes)
+    first: list[Callable[[], None]]  # called once, before the first logged write (then emptied)
 
 
 _LOG: _Log | None = None
@@ -521,6 +522,8 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
         refuse_link(log.root, other)
     if skipped:
         return
+    while log.first:
+        log.first.pop()()
     if op == "W":
         # The old file survives the rename under a second name: keeping it costs no copy.
         backup = ""
@@ -895,13 +898,16 @@ def settle() -> None:
 
 
 @contextlib.contextmanager
-def undo_log(log_path: Path, root: Path, skip: Iterable[Path]) -> Iterator[None]:
+def undo_log(log_path: Path, root: Path, skip: Iterable[Path],
+             before_first_write: Callable[[], None] | None = None) -> Iterator[None]:
     """Log every write made inside, and undo them all if the block raises (see the module doc); writes
-    in `skip` (derived data, git's own folders) are not logged."""
+    in `skip` (derived data, git's own folders) are not logged. `before_first_write` runs before the
+    first logged write (an exception from it stops that write, which then never happened)."""
     global _LOG
     root = Path(os.path.abspath(root))
     undo_folder(log_path, root).mkdir(parents=True, exist_ok=True)
-    log = _Log(log_path, root, (*(Path(os.path.abspath(p)) for p in skip), root / ".git"), [], [], [], {})
+    log = _Log(log_path, root, (*(Path(os.path.abspath(p)) for p in skip), root / ".git"), [], [], [], {},
+               [before_first_write] if before_first_write else [])
     _LOG = log
     try:
         yield

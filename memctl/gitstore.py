@@ -95,6 +95,9 @@ def _git(top: Path | str, *args: str, env: dict[str, str] | None = None, input: 
                 proc.stderr.close()
                 proc.wait()
                 raise no_answer(next((a for a in args[1:] if not a.startswith("-") and "=" not in a), ""), timeout, top) from None
+            except BaseException:  # Ctrl-C, a SIGTERM: they go with us (Popen's exit would wait for them)
+                early.stop(proc.pid)
+                raise
             return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     except OSError as exc:  # git vanished, or the directory did
         raise GitError(f"cannot run git: {exc}", hint="check that git runs (MEMCTL_GIT, PATH)", kind="git-fails") from None
@@ -204,8 +207,10 @@ def _lock_in(stderr: str) -> Path | None:
     return Path(match.group(1)) if match else None
 
 
-def _git_running_in(top: Path) -> bool:
-    """Whether some git process works in the repository at `top` (Linux: /proc; elsewhere: any git)."""
+def _git_running_in(top: Path, made: float) -> bool:
+    """Whether some git process that could have made a lock at `made` (one started before then) works in
+    the repository at `top` (Linux: /proc; elsewhere: any git). A git started later (an editor's `git
+    cat-file --batch`, another memctl's git) is not the lock's maker, and kept a dead git's lock "live"."""
     proc = Path("/proc")
     if (proc / "self").is_dir():
         top_s, me = str(top), str(os.getpid())
@@ -218,7 +223,7 @@ def _git_running_in(top: Path) -> bool:
                 cwd = os.readlink(entry / "cwd")
             except OSError:
                 continue
-            if cwd == top_s or cwd.startswith(top_s + os.sep):
+            if (cwd == top_s or cwd.startswith(top_s + os.sep)) and not _started_after(int(entry.name), made):
                 return True
         return False
     import subprocess  # noqa: PLC0415
@@ -247,7 +252,7 @@ def stale_lock(top: Path, lock: Path) -> bool:
         pid = head[len(_OWNER):].strip()
         if pid.isdigit():  # memctl's own lock: stale exactly when its process is gone (or the pid is another's now)
             return not _alive(int(pid)) or _started_after(int(pid), time.time() - age)
-    return age >= STALE_LOCK_SECONDS and not _git_running_in(top)
+    return age >= STALE_LOCK_SECONDS and not _git_running_in(top, time.time() - age)
 
 
 def _started_after(pid: int, when: float) -> bool:
@@ -527,6 +532,17 @@ def _take_index_lock(top: Path, lock: Path) -> None:
         return True
 
     _retry_on_lock(top, lock, "commit", taken)
+
+
+def index_free(root: Path) -> None:
+    """Return once no git holds the index.lock of the repository holding `root` (a stale lock removed with
+    a warning, a live one waited for, then LockTimeout): the common case, no lock, costs two stats."""
+    found = git_dir(root)
+    if found is None or not (found / "index.lock").exists():
+        return
+    top = toplevel(root)
+    if top is not None:
+        await_index(top, "commit")
 
 
 def await_index(top: Path, what: str) -> None:
@@ -1055,6 +1071,9 @@ def finish(started: Started, timeout: float | None = None) -> GitResult:
                     chunks[fd].append(data)
                 else:
                     reading.remove(fd)
+    except BaseException:  # Ctrl-C, a SIGTERM: git and its ssh go with us (the wait below would wait for them)
+        early.stop(started.pid)
+        raise
     finally:
         for fd in (started.out, started.err):
             os.close(fd)

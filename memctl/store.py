@@ -127,9 +127,12 @@ class Store(NamedTuple):
                     from .claude_memory import take_in  # noqa: PLC0415
 
                     take_in(self)
-                from .gitstore import git_folders  # noqa: PLC0415
+                from .gitstore import git_folders, index_free  # noqa: PLC0415
 
-                with undo_log(self.undo_path, self.root, (self.cache_dir, *git_folders(self.root))):
+                # The files are written only once git's index is free: a user's `git commit -a` waiting on it
+                # meanwhile would take the half of the change already written (its commit takes the lock at once).
+                first = (lambda: index_free(self.root)) if commits else None
+                with undo_log(self.undo_path, self.root, (self.cache_dir, *git_folders(self.root)), first):
                     yield
             finally:
                 del _HELD[key]

@@ -460,11 +460,11 @@ def test_a_stale_git_lock_is_removed_with_a_warning_and_the_write_commits(root, 
 def test_a_live_git_lock_is_waited_for_then_exit_4_and_nothing_changes(root):
     seed(root)
     lock = root / ".git" / "HEAD.lock"
-    lock.touch()
-    _age(lock, 60)
     holder = subprocess.Popen(["git", "cat-file", "--batch"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
-        time.sleep(0.2)
+        time.sleep(5)
+        lock.touch()
+        _age(lock, 5.5)  # older than a few seconds, and made after the git working in the repository started
         before, commit = snapshot(root), head(root)
         done = run(root, "forget", "beta", "--reason", "古い", env={"MEMCTL_LOCK_TIMEOUT": "1"})
         assert done.returncode == 4, done.stderr
@@ -477,6 +477,57 @@ def test_a_live_git_lock_is_waited_for_then_exit_4_and_nothing_changes(root):
     done = run(root, "forget", "beta", "--reason", "古い")  # its git is gone now: the lock is stale
     assert done.returncode == 0, done.stderr
     assert "removed a stale git lock" in done.stderr
+    clean(root)
+
+
+@pytest.mark.file_times
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="a process's start time is read from /proc")
+def test_a_dead_gits_lock_is_stale_though_a_git_started_since_works_in_the_repository(root):
+    """helper-75: any git working in the repository (an editor's `git cat-file --batch`, another memctl's git)
+    kept a dead git's index.lock "live": every write waited, then exit 4 ("held by another git process"), and
+    doctor said clean. A git that started after the lock was made cannot be its maker."""
+    seed(root)
+    lock = root / ".git" / "index.lock"
+    lock.touch()
+    _age(lock, 60)
+    holder = subprocess.Popen(["git", "cat-file", "--batch"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        seen = run(root, "doctor")
+        assert "index.lock: warning: left by a git that died" in seen.stdout, seen.stdout
+        done = run(root, "remember", "zeta", "--description", "ゼータ", env={"MEMCTL_LOCK_TIMEOUT": "5"})
+        assert done.returncode == 0, done.stderr
+        assert "removed a stale git lock" in done.stderr and not lock.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    clean(root)
+
+
+@pytest.mark.file_times  # a fresh lock is live for a few seconds by its mtime against the process's clock
+def test_no_file_of_a_change_is_written_while_a_live_git_holds_the_index(root):
+    """helper-75: memctl wrote the fact and MEMORY.md, then waited for git's index.lock: a user's `git commit -a`
+    waiting on the same lock took MEMORY.md (listing a fact its tree lacks), and a kill then left HEAD so. The
+    files are written only once the index is free; while it is held, nothing of the change is in the work tree."""
+    seed(root)
+    lock = root / ".git" / "index.lock"
+    lock.touch()  # a git at work: live for STALE_LOCK_SECONDS
+    index = root / "memory" / "MEMORY.md"
+    before = index.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(root), "remember", "kappa", "--description", "カッパ"],
+                            env={**os.environ, "MEMCTL_LOCK_TIMEOUT": "3"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    written = set()
+    while proc.poll() is None:
+        if (root / "memory" / "kappa.md").exists():
+            written.add("memory/kappa.md")
+        if index.read_bytes() != before:
+            written.add("memory/MEMORY.md")
+        time.sleep(0.01)
+    _, err = proc.communicate()
+    assert proc.returncode == 4 and "index.lock is held by another git process" in err, err
+    assert written == set()
+    lock.unlink()
+    done = run(root, "remember", "kappa", "--description", "カッパ")
+    assert done.returncode == 0, done.stderr
     clean(root)
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -674,6 +676,44 @@ def test_a_remote_that_never_answers_stops_sync_at_its_time_limit_and_frees_the_
                           timeout=T, env=env)
     assert done.returncode == 1, done.stderr
     assert "got no answer within 3 s" in one_line_error(done) and "MEMCTL_GIT_TIMEOUT" in done.stderr
+    run(victim, "remember", "beta", "--description", "the store is free again")
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead and not yet reaped by init, does not)."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="a process's state is read from /proc")
+@pytest.mark.parametrize("fast", ["1", "0"])
+@pytest.mark.parametrize("stop, code, line", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated"),
+                                              (signal.SIGHUP, 129, "terminated")])
+def test_a_sync_stopped_while_the_remote_hangs_says_so_and_leaves_no_git_or_ssh_running(world, tmp_path, fast, stop, code, line):
+    """helper-76: Ctrl-C in a sync whose remote hangs did nothing until the network gave up (the fast path waited
+    for its git), then exit 130 without a line; a SIGTERM left git and its ssh running (re-parented to init). git
+    probes its ssh with `ssh -G` first and started the real one when the probe was killed before git was."""
+    remote, victim, attacker, outside = world
+    started = tmp_path / "ssh-pids"
+    slow = tmp_path / "slow-ssh"
+    slow.write_text(f"#!/bin/sh\necho $$ >> {started}\nexec sleep 120\n", encoding="utf-8")
+    slow.chmod(0o755)
+    git(victim, "config", "core.sshCommand", str(slow))
+    git(victim, "remote", "set-url", "origin", "ssh://nohost.invalid/x.git")
+    env = {**os.environ, "MEMCTL_NO_FAST": "0" if fast == "1" else "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(victim), "sync"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    deadline = time.monotonic() + T
+    while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert err.splitlines() == [f"memctl: error: {line}"], err
+    time.sleep(0.5)  # (a git that outlived memctl would start its real ssh now)
+    assert [pid for pid in map(int, started.read_text().split()) if _alive(pid)] == []
     run(victim, "remember", "beta", "--description", "the store is free again")
 
 

@@ -17,7 +17,22 @@ def main() -> None:
         _main()
     except SystemExit as done:
         _exit_after_output(done.code)
+    except KeyboardInterrupt as exc:  # before a command's own handler (while importing): one line, no traceback
+        _exit_after_output(_interrupted(exc))
     _exit_after_output(0)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    import sys
+
+    from .. import early, output
+    from .fast import interrupted
+
+    try:
+        early.discard()  # a git started before the imports (sync's) does not outlive us
+    except (OSError, KeyboardInterrupt):
+        pass
+    return interrupted(exc, output.wants_json(sys.argv[1:]))
 
 
 def standard_process() -> None:
@@ -136,6 +151,11 @@ def _main() -> None:
 
     early.settle_environment()  # before any thread: later writes to the environment may crash getenv
     if "sync" in sys.argv[1:]:  # its `git status` runs while the rest is imported (memctl/early.py)
+        import signal
+
+        from ..errors import stop_raising
+
+        stop_raising(signal.SIGTERM, signal.SIGHUP)  # (a kill then stops the gits it started: gitstore.finish)
         early.start_sync_status(sys.argv[1:])
     from .. import errors, output
     from .fast import run

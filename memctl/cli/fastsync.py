@@ -56,7 +56,9 @@ def run(argv: list[str]) -> int | None:
 
 def _run(argv: list[str]) -> int | None:
     from ..early import root_option
-    from .fast import _options, report
+    import signal
+
+    from .fast import _options, interrupted, report
 
     split = root_option(argv)
     if split is None or split[1][:1] != ["sync"]:
@@ -72,12 +74,14 @@ def _run(argv: list[str]) -> int | None:
 
     json = "--json" in opts
     try:
-        # --no-push changes nothing here: with the remote at HEAD there is nothing to push.
-        result = nothing_to_do(load_store(root), remote=opts.get("--remote"))
+        # --no-push changes nothing here: with the remote at HEAD there is nothing to push. A SIGTERM or
+        # SIGHUP (a closed terminal, `kill`) stops its git and ssh too, as Ctrl-C does (gitstore.finish).
+        with errors.stops_raise(signal.SIGTERM, signal.SIGHUP):
+            result = nothing_to_do(load_store(root), remote=opts.get("--remote"))
     except BrokenPipeError:
         return errors.OK
-    except KeyboardInterrupt:
-        return 130  # as click does: no traceback
+    except KeyboardInterrupt as exc:  # one line, 130 (143 for SIGTERM), as the Typer command says it
+        return interrupted(exc, json)
     except Exception as exc:  # noqa: BLE001  (mapped exactly as the Typer command maps them)
         code = report(exc, json)
         if code is None:

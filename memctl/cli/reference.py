@@ -69,7 +69,9 @@ def exit_table() -> str:
             "Ctrl-C exits 130 and a SIGTERM while texts are embedded 143 (128 + the signal, as a shell reports it), "
             "each with one line saying what was kept (docs/EMBEDDINGS.md, \"The cache\"). While a judge or LLM command "
             "runs (`near-dup --judge-cmd`, `distill --llm-cmd`), a SIGTERM (143) or SIGHUP "
-            "(129) to memctl kills that command's process group first: it never outlives memctl.\n\n"
+            "(129) to memctl kills that command's process group first: it never outlives memctl. So does "
+            "`sync` with its git and that git's ssh (a remote that hangs): Ctrl-C, a SIGTERM or a SIGHUP "
+            "stops them, and sync exits with one line (`interrupted`, `terminated`).\n\n"
             "| condition | exit code |\n|---|---|\n" + rows)
 
 

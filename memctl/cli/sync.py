@@ -5,12 +5,13 @@ With nothing to do, `memctl sync` is answered by fastsync.py before this module 
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from .. import output
+from .. import errors, output
 from . import fastsync
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
@@ -28,7 +29,8 @@ def sync(
     from .. import sync as sync_mod
 
     store = store_from(ctx, committing=True)
-    result = sync_mod.sync(store, remote=remote, push=not no_push, setup_only=setup)
+    with errors.stops_raise(signal.SIGTERM, signal.SIGHUP):  # (its git and ssh are stopped with it: gitstore._git)
+        result = sync_mod.sync(store, remote=remote, push=not no_push, setup_only=setup)
     if json:
         fastsync.summary(result, json=True)
         return
