@@ -274,6 +274,16 @@ def inform(message: str) -> None:
     logging.getLogger("memctl").info(message)
 
 
+def waiting(what: str):
+    """A context manager: when the block takes more than a moment, the reporter says once what is waited
+    for (a remote that may hang); else nothing."""
+    if _reporter is not None:
+        return _reporter.waiting(what)
+    import contextlib  # noqa: PLC0415
+
+    return contextlib.nullcontext()
+
+
 def progress(total: int, what: str):
     """A context manager yielding advance(n): the reporter's progress bar, else nothing to show."""
     if _reporter is not None:

@@ -7,6 +7,7 @@ Warnings, hints and progress go to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, Iterable, Sequence
@@ -355,6 +356,28 @@ def progress(total: int, what: str):
     if _PROGRESS["json"] or not sys.stderr.isatty():  # nothing on a pipe (issue 22.5)
         return contextlib.nullcontext(lambda n: None)
     return _progress_bar(total, what)
+
+
+WAIT_SECONDS = 1.0  # a wait this long gets its line on a terminal
+
+
+@contextlib.contextmanager
+def waiting(what: str):
+    """One line on a terminal's stderr (`memctl: waiting for ...`) once the block has taken WAIT_SECONDS:
+    a remote that hangs is otherwise a silent terminal for up to MEMCTL_GIT_TIMEOUT. Nothing on a pipe or
+    beside --json."""
+    if _PROGRESS["json"] or not sys.stderr.isatty():
+        yield
+        return
+    import threading  # noqa: PLC0415
+
+    timer = threading.Timer(WAIT_SECONDS, _stderr_line, (f"memctl: waiting for {what} (Ctrl-C stops it)",))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def pace(done: int, total: int, seconds: float) -> str:

@@ -652,7 +652,8 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             ahead = 0 if head == theirs else int(gitstore.checked(top, "rev-list", "--count", head if theirs is None else f"{theirs}..{head}"))
             if not push or ahead == 0:
                 break
-            sent = gitstore.run(top, "push", "-q", name, f"HEAD:refs/heads/{on_remote}", timeout=gitstore.network_timeout())
+            with errors.waiting(f"{name} (git push)"):
+                sent = gitstore.run(top, "push", "-q", name, f"HEAD:refs/heads/{on_remote}", timeout=gitstore.network_timeout())
             if sent.code == 0:
                 outgoing, pushed = ahead, True
                 break

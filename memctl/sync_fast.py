@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from . import early, gitstore
+from . import early, errors, gitstore
 from .access import has_pending
 from .errors import BadInput, GitError, NotFound
 from .store import GITATTRIBUTES, GITATTRIBUTES_CLAUDE, Store
@@ -159,7 +159,8 @@ def remote_branch(name: str, upstream: str, local: str) -> str:
 
 def fetch(top: Path, name: str, branch_name: str) -> str | None:
     """Fetch the remote's branch; the commit it is at, or None when the remote has no such branch yet."""
-    fetched = gitstore.run(top, "fetch", "-q", "--no-tags", name, f"refs/heads/{branch_name}", timeout=gitstore.network_timeout())
+    with errors.waiting(f"{name} (git fetch)"):
+        fetched = gitstore.run(top, "fetch", "-q", "--no-tags", name, f"refs/heads/{branch_name}", timeout=gitstore.network_timeout())
     if fetched.code != 0 and "couldn't find remote ref" in fetched.err:
         return None  # an empty remote, or a branch not pushed yet
     if fetched.code != 0:
@@ -321,7 +322,8 @@ def nothing_to_do(store: Store, *, remote: str | None = None) -> SyncResult | No
                 return None
             if _branch_commit(gitdir, local) != state.head:
                 return None  # HEAD moved since the status looked (it may have started before the lock)
-            listed = collect(asked, gitstore.network_timeout())
+            with errors.waiting(f"{name} (git ls-remote)"):
+                listed = collect(asked, gitstore.network_timeout())
             if listed.code != 0:  # where sync() would fetch, and fail the same way
                 raise GitError(f"cannot fetch from {name}: {gitstore.reason(listed.err, 'git ls-remote failed')}",
                                hint=f"check the remote's URL and your access: {gitstore.git_c(store.root)} remote -v")

@@ -6,6 +6,7 @@ a timeout, so a hang fails the test instead of hanging the suite).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -713,8 +714,41 @@ def test_a_sync_stopped_while_the_remote_hangs_says_so_and_leaves_no_git_or_ssh_
     assert proc.returncode == code, err
     assert err.splitlines() == [f"memctl: error: {line}"], err
     time.sleep(0.5)  # (a git that outlived memctl would start its real ssh now)
-    assert [pid for pid in map(int, started.read_text().split()) if _alive(pid)] == []
+    left = [int(pid) for pid in started.read_text().split()]
+    until = time.monotonic() + 10  # (a killed process is gone at once; one left running lives its 120 s)
+    while (left := [pid for pid in left if _alive(pid)]) and time.monotonic() < until:
+        time.sleep(0.1)
+    assert left == []
     run(victim, "remember", "beta", "--description", "the store is free again")
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_a_sync_waiting_on_a_remote_says_so_on_a_terminal(world, tmp_path, fast):
+    """helper-76: a remote that hangs left a terminal silent for up to MEMCTL_GIT_TIMEOUT (300 s). After a
+    moment, one line says what is waited for and that Ctrl-C stops it (a real pty as stderr; on a pipe,
+    nothing: the test above)."""
+    import pty
+
+    remote, victim, attacker, outside = world
+    slow = tmp_path / "slow-ssh"
+    slow.write_text("#!/bin/sh\nexec sleep 120\n", encoding="utf-8")
+    slow.chmod(0o755)
+    git(victim, "config", "core.sshCommand", str(slow))
+    git(victim, "remote", "set-url", "origin", "ssh://nohost.invalid/x.git")
+    master, terminal = pty.openpty()
+    env = {**os.environ, "MEMCTL_NO_FAST": "0" if fast == "1" else "1", "MEMCTL_GIT_TIMEOUT": "4"}
+    proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(victim), "sync"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=terminal, env=env, start_new_session=True)
+    os.close(terminal)
+    proc.communicate(timeout=T)
+    shown = b""
+    with contextlib.suppress(OSError):  # (EIO once the terminal's other end is closed)
+        while chunk := os.read(master, 4096):
+            shown += chunk
+    os.close(master)
+    what = "git ls-remote" if fast == "1" else "git fetch"
+    assert proc.returncode == 1
+    assert shown.decode().splitlines()[0] == f"memctl: waiting for origin ({what}) (Ctrl-C stops it)", shown
 
 
 def test_terminal_control_sequences_in_pushed_rows_are_shown_not_obeyed_on_a_terminal(world):
