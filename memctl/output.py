@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from . import tsv
 from .errors import OUTPUT
@@ -125,12 +125,14 @@ def emit_content(text: str) -> None:
 TABLE_ROWS = 2000
 
 
-def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], plain: str | None = None) -> None:
+def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], plain: str | None = None,
+               spare: Sequence[str] = ()) -> None:
     """A rich table with a header row on a terminal (nothing when there are no rows); otherwise
-    `plain`, by default one TAB-separated line per row, no header."""
+    `plain`, by default one TAB-separated line per row, no header. `spare` names the columns a terminal
+    may leave out, least useful first, where the others would not fit beside a readable description."""
     terminal = stdout_is_tty()
-    if terminal and len(rows) <= TABLE_ROWS and not _too_narrow(columns):
-        _rich_table([[_cell(row.get(c)) for c in columns] for row in rows], columns)
+    if terminal and len(rows) <= TABLE_ROWS and _rich_table([[_cell(row.get(c)) for c in columns] for row in rows],
+                                                            columns, spare):
         return
     if terminal and rows:
         emit_lines(["\t".join(columns)])  # the header still, above what a pipe gets
@@ -140,75 +142,122 @@ def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], plain: st
         emit_lines("\t".join(_escape(row.get(c)) for c in columns) for row in rows)
 
 
-WHOLE_CELL = 32  # characters: a table column whose cells are all one word this short is not wrapped
-WRAPPED_MIN = 10  # columns: the least width left to each column that wraps beside them
+WHOLE_CELL = 32  # cells: a word this short (an id, a time, a name, a path, a number) is not broken
+WRAPPED_MIN = 10  # cells: the least width left to each column that wraps beside whole ones
+WRAPPED_ROOM = 20  # cells a column that wraps gets before a column the command can spare is left out
 NARROWEST = 4  # cells a column needs at least (frame aside), else a terminal gets the header and the lines
-
-
-def _too_narrow(columns: Sequence[str]) -> bool:
-    """Whether the terminal is narrower than a table's frame and NARROWEST cells a column: rich printed
-    empty cells there (all of them at 20 columns) or headers in pieces (`ran` / `k` at 40)."""
-    from rich.cells import cell_len  # noqa: PLC0415
-
-    return terminal_width() < 1 + sum(3 + min(cell_len(column), NARROWEST) for column in columns)
-
-
 EDGE_PADDING = 2  # cells: the space inside the table's left and right edges
 
 
-def headers_fit(columns: Sequence[str]) -> bool:
-    """Whether a terminal table of these columns has room for every header whole (frame aside)."""
-    from rich.cells import cell_len  # noqa: PLC0415
-
-    return sum(3 + cell_len(column) for column in columns) + 1 - EDGE_PADDING <= terminal_width()
-
-
-def _rich_table(cells: list[list[str]], columns: Sequence[str]) -> None:
+def _rich_table(cells: list[list[str]], columns: Sequence[str], spare: Sequence[str] = ()) -> bool:
+    """`cells` as a table no wider than the terminal; False, printing nothing, where the terminal is narrower
+    than the frame of the columns it would show and NARROWEST cells each (rich printed empty cells there, all
+    of them at 20 columns, or headers in pieces: `ran` / `k` at 40)."""
     if not cells:
-        return
+        return True
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415  (cells as plain text: no markup is read in them)
 
-    from rich.cells import cell_len  # noqa: PLC0415
-
     console = Console()
-    widths = [max(cell_len(text) for text in (column, *(line[at] for line in cells))) for at, column in enumerate(columns)]
-    # A column of ids, names, times, scores (no space, short) is not broken where the others can still wrap
-    # beside it (each at least WRAPPED_MIN wide, or its header's width): copied, it must be whole. Where they
-    # do not all fit, the widest of them fold first (a path before the name it holds), so the rest stay whole.
-    folded = [min(width, max(WRAPPED_MIN, cell_len(column))) for width, column in zip(widths, columns)]
-    whole = [all(" " not in line[at] and cell_len(line[at]) <= WHOLE_CELL for line in cells) for at in range(len(columns))]
-    needed = 1 + sum(3 + (width if keep else least) for width, least, keep in zip(widths, folded, whole))
-    # Too wide: the outer padding goes first (`│text │`: at 80 columns `audit` broke every timestamp for
-    # want of one cell), then the widest whole columns fold (a path before the name it holds).
-    edge = 0 if needed > console.width else EDGE_PADDING
-    needed -= EDGE_PADDING - edge
-    for at in sorted((at for at, keep in enumerate(whole) if keep), key=lambda at: -widths[at]):
-        if needed <= console.width:
-            break
-        whole[at] = False
-        needed -= widths[at] - folded[at]
-    # Each column is given its width: rich, left to shrink a table itself, made it a cell wider than the
-    # terminal at some widths (80 among them), which cut off its right edge.
-    room = console.width - 1 - 3 * len(columns) + (EDGE_PADDING - edge)
-    if needed <= console.width:  # the whole ones as they are, the others share what is left (none under its least)
-        bending = [at for at, keep in enumerate(whole) if not keep]
-        shares = list(widths)
-        given = _shares([widths[at] for at in bending], [folded[at] for at in bending],
-                        room - sum(width for width, keep in zip(widths, whole) if keep))
-        for at, width in zip(bending, given):
-            shares[at] = width
-    else:  # folded to their least they still do not fit: each its share, its header whole where headers fit
-        headers_fit = sum(cell_len(column) for column in columns) <= room
-        shares = _shares(widths, [cell_len(column) if headers_fit else min(cell_len(column), NARROWEST) for column in columns], room)
+    columns = [_column(column, [line[at] for line in cells]) for at, column in enumerate(columns)]
+    shown = _shown(columns, spare, console.width)
+    if console.width < 1 + sum(3 + min(c.head, NARROWEST) for c in shown):
+        return False
+    shares, edge = _widths(shown, console.width)
     table = Table(show_lines=False, pad_edge=bool(edge))
-    for column, keep, share in zip(columns, whole, shares):
-        table.add_column(Text(column), overflow="fold", no_wrap=keep, width=share)
-    for line in cells:
-        table.add_row(*map(Text, line))
+    for column, share in zip(shown, shares):
+        table.add_column(Text(column.name), overflow="fold", no_wrap=column.whole and share >= column.want, width=share)
+    for at in range(len(cells)):
+        table.add_row(*(Text(column.cells[at]) for column in shown))
     with _printing:
         console.print(table)
+    return True
+
+
+class _Column(NamedTuple):
+    """A column's header and cells, measured in terminal cells (a kana or kanji is two): `want` is its widest
+    line, `whole` whether every cell is one word up to WHOLE_CELL (ids, times, names, types, paths, numbers:
+    copied, they must be whole), `word` its longest such word (a model's name in `e5-small-q4 (e5-small-q4)`)."""
+
+    name: str
+    cells: list[str]
+    head: int
+    want: int
+    whole: bool
+    word: int
+
+
+def _column(name: str, cells: list[str]) -> _Column:
+    """The column headed `name` holding `cells`, measured."""
+    from rich.cells import cell_len  # noqa: PLC0415
+
+    head = cell_len(name)
+    words = [cell_len(word) for text in cells for word in text.split()]
+    return _Column(name, cells, head, max([head] + [cell_len(line) for text in cells for line in text.split("\n")]),
+                   all(text.split() in ([], [text]) for text in cells) and max(words, default=0) <= WHOLE_CELL,
+                   max((width for width in words if width <= WHOLE_CELL), default=0))
+
+
+def _least(columns: Sequence[_Column], room: int, words: bool = True) -> list[int]:
+    """Each column's least width: a whole one all of it; the widest that wraps (the description) `room`
+    cells, the others that wrap WRAPPED_MIN, none under its header nor, where `words`, its longest short
+    word (nor over what it wants)."""
+    widest = max((column for column in columns if not column.whole), key=lambda column: column.want, default=None)
+    return [column.want if column.whole else min(column.want, max(room if column is widest else WRAPPED_MIN,
+                                                                  column.head, column.word if words else 0))
+            for column in columns]
+
+
+def _needed(least: Sequence[int]) -> int:
+    """The cells a table needs whose columns are `least` wide (its frame, the edges unpadded)."""
+    return 1 + sum(3 + width for width in least) - EDGE_PADDING
+
+
+def _shown(columns: list[_Column], spare: Sequence[str], width: int) -> list[_Column]:
+    """The columns a terminal shows: not one whose every cell is empty (an episode's `agent` nobody set), nor
+    the command's spare ones (least useful first) while the others leave the description less than
+    WRAPPED_ROOM cells: at 80 columns `recall` gave it 13 and broke the path beside it."""
+    shown = [column for column in columns if any(column.cells)] or columns
+    for name in spare:
+        if _needed(_least(shown, WRAPPED_ROOM)) <= width:
+            break
+        shown = [column for column in shown if column.name != name] or shown
+    return shown
+
+
+def _widths(columns: list[_Column], width: int) -> tuple[list[int], int]:
+    """Each column's width and the padding inside the table's edges. Each column is given its width: rich,
+    left to shrink a table itself, made it a cell wider than the terminal at some widths (80 among them)."""
+    whole = [column.whole for column in columns]
+    # What wraps narrows first: the description to WRAPPED_ROOM, then every column that wraps to WRAPPED_MIN
+    # with its words whole (`e5-smal` / `l-q4`), then with them folded; then the space inside the outer edges
+    # goes (`│text │`: at 80 columns `audit` broke every timestamp for want of one cell); then the widest
+    # whole columns fold (a path before the name it holds) to their header or WRAPPED_MIN.
+    for least in (_least(columns, WRAPPED_ROOM), _least(columns, WRAPPED_MIN), _least(columns, WRAPPED_MIN, False)):
+        if _needed(least) <= width:
+            break
+    needed = _needed(least)
+    edge = EDGE_PADDING if needed + EDGE_PADDING <= width else 0
+    for at in sorted((at for at, keep in enumerate(whole) if keep), key=lambda at: -columns[at].want):
+        if needed <= width:
+            break
+        whole[at] = False
+        least[at] = min(columns[at].want, max(WRAPPED_MIN, columns[at].head))
+        needed -= columns[at].want - least[at]
+    room = width - 1 - 3 * len(columns) + (EDGE_PADDING - edge)
+    if needed <= width:  # the whole ones as they are, the others share what is left (none under its least)
+        bending = [at for at, keep in enumerate(whole) if not keep]
+        shares = [column.want for column in columns]
+        given = _shares([shares[at] for at in bending], [least[at] for at in bending],
+                        room - sum(column.want for column, keep in zip(columns, whole) if keep))
+        for at, share in zip(bending, given):
+            shares[at] = share
+        return shares, edge
+    # Folded to their least they still do not fit: each its share, its header whole where headers fit.
+    heads_fit = sum(column.head for column in columns) <= room
+    return _shares([column.want for column in columns],
+                   [column.head if heads_fit else min(column.head, NARROWEST) for column in columns], room), edge
 
 
 def _shares(wanted: Sequence[int], least: Sequence[int], room: int) -> list[int]:

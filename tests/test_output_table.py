@@ -128,3 +128,69 @@ def test_random_layouts_never_run_past_the_edge_and_lose_no_character(capsys, mo
         width = pick.randint(1 + sum(3 + min(cell_len(c), output.NARROWEST) for c in columns), 140)
         lines = shown(capsys, monkeypatch, width, row, columns)
         assert body_columns(lines, count) == [text.replace(" ", "") for text in row], (width, columns, row)
+
+
+def test_a_column_every_cell_of_which_is_empty_is_left_out_header_too(capsys, monkeypatch):
+    """helper-77: an episode's `agent` nobody set kept its 7 cells; the cells it had go to the description."""
+    rows = [{"id": "ep-20261207023108-03fb", "agent": "", "type": "decision", "description": "移行は週末に行う"},
+            {"id": "ep-20261207023109-1a2b", "agent": "", "type": "error", "description": "deploy failed on a timeout"}]
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setenv("TERM", "dumb")
+    output._rich_table([list(row.values()) for row in rows], list(rows[0]))
+    lines = capsys.readouterr().out.splitlines()
+    assert [part.strip() for part in lines[1].strip("┃").split("┃")] == ["id", "type", "description"], "\n".join(lines)
+    monkeypatch.setenv("MEMCTL_FORCE_TTY", "0")  # piped: the empty field is still there
+    output.emit_table(rows, list(rows[0]))
+    assert capsys.readouterr().out.splitlines()[0].split("\t") == ["ep-20261207023108-03fb", "", "decision", "移行は週末に行う"]
+
+
+def test_a_column_is_never_wider_than_its_widest_cell_or_header(capsys, monkeypatch):
+    """A short number gets its header's width, the description what is left; at 140 columns nothing is
+    wider than it needs (the table ends before the terminal does)."""
+    row = {"id": "ep-20261206073912-0e3e", "ts": "2026-12-06T07:39:12+00:00", "type": "decision", "importance": "0.7",
+           "description": "本番DBをPostgreSQL 17に上げることにした"}
+    for width in (80, 100, 140):
+        lines = shown(capsys, monkeypatch, width, row)
+        heads = lines[1].strip("┃").split("┃")
+        wanted = [max(cell_len(name), cell_len(value)) for name, value in row.items()]
+        assert all(cell_len(head) - 2 <= want for head, want in zip(heads, wanted)), (width, "\n".join(lines))
+        assert cell_len(heads[3]) - 2 == len("importance")
+
+
+def test_spare_columns_go_least_useful_first_until_the_description_has_room(capsys, monkeypatch):
+    """helper-77: `recall` at 80 columns left 13 cells to the description and broke the path
+    (`memory/ja-fac` / `t-0330.md`). Its spare columns go, in its order, until the description has
+    WRAPPED_ROOM cells beside the whole name and path; a wide terminal keeps them all."""
+    monkeypatch.setenv("TERM", "dumb")
+    row = recall_row("ja-fact-0330", "本番環境へのデプロイは火曜日の午前中だけに行い、凍結期間の後は必ずリリース担当者の確認を受けること")
+    spare = ("relevance", "rank", "score", "type")
+    for width, kept in ((80, ["score", "name", "type", "description", "path"]), (72, ["name", "type", "description", "path"]),
+                        (70, ["name", "description", "path"]),
+                        (140, list(row))):
+        monkeypatch.setenv("COLUMNS", str(width))
+        output._rich_table([list(row.values())], list(row), spare)
+        lines = capsys.readouterr().out.splitlines()
+        heads = lines[1].strip("┃").split("┃")
+        assert [head.strip() for head in heads] == kept, "\n".join(lines)
+        assert cell_len(heads[kept.index("description")]) - 2 >= output.WRAPPED_ROOM
+        assert body_columns(lines, len(kept))[kept.index("path")] == "memory/ja-fact-0330.md"
+        assert any("memory/ja-fact-0330.md" in line for line in lines), "\n".join(lines)  # on one line
+
+
+def test_japanese_descriptions_wrap_aligned(capsys, monkeypatch):
+    """A kanji is two cells: every rule of the table sits at the same cell on every line, whatever mix of
+    full- and half-width text a cell holds, and no character is lost."""
+    rows = [recall_row("ja-fact-0330", "本番環境へのデプロイは火曜日の午前中だけに行い、凍結期間の後は必ずリリース担当者の確認を受けること"),
+            recall_row("deploy-friday", "No deploys to production on Friday afternoons; the on-call team is thin"),
+            recall_row("mixed", "ﾃﾞﾌﾟﾛｲ手順: make deploy を実行し、Slack の #release に報告する")]
+    monkeypatch.setenv("TERM", "dumb")
+    for width in (40, 60, 80, 100):
+        monkeypatch.setenv("COLUMNS", str(width))
+        output._rich_table([list(row.values()) for row in rows], list(rows[0]), ("relevance", "rank", "score", "type"))
+        lines = capsys.readouterr().out.splitlines()
+        rules = {tuple(cell_len(line[:at]) for at, char in enumerate(line) if char in "│┃┏┓┳┡┩╇└┘┴") for line in lines}
+        assert len(rules) == 1 and max(map(cell_len, lines)) <= width, (width, "\n".join(lines))
+        heads = [head.strip() for head in lines[1].strip("┃").split("┃")]
+        assert "description" in heads
+        texts = body_columns(lines, len(heads))[heads.index("description")]
+        assert texts == "".join(row["description"].replace(" ", "") for row in rows), (width, "\n".join(lines))

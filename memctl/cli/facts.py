@@ -155,7 +155,7 @@ def list_(
         output.emit_json(rows)
     else:
         columns = ["name", "type", "description", "path"] + (["status"] if all_ else [])
-        output.emit_table(rows, columns)
+        output.emit_table(rows, columns, spare=("path",))  # (it holds the name) at 40 columns: `feedbac` / `k`
 
 
 @app.command()

@@ -210,6 +210,11 @@ def _flat(row: dict) -> dict:
     return flat
 
 
+# What a narrow terminal leaves out of a recall table first, so that the description has room and the name
+# and path stay whole: a source's description (the same for each of its hits: `source list` has it), what
+# the order of the rows says already or --explain shows, the type; last a fact's path (it holds the name
+# `show` takes) or a document's heading (its path:lines is the one way back to it).
+RECALL_SPARE = ("source_description", "relevance", "rank", "score", "type")
 EXPLAIN_COLUMNS = ["rank", "score", "relevance", "keyword", "vector", "bm25", "cosine",
                    "importance", "confidence", "recency", "frequency", "name", "path"]
 
@@ -286,9 +291,9 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         columns = EXPLAIN_COLUMNS if explain else ["rank", "score", "relevance", "name", "type", "description", "path"]
         if any(h.item.kind == "chunk" for h in results[0]):  # a document's lines: where, under which headings, from what
             columns = [c for c in columns if c != "name"] + ["heading", "source_description"]
-            if output.stdout_is_tty() and not output.headers_fit(columns):  # (80 columns: every header cut in two)
-                columns.remove("source_description")  # the same for every hit of a source: `source list` has it
-        output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns)
+        chunks = "heading" in columns
+        output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns,
+                          spare=RECALL_SPARE + ("heading" if chunks else "path",))
     return 0 if found else 1  # like grep: nothing relevant prints nothing and exits 1
 
 

@@ -265,7 +265,8 @@ def episode_list(ctx: typer.Context, agent: AgentFilter = None, type_: TypeFilte
     if json:
         output.emit_json([e.to_dict() for e in found])
     else:
-        output.emit_table([e.to_dict() for e in found], ["id", "ts", "agent", "type", "importance", "description"])
+        output.emit_table([e.to_dict() for e in found], ["id", "ts", "agent", "type", "importance", "description"],
+                          spare=("importance", "agent", "type", "ts"))  # narrow: the id holds the time (UTC)
     episodes.refuse_damaged(store)  # after printing, as `ledger rows` does (exit 1)
 
 

@@ -32,9 +32,9 @@ def render() -> str:
         result = runner.invoke(app, [*path, "--help"], env=env, terminal_width=100)
         title = " ".join(["memctl", *path])
         parts.append(f"## `{title}`\n\n```\n{result.stdout.rstrip()}\n```\n")
-    from ..output import TABLE_ROWS
+    from ..output import TABLE_ROWS, WHOLE_CELL, WRAPPED_ROOM
 
-    parts.append(OUTPUT.format(rows=TABLE_ROWS))
+    parts.append(OUTPUT.format(rows=TABLE_ROWS, whole=WHOLE_CELL, room=WRAPPED_ROOM))
     parts.append(exit_table())
     return "\n".join(parts)
 
@@ -47,10 +47,19 @@ lists things prints one TAB-separated line per item with no header (fields escap
 `cut | sort | uniq -d` / `uniq -c` would. On a terminal (or with `MEMCTL_FORCE_TTY=1`) the same items
 are a table with a header row, sized to the terminal and measured in display cells (a kana or kanji
 is two), a table with no rows prints nothing, and past {rows:,} rows the header line comes above the
-piped lines, as it does on a terminal too narrow for the table's frame and four cells a column
-(fewer than 50 columns for `recall`'s seven). Short one-word columns (names, ids, times, scores)
-are never broken across lines while the others can wrap beside them; where they cannot all stay
-whole, the table first drops the space inside its outer edges, then the widest folds first (a path before the name it holds); where even folded columns do not fit, each gets its share of the width, headers whole where they fit, and the table never runs past the terminal's edge. `recall --explain` and `episode recall --explain` print a block per hit there: the
+piped lines, as it does on a terminal too narrow for the frame of the columns it would show and
+four cells each. A column whose every cell is empty (an episode's agent nobody set) is left out
+there, header too, and no column is wider than its widest cell or header. One-word cells (ids,
+times, names, types, paths, numbers: up to {whole} cells) are never broken across lines while the
+others (descriptions) wrap beside them; where they would leave the description fewer than {room}
+cells, the columns a command can spare go first, least useful first (`recall`: the source's
+description, relevance, rank, score, type, then a fact's path or a document's heading; `episode
+list`: importance, agent, type, then the time, which the id holds; `list`: path;
+`cache status`: embedded_last, dim, kind, size). Where the one-word columns still cannot all stay
+whole, the table drops the space inside its outer edges, then the widest folds first (a path
+before the name it holds); where even folded columns do not fit, each gets its share of the width,
+headers whole where they fit, and the table never runs past the terminal's edge. Piped and with
+`--json` every column is there, as before. `recall --explain` and `episode recall --explain` print a block per hit there: the
 rank, name and score, the type and path, the description wrapped, then the raw signals and the five
 factors as labelled values, as many a line as the width allows (80 columns and narrower included).
 `--json` prints JSON everywhere (docs/JSON.md).

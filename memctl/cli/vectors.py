@@ -178,6 +178,7 @@ def cache_status(ctx: typer.Context, json: JsonOpt = False) -> None:
     output.emit_table(
         [{**c, "embedder": f"{c['backend']} ({c['model']})", "size": f"{c['bytes'] / 1e6:.1f} MB", "problem": c["problem"] or ""} for c in status["caches"]],
         ["source", "embedder", "kind", "rows", "dim", "embedded_last", "updated", "size", "problem"],
+        spare=("embedded_last", "dim", "kind", "size"),  # a narrow terminal: the model and the time whole
     )
     if status["pending"]:
         output.info(f"{status['pending']:,} texts embedded by a run that stopped (or is still running) wait in the "

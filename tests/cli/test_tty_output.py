@@ -9,6 +9,7 @@ where it matters (recall --explain with English and Japanese facts), and through
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from rich.cells import cell_len
 
 from conftest import REPO, git, memctl
 from memctl.cli.explain import blocks
+from memctl.output import WRAPPED_ROOM
 
 NOW = "2026-04-10T09:00:00+09:00"
 PINNED = {"MEMCTL_NOW": NOW, "MEMCTL_NO_SERVER": "1"}
@@ -86,13 +88,16 @@ def header(stdout: str) -> list[str]:
     return cells
 
 
+# The columns each table shows at 80 columns: not one every cell of which is empty (an episode's agent, a
+# dry run's problem, the success rate of a procedure never run), nor those a command can spare where its ids,
+# times, names and paths would not fit whole beside a description of output.WRAPPED_ROOM cells.
 TABLES = [
     (["list"], ["name", "type", "description", "path"]),
-    (["recall", "デプロイ 火曜日", "--no-log"], ["rank", "score", "relevance", "name", "type", "description", "path"]),
-    (["episode", "list"], ["id", "ts", "agent", "type", "importance", "description"]),
-    (["episode", "recall", "デプロイ", "--no-log"], ["rank", "score", "relevance", "name", "type", "description", "path"]),
+    (["recall", "デプロイ 火曜日", "--no-log"], ["score", "name", "type", "description", "path"]),
+    (["episode", "list"], ["id", "ts", "description"]),
+    (["episode", "recall", "デプロイ", "--no-log"], ["name", "description", "path"]),
     (["episode", "import", "claude-code", str(SESSION), "--dry-run"],
-     ["path", "imported", "already", "bad", "left_out", "torn", "problem"]),
+     ["path", "imported", "already", "bad", "left_out", "torn"]),
     (["ledger", "list"], ["name", "path", "rows", "columns"]),
     (["ledger", "rows", "themes"], ["host", "theme"]),
     (["ledger", "dups", "themes", "theme"], ["theme"]),
@@ -100,7 +105,7 @@ TABLES = [
     (["conflicts"], ["a", "b", "score", "differs", "description_a", "description_b"]),
     (["audit"], ["ts", "agent", "command", "query", "shown"]),
     (["cache", "status"], ["embedder", "configured", "via"]),
-    (["procedure", "list"], ["name", "rank", "success_rate", "quality", "runs", "version", "trigger"]),
+    (["procedure", "list"], ["name", "rank", "runs", "version", "trigger"]),
     (["forget", "--policies", "--dry-run"], ["action", "kind", "name", "policy", "matched"]),
     (["consolidate"], ["survivor", "absorbed", "score", "overlap"]),
     (["log", "deploy-ja"], ["date", "commit", "message", "changed"]),
@@ -248,8 +253,148 @@ def test_document_recall_at_80_columns_keeps_its_headers_whole(root, tmp_path):
     assert memctl(root, "source", "index").returncode == 0
     asked = ("recall", "ロールバックの方法", "--source", "docs", "--mode", "keyword", "--no-log")
     narrow = on_terminal(root, *asked)
-    assert header(narrow.stdout) == ["rank", "score", "relevance", "type", "description", "path", "heading"], narrow.stdout
+    lines = narrow.stdout.splitlines()
+    assert lines[0].startswith("┏") and lines[2].startswith("┡"), narrow.stdout  # the headers on one line: whole
+    shown = header(narrow.stdout)  # what recall can spare left out: the description, path and heading there
+    assert shown[-3:] == ["description", "path", "heading"], narrow.stdout
+    assert set(shown) <= {"rank", "score", "relevance", "type", "description", "path", "heading"}
     assert max(cell_len(line) for line in narrow.stdout.splitlines()) <= 80
     wide = memctl(root, *asked, env={**PINNED, "MEMCTL_FORCE_TTY": "1", "COLUMNS": "200"})
     assert header(wide.stdout)[-1] == "source_description" and "チームのメモ" in wide.stdout
     assert piped(root, *asked).stdout.rstrip("\n").endswith("\tチームのメモ")  # piped, the columns stay as they were
+
+
+# ---------------------------------------------------------------- what a table keeps whole (helper-77)
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory):
+    """A tester's store: facts named as people name them, one in Japanese, episodes with and without an
+    agent, and a document source inside the store (its hits' paths `notes/note046.md:5-7`)."""
+    root = tmp_path_factory.mktemp("layout") / "store"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}
+    env.update({**PINNED, "HF_HUB_OFFLINE": "1"})
+
+    def run(*args: str, agent: str = "") -> None:
+        done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), *args], capture_output=True,
+                              text=True, env={**env, "MEMCTL_AGENT": agent}, timeout=300)
+        assert done.returncode == 0, (args, done.stderr)
+
+    subprocess.run([sys.executable, "-m", "memctl", "init", str(root)], check=True, capture_output=True, env=env)
+    run("remember", "deploy-friday", "-d", "No deploys to production on Friday afternoons; the on-call team is thin",
+        "--type", "feedback")
+    run("remember", "error-budget", "-d", "SLO is 99.9% availability; when the error budget is spent new features stop")
+    run("remember", "ja-fact-0330", "-d", JA, "--type", "project")
+    run("episode", "add", "Decided to move the production DB to PostgreSQL 17 over the weekend, replicas first",
+        "--type", "decision", "--importance", "0.7", agent="claude-code")
+    run("episode", "add", "deploy failed on a timeout in the migration step", "--type", "error")
+    (root / "notes").mkdir()
+    note = "# Note 46\n\nsome intro\n\n## Rollback\n\nrun make rollback when the deploy of build 46 fails, then page\n"
+    (root / "notes" / "note046.md").write_text(note, encoding="utf-8")
+    run("source", "add", "notes", str(root / "notes"), "-d", "team notes")
+    run("source", "index")
+    return root
+
+
+def at_width(root, width: int, *args: str) -> list[str]:
+    """The lines of a command's table on a terminal `width` columns wide; each fits it."""
+    done = memctl(root, *args, env={**PINNED, "MEMCTL_FORCE_TTY": "1", "COLUMNS": str(width), "TERM": "dumb"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines and max(cell_len(line) for line in lines) <= width, done.stdout
+    return lines
+
+
+def column_text(lines: list[str], name: str) -> list[str]:
+    """A column's cells, one a row, the lines of a wrapped cell joined with a space (`│` rows, by header)."""
+    heads = [part.strip() for part in lines[1].strip("┃").split("┃")]
+    at = heads.index(name)
+    cells: list[str] = []
+    for line in lines[3:-1]:
+        part = line.strip("│").split("│")[at].strip()
+        if line.strip("│").split("│")[0].strip() or not cells:  # a new row starts where the first column has text
+            cells.append(part)
+        elif part:
+            cells[-1] += " " + part
+    return cells
+
+
+def aligned(lines: list[str]) -> bool:
+    """Whether every line's column rules sit at the same cells (a kanji taking two)."""
+    def rules(line: str) -> list[int]:
+        return [cell_len(line[:at]) for at, char in enumerate(line) if char in "│┃┏┓┳┡┩╇└┘┴"]
+
+    return len({tuple(rules(line)) for line in lines}) == 1
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_episode_list_keeps_ids_and_times_whole(layout, width):
+    """A tester at 100 columns: `2026-12-07T02:31` / `:08+00:00`, and at 80 the id too (`ep-20261207023` /
+    `108-03fb`), while `importance` took 10 cells for `0.7`. The description wraps instead, and at 80 the
+    columns episode list can spare are left out."""
+    lines = at_width(layout, width, "episode", "list")
+    ids = column_text(lines, "id")
+    assert len(ids) == 2 and all(len(i) == 22 and " " not in i and i.startswith("ep-") for i in ids), "\n".join(lines)
+    assert all(t.startswith("2026-04-10T09:00:00") and " " not in t for t in column_text(lines, "ts")), "\n".join(lines)
+    assert column_text(lines, "description")[1] == "deploy failed on a timeout in the migration step"
+    if width == 100:
+        assert column_text(lines, "agent") == ["claude-code", ""]
+        assert column_text(lines, "type") == ["decision", "error"]
+
+
+def test_a_column_every_cell_of_which_is_empty_is_left_out_on_a_terminal(store):
+    """No episode has an agent: the column, header too, took 9 cells of a terminal's 100 for nothing.
+    Piped, the field is still there (empty), byte for byte."""
+    lines = at_width(store, 100, "episode", "list")
+    assert "agent" not in lines[1] and "importance" in lines[1], "\n".join(lines)
+    assert all(line.split("\t")[2] == "" for line in piped(store, "episode", "list").stdout.splitlines())
+
+
+def test_cache_status_keeps_model_names_times_and_headers_whole_at_80(store):
+    """A tester at 80 columns: `embedde` / `r`, `e5-smal` / `l-q4`, `passag` / `e`, and an empty `problem`
+    column kept 8 cells."""
+    lines = at_width(store, 80, "cache", "status")
+    table = lines[lines.index(next(line for line in lines[1:] if line.startswith("┏"))):]
+    heads = table[1].strip("┃").split("┃")
+    assert table[2].startswith("┡") and "problem" not in table[1], "\n".join(table)  # headers whole, on one line
+    assert [head.strip() for head in heads][:2] == ["source", "embedder"]
+    models = column_text(table, "embedder")
+    assert models and all(cell == "e5-small-q4 (e5-small-q4)" for cell in models), "\n".join(table)
+    assert all(len(ts) == 25 and " " not in ts for ts in column_text(table, "updated")), "\n".join(table)
+    assert all(" " not in source for source in column_text(table, "source"))
+
+
+def test_list_at_40_columns_keeps_names_and_types_whole(layout):
+    """A tester at 40 columns: `feedbac` / `k`, `deploy-` / `friday`. The path (it holds the name) goes."""
+    lines = at_width(layout, 40, "list")
+    assert column_text(lines, "name") == ["deploy-friday", "error-budget", "ja-fact-0330"], "\n".join(lines)
+    assert column_text(lines, "type") == ["feedback", "project", "project"]
+    assert "".join(column_text(lines, "description")[2].split()) == JA  # every kanji and kana there
+    assert aligned(lines), "\n".join(lines)
+
+
+def test_recall_at_80_keeps_the_path_whole_and_gives_the_description_room(layout):
+    """A tester at 80 columns: `memory/ja-fac` / `t-0330.md`, and ~13 cells for the description. What recall
+    can spare (relevance, rank, ...) goes first; the Japanese description wraps, aligned."""
+    lines = at_width(layout, 80, "recall", "デプロイ 火曜日 午前中", "--no-log", "--mode", "keyword")
+    assert column_text(lines, "path")[0] == "memory/ja-fact-0330.md", "\n".join(lines)
+    assert column_text(lines, "name")[0] == "ja-fact-0330"
+    heads = lines[1].strip("┃").split("┃")
+    assert cell_len(heads[[h.strip() for h in heads].index("description")]) >= 2 + WRAPPED_ROOM, "\n".join(lines)
+    assert "".join(column_text(lines, "description")[0].split()) == JA
+    assert aligned(lines), "\n".join(lines)
+
+
+def test_document_recall_at_80_keeps_the_path_a_user_copies_whole(layout):
+    """A tester at 80 columns: `notes/note046.md:3-5` broke over two lines."""
+    lines = at_width(layout, 80, "recall", "rollback build", "--source", "docs", "--no-log", "--mode", "keyword")
+    assert column_text(lines, "path") == ["notes/note046.md:5-7"], "\n".join(lines)
+    assert lines[2].startswith("┡")  # the headers whole, on one line
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install -y tmux)")
+def test_episode_list_in_a_real_80_column_pane_keeps_ids_and_times_whole(layout):
+    env = ["env", f"MEMCTL_NOW={NOW}", "MEMCTL_NO_SERVER=1", "HF_HUB_OFFLINE=1"]
+    lines = _pane([*env, sys.executable, "-m", "memctl", "--root", str(layout), "episode", "list"])
+    assert lines and max(cell_len(line.rstrip()) for line in lines) <= 80, "\n".join(lines)
+    assert sum(bool(re.search(r"│ ep-[0-9]{14}-[0-9a-f]{4} │ 2026-04-10T09:00:00\+09:00 │", line))
+               for line in lines) == 2, "\n".join(lines)
