@@ -79,19 +79,35 @@ def path_of(store: Store) -> Path:
 
 
 def _open(store: Store) -> sqlite3.Connection:
-    """The index, created when missing or of another version (it is derived)."""
+    """The index, created when missing or of another version (it is derived). Inside `_failing`."""
     store.cache_dir.mkdir(parents=True, exist_ok=True)
     conn = rindex.connect_at(path_of(store))
     if conn is None:
-        conn = rindex.create_at(path_of(store))
-    conn.executescript(_SCHEMA)
+        conn = rindex.create_at(path_of(store), _FULL_HINT)
+    try:
+        conn.executescript(_SCHEMA)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+_FULL_HINT = ("free some space (or raise `ulimit -f`), then run `memctl source index` again: what was indexed "
+              "before is kept, and the next run indexes the rest")
+
+
+def _failing(store: Store, *, writing: bool = True):
+    """A full disk or a file size limit met while the index is written: one line naming it (OSFailure),
+    not SQLite's traceback. What a run committed before stays; the next run goes on from there."""
+    return rindex.failing_storage(path_of(store), hint=_FULL_HINT if writing else
+                                  "free some space (or raise `ulimit -f`), then run the command again; the index is kept")
 
 
 @contextlib.contextmanager
 def reading(store: Store):
     """The index for queries, or None when no run has made one yet."""
-    conn = rindex.connect_at(path_of(store))
+    with _failing(store, writing=False):  # (a full disk where SQLite makes its -shm file: one line, not "nothing indexed")
+        conn = rindex.connect_at(path_of(store))
     if conn is not None:
         try:
             conn.executescript(_SCHEMA)
@@ -149,7 +165,7 @@ def index(store: Store, names: Sequence[str] | None = None, *, embed: bool = Tru
     held = [s for s in chosen if s.name not in trusted]
     chosen = [s for s in chosen if s.name in trusted]
     reports = []
-    with file_lock(store.cache_dir / LOCK) if store.cache_dir.is_dir() else _made_lock(store):
+    with file_lock(store.cache_dir / LOCK) if store.cache_dir.is_dir() else _made_lock(store), _failing(store):
         conn = _open(store)
         try:
             gone = [r[0] for r in conn.execute("SELECT DISTINCT source FROM src_files")
@@ -188,20 +204,27 @@ def _drop_sources(conn: sqlite3.Connection, names: Sequence[str]) -> None:
         rindex.renew(conn, KIND)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rindex.rolled_back(conn)
         raise
 
 
 def drop(store: Store, name: str) -> None:
-    """Remove a source's chunks from the index (after `source remove`)."""
+    """Remove a source's chunks from the index (after `source remove`). On a full disk they stay, with a
+    warning: the removal itself is done, and the next index run drops them (as a source no longer declared)."""
+    from . import errors
+
     if not path_of(store).exists():
         return
-    with file_lock(store.cache_dir / LOCK):
-        conn = _open(store)
-        try:
-            _drop_sources(conn, [name])
-        finally:
-            conn.close()
+    try:
+        with file_lock(store.cache_dir / LOCK), _failing(store):
+            conn = _open(store)
+            try:
+                _drop_sources(conn, [name])
+            finally:
+                conn.close()
+    except errors.OSFailure as exc:
+        errors.warn(f"the chunks of source {name!r} are still in the index: {exc.message}",
+                    hint="free some space: the next `memctl source index` drops them")
 
 
 def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.Source, taken: dict[str, str]) -> Report:
@@ -285,14 +308,27 @@ def _index_source(store: Store, conn: sqlite3.Connection, source: sources_mod.So
         _renew(conn, moved)
         conn.execute("COMMIT")
     except BaseException:
+        _keep_done(conn, in_file)
+        raise
+    files, chunks = _counts(conn, source.name)
+    return Report(source.name, files, chunks, changed, removed, tuple(skipped))
+
+
+def _keep_done(conn: sqlite3.Connection, in_file: bool) -> None:
+    """After a Ctrl-C or an error: what was done before it committed, the file being read rolled back.
+    On a full disk SQLite may have rolled the transaction back itself (the index as the last commit left
+    it: nothing to keep), and a COMMIT here may fail in turn: then it is rolled back, and the error
+    that stopped the run is the one reported."""
+    if not conn.in_transaction:
+        return
+    try:
         if in_file:
             conn.execute("ROLLBACK TO file")  # the file being read when stopped: as it was
             conn.execute("RELEASE file")
         rindex.renew(conn, KIND)  # (what the file rolled back had moved is not told apart: renewed anyway)
-        conn.execute("COMMIT")  # what was done before it is kept
-        raise
-    files, chunks = _counts(conn, source.name)
-    return Report(source.name, files, chunks, changed, removed, tuple(skipped))
+        conn.execute("COMMIT")
+    except sqlite3.Error:
+        rindex.rolled_back(conn)
 
 
 def _renew(conn: sqlite3.Connection, moved: list[int]) -> None:

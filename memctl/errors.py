@@ -189,6 +189,17 @@ _OS_HINTS = {
 
 
 OUTPUT = "<stdout>"  # the file name an error writing the output carries (output._printing sets it)
+OUT_OF_SPACE = ("ENOSPC", "EDQUOT", "EFBIG")  # a full disk, a quota, the file size limit (ulimit -f)
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether `exc` is a write that failed for want of space (OUT_OF_SPACE), as an OSError or as the
+    OSFailure (kind "out-of-space") one was worded into."""
+    if isinstance(exc, OSError):
+        import errno as errno_mod  # noqa: PLC0415
+
+        return errno_mod.errorcode.get(exc.errno or 0, "") in OUT_OF_SPACE
+    return isinstance(exc, MemctlError) and exc.kind == "out-of-space"
 
 
 def from_os_error(exc: OSError) -> OSFailure:
@@ -207,7 +218,8 @@ def from_os_error(exc: OSError) -> OSFailure:
         message = f"{reason} while printing the output"
         hint = ("free some space for the output; what the command changed before printing is done (`git log -1` shows a commit)"
                 if name in ("ENOSPC", "EDQUOT", "EFBIG") else "what the command changed before printing is done")
-    return OSFailure(message + (f" ({name})" if name else ""), hint=hint)
+    return OSFailure(message + (f" ({name})" if name else ""), hint=hint,
+                     kind="out-of-space" if name in OUT_OF_SPACE else None)
 
 
 def undeclared_type(what: str, given: str | None, declared: tuple[str, ...], where: str, *, of: str = "") -> BadInput:
@@ -254,14 +266,55 @@ def set_reporter(reporter) -> None:
     _reporter = reporter
 
 
-def warn(message: str, hint: str | None = None) -> None:
-    """Something the user should know that does not stop the command (a skipped file, an uncommitted write)."""
+def warn(message: str, hint: str | None = None, *, for_want_of_space: bool = False) -> None:
+    """Something the user should know that does not stop the command (a skipped file, an uncommitted write).
+    `for_want_of_space`: a cache not written on a full disk; inside space_warnings_held() it waits for the end."""
+    held = _HELD.get() if for_want_of_space and _HELD is not None else None
+    if held is not None:
+        held.append((message, hint))
+        return
     if _reporter is not None:
         _reporter.warn(message, hint=hint)
         return
     import logging  # noqa: PLC0415
 
     logging.getLogger("memctl").warning(message + (f" (hint: {hint})" if hint else ""))
+
+
+_HELD = None  # a ContextVar (the held warnings' list), made by the first held write: start-up is a budget
+
+
+def space_warnings_held(function):
+    """A decorator for a write that a cache precedes (remember's embedding check saves the vector cache
+    before the fact is written): the cache's warning that it was not saved for want of space waits for
+    the write's end, and is shown when it succeeds or fails for another reason; when the write fails
+    for want of space too, the error's one line says it all (docs/RELIABILITY.md: one line)."""
+    import functools  # noqa: PLC0415
+
+    @functools.wraps(function)
+    def held(*args, **kwargs):
+        global _HELD
+        if _HELD is None:
+            from contextvars import ContextVar  # noqa: PLC0415
+
+            _HELD = ContextVar("memctl_held_space_warnings", default=None)
+        if _HELD.get() is not None:  # (inside another held write: that one decides)
+            return function(*args, **kwargs)
+        waiting: list[tuple[str, str | None]] = []
+        token = _HELD.set(waiting)
+        failed = None
+        try:
+            return function(*args, **kwargs)
+        except BaseException as exc:
+            failed = exc
+            raise
+        finally:
+            _HELD.reset(token)
+            if failed is None or not out_of_space(failed):
+                for message, hint in waiting:
+                    warn(message, hint)
+
+    return held
 
 
 def inform(message: str) -> None:

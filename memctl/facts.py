@@ -809,6 +809,7 @@ def _scrubbed(spec: FactInput, secrets: bool = True) -> FactInput:
     return replace(spec, **changed, tags=tuple(cleaned[len(given):]) if spec.tags is not None else None)
 
 
+@errors.space_warnings_held  # its embedding check saves the vector cache before the write
 def remember(
     store: Store,
     spec: FactInput,

@@ -189,19 +189,45 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def storage_error(exc: BaseException) -> bool:
+    """SQLite's "database or disk is full" or "disk I/O error": a full disk or a file size limit (or a
+    failing disk), never an index of another shape."""
+    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorname", "").startswith(
+        ("SQLITE_FULL", "SQLITE_IOERR"))
+
+
 @contextlib.contextmanager
-def _failing_storage(path: Path) -> Iterator[None]:
+def failing_storage(path: Path, hint: str | None = None) -> Iterator[None]:
     """SQLite's "database or disk is full" or "disk I/O error" (a full disk, a file size limit) as
     one line naming the index, as any other failed write is (errors.from_os_error), not a traceback."""
     try:
         yield
     except sqlite3.OperationalError as exc:
-        if not getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_FULL", "SQLITE_IOERR")):
+        if not storage_error(exc):
             raise  # a missing table, say: the caller makes the index anew
         from .errors import OSFailure  # noqa: PLC0415
 
-        raise OSFailure(f"{exc}: {path}", hint="free some space (or raise `ulimit -f`), then run the command again; "
-                        "the file is a cache, rebuilt from the store's files") from None
+        raise OSFailure(f"{exc}{_cause(exc, path)}: {path}", kind="out-of-space", hint=hint or (
+            "free some space (or raise `ulimit -f`), then run the command again; "
+            "the file is a cache, rebuilt from the store's files")) from None
+
+
+def _cause(exc: sqlite3.OperationalError, path: Path) -> str:
+    """What SQLite's "disk I/O error" most likely was (it says so for a full disk where it maps its -shm
+    file, and for a write past the file size limit, EFBIG): a note on each that holds, else nothing."""
+    notes = []
+    if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_IOERR"):
+        with contextlib.suppress(OSError):
+            st = os.statvfs(path.parent)
+            if st.f_bavail * st.f_frsize < 256 << 10:
+                notes.append(f"the disk has {st.f_bavail * st.f_frsize // 1024} KiB free")
+    try:
+        import resource  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - not POSIX
+        resource = None
+    if resource is not None and (limit := resource.getrlimit(resource.RLIMIT_FSIZE)[0]) != resource.RLIM_INFINITY:
+        notes.append(f"or file too large: the file size limit, ulimit -f, is {limit // 1024} KiB")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _remove_index(path: Path) -> None:
@@ -210,9 +236,9 @@ def _remove_index(path: Path) -> None:
             os.unlink(str(path) + suffix)
 
 
-def _fresh(path: Path) -> sqlite3.Connection:
+def _fresh(path: Path, hint: str | None = None) -> sqlite3.Connection:
     _remove_index(path)
-    with _failing_storage(path):
+    with failing_storage(path, hint):
         conn = _connect(path)
         try:
             conn.executescript(_SCHEMA)
@@ -240,12 +266,12 @@ def opened(store: Store) -> Iterator[sqlite3.Connection]:
                 conn.close()
             conn = _fresh(path)
         try:
-            with _failing_storage(path):
+            with failing_storage(path):
                 _sync(store, conn)
         except sqlite3.DatabaseError:
             conn.close()
             conn = _fresh(path)
-            with _failing_storage(path):
+            with failing_storage(path):
                 _sync(store, conn)
     try:
         yield conn
@@ -266,7 +292,7 @@ def _sync(store: Store, conn: sqlite3.Connection) -> None:
         _sync_access(store, conn)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rolled_back(conn)  # (a full disk: SQLite may have rolled it back already, and ROLLBACK would fail)
         raise
 
 
@@ -607,13 +633,13 @@ def sync_uses(store: Store, conn: sqlite3.Connection) -> None:
         _sync_access(store, conn, wait=0.2)  # an append holds the log for a moment; a move, longer
         conn.execute("COMMIT")
     except (sqlite3.Error, OSError, LockTimeout):
-        _rolled_back(conn)
+        rolled_back(conn)
     except BaseException:
-        _rolled_back(conn)
+        rolled_back(conn)
         raise
 
 
-def _rolled_back(conn: sqlite3.Connection) -> None:
+def rolled_back(conn: sqlite3.Connection) -> None:
     """ROLLBACK when a transaction is still open (SQLite ends one itself on a full disk or an I/O error)."""
     if conn.in_transaction:
         with contextlib.suppress(sqlite3.Error):
@@ -1074,19 +1100,25 @@ def fact_bodies(conn: sqlite3.Connection, root: Path, paths: Sequence[str]) -> d
 
 # ---------------------------------------------------------------- another index of the same shape
 
-def create_at(path: Path) -> sqlite3.Connection:
-    """A new, empty index of this module's schema at `path` (docindex.py keeps document chunks in one)."""
-    return _fresh(path)
+def create_at(path: Path, hint: str | None = None) -> sqlite3.Connection:
+    """A new, empty index of this module's schema at `path` (docindex.py keeps document chunks in one);
+    `hint`: failing_storage's on a full disk."""
+    return _fresh(path, hint)
 
 
 def connect_at(path: Path) -> sqlite3.Connection | None:
     """The index at `path` when it exists and is of this version, else None."""
     if not path.exists():
         return None
+    conn = None
     try:
         conn = _connect(path)
         row = conn.execute("SELECT value FROM meta WHERE key='version'").fetchone()
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as exc:
+        if conn is not None:
+            conn.close()
+        if storage_error(exc):
+            raise  # a full disk is no other version: the index is kept (failing_storage words it)
         return None
     if row is None or row[0] != VERSION:
         conn.close()

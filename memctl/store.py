@@ -534,7 +534,7 @@ def commit(store: Store, paths: list[Path], message: str, *, enabled: bool = Tru
         # Never exit 0 with the commit lost: under the store lock the error undoes the change, and says so.
         what = "not committed, so the change was undone" if undoing() else "written but not committed"
         full = any(words in exc.message for words in ("No space left on device", "Out of diskspace", "Disk quota exceeded"))
-        raise GitError(f"{what}: {exc.message}", hint=exc.hint or (
+        raise GitError(f"{what}: {exc.message}", kind="out-of-space" if full else None, hint=exc.hint or (
             "free some space, then run the command again" if full else
             "check `git status` in the store, then run the command again")) from None
     settle()

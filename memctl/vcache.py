@@ -541,7 +541,8 @@ def _not_saved(store: "Store", folder: Path, exc: OSError) -> None:
     stands, computed from the vectors in hand; the next run embeds what was not kept."""
     failure = errors.from_os_error(exc)
     errors.warn(f"the vector cache was not saved: {failure.message}; answered without it",
-                hint="free some space: the next run embeds again what was not kept")
+                hint="free some space: the next run embeds again what was not kept",
+                for_want_of_space=errors.out_of_space(exc))  # (remember failing for it too: its error alone)
 
 
 def _sweep_old_layout(base: Path) -> None:

@@ -244,6 +244,130 @@ def test_the_recall_index_on_a_full_disk_fails_in_one_line_then_works(small_disk
         assert again.returncode == 0 and "Traceback" not in again.stderr, (leave, again.stderr)
 
 
+def _documents(folder: Path, count: int, more: str = "") -> None:
+    folder.mkdir(exist_ok=True)
+    for n in range(count):
+        path = folder / f"d{n}.md"
+        text = path.read_text() if path.exists() else f"# 文書 {n}\n\nt {n}\n"
+        path.write_text(text + (f"{more} {n} lorem ipsum dolor sit amet 会議 {n}\n" if more else ""))
+
+
+def _indexed_whole(root: Path, files: int) -> None:
+    """`source status`: every file indexed, none stale."""
+    done = run(root, "source", "status", "--json")
+    assert done.returncode == 0, done.stderr
+    (status,) = json.loads(done.stdout)
+    assert (status["files"], status["stale"]) == (files, 0), status
+
+
+def test_a_source_index_on_a_full_disk_fails_in_one_line_then_the_next_run_indexes_everything(small_disk, tmp_path):
+    """`memctl source index` with the store on a full disk, at each point in turn (the index missing, or there):
+    the old code printed SQLite's traceback, its handler's own COMMIT failing ("cannot commit - no transaction
+    is active", "no such savepoint: file"), or `executescript(_SCHEMA)` failing with no handler at all."""
+    root = small_disk / "store"
+    init_store(root)
+    docs = tmp_path / "docs"
+    _documents(docs, 40)
+    assert run(root, "source", "add", "notes", str(docs / "*.md")).returncode == 0
+    failed = 0
+    for leave in range(0, 30, 3):
+        if leave % 2:  # the index made anew on the full disk
+            for path in (root / ".memctl").glob("sources.sqlite*"):
+                path.unlink()
+        _documents(docs, 40, more=f"more {leave}")
+        fill(small_disk, leave_pages=leave)
+        done = run(root, "source", "index")
+        free(small_disk)
+        assert done.returncode in (0, 1), (leave, done.stderr)
+        if done.returncode == 1:
+            failed += 1
+            line = one_line_error(done)
+            assert done.stderr.count("\n") == 1, (leave, done.stderr)
+            assert "/.memctl/sources.sqlite" in line and "disk" in line and "free some space" in line, (leave, line)
+        again = run(root, "source", "index")
+        assert again.returncode == 0 and again.stderr == "", (leave, again.stderr)
+        _indexed_whole(root, 40)
+    assert failed, "the disk was never full during the run: the test measured nothing"
+    clean(root)
+
+
+def test_a_source_index_past_the_file_size_limit_fails_in_one_line_then_the_next_run_indexes_everything(root, tmp_path):
+    """`(ulimit -f N; memctl source index)` after the documents grew (EFBIG, which SQLite calls "disk I/O
+    error" or "database or disk is full"): one line naming the index and the limit, never a traceback; an
+    exit 0 is a run whose commit is in the index's WAL (only SQLite's checkpoint into the file failed)."""
+    docs = tmp_path / "docs"
+    _documents(docs, 30)
+    assert run(root, "source", "add", "notes", str(docs / "*.md")).returncode == 0
+    assert run(root, "source", "index").returncode == 0
+    failed = 0
+    for kib in (120, 110, 100, 90, 80, 60, 30):
+        _documents(docs, 30, more=f"more {kib}")
+        done = run(root, "source", "index", fsize=kib * 1024)
+        assert done.returncode in (0, 1), (kib, done.stderr)
+        if done.returncode == 1:
+            failed += 1
+            line = one_line_error(done)
+            assert "/.memctl/sources.sqlite" in line and f"ulimit -f, is {kib} KiB" in line, (kib, line)
+        else:
+            _indexed_whole(root, 30)  # what it said it did is there
+    assert failed, "the limit was never met: the test measured nothing"
+    assert run(root, "source", "index").returncode == 0
+    _indexed_whole(root, 30)
+
+
+def test_remember_on_a_full_disk_says_one_line_not_the_vector_caches_warning_too(small_disk):
+    """remember's embedding check saves the vector cache before the fact is written: on a full disk it
+    warned "the vector cache was not saved ... (ENOSPC)", then the write failed for the same cause, two
+    lines where one says it all. The warning is for a command that goes on: it stays when remember succeeds."""
+    root = small_disk / "store"
+    init_store(root)
+    seed(root)
+    failed = 0
+    for leave in range(0, 12):
+        shutil.rmtree(root / ".memctl" / "vectors", ignore_errors=True)  # the check has vectors to save
+        fill(small_disk, leave_pages=leave)
+        done = run(root, "remember", f"new{leave}", "--description", f"まったく新しい事実 {leave} について")
+        free(small_disk)
+        assert done.returncode in (0, 1), (leave, done.stderr)
+        if done.returncode == 1:
+            failed += 1
+            assert "free some space" in one_line_error(done), (leave, done.stderr)
+            assert done.stderr.count("\n") == 1, (leave, done.stderr)  # no "vector cache was not saved" before it
+    assert failed, "the disk was never full during the write: the test measured nothing"
+    clean(root)
+
+
+def test_the_vector_caches_warning_stays_when_remember_succeeds_or_fails_for_another_cause(root, monkeypatch):
+    import errno
+
+    from memctl import errors, facts, vcache
+    from memctl.store import open_store
+
+    warned: list[str] = []
+    monkeypatch.setattr(errors, "_reporter", type("R", (), {"warn": staticmethod(lambda m, hint=None: warned.append(m))})())
+
+    def check(store):
+        def saving(name, description, exclude):  # as vcache's sync on a full disk: the answer stands, a warning
+            vcache._not_saved(store, store.cache_dir, OSError(errno.ENOSPC, "No space left on device", "x.npy"))
+            return []
+        return saving
+
+    store = open_store(root)
+    facts.remember(store, facts.FactInput("alpha", "アルファの事実"), vector_check=check(store))
+    assert len(warned) == 1 and "the vector cache was not saved" in warned[0]  # after the write, once
+    with pytest.raises(errors.Refused):  # exists: another cause, the warning is still news
+        facts.remember(store, facts.FactInput("alpha", "別の説明"), vector_check=check(store))
+    assert len(warned) == 2
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(root / "memory" / "beta.md"))
+
+    monkeypatch.setattr(facts, "write_fact", full)
+    with pytest.raises(OSError):
+        facts.remember(store, facts.FactInput("beta", "ベータの事実"), vector_check=check(store))
+    assert len(warned) == 2  # the error says it: no warning before it
+
+
 def test_init_on_a_full_disk_leaves_nothing_then_the_retry_makes_a_whole_store(small_disk):
     """The disk fills up at each point of `memctl init` in turn: the old code left memctl.toml, the folders
     and a half-made .git behind, and its retry said "already a store" without committing them."""
