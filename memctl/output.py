@@ -287,6 +287,12 @@ def _stderr_line(text: str) -> None:
     sys.stderr.flush()
 
 
+def tty_note(message: str) -> None:
+    """`memctl: MESSAGE` on stderr when it is a terminal (a person reads it); nothing on a pipe."""
+    if sys.stderr.isatty():
+        _stderr_line(f"memctl: {message}")
+
+
 def warn(message: str, hint: str | None = None) -> None:
     _stderr_line(f"memctl: warning: {message}" + (f" (hint: {hint})" if hint else ""))
 

@@ -195,6 +195,7 @@ class Corpus:
         self.notes: list[str] = []
         self.vector_backend: str | None = None  # the embedder that answered the vector part, if any
         self.min_score = min_score  # the floor applied
+        self.nearest: list[float] = []  # per query, the highest relevance a candidate reached (above the floor or not)
 
 
 # ---------------------------------------------------------------- items
@@ -820,6 +821,8 @@ def recall(store: Store, queries: Sequence[str], *, k: int = 10, source: str = "
         corpus, results = answered(store, conn, queries, **options)
     if source == "all":
         corpus.notes += docs[0].notes
+        if len(docs[0].nearest) == len(corpus.nearest):
+            corpus.nearest = [max(a, b) for a, b in zip(corpus.nearest, docs[0].nearest)]
         results = [order(memory + chunks, k) for memory, chunks in zip(results, docs[1])]
     return _logged(store, command, queries, (corpus, results), log)
 
@@ -901,13 +904,15 @@ def hit_from_wire(data: list) -> Hit:
 
 
 def corpus_to_wire(corpus: Corpus) -> dict[str, Any]:
-    return {"notes": corpus.notes, "vector_backend": corpus.vector_backend, "min_score": corpus.min_score}
+    return {"notes": corpus.notes, "vector_backend": corpus.vector_backend, "min_score": corpus.min_score,
+            "nearest": corpus.nearest}
 
 
 def corpus_from_wire(data: dict[str, Any]) -> Corpus:
     corpus = Corpus(float(data["min_score"]))
     corpus.notes = list(data["notes"])
     corpus.vector_backend = data["vector_backend"]
+    corpus.nearest = [float(n) for n in data.get("nearest", ())]  # (a server started before it sent none)
     return corpus
 
 
@@ -1191,6 +1196,7 @@ def answer(store: Store, conn, queries: Sequence[str], *, k: int = 10, source: s
     for qi, query in enumerate(checked["queries"]):
         found = signals(conn, query, lambda qi=qi: cosines_of(qi), plan, checked["kinds"])
         relevances = relevance(found)
+        corpus.nearest.append(max(relevances.values(), default=0.0))
         hits = factors(conn, above_floor(relevances, plan.floor, found), relevances, found, plan, now, include_all, wall)
         results.append(order(hits, k))
     return corpus, results

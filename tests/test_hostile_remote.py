@@ -663,15 +663,20 @@ def test_commits_turned_off_by_a_remote_wait_for_approval_and_writes_are_still_c
     assert "memory/gamma.md" in git(victim, "status", "--porcelain")
 
 
+def _hanging_remote(victim: Path, tmp_path: Path, body: str = "sleep 120") -> None:
+    """origin an ssh remote whose ssh (a script of `body`) never answers: a network that hangs."""
+    slow = tmp_path / "slow-ssh"
+    slow.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+    slow.chmod(0o755)
+    git(victim, "config", "core.sshCommand", str(slow))
+    git(victim, "remote", "set-url", "origin", "ssh://nohost.invalid/x.git")
+
+
 @pytest.mark.parametrize("fast", ["1", "0"])
 def test_a_remote_that_never_answers_stops_sync_at_its_time_limit_and_frees_the_store(world, tmp_path, fast):
     """A remote (or network) that hangs held the store lock for as long as it hung: every write exited 4."""
     remote, victim, attacker, outside = world
-    slow = tmp_path / "slow-ssh"
-    slow.write_text("#!/bin/sh\nsleep 120\n", encoding="utf-8")
-    slow.chmod(0o755)
-    git(victim, "config", "core.sshCommand", str(slow))
-    git(victim, "remote", "set-url", "origin", "ssh://nohost.invalid/x.git")
+    _hanging_remote(victim, tmp_path)
     env = {**os.environ, "MEMCTL_GIT_TIMEOUT": "3", "MEMCTL_NO_FAST": "0" if fast == "1" else "1"}
     done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(victim), "sync"], capture_output=True, text=True,
                           timeout=T, env=env)
@@ -698,11 +703,7 @@ def test_a_sync_stopped_while_the_remote_hangs_says_so_and_leaves_no_git_or_ssh_
     probes its ssh with `ssh -G` first and started the real one when the probe was killed before git was."""
     remote, victim, attacker, outside = world
     started = tmp_path / "ssh-pids"
-    slow = tmp_path / "slow-ssh"
-    slow.write_text(f"#!/bin/sh\necho $$ >> {started}\nexec sleep 120\n", encoding="utf-8")
-    slow.chmod(0o755)
-    git(victim, "config", "core.sshCommand", str(slow))
-    git(victim, "remote", "set-url", "origin", "ssh://nohost.invalid/x.git")
+    _hanging_remote(victim, tmp_path, f"echo $$ >> {started}\nexec sleep 120")
     env = {**os.environ, "MEMCTL_NO_FAST": "0" if fast == "1" else "1"}
     proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(victim), "sync"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -730,11 +731,7 @@ def test_a_sync_waiting_on_a_remote_says_so_on_a_terminal(world, tmp_path, fast)
     import pty
 
     remote, victim, attacker, outside = world
-    slow = tmp_path / "slow-ssh"
-    slow.write_text("#!/bin/sh\nexec sleep 120\n", encoding="utf-8")
-    slow.chmod(0o755)
-    git(victim, "config", "core.sshCommand", str(slow))
-    git(victim, "remote", "set-url", "origin", "ssh://nohost.invalid/x.git")
+    _hanging_remote(victim, tmp_path, "exec sleep 120")
     master, terminal = pty.openpty()
     env = {**os.environ, "MEMCTL_NO_FAST": "0" if fast == "1" else "1", "MEMCTL_GIT_TIMEOUT": "4"}
     proc = subprocess.Popen([sys.executable, "-m", "memctl", "--root", str(victim), "sync"], stdin=subprocess.DEVNULL,

@@ -726,3 +726,40 @@ def test_a_placeholder_time_reaches_no_other_reader(root):
     assert written.returncode == 0, written.stderr
     planned = memctl(root, "forget", "--policies", "--dry-run", "--json", env=now)
     assert planned.returncode == 0 and '"zero"' not in planned.stdout, planned.stdout
+
+
+def _on_a_terminal(root, *args):
+    """memctl with a real terminal (a pty) as its stderr; (exit code, stdout, what the terminal showed)."""
+    import pty
+    import subprocess
+    import sys
+
+    master, terminal = pty.openpty()
+    done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), *args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=terminal, env={**os.environ, "MEMCTL_NO_SERVER": "1"}, timeout=120)
+    os.close(terminal)
+    shown = b""
+    try:
+        while chunk := os.read(master, 4096):
+            shown += chunk
+    except OSError:  # (EIO once the terminal's other end is closed)
+        pass
+    os.close(master)
+    return done.returncode, done.stdout, shown.decode().replace("\r\n", "\n")
+
+
+def test_nothing_relevant_says_on_a_terminal_how_near_the_nearest_came(root):
+    """helper-76: a question whose fact scored under the floor printed nothing at all, even to a person at a
+    terminal. One stderr line there says so and how to see the nearest; a pipe (a script) still reads exit 1
+    alone, and stdout stays empty either way."""
+    cli(root, "remember", "deploy-days", "--description", "Deploys only on Tuesdays after the suite passes")
+    code, out, shown = _on_a_terminal(root, "recall", "deploy wednesday pizza lunch", "--mode", "keyword", "--no-log")
+    assert (code, out) == (1, b"")
+    assert shown == "memctl: nothing reached the relevance floor 0.35 (the nearest was 0.30: --min-score 0.30 shows it)\n"
+    code, out, shown = _on_a_terminal(root, "recall", "zzzqqq xyzzy", "--mode", "keyword", "--no-log")
+    assert (code, out, shown) == (1, b"", "memctl: nothing reached the relevance floor 0.35 (nothing near it)\n")
+    piped = cli(root, "recall", "deploy wednesday pizza lunch", "--mode", "keyword", "--no-log")
+    assert (piped.exit_code, piped.stdout, piped.stderr) == (1, "", "")
+    code, out, shown = _on_a_terminal(root, "recall", "deploy wednesday pizza lunch", "--mode", "keyword", "--no-log",
+                                      "--min-score", "0.30")
+    assert code == 0 and b"deploy-days" in out and shown == ""

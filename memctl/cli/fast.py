@@ -294,7 +294,18 @@ def recall_cmd(store, query: str | None, *, queries: str | None = None, k: int =
         chunks = "heading" in columns
         output.emit_table([_flat(r) for r in _hit_rows(results[0], explain)], columns,
                           spare=RECALL_SPARE + ("heading" if chunks else "path",))
+    if not found and query is not None and not (json or paths):
+        output.tty_note(_nothing_relevant(corpus))
     return 0 if found else 1  # like grep: nothing relevant prints nothing and exits 1
+
+
+def _nothing_relevant(corpus) -> str:
+    """What a person at a terminal reads when nothing reached the floor (a script reads exit 1 alone)."""
+    said = f"nothing reached the relevance floor {corpus.min_score:g}"
+    nearest = int(corpus.nearest[0] * 100) / 100 if corpus.nearest else 0.0  # (rounded down: the option shows it)
+    if nearest >= 0.1:  # (a nonsense query's 0.06 is nothing near it)
+        return f"{said} (the nearest was {nearest:.2f}: --min-score {nearest:.2f} shows it)"
+    return f"{said} (nothing near it)"
 
 
 def context_cmd(store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
