@@ -249,3 +249,5 @@ def embed_server(
 
     neardup.run_server(store, ready=ready, more=lambda embedder: resident.recall_handlers(store.root, embedder),
                        warm=(lambda embedder: resident.warm(store.root, embedder)) if warm else None, idle=idle)
+    if not json:  # (Ctrl-C, SIGTERM, `--stop` or its idle time: as `ui stopped` says)
+        output.info("embed server stopped")

@@ -292,6 +292,7 @@ def test_embed_server_socket_single_instance_and_fallback_when_killed(ngram_root
         stopped = memctl(ngram_root, "embed-server", "--stop")
         assert stopped.returncode == 0 and "stopped the embed server" in stopped.stderr
         assert proc.wait(timeout=30) == 0 and not sock.exists()
+        assert proc.stderr.read().splitlines()[-1] == "memctl: embed server stopped"  # (helper-76: as `ui stopped`)
         assert "no embed server is running" in memctl(ngram_root, "embed-server", "--stop").stderr
     finally:
         if proc.poll() is None:
