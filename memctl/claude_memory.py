@@ -10,7 +10,7 @@ files of the memory directory are taken in: nothing outside it (a repository
 above it, the user's other files) and nothing of memctl's own (its cache, the
 sidecar, memctl.toml) ever is. MEMORY.md is taken in when all that changed
 is its index lines (`- [Title](file.md) — hook`: appended, removed, edited) and
-the headings it groups them under (`## Workflow`: added, renamed, removed);
+the headings it groups them under (a heading over index lines, `## Workflow`);
 any other edit there is a person's, and memctl's write refuses as before, rather
 than commit their draft under another name. docs/CLAUDE_CODE.md describes it.
 """
@@ -123,8 +123,24 @@ def _prose(text: str) -> list[str]:
 
     text = text.replace("\r\n", "\n")
     numbers = {line.lineno for line in index.parse_lines(text)} | index.frame_lines(text)
-    return [line for number, line in enumerate(text.split("\n"), start=1)
-            if number not in numbers and line.strip() and not index.is_heading(line)]
+    lines = text.split("\n")
+    return [line for number, line in enumerate(lines, start=1)
+            if number not in numbers and line.strip() and not _heads_index_lines(lines, number, numbers)]
+
+
+def _heads_index_lines(lines: list[str], number: int, listed: set[int]) -> bool:
+    """Whether line `number` (from 1) is a heading with an index line under it, before any other text:
+    the index's structure (`## Workflow` over Claude Code's lines), not a person's note (`## My draft`)."""
+    from . import index
+
+    if not index.is_heading(lines[number - 1]):
+        return False
+    for below in range(number + 1, len(lines) + 1):  # (a heading over headings over index lines heads them too)
+        if below in listed:
+            return True
+        if lines[below - 1].strip() and not index.is_heading(lines[below - 1]):
+            return False
+    return False
 
 
 def take_in(store) -> str | None:

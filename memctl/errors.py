@@ -269,7 +269,7 @@ def set_reporter(reporter) -> None:
 def warn(message: str, hint: str | None = None, *, for_want_of_space: bool = False) -> None:
     """Something the user should know that does not stop the command (a skipped file, an uncommitted write).
     `for_want_of_space`: a cache not written on a full disk; inside space_warnings_held() it waits for the end."""
-    held = _HELD.get() if for_want_of_space and _HELD is not None else None
+    held = _SPACE_WARNINGS.get() if for_want_of_space and _SPACE_WARNINGS is not None else None
     if held is not None:
         held.append((message, hint))
         return
@@ -281,7 +281,7 @@ def warn(message: str, hint: str | None = None, *, for_want_of_space: bool = Fal
     logging.getLogger("memctl").warning(message + (f" (hint: {hint})" if hint else ""))
 
 
-_HELD = None  # a ContextVar (the held warnings' list), made by the first held write: start-up is a budget
+_SPACE_WARNINGS = None  # a ContextVar (the held warnings' list), made by the first held write: start-up is a budget
 
 
 def space_warnings_held(function):
@@ -293,15 +293,15 @@ def space_warnings_held(function):
 
     @functools.wraps(function)
     def held(*args, **kwargs):
-        global _HELD
-        if _HELD is None:
+        global _SPACE_WARNINGS
+        if _SPACE_WARNINGS is None:
             from contextvars import ContextVar  # noqa: PLC0415
 
-            _HELD = ContextVar("memctl_held_space_warnings", default=None)
-        if _HELD.get() is not None:  # (inside another held write: that one decides)
+            _SPACE_WARNINGS = ContextVar("memctl_held_space_warnings", default=None)
+        if _SPACE_WARNINGS.get() is not None:  # (inside another held write: that one decides)
             return function(*args, **kwargs)
         waiting: list[tuple[str, str | None]] = []
-        token = _HELD.set(waiting)
+        token = _SPACE_WARNINGS.set(waiting)
         failed = None
         try:
             return function(*args, **kwargs)
@@ -309,7 +309,7 @@ def space_warnings_held(function):
             failed = exc
             raise
         finally:
-            _HELD.reset(token)
+            _SPACE_WARNINGS.reset(token)
             if failed is None or not out_of_space(failed):
                 for message, hint in waiting:
                     warn(message, hint)

@@ -229,16 +229,18 @@ def _as_claude_code_reads_it(fm: str) -> dict | None:
     no mapping either. A file Claude Code reads is then no broken fact here (memctl quotes it when it
     rewrites the file)."""
     lines = []
-    for line in fm.split("\n"):
+    given = fm.split("\n")
+    for n, line in enumerate(given):
         found = _TOP_LEVEL_LINE.match(line.rstrip("\r"))
         value = found.group(2) if found else ""
         # A value that starts as YAML structure (a flow mapping or list, a quoted or block scalar, an
-        # anchor, alias, tag or comment) is left as YAML when it is YAML on its own line: quoted,
-        # `metadata: {type: feedback}` would be one string, and memctl's next write of the file would drop
-        # what it held. One that is not (`description: [WIP] never merge`, `*never* force-push`,
-        # `"Use "double" quotes"`) is text to Claude Code, so here too.
+        # anchor, alias, tag or comment) is left as YAML: quoted, `metadata: {type: feedback}` would be
+        # one string, and memctl's next write of the file would drop what it held. But a one-line title
+        # or description that is no YAML on its own (`description: [WIP] never merge`, `*never* force-push`,
+        # `"Use "double" quotes"`) is text to Claude Code, so here too (a list, `tags: [a, b`, stays broken).
         structure = value[:1] in "{[\"'|>&*!#"
-        if found and (not _yaml_alone(line) if structure else _NEEDS_QUOTES.search(value)):
+        text = found is not None and found.group(1) in ("name", "description") and not _continued(given, n)
+        if found and (text and not _yaml_alone(line) if structure else _NEEDS_QUOTES.search(value)):
             line = f'{found.group(1)}: "' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         lines.append(re.sub(r"^\t+", lambda tabs: "  " * len(tabs.group(0)), line))
     try:
@@ -246,6 +248,11 @@ def _as_claude_code_reads_it(fm: str) -> dict | None:
     except yaml.YAMLError:
         return None
     return front if isinstance(front, dict) else None
+
+
+def _continued(lines: list[str], n: int) -> bool:
+    """Whether line `n`'s value goes on in the next line (indented: a flow list or a quoted text over lines)."""
+    return n + 1 < len(lines) and lines[n + 1][:1] in (" ", "\t")
 
 
 def _yaml_alone(line: str) -> bool:

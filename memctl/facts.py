@@ -176,8 +176,21 @@ def _no_frontmatter(store: Store, path: Path, exc: fact_mod.FactParseError, arch
     from MEMORY.md) is no fact and no broken one: Claude Code reads it as text, memctl leaves it alone."""
     if store.layout == "claude" and not archived:
         return Problem(store.rel(path), 0, "not-a-fact", "no frontmatter and not linked from MEMORY.md: "
-                       "not a fact, left as it is", "warning")
+                       "not a fact (memctl does not read it)", "warning")
     return Problem(store.rel(path), exc.line, "unreadable", exc.message)
+
+
+def _no_fact_file(store: Store, path: Path) -> bool:
+    """A Claude Code directory's note without frontmatter (NOTES.md): no fact, no broken one (_no_frontmatter)."""
+    if store.layout != "claude":
+        return False
+    try:
+        fact_mod.load(path)
+    except fact_mod.NoFrontmatter:
+        return True
+    except (fact_mod.FactParseError, OSError):
+        return False
+    return False
 
 
 def warn_problems(scan_result: Scan) -> None:
@@ -873,10 +886,11 @@ def remember(
             if store.layout == "claude":
                 _refuse_title_twin(store, facts, spec.name)
         if existing is None and "/" not in spec.name and _file_exists(store.memory_dir / f"{spec.name}.md"):
-            raise Refused(
-                f"{store.rel(store.memory_dir / (spec.name + '.md'))} exists but cannot be read",
-                hint="run `memctl doctor` and fix the file",
-            )
+            taken = store.memory_dir / f"{spec.name}.md"
+            if _no_fact_file(store, taken):
+                raise Refused(f"{store.rel(taken)} exists and is no fact (no frontmatter): it is not memctl's to replace",
+                              hint="pick another name")
+            raise Refused(f"{store.rel(taken)} exists but cannot be read", hint="run `memctl doctor` and fix the file")
         old_facts = []
         for old_key in spec.supersedes:
             old = _match(facts, old_key)

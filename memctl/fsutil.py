@@ -522,8 +522,9 @@ def _record(op: str, path: Path, other: Path | None = None) -> None:
         refuse_link(log.root, other)
     if skipped:
         return
-    while log.first:
-        log.first.pop()()
+    while log.first:  # (taken off once it returned: after a refusal, the next write waits again)
+        log.first[0]()
+        log.first.pop(0)
     if op == "W":
         # The old file survives the rename under a second name: keeping it costs no copy.
         backup = ""

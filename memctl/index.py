@@ -356,8 +356,8 @@ def build_layout(
         if _SECTION_RE.match(line):
             heading = len(kept)
         kept.append(line)
-    if emptied:
-        kept = _without_empty_sections(kept, emptied, hole)
+    if emptied:  # (on a first run the block takes their place; later, it is text of its own under them)
+        kept = _without_empty_sections(kept, emptied, hole if span is None else None)
     if removed:
         while len(kept) > 1 and kept[-1] == "" and kept[-2] == "":
             kept.pop()
@@ -428,9 +428,10 @@ def is_heading(line: str) -> bool:
     return _SECTION_RE.match(line) is not None
 
 
-def _without_empty_sections(kept: list[str], emptied: set[int], hole: str) -> list[str]:
+def _without_empty_sections(kept: list[str], emptied: set[int], hole: str | None) -> list[str]:
     """`kept` without the headings in `emptied` that head nothing any more (every line under them moved
-    into the block): `## フィードバック` left above memctl's `## feedback`, or alone at the end."""
+    into the block): `## フィードバック` left above memctl's `## feedback`, or alone at the end. `hole`:
+    the block's place, which counts as nothing (a first run), or None (it heads the block then)."""
     drop = set()
     for at in emptied:
         end = next((n for n in range(at + 1, len(kept)) if _SECTION_RE.match(kept[n])), len(kept))

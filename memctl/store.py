@@ -131,7 +131,7 @@ class Store(NamedTuple):
 
                 # The files are written only once git's index is free: a user's `git commit -a` waiting on it
                 # meanwhile would take the half of the change already written (its commit takes the lock at once).
-                first = (lambda: index_free(self.root)) if commits else None
+                first = (lambda: index_free(self.root)) if commits and commit_enabled(self) else None
                 with undo_log(self.undo_path, self.root, (self.cache_dir, *git_folders(self.root)), first):
                     yield
             finally:

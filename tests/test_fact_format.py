@@ -133,6 +133,18 @@ def test_a_lenient_reading_keeps_yaml_structure_on_the_other_lines():
                      "metadata": {"type": "feedback", "importance": 0.9, "pinned": True}}
 
 
+def test_a_broken_list_stays_broken_and_a_list_over_lines_stays_a_list():
+    """helper-79: the leniency for a title or description that is no YAML alone also made `tags: [deploy, ci`
+    one tag `[deploy, ci` (and the next write kept it so), and broke a list over two lines beside a line the
+    fallback quotes. Only a one-line `name` or `description` is read as text."""
+    with pytest.raises(fact_mod.FactParseError, match="invalid YAML"):
+        fact_mod.parse("---\nname: q1\ndescription: 'unclosed quote\ntype: project\ntags: [deploy, ci\n---\nbody\n", "q1")
+    front = fact_mod.parse("---\nname: x\ndescription: Note: x\ntags: [a,\n  b]\n---\nbody\n", "x").front
+    assert front == {"name": "x", "description": "Note: x", "tags": ["a", "b"]}
+    front = fact_mod.parse('---\nname: x\ndescription: Note: x\nother: "quoted\n  continued"\n---\nbody\n', "x").front
+    assert front["other"] == "quoted continued"
+
+
 def test_a_frontmatter_neither_reads_stays_an_error():
     with pytest.raises(fact_mod.FactParseError, match="invalid YAML"):
         fact_mod.parse("---\nname: x\n  description: indented: wrongly\n---\n", "x")

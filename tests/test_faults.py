@@ -655,6 +655,28 @@ def test_no_file_of_a_change_is_written_while_a_live_git_holds_the_index(root):
     clean(root)
 
 
+@pytest.mark.parametrize("off", ["env", "toml"])
+def test_a_write_that_commits_nothing_does_not_wait_for_gits_index(root, off):
+    """helper-79: the wait for git's index.lock before the first write ran for MEMCTL_NO_COMMIT=1 and `[git]
+    commit = false` too: such a write, which never commits, waited, then exit 4 "nothing was committed"."""
+    seed(root)
+    env = {"MEMCTL_LOCK_TIMEOUT": "2"}
+    if off == "env":
+        env["MEMCTL_NO_COMMIT"] = "1"
+    else:
+        toml = root / "memctl.toml"
+        toml.write_text(toml.read_text(encoding="utf-8").replace("commit = true", "commit = false"), encoding="utf-8")
+        git(root, "-c", "user.name=me", "-c", "user.email=me@localhost", "commit", "-qam", "commits off")
+    lock = root / ".git" / "index.lock"
+    lock.touch()  # a git at work (fresh: live)
+    try:
+        done = run(root, "remember", "lambda", "--description", "ラムダ", env=env)
+        assert done.returncode == 0, done.stderr
+        assert (root / "memory" / "lambda.md").exists() and lock.exists()
+    finally:
+        lock.unlink()
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="a process's start time is read from /proc")
 def test_a_memctl_lock_whose_pid_another_process_took_since_is_stale(root):
     """A memctl killed holding git's index.lock, its pid then reused (after a reboot): the old code took

@@ -560,6 +560,9 @@ def test_notes_without_frontmatter_and_claude_codes_unquoted_descriptions_are_no
     assert sorted((p["path"], p["code"], p["severity"]) for p in json.loads(checked.stdout)["problems"]) == [
         ("NOTES.md", "not-a-fact", "warning"), ("scratch.md", "not-a-fact", "warning")]
     assert (d / "NOTES.md").read_text(encoding="utf-8") == "notes\n"
+    taken = cli(d, "remember", "NOTES", "-d", "a fact named as the note")  # (helper-79: "cannot be read: fix it")
+    assert taken.exit_code == 1 and "NOTES.md exists and is no fact (no frontmatter)" in taken.stderr, taken.stderr
+    assert (d / "NOTES.md").read_text(encoding="utf-8") == "notes\n"
 
 
 def test_the_session_start_hook_brings_an_index_claude_code_grew_past_its_limit_back_under_it(tmp_path):
@@ -579,3 +582,34 @@ def test_the_session_start_hook_brings_an_index_claude_code_grew_past_its_limit_
     assert git(d, "status", "--porcelain", "--untracked-files=all", ".") == ""
     checked = cli(d, "doctor")
     assert checked.exit_code == 0, checked.stdout + checked.stderr
+
+
+def test_a_persons_heading_that_heads_no_index_line_is_not_taken_in(tmp_path):
+    """helper-79: with every heading taken in as Claude Code's, a person's `## My draft: rotate KEY tomorrow`
+    was committed under claude-code's name (and sync pushed it). Only a heading over index lines is the
+    index's structure; any other is the person's, and the write refuses as before."""
+    d, repo = _adopted(tmp_path)
+    head = git(repo, "rev-parse", "HEAD")
+    claude_appends(d, "\n## My draft: rotate the deploy key tomorrow")
+    done = cli(d, "remember", "b_fact", "-d", "second")
+    assert done.exit_code == 1 and "has uncommitted edits of yours" in done.stderr, done.stderr
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
+def test_a_title_above_the_block_stays_when_a_line_under_it_moves_into_the_block(tmp_path):
+    """helper-79: a later run dropped `# Project memory` above the block once a line right under it moved
+    into the block (the block counted as nothing under the title)."""
+    d, repo = _adopted(tmp_path)
+    assert cli(d, "index").exit_code == 0
+    index = d / "MEMORY.md"
+    text = index.read_text(encoding="utf-8")
+    assert text.startswith("# Project memory\n\n<!-- memctl:index:begin -->")
+    index.write_text(text.replace("\n\nNotes Claude Code keeps by hand stay as they are.\n", "\n"), encoding="utf-8")
+    git(d, "add", "MEMORY.md")
+    git(d, "-c", "user.name=me", "-c", "user.email=me@localhost", "commit", "-qm", "the title and the block alone")
+    claude_fact(d, "project_deploys", "Deploys", "Deploys go out on Tuesdays", "project", "x\n")
+    index.write_text(index.read_text(encoding="utf-8").replace(
+        "# Project memory\n", "# Project memory\n- [Deploys](project_deploys.md) — Deploys go out on Tuesdays\n"), encoding="utf-8")
+    assert cli(d, "index").exit_code == 0
+    after = index.read_text(encoding="utf-8")
+    assert after.startswith("# Project memory\n") and after.count("(project_deploys.md)") == 1
