@@ -337,9 +337,14 @@ def overlay(store, facts: list, present: set[str] | None = None) -> list:
 
 
 def _slugged(fact) -> bool:
-    """Whether the file's `name` is none, or a slug (what Claude Code 2.1 leaves of a title it edits)."""
+    """Whether the file's `name` is none, or a slug Claude Code 2.1 left of a title it edited (it stamps the
+    file `metadata: node_type` / `originSessionId` then): a `name: deploys` written so is a name of its own."""
     name = fact.front.get("name")
-    return name is None or name == "" or (isinstance(name, str) and claude_slug(name) == name)
+    if name is None or name == "":
+        return True
+    meta = fact.front.get("metadata")
+    stamped = isinstance(meta, dict) and any(key in meta for key in CLAUDE_METADATA)
+    return stamped and isinstance(name, str) and claude_slug(name) == name
 
 
 def _listed_titles(store) -> dict[str, str]:

@@ -527,7 +527,7 @@ def test_a_fact_claude_code_wrote_then_slugged_keeps_the_title_of_its_index_line
     (d / "feedback_testing.md").write_text('---\nname: ""\ndescription: 統合テストは実DBに当てる。E2Eも\nmetadata:\n'
                                            "  type: feedback\n  node_type: memory\n---\nbody\n", encoding="utf-8")
     (d / "user_role.md").write_text("---\nname: user-role\ndescription: The user is a data scientist\nmetadata:\n"
-                                    "  type: user\n---\nFocus on observability.\n", encoding="utf-8")
+                                    "  type: user\n  node_type: memory\n---\nFocus on observability.\n", encoding="utf-8")
     shown = cli(d, "show", "テスト方針", "--json")
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["name"] == "テスト方針"
