@@ -234,16 +234,21 @@ def linked_topics(store) -> frozenset[str]:
     """The file names MEMORY.md links to at the top of the directory: Claude Code's topic files. Only
     such a file is read as a fact when it has no frontmatter (fact.plain_fact); CLAUDE.md, a README or an
     empty file beside them stays what it is."""
+    if store.layout != "claude":
+        return frozenset()
+    return frozenset(line.target for line in _top_links(store))
+
+
+def _top_links(store) -> list:
+    """MEMORY.md's index lines that link a file beside it ([] when it is missing, a link or too big)."""
     from .fsutil import INDEX_LIMIT, read_bounded
     from .index import parse_lines
 
-    if store.layout != "claude":
-        return frozenset()
     try:
         text = read_bounded(store.index_path, INDEX_LIMIT, "an index file").decode("utf-8", "replace")
-    except (OSError, ValueError):  # missing, a link, too big: no topic file is known
-        return frozenset()
-    return frozenset(line.target for line in parse_lines(text) if "/" not in line.target)
+    except (OSError, ValueError):
+        return []
+    return [line for line in parse_lines(text) if "/" not in line.target]
 
 
 def dated_by_git(store, facts: list) -> list:
@@ -349,14 +354,7 @@ def _slugged(fact) -> bool:
 
 def _listed_titles(store) -> dict[str, str]:
     """{file name: the title of its link} for MEMORY.md's lines that link a file beside it."""
-    from .fsutil import INDEX_LIMIT, read_bounded
-    from .index import parse_lines
-
-    try:
-        text = read_bounded(store.index_path, INDEX_LIMIT, "an index file").decode("utf-8", "replace")
-    except (OSError, ValueError):
-        return {}
-    return {line.target: line.title for line in parse_lines(text) if "/" not in line.target and line.title.strip()}
+    return {line.target: line.title for line in _top_links(store) if line.title.strip()}
 
 
 def _titled(fact, title: str | None):
