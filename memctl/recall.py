@@ -612,7 +612,7 @@ def embed_early(store: Store, queries: Sequence[str], mode: str | None, embedder
     on a second core. _cosines takes the result; anything unusual (a bad query, a
     failure in the thread) falls back to embedding in line, as without this.
     """
-    if (mode or settings_for(store).mode) == "keyword":
+    if (settings_for(store).mode if mode is None else mode) == "keyword":
         return
     try:
         checked = tuple(check_query(q) for q in queries)
@@ -776,7 +776,8 @@ def _checked(store: Store, queries: Sequence[str], options: dict[str, Any]) -> d
     settings = settings_for(store)
     min_score = options.get("min_score")
     floor = settings.min_score if min_score is None else check_min_score(min_score)
-    chosen = options.get("mode") or settings.mode
+    chosen = options.get("mode")
+    chosen = settings.mode if chosen is None else chosen  # (an empty mode is refused, not the default)
     if chosen not in MODES:
         raise BadInput(f"unknown mode {chosen!r}", hint="keyword, vector or hybrid", arg="mode")
     checked = [check_query(q) for q in queries]

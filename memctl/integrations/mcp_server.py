@@ -305,7 +305,7 @@ def build(root: Path):
         from .. import recall as recall_mod
 
         s = store()
-        since = since or None  # (a client may send "" for an option it leaves unset)
+        since, mode = since or None, mode or None  # (a client may send "" for an option it leaves unset)
         recall_mod.embed_early(s, [query], mode)  # encoding the query overlaps the keyword search
         corpus, hits = recall_mod.Corpus(), []
         if source in ("facts", "episodes", "all"):

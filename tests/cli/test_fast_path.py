@@ -143,6 +143,9 @@ def recall_pair(pair):
     (["recall", "x", "--min-score", "1.5"], 2),
     (["recall", "x", "--min-score", "-0.5"], 2),  # looks like an option: Typer's path
     (["recall", "x", "--k", "many"], 2),
+    (["recall", "x", "--mode", ""], 2),  # refused, not taken for the default
+    (["recall", "x", "--mode", "fuzzy"], 2),
+    (["context", "-q", "x", "--mode", "", "--no-log"], 2),
     (["recall", "x", "--source", "nope"], 3),
     (["recall"], 2),
     (["recall", "a", "b"], 2),

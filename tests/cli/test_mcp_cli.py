@@ -449,6 +449,11 @@ def test_argument_errors_are_memctl_errors(root):
                 assert "pydantic" not in result.content[0].text and "validation error" not in result.content[0].text
             error, found = await call(client, "recall", query="x")
             assert not error and found["hits"] == []
+            # "" for an option left unset (some clients send it) is the default; an unknown mode is an error
+            error, found = await call(client, "recall", query="x", mode="", since="")
+            assert not error and found["hits"] == [], found
+            error, text = await call(client, "recall", query="x", mode="fuzzy")
+            assert error and text == "memctl: error: unknown --mode 'fuzzy' (hint: keyword, vector or hybrid)", text
             # a client's `_meta` sent inside the arguments is its metadata, not a misspelt argument
             error, found = await call(client, "recall", query="x", _meta={"progressToken": 7})
             assert not error and found["hits"] == [], found
