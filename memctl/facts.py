@@ -642,9 +642,10 @@ def _deleted_targets(store: Store, text: str, archived: set[str], *, say: bool =
 
 
 def _kept_by_index(store: Store, text: str) -> set[str]:
-    """The targets of index lines for files beside MEMORY.md that are not there and that git never saw
-    deleted (a person's line for a file to come): regeneration keeps such a line, and doctor's hint says so."""
-    missing = {line.target for line in index_mod.parse_lines(text) if "/" not in line.target
+    """The targets of index lines outside the block for files beside MEMORY.md that are not there and that
+    git never saw deleted (a person's line for a file to come): regeneration keeps such a line, and doctor's
+    hint says so. (A line in the block for a file deleted by hand goes with the next regeneration.)"""
+    missing = {line.target for line in index_mod.parse_lines(text) if not line.generated and "/" not in line.target
                and "://" not in line.target and not os.path.lexists(store.memory_dir / line.target)}
     if not missing:
         return set()

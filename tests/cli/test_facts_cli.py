@@ -89,6 +89,18 @@ def test_scenario(root):
     assert git(root, "status", "--porcelain") == ""
 
 
+def test_a_fact_deleted_by_hand_gets_the_hint_that_drops_its_line(root):
+    """A fact's file deleted with `git rm`: doctor's hint said "remove the line by hand ... (`memctl index`
+    keeps a line it did not write)", but the line is memctl's, in its block, and `memctl index` drops it."""
+    cli(root, "remember", "ramen", "--description", "ラーメンは金曜日")
+    git(root, "rm", "-q", "memory/ramen.md")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "deleted by hand")
+    report = cli(root, "doctor")
+    assert report.exit_code == 1 and "ramen.md, which is not a live fact (run `memctl index`)" in report.stdout, report.stdout
+    assert cli(root, "index").exit_code == 0 and "ramen.md" not in (root / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert cli(root, "doctor").exit_code == 0
+
+
 def test_resave_unchanged_is_byte_identical(root):
     cli(root, "remember", "a-fact", "--description", "日本語の説明", "--why", "なぜ", "--tag", "x")
     before = (root / "memory" / "a-fact.md").read_bytes()
