@@ -166,13 +166,26 @@ def _rich_table(cells: list[list[str]], columns: Sequence[str], spare: Sequence[
         return False
     shares, edge = _widths(shown, console.width)
     table = Table(show_lines=False, pad_edge=bool(edge))
+    wrapped = []  # the width each column's cells are broken to here, or 0 where they are whole
     for column, share in zip(shown, shares):
-        table.add_column(Text(column.name), overflow="fold", no_wrap=column.whole and share >= column.want, width=share)
+        whole = column.whole and share >= column.want
+        table.add_column(Text(column.name), overflow="fold", no_wrap=whole, width=share)
+        wrapped.append(0 if whole else share)
     for at in range(len(cells)):
-        table.add_row(*(Text(column.cells[at]) for column in shown))
+        table.add_row(*(Text(_broken(column.cells[at], width)) for column, width in zip(shown, wrapped)))
     with _printing:
         console.print(table)
     return True
+
+
+def _broken(cell: str, width: int) -> str:
+    """A cell's text in lines of `width` cells, broken as memctl breaks Japanese (linebreak: rich put `。`
+    or `」` at the start of a line); as it is where it is whole, or holds a TAB (rich expands it)."""
+    if not width or "\t" in cell:
+        return cell
+    from .linebreak import wrap  # noqa: PLC0415
+
+    return "\n".join(wrap(cell, width))
 
 
 class _Column(NamedTuple):

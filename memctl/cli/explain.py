@@ -9,9 +9,10 @@
                 recency    1.000   frequency  0.000
 
 Widths are display cells (a kana or kanji takes two, as rich measures them); text is wrapped at
-spaces, or between characters where it has none (Japanese), never inside one. Only ASCII is
-added (no "·" or "…", which East Asian terminals may draw two cells wide). Only used on a
-terminal; a pipe gets the TSV lines of `fast.EXPLAIN_COLUMNS`, as before.
+spaces, or between characters where it has none (Japanese), never inside one, nor before `。` or
+after `「` (memctl/linebreak.py). Only ASCII is added (no "·" or "…", which East Asian terminals
+may draw two cells wide). Only used on a terminal; a pipe gets the TSV lines of
+`fast.EXPLAIN_COLUMNS`, as before.
 """
 
 from __future__ import annotations
@@ -75,10 +76,8 @@ def _grid(title: str, pairs: list[tuple[str, float | None]], width: int, indent:
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    """`text` in lines of at most `width` cells: at spaces where there are some, else between characters."""
-    if not text:
-        return []
-    from rich.console import Console  # noqa: PLC0415
-    from rich.text import Text  # noqa: PLC0415
+    """`text` in lines of at most `width` cells: at spaces where there are some, else between characters,
+    never where the Japanese rule forbids (memctl.linebreak: no line starting with `。` or `」`)."""
+    from ..linebreak import wrap  # noqa: PLC0415
 
-    return [line.plain.rstrip() for line in Text(text).wrap(Console(width=width), width, overflow="fold")]
+    return wrap(text, width)

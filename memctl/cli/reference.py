@@ -51,7 +51,8 @@ piped lines, as it does on a terminal too narrow for the frame of the columns it
 four cells each. A column whose every cell is empty (an episode's agent nobody set) is left out
 there, header too, and no column is wider than its widest cell or header. One-word cells (ids,
 times, names, types, paths, numbers: up to {whole} cells) are never broken across lines while the
-others (descriptions) wrap beside them; where they would leave the description fewer than {room}
+others (descriptions) wrap beside them (Japanese by the usual rule: no line starts with `。`, `」` or a
+small kana, none ends with `「`); where they would leave the description fewer than {room}
 cells, the columns a command can spare go first, least useful first (`recall`: the source's
 description, relevance, rank, score, type, then a fact's path or a document's heading; `episode
 list`: importance, agent, type, then the time, which the id holds; `list`: path;

@@ -398,3 +398,25 @@ def test_episode_list_in_a_real_80_column_pane_keeps_ids_and_times_whole(layout)
     assert lines and max(cell_len(line.rstrip()) for line in lines) <= 80, "\n".join(lines)
     assert sum(bool(re.search(r"│ ep-[0-9]{14}-[0-9a-f]{4} │ 2026-04-10T09:00:00\+09:00 │", line))
                for line in lines) == 2, "\n".join(lines)
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_a_wrapped_japanese_cell_keeps_the_line_breaking_rule(root, width):
+    """rich folded a description between any two characters: `当番表「週次` / `」を参照` at 40 columns,
+    `始まり` / `、担当` at 80. memctl breaks the cells itself (memctl.linebreak)."""
+    from memctl.linebreak import NO_END, NO_START
+
+    said = ["チームのデプロイは毎週火曜日の十時に始まり、担当は三番目のメンバー（当番表「週次」を参照）。障害時はまず、"
+            "ステータスページを更新して、次にチャットで「ロールバック」と書き込み、担当者が確認する。",
+            "ソフトウェアのアップデートはキャッシュをクリアしてから行う。デプロイの前に「リリースノート」を書き、"
+            "レビューを受けること。ロールバックの手順書（ウィキ）を確認する。",
+            "本番環境へのデプロイは火曜日の午前中だけに行い、凍結期間の後は必ずリリース担当者の確認を受けること。"
+            "チェックリスト「デプロイ前」を使う。"]
+    for i, text in enumerate(said):
+        assert memctl(root, "remember", f"ja{i}", "-d", text).returncode == 0
+    lines = at_width(root, width, "list")
+    at = [part.strip() for part in lines[1].strip("┃").split("┃")].index("description")
+    pieces = [line.strip("│").split("│")[at].strip() for line in lines[3:-1]]
+    assert [" ".join(column_text(lines, "description")).replace(" ", "")] == ["".join(said)], "\n".join(lines)
+    assert [(a, b) for a, b in zip(pieces, pieces[1:]) if b[:1] in NO_START or a[-1:] in NO_END] == [], "\n".join(lines)
+    assert aligned(lines), "\n".join(lines)
