@@ -460,18 +460,32 @@ def pace(done: int, total: int, seconds: float) -> str:
     return text
 
 
+ECHO_ROOM = 2  # cells left free right of a progress bar: for the terminal's `^C` (see _progress_bar)
+
+
 def _progress_bar(total: int, what: str):
     import contextlib  # noqa: PLC0415
     import time  # noqa: PLC0415
 
     @contextlib.contextmanager
     def bar():
-        from rich.console import Console  # noqa: PLC0415
+        from rich.console import Console, ConsoleDimensions  # noqa: PLC0415
         from rich.progress import BarColumn, Progress, TextColumn  # noqa: PLC0415
+
+        class Short(Console):
+            """ECHO_ROOM cells short of the edge (measured at each frame, as rich does: a resize still
+            counts). The terminal echoes Ctrl-C as `^C` after the bar; a bar as wide as the terminal
+            made it wrap to the next line, which rich then cleared instead of the bar: its last frame
+            stayed above the `interrupted` line (at 80 columns and narrower)."""
+
+            @property
+            def size(self) -> ConsoleDimensions:
+                width, height = Console.size.fget(self)
+                return ConsoleDimensions(max(width - ECHO_ROOM, 1), height)
 
         began, done = time.monotonic(), [0]
         columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[pace]}"))
-        with Progress(*columns, console=Console(stderr=True), transient=True) as shown:
+        with Progress(*columns, console=Short(stderr=True), transient=True) as shown:
             task = shown.add_task(what, total=total, pace=pace(0, total, 0))
 
             def advance(n: int) -> None:

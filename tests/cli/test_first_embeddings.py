@@ -77,8 +77,11 @@ class Pane:
         # the command must get the default one) and stamps when the command ended and how.
         script = (f"trap : INT; {command}; code=$?; {shlex.quote(sys.executable)} -c 'import time; print(time.time())' "
                   f"> {self.done}.t; echo $code >> {self.done}.t; mv {self.done}.t {self.done}; sleep 600")
+        # (-u: a COLUMNS the tmux server was started with, 80 under pytest, made rich draw a bar that
+        # wide in a pane of 40: the pane's own width is what the command must measure)
         self._tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", "40",
-                   "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " bash -c " + shlex.quote(script))
+                   "env -u COLUMNS -u LINES " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+                   + " bash -c " + shlex.quote(script))
 
     def _tmux(self, *args: str) -> str:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True).stdout
@@ -191,6 +194,21 @@ def test_ctrl_c_stops_within_a_second_with_one_line_and_keeps_what_was_embedded(
     again = memctl(root, "recall", "デプロイの担当", env={"MEMCTL_NO_SERVER": "1"}, timeout=900)
     assert again.returncode == 0, again.stderr
     assert cache_rows(root)["recall-facts"] == (300, 300 - kept)  # the next run embedded only the rest
+
+
+@needs_tmux
+@pytest.mark.parametrize("width", [80, 40])
+def test_ctrl_c_leaves_no_frame_of_the_bar_where_the_bar_is_as_wide_as_the_terminal(root, pane, width):
+    """At 80 columns and narrower the bar filled its line: the terminal's `^C` echo wrapped to the next
+    line, rich cleared that one, and the bar's last frame stayed above the `interrupted` line."""
+    write_facts(root, 300)
+    shown = pane(root, "recall", "デプロイの担当", width=width)
+    shown.wait_for(re.compile(r"[1-9]\d*/300"))
+    shown.keys("C-c")
+    code, _ = shown.exit()
+    lines = [line for line in shown.screen().splitlines() if line.strip() and line.strip() != "^C"]
+    assert code == 130 and lines[0].startswith("memctl: error: interrupted: "), lines
+    assert not any("embedding with" in line or "/300, " in line for line in lines), lines
 
 
 @needs_tmux
