@@ -159,12 +159,13 @@ def show(store: Store, name: str, *, log: bool = False) -> Fact:
 
 @_checked
 def passage(store: Store, spec: str, *, log: str | None = None) -> tuple[Any, str, int, int, str]:
-    """(source, shown path, start, end, text) of a document's lines `PATH:START-END` (docs/SOURCES.md);
-    `log` ("show", "used:mcp") records a use of that passage, as recall keys it (one inside the store only)."""
+    """(source, shown path, start, end, text) of a document's lines `PATH:START-END`, or of the whole
+    document for a `PATH` alone (docs/SOURCES.md); `log` ("show", "used:mcp") records a use of a passage,
+    as recall keys it (one inside the store only; a whole document is no passage: not recorded)."""
     from . import sources
 
     found = sources.lines(store, spec)
-    if log:
+    if log and sources.is_spec(spec):
         from . import recall as recall_mod
 
         recall_mod.log_access(store, log, [("", [sources.passage_key(found[1], found[2], found[3])])])

@@ -261,12 +261,13 @@ def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: st
     return found
 
 
-def is_passage(store: Store, key: str) -> bool:
-    """Whether `key` names a document's lines (PATH:START-END) rather than a fact: a Claude Code fact's
-    title may look like one (`Standup:9`), and a fact by that name wins."""
-    from .sources import is_spec  # noqa: PLC0415
+def is_passage(store: Store, key: str, *, whole: bool = False) -> bool:
+    """Whether `key` names a document's lines (PATH:START-END; with `whole`, also a PATH alone: the whole
+    document, sources.is_document) rather than a fact: a Claude Code fact's title may look like one
+    (`Standup:9`), and a fact by that name wins."""
+    from .sources import is_document, is_spec  # noqa: PLC0415
 
-    if not is_spec(key):
+    if not is_spec(key) and not (whole and is_document(store, key)):
         return False
     try:
         find(store, key)

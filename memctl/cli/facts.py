@@ -108,13 +108,18 @@ def remember(
 @app.command()
 def show(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Fact name, file stem, file name or path (memory/deploy.md; archived facts too), or PATH:START-END of a document in a declared source.", metavar="NAME")],
+    name: Annotated[str, typer.Argument(help="Fact name, file stem, file name or path (memory/deploy.md; archived facts too), or PATH:START-END of a document in a declared source (PATH alone: the whole document).", metavar="NAME")],
     json: JsonOpt = False,
 ) -> None:
-    """Print one fact file, or lines of a document (PATH:START-END, as recall shows them)."""
+    """Print one fact file, or lines of a document (PATH:START-END, as recall shows them, or PATH: all of it)."""
     store = store_from(ctx)
-    if facts.is_passage(store, name):
-        source, path, start, end, text = api.passage(store, name, log="show")  # a use, as a fact's show is
+    if facts.is_passage(store, name, whole=True):
+        source, path, start, end, text = api.passage(store, name, log="show")  # a range is a use, as a fact's show is
+        from ..sources import MAX_SHOWN_LINES, is_spec  # noqa: PLC0415
+
+        if not is_spec(name) and end == MAX_SHOWN_LINES:  # a whole document is cut where a range is
+            output.info(f"{path}: its first {end:,} lines, the most shown at once; {path}:{end + 1}-{2 * end} "
+                        "shows the next, if it goes on")
         if json:
             output.emit_json({"path": path, "start": start, "end": end, "source": source.name,
                               "source_description": source.description, "text": text})
