@@ -9,7 +9,7 @@ from . import facts, installed, jobs, ledger_ops, state, trust
 from .facts import Problem
 from .fsutil import INDEX_LIMIT, dead_temp, link_on_way
 from .markers import conflict_lines
-from .store import Store, foreign_undo, pending, tracked_local_state
+from .store import Store, foreign_undo, pending, tracked_local_state, untrack_local_state
 
 
 def run(store: Store) -> list[Problem]:
@@ -70,7 +70,7 @@ def fix(store: Store) -> list[str]:
     """Settle what a killed command left: its change (committed, or undone), stale git locks, temp files."""
     from . import gitstore  # noqa: PLC0415
 
-    done = untrack_local_state(store)
+    done = [f"untracked and removed {rel} (machine-local state that came with a commit)" for rel in untrack_local_state(store)]
     done += [f"settled the interrupted change to {p} (found committed, or undone)" for p in settled(store, lambda: pending(store))]
     with store.lock():  # taking the lock settles an interrupted change (store.finish_interrupted)
         pass
@@ -127,30 +127,6 @@ def lock_problems(store: Store) -> list[Problem]:
     return [Problem(os.path.relpath(lock, store.root), 0, "stale-git-lock",
                     "left by a git that died: plain git fails on it (a commit, a fetch) until it is gone (memctl's writes remove it; "
                     "so does `memctl doctor --fix`)", "warning") for _top, lock in stale_git_locks(store)]
-
-
-def untrack_local_state(store: Store) -> list[str]:
-    """Take the `.memctl/` paths that came with a commit out of git and out of the work tree (they came
-    from git, not from this machine: memctl rebuilds its caches), in one commit of their removal only."""
-    import shutil  # noqa: PLC0415
-
-    from . import gitstore  # noqa: PLC0415
-
-    tracked = tracked_local_state(store)
-    if not tracked:
-        return []
-    for rel in tracked:
-        path = store.root / rel
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    top = gitstore.toplevel(store.root)
-    assert top is not None  # tracked_local_state found a repository
-    author = gitstore.Author(store.config.author_name, store.config.author_email)
-    gitstore.checked(top, "commit", "-q", "--no-verify", "-m", "memctl: untrack machine-local state (.memctl/)", "--",
-                     *(os.path.relpath(store.root / rel, top) for rel in tracked), author=author)
-    return [f"untracked and removed {rel} (machine-local state that came with a commit)" for rel in tracked]
 
 
 def _owned_dirs(store: Store) -> list[Path]:

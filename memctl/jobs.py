@@ -906,7 +906,7 @@ ENDING_WAIT = 10.0  # seconds a run-job waits for that (_end_leftovers: SIGTERM,
 
 
 def _turn_path(store: Store) -> Path:
-    return Path(os.path.realpath(store.cache_dir / "jobs" / ".turn.lock"))  # (no job is named with a dot)
+    return Path(os.path.realpath(_jobs_dir(store) / ".turn.lock"))  # (no job is named with a dot)
 
 
 @contextlib.contextmanager
@@ -963,7 +963,7 @@ def _within_turn(turn: Path) -> bool:
 def _end_others_leftovers(store: Store, job: Job, log: _Log) -> None:
     """What the killed run-job of another job left running would run beside this one: ended first (the
     next run of that job would only end it then). A job whose lock is held is alive, and ends its own."""
-    for run_file in sorted((store.cache_dir / "jobs").glob("*.run")):
+    for run_file in sorted(_jobs_dir(store).glob("*.run")):
         other = run_file.stem
         if other == job.name or not JOB_NAME_RE.match(other):
             continue
@@ -1032,13 +1032,21 @@ STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 RUN_VARIABLE = "MEMCTL_JOB_RUN"  # in the environment of every process of one run: what the next run may end
 
 
+def _jobs_dir(store: Store) -> Path:
+    """`.memctl/jobs/`, the jobs' locks and run files; Refused when it (or `.memctl/`) is a symbolic link
+    (git writes one over an ignored folder: a run would remove and write files where it leads)."""
+    folder = store.cache_dir / "jobs"
+    refuse_link(store.root, folder)
+    return folder
+
+
 def _run_file(store: Store, job: Job) -> Path:
-    return store.cache_dir / "jobs" / f"{job.name}.run"
+    return _jobs_dir(store) / f"{job.name}.run"
 
 
 def _lock_path(store: Store, name: str) -> Path:
     """A job's lock: held while its run-job lives; its text, the holder's pid (WAITING, ENDING after it)."""
-    return store.cache_dir / "jobs" / f"{name}.lock"
+    return _jobs_dir(store) / f"{name}.lock"
 
 
 def _end_leftovers(run_file: Path, log: _Log, whose: str = "the last run's run-job") -> None:

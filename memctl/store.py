@@ -607,6 +607,7 @@ def finish_interrupted(store: Store) -> list[str]:
     from .clock import now  # noqa: PLC0415
 
     kept_in = store.cache_dir / "undone" / f"{now().strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    refuse_link(store.root, kept_in.parent)  # (git writes a link over an ignored folder: the copies stay in the store)
     kept = keep_undone(records, store.root, kept_in)  # an edit made since the kill is never lost with the undo
     undone = rollback(store.undo_path, records)
     if in_git:  # a git merge killed before its MERGE_HEAD leaves its stages (conflicts, added files) in the index
@@ -647,6 +648,31 @@ def tracked_local_state(store: Store) -> list[str]:
         return []
     listed = gitstore.run(top, "ls-files", "-z", "--", os.path.relpath(store.cache_dir, top))
     return sorted(store.rel(top / p) for p in listed.out.split("\0") if p)
+
+
+def untrack_local_state(store: Store) -> list[str]:
+    """Take the `.memctl/` paths that came with a commit out of git and out of the work tree (they came
+    from git, not from this machine: memctl rebuilds its caches), in one commit of their removal only;
+    return them (relative to the store). A link among them is removed, never followed."""
+    import shutil  # noqa: PLC0415
+
+    from . import gitstore  # noqa: PLC0415
+
+    tracked = tracked_local_state(store)
+    if not tracked:
+        return []
+    for rel in tracked:
+        path = store.root / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    top = gitstore.toplevel(store.root)
+    assert top is not None  # tracked_local_state found a repository
+    author = gitstore.Author(store.config.author_name, store.config.author_email)
+    gitstore.checked(top, "commit", "-q", "--no-verify", "-m", "memctl: untrack machine-local state (.memctl/)", "--",
+                     *(os.path.relpath(store.root / rel, top) for rel in tracked), author=author)
+    return tracked
 
 
 def refuse_tracked_local_state(store: Store) -> None:

@@ -648,6 +648,7 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
                 copies += new
                 if commit_id:
                     merges.append(commit_id)
+                _untrack_incoming_local_state(store)
                 head = gitstore.checked(top, "rev-parse", "HEAD")
             ahead = 0 if head == theirs else int(gitstore.checked(top, "rev-list", "--count", head if theirs is None else f"{theirs}..{head}"))
             if not push or ahead == 0:
@@ -669,17 +670,30 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
         if not pushed and theirs is not None and theirs != end:
             outgoing = int(gitstore.checked(top, "rev-list", "--count", f"{theirs}..{end}"))
         files_in = [f for f in gitstore.checked(top, "diff", "--name-only", "-z", start, end).split("\0") if f] if end != start else []
-        local = [f for f in files_in if (top / f).is_relative_to(store.cache_dir)]
-        if local:  # machine-local state never comes from git: the next write refuses it unread (store.py)
-            warn(f"the merged commits track {store.rel(top / local[0])}" + (f" and {len(local) - 1} more" if len(local) > 1 else "")
-                 + " in .memctl/ (machine-local state); memctl does not read it", hint="run `memctl doctor --fix`: it untracks them")
         duplicates = _duplicates(store, top, start, end) if any(
             _kind(store, f, top) == "ledger" for f in files_in) else []
     if files_in and (any(_kind(store, f, top) == "config" for f in files_in) or _brings_script(store, top, files_in)):
         _warn_waiting(store)
+    for rel in _agent_settings(files_in):
+        warn(f"the merged commits change {store.rel(top / rel)}, which names commands your agents run (hooks, MCP "
+             "servers); memctl's approval does not cover it", hint=f"review it before the agent starts here: "
+             f"{gitstore.git_c(store.root)} diff {start[:12]} HEAD -- {shell_word(rel)}")
     return SyncResult(name, on_remote, incoming, outgoing, pushed,
                       tuple(store.rel(top / f) for f in files_in), tuple(resolved), tuple(copies), tuple(duplicates),
                       merges[-1] if merges else None, attempt, tuple(changed))
+
+
+def _untrack_incoming_local_state(store: Store) -> None:
+    """Paths in `.memctl/` that a merge brought (git writes over ignored files: a link at .memctl/vectors
+    would lead the cache out of the store, pending access rows would be committed as this machine's) are
+    taken out of git and of the work tree at once, unread, in a commit of their own that the push carries
+    (as `doctor --fix` does): nothing reads them in between, and the remote is clean again."""
+    from .store import untrack_local_state  # noqa: PLC0415
+
+    done = untrack_local_state(store)
+    if done:
+        warn(f"the merged commits tracked {done[0]}" + (f" and {len(done) - 1} more" if len(done) > 1 else "")
+             + " in .memctl/ (machine-local state): untracked and removed unread, in a commit this sync pushes")
 
 
 def _track(top: Path, local: str, name: str, on_remote: str) -> None:
@@ -702,6 +716,17 @@ def _brings_script(store: Store, top: Path, files_in: list[str]) -> bool:
     found = trust.scripts(store, open_store(store.root).config.raw).values()
     scripts = {str(script.path) for script in found} | {os.path.realpath(script.link.parent) for script in found if script.link}
     return any(os.path.realpath(path) in scripts or os.path.realpath(path.parent) in scripts for path in others)
+
+
+# What agents run from a project's own files (`agent install` writes them; docs/AGENTS.md): a clone
+# that takes in another's change to one runs that clone's commands at its agent's next start.
+AGENT_SETTINGS = (".claude/settings.json", ".claude/settings.local.json", ".mcp.json", ".codex/config.toml",
+                  ".codex/hooks.json", ".gemini/settings.json", ".cursor/mcp.json", ".cursor/hooks.json")
+
+
+def _agent_settings(files_in: list[str]) -> list[str]:
+    """The agents' settings files (at any depth of the repository) among the files a merge changed."""
+    return [f for f in files_in if any(f == name or f.endswith("/" + name) for name in AGENT_SETTINGS)]
 
 
 def _warn_waiting(store: Store) -> None:

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from . import clock, errors
 from .embed import paced
-from .fsutil import atomic_write, file_lock, sweep_temps
+from .fsutil import atomic_write, file_lock, refuse_link, sweep_temps
 from .textnorm import full_width_kana
 
 try:  # hashlib would load OpenSSL (~6 ms of recall's start-up) for a blake2b it does not need
@@ -133,7 +133,11 @@ def _tag(text: str) -> str:
 
 
 def root_dir(store: "Store") -> Path:
-    return store.cache_dir / SUBDIR
+    """`.memctl/vectors/`; Refused when it, or `.memctl/`, is a symbolic link (git writes one over an ignored
+    folder: the sweep and `cache clear` would delete where it leads)."""
+    base = store.cache_dir / SUBDIR
+    refuse_link(store.root, base)
+    return base
 
 
 def folder_for(store: "Store", embedder: "Embedder", kind: str) -> Path:
