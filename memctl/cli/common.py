@@ -24,15 +24,16 @@ def store_from(ctx: typer.Context, *, committing: bool = False) -> Store:
     unless commits are off: exit 0 means committed, docs/RELIABILITY.md)."""
     root = (ctx.find_root().obj or {}).get("root")
     store = load_store(root)
-    _note_unfinished_merge(store)
+    _note_unfinished_merge(store, writing=committing)
     if committing:
         will_commit(store)
     return store
 
 
-def _note_unfinished_merge(store: Store) -> None:
-    """Reading works during an unfinished git merge; say so once (writes are refused by the store lock).
-    Nothing is said while another memctl command holds the store lock: a sync merging now is no killed one."""
+def _note_unfinished_merge(store: Store, writing: bool = False) -> None:
+    """Reading works during an unfinished git merge; say so once (a write is refused by the store lock, in
+    its own one line: `writing` says nothing more). Nothing is said while another memctl command holds the
+    store lock: a sync merging now is no killed one."""
     from .. import gitstore, output
     from ..fsutil import lock_held
 
@@ -42,9 +43,9 @@ def _note_unfinished_merge(store: Store) -> None:
     if what == "merge" and gitstore.sync_merge_unfinished(store.root):
         output.warn("a `memctl sync` was killed inside its merge: files may hold only one side's version",
                     hint="memctl sync (or any memctl write, or memctl doctor --fix) undoes that merge, then sync merges again")
-    elif what is not None:
+    elif what is not None and not writing:
         output.warn(f"a git {what} is unfinished in this store: files may hold conflict markers, and writes are refused",
-                    hint="memctl doctor names them; finish it (fix, git add, git commit) or git merge --abort")
+                    hint=f"memctl doctor names them; finish it (fix, git add, git commit) or git {what} --abort")
 
 
 def read_file_arg(source: str, option: str) -> tuple[bytes, str]:
