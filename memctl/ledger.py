@@ -120,7 +120,8 @@ def check_columns(columns: Iterable[str], unique: str | None = None) -> tuple[st
     if seen:
         raise BadInput(f"column {sorted(seen)[0]!r} is named twice", hint="name each column once")
     if unique is not None and unique not in cols:
-        raise BadInput(f"unique column {unique!r} is not one of the columns ({', '.join(cols)})")
+        raise BadInput(f"unique column {unique!r} is not one of the columns ({', '.join(cols)})",
+                       hint="name one of the columns as the unique one, or add it to the columns")
     return cols
 
 
@@ -747,7 +748,8 @@ def select_rows(store: Store, name: str, *, where: Sequence[tuple[str, str]] = (
         try:
             when = since if isinstance(since, datetime) else clock.parse_date(since)
         except ValueError:
-            raise BadInput(f"since {since!r} is not an ISO date or timestamp", arg="since") from None
+            raise BadInput(f"since {since!r} is not an ISO date or timestamp", hint="e.g. 2026-12-01 or 2026-12-01T09:00",
+                           arg="since") from None
     kept: deque[Row] | list[Row] = deque(maxlen=min(tail, sys.maxsize)) if tail is not None else []  # (a 20-digit N overflowed)
     for row in iter_rows(ledger):
         if any(row.values[c] != v for c, v in where):

@@ -405,7 +405,7 @@ def check(
         raise BadInput("top must be at least 1", hint="ask for one candidate or more", arg="top")
     for name, value in (("threshold", threshold), ("similar", similar)):
         if value is not None and not -1.0 <= value <= 1.0:
-            raise BadInput(f"{name} must be between -1 and 1", arg=name)
+            raise BadInput(f"{name} must be between -1 and 1", hint="a cosine similarity, e.g. 0.9", arg=name)
     from . import judge  # noqa: PLC0415
 
     command = judge.command_for(store, judge_cmd)

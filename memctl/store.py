@@ -236,6 +236,8 @@ def find_root(explicit: str | os.PathLike | None = None) -> Path:
     given = explicit or os.environ.get("MEMCTL_ROOT")
     if given:
         path = Path(given).expanduser()
+        if path.is_file():  # (the store's memctl.toml, say)
+            raise BadInput(f"{path} is a file, not a store directory", hint="give the folder that holds memctl.toml")
         if not path.is_dir():
             raise NotFound(f"store directory does not exist: {path}", hint="check the path (or MEMCTL_ROOT), or create a store there",
                            kind="no-store-dir")

@@ -33,6 +33,10 @@ def _snapshot(root):
         (["remember", "ok", "--description", "x", "--importance", "high"], 2),
         (["remember", "ok", "--descriptio", "x"], 2),
         (["list", "--bogus"], 2),
+        # (helper-80: these three had no hint)
+        (["ledger", "create", "x", "--columns", "a,b", "--unique", "c"], 2),
+        (["episode", "list", "--since", "bogus"], 2),
+        (["near-dup", "x", "--facts", "--threshold", "2"], 2),
     ],
 )
 def test_bad_input_changes_nothing(root, args, code):
@@ -53,6 +57,13 @@ def test_root_pointing_at_missing_directory(tmp_path):
     assert r.exit_code == 3
     assert r.stderr.count("\n") == 1 and "does not exist" in r.stderr and "hint" in r.stderr
     assert not (tmp_path / "nope").exists()
+
+
+def test_root_pointing_at_the_stores_memctl_toml_says_it_is_a_file(root):
+    """helper-80: `--root STORE/memctl.toml` said "store directory does not exist", of a path that exists."""
+    r = cli(root / "memctl.toml", "list")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "memctl.toml is a file, not a store directory (hint: give the folder that holds memctl.toml)" in r.stderr
 
 
 def test_no_store_found(tmp_path, monkeypatch):
