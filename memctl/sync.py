@@ -11,6 +11,7 @@ When there is nothing to do, sync_fast.py answers first (its checks are these).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import shlex
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import errors, gitstore, merge
-from .errors import BadInput, GitError, NotFound, Refused, warn
+from .errors import BadInput, GitError, MemctlError, NotFound, Refused, warn
 from .fsutil import (FACT_LIMIT, shell_word, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
                      rollback_to, savepoint, settle, written)
 from .claude_memory import SIDECAR, linked_topics
@@ -808,7 +809,12 @@ def resolve(store: Store, key: str, keep: str, *, commit_changes: bool = True) -
         raise BadInput(f"keep {keep!r}: expected local, remote or both", arg="keep",
                        hint="local keeps the version in place, remote the conflict copy, both the two as two facts")
     with store.lock(commits=commit_changes):
-        found = [c for c in list_conflicts(store) if key in (c.name, Path(c.copy).name, Path(c.copy).stem)]
+        conflicts = list_conflicts(store)
+        found = [c for c in conflicts if key in (c.name, Path(c.copy).name, Path(c.copy).stem)]
+        if not found and conflicts:  # the fact's own name (`name: デプロイ規則` in memory/deploy.md), as other commands take it
+            with contextlib.suppress(MemctlError):
+                stem = facts.find(store, key, archived=False).stem
+                found = [c for c in conflicts if c.name == stem]
         if not found:
             raise NotFound(f"no merge conflict for {key!r}", hint="memctl conflicts lists them")
         if len(found) > 1:

@@ -608,3 +608,24 @@ def test_a_read_during_an_unfinished_rebase_names_the_rebases_abort(pair):
     assert r.returncode == 0 and "a git rebase is unfinished" in r.stderr and "or git rebase --abort)" in r.stderr, r.stderr
     assert "merge --abort" not in r.stderr
     git(a, "rebase", "--abort")
+
+
+def test_resolve_takes_the_facts_own_name_as_other_commands_do(pair):
+    """helper-80: a fact whose `name:` is not its file stem (`memory/deploy.md`, `name: デプロイ規則`):
+    `remember デプロイ規則 --update` and `show` took the name, `resolve デプロイ規則` said "no merge conflict"."""
+    a, b, remote = pair
+    (a / "memory" / "deploy.md").write_text("---\nname: デプロイ規則\ndescription: 金曜日はデプロイしない\ntype: project\n---\n",
+                                           encoding="utf-8")
+    assert cli(a, "index").exit_code == 0  # (it commits the file with MEMORY.md)
+    assert git(a, "status", "--porcelain") == ""
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    assert cli(a, "remember", "デプロイ規則", "--update", "-d", "金曜日と土曜日はデプロイしない",
+               env={"MEMCTL_NOW": "2026-11-30T10:00:00+00:00"}).exit_code == 0
+    assert cli(b, "remember", "デプロイ規則", "--update", "-d", "金曜日は午後だけデプロイしない",
+               env={"MEMCTL_NOW": "2026-11-30T11:00:00+00:00"}).exit_code == 0
+    assert cli(a, "sync").exit_code == 0 and cli(b, "sync").exit_code == 0
+    assert json.loads(cli(b, "conflicts", "--json").stdout)["merge"][0]["name"] == "deploy"
+    r = cli(b, "resolve", "デプロイ規則", "--keep", "local")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(cli(b, "conflicts", "--json").stdout)["merge"] == []
+    assert "金曜日は午後だけデプロイしない" in (b / "memory" / "deploy.md").read_text(encoding="utf-8")
