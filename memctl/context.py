@@ -139,9 +139,15 @@ def _index_parts(store: Store, conn) -> list[Part]:
 def _state_parts(store: Store) -> list[Part]:
     if not _unlinked(store, [store.state_dir]) or not store.state_dir.is_dir():
         return []
+    from .fsutil import STATE_LIMIT, read_bounded  # noqa: PLC0415
+
     parts = []
     for path in _unlinked(store, sorted(store.state_dir.rglob("STATE.md"))):  # rglob enters no linked folder
-        body = path.read_text(encoding="utf-8", errors="replace").rstrip()
+        try:
+            body = read_bounded(path, STATE_LIMIT, "a STATE.md", store.rel(path)).decode("utf-8", errors="replace").rstrip()
+        except TooBig as exc:
+            errors.warn(f"left out {store.rel(path)}: {exc.details['reason']}", hint="memctl state update replaces it")
+            continue
         parts.append(Part("state", f"### {store.rel(path)}\n{body}"))
     return parts
 

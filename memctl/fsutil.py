@@ -243,6 +243,7 @@ def _umask() -> int:
 
 FACT_LIMIT = 1 << 20  # a fact file: live, archived, or a conflict copy
 INDEX_LIMIT = 4 << 20  # MEMORY.md, and each topic file in memory-index/
+STATE_LIMIT = 4 << 20  # a STATE.md (memctl writes a few KiB; a pushed 185 MB one cost a reader 900 MB)
 ROW_LIMIT = 1 << 20  # one ledger line (each of its fields is at most 64 KiB: ledger.MAX_FIELD_BYTES)
 INPUT_LIMIT = 64 << 20  # one input a command reads whole: stdin, or a file an option names (`--from-json`, `--queries`...)
 

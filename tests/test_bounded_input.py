@@ -17,7 +17,7 @@ import pytest
 
 from conftest import access_log, git
 from memctl import fact as fact_mod
-from memctl.fsutil import FACT_LIMIT, INDEX_LIMIT, ROW_LIMIT
+from memctl.fsutil import FACT_LIMIT, INDEX_LIMIT, ROW_LIMIT, STATE_LIMIT
 
 T = 60  # seconds for any one command: a reader that hangs on the input fails here
 
@@ -266,3 +266,21 @@ def test_an_endless_input_is_refused_at_its_limit(root, tmp_path):
     refused = run(root, "recall", "--queries", str(big), ok=(2,))  # (recall's 1 is "nothing relevant")
     assert f"{big} is over 64 MiB" in refused.stderr and refused.stderr.count("\n") == 1
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_state_md_over_its_limit_is_named_not_read_and_replaced_by_the_next_update(root, pinned_clock):
+    """helper-81: a pushed 185 MB STATE.md (1.5 MB on the remote) was read whole by `state show`, `state
+    check`, `doctor` and `context` (900 MB each); a 2 GB one would have exhausted the machine."""
+    run(root, "state", "update")
+    state = root / "state" / "STATE.md"
+    state.write_bytes(state.read_bytes() + b"| filler | 1 |\n" * (STATE_LIMIT // 15 + 1))
+    commit_all(root, "a huge STATE.md from the remote")
+    size = state.stat().st_size
+    reason = f"{size} bytes; a STATE.md may be at most 4 MiB (docs/FORMAT.md, Limits), so memctl does not read it"
+    shown = run(root, "state", "show", ok=(1,))
+    assert shown.stderr.splitlines()[0].startswith(f"memctl: error: state/STATE.md is {reason}"), shown.stderr
+    context = run(root, "context")
+    assert f"memctl: warning: left out state/STATE.md: {reason}" in context.stderr and "| filler |" not in context.stdout
+    assert f"state/STATE.md: error: {reason} (the next `memctl state update` replaces it)" in run(root, "doctor", ok=(1,)).stdout
+    run(root, "state", "update")
+    assert state.stat().st_size < 10_000 and "too-big" not in run(root, "doctor", "--json", ok=(0, 1)).stdout
