@@ -22,7 +22,7 @@ from typing import Iterable, NamedTuple
 
 from . import config as config_mod
 from .config import LedgerDecl
-from .errors import BadInput, NotFound, Refused
+from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import ROW_LIMIT, link_message, link_on_way, shown as shown_limit
 from .markers import conflict_lines
 from .ledger import (
@@ -394,6 +394,27 @@ def _lost_line(parent: bytes, merged: bytes) -> int | None:
     return None
 
 
+def _was_ledger(store: Store, ledger, commit: str, data: bytes) -> bool:
+    """Whether the file was a ledger at `commit` (its bytes there: `data`): a valid header line, or a
+    declaration in memctl.toml then. A file adopted later (a BOM, CRLF, no header) was no ledger before."""
+    import tomllib  # noqa: PLC0415
+
+    from . import gitstore  # noqa: PLC0415
+    from .ledger import COLUMN_RE  # noqa: PLC0415
+
+    try:
+        columns = data.split(b"\n", 1)[0].decode("utf-8").split("\t")
+    except UnicodeDecodeError:
+        columns = []
+    if columns and all(COLUMN_RE.match(c) for c in columns) and len(set(columns)) == len(columns):
+        return True
+    try:
+        declared = tomllib.loads(gitstore.file_at(store.root, store.config_path, commit).decode("utf-8")).get("ledgers", {})
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, GitError):
+        return True  # (unreadable then: judged as a ledger, the strict reading)
+    return isinstance(declared, dict) and isinstance(declared.get(ledger.name), dict)
+
+
 def verify(store: Store, name: str) -> Verification:
     """Prove the ledger was only appended to, commit by commit, up to the working file.
 
@@ -409,6 +430,8 @@ def verify(store: Store, name: str) -> Verification:
     for version in history:
         for position, parent in enumerate(version.parents):
             before = version.parent_data[position]
+            if not _was_ledger(store, ledger, parent, before):
+                continue  # not a ledger yet (no header, not declared): made one here, as `ledger adopt` does
             # A merge may put its parents' new lines in either order (the first parent may be the
             # side that was behind: docs/SYNC.md); it must keep every line of each parent, in order.
             if position == 0 and len(version.parents) == 1:

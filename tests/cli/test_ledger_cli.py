@@ -591,3 +591,22 @@ def test_a_spreadsheet_export_is_named_so_by_adopt_and_doctor_with_how_to_conver
     assert subprocess.run(convert, shell=True).returncode == 0
     assert path.read_bytes() == "date\ttheme\n2026-12-01\tテーマ\n".encode()
     assert memctl(root, "ledger", "adopt", str(path), "--name", "excel", "--columns", "date,theme").returncode == 0
+
+
+def test_verify_of_a_ledger_committed_before_its_adoption_starts_where_it_became_one(root):
+    """helper-80: the export committed as it came, then converted as adopt's hint says and adopted: verify
+    said "commit ... (ledger: adopt excel) rewrote or removed line 1", for good. Before the adoption the
+    file was no ledger (no valid header, not declared); after it, an edit is still named."""
+    path = root / "ledgers" / "excel.tsv"
+    path.write_bytes("\ufeffdate\ttheme\r\n2026-12-01\tテーマ\r\n".encode())
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the export, as it came")
+    path.write_bytes("date\ttheme\n2026-12-01\tテーマ\n".encode())  # converted, as adopt's hint says
+    assert memctl(root, "ledger", "adopt", str(path), "--name", "excel", "--columns", "date,theme").returncode == 0
+    assert memctl(root, "ledger", "append", "excel", "date=2026-12-02", "theme=次").returncode == 0
+    done = memctl(root, "ledger", "verify", "excel")
+    assert done.returncode == 0 and "append-only" in done.stdout + done.stderr, done.stdout + done.stderr
+    path.write_bytes(path.read_bytes().replace("次".encode(), "別".encode()))
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "an edit")
+    done = memctl(root, "ledger", "verify", "excel")
+    assert done.returncode == 1 and "(an edit) rewrote or removed line 3" in done.stdout + done.stderr
