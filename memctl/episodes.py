@@ -94,9 +94,15 @@ def _split_list(text: str) -> tuple[str, ...]:
 
 
 def _check_items(label: str, items: Iterable[str]) -> tuple[str, ...]:
+    """Tags or refs as stored: a tag as a fact's is (NFKC: `ｚｅｎｎ` is `zenn`, which recall's tag filter
+    looks up); an empty one refused, as a fact's tag is (it was dropped without a word)."""
+    import unicodedata  # noqa: PLC0415
+
     cleaned = []
     for item in items:
-        item = item.strip()
+        item = (unicodedata.normalize("NFKC", item) if label == "tag" else item).strip()
+        if not item:
+            raise BadInput(f"invalid {label} ''", hint=f"give a {label} with some text in it, or none")
         if "," in item:
             raise BadInput(f"{label} {item!r} contains a comma", hint=f"the {label}s column is comma-separated; give one per --{label}")
         if item and item not in cleaned:

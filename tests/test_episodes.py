@@ -141,3 +141,13 @@ def test_ledger_append_to_episodes_makes_the_checks_episode_add_makes(root, stor
     assert (root / "ledgers" / "episodes.tsv").read_bytes() == before
     ledger.append(store, "episodes", [row])  # a row of episode add's form goes in
     assert {e.id: e.description for e in episodes.list_episodes(open_store(root))}[row["id"]] == "締め切りを金曜に決めた"
+
+
+def test_episode_tags_are_stored_as_fact_tags_are(root, store):
+    """helper-80: `episode add --tag ""` was dropped without a word (a fact's empty tag is refused), and a
+    full-width `ｚｅｎｎ` was stored as typed, so recall's tag filter (NFKC, as for facts) never found it."""
+    with pytest.raises(BadInput, match="invalid tag ''"):
+        episodes.add(store, "with an empty tag", episode_type="decision", tags=["ok", " "])
+    added = episodes.add(store, "全角のタグ", episode_type="decision", tags=["ｚｅｎｎ", "zenn", "Ｒｅｌｅａｓｅ　ノート"])
+    assert added.tags == ("zenn", "Release ノート")
+    assert [e.tags for e in episodes.list_episodes(open_store(root))] == [("zenn", "Release ノート")]
