@@ -238,21 +238,42 @@ def key_from_path(store: Store, key: str) -> str:
     """A fact file's path as `remember` and `list` print it (`memory/deploy.md`, from the store's root),
     or as a shell completes it from here, names that fact: its file name (an archived version's, its
     stem). Any other key is returned as it is (and a path there is refused as a name)."""
-    if "/" not in key or not key.endswith(".md") or "\x00" in key:
+    found = _path_in_store(store, key)
+    if found is None:
         return key
+    folder, name = found
+    return name[:-len(".md")] if folder == "archive" else name
+
+
+def archived_file(store: Store, key: str) -> str | None:
+    """The file stem when `key` is the path of a file in memory/archive/ (`memory/archive/deploy.md`):
+    that archived version, never the live fact of the same name. None for any other key."""
+    found = _path_in_store(store, key)
+    return found[1][:-len(".md")] if found and found[0] == "archive" else None
+
+
+def _path_in_store(store: Store, key: str) -> tuple[str, str] | None:
+    """("memory" or "archive", file name) when `key` is a path to a .md file in one of those folders,
+    from the store's root or from here; else None."""
+    if "/" not in key or not key.endswith(".md") or "\x00" in key:
+        return None
     memory, archive = os.path.realpath(store.memory_dir), os.path.realpath(store.archive_dir)
     for base in (store.root, Path.cwd()):
         folder, name = os.path.split(os.path.join(base, key))
         folder = os.path.realpath(folder)  # (/tmp on macOS is /private/tmp; a folder reached through a link)
         if folder == memory:
-            return name
+            return "memory", name
         if folder == archive:
-            return name[:-len(".md")]
-    return key
+            return "archive", name
+    return None
 
 
 def _live_match(store: Store, facts: list[fact_mod.Fact], key: str, archived: str, hint: str) -> fact_mod.Fact:
-    """The live fact `key`; else BadInput / NotFound as `find` says, or Refused(archived) when it is archived."""
+    """The live fact `key`; else BadInput / NotFound as `find` says, or Refused(archived) when it is archived
+    (a path in memory/archive/ names that archived file: a live fact of its name is not the one meant)."""
+    if archived_file(store, key) is not None:
+        find(store, key)  # raises NotFound when there is no such file
+        raise Refused(archived, hint=hint)
     key = key_from_path(store, key)
     found = _match(facts, key)
     if found is None:
@@ -277,7 +298,15 @@ def is_passage(store: Store, key: str, *, whole: bool = False) -> bool:
 
 
 def find(store: Store, key: str, *, archived: bool = True) -> fact_mod.Fact:
-    """A fact by file stem, name, file name or path; live facts first, then the archive (newest first)."""
+    """A fact by file stem, name, file name or path; live facts first, then the archive (newest first).
+    A path in memory/archive/ names that archived file only."""
+    stem = archived_file(store, key)
+    if stem is not None:
+        found = newest_archived(scan_archive(store), check_key(stem, titles=store.layout == "claude"), exact=True) if archived else None
+        if found is None:
+            raise NotFound(f"no fact file {key!r}", hint="listing the facts with archived ones included shows every fact",
+                           kind="no-fact")
+        return found
     key = check_key(key_from_path(store, key), titles=store.layout == "claude")
     live = scan(store)
     found = _match(live.facts, key)
@@ -880,7 +909,7 @@ def remember(
                 hint="update it (update=True), or pick another name", kind="fact-exists",
             )
         if existing is None and update:
-            _refuse_archived(store, spec.name, "updated")
+            refuse_archived(store, spec.name, "updated")
             raise NotFound(f"no live fact named {spec.name!r} to update", hint="create it instead (update=False)",
                            kind="nothing-to-update")
         if existing is None:
@@ -1053,7 +1082,7 @@ def edit(
         return Change("updated", new, commit=sha)
 
 
-def _refuse_archived(store: Store, key: str, what: str, found: fact_mod.Fact | None = None) -> None:
+def refuse_archived(store: Store, key: str, what: str, found: fact_mod.Fact | None = None) -> None:
     """Refused, naming how it was archived, when `key` is an archived fact (`found`, when the caller
     has it): only a live one is `what` (updating would otherwise say "create it": a second fact of
     the name, the first one's past lost to it)."""
@@ -1069,7 +1098,7 @@ def set_pinned(store: Store, key: str, pinned: bool, *, commit_changes: bool = T
     """Pin (always in the context bundle) or unpin a live fact."""
     found = find(store, key)
     if found.archived:  # "no fact named" it said, while `list --all` lists it
-        _refuse_archived(store, key, "pinned", found)
+        refuse_archived(store, key, "pinned", found)
     spec = FactInput(name=found.name if fact_mod.NAME_RE.match(found.name) else found.stem, pinned=pinned)
     return remember(store, spec, update=True, commit_changes=commit_changes, verb="pin" if pinned else "unpin")
 

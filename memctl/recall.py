@@ -344,6 +344,8 @@ def record_use(store: Store, names: Sequence[str], *, command: str = "used", age
             keys.append(sources.passage_key(path, start, end))
         else:
             fact = facts.find(store, name)
+            if facts.archived_file(store, name) is not None:  # (its name is the live fact's, if one is back)
+                facts.refuse_archived(store, name, "recorded as used", fact)
             keys.append(fact.name or fact.stem)
     keys = list(dict.fromkeys(keys))
     if keys:

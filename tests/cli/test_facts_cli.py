@@ -573,6 +573,32 @@ def test_the_path_remember_prints_names_the_fact_in_memctls_own_store(root, monk
     assert "本番デプロイは火曜日" in cli(root, "show", str(link / "memory" / "deploy.md")).stdout
 
 
+def test_an_archived_files_path_names_that_file_not_the_live_fact_of_its_name(root):
+    """With `deploy` forgotten and remembered again, `show memory/archive/deploy.md` printed the live
+    fact and `forget memory/archive/deploy.md` archived it (exit 0, committed); `pin` and `used`
+    acted on it too. The path names the archived file: it is shown, and acting on it is refused."""
+    assert cli(root, "remember", "deploy", "-d", "old rule").exit_code == 0
+    assert cli(root, "forget", "deploy", "--reason", "outdated").exit_code == 0
+    assert cli(root, "remember", "deploy", "-d", "new rule").exit_code == 0
+    head = git(root, "rev-parse", "HEAD")
+    shown = cli(root, "show", "memory/archive/deploy.md")
+    assert shown.exit_code == 0 and "old rule" in shown.stdout and "new rule" not in shown.stdout
+    data = json.loads(cli(root, "show", "--json", "memory/archive/deploy.md").stdout)
+    assert (data["path"], data["description"]) == ("memory/archive/deploy.md", "old rule")
+    r = cli(root, "forget", "memory/archive/deploy.md", "--reason", "x")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == ("memctl: error: fact 'memory/archive/deploy.md' is already archived"
+                        " (hint: `memctl show` it to see why)\n")
+    r = cli(root, "pin", "memory/archive/deploy.md")
+    assert r.exit_code == 1 and "is archived (forgotten): only a live fact is pinned" in r.stderr
+    r = cli(root, "used", "memory/archive/deploy.md")
+    assert r.exit_code == 1 and "is archived (forgotten): only a live fact is recorded as used" in r.stderr
+    assert git(root, "rev-parse", "HEAD") == head and (root / "memory" / "deploy.md").exists()
+    assert "new rule" in cli(root, "show", "deploy").stdout  # a name is the live fact, as before
+    missing = cli(root, "show", "memory/archive/nope.md")
+    assert missing.exit_code == 3 and "no fact file 'memory/archive/nope.md'" in missing.stderr
+
+
 def test_remember_warns_of_the_five_most_similar_facts_and_counts_the_rest(root):
     """helper-57: among 1,500 templated facts one `remember` printed 55 "similar fact" warnings."""
     for n in range(8):
