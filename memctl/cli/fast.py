@@ -221,8 +221,8 @@ EXPLAIN_COLUMNS = ["rank", "score", "relevance", "keyword", "vector", "bm25", "c
 
 def _never_one(command):
     """For a command whose exit 1 means "nothing found" (recall, as grep): a failure of its own (the
-    embed server, a full disk) exits 2 instead, never 1; not found (3), a held lock (4) and an
-    interruption keep theirs."""
+    embed server, a full disk, output its encoding cannot write) exits 2 instead, never 1; not found
+    (3), a held lock (4) and an interruption keep theirs."""
     import functools
 
     @functools.wraps(command)
@@ -239,6 +239,10 @@ def _never_one(command):
             if isinstance(exc, BrokenPipeError):
                 raise
             failure = errors.from_os_error(exc)
+            failure.exit_code = errors.USAGE
+            raise failure from None
+        except UnicodeError as exc:
+            failure = errors.from_unicode_error(exc)
             failure.exit_code = errors.USAGE
             raise failure from None
 

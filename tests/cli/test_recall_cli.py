@@ -195,6 +195,23 @@ def test_a_recall_that_fails_never_exits_1_which_means_nothing_relevant(root, fa
         assert done.returncode == 2 and done.stderr.startswith("memctl: error: ") and "Traceback" not in done.stderr, done
 
 
+@pytest.mark.parametrize("fast", ["1", ""])
+def test_recall_output_its_encoding_cannot_write_exits_2_not_1(root, fast):
+    """Under PYTHONIOENCODING=ascii, `recall デプロイ` exited 1 ("nothing relevant") after its error line,
+    and `--json` said `"exit_code": 1`: the output that cannot be written is a failure (2), as a full
+    disk is; `episode recall` too."""
+    assert cli(root, "remember", "deploy", "-d", "本番デプロイは火曜日", "-t", "project").exit_code == 0
+    assert cli(root, "episode", "add", "デプロイを火曜日に行った", "--type", "decision").exit_code == 0
+    line = ("memctl: error: the output cannot be written in its encoding (ascii): ordinal not in range(128)"
+            " (hint: use a UTF-8 locale (LANG=C.UTF-8), or unset PYTHONIOENCODING)")
+    env = {"PYTHONIOENCODING": "ascii", "MEMCTL_NO_FAST": "" if fast else "1"}
+    for args in (("recall", "デプロイ", "--mode", "keyword"), ("episode", "recall", "デプロイ", "--mode", "keyword")):
+        done = memctl(root, *args, "--no-log", env=env)
+        assert (done.returncode, done.stderr.splitlines()[-1]) == (2, line), (args, done.stderr)
+    done = memctl(root, "recall", "デプロイ", "--mode", "keyword", "--json", "--no-log", env=env)
+    assert done.returncode == 2 and json.loads(done.stderr.splitlines()[-1])["exit_code"] == 2, done
+
+
 def test_hybrid_with_n_grams_asked_for_ranks_by_keywords_not_below_them(root):
     """With `[embedding] backend = "char-ngram"`, the default hybrid mode put n-gram cosines into a fit
     made for models of meaning: `ランチはいつ？` found nothing (exit 1) where keyword mode found the lunch
