@@ -284,7 +284,7 @@ def is_claude_code_dir(root: Path) -> bool:
         return True
     if (root / CONFIG_FILE).exists():
         return False
-    if len(root.parts) >= 4 and root.parts[-1] == "memory" and root.parts[-3] == "projects" and root.parts[-4] == ".claude":
+    if _claude_auto_memory_path(root):
         return True
     return bool(_top_level_facts(root))
 
@@ -426,6 +426,7 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
     root = Path(root).expanduser()
     if root.exists() and not root.is_dir():
         raise BadInput(f"{root} is a file, not a folder; nothing was created", hint="name a new or existing folder")
+    _refuse_inside_store(root)
     created: list[str] = []
     made: list[Path] = []  # what this run created, removed again when it fails
     claude = is_claude_code_dir(root.resolve() if root.exists() else root.absolute())
@@ -456,6 +457,32 @@ def init_store(root: str | os.PathLike, *, git: bool = True) -> list[str]:
     if git and gitstore.toplevel(root) is not None:
         gitstore.register_merge_drivers(root, GITATTRIBUTES.splitlines())  # the drivers .gitattributes names (docs/SYNC.md)
     return created
+
+
+def _refuse_inside_store(root: Path) -> None:
+    """A new store inside a store's folders (its ledgers/, memory/notes/) is refused: it would be a second
+    store in the first one's repository. Parents are looked at up to the git top level (a repository of
+    its own inside a store is another project), else up to the file system's root. A folder that is a
+    store already (init run again) and a Claude Code memory directory (docs/CLAUDE_CODE.md) are not refused."""
+    from . import gitstore  # noqa: PLC0415
+
+    here = root.resolve()
+    if (here / CONFIG_FILE).exists() or (here / "memctl-facts.tsv").exists() or _claude_auto_memory_path(here):
+        return
+    existing = next((p for p in (here, *here.parents) if p.is_dir()), None)
+    top = gitstore.toplevel(existing) if existing is not None and gitstore.git_executable() is not None else None
+    for parent in here.parents:
+        if top is not None and parent != top and top not in parent.parents:
+            return  # above the repository holding `root`
+        if (parent / CONFIG_FILE).is_file():
+            raise BadInput(f"{here} is inside the store at {parent}; nothing was created",
+                           hint=f"use that store ({parent}), or create the new one outside it",
+                           kind="inside-store", store=_quoted(parent))
+
+
+def _claude_auto_memory_path(root: Path) -> bool:
+    """A path of the form .claude/projects/<project>/memory (Claude Code's auto-memory directory)."""
+    return len(root.parts) >= 4 and root.parts[-1] == "memory" and root.parts[-3] == "projects" and root.parts[-4] == ".claude"
 
 
 def _init_files(root: Path, git: bool, created: list[str], made: list[Path]) -> None:

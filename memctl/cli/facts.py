@@ -36,7 +36,8 @@ def init(
     """Create a store: memctl.toml, memory/MEMORY.md, ledgers/, state/, git. Safe to re-run.
 
     A Claude Code memory directory (MEMORY.md or fact files at its top) is adopted as it is:
-    no memory/ folder; its facts go into the first commit.
+    no memory/ folder; its facts go into the first commit. A folder inside another store (a
+    parent up to the git top level holds memctl.toml) is refused: exit 2, nothing created.
     """
     given = (ctx.find_root().obj or {}).get("root")  # `memctl --root DIR init` made a store of the current folder
     if directory == "":  # (a Path of "" is the current folder: `init "$UNSET"` made a store there)

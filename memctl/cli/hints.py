@@ -45,6 +45,7 @@ HINTS = {
     "not-a-repo": "run `memctl init {store}` (git init, and a first commit of what is there)",
     "no-store-dir": "check --root / MEMCTL_ROOT, or run `memctl init DIR`",
     "memory-folder": "pass --root {store} (or MEMCTL_ROOT), the store's own folder",
+    "inside-store": "use that store (memctl --root {store} ...), or run `memctl init DIR` with a DIR outside it",
     "no-store": "run `memctl init`, or pass --root DIR",
     "no-store-found": "memctl agent install claude-code --store DIR names the store to use then",
     "installed-store-gone": "put it back, or name its new place: memctl agent install claude-code --store DIR",

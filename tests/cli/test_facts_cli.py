@@ -267,6 +267,29 @@ def test_init_twice_changes_nothing(tmp_path):
     assert git(target, "rev-parse", "HEAD") == head
 
 
+def test_init_inside_a_stores_folders_is_refused(tmp_path, monkeypatch):
+    """`cd store/ledgers && memctl init` and `memctl init store/memory/notes` made a second store inside the
+    first one's repository without a word. A folder below a store (up to the git top level) is refused,
+    naming the store (exit 2, nothing created); a repository of its own inside it is another project."""
+    store = tmp_path / "s"
+    assert cli(None, "init", str(store)).exit_code == 0
+    head = git(store, "rev-parse", "HEAD")
+    monkeypatch.chdir(store / "ledgers")
+    here = cli(None, "init")
+    assert (here.exit_code, here.stdout) == (2, "")
+    assert here.stderr == (f"memctl: error: {store / 'ledgers'} is inside the store at {store}; nothing was created"
+                           f" (hint: use that store (memctl --root {store} ...), or run `memctl init DIR` with a DIR outside it)\n")
+    notes = cli(None, "init", str(store / "memory" / "notes"))
+    assert notes.exit_code == 2 and f"is inside the store at {store};" in notes.stderr
+    assert not (store / "ledgers" / "memctl.toml").exists() and not (store / "memory" / "notes").exists()
+    assert git(store, "rev-parse", "HEAD") == head and git(store, "status", "--porcelain") == ""
+    assert cli(None, "init", "--no-git", str(tmp_path / "plain")).exit_code == 0  # no git: up to the file system's root
+    assert cli(None, "init", "--no-git", str(tmp_path / "plain" / "sub")).exit_code == 2
+    (store / "vendor" / "repo").mkdir(parents=True)
+    git(store / "vendor" / "repo", "init", "-q")
+    assert cli(None, "init", str(store / "vendor" / "repo")).exit_code == 0
+
+
 def test_a_store_made_without_git_turns_commits_off_and_doctor_says_so(tmp_path):
     """`init --no-git` says in memctl.toml that commits are off: its writes are not refused (issue 23.6)."""
     target = tmp_path / "s"
