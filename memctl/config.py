@@ -310,12 +310,17 @@ def _value(table: dict[str, Any], key: str, kind: type, default: Any, where: str
 _GIT_CRUD = "".join(chr(c) for c in range(33)) + ".,:;<>\"\\'"
 
 
+def git_refuses_name(name: str) -> bool:
+    """Whether git refuses `name` as a commit's author ("empty ident name"): only spaces and `.,:;<>"\'`."""
+    return not name.strip(_GIT_CRUD)
+
+
 def check_identity(raw: dict[str, Any]) -> None:
     """`[git] author_name` as git takes it (memctl commits as it where git has no identity: a cron job): one
     made only of spaces and `.,:;<>"\'` (`""`, `"."`) is BadInput, as git's "empty ident name" was at every
     commit. The rest git takes as it is (it drops `<` and `>`): they load (doctor and sync check this)."""
     name = section(raw, "git").get("author_name", "memctl")
-    if isinstance(name, str) and not name.strip(_GIT_CRUD):
+    if isinstance(name, str) and git_refuses_name(name):
         raise BadInput(f"memctl.toml: [git] author_name {name!r} is no name git takes (a commit made as it fails)",
                        hint='author_name = "memctl" (the default)')
 

@@ -187,7 +187,16 @@ def _as_user_or(author: Author, top: Path, *args: str, env: dict[str, str] | Non
     try:
         return _run(top, *args, env=env, settings=("user.useConfigOnly=true",))
     except GitError:
-        return _run(top, *args, env={**(env or {}), **_env(author)})
+        try:
+            return _run(top, *args, env={**(env or {}), **_env(author)})
+        except GitError as exc:
+            from .config import git_refuses_name  # noqa: PLC0415  (only when the commit failed)
+
+            if not git_refuses_name(author.name):
+                raise
+            raise GitError(exc.message, hint=f"memctl.toml's [git] author_name {author.name!r} is no name git takes: "
+                           'set one (author_name = "memctl", the default), or give git an identity (git config user.name)'
+                           ) from None
 
 
 _LOCK_RE = None  # compiled on first use: "Unable to create '<path>.lock': File exists."

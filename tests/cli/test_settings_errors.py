@@ -56,6 +56,21 @@ def test_a_git_identity_git_would_refuse_is_named_by_doctor_and_one_git_takes_st
     assert (doctor.returncode, said in doctor.stdout) == ((1, True) if refused else (0, False)), doctor.stdout
 
 
+@pytest.mark.parametrize("value", ['""', '"."'])
+def test_a_commit_that_fails_on_an_author_name_git_refuses_names_that_setting(root, value):
+    """A tester: `author_name = ""`, then `state update` from cron (no git identity) said `git commit-tree
+    failed: fatal: empty ident name ... (hint: check git status ...)`. The hint names [git] author_name
+    (doctor's check: docs/FORMAT.md says such a name loads and doctor names it)."""
+    text = (root / "memctl.toml").read_text(encoding="utf-8")
+    lines = [f"author_name = {value}" if line.startswith("author_name =") else line for line in text.splitlines()]
+    (root / "memctl.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    env = {"GIT_AUTHOR_NAME": "", "GIT_COMMITTER_NAME": "", "GIT_AUTHOR_EMAIL": "", "GIT_COMMITTER_EMAIL": ""}
+    done = memctl(root, "state", "update", env=env)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "git commit-tree failed: fatal: " in done.stderr and (f"(hint: memctl.toml's [git] author_name {value.strip(chr(34))!r} is no name git takes: "
+                                                   'set one (author_name = "memctl", the default), or give git an identity (git config user.name))') in done.stderr
+
+
 @pytest.mark.parametrize("declaration, said", [
     ('columns = ["a\\tb"]', "[ledgers.x] invalid column name 'a\\tb'"),
     ('columns = ["a", "a"]', "[ledgers.x] column 'a' is named twice"),
