@@ -155,7 +155,7 @@ def run_job(
     name: Annotated[str, typer.Argument(help="A job declared as [jobs.NAME] in memctl.toml.", metavar="NAME")],
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only write the log (what launchd and cron run).")] = False,
 ) -> None:
-    """Run one job as the scheduler does: per-job lock, logs/NAME.log, an error episode on failure (a feedback one for a found_exit)."""
+    """Run one job as the scheduler does: per-job lock, logs/NAME.log, an error episode on failure (a success one for a found_exit)."""
     try:
         store = store_from(ctx)
     except MemctlError as exc:  # memctl.toml does not load: the job's log says why it did not run

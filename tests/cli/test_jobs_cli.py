@@ -372,8 +372,9 @@ def test_auto_scheduler_is_launchd_on_macos_and_cron_elsewhere(monkeypatch):
 def test_a_found_exit_is_a_finding_not_a_failure_and_the_nightly_doctor_passes(root):
     """near-dup scan exits 1 when it finds near-duplicates: as a job that was an `error` episode, and from the
     first finding `doctor` (so `daily-maintenance`, which runs it) failed every night with "job near-dup-facts
-    has never succeeded" (helper-60). With `found_exit = 1` the run worked: a `feedback` episode, status ok,
-    doctor clean; the same script without it is still a failure."""
+    has never succeeded" (helper-60). With `found_exit = 1` the run worked: a `success` episode, status ok,
+    doctor clean; the same script without it is still a failure. (`run-job --help` said "a feedback one for
+    a found_exit": it says what is recorded.)"""
     executable(root / "scan.sh", "echo 'near-duplicate: a ~ b'\nexit 1\n")
     configure(root, '[jobs.scan]\nscript = "scan.sh"\nhour = 9\nfound_exit = 1\n\n'
                     '[jobs.plain]\nscript = "scan.sh"\nhour = 9\n')
@@ -385,6 +386,8 @@ def test_a_found_exit_is_a_finding_not_a_failure_and_the_nightly_doctor_passes(r
     assert found.stderr.startswith(f"memctl: job scan found something (exit 1) in ") and f"episode {episode['id']})" in found.stderr
     assert (episode["type"], episode["description"]) == ("success", "job scan found something (exit 1)")  # not a person's feedback
     assert "near-duplicate: a ~ b" in episode["outcome"]
+    described = " ".join(cli(None, "run-job", "--help").stdout.split())
+    assert "an error episode on failure (a success one for a found_exit)" in described and "feedback" not in described
     status = {s["job"]: s for s in json.loads(cli(root, "schedule", "status", "--json", env={"MEMCTL_NOW": NOW}).stdout)}
     assert status["scan"]["state"] == "ok" and status["scan"]["last_success"] == NOW and status["scan"]["last_exit"] == 1
     assert cli(root, "run-job", "plain", "--quiet", env={"MEMCTL_NOW": NOW}).exit_code == 1
