@@ -150,10 +150,10 @@ def list_(
     ctx: typer.Context,
     type_: Annotated[Optional[str], typer.Option("--type", "-t", help="Only this type.")] = None,
     tag: Annotated[Optional[str], typer.Option("--tag", help="Only facts with this tag.")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Include archived and superseded facts.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Include archived and superseded facts, and a status column.")] = False,
     json: JsonOpt = False,
 ) -> None:
-    """List facts: name, type, description, path."""
+    """List facts: name, type, description, path (and status with --all)."""
     store = store_from(ctx)
     found = api.list_facts(store, type=type_, tag=tag, archived=all_)
     rows = [output.fact_json(store, f, body=False) for f in found]
