@@ -26,6 +26,7 @@ from typing import Iterator, NamedTuple
 from . import chunking
 from .config import text_to_edit, toml_key, toml_table, write_edited
 from .errors import BadInput, NotFound, Refused
+from .fsutil import link_on_way
 from .index import TOPIC_DIR
 from .store import Store
 
@@ -150,8 +151,10 @@ def add(store: Store, source: Source, *, commit_changes: bool = True, allow_secr
     _parse(source.name, {k: v for k, v in values.items() if v is not None})  # the same checks as reading
     for pattern in source.paths:  # a folder that is a link would index nothing, in silence, from then on
         base = _split(absolute(store, pattern))[0]
-        if os.path.islink(base):
-            raise BadInput(f"{pattern} is a symbolic link: memctl follows none, so the source would find no file",
+        link = _linked(store, base)
+        if link is not None:
+            named = pattern if str(link) == base else f"{pattern}: {shown_path(store, link)}"
+            raise BadInput(f"{named} is a symbolic link: memctl follows none, so the source would find no file",
                            hint=f"declare the folder it points to: {os.path.realpath(base)}")
     source = source._replace(description=scrub([source.description], "source add", secrets=not allow_secrets)[0])
     values["description"] = source.description  # (redacted once the declaration is known good: no warning before a refusal)
@@ -290,11 +293,12 @@ def walk(store: Store, source: Source, skipped: list[Skip]) -> Iterator[Found]:
     over = 0
     for pattern in source.paths:
         base, rest = _split(absolute(store, pattern))
+        link = _linked(store, base)
+        if link is not None:
+            skipped.append(Skip(shown_path(store, link), "symbolic link: not followed"))
+            continue
         rests = [rest]
         if not rest:
-            if os.path.islink(base):
-                skipped.append(Skip(shown_path(store, Path(base)), "symbolic link: not followed"))
-                continue
             if os.path.isdir(base):
                 rests = list(DEFAULT_GLOBS[source.kind])
             elif os.path.isfile(base):
@@ -303,7 +307,7 @@ def walk(store: Store, source: Source, skipped: list[Skip]) -> Iterator[Found]:
                 skipped.append(Skip(shown_path(store, Path(base)), "no such file or folder"))
                 continue
         matchers = [_translate(r, any_case=not rest) for r in rests]  # (no glob given: the kind's defaults)
-        if os.path.islink(base):
+        if os.path.islink(base):  # (the folder of a file declared by its path)
             skipped.append(Skip(shown_path(store, Path(base)), "symbolic link: not followed"))
             continue
         if not os.path.isdir(base):
@@ -324,6 +328,20 @@ def walk(store: Store, source: Source, skipped: list[Skip]) -> Iterator[Found]:
     if over:
         more = f"more than {over:,}" if over + count >= COUNT_LIMIT else f"{over:,}"
         skipped.append(Skip(f"({more} files)", f"past the cap of {MAX_FILES:,} files per source: not indexed"))
+
+
+def _linked(store: Store, path: str) -> Path | None:
+    """The symbolic link that `path` (absolute, not resolved) is reached through, or None. Inside the store's
+    tree every folder from its root down counts (git delivers links there: a pushed `kb -> ..` took a source
+    `kb/docs` to the home folder's `docs`); outside it, only `path` itself (a folder declared as an absolute
+    or `~` path is the user's own, and so are the links above it)."""
+    parts = Path(path).parts
+    root = os.path.realpath(store.root)
+    for i in range(1, len(parts) + 1):  # the store's root as the path reaches it, even through a link of the user's above it
+        top = os.path.join(*parts[:i])
+        if os.path.realpath(top) == root:
+            return link_on_way(Path(top), Path(path))
+    return Path(path) if os.path.islink(path) else None
 
 
 def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list[re.Pattern],
@@ -520,15 +538,19 @@ def lines(store: Store, spec: str) -> tuple[Source, str, int, int, str]:
     from . import trust  # noqa: PLC0415
 
     trust.refuse_waiting(store, f"{trust.SOURCE_KEY}{source.name}", "nothing was shown")
-    # No symbolic link anywhere on the way from the source's folder (the walk never follows one either).
+    # No symbolic link on the way: from the store's root inside its tree, else from the source's folder
+    # (the walk never follows one either).
     base = next((b for b in base_dirs(store, source) if not os.path.relpath(path, b).startswith("..")), None)
     probe = path
-    while base is not None and len(str(probe)) >= len(base):
+    link = _linked(store, str(path))
+    while link is None and base is not None and len(str(probe)) >= len(base):
         if os.path.islink(probe):
-            raise Refused(f"{raw}: {shown_path(store, probe)} is a symbolic link: not followed")
+            link = probe
         if str(probe) == base or probe.parent == probe:
             break
         probe = probe.parent
+    if link is not None:
+        raise Refused(f"{raw}: {shown_path(store, link)} is a symbolic link: not followed")
     if not os.path.exists(path):
         raise NotFound(f"{raw}: no such file", hint="memctl source index")
     try:

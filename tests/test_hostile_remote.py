@@ -727,6 +727,43 @@ def test_a_source_approved_before_kind_counted_stays_approved(world):
     assert "waits for approval" not in run(victim, "doctor", ok=(0, 1)).stdout
 
 
+def test_a_pushed_link_above_a_sources_folder_is_not_followed_by_index_recall_show_or_get(world):
+    """A source `kb` declared here as `kb/docs`; a remote replaced the folder `kb` with a link `kb -> ..`:
+    only the folder's last step was checked, so `source index` read the parent folder's `docs/secret.md`,
+    `recall --source kb` answered it and `show kb/docs/secret.md:1-3` printed it."""
+    from memctl import api
+    from memctl.errors import Refused
+    from memctl.store import open_store
+
+    remote, victim, attacker, outside = world
+    (victim / "kb" / "docs").mkdir(parents=True)
+    (victim / "kb" / "docs" / "team.md").write_text("# Team\n\nthe team's own notes\n", encoding="utf-8")
+    git(victim, "add", "kb")
+    git(victim, *ID, "commit", "-qm", "kb")
+    run(victim, "source", "add", "kb", "kb/docs", "--description", "team kb")
+    run(victim, "sync")
+    secret = victim.parent / "docs" / "secret.md"  # where `kb -> ..` takes `kb/docs`
+    secret.parent.mkdir()
+    secret.write_text("# Secret\nthe vault password is hunter2-above-the-store\nmore\n", encoding="utf-8")
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    git(attacker, "rm", "-rq", "kb")
+    (attacker / "kb").symlink_to("..")
+    _push_all(attacker)
+    run(victim, "sync")
+    assert (victim / "kb").is_symlink()
+
+    (report,) = json.loads(run(victim, "source", "index", "--json").stdout)
+    assert (report["files"], report["chunks"]) == (0, 0), report
+    assert report["skipped"] == [{"path": "kb", "reason": "symbolic link: not followed"}], report
+    assert "hunter2" not in run(victim, "recall", "vault password hunter2", "--source", "kb", ok=(0, 1)).stdout
+    for spec in ("kb/docs/secret.md:1-3", "kb/docs/secret.md"):
+        shown = run(victim, "show", spec, ok=(1,))
+        assert "hunter2" not in shown.stdout
+        assert one_line_error(shown) == "memctl: error: kb/docs/secret.md: kb is a symbolic link: not followed"
+    with pytest.raises(Refused, match="kb is a symbolic link"):  # MCP `get`
+        api.passage(open_store(victim), "kb/docs/secret.md:1-3")
+
+
 def test_commits_turned_off_by_a_remote_wait_for_approval_and_writes_are_still_committed(world):
     """`[git] commit = false` pushed by another clone made every write here exit 0 uncommitted, so this
     machine silently stopped sharing; writing without a commit is the local user's to ask for."""

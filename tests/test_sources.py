@@ -209,6 +209,16 @@ def test_a_folder_that_is_a_link_is_refused_when_declared_naming_what_it_points_
     assert done.files == 1
 
 
+def test_a_folder_in_the_store_below_a_link_is_refused_when_declared_naming_the_link(root):
+    """Inside the store every folder from its root down counts (a link there is one git can deliver): `kb/docs`
+    with `kb` a link would index nothing, so `source add` says so at once, naming `kb`."""
+    (root / "real" / "docs").mkdir(parents=True)
+    (root / "kb").symlink_to("real")
+    with pytest.raises(BadInput) as refused:
+        sources.add(open_store(root), sources.Source("kb", ("kb/docs",)), commit_changes=False)
+    assert refused.value.message.startswith("kb/docs: kb is a symbolic link") and str(root / "real" / "docs") in refused.value.hint
+
+
 def test_a_folder_source_takes_its_kinds_files_whatever_the_case_of_their_extension(root, tmp_path):
     """`README.MD`, `NOTES.Markdown` were left out without a word; a glob the user wrote keeps its case."""
     folder = tmp_path / "upper"
