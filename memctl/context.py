@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from . import clock, recall as recall_mod, textnorm
 from . import errors
 from .errors import BadInput, warn
-from .fsutil import TooBig, link_message, link_on_way, read_index
+from .fsutil import STATE_LIMIT, TooBig, link_message, link_on_way, read_bounded, read_index, tree_files
 from .store import Store
 
 SECTIONS = {
@@ -139,10 +139,8 @@ def _index_parts(store: Store, conn) -> list[Part]:
 def _state_parts(store: Store) -> list[Part]:
     if not _unlinked(store, [store.state_dir]) or not store.state_dir.is_dir():
         return []
-    from .fsutil import STATE_LIMIT, read_bounded  # noqa: PLC0415
-
     parts = []
-    for path in _unlinked(store, sorted(store.state_dir.rglob("STATE.md"))):  # rglob enters no linked folder
+    for path in _unlinked(store, tree_files(store.state_dir, "STATE.md")):  # (a linked folder is not entered)
         try:
             body = read_bounded(path, STATE_LIMIT, "a STATE.md", store.rel(path)).decode("utf-8", errors="replace").rstrip()
         except TooBig as exc:

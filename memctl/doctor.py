@@ -7,7 +7,7 @@ from pathlib import Path
 
 from . import facts, installed, jobs, ledger_ops, state, trust
 from .facts import Problem
-from .fsutil import INDEX_LIMIT, dead_temp, link_on_way
+from .fsutil import INDEX_LIMIT, MAX_DEPTH, dead_temp, link_on_way, tree_files, walk_tree
 from .markers import conflict_lines
 from .store import Store, foreign_undo, pending, tracked_local_state, untrack_local_state
 
@@ -139,13 +139,17 @@ def _owned_dirs(store: Store) -> list[Path]:
 
 
 def link_problems(store: Store) -> list[Problem]:
-    """Every symbolic link in the store (git's folder aside): no memctl reader or writer follows one."""
+    """Every symbolic link in the store (git's folder aside): no memctl reader or writer follows one; and
+    each folder too deep for the walk to enter (fsutil.MAX_DEPTH), named once."""
     links: list[Path] = []
-    for here, subdirs, files in os.walk(store.root):  # os.walk enters no linked folder
+    deep: list[str] = []
+    for here, subdirs, files in walk_tree(store.root, too_deep=deep.append):  # the walk enters no linked folder
         if here == str(store.root) and ".git" in subdirs:
             subdirs.remove(".git")
         links += [Path(here) / name for name in sorted(subdirs + files) if os.path.islink(os.path.join(here, name))]
-    return [facts.link_problem(store, link) for link in sorted(links)]
+    return [facts.link_problem(store, link) for link in sorted(links)] + [
+        Problem(store.rel(Path(folder)), 0, "too-deep", f"a folder more than {MAX_DEPTH} levels deep: memctl looks at "
+                "nothing inside it (move what it holds up, or remove it)", "warning") for folder in sorted(deep)]
 
 
 def unignored_problems(store: Store) -> list[Problem]:
@@ -177,7 +181,7 @@ def marker_problems(store: Store) -> list[Problem]:
     """Merge-conflict markers in MEMORY.md, STATE.md files and memctl.toml (facts and ledgers check their own)."""
     paths = [store.index_path, store.config_path]
     if store.state_dir.is_dir():
-        paths += sorted(store.state_dir.rglob("*.md"))
+        paths += tree_files(store.state_dir, "*.md")
     found = []
     for path in paths:
         if not _readable(store, path):
@@ -195,7 +199,7 @@ def _text_files(store: Store) -> list[Path]:
     if topics.is_dir():
         paths += sorted(topics.glob("*.md"))
     if store.state_dir.is_dir():
-        paths += sorted(store.state_dir.rglob("*.md"))
+        paths += tree_files(store.state_dir, "*.md")
     return [p for p in paths if _readable(store, p)]
 
 
@@ -224,7 +228,7 @@ def temp_files(store: Store) -> list[Path]:
     for folder in _owned_dirs(store) + [store.root]:
         if link_on_way(store.root, folder) is not None or not folder.is_dir():
             continue
-        for here, _subdirs, files in os.walk(folder):
+        for here, _subdirs, files in walk_tree(folder):  # (a folder too deep: link_problems names it)
             found += [Path(here) / name for name in files if dead_temp(name)]
             if folder == store.root:
                 break  # only the top level: the folders are walked on their own

@@ -451,6 +451,57 @@ def refuse_link(root: Path, path: Path) -> None:
                       kind="link")
 
 
+# ---------------------------------------------------------------- walking a tree
+
+MAX_DEPTH = 100  # levels of folders below its top a walk enters: no tree of notes is deeper; a deeper one is named
+
+
+def walk_tree(top: str | Path, onerror: Callable[[OSError], None] | None = None, too_deep: Callable[[str], None] | None = None,
+              max_depth: int = MAX_DEPTH) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(top)` as it walks by default (top-down, in the same order, a linked folder listed but not
+    entered, `dirs` pruned in place by the caller), without recursion: Python 3.11's os.walk recurses, and
+    a pushed folder 1,500 levels deep raised RecursionError. A folder more than `max_depth` below `top`
+    is not entered: it goes to `too_deep`."""
+    stack = [(os.fspath(top), 0)]
+    while stack:
+        folder, depth = stack.pop()
+        dirs: list[str] = []
+        files: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(entry.name)
+        except OSError as exc:
+            if onerror is not None:
+                onerror(exc)
+            continue
+        yield folder, dirs, files
+        below = []
+        for name in dirs:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                continue
+            if depth >= max_depth:
+                if too_deep is not None:
+                    too_deep(path)
+                continue
+            below.append((path, depth + 1))
+        stack += reversed(below)  # (a stack: the first folder is walked next, all of it, as os.walk does)
+
+
+def tree_files(folder: Path, pattern: str = "*") -> list[Path]:
+    """`sorted(folder.rglob(pattern))` through `walk_tree`: every name under `folder` that `pattern` matches,
+    sorted (a linked folder named, not entered; nothing deeper than MAX_DEPTH)."""
+    import fnmatch  # noqa: PLC0415
+
+    return sorted(Path(here, name) for here, dirs, files in walk_tree(folder)
+                  for name in dirs + files if fnmatch.fnmatchcase(name, pattern))
+
+
 def read_bytes(root: Path, path: Path) -> bytes:
     """`path`'s bytes, refused when a link is on the way from `root` (the last step opened with O_NOFOLLOW too)."""
     refuse_link(root, path)

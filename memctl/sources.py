@@ -11,9 +11,9 @@
 
 The files stay where they are: memctl never copies, writes or commits them.
 This module owns the `[sources.*]` tables, finding a source's files (a walk
-that never follows a symbolic link, with a cap on the count) and reading one
-file (a cap on the size, no binary, UTF-8 only). What is derived from them
-lives in `.memctl/sources.sqlite` (docindex.py).
+that never follows a symbolic link, with caps on the count and the depth) and
+reading one file (a cap on the size, no binary, UTF-8 only). What is derived
+from them lives in `.memctl/sources.sqlite` (docindex.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Iterator, NamedTuple
 from . import chunking
 from .config import text_to_edit, toml_key, toml_table, write_edited
 from .errors import BadInput, NotFound, Refused
-from .fsutil import link_on_way
+from .fsutil import MAX_DEPTH, link_on_way, walk_tree
 from .index import TOPIC_DIR
 from .store import Store
 
@@ -349,9 +349,12 @@ def _walk_one(store: Store, base: str, matchers: list[re.Pattern], exclude: list
     def failed(exc: OSError) -> None:
         skipped.append(Skip(shown_path(store, Path(exc.filename or base)), f"unreadable folder: {exc.strerror}"))
 
+    def too_deep(folder: str) -> None:
+        skipped.append(Skip(shown_path(store, Path(folder)), f"more than {MAX_DEPTH} folders deep: not entered"))
+
     facts_folder = os.path.realpath(store.memory_dir)
     fact_trees = tuple(os.path.join(facts_folder, name) for name in FACT_FOLDERS)
-    for folder, dirs, files in os.walk(base, onerror=failed, followlinks=False):
+    for folder, dirs, files in walk_tree(base, onerror=failed, too_deep=too_deep):
         rel_folder = os.path.relpath(folder, base)
         prefix = "" if rel_folder == "." else rel_folder.replace(os.sep, "/") + "/"
         real = os.path.realpath(folder)

@@ -37,7 +37,7 @@ from typing import Any, Mapping
 from . import clock
 from .clock import format_duration  # noqa: F401  (jobs and this module word ages with it)
 from .errors import BadInput, GitError, NotFound
-from .fsutil import STATE_LIMIT, TooBig, atomic_write, link_on_way, read_bounded, refuse_link
+from .fsutil import STATE_LIMIT, TooBig, atomic_write, link_on_way, read_bounded, refuse_link, tree_files
 from .store import Store, commit, refuse_uncommitted
 
 STATE_FILE = "STATE.md"
@@ -699,7 +699,7 @@ def state_files(store: Store) -> list[Path]:
     """Every STATE.md under state/: the store's own first, then the scopes by name."""
     if link_on_way(store.root, store.state_dir) is not None or not store.state_dir.is_dir():
         return []
-    found = sorted(p for p in store.state_dir.rglob(STATE_FILE) if link_on_way(store.root, p) is None and p.is_file())
+    found = sorted(p for p in tree_files(store.state_dir, STATE_FILE) if link_on_way(store.root, p) is None and p.is_file())
     return sorted(found, key=lambda p: (p.parent != store.state_dir, str(p)))
 
 

@@ -11,7 +11,7 @@ from . import config as config_mod
 from . import errors
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (UNTRACK_HINT, ForeignLog, atomic_write, clear_undo, file_lock, keep_undone, read_undo, refuse_link,
-                     rollback, rollback_to, savepoint, settle, touched, undo_log, undoing, written_bytes)
+                     rollback, rollback_to, savepoint, settle, touched, tree_files, undo_log, undoing, written_bytes)
 from .values import env_on
 
 CONFIG_FILE = "memctl.toml"
@@ -344,7 +344,7 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
         files.append(root / SIDECAR)
     for folder in ("archive", index_mod.TOPIC_DIR):
         if (root / folder).is_dir():
-            files += sorted(p for p in (root / folder).rglob("*") if p.is_file())
+            files += [p for p in tree_files(root / folder) if p.is_file()]
     # A new repository adopts all of it; in an existing one, what git does not know yet
     # (a file with uncommitted edits stays the user's to commit).
     if not new_repo:

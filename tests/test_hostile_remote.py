@@ -764,6 +764,55 @@ def test_a_pushed_link_above_a_sources_folder_is_not_followed_by_index_recall_sh
         api.passage(open_store(victim), "kb/docs/secret.md:1-3")
 
 
+def _deep(folder: Path, levels: int) -> Path:
+    """`folder/d/d/.../d`, `levels` deep, made one level at a time (os.makedirs recurses too)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for _ in range(levels):
+        folder = folder / "d"
+        folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def removes_deep(world):
+    """The world, removed at the end by `rm -rf`: shutil.rmtree recurses too, and pytest's own cleanup
+    of the next run would end in a RecursionError."""
+    yield world
+    for folder in world[1:3]:
+        subprocess.run(["rm", "-rf", "--", str(folder)], check=True, timeout=T)
+
+
+def test_a_pushed_folder_1500_levels_deep_is_named_by_doctor_and_stops_no_command(removes_deep):
+    """Python 3.11's os.walk and rglob recurse: a pushed `memory/d/d/.../x.md` 1,500 folders deep (and the
+    same under a source's folder and state/) made doctor, `doctor --fix`, maintain, `source index` and
+    `context` end in a RecursionError traceback."""
+    remote, victim, attacker, outside = removes_deep
+    (victim / "kb" / "docs").mkdir(parents=True)
+    (victim / "kb" / "docs" / "team.md").write_text("# Team\n\nthe team's own notes\n", encoding="utf-8")
+    git(victim, "add", "kb")
+    git(victim, *ID, "commit", "-qm", "kb")
+    run(victim, "source", "add", "kb", "kb/docs", "--description", "team kb")
+    run(victim, "sync")
+    git(attacker, "pull", "-q", "origin", _branch(attacker))
+    for top, name, text in (("memory", "x.md", "x\n"), ("kb/docs", "x.md", "# x\n"), ("state", "STATE.md", "# x\n")):
+        (_deep(attacker / top, 1500) / name).write_text(text, encoding="utf-8")
+    _push_all(attacker)
+    run(victim, "sync")
+    assert (_deep(victim / "memory", 1500) / "x.md").is_file()
+
+    for args in (("doctor",), ("doctor", "--fix"), ("maintain",)):
+        done = run(victim, *args)  # (a warning: exit 0)
+        told = [line for line in done.stdout.splitlines() if "levels deep" in line]
+        assert [line.split("/d/", 1)[0] for line in told] == ["kb/docs", "memory", "state"], done.stdout
+        assert all(line.endswith("levels deep: memctl looks at nothing inside it (move what it holds up, or remove it)")
+                   and ": warning: a folder more than " in line for line in told), told
+    (report,) = json.loads(run(victim, "source", "index", "--json").stdout)
+    assert report["files"] == 1 and len(report["skipped"]) == 1, report
+    assert report["skipped"][0]["path"].startswith("kb/docs/d/d/")
+    assert report["skipped"][0]["reason"].endswith("folders deep: not entered")
+    run(victim, "context")
+
+
 def test_commits_turned_off_by_a_remote_wait_for_approval_and_writes_are_still_committed(world):
     """`[git] commit = false` pushed by another clone made every write here exit 0 uncommitted, so this
     machine silently stopped sharing; writing without a commit is the local user's to ask for."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -938,3 +939,41 @@ def test_status_no_longer_names_a_file_skipped_for_a_source_since_removed(root, 
     sources.remove(open_store(root), "rel", commit_changes=False)
     (after,) = docindex.status(open_store(root))
     assert after.skipped == () and after.stale == 1, after
+
+
+def test_the_tree_walk_is_os_walks_without_recursion_and_names_what_is_too_deep(tmp_path):
+    """fsutil.walk_tree yields what os.walk yields, in its order (pruning in place taken), a linked folder
+    listed but not entered; a folder past MAX_DEPTH is named, not entered (os.walk recursed: 1,500 levels
+    were a RecursionError)."""
+    from memctl.fsutil import MAX_DEPTH, walk_tree
+
+    for rel in ("b/x.md", "a/c/y.md", "a/c/d/z.md", "a/.h/w.md", "e/f.md", "top.md"):
+        (tmp_path / "t" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "t" / rel).write_text("x\n", encoding="utf-8")
+    os.symlink(tmp_path / "t", tmp_path / "t" / "a" / "loop")
+    os.symlink(tmp_path / "gone", tmp_path / "t" / "dangling")
+
+    def listed(walker):
+        out = []
+        for here, dirs, files in walker:
+            dirs[:] = [d for d in sorted(dirs) if d != "e"]
+            out.append((here, list(dirs), sorted(files)))
+        return out
+
+    assert list(walk_tree(tmp_path / "t")) == list(os.walk(tmp_path / "t"))
+    assert listed(walk_tree(tmp_path / "t")) == listed(os.walk(tmp_path / "t"))
+    deep: list[str] = []
+    walked = [here for here, _, _ in walk_tree(tmp_path / "t", too_deep=deep.append, max_depth=1)]
+    assert sorted(walked) == [str(tmp_path / "t")] + [str(tmp_path / "t" / d) for d in ("a", "b", "e")]
+    assert sorted(deep) == [str(tmp_path / "t" / "a" / d) for d in (".h", "c")]
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    for _ in range(1500):  # (one level at a time: os.makedirs recurses too)
+        folder = folder / "d"
+        folder.mkdir()
+    try:
+        deep = []
+        assert len(list(walk_tree(tmp_path / "deep", too_deep=deep.append))) == MAX_DEPTH + 1
+        assert deep == [str(tmp_path / "deep" / "/".join(["d"] * (MAX_DEPTH + 1)))]
+    finally:  # (shutil.rmtree, pytest's cleanup, recurses as well)
+        subprocess.run(["rm", "-rf", "--", str(tmp_path / "deep")], check=True)
