@@ -10,6 +10,8 @@ cells (a kana or kanji takes two). A word or a glued run wider than a line is cu
 
 from __future__ import annotations
 
+from typing import Callable
+
 # Not at the start of a line: closing brackets and punctuation, small kana, iteration and prolonged sound marks.
 NO_START = frozenset(
     "、。，．,.・：；:;？！?!‼⁇⁈⁉）〕］｝〉》」』】〙〗〟｠)]}’”»"
@@ -21,23 +23,22 @@ NO_START = frozenset(
 NO_END = frozenset("（〔［｛〈《「『【〘〖〝｟([{‘“«｢")
 
 
-def wrap(text: str, width: int) -> list[str]:
+def wrap(text: str, width: int, cell_len: Callable[[str], int]) -> list[str]:
     """`text` in lines of at most `width` cells (each line's trailing spaces dropped); a line break in
-    `text` is a line break here too. No lines for no text."""
+    `text` is a line break here too. No lines for no text. `cell_len`: the terminal's width of a text
+    (the output layer passes rich's, so a line is as wide as the table that holds it says)."""
     if not text:
         return []
     lines: list[str] = []
     for paragraph in text.split("\n"):
-        lines += _wrap_line(paragraph, max(width, 1))
+        lines += _wrap_line(paragraph, max(width, 1), cell_len)
     return lines
 
 
-def _wrap_line(text: str, width: int) -> list[str]:
-    from rich.cells import cell_len  # noqa: PLC0415  (rich only on a terminal)
-
+def _wrap_line(text: str, width: int, cell_len: Callable[[str], int]) -> list[str]:
     lines: list[str] = []
     line = ""
-    for unit in _glued(_units(text)):
+    for unit in _glued(_units(text, cell_len)):
         if unit.isspace():
             if line or not lines:  # spaces between words; at a break they go (as rich drops them)
                 line += unit
@@ -49,7 +50,7 @@ def _wrap_line(text: str, width: int) -> list[str]:
             lines.append(line.rstrip())
         line = ""
         while cell_len(unit) > width:  # a word (a path, a URL) or a glued run wider than a line: cut it
-            cut = _fit(unit, width)
+            cut = _fit(unit, width, cell_len)
             lines.append(unit[:cut])
             unit = unit[cut:]
         line = unit
@@ -58,11 +59,9 @@ def _wrap_line(text: str, width: int) -> list[str]:
     return lines
 
 
-def _units(text: str) -> list[str]:
+def _units(text: str, cell_len: Callable[[str], int]) -> list[str]:
     """Runs of spaces, runs of narrow characters (English words), and each wide character on its own;
     a character of no width (a combining mark) stays with the one before it."""
-    from rich.cells import cell_len  # noqa: PLC0415
-
     units: list[str] = []
     kinds: list[str] = []
     for char in text:
@@ -90,10 +89,8 @@ def _glued(units: list[str]) -> list[str]:
     return glued
 
 
-def _fit(text: str, width: int) -> int:
+def _fit(text: str, width: int, cell_len: Callable[[str], int]) -> int:
     """How many characters of `text` fit in `width` cells (at least one)."""
-    from rich.cells import cell_len  # noqa: PLC0415
-
     used = 0
     for at, char in enumerate(text):
         used += cell_len(char)

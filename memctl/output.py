@@ -183,9 +183,11 @@ def _broken(cell: str, width: int) -> str:
     or `」` at the start of a line); as it is where it is whole, or holds a TAB (rich expands it)."""
     if not width or "\t" in cell:
         return cell
+    from rich.cells import cell_len  # noqa: PLC0415
+
     from .linebreak import wrap  # noqa: PLC0415
 
-    return "\n".join(wrap(cell, width))
+    return "\n".join(wrap(cell, width, cell_len))
 
 
 class _Column(NamedTuple):

@@ -22,7 +22,7 @@ def broken_rule(lines: list[str]) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("width", range(8, 91))
 def test_japanese_is_never_broken_before_closing_punctuation_or_small_kana_nor_after_an_opening_bracket(width):
     """rich broke `当番表「週次` / `」を参照` at 40 cells, `（当番表「` / `週次」` at 76, `ップデ` / `ートは` at 36."""
-    lines = wrap(JA, width)
+    lines = wrap(JA, width, cell_len)
     assert max(cell_len(line) for line in lines) <= width  # the break moves back: no line is wider
     assert "".join(lines) == JA and broken_rule(lines) == [], lines
     # only what the rule keeps together went down: a character with its marks (`照）。`), three at most here
@@ -31,11 +31,11 @@ def test_japanese_is_never_broken_before_closing_punctuation_or_small_kana_nor_a
 
 def test_english_breaks_at_spaces_as_before_and_a_long_word_is_cut():
     text = "Deploys to production happen only on Tuesday mornings, and after a freeze the release owner signs off"
-    assert wrap(text, 30) == ["Deploys to production happen", "only on Tuesday mornings, and",
+    assert wrap(text, 30, cell_len) == ["Deploys to production happen", "only on Tuesday mornings, and",
                               "after a freeze the release", "owner signs off"]
-    assert wrap("see https://example.com/a/very/long/path.html now", 12) == [
+    assert wrap("see https://example.com/a/very/long/path.html now", 12, cell_len) == [
         "see", "https://exam", "ple.com/a/ve", "ry/long/path", ".html now"]
-    assert wrap("a\nb c", 10) == ["a", "b c"] and wrap("", 10) == []
+    assert wrap("a\nb c", 10, cell_len) == ["a", "b c"] and wrap("", 10, cell_len) == []
 
 
 def test_explain_blocks_keep_the_rule_at_80_columns():
@@ -48,6 +48,6 @@ def test_explain_blocks_keep_the_rule_at_80_columns():
 
 @given(st.text(alphabet=st.sampled_from(list("あいうアイウ漢字 abc-、。）」（「ッャーx")), max_size=80), st.integers(2, 40))
 def test_any_text_keeps_every_character_within_the_width(text, width):
-    lines = wrap(text, width)
+    lines = wrap(text, width, cell_len)
     assert all(cell_len(line) <= width for line in lines)
     assert "".join(lines).replace(" ", "") == text.replace(" ", "").replace("\n", "")

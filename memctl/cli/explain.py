@@ -78,6 +78,8 @@ def _grid(title: str, pairs: list[tuple[str, float | None]], width: int, indent:
 def _wrap(text: str, width: int) -> list[str]:
     """`text` in lines of at most `width` cells: at spaces where there are some, else between characters,
     never where the Japanese rule forbids (memctl.linebreak: no line starting with `。` or `」`)."""
+    from rich.cells import cell_len  # noqa: PLC0415
+
     from ..linebreak import wrap  # noqa: PLC0415
 
-    return wrap(text, width)
+    return wrap(text, width, cell_len)
