@@ -727,6 +727,16 @@ def test_a_source_approved_before_kind_counted_stays_approved(world):
     assert "waits for approval" not in run(victim, "doctor", ok=(0, 1)).stdout
 
 
+def _kb_source(victim: Path) -> None:
+    """A source `kb` declared as `kb/docs` on the victim, with one note, committed and pushed."""
+    (victim / "kb" / "docs").mkdir(parents=True)
+    (victim / "kb" / "docs" / "team.md").write_text("# Team\n\nthe team's own notes\n", encoding="utf-8")
+    git(victim, "add", "kb")
+    git(victim, *ID, "commit", "-qm", "kb")
+    run(victim, "source", "add", "kb", "kb/docs", "--description", "team kb")
+    run(victim, "sync")
+
+
 def test_a_pushed_link_above_a_sources_folder_is_not_followed_by_index_recall_show_or_get(world):
     """A source `kb` declared here as `kb/docs`; a remote replaced the folder `kb` with a link `kb -> ..`:
     only the folder's last step was checked, so `source index` read the parent folder's `docs/secret.md`,
@@ -736,12 +746,7 @@ def test_a_pushed_link_above_a_sources_folder_is_not_followed_by_index_recall_sh
     from memctl.store import open_store
 
     remote, victim, attacker, outside = world
-    (victim / "kb" / "docs").mkdir(parents=True)
-    (victim / "kb" / "docs" / "team.md").write_text("# Team\n\nthe team's own notes\n", encoding="utf-8")
-    git(victim, "add", "kb")
-    git(victim, *ID, "commit", "-qm", "kb")
-    run(victim, "source", "add", "kb", "kb/docs", "--description", "team kb")
-    run(victim, "sync")
+    _kb_source(victim)
     secret = victim.parent / "docs" / "secret.md"  # where `kb -> ..` takes `kb/docs`
     secret.parent.mkdir()
     secret.write_text("# Secret\nthe vault password is hunter2-above-the-store\nmore\n", encoding="utf-8")
@@ -787,12 +792,7 @@ def test_a_pushed_folder_1500_levels_deep_is_named_by_doctor_and_stops_no_comman
     same under a source's folder and state/) made doctor, `doctor --fix`, maintain, `source index` and
     `context` end in a RecursionError traceback."""
     remote, victim, attacker, outside = removes_deep
-    (victim / "kb" / "docs").mkdir(parents=True)
-    (victim / "kb" / "docs" / "team.md").write_text("# Team\n\nthe team's own notes\n", encoding="utf-8")
-    git(victim, "add", "kb")
-    git(victim, *ID, "commit", "-qm", "kb")
-    run(victim, "source", "add", "kb", "kb/docs", "--description", "team kb")
-    run(victim, "sync")
+    _kb_source(victim)
     git(attacker, "pull", "-q", "origin", _branch(attacker))
     for top, name, text in (("memory", "x.md", "x\n"), ("kb/docs", "x.md", "# x\n"), ("state", "STATE.md", "# x\n")):
         (_deep(attacker / top, 1500) / name).write_text(text, encoding="utf-8")
