@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from . import clock, recall as recall_mod, textnorm
 from . import errors
 from .errors import BadInput, warn
-from .fsutil import STATE_LIMIT, TooBig, link_message, link_on_way, read_bounded, read_index, tree_files
+from .fsutil import TooBig, link_message, link_on_way, read_index, read_state, tree_files
 from .store import Store
 
 SECTIONS = {
@@ -142,7 +142,7 @@ def _state_parts(store: Store) -> list[Part]:
     parts = []
     for path in _unlinked(store, tree_files(store.state_dir, "STATE.md")):  # (a linked folder is not entered)
         try:
-            body = read_bounded(path, STATE_LIMIT, "a STATE.md", store.rel(path)).decode("utf-8", errors="replace").rstrip()
+            body = read_state(path, store.rel(path)).decode("utf-8", errors="replace").rstrip()
         except TooBig as exc:
             errors.warn(f"left out {store.rel(path)}: {exc.details['reason']}", hint="memctl state update replaces it")
             continue

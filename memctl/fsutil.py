@@ -293,6 +293,11 @@ def read_index(path: Path, name: str, errors: str = "replace") -> str:
     return without_bom(read_bounded(path, INDEX_LIMIT, "an index file", name).decode("utf-8", errors))
 
 
+def read_state(path: Path, name: str | None = None) -> bytes:
+    """A STATE.md's bytes, refused (TooBig) over STATE_LIMIT (docs/FORMAT.md, Limits)."""
+    return read_bounded(path, STATE_LIMIT, "a STATE.md", name)
+
+
 def without_bom(text: str) -> str:
     """An index file's text without a leading byte-order mark (an editor on Windows saves one): with it,
     the first line was no index line, and its fact was listed twice once memctl wrote the block. Every

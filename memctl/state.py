@@ -37,7 +37,7 @@ from typing import Any, Mapping
 from . import clock
 from .clock import format_duration  # noqa: F401  (jobs and this module word ages with it)
 from .errors import BadInput, GitError, NotFound
-from .fsutil import STATE_LIMIT, TooBig, atomic_write, link_on_way, read_bounded, refuse_link, tree_files
+from .fsutil import TooBig, atomic_write, link_on_way, read_state, refuse_link, tree_files
 from .store import Store, commit, refuse_uncommitted
 
 STATE_FILE = "STATE.md"
@@ -319,16 +319,11 @@ def state_path(store: Store, scope: str | None = None) -> Path:
     return path
 
 
-def read_bytes(path: Path, name: str | None = None) -> bytes:
-    """A STATE.md's bytes, refused (TooBig) over STATE_LIMIT (docs/FORMAT.md, Limits): one fstat first."""
-    return read_bounded(path, STATE_LIMIT, "a STATE.md", name)
-
-
 def _read(path: Path) -> Snapshot | None:
     """The snapshot in `path`; None when there is none, or it is over its limit (not read: doctor names it,
     and the next update writes a new one over it)."""
     try:
-        return parse(read_bytes(path).decode("utf-8", errors="replace"))
+        return parse(read_state(path).decode("utf-8", errors="replace"))
     except (FileNotFoundError, TooBig):
         return None
 
@@ -589,7 +584,7 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
             from .markers import refuse_conflicts  # noqa: PLC0415
 
             with contextlib.suppress(TooBig):  # (one over its limit is not read: replaced)
-                refuse_conflicts(read_bytes(path), store.rel(path))
+                refuse_conflicts(read_state(path), store.rel(path))
             if not _as_written(store, path):  # memctl's own snapshot, left uncommitted by --no-commit: replaced
                 refuse_uncommitted(store, [path], commit_changes)  # a hand edit: overwritten, and in no commit
         previous = _read(path)
@@ -633,7 +628,7 @@ def _as_written(store: Store, path: Path) -> bool:
     import hashlib  # noqa: PLC0415
 
     try:
-        data = read_bytes(path)
+        data = read_state(path)
     except (OSError, TooBig):  # (one over its limit is never memctl's)
         return False
     return _written_table(store).get(store.rel(path)) == hashlib.sha256(data).hexdigest()
@@ -643,7 +638,7 @@ def show(store: Store, scope: str | None = None) -> tuple[Path, str, Snapshot]:
     path = state_path(store, scope)
     if not path.is_file():
         raise NotFound(f"no {store.rel(path)} yet", hint="update the state first", kind="no-state", scope=scope)
-    text = read_bytes(path, store.rel(path)).decode("utf-8", errors="replace")
+    text = read_state(path, store.rel(path)).decode("utf-8", errors="replace")
     return path, text, parse(text)
 
 
@@ -784,16 +779,18 @@ def problems(store: Store) -> list:
         return []  # no snapshot yet: nothing can be stale
     except BadInput as exc:
         return [Problem("memctl.toml", 0, "state-config", exc.one_line())]
-    unbelievable = [(store.rel(path), why) for path in state_files(store) if (why := unbelievable_updated(_read(path)))]
-    too_big = []
-    for path in state_files(store):
+    unbelievable, too_big = [], []
+    for path in state_files(store):  # each read once
         try:
-            read_bytes(path, store.rel(path))
+            why = unbelievable_updated(parse(read_state(path, store.rel(path)).decode("utf-8", errors="replace")))
         except TooBig as exc:
             too_big.append(Problem(store.rel(path), 0, "too-big", f"{exc.details['reason']} (the next `memctl state update` "
                                    "replaces it)"))
-        except OSError:
-            pass
+            continue
+        except FileNotFoundError:  # (gone since it was listed)
+            continue
+        if why:
+            unbelievable.append((store.rel(path), why))
     return too_big + [
         Problem(f.path, 0, "state-stale", f"stale: updated {f.updated}, {format_duration(f.age)} ago "
                 f"(limit {format_duration(f.max_age)}; is the job that runs `memctl state update` alive?)")

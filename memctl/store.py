@@ -467,7 +467,9 @@ def _refuse_inside_store(root: Path) -> None:
     from . import gitstore  # noqa: PLC0415
 
     here = root.resolve()
-    if (here / CONFIG_FILE).exists() or (here / "memctl-facts.tsv").exists() or _claude_auto_memory_path(here):
+    from .claude_memory import SIDECAR  # noqa: PLC0415
+
+    if (here / CONFIG_FILE).exists() or (here / SIDECAR).exists() or _claude_auto_memory_path(here):
         return
     existing = next((p for p in (here, *here.parents) if p.is_dir()), None)
     top = gitstore.toplevel(existing) if existing is not None and gitstore.git_executable() is not None else None
