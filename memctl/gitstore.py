@@ -294,17 +294,6 @@ def remove_stale_lock(top: Path, lock: Path, *, warn: bool = True) -> bool:
     return True
 
 
-def remove_remote_stale_lock(stderr: str) -> bool:
-    """A push refused on a lock in a remote on this machine's filesystem (a path remote: a folder, a
-    mounted share) that a killed push left there (`remote.git/HEAD.lock`): removed when stale by the
-    rule of our own (stale_lock), with a warning; True when it is gone. Every push failed on it before."""
-    lock = _lock_in(stderr)
-    if lock is None or not lock.is_absolute() or not lock.is_file():
-        return False
-    repo = next((p for p in lock.parents if (p / "HEAD").is_file() and (p / "objects").is_dir()), None)
-    return repo is not None and remove_stale_lock(repo, lock)
-
-
 def _run(top: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
          settings: tuple[str, ...] = ()) -> str:
     """Run a git command in `top` (`settings`: `-c key=value` for this run), waiting while another
@@ -678,8 +667,9 @@ def last_commit_times(root: Path, paths: list[Path]) -> dict[str, float]:
     return times
 
 
-def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
-    """Every committed version of `path`, oldest first: (commit, subject, bytes)."""
+def versions(root: Path, path: Path, limit: int | None = None) -> list[tuple[str, str, bytes | None]]:
+    """Every committed version of `path`, oldest first: (commit, subject, bytes); b"" where a commit
+    deleted it, None for a version over `limit` bytes (not read: a commit may hold anyone's file)."""
     repo = _repo(root)
     if repo is None:
         raise GitError(f"{root} is not a git repository")
@@ -696,7 +686,7 @@ def versions(root: Path, path: Path) -> list[tuple[str, str, bytes]]:
         except KeyError:
             result.append((sha, subject, b""))
             continue
-        result.append((sha, subject, blob.data_stream.read()))
+        result.append((sha, subject, None if limit is not None and blob.size > limit else blob.data_stream.read()))
     return result
 
 
@@ -989,20 +979,24 @@ def run(top: Path, *args: str, author: Author | None = None, timeout: float | No
     """Run git and return its exit code and output, for callers that act on a failure (sync); with a
     `timeout`, GitError once git has taken that long (network_timeout).
 
-    A failure on a lock in this repository's own git folder (a ref's, packed-refs', the index's: a
-    killed `git fetch` leaves `refs/remotes/origin/master.lock`) is dealt with as `_run` does: a stale
-    lock removed with a warning and git run again, a live one waited for, then LockTimeout (exit 4).
-    A lock elsewhere (in a path remote) is the caller's (remove_remote_stale_lock)."""
+    A failure on a lock is dealt with as `_run` does (a stale lock removed with a warning and git run
+    again, a live one waited for, then LockTimeout, exit 4) when the lock lies in this repository's own
+    git folder (a ref's, packed-refs', the index's: a killed `git fetch` leaves
+    `refs/remotes/origin/master.lock`) or in a repository on this machine that a push went to (a path
+    remote: a folder, a mounted share), where another clone's push holds it for a moment and a killed one
+    leaves it (`remote.git/HEAD.lock`). A lock that is not on this machine (an ssh remote's) is the
+    caller's."""
     deadline, delay = None, 0.02
     while True:
         done = _git(top, "-c", "core.quotePath=false", *args, env=_env(author) if author else None, timeout=timeout)
         out = done.stdout.decode("utf-8", "surrogateescape")
         result = GitResult(done.returncode, out[:-1] if out.endswith("\n") else out,
                            done.stderr.decode("utf-8", "replace").strip())
-        lock = _own_lock(top, result.err) if result.code else None
-        if lock is None:
+        held = _held_lock(top, result.err) if result.code else None
+        if held is None:
             return result
-        deadline, delay = _waited(top, lock, _subcommand(args), deadline, delay)
+        repo, lock = held
+        deadline, delay = _waited(repo, lock, _subcommand(args), deadline, delay)
 
 
 def _subcommand(args: Sequence[str]) -> str:
@@ -1014,6 +1008,19 @@ def _subcommand(args: Sequence[str]) -> str:
         elif not word.startswith("-"):
             return word
     return "git"
+
+
+def _held_lock(top: Path, stderr: str) -> tuple[Path, Path] | None:
+    """The lock a failed git names, with the repository it lies in: this one's git folder, or (named by
+    its absolute path) one on this machine's filesystem, a path remote's. None for any other path."""
+    own = _own_lock(top, stderr)
+    if own is not None:
+        return Path(top), own
+    lock = _lock_in(stderr)
+    if lock is None or not lock.is_absolute():
+        return None
+    repo = next((p for p in lock.parents if (p / "HEAD").is_file() and (p / "objects").is_dir()), None)
+    return None if repo is None else (repo, lock)
 
 
 def _own_lock(top: Path, stderr: str) -> Path | None:

@@ -659,8 +659,6 @@ def sync(store: Store, *, remote: str | None = None, push: bool = True, setup_on
             if sent.code == 0:
                 outgoing, pushed = ahead, True
                 break
-            if attempt < PUSH_ATTEMPTS and gitstore.remove_remote_stale_lock(sent.err):
-                continue  # a lock a killed push left in a path remote: gone, push again
             if not any(s in sent.err for s in ("non-fast-forward", "fetch first", "rejected")) or attempt == PUSH_ATTEMPTS:
                 raise GitError(f"cannot push to {name}: {gitstore.reason(sent.err, 'git push failed')}",
                                hint="the merge is committed here; run `memctl sync` again" + (
