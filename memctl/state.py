@@ -37,7 +37,7 @@ from typing import Any, Mapping
 from . import clock
 from .clock import format_duration  # noqa: F401  (jobs and this module word ages with it)
 from .errors import BadInput, GitError, NotFound
-from .fsutil import TooBig, atomic_write, link_on_way, read_state, refuse_link, tree_files
+from .fsutil import STATE_LIMIT, TooBig, atomic_write, link_on_way, read_state, refuse_link, tree_files
 from .store import Store, commit, refuse_uncommitted
 
 STATE_FILE = "STATE.md"
@@ -660,12 +660,19 @@ def history(store: Store, scope: str | None = None) -> list[Version]:
     path = state_path(store, scope)
     if gitstore.toplevel(store.root) is None:
         raise NotFound(f"{store.root} is not in a git repository; STATE.md has no history", hint="git init")
-    found = []
-    for sha, subject, data in gitstore.versions(store.root, path):
+    found, too_big = [], 0
+    for sha, subject, data in gitstore.versions(store.root, path, STATE_LIMIT):
+        too_big += data is None
         if not data:
-            continue  # deleted in this commit
+            continue  # deleted in this commit, or over the limit
         snapshot = parse(data.decode("utf-8", errors="replace"))
         found.append(Version(sha, subject, snapshot.updated, snapshot.numbers))
+    if too_big:
+        from .errors import warn  # noqa: PLC0415
+        from .fsutil import shown  # noqa: PLC0415
+
+        warn(f"left out {too_big} committed version{'s' if too_big > 1 else ''} of {store.rel(path)} over {shown(STATE_LIMIT)}: "
+             f"a STATE.md may be at most {shown(STATE_LIMIT)} (docs/FORMAT.md, Limits), so memctl does not read it")
     if not found and not path.exists():
         raise NotFound(f"no {store.rel(path)} yet", hint="update the state first", kind="no-state", scope=scope)
     return found

@@ -284,3 +284,8 @@ def test_a_state_md_over_its_limit_is_named_not_read_and_replaced_by_the_next_up
     assert f"state/STATE.md: error: {reason} (the next `memctl state update` replaces it)" in run(root, "doctor", ok=(1,)).stdout
     run(root, "state", "update")
     assert state.stat().st_size < 10_000 and "too-big" not in run(root, "doctor", "--json", ok=(0, 1)).stdout
+    # Its history: the huge version is left out, unread (`state history`, the ui's state page), with a warning.
+    history = run(root, "state", "history", "--json")
+    assert len(json.loads(history.stdout)) == 2 and "| filler |" not in history.stdout, history.stdout
+    assert ("memctl: warning: left out 1 committed version of state/STATE.md over 4 MiB: a STATE.md may be at most "
+            "4 MiB (docs/FORMAT.md, Limits), so memctl does not read it") in history.stderr, history.stderr
