@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
 
+from . import procs
 from .errors import BadInput, LockTimeout, MemctlError, Refused, warn
 
 
@@ -53,13 +54,7 @@ def dead_temp(name: str) -> bool:
     parts = name.rsplit(".", 3)
     if len(parts) != 4 or not parts[1].isdigit():
         return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return not procs.alive(int(parts[1]))
 
 
 def sweep_temps(folder: Path) -> list[Path]:

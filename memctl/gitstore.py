@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
-from . import early
+from . import early, procs
 from .early import git_executable
 from .errors import GitError
 
@@ -216,34 +216,6 @@ def _lock_in(stderr: str) -> Path | None:
     return Path(match.group(1)) if match else None
 
 
-def _git_running_in(top: Path, made: float) -> bool:
-    """Whether some git process that could have made a lock at `made` (one started before then) works in
-    the repository at `top` (Linux: /proc; elsewhere: any git). A git started later (an editor's `git
-    cat-file --batch`, another memctl's git) is not the lock's maker, and kept a dead git's lock "live"."""
-    proc = Path("/proc")
-    if (proc / "self").is_dir():
-        top_s, me = str(top), str(os.getpid())
-        for entry in proc.iterdir():
-            if not entry.name.isdigit() or entry.name == me:
-                continue
-            try:
-                if not (entry / "comm").read_text().startswith("git"):
-                    continue
-                cwd = os.readlink(entry / "cwd")
-            except OSError:
-                continue
-            if (cwd == top_s or cwd.startswith(top_s + os.sep)) and not _started_after(int(entry.name), made):
-                return True
-        return False
-    import subprocess  # noqa: PLC0415
-
-    try:
-        names = subprocess.run(["ps", "-A", "-o", "comm="], capture_output=True, text=True).stdout.split()
-    except OSError:
-        return True  # cannot tell: treat the lock as live
-    return any(os.path.basename(n).startswith("git") for n in names)
-
-
 _OWNER = "memctl pid "  # what memctl writes into an index.lock it holds
 
 
@@ -260,21 +232,8 @@ def stale_lock(top: Path, lock: Path) -> bool:
     if head.startswith(_OWNER.encode()):
         pid = head[len(_OWNER):].strip()
         if pid.isdigit():  # memctl's own lock: stale exactly when its process is gone (or the pid is another's now)
-            return not _alive(int(pid)) or _started_after(int(pid), time.time() - age)
-    return age >= STALE_LOCK_SECONDS and not _git_running_in(top, time.time() - age)
-
-
-def _started_after(pid: int, when: float) -> bool:
-    """Whether process `pid` started after `when` (a lock's mtime), so cannot have made that lock: its
-    pid was reused (after a reboot, say). Linux only (/proc); elsewhere False (the pid is believed)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
-        started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: start time in ticks
-    except (OSError, ValueError, IndexError, StopIteration):
-        return False
-    return started > when + 2  # btime is whole seconds
+            return not procs.alive(int(pid)) or procs.started_after(int(pid), time.time() - age)
+    return age >= STALE_LOCK_SECONDS and not procs.git_running_in(top, time.time() - age)
 
 
 def remove_stale_lock(top: Path, lock: Path, *, warn: bool = True) -> bool:
@@ -385,16 +344,6 @@ def _head_and_tree(top: Path) -> tuple[str | None, str | None]:
     return (ids[0], ids[1]) if done.returncode == 0 and len(ids) == 2 else (None, None)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def _unlink(path: Path) -> None:
     try:
         path.unlink()
@@ -406,7 +355,7 @@ def _sweep(top: Path, git_dir: Path) -> None:
     """Leftovers of killed processes: memctl's private indexes, and `git commit -- paths`' next-index locks."""
     for leftover in git_dir.glob("memctl-index-*"):
         pid = leftover.name[len("memctl-index-"):].split(".")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not procs.alive(int(pid)):
             _unlink(leftover)
     for leftover in git_dir.glob("next-index-*.lock"):
         if stale_lock(top, leftover):

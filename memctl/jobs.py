@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import clock, errors, trust
+from . import clock, errors, procs, trust
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
 from .fsutil import CONTROL_CHARS, atomic_write, file_lock, link_on_way, refuse_link, seconds_setting
 from .state import format_duration, parse_duration
@@ -1066,7 +1066,7 @@ def _end_leftovers(run_file: Path, log: _Log, whose: str = "the last run's run-j
                 os.kill(pid, number)
         deadline = time.monotonic() + 2
         while pids and time.monotonic() < deadline:
-            pids = [pid for pid in pids if _alive(pid)]
+            pids = [pid for pid in pids if procs.alive(pid)]
             time.sleep(0.02)
         if not pids:
             break
@@ -1095,15 +1095,6 @@ def _processes_of(run_id: str) -> list[int]:
         except OSError:
             continue
     return found
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs still (a zombie no longer does: its parent, init, reaps it)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager

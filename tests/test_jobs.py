@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from memctl import episodes, jobs
+from memctl import episodes, jobs, procs
 from memctl.errors import BadInput, NotFound, Refused
 from memctl.fsutil import file_lock
 from memctl.store import init_store, open_store
@@ -490,16 +490,16 @@ def test_what_a_killed_run_left_running_is_ended_by_the_next_run(root):
         first.kill()
         first.communicate(timeout=60)
         time.sleep(0.5)
-        assert jobs._alive(children[0])  # the grandchild outlived run-job (and its lock)
+        assert procs.alive(children[0])  # the grandchild outlived run-job (and its lock)
         (root / "child.pid").unlink()
         second = _run_job(root, "slow")
         _wait_for(root / "child.pid")
         children.append(int((root / "child.pid").read_text()))
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and jobs._alive(children[0]):
+        while time.monotonic() < deadline and procs.alive(children[0]):
             time.sleep(0.05)
-        assert not jobs._alive(children[0]), "what the killed run left still runs beside the new run"
-        assert bystander.poll() is None and jobs._alive(children[1])
+        assert not procs.alive(children[0]), "what the killed run left still runs beside the new run"
+        assert bystander.poll() is None and procs.alive(children[1])
         second.kill()
         second.communicate(timeout=60)
         log = (root / "logs" / "slow.log").read_text(encoding="utf-8")
@@ -641,10 +641,10 @@ def test_what_a_killed_job_left_running_is_ended_before_another_job_takes_the_tu
         first.kill()
         first.communicate(timeout=60)
         time.sleep(0.5)
-        assert jobs._alive(left)
+        assert procs.alive(left)
         second = _run_pinned(root, "b")
         assert second.wait(timeout=120) == 0, second.communicate()
-        assert not jobs._alive(left), "what job a's killed run left ran beside job b"
+        assert not procs.alive(left), "what job a's killed run left ran beside job b"
         assert [e.split(" ")[0] for e in _log_events(root, "b")] == ["stop:", "start", "end"]
         assert _log_events(root, "b")[0].startswith(f"stop: job a's last run-job was killed (SIGKILL) while its job ran; "
                                                     f"ended what it left running (pid {left})")
@@ -736,7 +736,7 @@ def test_a_job_started_while_another_ends_its_leftovers_waits_for_that_and_runs(
         assert again.returncode == 0, err
         assert quick.wait(timeout=120) == 0
         assert [e.split(" ")[0] for e in _log_events(root, "orphan")][-2:] == ["start", "end"]
-        assert not any(jobs._alive(pid) for pid in left)
+        assert not any(procs.alive(pid) for pid in left)
     finally:
         for pid in left or ():
             with contextlib.suppress(OSError):

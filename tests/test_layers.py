@@ -20,7 +20,7 @@ PACKAGE = REPO / "memctl"
 # floor -> modules (a package name stands for all its modules, e.g. "embed" for embed/*).
 LAYERS: dict[int, tuple[str, ...]] = {
     1: ("errors", "output", "textnorm", "clock", "tsv", "markers", "numerals", "jsonshape", "early", "private", "chunking", "unixsock",
-        "values", "claude_paths", "linebreak"),
+        "values", "claude_paths", "linebreak", "procs"),
     2: ("fact", "config", "fsutil", "gitstore", "importers", "secrets", "runcmd"),
     3: ("store", "index", "parsecache", "embed", "merge", "claude_memory", "trust"),
     4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes", "sources", "watch"),
