@@ -351,9 +351,9 @@ def build(root: Path):
         return {**output.fact_json(s, found), "text": read_text(s.root, found.path)}
 
     @tool("Get a document's lines", read_only=True, idempotent=True)
-    def get(spec: Annotated[str, Field(description="PATH:START-END, as a recall hit's path gives it.")]) -> dict[str, Any]:
-        """Lines of a document in a declared source (docs/SOURCES.md): the file as it is now (recorded as a
-        use of that passage, as `show` of a fact is)."""
+    def get(spec: Annotated[str, Field(description="PATH:START-END, as a recall hit's path gives it; or PATH alone, for the whole document.")]) -> dict[str, Any]:
+        """Lines of a document in a declared source (docs/SOURCES.md): the file as it is now (a passage is
+        recorded as a use of it, as `show` of a fact is); at most 5,000 lines."""
         from .. import api
 
         source, path, start, end, text = api.passage(store(), spec, log="used:mcp")

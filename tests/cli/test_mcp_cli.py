@@ -485,6 +485,10 @@ def test_recall_answers_from_documents_and_get_returns_their_lines(root, tmp_pat
             error, lines = await call(client, "get", spec=hit["path"])
             assert not error and lines["text"] == "## Freezes\n\nThe December freeze starts on the fifteenth.\n"
             jsonschema.validate(lines, schemas["get"])
+            # The path alone: the whole document, as `show PATH` prints it (the tool's description says so).
+            error, whole = await call(client, "get", spec=hit["path"].rsplit(":", 1)[0])
+            assert not error and (whole["start"], whole["end"]) == (1, 5) and whole["text"].startswith("# Releasing\n"), whole
+            jsonschema.validate(whole, schemas["get"])
             error, text = await call(client, "get", spec=f"{root / 'memctl.toml'}:1-2")
             assert error and "is in no declared source" in text
 
