@@ -21,6 +21,33 @@ def now() -> datetime:
     return datetime.now().astimezone()
 
 
+def _local(when: datetime) -> bool:
+    """Whether `when` is written in the local time zone's offset of its instant (TZ, summer time included):
+    the real clock's times are, and a MEMCTL_NOW with this machine's offset."""
+    return when.astimezone().utcoffset() == when.utcoffset()
+
+
+def in_zone_of(when: datetime, reference: datetime) -> datetime:
+    """`when` on the wall clock `reference` is read on: the local zone with its summer-time rules when
+    `reference` is local time (an instant before the clocks moved keeps the offset of then), else
+    `reference`'s fixed offset."""
+    return when.astimezone() if _local(reference) else when.astimezone(reference.tzinfo)
+
+
+def midnight(when: datetime) -> datetime:
+    """The start of `when`'s day: local midnight with the offset in force then, not `when`'s (on the day the
+    clocks move they differ by an hour), when `when` is local time; else midnight at `when`'s offset."""
+    if _local(when):
+        return datetime(when.year, when.month, when.day).astimezone()
+    return when.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def summer_time_ended(then: datetime, later: datetime) -> int:
+    """Seconds the local clock was set back between two instants (the hour of an autumn night), else 0:
+    a daily job due at the same wall-clock time runs 25 hours after its last run that day."""
+    return max(0, int((then.astimezone().utcoffset() - later.astimezone().utcoffset()).total_seconds()))
+
+
 def stamp() -> str:
     return now().isoformat(timespec="seconds")
 

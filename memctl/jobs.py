@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator
 from . import clock, errors, procs, trust
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
 from .fsutil import CONTROL_CHARS, atomic_write, file_lock, link_on_way, refuse_link, seconds_setting
-from .state import format_duration, parse_duration
+from .state import SKEW, format_duration, parse_duration
 from .store import Store
 
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -1186,9 +1186,14 @@ class Status:
             return "never run"
         if self.last_success is None or self.last_end is None or self.last_end < self.last_run:
             return "failing"  # the last run has no `end` line: run-job itself was killed (SIGKILL, a power cut)
-        if self.age is not None and self.age > self.job.max_age:
+        if self.age is not None and (self.age > self.job.max_age or self.ahead):
             return "stale"
         return "ok" if self.job.succeeded(self.last_exit) else "failing"
+
+    @property
+    def ahead(self) -> bool:
+        """Whether its last success is dated in the future (a clock that ran ahead then): no proof that it runs."""
+        return self.age is not None and self.age < -SKEW
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1299,6 +1304,9 @@ def problems(store: Store) -> list:
                                   f"({_last_outcome(st)})" + (f"; if its exit {st.last_exit} says it found something, "
                                   f"declare found_exit = {st.last_exit} in [jobs.{name}]" if st.last_exit == 1  # (grep's "found")
                                   and not st.job.found_exit else "")))
+        elif st.ahead:
+            result.append(Problem(st.log, 0, "job-stale", f"job {name}: last success {st.last_success} is in the future "
+                                  "(a clock that was wrong then): no proof that it runs; its next run on time dates it"))
         elif st.age is not None and st.age > st.job.max_age:
             result.append(Problem(st.log, 0, "job-stale", f"job {name}: last success {st.last_success}, "
                                   f"{format_duration(st.age)} ago; its schedule ({st.job.describe_schedule()}) allows {allowed}"

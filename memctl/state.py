@@ -424,7 +424,7 @@ def _day_of(stamp: object, now: datetime) -> str | None:
     try:
         if len(text) == 10:  # a bare date is its own day
             return datetime.fromisoformat(text).date().isoformat()
-        return clock.parse_date(text).astimezone(now.tzinfo).date().isoformat() if text else None
+        return clock.in_zone_of(clock.parse_date(text), now).date().isoformat() if text else None
     except (ValueError, OverflowError):
         return None
 
@@ -489,8 +489,7 @@ def _ledger_section(store: Store, summary: Summary, previous: Snapshot | None) -
 def _episodes_section(store: Store, summary: Summary, now: datetime) -> tuple[Section, dict[str, Number]]:
     from . import episodes  # noqa: PLC0415
 
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    found = [e for e in episodes.list_episodes(store, since=midnight) if _at(e.ts, now)]
+    found = [e for e in episodes.list_episodes(store, since=clock.midnight(now)) if _at(e.ts, now)]
     by_type = Counter(e.type for e in found)
     numbers: dict[str, Number] = {"episodes.today": len(found)}
     lines = [f"- total: {len(found)}"]
@@ -688,8 +687,12 @@ class Freshness:
     age: int  # seconds
     max_age: int  # seconds
     stale: bool
+    ahead: bool = False  # dated in the future by every date it has: its age is unknown, so it is stale
 
     def line(self) -> str:
+        if self.ahead:
+            return (f"STALE: {self.path} (updated {self.updated}: in the future, by a clock that was wrong; "
+                    "its age is unknown until the next update)")
         return f"STALE: {self.path} (updated {self.updated}, {format_duration(self.age)} ago)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -771,7 +774,11 @@ def check(store: Store, max_age: int | None = None) -> list[Freshness]:
         limit = max_age if max_age is not None else state_config(store, scope if scope and SCOPE_RE.match(scope) else None).max_age
         when, source = when_updated(store, path)
         age = int((now - when).total_seconds())
-        results.append(Freshness(store.rel(path), when.isoformat(timespec="seconds"), source, max(age, 0), limit, age > limit))
+        # A snapshot whose commit (or mtime) is in the future too proves nothing: the job that wrote it under a
+        # clock that ran ahead may be dead since. The night the clocks go back, a daily job's gap is 25 hours.
+        ahead = age < -SKEW
+        stale = ahead or age > limit + clock.summer_time_ended(when, now)
+        results.append(Freshness(store.rel(path), when.isoformat(timespec="seconds"), source, max(age, 0), limit, stale, ahead))
     return results
 
 
@@ -799,8 +806,9 @@ def problems(store: Store) -> list:
         if why:
             unbelievable.append((store.rel(path), why))
     return too_big + [
-        Problem(f.path, 0, "state-stale", f"stale: updated {f.updated}, {format_duration(f.age)} ago "
-                f"(limit {format_duration(f.max_age)}; is the job that runs `memctl state update` alive?)")
+        Problem(f.path, 0, "state-stale", (f"stale: updated {f.updated}, in the future (its {f.source}'s date, by a clock "
+                "that was wrong): its age is unknown" if f.ahead else f"stale: updated {f.updated}, {format_duration(f.age)} ago")
+                + f" (limit {format_duration(f.max_age)}; is the job that runs `memctl state update` alive?)")
         for f in found if f.stale
     ] + [Problem(rel, 0, "state-updated", f"{why}: its age is taken from its last commit (or mtime) instead", "warning")
          for rel, why in unbelievable]

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import cli, drop_default_jobs, git
+from conftest import cli, drop_default_jobs, git, memctl
 
 NUMBERS = '{"completed": 48, "in_progress": 0, "pending": 0, "approvals": 0}'
 TEMPLATE = 'message = "auto: STATE.md 自動更新 (日付:{date} 完了:{completed} 進行中:{in_progress} 未着手:{pending} 承認待ち:{approvals})"\n'
@@ -240,3 +240,66 @@ def test_a_ledger_with_conflict_markers_stops_the_update_instead_of_counting_the
     done = cli(root, "state", "update")
     assert done.exit_code == 1 and "ledgers/n.tsv:3: unresolved merge conflict markers" in done.stderr, done.stderr
     assert git(root, "rev-parse", "HEAD") == head and not (root / "state" / "STATE.md").exists()
+
+
+def _at(root, when: str, *args: str, zone: str = "America/New_York", ok=(0,), **env):
+    """memctl as a real process on a wall clock of `zone` (its summer time rules), pinned at `when`."""
+    done = memctl(root, *args, env={"TZ": zone, "MEMCTL_NOW": when, **env})
+    assert done.returncode in ok, done.stderr
+    return done
+
+
+def _numbers(root) -> str:
+    text = (root / "state" / "STATE.md").read_text(encoding="utf-8")
+    return " ".join(line.strip() for line in text.splitlines() if line.strip().startswith(("episodes.today:", "facts.changed_today:")))
+
+
+def test_today_begins_at_local_midnight_on_the_days_the_clocks_move(root):
+    """helper-85: "today" began at now's offset applied to midnight. In New York on the spring day the
+    clocks go forward (EST at midnight, EDT at 9:00) Saturday 23:30's episode counted as Sunday's; on the
+    autumn day (EDT at midnight, EST at 9:00) what was done from 00:00 to 01:00 EDT was not counted."""
+    _at(root, "2027-03-13T23:30:00-05:00", "episode", "add", "土曜の夜の決定", "-t", "decision")
+    _at(root, "2027-03-14T00:30:00-05:00", "episode", "add", "日曜になってからの決定", "-t", "decision")
+    _at(root, "2027-03-14T09:00:00-04:00", "state", "update", "--no-commit")
+    assert _numbers(root) == "facts.changed_today: 0 episodes.today: 1"
+    _at(root, "2027-11-07T00:30:00-04:00", "episode", "add", "sunday 00:30 EDT", "-t", "decision")
+    _at(root, "2027-11-07T00:30:00-04:00", "remember", "dst-fact", "-d", "written 00:30 EDT on the day summer time ends")
+    _at(root, "2027-11-07T09:00:00-05:00", "state", "update", "--no-commit")
+    assert _numbers(root) == "facts.changed_today: 1 episodes.today: 1"
+
+
+def test_the_night_the_clocks_go_back_a_daily_snapshot_is_not_stale_before_its_next_run(root):
+    """helper-85: a daily 09:00 update is 25 hours after the last on the day summer time ends, and `state
+    check` (limit 24h) called it stale from 08:00 to 09:00 EST, doctor too. The hour the clock was set back
+    is added to the limit; the next morning it is 24 hours again."""
+    _at(root, "2027-11-06T09:00:00-04:00", "state", "update")
+    assert _at(root, "2027-11-07T08:30:00-05:00", "state", "check").stdout == ""
+    late = _at(root, "2027-11-07T10:30:00-05:00", "state", "check", ok=(1,))
+    assert late.stdout == "STALE: state/STATE.md (updated 2027-11-06T09:00:00-04:00, 26h30m ago)\n"
+    _at(root, "2027-11-13T09:00:00-05:00", "state", "update")
+    assert _at(root, "2027-11-14T09:30:00-05:00", "state", "check", ok=(1,)).stdout.startswith("STALE:")
+
+
+def test_a_snapshot_and_a_job_dated_in_the_future_by_a_wrong_clock_are_stale_not_fresh(root):
+    """helper-85: a machine whose clock ran months ahead ran the state job once, then the clock was put right
+    and the job never ran again. `updated:` in the future falls back to the commit, dated in the future by
+    the same clock: the age was cut to 0, and `state check`, `schedule status` and doctor called a dead job
+    healthy until that date came."""
+    drop_default_jobs(root)
+    with open(root / "memctl.toml", "a", encoding="utf-8") as handle:
+        handle.write('\n[jobs.state]\ncommand = "state update"\nhour = 9\n')
+    ahead = "2027-06-01T09:00:00+09:00"
+    _at(root, ahead, "run-job", "state", zone="Asia/Tokyo", GIT_COMMITTER_DATE=ahead, GIT_AUTHOR_DATE=ahead)
+    now = "2027-03-01T09:00:00+09:00"
+    check = _at(root, now, "state", "check", zone="Asia/Tokyo", ok=(1,))
+    assert check.stdout == ("STALE: state/STATE.md (updated 2027-06-01T09:00:00+09:00: in the future, by a clock that "
+                            "was wrong; its age is unknown until the next update)\n"), check.stdout
+    [job] = json.loads(_at(root, now, "schedule", "status", "--json", zone="Asia/Tokyo").stdout)
+    assert job["state"] == "stale", job
+    doctor = _at(root, now, "doctor", zone="Asia/Tokyo", ok=(1,)).stdout
+    assert ("state/STATE.md: error: stale: updated 2027-06-01T09:00:00+09:00, in the future (its commit's date, by a "
+            "clock that was wrong): its age is unknown") in doctor, doctor
+    assert ("logs/state.log: error: job state: last success 2027-06-01T09:00:00+09:00 is in the future (a clock that "
+            "was wrong then): no proof that it runs; its next run on time dates it") in doctor, doctor
+    _at(root, now, "run-job", "state", zone="Asia/Tokyo")  # one run on time puts it right
+    assert _at(root, "2027-03-01T10:00:00+09:00", "state", "check", zone="Asia/Tokyo").stdout == ""
