@@ -751,12 +751,22 @@ def select_rows(store: Store, name: str, *, where: Sequence[tuple[str, str]] = (
             raise BadInput(f"since {since!r} is not an ISO date or timestamp", hint="e.g. 2026-12-01 or 2026-12-01T09:00",
                            arg="since") from None
     kept: deque[Row] | list[Row] = deque(maxlen=min(tail, sys.maxsize)) if tail is not None else []  # (a 20-digit N overflowed)
+    unread: list[Row] = []
     for row in iter_rows(ledger):
         if any(row.values[c] != v for c, v in where):
             continue
         if when is not None:
             stamp = _as_time(row.values[tcol])  # type: ignore[index]
-            if stamp is None or stamp < when:
+            if stamp is None:
+                unread.append(row)
+                continue
+            if stamp < when:
                 continue
         kept.append(row)
+    if unread:  # (`2027/01/06`, `Jan 9 2027`: no time to compare, so not "since"; said, not dropped without a word)
+        from .errors import warn  # noqa: PLC0415
+
+        warn(f"{_rel(ledger.path)}: {len(unread)} row{'s' if len(unread) > 1 else ''} left out: {tcol} is no ISO date "
+             f"or timestamp (line {unread[0].lineno}: {unread[0].values[tcol]!r})",
+             hint=f"write {tcol} as YYYY-MM-DD or YYYY-MM-DDTHH:MM (ISO 8601)")
     return ledger, list(kept)

@@ -78,14 +78,14 @@ def parse_duration(value: Any, what: str = "duration") -> int:
         raise BadInput(f"{what}: expected a duration like 24h, got {value!r}")
     if isinstance(value, int):
         if value <= 0:
-            raise BadInput(f"{what}: {value} must be more than 0 seconds")
+            raise BadInput(f"{what}: {value} must be more than 0 seconds", hint="a number and a unit: 30m, 24h, 2d, 1w, 1h30m")
         return value
     text = str(value).strip().lower().replace(" ", "")
     if not text or _DURATION_RE.sub("", text) != "":
         raise BadInput(f"{what}: {value!r} is not a duration", hint="a number and a unit: 30m, 24h, 2d, 1w, 1h30m")
     seconds = sum(int(n) * _UNITS[u] for n, u in _DURATION_RE.findall(text))
     if seconds <= 0:
-        raise BadInput(f"{what}: {value!r} must be more than 0 seconds")
+        raise BadInput(f"{what}: {value!r} must be more than 0 seconds", hint="a number and a unit: 30m, 24h, 2d, 1w, 1h30m")
     return seconds
 
 

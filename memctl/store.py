@@ -635,9 +635,11 @@ def finish_interrupted(store: Store) -> list[str]:
         gitstore.refresh_index(store.root, paths)
         clear_undo(store.undo_path, records)
         return []
+    from datetime import timezone  # noqa: PLC0415
+
     from .clock import now  # noqa: PLC0415
 
-    kept_in = store.cache_dir / "undone" / f"{now().strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    kept_in = store.cache_dir / "undone" / f"{now().astimezone(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"  # UTC (FORMAT.md)
     refuse_link(store.root, kept_in.parent)  # (git writes a link over an ignored folder: the copies stay in the store)
     kept = keep_undone(records, store.root, kept_in)  # an edit made since the kill is never lost with the undo
     undone = rollback(store.undo_path, records)

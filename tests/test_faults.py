@@ -847,10 +847,12 @@ def test_an_edit_made_after_a_kill_is_kept_when_the_change_is_undone(root, tmp_p
     with open(index, "a", encoding="utf-8") as handle:
         handle.write("\nMy own hand note outside the block\n")
     edited = {"memory/zz-12.md": fact.read_bytes(), "memory/MEMORY.md": index.read_bytes()}
-    done = run(root, "episode", "add", "something else", "--type", "decision")
+    done = run(root, "episode", "add", "something else", "--type", "decision",
+               env={"TZ": "Asia/Tokyo", "MEMCTL_NOW": "2027-01-01T08:45:00+09:00"})
     assert done.returncode == 0, done.stderr
     assert "undid its change" in done.stderr and ".memctl/undone/" in done.stderr, done.stderr
     folder = root / done.stderr.split("are kept in ")[1].split("/\n")[0].strip()
+    assert folder.name.startswith("20261231T234500-"), folder  # <UTC time>-<pid> (FORMAT.md); it was local time
     assert {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == edited
     after = snapshot(root)
     assert after.pop("ledgers/episodes.tsv") != before.pop("ledgers/episodes.tsv")  # the new episode only

@@ -125,7 +125,7 @@ def rows(
     ctx: typer.Context,
     name: NameArg,
     where: Annotated[Optional[list[str]], typer.Option("--where", help="col=value, exact match on the unescaped value; repeat to AND.", metavar="COL=VALUE")] = None,
-    since: SinceOpt = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only records whose time column (the first of ts, date, time, timestamp) is at or after this ISO date or timestamp; a row whose time is no ISO date is left out, with a warning.", metavar="DATE")] = None,
     tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N matching records.", metavar="N")] = None,
     json: Annotated[bool, typer.Option("--json", help="Print a JSON array of objects with unescaped values.")] = False,
 ) -> None:

@@ -227,9 +227,15 @@ def test_create_list_rows_since_tail(root):
     cli(root, "ledger", "append", "t", "-", input=b"2026-09-01\ta\n2026-09-10\tb\n2026-09-20\ta\n2026-09-30\ta\n")
     assert cli(root, "ledger", "rows", "t", "--since", "2026-09-10", "--where", "who=a", "--tail", "1").stdout == "2026-09-30\ta\n"
     assert cli(root, "ledger", "rows", "t", "--since", "2026-09-10", "--where", "who=a").stdout == "2026-09-20\ta\n2026-09-30\ta\n"
-    assert cli(root, "ledger", "list").stdout == "t\tledgers/t.tsv\t4\tdate,who\n"
+    # helper-85: a date --since cannot read (`2026/09/25`, as Japanese is often written) left its row out without a word
+    cli(root, "ledger", "append", "t", "-", input="2026/09/25\ta\nSep 26 2026\tb\n".encode())
+    r = cli(root, "ledger", "rows", "t", "--since", "2026-09-10", "--where", "who=a")
+    assert (r.exit_code, r.stdout) == (0, "2026-09-20\ta\n2026-09-30\ta\n")
+    assert r.stderr == ("memctl: warning: ledgers/t.tsv: 1 row left out: date is no ISO date or timestamp (line 6: "
+                        "'2026/09/25') (hint: write date as YYYY-MM-DD or YYYY-MM-DDTHH:MM (ISO 8601))\n"), r.stderr
+    assert cli(root, "ledger", "list").stdout == "t\tledgers/t.tsv\t6\tdate,who\n"
     assert json.loads(cli(root, "ledger", "list", "--json").stdout) == [
-        {"name": "t", "path": "ledgers/t.tsv", "rows": 4, "columns": ["date", "who"], "unique": None, "declared": True}
+        {"name": "t", "path": "ledgers/t.tsv", "rows": 6, "columns": ["date", "who"], "unique": None, "declared": True}
     ]
     again = cli(root, "ledger", "create", "t", "--columns", "x")
     assert "already declared" in one_line_error(again, 1)

@@ -170,6 +170,7 @@ def test_an_updated_line_in_the_future_or_not_a_date_is_not_believed_and_doctor_
     (["state", "update", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _, not - first (no /, no ..))"),
     (["state", "update", "--name", ".."], None, 2, "memctl: error: invalid state scope '..' (hint: 1-80 ASCII letters, digits, - or _, not - first (no /, no ..))"),
     (["state", "show", "--name", "a/b"], None, 2, "memctl: error: invalid state scope 'a/b' (hint: 1-80 ASCII letters, digits, - or _, not - first (no /, no ..))"),
+    (["state", "check", "--max-age", "0s"], None, 2, "memctl: error: --max-age: '0s' must be more than 0 seconds (hint: a number and a unit: 30m, 24h, 2d, 1w, 1h30m)"),
     (["state", "check", "--max-age", "24"], None, 2, "memctl: error: --max-age: '24' is not a duration (hint: a number and a unit: 30m, 24h, 2d, 1w, 1h30m)"),
     (["state", "show"], None, 3, "memctl: error: no state/STATE.md yet (hint: memctl state update)"),
     (["state", "history", "--name", "blog"], None, 3, "memctl: error: no state/blog/STATE.md yet (hint: memctl state update --name blog)"),
