@@ -720,10 +720,16 @@ def file_history(root: Path, path: Path) -> list[FileVersion]:
     return history
 
 
-def committed_bytes(root: Path, path: Path) -> bytes | None:
-    """The bytes of `path` at HEAD, or None when it is not committed."""
+def committed_bytes(root: Path, path: Path, limit: int | None = None) -> bytes | None:
+    """The bytes of `path` at HEAD, or None when it is not committed (or is over `limit` bytes: not read)."""
     top = toplevel(root)
-    return _committed(top, path, "HEAD") if top is not None else None
+    if top is None:
+        return None
+    if limit is not None:
+        size = _git(top, "cat-file", "-s", f"HEAD:{Path(os.path.relpath(path, top)).as_posix()}")
+        if size.returncode != 0 or int(size.stdout or 0) > limit:
+            return None
+    return _committed(top, path, "HEAD")
 
 
 def committed_text(root: Path, path: Path) -> str | None:

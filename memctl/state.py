@@ -328,6 +328,19 @@ def _read(path: Path) -> Snapshot | None:
         return None
 
 
+def _previous(store: Store, path: Path) -> Snapshot | None:
+    """The snapshot a new one counts from (`ledger.<name>.new`): the last committed one, so that the numbers
+    in git's history add up (a `--no-commit` preview written since is no step of it: rows appended before
+    it were never "new" in any commit); else, outside git or before the first commit, the file on disk."""
+    from . import gitstore  # noqa: PLC0415
+
+    try:
+        data = gitstore.committed_bytes(store.root, path, STATE_LIMIT)
+    except GitError:
+        data = None
+    return parse(data.decode("utf-8", errors="replace")) if data is not None else _read(path)
+
+
 # ---------------------------------------------------------------- input
 
 def check_numbers(data: Any, source: str = "JSON") -> dict[str, Number]:
@@ -586,7 +599,7 @@ def update(store: Store, *, scope: str | None = None, numbers: Mapping[str, Any]
                 refuse_conflicts(read_state(path), store.rel(path))
             if not _as_written(store, path):  # memctl's own snapshot, left uncommitted by --no-commit: replaced
                 refuse_uncommitted(store, [path], commit_changes)  # a hand edit: overwritten, and in no commit
-        previous = _read(path)
+        previous = _previous(store, path)
         now = clock.now()
         body, found = build(store, cfg, given, previous, now, note)
         snapshot = Snapshot(now.isoformat(timespec="seconds"), found, body, GENERATOR)

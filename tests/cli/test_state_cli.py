@@ -304,3 +304,16 @@ def test_a_snapshot_and_a_job_dated_in_the_future_by_a_wrong_clock_are_stale_not
             "was wrong then): no proof that it runs; its next run on time dates it") in doctor, doctor
     _at(root, now, "run-job", "state", zone="Asia/Tokyo")  # one run on time puts it right
     assert _at(root, "2027-03-01T10:00:00+09:00", "state", "check", zone="Asia/Tokyo").stdout == ""
+
+
+def test_a_no_commit_preview_does_not_take_the_new_rows_from_the_next_committed_snapshot(root):
+    """helper-85: `ledger.<name>.new` counted from the file on disk, a `--no-commit` preview's: the 5 rows
+    appended before the preview were "new" in no commit, and git's history said 0 new that day."""
+    assert cli(root, "ledger", "create", "sales", "--columns", "date,amount").exit_code == 0
+    assert cli(root, "state", "update", env={"MEMCTL_NOW": "2027-01-01T09:00:00+09:00"}).exit_code == 0
+    cli(root, "ledger", "append", "sales", "-", input="".join(f"2027-01-01\t{n}\n" for n in range(5)).encode())
+    preview = cli(root, "state", "update", "--no-commit", env={"MEMCTL_NOW": "2027-01-02T08:30:00+09:00"})
+    assert preview.exit_code == 0 and "ledger.sales.new: 5" in (root / "state" / "STATE.md").read_text(encoding="utf-8")
+    assert cli(root, "state", "update", env={"MEMCTL_NOW": "2027-01-02T09:00:00+09:00"}).exit_code == 0
+    history = json.loads(cli(root, "state", "history", "--json").stdout)
+    assert [(v["numbers"]["ledger.sales.rows"], v["numbers"].get("ledger.sales.new")) for v in history] == [(0, None), (5, 5)], history
