@@ -445,11 +445,15 @@ def _day_of(stamp: object, now: datetime) -> str | None:
 def _facts_section(store: Store, summary: Summary, today: str, now: datetime) -> tuple[Section, dict[str, Number]]:
     from . import facts  # noqa: PLC0415
 
-    live = facts.live_facts(store, quiet=True)
+    found = facts.live_facts(store, quiet=True)
+    live = [f for f in found if not clock.expired(f.meta("expires"), now)]  # as recall, context and MEMORY.md see them
     by_type = Counter(f.type or "untyped" for f in live)
     changed = sorted(f.name or f.stem for f in live if _day_of(f.meta("updated") or f.meta("created"), now) == today)
     numbers: dict[str, Number] = {"facts": len(live)}
     lines = [f"- total: {len(live)}"]
+    if len(found) > len(live):  # not yet archived (a `forget --policies` job does it)
+        numbers["facts.expired"] = len(found) - len(live)
+        lines.append(f"- expired, not archived yet: {len(found) - len(live)}")
     for fact_type, count in sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])):
         numbers[f"facts.{fact_type}"] = count
         lines.append(f"- {fact_type}: {count}")

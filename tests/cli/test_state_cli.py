@@ -317,3 +317,17 @@ def test_a_no_commit_preview_does_not_take_the_new_rows_from_the_next_committed_
     assert cli(root, "state", "update", env={"MEMCTL_NOW": "2027-01-02T09:00:00+09:00"}).exit_code == 0
     history = json.loads(cli(root, "state", "history", "--json").stdout)
     assert [(v["numbers"]["ledger.sales.rows"], v["numbers"].get("ledger.sales.new")) for v in history] == [(0, None), (5, 5)], history
+
+
+def test_an_expired_fact_not_archived_yet_is_not_counted_among_the_facts(root):
+    """helper-85: STATE.md's `facts` counted a fact past its `expires`, which recall, context and MEMORY.md
+    no longer show (init declares no job that archives it: it stayed in the count for good)."""
+    when = {"MEMCTL_NOW": "2026-12-30T09:00:00+09:00"}
+    assert cli(root, "remember", "deploy-freeze", "-d", "年末はデプロイしない", "--expires", "2026-12-31", env=when).exit_code == 0
+    assert cli(root, "remember", "deploy-day", "-d", "Deploys on Tuesdays", env=when).exit_code == 0
+    assert cli(root, "state", "update", "--no-commit", env=when).exit_code == 0
+    text = (root / "state" / "STATE.md").read_text(encoding="utf-8")
+    assert "  facts: 2\n" in text and "facts.expired" not in text, text
+    assert cli(root, "state", "update", "--no-commit", env={"MEMCTL_NOW": "2027-01-01T09:00:00+09:00"}).exit_code == 0
+    text = (root / "state" / "STATE.md").read_text(encoding="utf-8")
+    assert "  facts: 1\n" in text and "  facts.expired: 1\n" in text and "- expired, not archived yet: 1\n" in text, text
