@@ -38,14 +38,21 @@ def midnight(when: datetime) -> datetime:
     """The start of `when`'s day: local midnight with the offset in force then, not `when`'s (on the day the
     clocks move they differ by an hour), when `when` is local time; else midnight at `when`'s offset."""
     if _local(when):
-        return datetime(when.year, when.month, when.day).astimezone()
+        day = datetime(when.year, when.month, when.day)
+        start = day.astimezone()
+        if start.date() < day.date():  # no 00:00 that day (Santiago, Beirut: summer time begins at midnight)
+            start = (day + timedelta(hours=1)).astimezone()  # the day's first hour, as the clocks were set
+        return start
     return when.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def summer_time_ended(then: datetime, later: datetime) -> int:
     """Seconds the local clock was set back between two instants (the hour of an autumn night), else 0:
     a daily job due at the same wall-clock time runs 25 hours after its last run that day."""
-    return max(0, int((then.astimezone().utcoffset() - later.astimezone().utcoffset()).total_seconds()))
+    try:
+        return max(0, int((then.astimezone().utcoffset() - later.astimezone().utcoffset()).total_seconds()))
+    except (OverflowError, ValueError):  # a placeholder date (0001-01-01: Go's zero time) has no local offset
+        return 0
 
 
 def stamp() -> str:
@@ -68,7 +75,7 @@ def expired(value: object, at: datetime | None = None) -> bool:
     date never expires (docs/FORMAT.md)."""
     try:
         return bool(value) and expiry(str(value)) <= (at or now())
-    except ValueError:
+    except (ValueError, OverflowError):  # (9999-12-31, .NET's MaxValue: its next day is past datetime's range)
         return False
 
 

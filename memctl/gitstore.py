@@ -972,7 +972,7 @@ def _held_lock(top: Path, stderr: str) -> tuple[Path, Path] | None:
     if own is not None:
         return Path(top), own
     lock = _lock_in(stderr)
-    if lock is None or not lock.is_absolute():
+    if lock is None or not lock.is_absolute() or "File exists" not in stderr:  # (not "Permission denied": no wait ends that)
         return None
     repo = next((p for p in lock.parents if (p / "HEAD").is_file() and (p / "objects").is_dir()), None)
     return None if repo is None else (repo, lock)

@@ -240,7 +240,8 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("age", "string", "Its age, e.g. 3h."),
         ("age_seconds", "integer", "Its age in seconds."),
         ("max_age", "string", "The age at which it is stale."),
-        ("stale", "boolean", "Older than max_age."),
+        ("stale", "boolean", "Older than max_age, or dated in the future (`ahead`)."),
+        ("ahead", "boolean", "Dated more than 5 minutes in the future by every date it has (a clock that was wrong): its age is unknown (age 0)."),
     ),
     "conflict_copy": (
         ("kind", "string", "merge."),

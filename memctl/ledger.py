@@ -751,22 +751,23 @@ def select_rows(store: Store, name: str, *, where: Sequence[tuple[str, str]] = (
             raise BadInput(f"since {since!r} is not an ISO date or timestamp", hint="e.g. 2026-12-01 or 2026-12-01T09:00",
                            arg="since") from None
     kept: deque[Row] | list[Row] = deque(maxlen=min(tail, sys.maxsize)) if tail is not None else []  # (a 20-digit N overflowed)
-    unread: list[Row] = []
+    unread, first_unread = 0, None  # (a count, not the rows: a ledger of such dates may be long)
     for row in iter_rows(ledger):
         if any(row.values[c] != v for c, v in where):
             continue
         if when is not None:
             stamp = _as_time(row.values[tcol])  # type: ignore[index]
             if stamp is None:
-                unread.append(row)
+                unread += 1
+                first_unread = first_unread or row
                 continue
             if stamp < when:
                 continue
         kept.append(row)
-    if unread:  # (`2027/01/06`, `Jan 9 2027`: no time to compare, so not "since"; said, not dropped without a word)
+    if first_unread is not None:  # (`2027/01/06`, `Jan 9 2027`: no time to compare, so not "since"; said, not dropped without a word)
         from .errors import warn  # noqa: PLC0415
 
-        warn(f"{_rel(ledger.path)}: {len(unread)} row{'s' if len(unread) > 1 else ''} left out: {tcol} is no ISO date "
-             f"or timestamp (line {unread[0].lineno}: {unread[0].values[tcol]!r})",
+        warn(f"{_rel(ledger.path)}: {unread} row{'s' if unread > 1 else ''} left out: {tcol} is no ISO date "
+             f"or timestamp (line {first_unread.lineno}: {first_unread.values[tcol]!r})",
              hint=f"write {tcol} as YYYY-MM-DD or YYYY-MM-DDTHH:MM (ISO 8601)")
     return ledger, list(kept)

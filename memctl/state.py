@@ -331,14 +331,16 @@ def _read(path: Path) -> Snapshot | None:
 def _previous(store: Store, path: Path) -> Snapshot | None:
     """The snapshot a new one counts from (`ledger.<name>.new`): the last committed one, so that the numbers
     in git's history add up (a `--no-commit` preview written since is no step of it: rows appended before
-    it were never "new" in any commit); else, outside git or before the first commit, the file on disk."""
+    it were never "new" in any commit); None before the first commit; outside git, the file on disk."""
     from . import gitstore  # noqa: PLC0415
 
     try:
+        if gitstore.toplevel(store.root) is None:
+            return _read(path)
         data = gitstore.committed_bytes(store.root, path, STATE_LIMIT)
     except GitError:
-        data = None
-    return parse(data.decode("utf-8", errors="replace")) if data is not None else _read(path)
+        return _read(path)
+    return parse(data.decode("utf-8", errors="replace")) if data is not None else None
 
 
 # ---------------------------------------------------------------- input
@@ -714,7 +716,7 @@ class Freshness:
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "updated": self.updated, "source": self.source, "age": format_duration(self.age),
-                "age_seconds": self.age, "max_age": format_duration(self.max_age), "stale": self.stale}
+                "age_seconds": self.age, "max_age": format_duration(self.max_age), "stale": self.stale, "ahead": self.ahead}
 
 
 def state_files(store: Store) -> list[Path]:

@@ -230,3 +230,17 @@ def test_a_dot_git_file_naming_a_folder_that_is_no_git_folder_gives_no_git_folde
                     "--allow-empty", "-m", "x"], check=True)
     subprocess.run(["git", "-C", str(tmp_path / "main"), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
     assert gitstore.git_folders(tmp_path / "wt") == [tmp_path / "main" / ".git" / "worktrees" / "wt", tmp_path / "main" / ".git"]
+
+
+def test_only_a_lock_that_exists_in_a_path_remote_is_waited_for_not_one_git_could_not_create(tmp_path):
+    """helper-86: a remote whose refs folder this user may not write ("Unable to create '...lock': Permission
+    denied") was waited on as a held lock, then exit 4 "held by another git process"; it is git's failure, said at once."""
+    from memctl import gitstore
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    lock = remote / "refs" / "heads" / "master.lock"
+    said = f"remote: error: cannot lock ref 'refs/heads/master': Unable to create '{lock}': "
+    assert gitstore._held_lock(tmp_path, said + "File exists.") == (remote, lock)
+    for reason in ("Permission denied", "No space left on device", "Read-only file system"):
+        assert gitstore._held_lock(tmp_path, said + reason) is None

@@ -267,6 +267,11 @@ def test_today_begins_at_local_midnight_on_the_days_the_clocks_move(root):
     _at(root, "2027-11-07T00:30:00-04:00", "remember", "dst-fact", "-d", "written 00:30 EDT on the day summer time ends")
     _at(root, "2027-11-07T09:00:00-05:00", "state", "update", "--no-commit")
     assert _numbers(root) == "facts.changed_today: 1 episodes.today: 1"
+    # helper-86: where summer time begins at midnight (Santiago) the day has no 00:00: it begins at 01:00 -03:00,
+    # not at 23:00 the day before (Saturday's 23:30 episode was Sunday's)
+    _at(root, "2026-09-05T23:30:00-04:00", "episode", "add", "sábado por la noche", "-t", "decision", zone="America/Santiago")
+    _at(root, "2026-09-06T09:00:00-03:00", "state", "update", "--no-commit", zone="America/Santiago")
+    assert _numbers(root) == "facts.changed_today: 0 episodes.today: 0"
 
 
 def test_the_night_the_clocks_go_back_a_daily_snapshot_is_not_stale_before_its_next_run(root):
@@ -295,6 +300,8 @@ def test_a_snapshot_and_a_job_dated_in_the_future_by_a_wrong_clock_are_stale_not
     check = _at(root, now, "state", "check", zone="Asia/Tokyo", ok=(1,))
     assert check.stdout == ("STALE: state/STATE.md (updated 2027-06-01T09:00:00+09:00: in the future, by a clock that "
                             "was wrong; its age is unknown until the next update)\n"), check.stdout
+    [found] = json.loads(_at(root, now, "state", "check", "--json", zone="Asia/Tokyo", ok=(1,)).stdout)["files"]
+    assert (found["stale"], found["ahead"], found["age_seconds"], found["source"]) == (True, True, 0, "commit"), found
     [job] = json.loads(_at(root, now, "schedule", "status", "--json", zone="Asia/Tokyo").stdout)
     assert job["state"] == "stale", job
     doctor = _at(root, now, "doctor", zone="Asia/Tokyo", ok=(1,)).stdout
@@ -317,6 +324,39 @@ def test_a_no_commit_preview_does_not_take_the_new_rows_from_the_next_committed_
     assert cli(root, "state", "update", env={"MEMCTL_NOW": "2027-01-02T09:00:00+09:00"}).exit_code == 0
     history = json.loads(cli(root, "state", "history", "--json").stdout)
     assert [(v["numbers"]["ledger.sales.rows"], v["numbers"].get("ledger.sales.new")) for v in history] == [(0, None), (5, 5)], history
+
+
+def test_a_no_commit_preview_before_the_first_snapshot_gives_the_first_committed_one_no_new_rows(root):
+    """helper-86: with no STATE.md committed yet, the preview on disk was taken as the previous snapshot."""
+    assert cli(root, "ledger", "create", "sales", "--columns", "date,amount").exit_code == 0
+    cli(root, "ledger", "append", "sales", "-", input=b"2027-01-01\t1\n2027-01-01\t2\n")
+    assert cli(root, "state", "update", "--no-commit", env={"MEMCTL_NOW": "2027-01-01T09:00:00+09:00"}).exit_code == 0
+    cli(root, "ledger", "append", "sales", "-", input=b"2027-01-01\t3\n")
+    assert cli(root, "state", "update", env={"MEMCTL_NOW": "2027-01-01T10:00:00+09:00"}).exit_code == 0
+    [first] = json.loads(cli(root, "state", "history", "--json").stdout)
+    assert first["numbers"]["ledger.sales.rows"] == 3 and "ledger.sales.new" not in first["numbers"], first
+
+
+def test_placeholder_dates_are_one_line_or_read_as_what_they_stand_for_not_a_traceback(root):
+    """helper-86: `updated: 0001-01-01T00:00:00Z` (Go's zero time) west of UTC made `state check` and doctor
+    overflow (its local offset); `expires: 9999-12-31` (.NET's MaxValue) made `state update` overflow (its next
+    day), `list` and `recall` too. The first is an unbelievable `updated:` (the commit dates the snapshot), the
+    second a fact that never expires."""
+    assert cli(root, "remember", "forever", "-d", "永遠に有効な事実").exit_code == 0
+    fact = root / "memory" / "forever.md"
+    fact.write_text(fact.read_text(encoding="utf-8").replace("metadata:\n", "metadata:\n  expires: 9999-12-31\n"), encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "a hand edit")
+    done = _at(root, "2027-01-01T09:00:00-05:00", "state", "update")
+    assert "  facts: 1\n" in (root / "state" / "STATE.md").read_text(encoding="utf-8") and "Traceback" not in done.stderr
+    assert "forever" in _at(root, "2027-01-01T09:00:00-05:00", "list").stdout
+    path = root / "state" / "STATE.md"
+    text = path.read_text(encoding="utf-8")
+    start = text.index("updated: ") + len("updated: ")
+    path.write_text(text[:start] + "0001-01-01T00:00:00+00:00" + text[text.index("\n", start):], encoding="utf-8")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "zero time")
+    check = _at(root, "2027-01-01T10:00:00-05:00", "state", "check", ok=(0, 1))
+    assert "Traceback" not in check.stderr and check.stderr == "", check.stderr
+    assert "Traceback" not in _at(root, "2027-01-01T10:00:00-05:00", "doctor", ok=(0, 1)).stderr
 
 
 def test_an_expired_fact_not_archived_yet_is_not_counted_among_the_facts(root):
