@@ -65,6 +65,7 @@ KEY_RE = re.compile(r"^[A-Za-z0-9_\u0080-\U0010ffff][A-Za-z0-9_.\-\u0080-\U0010f
 RESERVED_PREFIXES = ("facts", "ledger.", "episodes.")
 _DURATION_RE = re.compile(r"(\d+)\s*([wdhms])")
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+_DURATION_HINT = "a number and a unit: 30m, 24h, 2d, 1w, 1h30m"
 _PLACEHOLDER_RE = re.compile(r"\{([^{}\s]+)\}")
 
 Number = int | float
@@ -78,14 +79,14 @@ def parse_duration(value: Any, what: str = "duration") -> int:
         raise BadInput(f"{what}: expected a duration like 24h, got {value!r}")
     if isinstance(value, int):
         if value <= 0:
-            raise BadInput(f"{what}: {value} must be more than 0 seconds", hint="a number and a unit: 30m, 24h, 2d, 1w, 1h30m")
+            raise BadInput(f"{what}: {value} must be more than 0 seconds", hint=_DURATION_HINT)
         return value
     text = str(value).strip().lower().replace(" ", "")
     if not text or _DURATION_RE.sub("", text) != "":
-        raise BadInput(f"{what}: {value!r} is not a duration", hint="a number and a unit: 30m, 24h, 2d, 1w, 1h30m")
+        raise BadInput(f"{what}: {value!r} is not a duration", hint=_DURATION_HINT)
     seconds = sum(int(n) * _UNITS[u] for n, u in _DURATION_RE.findall(text))
     if seconds <= 0:
-        raise BadInput(f"{what}: {value!r} must be more than 0 seconds", hint="a number and a unit: 30m, 24h, 2d, 1w, 1h30m")
+        raise BadInput(f"{what}: {value!r} must be more than 0 seconds", hint=_DURATION_HINT)
     return seconds
 
 
