@@ -241,11 +241,11 @@ def add_episode(store: Store, description: str, type: str, *, agent: str | None 
 
 @_checked
 def list_episodes(store: Store, *, agent: str | None = None, type: str | None = None,  # noqa: A002
-                  since: str | datetime | None = None) -> list:
-    """Episodes in time order, filtered by agent, type and time."""
+                  since: str | datetime | None = None, tail: int | None = None) -> list:
+    """Episodes in time order, filtered by agent, type and time; the last `tail` of them when given."""
     from . import episodes
 
-    return episodes.list_episodes(store, agent=agent, episode_type=type, since=since)
+    return episodes.list_episodes(store, agent=agent, episode_type=type, since=since, tail=tail)
 
 
 # ---------------------------------------------------------------- ledgers

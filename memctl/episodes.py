@@ -294,14 +294,17 @@ def forgotten(store: Store) -> dict[str, dict[str, str]]:
 
 
 def list_episodes(store: Store, *, agent: str | None = None, episode_type: str | None = None,
-                  since: str | datetime | None = None, include_forgotten: bool = False) -> list[Episode]:
+                  since: str | datetime | None = None, include_forgotten: bool = False,
+                  tail: int | None = None) -> list[Episode]:
     """Episodes in time order (the `ts` column; a merged ledger holds each machine's rows in turn),
-    filtered by agent, type and time.
+    filtered by agent, type and time; the last `tail` of them when it is given.
 
     Forgotten episodes are left out and compressed ones shortened, unless
     `include_forgotten` asks for the ledger as written (then in file order too).
     """
     after = _since(since)
+    if tail is not None and tail < 0:
+        raise BadInput("tail must be 0 or more", arg="tail")
     if episode_type is not None:
         check_type(store, episode_type)
     try:
@@ -326,11 +329,11 @@ def list_episodes(store: Store, *, agent: str | None = None, episode_type: str |
             if when is None or when < after:
                 continue
         found.append(episode)
-    if include_forgotten:
-        return found
-    # Stable: rows with the same ts (or an unreadable one, kept last) stay in the order written.
-    far = datetime.max.replace(tzinfo=timezone.utc)
-    return sorted(found, key=lambda e: _when(e) or far)
+    if not include_forgotten:
+        # Stable: rows with the same ts (or an unreadable one, kept last) stay in the order written.
+        far = datetime.max.replace(tzinfo=timezone.utc)
+        found.sort(key=lambda e: _when(e) or far)
+    return found if tail is None else found[len(found) - min(tail, len(found)):]
 
 
 def refuse_damaged(store: Store) -> None:

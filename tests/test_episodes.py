@@ -80,6 +80,15 @@ def test_list_filters(store, monkeypatch):
     assert describe(episodes.list_episodes(store, agent="a", since="2026-09-14T09:59:59+09:00")) == ["new decision"]
     with pytest.raises(BadInput):
         episodes.list_episodes(store, since="last week")
+    # --tail: the last N after the filters and the time order (the ledger's file order is not the time order here)
+    monkeypatch.setenv("MEMCTL_NOW", "2026-09-01T10:00:00+09:00")
+    episodes.add(store, "oldest, written last", "decision", agent="a", commit_changes=False)
+    assert describe(episodes.list_episodes(store, tail=2)) == ["new error", "new decision"]
+    assert describe(episodes.list_episodes(store, agent="a", tail=2)) == ["old decision", "new decision"]
+    assert describe(episodes.list_episodes(store, tail=99)) == ["oldest, written last", "old decision", "new error", "new decision"]
+    assert episodes.list_episodes(store, tail=0) == []
+    with pytest.raises(BadInput):
+        episodes.list_episodes(store, tail=-1)
 
 
 def test_list_without_a_ledger_is_empty(store):

@@ -258,10 +258,12 @@ def episode_add(
 
 @episode_app.command("list")
 def episode_list(ctx: typer.Context, agent: AgentFilter = None, type_: TypeFilter = None,
-                 since: SinceOpt = None, json: JsonOpt = False) -> None:
+                 since: SinceOpt = None,
+                 tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N matching episodes.", metavar="N")] = None,
+                 json: JsonOpt = False) -> None:
     """List episodes, oldest first; exit 1 after them when the ledger has damaged rows (named on stderr)."""
     store = store_from(ctx)
-    found = episodes.list_episodes(store, agent=agent, episode_type=type_, since=since)
+    found = episodes.list_episodes(store, agent=agent, episode_type=type_, since=since, tail=tail)
     if json:
         output.emit_json([e.to_dict() for e in found])
     else:

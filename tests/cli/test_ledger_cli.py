@@ -278,6 +278,9 @@ def test_episode_add_list_recall(root, monkeypatch):
     assert cli(root, "episode", "list", "--type", "error").stdout == (
         f"{episode_id}\t2026-09-14T22:00:22+09:00\twriter\terror\t0.8\tZennに記事と書籍を同日公開して失敗した\n"
     )
+    assert [e["description"] for e in json.loads(cli(root, "episode", "list", "--tail", "1", "--json").stdout)] == ["noteの記事を公開した"]
+    refused = cli(root, "episode", "list", "--tail", "-1")
+    assert refused.exit_code == 2 and "--tail must be 0 or more" in refused.stderr
     recalled = json.loads(cli(root, "episode", "recall", "Zenn 公開", "--mode", "keyword", "--json", "--explain", env=env).stdout)
     assert [r["name"] for r in recalled][0] == episode_id
     relevance = recall.keyword_relevance(1.0, cjk=True)  # both terms present: full coverage
