@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from datetime import date, datetime, timedelta
 
+DATE_HINT = "an ISO-8601 date or time, e.g. 2026-12-01 or 2026-12-01T09:00"  # what every date a user types may be
+
 
 def now() -> datetime:
     """Local time with its UTC offset; MEMCTL_NOW (ISO-8601) overrides it."""

@@ -262,8 +262,7 @@ def _since(since: str | datetime | None) -> datetime | None:
     try:
         return clock.parse_date(since)
     except ValueError:
-        raise BadInput(f"since {since!r} is not an ISO date or timestamp", hint="e.g. 2026-12-01 or 2026-12-01T09:00",
-                       arg="since") from None
+        raise BadInput(f"since {since!r} is not an ISO date or timestamp", hint=clock.DATE_HINT, arg="since") from None
 
 
 def _when(episode: Episode) -> datetime | None:

@@ -469,7 +469,7 @@ def _check_input(store: Store, spec: FactInput, update: bool = False) -> None:
         try:
             expires = clock.expiry(spec.expires)
         except ValueError:
-            raise BadInput(f"invalid expires date {spec.expires!r}", hint="use YYYY-MM-DD", arg="expires") from None
+            raise BadInput(f"invalid expires date {spec.expires!r}", hint=clock.DATE_HINT, arg="expires") from None
         if expires <= clock.now():
             errors.warn(f"expires {spec.expires} is in the past: the fact is expired at once (recall leaves it out; "
                         "the expired-facts policy archives it)", hint="give a later date, or drop --expires")

@@ -748,8 +748,7 @@ def select_rows(store: Store, name: str, *, where: Sequence[tuple[str, str]] = (
         try:
             when = since if isinstance(since, datetime) else clock.parse_date(since)
         except ValueError:
-            raise BadInput(f"since {since!r} is not an ISO date or timestamp", hint="e.g. 2026-12-01 or 2026-12-01T09:00",
-                           arg="since") from None
+            raise BadInput(f"since {since!r} is not an ISO date or timestamp", hint=clock.DATE_HINT, arg="since") from None
     kept: deque[Row] | list[Row] = deque(maxlen=min(tail, sys.maxsize)) if tail is not None else []  # (a 20-digit N overflowed)
     unread, first_unread = 0, None  # (a count, not the rows: a ledger of such dates may be long)
     for row in iter_rows(ledger):

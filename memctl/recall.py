@@ -796,7 +796,7 @@ def _checked(store: Store, queries: Sequence[str], options: dict[str, Any]) -> d
         try:
             after = clock.parse_date(since).timestamp()
         except ValueError:
-            raise BadInput(f"invalid since {since!r}", hint="use YYYY-MM-DD", arg="since") from None
+            raise BadInput(f"invalid since {since!r}", hint=clock.DATE_HINT, arg="since") from None
     return {"kinds": kinds, "settings": settings, "floor": floor, "mode": chosen, "queries": checked, "after": after}
 
 
@@ -1213,7 +1213,7 @@ def audit(store: Store, *, agent: str | None = None, since: str | None = None, f
         try:
             after = clock.parse_date(since)
         except ValueError:
-            raise BadInput(f"invalid since {since!r}", hint="use YYYY-MM-DD", arg="since") from None
+            raise BadInput(f"invalid since {since!r}", hint=clock.DATE_HINT, arg="since") from None
     rows = []
     for lineno, values in access_mod.rows(store):
         if agent and values.get("agent") != agent:

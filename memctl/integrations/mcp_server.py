@@ -295,7 +295,7 @@ def build(root: Path):
         mode: Annotated[Text, Field(description="keyword | vector | hybrid (default from memctl.toml).")] = None,
         type: Annotated[Text, Field(description="Only this fact or episode type.")] = None,
         tag: Annotated[Text, Field(description="Only items with this tag.")] = None,
-        since: Annotated[Text, Field(description="Only items updated since this date (YYYY-MM-DD).")] = None,
+        since: Annotated[Text, Field(description="Only items updated since this date (YYYY-MM-DD) or ISO-8601 time.")] = None,
         include_all: Annotated[bool, Field(description="Include superseded, archived and expired facts.")] = False,
         min_score: Annotated[Optional[float], Field(description="Relevance floor, 0-1 (default: [recall] min_score).", ge=0, le=1)] = None,
     ) -> dict[str, Any]:

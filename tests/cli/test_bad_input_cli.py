@@ -212,3 +212,16 @@ def test_doctor_names_an_uncommitted_topic_file_as_memctls_own_not_as_a_broken_f
     found = [p for p in json.loads(cli(root, "doctor", "--json").stdout)["problems"] if "memory-index/" in p["path"]]
     assert found and all("does not parse" not in p["message"] for p in found), found
     assert all(p["message"].startswith("a new file that is not committed yet") for p in found), found
+
+
+@pytest.mark.parametrize("args", [
+    ["remember", "ok", "--description", "x", "--expires", "next tuesday"],
+    ["recall", "x", "--since", "last week"],
+    ["episode", "list", "--since", "2027/01/06"],
+    ["ledger", "rows", "episodes", "--since", "Jan 9 2027"],
+])
+def test_every_date_refused_hints_that_a_time_is_accepted_too(root, args):
+    """--expires and recall's --since accept an ISO-8601 time, yet their hint said "use YYYY-MM-DD"."""
+    cli(root, "episode", "add", "made the ledger", "--type", "decision")
+    r = cli(root, *args)
+    assert r.exit_code == 2 and "(hint: an ISO-8601 date or time, e.g. 2026-12-01 or 2026-12-01T09:00)" in r.stderr, r.stderr
