@@ -21,12 +21,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import episodes, ledger
-from .errors import BadInput, NotFound
+from . import clock, episodes, ledger
+from .errors import BadInput, NotFound, warn
 from .fsutil import atomic_write
 from .importers import MAX_LINE_BYTES, TYPES, Parsed, Turn, cut, lines, redact
 from .importers.hosts import HOSTS, Host
@@ -38,6 +38,7 @@ MAX_FILE_MB = 256
 STATE_FILE = "imports.json"
 _TAIL = 64  # bytes before the resume offset that must be unchanged to trust it
 _ID_SALTS = 16
+AHEAD = timedelta(days=1)  # a record dated further ahead of this machine's clock is named (a clock was wrong)
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,7 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
             reports.append(FileReport(str(read.path), p.records, new, already, p.bad, p.left_out, read.torn,
                                       read.start, first_bad=p.first_bad))
         fresh.sort(key=lambda item: (item[0].ts, item[1], item[0].line))
+        _warn_ahead(fresh, reads)
         made = []
         for turn, _ in fresh:
             text = cut(turn.label + redactor.redact(turn.text), settings.max_chars)  # the text as written, then the label
@@ -372,6 +374,18 @@ def import_files(store: Store, fmt: str, paths: Sequence[str | os.PathLike], *, 
         store.cache_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(_state_path(store), json.dumps(state, sort_keys=True, indent=1) + "\n")
     return result
+
+
+def _warn_ahead(fresh: list[tuple[Turn, int]], reads: list[_Read]) -> None:
+    """Name the new records dated more than AHEAD past now: they are imported as dated (the transcript is
+    what the host wrote), but a wrong clock there makes them the newest episodes, and today's, until then."""
+    limit = clock.now() + AHEAD
+    ahead = [(turn, order) for turn, order in fresh if turn.ts > limit]
+    if ahead:
+        turn, order = ahead[-1]  # the furthest ahead
+        warn(f"{len(ahead)} new record(s) dated more than a day after this machine's clock, up to "
+             f"{turn.ts.isoformat(timespec='seconds')} ({reads[order].path}, line {turn.line}): imported as dated",
+             hint="check the clock of the machine that wrote the transcript, and this one's")
 
 
 def _key(path: Path) -> str:

@@ -190,6 +190,29 @@ def test_the_messages_format(store, tmp_path):
     assert transcripts.import_files(store, "messages", [path]).episodes == []
 
 
+def test_records_dated_a_day_past_the_clock_are_imported_and_named(store, tmp_path, monkeypatch, caplog):
+    """A transcript written on a machine whose clock ran months ahead was imported without a word: its
+    records became the newest episodes (and "today's" on that date)."""
+    path = tmp_path / "chat.jsonl"
+    rows = [{"role": "user", "content": f"質問 {i}", "ts": ts, "id": f"m{i}"}
+            for i, ts in enumerate(["2026-06-01T09:00:00+09:00", "2026-06-02T10:00:00+09:00", "2026-09-01T09:00:00+09:00"])]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    monkeypatch.setenv("MEMCTL_NOW", "2026-06-01T12:00:00+09:00")  # the first record is 3 h old, the second 22 h ahead
+    caplog.set_level("WARNING", logger="memctl")
+    assert len(transcripts.import_files(store, "messages", [path], dry_run=True).episodes) == 3
+    result = transcripts.import_files(store, "messages", [path])
+    assert [e.description for e in result.episodes] == ["質問 0", "質問 1", "質問 2"]  # imported as dated
+    warned = [r.getMessage() for r in caplog.records if r.name == "memctl"]
+    assert len(warned) == 2 and all(w.startswith("1 new record(s) dated more than a day after this machine's clock, "
+                                                 f"up to 2026-09-01T09:00:00+09:00 ({path}, line 3)") for w in warned), warned
+    caplog.clear()
+    monkeypatch.setenv("MEMCTL_NOW", "2026-09-01T09:00:00+09:00")
+    path.write_text(path.read_text(encoding="utf-8") + json.dumps({"role": "user", "content": "次", "ts": "2026-09-01T10:00:00+09:00", "id": "m3"}) + "\n",
+                    encoding="utf-8")
+    assert len(transcripts.import_files(store, "messages", [path]).episodes) == 1
+    assert not [r for r in caplog.records if r.name == "memctl"]  # an hour ahead is a clock's ordinary difference
+
+
 # ---------------------------------------------------------------- secrets
 
 AWS_ID = "AKIA" + "Z7Q2M4N8P1R6T3V5"
