@@ -384,14 +384,26 @@ def prompt(store, text: str, log: bool = True) -> str:
 def _prompt_line(store, hit) -> str:
     """A fact: its name, description and file. A document's lines (a source that opted in): the
     headings above them (else the file's name), their first words, where they are, and the source's
-    description."""
+    description. One line each, whatever a pushed file holds: a line break in a description would
+    start a line of the agent's context of its own (`</system-reminder>`), an ESC would reach the
+    terminal of whoever runs the hook by hand."""
     item = hit.item
     if item.kind != "chunk":
-        return f"- {item.key}: {item.description} ({store.root / item.path})"
+        return _one_line(f"- {item.key}: {item.description} ({store.root / item.path})")
     place = hit.to_dict()  # a chunk's file, heading path and source description, as --json gives them
     headings = " > ".join(place["heading"]) or os.path.basename(place["file"])
     about = f"; {place['source_description']}" if place["source_description"] else ""
-    return f"- {headings}: {item.description} ({item.path}{about})"
+    return _one_line(f"- {headings}: {item.description} ({item.path}{about})")
+
+
+def _one_line(text: str) -> str:
+    """`text` with each run of line-breaking white space (str.splitlines' breaks, TAB) one space, and
+    other control and bidi characters shown escaped (tsv.visible)."""
+    import re
+
+    from ..tsv import visible
+
+    return visible(re.sub("[\t\n\v\f\r\x1c-\x1e\x85\u2028\u2029]+", " ", text))
 
 
 def ranked(store, query: str) -> list:
