@@ -24,12 +24,14 @@ def summary(result, *, json: bool) -> None:
     if json:
         output.emit_json(result.to_dict())
         return
-    for item in result.resolved:
-        output.emit_text(f"resolved\t{item.path}\t{item.how}")
-    for copy in result.conflicts:
-        output.emit_text(f"conflict\t{copy}")
-    for dup in result.duplicates:
-        output.emit_text(f"duplicate\t{dup.ledger}\t{dup.column}={dup.value}\t{dup.count}")
+    from ..tsv import format_record
+
+    # TSV lines of what another clone pushed (a file name, a ledger value): escaped as a ledger's fields,
+    # and on a terminal each control character shown, not obeyed (an OSC 52 would write the clipboard).
+    output.emit_content("".join(format_record(fields) + "\n" for fields in (
+        *(("resolved", item.path, item.how) for item in result.resolved),
+        *(("conflict", copy) for copy in result.conflicts),
+        *(("duplicate", dup.ledger, f"{dup.column}={dup.value}", str(dup.count)) for dup in result.duplicates))))
     where = f"{result.remote}/{result.branch}"
     sent = f"{_n(result.outgoing, 'commit')} pushed" if result.pushed else (
         f"{_n(result.outgoing, 'commit')} not pushed (--no-push)" if result.outgoing else "nothing to push")

@@ -169,6 +169,22 @@ def test_the_same_unique_value_appended_on_two_machines_is_reported_by_sync_and_
     assert cli(b, "ledger", "dups", "themes", "theme").stdout == "締め切り\n"
 
 
+@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "piped"])
+def test_a_pushed_value_in_syncs_report_is_one_tsv_field_and_on_a_terminal_shown_not_obeyed(pair, tty):
+    """A unique value (and a conflict copy's name) is another clone's text: sync printed it raw, a TAB
+    splitting its field, an ESC ]0; setting the terminal's title (an OSC 52 would write the clipboard)."""
+    a, b, remote = pair
+    for clone, host in ((a, "a"), (b, "b")):  # as a hand or a hostile clone writes the file: escaped TAB, raw ESC
+        with (clone / "ledgers" / "themes.tsv").open("a", encoding="utf-8") as f:
+            f.write(f"{host}\tx\x1b]0;T\x07\\ty\n")
+        git(clone, *ID, "commit", "-qam", "a theme")
+    assert cli(a, "sync").exit_code == 0
+    r = memctl(b, "sync", env={"MEMCTL_FORCE_TTY": "1" if tty else ""})
+    assert r.returncode == 0, r.stderr
+    shown = "x\\x1b]0;T\\x07\\ty" if tty else "x\x1b]0;T\x07\\ty"  # the file's escape kept: one field
+    assert r.stdout == f"resolved\tledgers/themes.tsv\tunion\nduplicate\tthemes\ttheme={shown}\t2\n"
+
+
 def test_sync_retries_when_the_remote_moved_between_its_fetch_and_its_push(pair):
     a, b, remote = pair
     assert cli(b, "remember", "from-b", "-d", "pushed by the hook, mid-sync").exit_code == 0
