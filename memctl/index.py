@@ -86,9 +86,11 @@ def _target(match: re.Match[str]) -> str:
 
 
 def link_target(file_name: str) -> str:
-    """A file name as a Markdown link destination (`%` and `#` escaped: a bare `#` starts a fragment)."""
-    name = file_name.replace("%", "%25").replace("#", "%23")
-    return f"<{name}>" if any(c in name for c in " ()<>") else name
+    """A file name as a Markdown link destination: `%` and `#` escaped (a bare `#` starts a fragment),
+    `<` and `>` too (no destination holds them as written: a pushed `a<b.md` was listed in a line no
+    reader took for memctl's, kept below the block, and added again by every write)."""
+    name = file_name.replace("%", "%25").replace("#", "%23").replace("<", "%3C").replace(">", "%3E")
+    return f"<{name}>" if any(c in "()" or c.isspace() for c in name) else name  # (U+3000 as a space too)
 
 
 def title_for(fact: Fact) -> str:

@@ -208,6 +208,37 @@ def test_a_bracket_in_a_file_name_is_escaped_in_the_title_and_the_line_is_read_b
     assert again.memory == out and again.moved == () and index.drift(out, facts) == []
 
 
+def test_an_angle_bracket_in_a_file_name_is_escaped_in_the_link_and_the_line_is_read_back():
+    """A pushed `a<b.md` was linked as `<a<b.md>`, which no reader takes for a destination (nor memctl):
+    kept below the block as a person's line, written again by every write, MEMORY.md grew without end.
+    A file named after the end marker did the same, and one with an ideographic space (U+3000)."""
+    facts = [fact("a<b", "less", name="z"), fact("<!-- memctl:index:end -->", "marker", name="w"),
+             fact("デプロイ\u3000手順", "手順", name="y")]
+    out = index.build_layout("", facts).memory
+    assert _fact_lines(out) == ["- [w](<%3C!-- memctl:index:end --%3E.md>) — marker", "- [z](a%3Cb.md) — less",
+                                "- [y](<デプロイ\u3000手順.md>) — 手順"]
+    assert sorted(line.target for line in index.parse_lines(out)) == ["<!-- memctl:index:end -->.md", "a<b.md",
+                                                                       "デプロイ\u3000手順.md"]
+    again = index.build_layout(out, facts)
+    assert again.memory == out and again.moved == () and index.drift(out, facts) == []
+
+
+# Any name the scan reads as a fact's: a control character or a line separator in it is skipped (fsutil.control_in_name).
+_STEMS = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="/"), min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(stems=st.lists(_STEMS, min_size=1, max_size=4, unique=True))
+def test_any_file_name_is_linked_so_that_its_line_is_read_back(stems):
+    """Whatever a file name holds (a pushed one), its line is read back as memctl's: a second build
+    changes nothing and moves nothing below the block."""
+    facts = [fact(stem, f"about {i}", name=f"n{i}") for i, stem in enumerate(stems)]
+    out = index.build_layout("", facts).memory
+    assert sorted(line.target for line in index.parse_lines(out) if line.generated) == sorted(f"{s}.md" for s in stems)
+    again = index.build_layout(out, facts)
+    assert again.memory == out and again.moved == ()
+
+
 def test_a_persons_line_inside_the_block_is_kept_below_it_not_dropped():
     """A note typed between the markers was dropped at the next regeneration, without a word."""
     facts = [fact("a", "desc a"), fact("b", "desc b")]
