@@ -20,8 +20,8 @@ from pathlib import Path
 
 from . import errors, gitstore, merge
 from .errors import BadInput, GitError, MemctlError, NotFound, Refused, warn
-from .fsutil import (FACT_LIMIT, shell_word, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
-                     rollback_to, savepoint, settle, written)
+from .fsutil import (FACT_LIMIT, INDEX_LIMIT, shell_word, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
+                     rollback_to, savepoint, settle, without_bom, written)
 from .claude_memory import SIDECAR, linked_topics
 from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
@@ -382,6 +382,40 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
                           hint=f"on the remote, take the NUL byte out of {rel} in a new commit, then memctl sync")
     _refuse_rewritten_ledgers(store, top, base, theirs, label)  # (after the links: a link's text is no ledger)
     _refuse_unloadable_config(store, top, base, theirs, label)
+    _refuse_unwritable_index(store, top, base, theirs, label)
+
+
+def _refuse_unwritable_index(store: Store, top: Path, base: str, theirs: str, label: str) -> None:
+    """Refused: a MEMORY.md of `theirs` that no write could regenerate (over the index limit, not UTF-8,
+    its block markers damaged) where the base's could. Taken in, it stopped every fact write of every
+    clone (remember, forget, index, the MCP tools) until a person mended it by hand."""
+    rel = Path(os.path.relpath(store.index_path, top)).as_posix()
+    if gitstore.run(top, "diff", "--quiet", base, theirs, "--", rel).code == 0:
+        return
+    problem = _index_problem(top, theirs, rel)
+    if problem is not None and _index_problem(top, base, rel) is None:
+        raise Refused(f"{label}'s {store.rel(store.index_path)} {problem}: no write could regenerate it; nothing was "
+                      "merged or pushed", kind="index-incoming",
+                      hint=f"on the remote, mend {rel} in a new commit (or take back the commit that made it so), then memctl sync")
+
+
+def _index_problem(top: Path, rev: str, rel: str) -> str | None:
+    """What stops a write from regenerating MEMORY.md as `rev` has it (facts._refuse_damaged_index, read_index's
+    limit), read unread past the limit; None when nothing does, or when `rev` has none."""
+    from .facts import not_utf8_at  # noqa: PLC0415
+    from .index import damaged_block  # noqa: PLC0415
+
+    size = gitstore.run(top, "cat-file", "-s", f"{rev}:{rel}")
+    if size.code != 0:
+        return None
+    if int(size.out) > INDEX_LIMIT:
+        return f"is {int(size.out):,} bytes, over the limit of {INDEX_LIMIT >> 20} MiB"
+    text = without_bom(gitstore.file_at(top, top / rel, rev).decode("utf-8", "surrogateescape"))
+    if (bad := not_utf8_at(text)) is not None:
+        return f"is not valid UTF-8 at line {bad[0]} (byte 0x{bad[1]:02x})"
+    if (damaged := damaged_block(text)) is not None:
+        return f"has a damaged generated block at line {damaged[0]}: {damaged[1]}"
+    return None
 
 
 def _nul_refused(store: Store, path: Path) -> bool:

@@ -1328,3 +1328,47 @@ def test_a_nul_byte_pushed_into_memory_md_or_state_md_is_refused_before_anything
     _push_all(attacker)
     run(victim, "sync")  # the remote's fix comes in
     assert run(victim, "doctor").returncode == 0
+
+
+def _unwritable_index(text: bytes, how: str) -> bytes:
+    if how == "not-utf8":
+        return text + b"caf\xe9\n"
+    if how == "two-blocks":
+        return text + b"\n<!-- memctl:index:begin -->\n<!-- memctl:index:end -->\n"
+    return text + b"# notes\n" * 600_000  # 4.8 MB, over the index limit (4 MiB): every read refused
+
+
+@pytest.mark.parametrize("how", ["not-utf8", "two-blocks", "over-the-limit"])
+def test_a_pushed_memory_md_no_write_could_regenerate_is_refused_before_anything_is_merged(world, how):
+    """A pushed MEMORY.md that is not UTF-8, has a second generated block or is over 4 MiB: sync took it
+    in (exit 0), then every fact write of every clone refused (remember, forget, index, MCP remember)
+    until a person mended the file by hand."""
+    remote, victim, attacker, outside = world
+    index = attacker / "memory" / "MEMORY.md"
+    index.write_bytes(_unwritable_index(index.read_bytes(), how))
+    _push_all(attacker)
+    run(victim, "remember", "beta", "--description", "ベータ: made here", "--type", "project")
+    head, before = git(victim, "rev-parse", "HEAD"), snapshot(victim)
+    said = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "origin/" in said and "memory/MEMORY.md" in said and "nothing was merged or pushed" in said, said
+    assert (git(victim, "rev-parse", "HEAD"), snapshot(victim)) == (head, before)
+    git(attacker, *ID, "revert", "--no-edit", "HEAD")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")  # the remote's fix comes in
+    run(victim, "remember", "gamma", "--description", "ガンマ: after the fix", "--type", "project")
+    assert "beta" in run(victim, "list").stdout
+
+
+def test_a_memory_md_already_damaged_here_does_not_stop_sync_taking_in_a_change_to_it(world):
+    """Only a problem the remote brings is refused: a MEMORY.md damaged on both sides (a person's mistake
+    here, pushed) lets the remote's change, its mend or not, come in."""
+    remote, victim, attacker, outside = world
+    for clone in (attacker, victim):
+        index = clone / "memory" / "MEMORY.md"
+        index.write_bytes(_unwritable_index(index.read_bytes(), "two-blocks"))
+        git(clone, *ID, "commit", "-qam", "a second block")
+    index = attacker / "memory" / "MEMORY.md"
+    index.write_bytes(index.read_bytes() + b"more notes\n")
+    _push_all(attacker)
+    run(victim, "sync")
+    assert (victim / "memory" / "MEMORY.md").read_bytes().endswith(b"more notes\n")
