@@ -110,14 +110,29 @@ def load(path: Path) -> Config:
         from .fsutil import refuse_link  # noqa: PLC0415
 
         refuse_link(path.parent, path)
-    if not path.exists():
-        return Config()
     try:
-        text = path.read_text(encoding="utf-8")
-        raw = _parsed(path, text)
+        with open(path, "rb") as handle:  # (one fstat, and never more than the limit read: a pushed 400 MB file)
+            data = handle.read(min(os.fstat(handle.fileno()).st_size, SETTINGS_LIMIT) + 1)
+    except FileNotFoundError:
+        return Config()
+    if len(data) > SETTINGS_LIMIT:
+        raise _too_big(str(path))
+    try:
+        raw = _parsed(path, universal_newlines(data.decode("utf-8")))  # (as read_text reads it)
     except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: invalid TOML: {exc}", hint="fix the file by hand") from None
     return from_dict(raw, source=path)
+
+
+# memctl.toml, and a pushed .gitattributes: a few KiB of settings (a pushed 400 MB memctl.toml, 2 MB packed,
+# cost every command 1.6 GB). Beside fsutil's limits (docs/FORMAT.md, Limits), here: every command loads it first.
+SETTINGS_LIMIT = 1 << 20
+
+
+def _too_big(name: str) -> BadInput:
+    return BadInput(f"{name} is over {SETTINGS_LIMIT >> 20} MiB: more than settings hold (docs/FORMAT.md, Limits), "
+                    "so memctl does not read it", hint="take out what does not belong; `git log -p memctl.toml` shows "
+                    "which commit added it")
 
 
 def universal_newlines(text: str) -> str:
@@ -128,7 +143,9 @@ def universal_newlines(text: str) -> str:
 
 def check_text(data: bytes, source: str) -> dict[str, Any]:
     """What TOML makes of `data` (memctl.toml as another commit has it); BadInput when it would not
-    load: not UTF-8, not TOML, or a value of the wrong kind (from_dict)."""
+    load: not UTF-8, not TOML, or a value of the wrong kind (from_dict), or over the size limit."""
+    if len(data) > SETTINGS_LIMIT:
+        raise _too_big(source)
     try:
         text = universal_newlines(data.decode("utf-8"))
     except UnicodeDecodeError:

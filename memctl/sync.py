@@ -23,6 +23,7 @@ from .errors import BadInput, GitError, MemctlError, NotFound, Refused, warn
 from .fsutil import (FACT_LIMIT, INDEX_LIMIT, shell_word, atomic_write, dead_temp, keep_for_undo, link_message, link_on_way, read_bounded, read_text, refuse_link,
                      rollback_to, savepoint, settle, without_bom, written)
 from .claude_memory import SIDECAR, linked_topics
+from .config import SETTINGS_LIMIT
 from .index import TOPIC_DIR
 from .store import CLAUDE_UNANCHORED, Store, add_lines
 from .sync_fast import (LOG_NAME, Duplicate, Resolution, SyncResult, attribute_lines, branch, choose_remote, fetch,
@@ -381,8 +382,22 @@ def _refuse_incoming(store: Store, top: Path, head: str, theirs: str, label: str
                           "and memctl would push it back); nothing was merged or pushed", kind="nul-incoming",
                           hint=f"on the remote, take the NUL byte out of {rel} in a new commit, then memctl sync")
     _refuse_rewritten_ledgers(store, top, base, theirs, label)  # (after the links: a link's text is no ledger)
+    _refuse_oversized_settings(store, top, base, theirs, label)
     _refuse_unloadable_config(store, top, base, theirs, label)
     _refuse_unwritable_index(store, top, base, theirs, label)
+
+
+def _refuse_oversized_settings(store: Store, top: Path, base: str, theirs: str, label: str) -> None:
+    """Refused, unread: a memctl.toml or .gitattributes of `theirs` over the settings limit (a 400 MB file is
+    2 MB packed). Taken in, every command of the clone read it (1.6 GB each), or refused to, sync included."""
+    for path in (store.config_path, store.root / ".gitattributes"):
+        rel = Path(os.path.relpath(path, top)).as_posix()
+        size = gitstore.run(top, "cat-file", "-s", f"{theirs}:{rel}")
+        if size.code == 0 and int(size.out) > SETTINGS_LIMIT \
+                and gitstore.run(top, "diff", "--quiet", base, theirs, "--", rel).code != 0:
+            raise Refused(f"{label}'s {store.rel(path)} is {int(size.out):,} bytes, over the limit of "
+                          f"{SETTINGS_LIMIT >> 20} MiB for settings; nothing was merged or pushed", kind="config-incoming",
+                          hint=f"on the remote, take back the commit that made it so, then memctl sync; git log -p -- {shell_word(rel)} shows it")
 
 
 def _refuse_unwritable_index(store: Store, top: Path, base: str, theirs: str, label: str) -> None:

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from . import early, errors, gitstore
+from . import config, early, errors, gitstore
 from .access import has_pending
 from .errors import BadInput, GitError, NotFound
 from .store import GITATTRIBUTES, GITATTRIBUTES_CLAUDE, Store
@@ -217,6 +217,8 @@ def _set_up(store: Store, top: Path, gitdir: Path, values: dict[str, list[str]])
     if "core.untrackedcache" not in values:
         return False
     path = store.root / ".gitattributes"
+    if path.exists() and path.stat().st_size > config.SETTINGS_LIMIT:
+        return False  # (setup refuses it, named, unread: store.add_lines)
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     if any(line not in lines for line in attribute_lines(store)):
         return False

@@ -1372,3 +1372,38 @@ def test_a_memory_md_already_damaged_here_does_not_stop_sync_taking_in_a_change_
     _push_all(attacker)
     run(victim, "sync")
     assert (victim / "memory" / "MEMORY.md").read_bytes().endswith(b"more notes\n")
+
+
+@pytest.mark.parametrize("rel", ["memctl.toml", ".gitattributes"])
+def test_a_pushed_settings_file_over_its_limit_is_refused_unread_before_anything_is_merged(world, rel):
+    """A 400 MB memctl.toml of one comment line is 2 MB in the remote: sync took it in (18 s, 1.2 GB),
+    then every command and hook read it whole (1.6 GB each; the prompt hook gave up after 5 s)."""
+    remote, victim, attacker, outside = world
+    with (attacker / rel).open("a", encoding="utf-8") as f:
+        f.write("# " + "a" * (1 << 20) + "\n")
+    _push_all(attacker)
+    head, before = git(victim, "rev-parse", "HEAD"), snapshot(victim)
+    said = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "origin/" in said and f"{rel} is 1,04" in said and "over the limit of 1 MiB for settings" in said, said
+    assert (git(victim, "rev-parse", "HEAD"), snapshot(victim)) == (head, before)
+    git(attacker, *ID, "revert", "--no-edit", "HEAD")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")  # the remote's mend comes in
+    run(victim, "remember", "beta", "--description", "ベータ: after the mend", "--type", "project")
+
+
+def test_a_settings_file_over_its_limit_taken_in_by_git_pull_is_one_line_never_read(world):
+    """Past sync (a plain `git pull`): memctl.toml over the limit is refused by every command in one line,
+    unread; a .gitattributes over it is refused by sync's set-up, unread."""
+    remote, victim, attacker, outside = world
+    with (victim / "memctl.toml").open("a", encoding="utf-8") as f:
+        f.write("# " + "a" * (1 << 20) + "\n")
+    for args in (("list",), ("recall", "アルファ"), ("remember", "beta", "--description", "b", "--type", "project")):
+        said = one_line_error(run(victim, *args, ok=(2,)))
+        assert "memctl.toml is over 1 MiB: more than settings hold" in said and "(hint: " in said, said
+    git(victim, "checkout", "--", "memctl.toml")
+    with (victim / ".gitattributes").open("a", encoding="utf-8") as f:
+        f.write("# " + "a" * (1 << 20) + "\n")
+    git(victim, *ID, "commit", "-qam", "a big .gitattributes")
+    said = one_line_error(run(victim, "sync", "--setup", ok=(1,)))
+    assert ".gitattributes is 1048" in said and "may be at most 1 MiB" in said, said
