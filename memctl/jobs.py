@@ -423,8 +423,10 @@ def crontab_block(store: Store, jobs: list[Job], env: Environment) -> str:
         program = " ".join(q(w) for w in _program(store, job, env))
         out, err = (q(f"logs/{job.name}.{kind}.log") for kind in ("stdout", "stderr"))
         lines.append(f"# {job.name}" + (f": {job.description}" if job.description else ""))
-        # `test ! -L logs`: the shell's redirections would follow a link (one a `git pull` brought) out of the store.
-        lines.append(f"{job.cron_schedule()} cd {q(root)} && test ! -L logs && mkdir -p logs && {variables} {program} >>{out} 2>>{err}")
+        # `test ! -L`: the shell's redirections would follow a link (one a `git pull` brought: `logs`, or a log file
+        # in it) out of the store.
+        lines.append(f"{job.cron_schedule()} cd {q(root)} && test ! -L logs && mkdir -p logs && test ! -L {out} "
+                     f"&& test ! -L {err} && {variables} {program} >>{out} 2>>{err}")
     lines.append(end_marker(store))
     return "\n".join(lines) + "\n"
 

@@ -316,6 +316,15 @@ def test_the_cron_line_writes_nothing_through_a_logs_link(root, fake_crontab, tm
     assert done.returncode != 0 and list(elsewhere.iterdir()) == []
     assert git(root, "rev-parse", "HEAD") == head  # the job did not run
     assert "logs: error: " in memctl(root, "doctor").stdout
+    (root / "logs").unlink()  # now a link in a real logs/ folder: one log file, then the other
+    for kind in ("stdout", "stderr"):
+        (root / "logs").mkdir(exist_ok=True)
+        for old in (root / "logs").iterdir():
+            old.unlink()
+        (root / "logs" / f"state.{kind}.log").symlink_to(elsewhere / "target.txt")
+        done = subprocess.run(["env", "-i", "sh", "-c", command], cwd="/", capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and list(elsewhere.iterdir()) == [], kind
+        assert git(root, "rev-parse", "HEAD") == head  # the job did not run
 
 
 def test_a_git_named_by_memctl_git_is_named_in_the_cron_line_too(root, fake_crontab, tmp_path, monkeypatch):
