@@ -479,6 +479,11 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     return choice.embedder
 
 
+# Past this many episodes without vectors a query embeds none of them (it ranks those by their keywords,
+# and says so): `memctl cache rebuild` embeds them, as `source index` does a source's passages.
+INLINE_EPISODES = 1000
+
+
 def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, str, str]] | None = None, *,
                  embed: bool | None = None):
     """(document ids, their vectors, how many documents wait for theirs) of every document of `kind`
@@ -490,7 +495,8 @@ def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, 
     whose vectors are still being embedded in the background are left out until they are done;
     and for document chunks outside a server unless `embed`: embedding them is `source index`'s
     work (minutes for thousands, after `--no-embed` or a stopped run), never a query's, which
-    ranks the chunks without vectors by their keywords alone.
+    ranks the chunks without vectors by their keywords alone. The same for episodes when more
+    than INLINE_EPISODES of them wait (`embed` None): `cache rebuild` embeds them.
     """
     from . import rindex, vcache
 
@@ -509,10 +515,15 @@ def kind_vectors(store: Store, conn, embedder, kind: str, rows: list[tuple[int, 
     if not rows:
         return None
     items = [(cid, text) for _, cid, text in rows]
-    if not (embed if embed is not None else kind != "chunk" or vcache.within_deadline()):
-        vectors = vcache.ready(store, f"recall-{kind}s", items, embedder, "passage")
-    else:
-        vectors = vcache.sync(store, f"recall-{kind}s", items, embedder, kind="passage", key=key)
+    inline = embed if embed is not None else kind != "chunk" or vcache.within_deadline()
+    vectors = None
+    if inline and embed is None and kind == "episode" and not vcache.within_deadline():
+        held = vcache.ready(store, f"recall-{kind}s", items, embedder, "passage")
+        if held.waiting > INLINE_EPISODES:  # a year's ledger (150,000 rows: an hour), never a query's work
+            vectors = held
+    if vectors is None:
+        vectors = (vcache.sync(store, f"recall-{kind}s", items, embedder, kind="passage", key=key) if inline
+                   else vcache.ready(store, f"recall-{kind}s", items, embedder, "passage"))
     docs = [doc for doc, _, _ in rows]
     if vectors.present is not None:
         docs = [docs[i] for i in vectors.present]
@@ -531,7 +542,7 @@ def build_vectors(store: Store) -> list[dict[str, Any]]:
     done = []
     with rindex.opened(store) as conn:
         for kind in ("fact", "episode"):
-            found = kind_vectors(store, conn, embedder, kind)
+            found = kind_vectors(store, conn, embedder, kind, embed=True)
             if found is not None:
                 done.append({"source": f"recall-{kind}s", "rows": len(found[0]), "embedder": embed.label(embedder)})
     return done
@@ -1149,9 +1160,11 @@ def plan_for(store: Store, conn, checked: dict[str, Any], corpus: Corpus, *, fac
         corpus.vector_backend = embedder.backend
         from . import vcache
 
-        if waiting and "chunk" in kinds and chosen != "keyword" and not vcache.within_deadline():
+        if waiting and chosen != "keyword" and not vcache.within_deadline():
             corpus.notes.append(f"{waiting:,} document passages have no vectors yet: ranked by their keywords alone "
-                                "(`memctl source index` embeds them)")
+                                "(`memctl source index` embeds them)" if "chunk" in kinds else
+                                f"{waiting:,} episodes have no vectors yet: ranked by their keywords alone (`memctl "
+                                f"cache rebuild` embeds them; a query embeds up to {INLINE_EPISODES:,})")
         calibration = calibration_for(embedder)  # (waiting: said by the server that set the deadline)
     use = chosen if embedder is not None else "keyword"
     column = Columns(doc_ids if use != "keyword" else [])

@@ -763,3 +763,29 @@ def test_nothing_relevant_says_on_a_terminal_how_near_the_nearest_came(root):
     code, out, shown = _on_a_terminal(root, "recall", "deploy wednesday pizza lunch", "--mode", "keyword", "--no-log",
                                       "--min-score", "0.30")
     assert code == 0 and b"deploy-days" in out and shown == ""
+
+
+def test_a_query_embeds_no_episodes_past_its_limit_ranks_them_by_keywords_and_says_so(root, monkeypatch):
+    """A year's episodes (150,000) had every text embedded by the first hybrid `context -q` or `recall
+    --source episodes`: about an hour, with nothing printed on a pipe. Past the limit a query embeds none
+    of them, ranks them by their keywords, and says how to embed them; `cache rebuild` does."""
+    from memctl import episodes
+
+    _use_test_model(root)
+    store = open_store(root)
+    for text in ("The xylophone concert moved to Friday", "Lunch order went to the wrong floor",
+                 "Deploy of the payment service was rolled back"):
+        episodes.add(store, text, "decision", commit_changes=False)
+    monkeypatch.setattr(recall, "INLINE_EPISODES", 2)
+    corpus, (hits,) = recall.recall(store, ["xylophone concert"], source="episodes", mode="hybrid", log=False)
+    assert corpus.vector_backend == "sentence-transformers" and hits[0].item.description.startswith("The xylophone")
+    assert hits[0].cosine is None  # ranked by its keywords: no vector was made
+    assert corpus.notes == ["3 episodes have no vectors yet: ranked by their keywords alone (`memctl cache rebuild` "
+                            "embeds them; a query embeds up to 2)"]
+    assert [d["source"] for d in recall.build_vectors(store)] == ["recall-episodes"]  # no facts: episodes alone
+    corpus, (hits,) = recall.recall(store, ["xylophone concert"], source="episodes", mode="hybrid", log=False)
+    assert corpus.notes == [] and hits[0].cosine is not None
+    monkeypatch.setattr(recall, "INLINE_EPISODES", 1000)  # under the limit: the query embeds what is missing
+    episodes.add(store, "A new decision about the xylophone", "decision", commit_changes=False)
+    corpus, (hits,) = recall.recall(store, ["xylophone"], source="episodes", mode="hybrid", log=False)
+    assert corpus.notes == [] and all(h.cosine is not None for h in hits)
