@@ -21,7 +21,7 @@ import sqlite3
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 try:  # hashlib would load OpenSSL (~6 ms of every recall's start-up) for a blake2b it does not need
     from _blake2 import blake2b
@@ -251,8 +251,9 @@ def _fresh(path: Path, hint: str | None = None) -> sqlite3.Connection:
 
 
 @contextlib.contextmanager
-def opened(store: Store) -> Iterator[sqlite3.Connection]:
-    """The index, synced with the store's files, ready for queries."""
+def opened(store: Store, *, episodes: bool = True) -> Iterator[sqlite3.Connection]:
+    """The index, synced with the store's files, ready for queries (about facts alone, when not
+    `episodes`: their documents are then as the last sync left them)."""
     store.cache_dir.mkdir(parents=True, exist_ok=True)
     path = store.cache_dir / FILE
     with file_lock(store.cache_dir / "recall.lock"):
@@ -267,28 +268,36 @@ def opened(store: Store) -> Iterator[sqlite3.Connection]:
             conn = _fresh(path)
         try:
             with failing_storage(path):
-                _sync(store, conn)
+                _sync(store, conn, episodes)
         except sqlite3.DatabaseError:
             conn.close()
             conn = _fresh(path)
             with failing_storage(path):
-                _sync(store, conn)
+                _sync(store, conn, episodes)
     try:
         yield conn
     finally:
         conn.close()
 
 
-def _sync(store: Store, conn: sqlite3.Connection) -> None:
+def _sync(store: Store, conn: sqlite3.Connection, episodes: bool = True) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         facts_changed = _sync_facts(store, conn)
-        episodes_changed = _sync_episodes(store, conn)
-        for kind, moved in (("fact", facts_changed), ("episode", episodes_changed)):
-            if moved or _meta(conn, f"generation.{kind}") is None:
-                # A new name for this kind's documents whenever any changed: the vector cache
-                # keyed by it (vcache.current) is then known to be current without rehashing.
-                _set_meta(conn, f"generation.{kind}", os.urandom(8).hex())
+
+        def generations(fact: bool, episode: bool) -> None:
+            for kind, moved in (("fact", fact), ("episode", episode)):
+                if moved or _meta(conn, f"generation.{kind}") is None:
+                    # A new name for this kind's documents whenever any changed: the vector cache
+                    # keyed by it (vcache.current) is then known to be current without rehashing.
+                    _set_meta(conn, f"generation.{kind}", os.urandom(8).hex())
+
+        def checkpoint() -> None:
+            generations(facts_changed, True)
+            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+
+        generations(facts_changed, episodes and _sync_episodes(store, conn, checkpoint))
         _sync_access(store, conn)
         conn.execute("COMMIT")
     except BaseException:
@@ -515,8 +524,10 @@ def _tail_digest(path: Path, offset: int) -> str:
         return blake2b(handle.read(offset - max(0, offset - _TAIL)), digest_size=8).hexdigest()
 
 
-def _new_lines(path: Path, conn: sqlite3.Connection, name: str) -> tuple[int, list[bytes]] | None:
-    """Complete lines appended since the last sync, with the number of lines read before them; None = reread all."""
+def _new_lines(path: Path, conn: sqlite3.Connection, name: str,
+               max_lines: int | None = None) -> tuple[int, list[bytes]] | None:
+    """Complete lines appended since the last sync (the first `max_lines` of them), with the number of
+    lines read before them; None = reread all."""
     offset = int(_meta(conn, f"{name}.offset") or 0)
     digest = _meta(conn, f"{name}.tail") or ""
     lines_before = int(_meta(conn, f"{name}.lines") or 0)
@@ -533,8 +544,11 @@ def _new_lines(path: Path, conn: sqlite3.Connection, name: str) -> tuple[int, li
         handle.seek(offset)
         data = handle.read(size - offset)
     end = data.rfind(b"\n") + 1  # a line still being written waits for the next call
-    new_offset = offset + end
     lines = data[:end].split(b"\n")[:-1] if end else []
+    if max_lines is not None and len(lines) > max_lines:
+        lines = lines[:max_lines]
+        end = sum(map(len, lines)) + len(lines)
+    new_offset = offset + end
     _set_meta(conn, f"{name}.offset", str(new_offset))
     _set_meta(conn, f"{name}.tail", _tail_digest(path, new_offset) if new_offset else "")
     _set_meta(conn, f"{name}.lines", str(lines_before + len(lines)))
@@ -546,22 +560,28 @@ def _reset(conn: sqlite3.Connection, name: str) -> None:
         conn.execute("DELETE FROM meta WHERE key=?", (f"{name}.{key}",))
 
 
-def _sync_episodes(store: Store, conn: sqlite3.Connection) -> bool:
-    """Bring the episode documents up to date with the ledger; True when any changed."""
+# Episodes read between two commits of the index: a rebuild of a year's ledger (150,000 rows, ~13 s) cut
+# off by a hook's deadline kept nothing, so every prompt's hook began it again and gave up again.
+CHUNK_LINES = 20_000
+
+
+def _sync_episodes(store: Store, conn: sqlite3.Connection, checkpoint: Callable[[], None] = lambda: None) -> bool:
+    """Bring the episode documents up to date with the ledger; True when any changed. `checkpoint`
+    commits what is read so far, every CHUNK_LINES lines: a process stopped later resumes there."""
     path = store.ledgers_dir / "episodes.tsv"
     tombstones = store.ledgers_dir / "episode-tombstones.tsv"  # episodes.TOMBSTONES
     refuse_link(store.root, path)  # as every reader of a ledger (ledger.open_ledger)
     refuse_link(store.root, tombstones)
     stamp = "{}:{}".format(*_file_state(tombstones))
     changed = stamp != (_meta(conn, "tombstones") or "0:")
-    new = None if changed else _new_lines(path, conn, "episodes")
+    new = None if changed else _new_lines(path, conn, "episodes", CHUNK_LINES)
     rel = store.rel(path)
     if new is None:  # first time, rewritten, or forgetting happened: reread everything
         conn.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE kind='episode')")
         conn.execute("DELETE FROM docs WHERE kind='episode'")
         _reset(conn, "episodes")
         _set_meta(conn, "tombstones", stamp)
-        new = _new_lines(path, conn, "episodes")  # from byte 0: every complete line
+        new = _new_lines(path, conn, "episodes", CHUNK_LINES)  # from byte 0
         assert new is not None
         rebuild = True
     else:
@@ -573,20 +593,27 @@ def _sync_episodes(store: Store, conn: sqlite3.Connection) -> bool:
 
     from . import episodes, ledger  # only when there is something to read
 
-    marks = episodes.forgotten(store) if rebuild and tombstones.exists() else {}
+    marks = episodes.forgotten(store) if tombstones.exists() else {}  # (a rebuild resumed: its later rows too)
     book = ledger.open_ledger(store, episodes.LEDGER)
-    for number, raw in enumerate(lines, start=lines_before + 1):
-        if (number == 1 and book.header) or len(raw) >= ROW_LIMIT:  # a line over the limit: skipped, `doctor` names it
-            continue
-        row = ledger.Row(number, ledger.parse_record(raw.decode("utf-8", "replace"), book.columns))
-        ep = episodes.from_row(row)
-        mark = marks.get(ep.id)
-        if mark is not None:  # the same rule as episodes.list_episodes
-            if mark["action"] == "tombstone":
+    while True:
+        for number, raw in enumerate(lines, start=lines_before + 1):
+            if (number == 1 and book.header) or len(raw) >= ROW_LIMIT:  # a line over the limit: skipped, `doctor` names it
                 continue
-            ep = dataclasses.replace(ep, description=mark["description"], outcome=mark["outcome"])
-        _insert_episode(conn, ep, rel)
-    return True
+            row = ledger.Row(number, ledger.parse_record(raw.decode("utf-8", "replace"), book.columns))
+            ep = episodes.from_row(row)
+            mark = marks.get(ep.id)
+            if mark is not None:  # the same rule as episodes.list_episodes
+                if mark["action"] == "tombstone":
+                    continue
+                ep = dataclasses.replace(ep, description=mark["description"], outcome=mark["outcome"])
+            _insert_episode(conn, ep, rel)
+        if len(lines) < CHUNK_LINES:
+            return True
+        checkpoint()
+        new = _new_lines(path, conn, "episodes", CHUNK_LINES)
+        if not new or not new[1]:  # (None: rewritten meanwhile; the next sync rereads it)
+            return True
+        lines_before, lines = new
 
 
 def _insert_episode(conn: sqlite3.Connection, ep, rel: str) -> None:

@@ -789,3 +789,52 @@ def test_a_query_embeds_no_episodes_past_its_limit_ranks_them_by_keywords_and_sa
     episodes.add(store, "A new decision about the xylophone", "decision", commit_changes=False)
     corpus, (hits,) = recall.recall(store, ["xylophone"], source="episodes", mode="hybrid", log=False)
     assert corpus.notes == [] and all(h.cosine is not None for h in hits)
+
+
+def test_an_episode_index_build_cut_off_keeps_what_it_read_and_the_next_resumes_there(root, monkeypatch):
+    """A year's ledger (150,000 rows) takes ~13 s to index; a hook gives up after 5 s and its build, one
+    transaction, was rolled back: every prompt's hook began it again, and none ever ranked a fact. Now
+    every CHUNK_LINES rows are committed, and the next build goes on from there, each row once."""
+    from memctl import episodes, rindex
+
+    store = open_store(root)
+    for i in range(10):
+        episodes.add(store, f"decision number {i} about the xylophone", "decision", commit_changes=False)
+    monkeypatch.setattr(rindex, "CHUNK_LINES", 3)
+    real, calls = rindex._insert_episode, []
+
+    def cut_off(conn, ep, rel):
+        calls.append(ep.id)
+        if len(calls) == 8:  # in the third chunk, as a hook's deadline lands
+            raise KeyboardInterrupt
+        real(conn, ep, rel)
+
+    monkeypatch.setattr(rindex, "_insert_episode", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        with rindex.opened(store):
+            pass
+    monkeypatch.setattr(rindex, "_insert_episode", real)
+    conn = rindex._connect(store.cache_dir / rindex.FILE)
+    kept = [key for (key,) in conn.execute("SELECT key FROM docs WHERE kind='episode' ORDER BY id")]
+    conn.close()
+    assert kept == calls[:5]  # two chunks of 3 lines committed (the first holds the header), the third rolled back
+    _, (hits,) = recall.recall(store, ["xylophone"], source="episodes", mode="keyword", log=False, k=50, min_score=0)
+    assert sorted(h.item.key for h in hits) == sorted(e.id for e in episodes.list_episodes(store))  # each once
+
+
+def test_the_prompt_hook_ranks_facts_without_reading_the_episodes_ledger(root, monkeypatch):
+    """The prompt hook ranks facts alone, yet it brought the episode index up to date first: after a clone
+    or a sync that merged a year's ledger, that took longer than the hook may, and no prompt got a fact."""
+    from memctl import episodes, rindex
+    from memctl.integrations import hooks
+
+    store = _seed(root)
+    episodes.add(store, "The xylophone concert moved to Friday", "decision", commit_changes=False)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the episodes ledger was read")
+
+    monkeypatch.setattr(rindex, "_sync_episodes", never)
+    assert "- grafana: Dashboards live in Grafana" in hooks.prompt(store, "where is the xylophone dashboard?", log=False)
+    with pytest.raises(AssertionError, match="episodes ledger was read"):
+        recall.recall(store, ["xylophone"], source="episodes", mode="keyword", log=False)

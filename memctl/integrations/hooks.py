@@ -413,7 +413,7 @@ def ranked(store, query: str) -> list:
 
     options = {"k": PROMPT_K, "source": "facts", "mode": None, "fact_type": None, "tag": None, "since": None,
                "agent": None, "include_all": False, "min_score": None}
-    with rindex.opened(store) as conn:
+    with rindex.opened(store, episodes=False) as conn:  # (facts alone: a year's episodes need not be read first)
         found = recall.served(store, conn, [query], options)
         if found is None:
             found = recall.answer(store, conn, [query], **{**options, "mode": FALLBACK_MODE})
