@@ -616,6 +616,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
     "maintenance": (
         ("index", "@index_write", "The index regenerated."),
         ("access", "object|null", "The access log: appended, commit; null when it was not committed."),
+        ("packed", "integer", "Bytes of loose git objects packed (over 64 MiB of them); 0 when left alone."),
         ("ok", "boolean", "doctor found no errors."),
         ("problems", "list[@problem]", "doctor's findings."),
     ),

@@ -229,11 +229,13 @@ def maintain(
     if json:
         access = None if done.access is None else {"appended": done.access.appended, "commit": done.access.commit}
         output.emit_json({"index": {"changed": done.index_changed, "commit": done.index_commit}, "access": access,
-                          "ok": not failing, "problems": [p.__dict__ for p in done.problems]})
+                          "packed": done.packed, "ok": not failing, "problems": [p.__dict__ for p in done.problems]})
     else:
         output.info("MEMORY.md regenerated" if done.index_changed else "MEMORY.md is up to date")
         if done.access is not None:
             output.info(f"access log: {done.access.appended} records committed" if done.access.commit else "access log: nothing to commit")
+        if done.packed:
+            output.info(f"git: {done.packed / (1 << 20):,.0f} MiB of loose objects packed")
         output.emit_lines(p.report() for p in done.problems)
         if not done.problems:
             output.info("store is clean")

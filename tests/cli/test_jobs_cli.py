@@ -621,6 +621,39 @@ def test_maintain_regenerates_the_index_commits_the_access_log_and_runs_doctor(r
     assert r.exit_code == 1 and "memory/broken.md" in r.stdout
 
 
+def test_maintain_packs_git_objects_left_loose_once_they_are_large(root, monkeypatch):
+    """memctl commits with plumbing, so git's own `gc --auto` never ran, and it counts objects, not bytes:
+    each episode added to a 40 MB ledger left an 8.5 MB copy loose (ten adds: 85 MB, then pushed by sync)."""
+    import random
+
+    from memctl import gitstore
+
+    rng = random.Random(7)
+    rows = "".join(f"ep-2026{i:08d}-abcd\t2026-11-30T12:00:00+00:00\tagent\tdecision\t0.7\t"
+                   f"{' '.join(rng.choice(['deploy', 'xylophone', 'デプロイ', 'backup', 'token']) for _ in range(12))}"
+                   "\t\t\t\n" for i in range(20_000))  # ~1.6 MB of rows, as a year's ledger grows
+    assert cli(root, "episode", "add", "first", "--type", "decision").exit_code == 0
+    with (root / "ledgers" / "episodes.tsv").open("a", encoding="utf-8") as f:
+        f.write(rows)
+    git(root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "-am", "a year of episodes")
+    for i in range(4):
+        assert cli(root, "episode", "add", f"decision {i}", "--type", "decision").exit_code == 0
+
+    def loose() -> int:
+        counted = dict(line.split(": ") for line in git(root, "count-objects", "-v").splitlines())
+        return int(counted["size"]) * 1024
+
+    before, commits = loose(), git(root, "rev-list", "--count", "HEAD")
+    assert before > 1 << 20  # five copies of the ledger, each compressed
+    assert json.loads(cli(root, "maintain", "--json").stdout)["packed"] == 0  # under the limit (64 MiB): left alone
+    monkeypatch.setattr(gitstore, "LOOSE_LIMIT", 512 << 10)
+    r = cli(root, "maintain", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["packed"] >= before
+    assert loose() < before / 10 and git(root, "rev-list", "--count", "HEAD") == commits
+    subprocess.run(["git", "-C", str(root), "fsck", "--no-progress", "--strict"], check=True, capture_output=True)
+    assert cli(root, "maintain").stderr.count("packed") == 0  # nothing loose left to pack
+
+
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_scripts_parse_and_pass_shellcheck_when_installed(name):
     path = REPO / "scripts" / name
