@@ -392,10 +392,9 @@ def _refuse_oversized_settings(store: Store, top: Path, base: str, theirs: str, 
     2 MB packed). Taken in, every command of the clone read it (1.6 GB each), or refused to, sync included."""
     for path in (store.config_path, store.root / ".gitattributes"):
         rel = Path(os.path.relpath(path, top)).as_posix()
-        size = gitstore.run(top, "cat-file", "-s", f"{theirs}:{rel}")
-        if size.code == 0 and int(size.out) > SETTINGS_LIMIT \
-                and gitstore.run(top, "diff", "--quiet", base, theirs, "--", rel).code != 0:
-            raise Refused(f"{label}'s {store.rel(path)} is {int(size.out):,} bytes, over the limit of "
+        size = _size_at(top, theirs, rel)
+        if size is not None and size > SETTINGS_LIMIT and gitstore.run(top, "diff", "--quiet", base, theirs, "--", rel).code != 0:
+            raise Refused(f"{label}'s {store.rel(path)} is {size:,} bytes, over the limit of "
                           f"{SETTINGS_LIMIT >> 20} MiB for settings; nothing was merged or pushed", kind="config-incoming",
                           hint=f"on the remote, take back the commit that made it so, then memctl sync; git log -p -- {shell_word(rel)} shows it")
 
@@ -420,11 +419,11 @@ def _index_problem(top: Path, rev: str, rel: str) -> str | None:
     from .facts import not_utf8_at  # noqa: PLC0415
     from .index import damaged_block  # noqa: PLC0415
 
-    size = gitstore.run(top, "cat-file", "-s", f"{rev}:{rel}")
-    if size.code != 0:
+    size = _size_at(top, rev, rel)
+    if size is None:
         return None
-    if int(size.out) > INDEX_LIMIT:
-        return f"is {int(size.out):,} bytes, over the limit of {INDEX_LIMIT >> 20} MiB"
+    if size > INDEX_LIMIT:
+        return f"is {size:,} bytes, over the limit of {INDEX_LIMIT >> 20} MiB"
     text = without_bom(gitstore.file_at(top, top / rel, rev).decode("utf-8", "surrogateescape"))
     if (bad := not_utf8_at(text)) is not None:
         return f"is not valid UTF-8 at line {bad[0]} (byte 0x{bad[1]:02x})"
@@ -514,6 +513,15 @@ def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, la
                   hint=f"on the remote, put it back: {fix}, commit and push; then memctl sync")
 
 
+LEDGER_GROWTH_LIMIT = 64 << 20  # bytes one sync takes in for one ledger (~240,000 episodes; a day adds a few KiB)
+
+
+def _size_at(top: Path, rev: str, rel: str) -> int | None:
+    """The bytes of `rel` at `rev`, unread (None when it has none)."""
+    done = gitstore.run(top, "cat-file", "-s", f"{rev}:{rel}")
+    return int(done.out) if done.code == 0 else None
+
+
 def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, label: str) -> None:
     """Refused when `theirs` changed a ledger other than by appending lines to it since `base` (an old row
     removed or rewritten, the file deleted): ledgers are only appended to, and a merge (or a
@@ -522,6 +530,13 @@ def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, l
                           os.path.relpath(store.ledgers_dir, top)).out
     ledgers = None
     for rel in (r for r in listed.split("\0") if r and _kind(store, r, top) == "ledger"):
+        grown = (_size_at(top, theirs, rel) or 0) - (_size_at(top, base, rel) or 0)
+        if grown > LEDGER_GROWTH_LIMIT:  # (read whole below, and by every reader of the ledger after it)
+            raise Refused(f"{label} adds {grown:,} bytes to {store.rel(top / rel)} at once, over the limit of "
+                          f"{LEDGER_GROWTH_LIMIT >> 20} MiB a sync takes in; nothing was merged or pushed",
+                          kind="ledger-grown-incoming",
+                          hint="a ledger grows by rows a day, not by that much at once: if they are wanted, take them in "
+                               "with git pull (memctl reads them as any rows); else take them out on the remote")
         before = gitstore.file_at(top, top / rel, base)
         after = gitstore.file_at(top, top / rel, theirs)
         line = merge.lost_line(before, after)

@@ -1407,3 +1407,21 @@ def test_a_settings_file_over_its_limit_taken_in_by_git_pull_is_one_line_never_r
     git(victim, *ID, "commit", "-qam", "a big .gitattributes")
     said = one_line_error(run(victim, "sync", "--setup", ok=(1,)))
     assert ".gitattributes is 1048" in said and "may be at most 1 MiB" in said, said
+
+
+def test_a_remote_that_grows_a_ledger_by_more_than_a_sync_takes_in_is_refused_unread(world):
+    """300,000 pushed episode rows (323 MB, 6.7 MB packed): sync took them in (1.3 GB), then `episode list`
+    (1.8 GB), doctor, state update and recall read them on every call, and an append-only ledger can
+    never give them back. Past 64 MiB at once, sync refuses before it reads them."""
+    remote, victim, attacker, outside = world
+    run(attacker, "episode", "add", "a real one", "--type", "decision")
+    git(attacker, "push", "-q", "origin", f"HEAD:{_branch(attacker)}")
+    run(victim, "sync")
+    row = "ep-20261130120000-abcd\t2026-11-30T12:00:00+00:00\tbot\tdecision\t0.7\t" + "padding " * 100 + "\t\t\t\n"
+    with (attacker / "ledgers" / "episodes.tsv").open("a", encoding="utf-8") as f:
+        f.write(row * ((64 << 20) // len(row) + 1))
+    _push_all(attacker)
+    head, before = git(victim, "rev-parse", "HEAD"), snapshot(victim)
+    said = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "origin/" in said and "bytes to ledgers/episodes.tsv at once, over the limit of 64 MiB" in said, said
+    assert (git(victim, "rev-parse", "HEAD"), snapshot(victim)) == (head, before)
