@@ -190,7 +190,7 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         query = recall_mod.check_query(query)
     from . import rindex
 
-    with rindex.opened(store) as conn:
+    with rindex.opened(store, episodes=bool(query)) as conn:  # (no query: facts alone, a year's episodes unread)
         parts = _pinned_parts(store, conn) + _state_parts(store)
         pinned_keys = {p.key for p in parts if p.section == "pinned"}
         if query:

@@ -1075,8 +1075,14 @@ def pack_loose(root: Path, limit: int | None = None) -> int:
     loose = int(counted.get("size", "0")) * 1024  # (KiB)
     if loose <= (LOOSE_LIMIT if limit is None else limit):
         return 0
-    checked(top, "repack", "-d", "-q")  # the loose objects into one more pack: no object is dropped
-    checked(top, "prune-packed", "-q")  # and the loose copies of what is now packed removed
+    try:
+        checked(top, "repack", "-d", "-q")  # the loose objects into one more pack: no object is dropped
+        checked(top, "prune-packed", "-q")  # and the loose copies of what is now packed removed
+    except GitError as exc:  # (a repository that forbids it: preciousObjects) the objects stay as they were
+        from .errors import warn  # noqa: PLC0415
+
+        warn(f"git's loose objects ({loose >> 20} MiB) were not packed: {exc.message}", hint="run `git gc` in the store")
+        return 0
     return loose
 
 

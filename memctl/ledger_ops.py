@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from . import config as config_mod
-from .config import LedgerDecl
+from .config import SETTINGS_LIMIT, LedgerDecl
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import ROW_LIMIT, link_message, link_on_way, shown as shown_limit
 from .markers import conflict_lines
@@ -409,6 +409,10 @@ def _was_ledger(store: Store, ledger, commit: str, data: bytes) -> bool:
     if columns and all(COLUMN_RE.match(c) for c in columns) and len(set(columns)) == len(columns):
         return True
     try:
+        top = gitstore.work_tree(store.root)
+        size = gitstore.run(top, "cat-file", "-s", f"{commit}:{Path(os.path.relpath(store.config_path, top)).as_posix()}")
+        if size.code == 0 and int(size.out) > SETTINGS_LIMIT:  # (a pushed 400 MB one, reverted since)
+            return True  # not read: judged as a ledger, the strict reading
         declared = tomllib.loads(gitstore.file_at(store.root, store.config_path, commit).decode("utf-8")).get("ledgers", {})
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, GitError):
         return True  # (unreadable then: judged as a ledger, the strict reading)

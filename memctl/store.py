@@ -360,7 +360,10 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
             created.append(".gitattributes")
             files.append(attributes)
     else:
-        have = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
+        from .fsutil import read_bounded  # noqa: PLC0415
+
+        have = (config_mod.universal_newlines(read_bounded(attributes, config_mod.SETTINGS_LIMIT, "a .gitattributes")
+                                              .decode("utf-8", "replace")).splitlines() if attributes.exists() else [])
         lacking = [line for line in GITATTRIBUTES_CLAUDE.splitlines() if line not in have]
         if lacking:
             errors.warn(".gitattributes has uncommitted changes, so memctl's merge-driver lines were not added: "

@@ -401,8 +401,16 @@ def _refuse_oversized_settings(store: Store, top: Path, base: str, theirs: str, 
 
 def _refuse_unwritable_index(store: Store, top: Path, base: str, theirs: str, label: str) -> None:
     """Refused: a MEMORY.md of `theirs` that no write could regenerate (over the index limit, not UTF-8,
-    its block markers damaged) where the base's could. Taken in, it stopped every fact write of every
+    its block markers damaged) where the base's could, or a topic file (memory-index/) over the limit. Taken in, it stopped every fact write of every
     clone (remember, forget, index, the MCP tools) until a person mended it by hand."""
+    topics = Path(os.path.relpath(store.index_path.parent / TOPIC_DIR, top)).as_posix()
+    for name in gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", base, theirs, "--",
+                             topics).out.split("\0"):
+        size = _size_at(top, theirs, name) if name.endswith(".md") else None  # a topic file (read as MEMORY.md is)
+        if size is not None and size > INDEX_LIMIT:
+            raise Refused(f"{label}'s {store.rel(top / name)} is {size:,} bytes, over the limit of {INDEX_LIMIT >> 20} MiB: "
+                          "no write could regenerate the index; nothing was merged or pushed", kind="index-incoming",
+                          hint="on the remote, take back the commit that made it so, then memctl sync")
     rel = Path(os.path.relpath(store.index_path, top)).as_posix()
     if gitstore.run(top, "diff", "--quiet", base, theirs, "--", rel).code == 0:
         return

@@ -1359,6 +1359,21 @@ def test_a_pushed_memory_md_no_write_could_regenerate_is_refused_before_anything
     assert "beta" in run(victim, "list").stdout
 
 
+def test_a_pushed_topic_file_over_the_index_limit_is_refused_before_anything_is_merged(world):
+    """A topic file (memory-index/*.md) is read by every fact write as MEMORY.md is: a pushed 5.7 MB one
+    was taken in (exit 0), then remember and index refused, as for MEMORY.md (helper-89)."""
+    remote, victim, attacker, outside = world
+    topic = attacker / "memory" / "memory-index" / "big.md"
+    topic.parent.mkdir(parents=True, exist_ok=True)
+    topic.write_bytes(b"- [x](../x.md) \xe2\x80\x94 padding\n" * 200_000)
+    _push_all(attacker)
+    head, before = git(victim, "rev-parse", "HEAD"), snapshot(victim)
+    said = one_line_error(run(victim, "sync", ok=(1,)))
+    assert "memory/memory-index/big.md is " in said and "over the limit of 4 MiB" in said, said
+    assert (git(victim, "rev-parse", "HEAD"), snapshot(victim)) == (head, before)
+    run(victim, "remember", "beta", "--description", "ベータ: still written", "--type", "project")
+
+
 def test_a_memory_md_already_damaged_here_does_not_stop_sync_taking_in_a_change_to_it(world):
     """Only a problem the remote brings is refused: a MEMORY.md damaged on both sides (a person's mistake
     here, pushed) lets the remote's change, its mend or not, come in."""

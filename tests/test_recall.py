@@ -836,5 +836,7 @@ def test_the_prompt_hook_ranks_facts_without_reading_the_episodes_ledger(root, m
 
     monkeypatch.setattr(rindex, "_sync_episodes", never)
     assert "- grafana: Dashboards live in Grafana" in hooks.prompt(store, "where is the xylophone dashboard?", log=False)
+    facts.set_pinned(store, "grafana", True, commit_changes=False)
+    assert "Dashboards live in Grafana" in context.build(store, log=False).text  # session start: no query, facts alone
     with pytest.raises(AssertionError, match="episodes ledger was read"):
         recall.recall(store, ["xylophone"], source="episodes", mode="keyword", log=False)

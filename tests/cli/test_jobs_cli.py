@@ -652,6 +652,13 @@ def test_maintain_packs_git_objects_left_loose_once_they_are_large(root, monkeyp
     assert loose() < before / 10 and git(root, "rev-list", "--count", "HEAD") == commits
     subprocess.run(["git", "-C", str(root), "fsck", "--no-progress", "--strict"], check=True, capture_output=True)
     assert cli(root, "maintain").stderr.count("packed") == 0  # nothing loose left to pack
+    assert cli(root, "episode", "add", "one more", "--type", "decision").exit_code == 0
+    monkeypatch.setattr(gitstore, "LOOSE_LIMIT", 0)  # a repository that forbids repacking: a warning, and doctor runs
+    git(root, "config", "core.repositoryformatversion", "1")
+    git(root, "config", "extensions.preciousObjects", "true")
+    r = cli(root, "maintain", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["packed"] == 0 and json.loads(r.stdout)["ok"] is True
+    assert "were not packed" in r.stderr and "(hint: run `git gc` in the store)" in r.stderr
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
