@@ -193,6 +193,9 @@ def test_the_messages_format(store, tmp_path):
 def test_records_dated_a_day_past_the_clock_are_imported_and_named(store, tmp_path, monkeypatch, caplog):
     """A transcript written on a machine whose clock ran months ahead was imported without a word: its
     records became the newest episodes (and "today's" on that date)."""
+    from memctl import errors
+
+    monkeypatch.setattr(errors, "_reporter", None)  # (a CLI test run before in this process set the CLI's)
     path = tmp_path / "chat.jsonl"
     rows = [{"role": "user", "content": f"質問 {i}", "ts": ts, "id": f"m{i}"}
             for i, ts in enumerate(["2026-06-01T09:00:00+09:00", "2026-06-02T10:00:00+09:00", "2026-09-01T09:00:00+09:00"])]
