@@ -726,10 +726,16 @@ def committed_bytes(root: Path, path: Path, limit: int | None = None) -> bytes |
     if top is None:
         return None
     if limit is not None:
-        size = _git(top, "cat-file", "-s", f"HEAD:{Path(os.path.relpath(path, top)).as_posix()}")
-        if size.returncode != 0 or int(size.stdout or 0) > limit:
+        size = size_at(top, "HEAD", Path(os.path.relpath(path, top)).as_posix())
+        if size is None or size > limit:
             return None
     return _committed(top, path, "HEAD")
+
+
+def size_at(top: Path, rev: str, rel: str) -> int | None:
+    """The bytes of `rel` (relative to the work tree `top`) at `rev`, unread; None when it has none."""
+    done = _git(top, "cat-file", "-s", f"{rev}:{rel}")
+    return int(done.stdout) if done.returncode == 0 else None
 
 
 def committed_text(root: Path, path: Path) -> str | None:

@@ -410,8 +410,8 @@ def _was_ledger(store: Store, ledger, commit: str, data: bytes) -> bool:
         return True
     try:
         top = gitstore.work_tree(store.root)
-        size = gitstore.run(top, "cat-file", "-s", f"{commit}:{Path(os.path.relpath(store.config_path, top)).as_posix()}")
-        if size.code == 0 and int(size.out) > SETTINGS_LIMIT:  # (a pushed 400 MB one, reverted since)
+        size = gitstore.size_at(top, commit, Path(os.path.relpath(store.config_path, top)).as_posix())
+        if size is not None and size > SETTINGS_LIMIT:  # (a pushed 400 MB one, reverted since)
             return True  # not read: judged as a ledger, the strict reading
         declared = tomllib.loads(gitstore.file_at(store.root, store.config_path, commit).decode("utf-8")).get("ledgers", {})
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, GitError):

@@ -360,10 +360,7 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
             created.append(".gitattributes")
             files.append(attributes)
     else:
-        from .fsutil import read_bounded  # noqa: PLC0415
-
-        have = (config_mod.universal_newlines(read_bounded(attributes, config_mod.SETTINGS_LIMIT, "a .gitattributes")
-                                              .decode("utf-8", "replace")).splitlines() if attributes.exists() else [])
+        have = settings_text(attributes, errors="replace").splitlines() if attributes.exists() else []
         lacking = [line for line in GITATTRIBUTES_CLAUDE.splitlines() if line not in have]
         if lacking:
             errors.warn(".gitattributes has uncommitted changes, so memctl's merge-driver lines were not added: "
@@ -374,14 +371,20 @@ def _init_claude_code_dir(root: Path, git: bool, new_repo: bool) -> list[str]:
     return created
 
 
+def settings_text(path: Path, errors: str = "strict") -> str:
+    """A .gitattributes or .gitignore as read_text reads it, refused (TooBig) unread over the settings
+    limit (a pushed 150 MB .gitattributes cost sync 600 MB)."""
+    from .fsutil import read_bounded  # noqa: PLC0415
+
+    return config_mod.universal_newlines(read_bounded(path, config_mod.SETTINGS_LIMIT, f"a {path.name}").decode("utf-8", errors))
+
+
 def add_lines(path: Path, text: str, *, replacing: dict[str, str] | None = None) -> bool:
     """Add the lines of `text` that `path` lacks, without disturbing the others (a line that is a
     key of `replacing` becomes its value first); whether the file changed."""
     refuse_link(path.parent, path)  # .gitattributes or .gitignore: never read or replaced through a link
-    from .fsutil import read_bounded  # noqa: PLC0415
-
-    try:  # (a pushed 150 MB .gitattributes cost sync 600 MB)
-        read = config_mod.universal_newlines(read_bounded(path, config_mod.SETTINGS_LIMIT, f"a {path.name}").decode("utf-8"))
+    try:
+        read = settings_text(path)
     except FileNotFoundError:
         read = ""
     current = read

@@ -392,7 +392,7 @@ def _refuse_oversized_settings(store: Store, top: Path, base: str, theirs: str, 
     2 MB packed). Taken in, every command of the clone read it (1.6 GB each), or refused to, sync included."""
     for path in (store.config_path, store.root / ".gitattributes"):
         rel = Path(os.path.relpath(path, top)).as_posix()
-        size = _size_at(top, theirs, rel)
+        size = gitstore.size_at(top, theirs, rel)
         if size is not None and size > SETTINGS_LIMIT and gitstore.run(top, "diff", "--quiet", base, theirs, "--", rel).code != 0:
             raise Refused(f"{label}'s {store.rel(path)} is {size:,} bytes, over the limit of "
                           f"{SETTINGS_LIMIT >> 20} MiB for settings; nothing was merged or pushed", kind="config-incoming",
@@ -406,7 +406,7 @@ def _refuse_unwritable_index(store: Store, top: Path, base: str, theirs: str, la
     topics = Path(os.path.relpath(store.index_path.parent / TOPIC_DIR, top)).as_posix()
     for name in gitstore.run(top, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d", base, theirs, "--",
                              topics).out.split("\0"):
-        size = _size_at(top, theirs, name) if name.endswith(".md") else None  # a topic file (read as MEMORY.md is)
+        size = gitstore.size_at(top, theirs, name) if name.endswith(".md") else None  # a topic file (read as MEMORY.md is)
         if size is not None and size > INDEX_LIMIT:
             raise Refused(f"{label}'s {store.rel(top / name)} is {size:,} bytes, over the limit of {INDEX_LIMIT >> 20} MiB: "
                           "no write could regenerate the index; nothing was merged or pushed", kind="index-incoming",
@@ -427,7 +427,7 @@ def _index_problem(top: Path, rev: str, rel: str) -> str | None:
     from .facts import not_utf8_at  # noqa: PLC0415
     from .index import damaged_block  # noqa: PLC0415
 
-    size = _size_at(top, rev, rel)
+    size = gitstore.size_at(top, rev, rel)
     if size is None:
         return None
     if size > INDEX_LIMIT:
@@ -524,12 +524,6 @@ def _refuse_reshaped(store: Store, top: Path, rel: str, mode: str, base: str, la
 LEDGER_GROWTH_LIMIT = 64 << 20  # bytes one sync takes in for one ledger (~240,000 episodes; a day adds a few KiB)
 
 
-def _size_at(top: Path, rev: str, rel: str) -> int | None:
-    """The bytes of `rel` at `rev`, unread (None when it has none)."""
-    done = gitstore.run(top, "cat-file", "-s", f"{rev}:{rel}")
-    return int(done.out) if done.code == 0 else None
-
-
 def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, label: str) -> None:
     """Refused when `theirs` changed a ledger other than by appending lines to it since `base` (an old row
     removed or rewritten, the file deleted): ledgers are only appended to, and a merge (or a
@@ -538,7 +532,7 @@ def _refuse_rewritten_ledgers(store: Store, top: Path, base: str, theirs: str, l
                           os.path.relpath(store.ledgers_dir, top)).out
     ledgers = None
     for rel in (r for r in listed.split("\0") if r and _kind(store, r, top) == "ledger"):
-        grown = (_size_at(top, theirs, rel) or 0) - (_size_at(top, base, rel) or 0)
+        grown = (gitstore.size_at(top, theirs, rel) or 0) - (gitstore.size_at(top, base, rel) or 0)
         if grown > LEDGER_GROWTH_LIMIT:  # (read whole below, and by every reader of the ledger after it)
             raise Refused(f"{label} adds {grown:,} bytes to {store.rel(top / rel)} at once, over the limit of "
                           f"{LEDGER_GROWTH_LIMIT >> 20} MiB a sync takes in; nothing was merged or pushed",
