@@ -161,6 +161,50 @@ def stops_raise(*numbers: int):
     return held()
 
 
+def stops_noted(*numbers: int):
+    """A context manager for a stretch that starts threads and processes (runcmd): while it is open in
+    the main thread, these signals (SIGINT, SIGTERM, SIGHUP by default) are only noted, and the `check`
+    it gives raises them where the caller can clean up. Raised from a handler, a signal can land inside
+    threading's or subprocess's own locks (a thread's start) and leave one half released: a RuntimeError
+    where Interrupted was meant. Leaving the stretch raises a signal noted and not yet checked, in
+    place of any other exception (a timeout must not turn a SIGTERM into an answer)."""
+    import contextlib  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    noted: list[int] = []
+
+    def note(signum, frame) -> None:
+        noted.append(signum)
+
+    def raise_noted() -> None:
+        if not noted:
+            return
+        signum = noted[0]
+        noted.clear()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Interrupted("terminated", 128 + signum)
+
+    @contextlib.contextmanager
+    def held():
+        if threading.current_thread() is not threading.main_thread():
+            yield lambda: None
+            return
+
+        wanted = [n for n in numbers or (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                  if signal.getsignal(n) not in (signal.SIG_IGN, None)]  # nohup's and `&`'s stay
+        previous = {number: signal.signal(number, note) for number in wanted}
+        try:
+            yield raise_noted
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            raise_noted()
+
+    return held()
+
+
 def interrupted_line(exc: BaseException) -> tuple[str, int]:
     """The one line and the exit code for a KeyboardInterrupt that reached the CLI."""
     if isinstance(exc, Interrupted):

@@ -109,17 +109,21 @@ def judge_checks(store: "Store", checks: list["Check"], command: str) -> list["C
         learned[k] = verdict
         return verdict
 
-    judged = [_judge_one(check, ask) for check in checks]
+    # A stop between two asks is noted and raised before the next (errors.stops_noted): raised where it
+    # landed, in a finished command's Popen.__del__, it was swallowed and memctl asked on.
+    with errors.stops_noted() as stop_if_asked:
+        judged = [_judge_one(check, ask, stop_if_asked) for check in checks]
     if learned:
         _save_cache(store, learned)
     return judged
 
 
-def _judge_one(check: "Check", ask: Callable[[str, str], str]) -> "Check":
+def _judge_one(check: "Check", ask: Callable[[str, str], str], stop_if_asked: Callable[[], None]) -> "Check":
     floor = check.threshold if check.similar is None else check.similar
     candidates = [i for i, h in enumerate(check.hits) if h.score >= floor][:JUDGED]
     hits: list[Hit] = list(check.hits)
     for i in candidates:
+        stop_if_asked()
         hits[i] = replace(hits[i], judge=ask(check.text, hits[i].text))
     return replace(check, hits=tuple(hits))
 

@@ -82,7 +82,7 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
     import threading  # noqa: PLC0415
     import time  # noqa: PLC0415
 
-    from .errors import stops_raise  # noqa: PLC0415
+    from .errors import stops_noted  # noqa: PLC0415
 
     cap = MAX_ANSWER_BYTES + 1
     out, err, over = bytearray(), bytearray(), threading.Event()
@@ -125,10 +125,11 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
 
     # The timeout, Ctrl-C, or a SIGTERM / SIGHUP to memctl (`timeout`, run-job, launchd, a closed
     # terminal) kill the group: in its own session, no signal of ours reaches it, and it would outlive us.
-    # The signals are caught from before the command starts (one that came between its start and
-    # the catching would end memctl and leave the command running).
-    try:
-        with stops_raise(signal.SIGTERM, signal.SIGHUP):
+    # The signals are noted from before the command starts to after its pipes are closed, and raised
+    # in the wait loop or as this ends (errors.stops_noted): one raised where it landed (inside a
+    # thread's start) broke threading's lock, and a RuntimeError left the command running.
+    with stops_noted() as stop_if_asked:
+        try:
             proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, cwd=cwd, start_new_session=True,
                                     env=None if env is None else {**os.environ, **env})
@@ -140,30 +141,32 @@ def _run_in_group(argv: Sequence[str], data: bytes, timeout: float, cwd: Path | 
                 thread.start()
             deadline = time.monotonic() + timeout
             while proc.poll() is None and not over.is_set():
+                stop_if_asked()
                 if time.monotonic() >= deadline:
                     raise subprocess.TimeoutExpired(list(argv), timeout)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(0.05)
+            stop_if_asked()
             if not over.is_set():  # the command has exited: the rest of its output
                 settle(min(LEFT_OPEN_WAIT, max(0.0, deadline - time.monotonic())))
-    except BaseException:
-        if proc is not None:
+        except BaseException:
+            if proc is not None:
+                kill()
+                proc.wait()
+                settle(LEFT_OPEN_WAIT)
+                close_pipes()
+            raise
+        finally:
+            if proc is not None:
+                _GROUPS.discard(proc.pid)
+        # Over the size limit; or exited with its output still held open by a process it left behind
+        # (`sleep 20 &`, a member of its group): the group is ended, and what the command wrote before
+        # it exited is its answer.
+        if over.is_set() or any(thread.is_alive() for thread in threads[1:]):
             kill()
-            proc.wait()
             settle(LEFT_OPEN_WAIT)
-            close_pipes()
-        raise
-    finally:
-        if proc is not None:
-            _GROUPS.discard(proc.pid)
-    # Over the size limit; or exited with its output still held open by a process it left behind
-    # (`sleep 20 &`, a member of its group): the group is ended, and what the command wrote before it
-    # exited is its answer.
-    if over.is_set() or any(thread.is_alive() for thread in threads[1:]):
-        kill()
-        settle(LEFT_OPEN_WAIT)
-    proc.wait()
-    close_pipes()
+        proc.wait()
+        close_pipes()
     return subprocess.CompletedProcess(proc.args, proc.returncode, bytes(out), bytes(err))
 
 

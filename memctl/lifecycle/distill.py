@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .. import clock, config, episodes as episodes_mod, facts as facts_mod, ledger, neardup, textnorm
+from .. import clock, config, episodes as episodes_mod, errors, facts as facts_mod, ledger, neardup, textnorm
 from ..errors import BadInput, NotFound, Refused
 from ..runcmd import MAX_ANSWER_BYTES, BadAnswer, parse_command, run_command, shorten as _shorten  # noqa: F401
 from ..secrets import part_of
@@ -336,27 +336,29 @@ def distill(store: "Store", llm_cmd: str, *, since: str | None = None, min_clust
     answers: list[tuple[int, Cluster, Answer]] = []
     planned: dict[str, str] = {}  # (dry run) normalised description -> where it would be written
     given_up = ""  # a command that timed out (or cannot run) is not asked again: each cluster would wait as long
-    for cluster in made.clusters:
-        if given_up:
-            outcomes.append(Outcome(cluster, "rejected", f"not asked: for an earlier cluster, {given_up}"))
-            continue
-        try:
-            answer = parse_answer(run_command(argv, prompt(cluster), seconds, cwd=store.root))
-        except BadAnswer as exc:
-            outcomes.append(Outcome(cluster, "rejected", exc.reason))
-            given_up = "" if exc.again else exc.reason
-            continue
-        if dry_run:  # the refusal the write would meet: a description already in memory, or planned above
-            description = fact_input(cluster, answer).description or ""
-            twin = _same_description(store, description, planned)
-            if twin is not None:
-                outcomes.append(Outcome(cluster, "rejected", f"the same description is already in {twin}", answer=answer))
+    with errors.stops_noted() as stop_if_asked:  # a stop between two asks is raised before the next (judge.py)
+        for cluster in made.clusters:
+            stop_if_asked()
+            if given_up:
+                outcomes.append(Outcome(cluster, "rejected", f"not asked: for an earlier cluster, {given_up}"))
                 continue
-            planned[textnorm.normalize(description)] = store.rel(store.memory_dir / f"{cluster.fact_name}.md")
-            outcomes.append(Outcome(cluster, "planned", fact=cluster.fact_name, answer=answer))
-            continue
-        answers.append((len(outcomes), cluster, answer))
-        outcomes.append(None)  # written below
+            try:
+                answer = parse_answer(run_command(argv, prompt(cluster), seconds, cwd=store.root))
+            except BadAnswer as exc:
+                outcomes.append(Outcome(cluster, "rejected", exc.reason))
+                given_up = "" if exc.again else exc.reason
+                continue
+            if dry_run:  # the refusal the write would meet: a description already in memory, or planned above
+                description = fact_input(cluster, answer).description or ""
+                twin = _same_description(store, description, planned)
+                if twin is not None:
+                    outcomes.append(Outcome(cluster, "rejected", f"the same description is already in {twin}", answer=answer))
+                    continue
+                planned[textnorm.normalize(description)] = store.rel(store.memory_dir / f"{cluster.fact_name}.md")
+                outcomes.append(Outcome(cluster, "planned", fact=cluster.fact_name, answer=answer))
+                continue
+            answers.append((len(outcomes), cluster, answer))
+            outcomes.append(None)  # written below
     sha = None
     if answers:
         with store.lock(commits=commit_changes):
