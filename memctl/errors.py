@@ -161,30 +161,35 @@ def stops_raise(*numbers: int):
     return held()
 
 
-def stops_noted(*numbers: int):
-    """A context manager for a stretch that starts threads and processes (runcmd): while it is open in
-    the main thread, these signals (SIGINT, SIGTERM, SIGHUP by default) are only noted, and the `check`
-    it gives raises them where the caller can clean up. Raised from a handler, a signal can land inside
-    threading's or subprocess's own locks (a thread's start) and leave one half released: a RuntimeError
-    where Interrupted was meant. Leaving the stretch raises a signal noted and not yet checked, in
-    place of any other exception (a timeout must not turn a SIGTERM into an answer)."""
+def stops_noted(*numbers: int, replay: bool = True):
+    """A context manager: while it is open in the main thread, these signals (SIGINT, SIGTERM, SIGHUP by
+    default; one ignored, as nohup's SIGHUP, stays ignored) are only noted, and the `stop_if_asked` it
+    gives raises them where the caller chooses: a SIGTERM or SIGHUP as Interrupted("terminated",
+    128 + the signal), a Ctrl-C alone as KeyboardInterrupt. Leaving the block raises one noted and not
+    yet raised, in place of any other exception (a timeout must not turn a stop into an answer).
+    Without `replay`, they are dropped (the command is stopping already: a second Ctrl-C must not cut
+    its save short).
+
+    For a stretch that must not be cut anywhere (a save), or that starts threads and processes
+    (runcmd): raised from a handler where it lands, a signal can land inside threading's or
+    subprocess's own locks (a thread's start: a RuntimeError where Interrupted was meant), or in
+    some object's __del__, which swallows it. A Python-level handler, not a signal mask: the kernel
+    may hand a signal to any thread (an engine's own among them), Python always to the main one."""
     import contextlib  # noqa: PLC0415
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
     noted: list[int] = []
 
-    def note(signum, frame) -> None:
-        noted.append(signum)
-
-    def raise_noted() -> None:
-        if not noted:
-            return
-        signum = noted[0]
+    def stop_if_asked() -> None:
+        got = set(noted)
         noted.clear()
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Interrupted("terminated", 128 + signum)
+        if not got or not replay:
+            return
+        ending = sorted(got - {signal.SIGINT})
+        if ending:
+            raise Interrupted("terminated", 128 + ending[0])
+        raise KeyboardInterrupt
 
     @contextlib.contextmanager
     def held():
@@ -193,14 +198,14 @@ def stops_noted(*numbers: int):
             return
 
         wanted = [n for n in numbers or (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-                  if signal.getsignal(n) not in (signal.SIG_IGN, None)]  # nohup's and `&`'s stay
-        previous = {number: signal.signal(number, note) for number in wanted}
+                  if signal.getsignal(n) not in (signal.SIG_IGN, None)]
+        previous = {number: signal.signal(number, lambda signum, frame: noted.append(signum)) for number in wanted}
         try:
-            yield raise_noted
+            yield stop_if_asked
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
-            raise_noted()
+            stop_if_asked()
 
     return held()
 

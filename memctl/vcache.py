@@ -490,7 +490,7 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
         "rebuilt": reason, "ids": ids, "hashes": "".join(hashes),
     }
     try:
-        with _lock(folder), paced.signals_held():  # a Ctrl-C now waits for the save (a few ms)
+        with _lock(folder), errors.stops_noted():  # a Ctrl-C now waits for the save (a few ms)
             matrix = _assemble(hashes, known, fresh, dim)
             try:
                 _save(folder, source, matrix, meta)
@@ -505,7 +505,7 @@ def _sync(store: "Store", source: str, items: Sequence[tuple[str, str]], embedde
         if fresh:
             import numpy as np
 
-            with paced.signals_held(replay=False):
+            with errors.stops_noted(replay=False):
                 _save_batch(folder, embedder, list(fresh), np.stack(list(fresh.values())))
         code = exc.exit_code if isinstance(exc, errors.Interrupted) else errors.INTERRUPTED
         raise errors.Interrupted(paced.stopped_line(code, len(fresh), len(fresh)), code) from None

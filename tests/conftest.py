@@ -62,6 +62,17 @@ def pinned_clock(monkeypatch) -> str:
 
 
 @pytest.fixture
+def ctrl_c_reaches_us():
+    """SIGINT handled as Python's own (a KeyboardInterrupt) for the test, whatever the suite runs under:
+    a shell's background job (CI under nohup ... &) starts with it ignored, which memctl keeps."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture
 def root(tmp_path) -> Path:
     """An initialised store (with a git repository) in a temp dir."""
     path = tmp_path / "store"

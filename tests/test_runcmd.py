@@ -56,7 +56,7 @@ def test_a_stop_that_lands_anywhere_in_asking_ends_memctl_as_stopped(tmp_path):
     assert codes == [143] * 40
 
 
-def test_a_noted_stop_is_raised_where_it_is_checked(monkeypatch):
+def test_a_noted_stop_is_raised_where_it_is_checked():
     with errors.stops_noted() as stop_if_asked:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.01)  # (a handler runs between two bytecodes of the main thread)
@@ -66,13 +66,32 @@ def test_a_noted_stop_is_raised_where_it_is_checked(monkeypatch):
     assert stopped.value.exit_code == 128 + signal.SIGTERM
 
 
-def test_a_noted_ctrl_c_is_a_keyboard_interrupt_and_wins_over_the_error_in_flight():
+def test_a_noted_ctrl_c_is_a_keyboard_interrupt_and_wins_over_the_error_in_flight(ctrl_c_reaches_us):
     with pytest.raises(KeyboardInterrupt) as stopped:
         with errors.stops_noted():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.01)
             raise subprocess.TimeoutExpired(["judge"], 5)  # (a timeout must not turn a stop into an answer)
     assert not isinstance(stopped.value, errors.Interrupted)
+
+
+def test_a_terminate_wins_over_a_ctrl_c_and_an_ignored_signal_stays_ignored(ctrl_c_reaches_us):
+    import signal as sig
+
+    with pytest.raises(errors.Interrupted) as stopped:
+        with errors.stops_noted():
+            os.kill(os.getpid(), sig.SIGINT)
+            os.kill(os.getpid(), sig.SIGHUP)
+            time.sleep(0.01)
+    assert stopped.value.exit_code == 128 + sig.SIGHUP
+    before = sig.signal(sig.SIGHUP, sig.SIG_IGN)  # nohup's
+    try:
+        with errors.stops_noted():
+            os.kill(os.getpid(), sig.SIGHUP)
+            time.sleep(0.01)
+        assert sig.getsignal(sig.SIGHUP) is sig.SIG_IGN
+    finally:
+        sig.signal(sig.SIGHUP, before)
 
 
 def test_the_handlers_before_are_back_after():

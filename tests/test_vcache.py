@@ -447,22 +447,22 @@ def test_answer_within_returns_what_is_ready_and_finishes_in_the_background(stor
     assert vcache.current(store, "s", slow, "query", "k") is not None
 
 
-def test_a_ctrl_c_during_a_save_waits_for_the_save_and_a_second_one_is_dropped():
+def test_a_ctrl_c_during_a_save_waits_for_the_save_and_a_second_one_is_dropped(ctrl_c_reaches_us):
     import signal
 
-    before = signal.getsignal(signal.SIGINT)  # Python's own, or SIG_IGN under a shell's background job
+    before = signal.getsignal(signal.SIGINT)
     done = []
     with pytest.raises(KeyboardInterrupt):
-        with paced.signals_held():
+        with errors.stops_noted():
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the save ...
             time.sleep(0.05)
             done.append("saved")  # ... which goes on to the end
     assert done == ["saved"]
-    with paced.signals_held(replay=False):  # stopping already: dropped
+    with errors.stops_noted(replay=False):  # stopping already: dropped
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
     with pytest.raises(errors.Interrupted) as stopped:
-        with paced.signals_held():
+        with errors.stops_noted():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.05)
     assert stopped.value.exit_code == errors.TERMINATED

@@ -90,7 +90,7 @@ def embed(embedder: "Embedder", todo: Sequence[tuple[str, str]], kind: str, *, s
         except BaseException as exc:
             if save is None:
                 raise
-            with signals_held(replay=False):  # a second Ctrl-C (or a SIGTERM) must not cut the save short
+            with errors.stops_noted(replay=False):  # a second Ctrl-C (or a SIGTERM) must not cut the save short
                 hand_over()
             if isinstance(exc, Exception):  # the embedder failed: what it finished is kept all the same
                 raise
@@ -131,31 +131,3 @@ def _progress(total: int, embedder: "Embedder", *, quiet: bool) -> Iterator[Call
 
     with errors.progress(total, f"embedding with {label(embedder)}") as advance:
         yield advance
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def signals_held(replay: bool = True) -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block is done: then, with `replay`, they act (a
-    KeyboardInterrupt, or errors.Interrupted for SIGTERM); without, they are dropped (the
-    command is stopping already). A Python-level handler, not a signal mask: the kernel may
-    hand a signal to any thread (the engine's own among them), Python always to the main one."""
-    import signal
-
-    if not _main_thread():
-        yield
-        return
-    got: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if replay and signal.SIGTERM in got:
-        raise errors.Interrupted("terminated", errors.TERMINATED)
-    if replay and got:
-        raise KeyboardInterrupt
