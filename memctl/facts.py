@@ -18,7 +18,7 @@ from typing import Any, Callable
 from . import clock, errors, fact as fact_mod, gitstore, index as index_mod, merge, textnorm
 from .errors import BadInput, GitError, NotFound, Refused
 from .fsutil import (INDEX_LIMIT, TooBig, atomic_move, atomic_write, link_message, link_on_way, read_bounded, read_index,
-                     bash_escaped, control_in_name, refuse_link, utf8_name)
+                     bash_escaped, control_in_name, refuse_link, shell_word, utf8_name)
 from .fsutil import without_bom, written
 from .claude_memory import dated_by_git, linked_topics, write_fact
 from .markers import refuse_conflicts
@@ -129,8 +129,9 @@ def misnamed_problem(store: Store, path: Path) -> Problem:
     rel = store.rel(path)
     shown = bash_escaped(rel)  # as bash's $'...' reads it back
     why = "is not UTF-8" if not utf8_name(rel) else "holds a control character (a line break, a tab)"
+    renamed = shell_word(store.rel(path.parent / "NEW-NAME.md"))  # in its own folder: an archived fact stays archived
     return Problem(shown, 0, "name", f"the file name {why}: memctl does not read it "
-                   f"(rename it: {gitstore.git_c(store.root)} mv -- $'{shown}' memory/NEW-NAME.md)")
+                   f"(rename it: {gitstore.git_c(store.root)} mv -- $'{shown}' {renamed})")
 
 
 def link_problem(store: Store, link: Path) -> Problem:

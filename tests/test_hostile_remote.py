@@ -466,6 +466,26 @@ def test_a_fact_file_whose_name_holds_a_control_character_never_reaches_memory_m
     assert "evil" in run(victim, "list").stdout
 
 
+def test_doctor_renames_an_archived_fact_with_a_control_character_within_the_archive(world):
+    """doctor's rename for `memory/archive/tab\tx.md` moved it into memory/: the forgotten fact came back
+    as live. The new name is in the file's own folder."""
+    remote, victim, attacker, outside = world
+    (attacker / "memory" / "archive").mkdir(exist_ok=True)
+    (attacker / "memory" / "archive" / "tab\tx.md").write_bytes(
+        (attacker / "memory" / "alpha.md").read_bytes().replace(b"alpha", b"evil"))
+    _push_all(attacker)
+    run(victim, "sync")
+    checked = run(victim, "doctor", ok=(1,))
+    (problem,) = [line for line in checked.stdout.splitlines() if ": error: " in line]
+    assert problem.startswith("memory/archive/tab\\x09x.md: error:") and "control character" in problem, problem
+    rename = problem[problem.index(f"git -C {victim} "):].removesuffix(")").replace("NEW-NAME", "renamed")
+    assert subprocess.run(["bash", "-c", rename], capture_output=True).returncode == 0
+    git(victim, *ID, "commit", "-qm", "renamed")
+    assert (victim / "memory" / "archive" / "renamed.md").is_file()
+    assert "evil" not in run(victim, "list").stdout  # still forgotten
+    assert "control character" not in run(victim, "doctor", ok=(0, 1)).stdout
+
+
 def test_control_characters_in_a_pushed_description_reach_memory_md_escaped_and_doctor_names_them(world):
     """A pushed fact whose description holds ESC, BEL and TAB: its index line went raw into MEMORY.md (an
     OSC that retitles the terminal of whoever cats it), was committed and pushed back, and reached the
