@@ -42,7 +42,8 @@ def summary(result, *, json: bool) -> None:
                     f"other: a version is kept aside in {posixpath.dirname(result.conflicts[0])}/",
                     hint="memctl conflicts; memctl resolve NAME --keep local|remote|both")
     if result.duplicates:
-        output.warn(f"{_n(len(result.duplicates), 'unique value')} appended on two machines while apart",
+        output.warn(f"{_n(len(result.duplicates), 'unique value')} repeated by the rows this sync brought in "
+                    "(appended on two machines while apart, or repeated by the remote itself)",
                     hint="; ".join(dict.fromkeys(f"memctl ledger dups {d.ledger} {d.column}" for d in result.duplicates)))
 
 
