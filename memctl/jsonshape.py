@@ -465,6 +465,8 @@ SHAPES: dict[str, tuple[Field, ...]] = {
     "trust": (
         ("settings", "list[@trust_setting]", "Every executable setting of memctl.toml (docs/JOBS.md, \"Consent\")."),
         ("approved", "list[string]", "The keys this command approved (none with --list)."),
+        ("waiting_digest", "string|null", "With --list: a fingerprint of what waits (of the KEYs given, if any), "
+                                          "for `memctl trust --expect DIGEST`; null when nothing waits, and without --list."),
     ),
     "trust_setting": (
         ("key", "string", "jobs.NAME, jobs.NAME:script (the contents of a job's script in the store), "

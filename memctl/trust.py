@@ -443,9 +443,23 @@ def waiting(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
     return [s for s in settings(store, keys) if not s.approved]
 
 
-def approve(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
+def digest(found: Iterable[Setting]) -> str | None:
+    """A short fingerprint of what waits among `found` (keys and values; None when nothing does): what
+    `trust --list` shows, and `approve(expect=)` checks, so that a value a sync changed between the
+    review and the approval is not approved unseen."""
+    import hashlib  # noqa: PLC0415
+
+    waiting_now = sorted((s.key, s.value) for s in found if not s.approved)
+    return hashlib.sha256(_canonical(waiting_now).encode("utf-8")).hexdigest()[:DIGEST_LEN] if waiting_now else None
+
+
+DIGEST_LEN = 12
+
+
+def approve(store: Store, keys: Iterable[str] | None = None, *, expect: str | None = None) -> list[Setting]:
     """Approve what waits (only `keys`, when given); return what was approved. A key that is no
-    executable setting of memctl.toml is bad input."""
+    executable setting of memctl.toml is bad input. With `expect` (a digest `trust --list` showed),
+    nothing is approved unless what waits is still exactly what it showed."""
     found = settings(store)
     if keys is not None:
         keys = list(keys)
@@ -456,16 +470,21 @@ def approve(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
                            hint="settings(store) lists them", kind="not-a-setting")
         found = [s for s in found if s.key in keys]
     chosen = [s for s in found if not s.approved]
+    if expect is not None and digest(chosen) != expect.strip().lower():
+        now = digest(chosen)
+        raise Refused(f"what waits for approval is not what was reviewed (digest {expect}, now {now or 'nothing waits'}): "
+                      "nothing was approved", hint="review it again: memctl trust --list", kind="changed")
     if chosen:
         kept = {**_approved(store), **{s.key: s.value for s in chosen if s.value != REMOVED}}
         _save(store, _pruned(store, {k: v for k, v in kept.items() if k not in {s.key for s in chosen if s.value == REMOVED}}))
     return chosen
 
 
-def review(store: Store, keys: Iterable[str] | None = None, *, approving: bool = True) -> tuple[list[Setting], list[Setting]]:
+def review(store: Store, keys: Iterable[str] | None = None, *, approving: bool = True,
+           expect: str | None = None) -> tuple[list[Setting], list[Setting]]:
     """`memctl trust`: (every executable setting afterwards, those approved now); nothing is approved
-    unless `approving`."""
-    approved = approve(store, keys) if approving else []
+    unless `approving` (and, with `expect`, unless what waits is what the digest says: approve)."""
+    approved = approve(store, keys, expect=expect) if approving else []
     return settings(store), approved
 
 

@@ -111,6 +111,37 @@ def test_a_job_pushed_by_another_clone_never_runs_until_approved_here(victim, tm
     assert "[jobs.evil]" not in memctl(store, "doctor").stdout
 
 
+def test_trust_expect_approves_only_what_was_reviewed(victim, tmp_path):
+    """`memctl trust` approves the value at that moment: a sync between `trust --list` and `trust` (a cron
+    sync job) approved a command the user never saw (helper-87). `--list` gives a digest of what waits,
+    and `trust --expect DIGEST` approves nothing once that changed."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    push(attacker, EVIL.format(marker=tmp_path / "harmless"))
+    pull(store, "sync")
+    listed = memctl(store, "trust", "--list", "--json")
+    reviewed = json.loads(listed.stdout)["waiting_digest"]
+    assert len(reviewed) == 12
+    text = memctl(store, "trust", "--list")
+    assert f"1 of 3 settings wait for approval; `memctl trust --expect {reviewed}` approves exactly these" in text.stderr
+    # meanwhile the other clone rewrites the job, and a sync brings it in
+    (attacker / "memctl.toml").write_text((attacker / "memctl.toml").read_text(encoding="utf-8").replace(
+        str(tmp_path / "harmless"), str(marker)), encoding="utf-8")
+    git(attacker, *ID, "commit", "-qam", "tidy up again")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    pull(store, "sync")
+    refused = memctl(store, "trust", "--expect", reviewed)
+    assert refused.returncode == 1
+    assert one_error(refused).startswith(f"memctl: error: what waits for approval is not what was reviewed (digest {reviewed}, now ")
+    assert "memctl trust --list" in refused.stderr
+    assert memctl(store, "run-job", "--quiet", "evil").returncode == 1 and not marker.exists()  # nothing approved
+    again = json.loads(memctl(store, "trust", "--list", "--json").stdout)["waiting_digest"]
+    assert again != reviewed
+    assert memctl(store, "trust", "jobs.evil", "--expect", again).returncode == 0
+    assert json.loads(memctl(store, "trust", "--list", "--json").stdout)["waiting_digest"] is None
+    assert memctl(store, "trust", "--list", "--expect", again).returncode == 2  # (--list approves nothing)
+
+
 def test_a_changed_job_waits_again_and_the_approval_is_kept_outside_git(victim, tmp_path):
     store, attacker, remote = victim
     marker = tmp_path / "MARKER"

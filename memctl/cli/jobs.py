@@ -10,7 +10,8 @@ import typer
 from .. import jobs, output, trust
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
-from ..errors import FAILED, MemctlError
+from ..errors import FAILED, BadInput, MemctlError
+from ..fsutil import shell_word
 from ..tsv import visible
 
 schedule_app = typer.Typer(
@@ -191,20 +192,28 @@ def trust_(
     ctx: typer.Context,
     keys: Annotated[Optional[list[str]], typer.Argument(help="Only these settings (keys as --list prints them).", metavar="[KEY]...")] = None,
     list_: Annotated[bool, typer.Option("--list", help="Show every executable setting and whether it waits; approve nothing.")] = False,
+    expect: Annotated[Optional[str], typer.Option("--expect", metavar="DIGEST",
+                                                  help="Approve only if what waits is still what `--list` showed with this digest.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """Show what a commit not made here changed in memctl.toml's executable settings (jobs, redaction
     patterns, the embedder, the near-dup judge, what sources read), and approve it on this machine
     (the approval is kept outside git)."""
+    if list_ and expect is not None:
+        raise BadInput("--expect approves, --list approves nothing", hint="memctl trust --list, then memctl trust --expect DIGEST")
     store = store_from(ctx)
-    found, approved = trust.review(store, keys or None, approving=not list_)
+    found, approved = trust.review(store, keys or None, approving=not list_, expect=expect)
+    shown = [s for s in found if not keys or s.key in keys]
     if json:
-        output.emit_json({"settings": [s.to_dict() for s in found], "approved": [s.key for s in approved]})
+        output.emit_json({"settings": [s.to_dict() for s in found], "approved": [s.key for s in approved],
+                          "waiting_digest": trust.digest(shown) if list_ else None})
         return
     if list_:
         output.emit_table([{**s.to_dict(), "why": s.why or ""} for s in found], ["key", "state", "value", "why"])
-        output.info(f"{sum(not s.approved for s in found)} of {len(found)} settings wait for approval"
-                    + ("; `memctl trust` approves them" if any(not s.approved for s in found) else ""))
+        waiting_now = sum(not s.approved for s in shown)
+        keys_part = "".join(f" {shell_word(k)}" for k in keys or ())
+        output.info(f"{waiting_now} of {len(shown)} settings wait for approval"
+                    + (f"; `memctl trust --expect {trust.digest(shown)}{keys_part}` approves exactly these" if waiting_now else ""))
         return
     for s in approved:
         output.emit_lines([f"{trust.describe(s)}: {s.value}", f"  before: {s.was or '(not set, or never approved here)'}",
