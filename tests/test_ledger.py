@@ -508,3 +508,39 @@ def test_unique_empty_value_on_an_empty_headerless_file(root, store):
     with pytest.raises(Refused):
         ledger.append(fresh(root), "bare", [{"a": "2", "b": ""}], commit_changes=False)
     assert path.read_bytes() == b"1\t\n"
+
+
+# ---------------------------------------------------------------- the last rows, read from the end
+
+@pytest.mark.parametrize("header", [True, False])
+@settings(max_examples=150, deadline=None)
+@given(content=st.lists(st.sampled_from([b"a\tb\n", b"\xe3\x81\x82\tx\\ty\n", b"\n", b"only\n", b"c\r\n", b"\xff\tz\n"]),
+                        max_size=12),
+       torn=st.sampled_from([b"", b"cut\tof"]), n=st.integers(0, 15))
+def test_the_last_rows_read_from_the_end_are_those_a_full_read_ends_with(tmp_path_factory, header, content, torn, n):
+    """`ledger rows --tail N` read every line of a year's ledger (3 s) to keep the last N: they are read
+    from the end now, with the same line numbers, values, header check and cut-off last line."""
+    root = tmp_path_factory.mktemp("tail")
+    (root / "memctl.toml").write_text(f'[ledgers.t]\nfile = "t.tsv"\ncolumns = ["a", "b"]\nheader = {str(header).lower()}\n',
+                                      encoding="utf-8")
+    (root / "ledgers").mkdir()
+    found = ledger.open_ledger(open_store(root), "t")
+    found.path.write_bytes((b"a\tb\n" if header else b"") + b"".join(content) + torn)
+    everything = list(ledger.iter_rows(found))
+    assert ledger.last_rows(found, n) == (everything[len(everything) - min(n, len(everything)):] if n else [])
+    _, selected = ledger.select_rows(open_store(root), "t", tail=n)
+    assert selected == ledger.last_rows(found, n)
+
+
+def test_the_last_rows_check_the_header_and_the_line_limit(root, monkeypatch):
+    (root / "memctl.toml").write_text('[ledgers.t]\nfile = "t.tsv"\ncolumns = ["a", "b"]\nheader = true\n', encoding="utf-8")
+    (root / "ledgers").mkdir(exist_ok=True)
+    found = ledger.open_ledger(open_store(root), "t")
+    found.path.write_bytes(b"x\ty\n1\t2\n")
+    with pytest.raises(Refused, match="header line of ledger 't' is missing or changed"):
+        ledger.last_rows(found, 1)
+    found.path.write_bytes(b"a\tb\n1\t2\n" + b"3\t" + b"4" * 100 + b"\n")
+    monkeypatch.setattr(ledger, "ROW_LIMIT", 50)
+    with pytest.raises(ledger.TooBig, match=r"ledgers/t.tsv:3 is a line of more than"):
+        ledger.last_rows(found, 1)
+    assert [r.lineno for r in ledger.last_rows(found, 0)] == []
