@@ -199,8 +199,10 @@ def stops_noted(*numbers: int, replay: bool = True):
 
         wanted = [n for n in numbers or (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
                   if signal.getsignal(n) not in (signal.SIG_IGN, None)]
-        previous = {number: signal.signal(number, lambda signum, frame: noted.append(signum)) for number in wanted}
-        try:
+        previous = {}
+        try:  # (a signal while they are put in place is raised by the handler before; those in place go back)
+            for number in wanted:
+                previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
             yield stop_if_asked
         finally:
             for number, handler in previous.items():
