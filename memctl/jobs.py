@@ -368,15 +368,24 @@ def _variables(store: Store, env: Environment) -> dict[str, str]:
     return {"PATH": env.path, "MEMCTL_ROOT": str(store.root), "PYTHONUTF8": "1", **named}
 
 
+def _logged(store: Store, job: Job, program: str, quote: Callable[[str], str]) -> str:
+    """The shell line that runs `program` in the store with its output appended to logs/NAME.stdout.log
+    and logs/NAME.stderr.log, for cron and launchd alike. `test ! -L`: the shell's redirections (and
+    launchd's StandardOutPath, which this replaces) would follow a link a `git pull` brought (`logs`,
+    or a log file in it) out of the store."""
+    out, err = (quote(f"logs/{job.name}.{kind}.log") for kind in ("stdout", "stderr"))
+    return (f"cd {quote(str(store.root))} && test ! -L logs && mkdir -p logs && test ! -L {out} && test ! -L {err} "
+            f"&& {program} >>{out} 2>>{err}")
+
+
 def plist(store: Store, job: Job, env: Environment) -> dict[str, Any]:
     """The launchd agent for one job, as a dict for plistlib."""
+    program = " ".join(shlex.quote(w) for w in _program(store, job, env))
     data: dict[str, Any] = {
         "Label": label(store, job),
-        "ProgramArguments": _program(store, job, env),
+        "ProgramArguments": ["/bin/sh", "-c", _logged(store, job, f"exec {program}", shlex.quote)],
         "WorkingDirectory": str(store.root),
         "EnvironmentVariables": _variables(store, env),
-        "StandardOutPath": str(logs_dir(store) / f"{job.name}.stdout.log"),
-        "StandardErrorPath": str(logs_dir(store) / f"{job.name}.stderr.log"),
         "RunAtLoad": False,
         "ProcessType": "Background",
     }
@@ -421,12 +430,8 @@ def crontab_block(store: Store, jobs: list[Job], env: Environment) -> str:
     for job in jobs:
         variables = " ".join(f"{k}={q(v)}" for k, v in _variables(store, env).items())
         program = " ".join(q(w) for w in _program(store, job, env))
-        out, err = (q(f"logs/{job.name}.{kind}.log") for kind in ("stdout", "stderr"))
         lines.append(f"# {job.name}" + (f": {job.description}" if job.description else ""))
-        # `test ! -L`: the shell's redirections would follow a link (one a `git pull` brought: `logs`, or a log file
-        # in it) out of the store.
-        lines.append(f"{job.cron_schedule()} cd {q(root)} && test ! -L logs && mkdir -p logs && test ! -L {out} "
-                     f"&& test ! -L {err} && {variables} {program} >>{out} 2>>{err}")
+        lines.append(f"{job.cron_schedule()} {_logged(store, job, f'{variables} {program}', q)}")
     lines.append(end_marker(store))
     return "\n".join(lines) + "\n"
 
@@ -466,10 +471,13 @@ def plan_plists(store: Store, jobs: list[Job], env: Environment) -> dict[Path, b
 
 
 def rendered_job(path: Path) -> str | None:
-    """The job a plist written by `render` runs (`... run-job --quiet NAME`), else None."""
+    """The job a plist written by `render` runs (`... run-job --quiet NAME`, through `/bin/sh -c` with its
+    log redirections, or alone as older versions wrote it), else None."""
     try:
         data = plistlib.loads(path.read_bytes())
         args = data["ProgramArguments"]
+        if args[:2] == ["/bin/sh", "-c"] and len(args) == 3:
+            args = shlex.split(args[2])[:-2]  # (the last two: >>logs/NAME.stdout.log 2>>logs/NAME.stderr.log)
         name = args[-1]
         if args[-3:-1] == ["run-job", "--quiet"] and data["Label"].endswith("." + name) and JOB_NAME_RE.match(name):
             return name

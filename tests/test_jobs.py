@@ -143,15 +143,29 @@ def test_plist_calendar(root, store):
     data = plistlib.loads(jobs.plist_bytes(store, job, ENV))
     assert data == {
         "Label": "io.memctl.store.morning",
-        "ProgramArguments": ["/opt/mem/bin/memctl", "--root", str(root), "run-job", "--quiet", "morning"],
+        "ProgramArguments": ["/bin/sh", "-c", f"cd {root} && test ! -L logs && mkdir -p logs && test ! -L logs/morning.stdout.log "
+                             "&& test ! -L logs/morning.stderr.log && exec /opt/mem/bin/memctl --root "
+                             f"{root} run-job --quiet morning >>logs/morning.stdout.log 2>>logs/morning.stderr.log"],
         "WorkingDirectory": str(root),
         "EnvironmentVariables": {"PATH": "/opt/mem/bin:/usr/bin:/bin", "MEMCTL_ROOT": str(root), "PYTHONUTF8": "1"},
-        "StandardOutPath": str(root / "logs" / "morning.stdout.log"),
-        "StandardErrorPath": str(root / "logs" / "morning.stderr.log"),
         "RunAtLoad": False,
         "ProcessType": "Background",
         "StartCalendarInterval": {"Minute": 5, "Hour": 9},
     }
+
+
+def test_a_plist_an_older_memctl_wrote_is_still_recognised_as_render_s_own(root, store, tmp_path):
+    """Older versions ran memctl directly, with StandardOutPath in logs/: render and uninstall must still
+    know such a plist as theirs (to replace or remove it), and no other."""
+    job = jobs.parse_job("morning", {"script": "scripts/x.sh", "hour": 9})
+    new = tmp_path / "new.plist"
+    new.write_bytes(jobs.plist_bytes(store, job, ENV))
+    old = tmp_path / "old.plist"
+    old.write_bytes(plistlib.dumps({"Label": "io.memctl.store.morning", "ProgramArguments": [
+        "/opt/mem/bin/memctl", "--root", str(root), "run-job", "--quiet", "morning"]}))
+    other = tmp_path / "other.plist"
+    other.write_bytes(plistlib.dumps({"Label": "io.memctl.store.morning", "ProgramArguments": ["/bin/sh", "-c", "echo hi"]}))
+    assert [jobs.rendered_job(p) for p in (new, old, other)] == ["morning", "morning", None]
 
 
 def test_plist_lists_and_interval(store):

@@ -92,7 +92,8 @@ def test_render_writes_machine_local_plists_and_prints_crontab(root):
     assert git(root, "check-ignore", "launchd/io.memctl.store.check.plist").strip() == "launchd/io.memctl.store.check.plist"
     plist = plistlib.loads((root / "launchd" / "io.memctl.store.check.plist").read_bytes())
     assert plist["StartCalendarInterval"] == [{"Minute": 30, "Hour": 18, "Weekday": 1}, {"Minute": 30, "Hour": 18, "Weekday": 5}]
-    assert plist["ProgramArguments"][-4:] == [str(root), "run-job", "--quiet", "check"]
+    assert plist["ProgramArguments"][:2] == ["/bin/sh", "-c"]
+    assert f"--root {root} run-job --quiet check >>logs/check.stdout.log 2>>logs/check.stderr.log" in plist["ProgramArguments"][2]
     assert block.splitlines()[5].startswith("30 18 * * 1,5 cd ")
 
     r = cli(root, "schedule", "render")
@@ -325,6 +326,43 @@ def test_the_cron_line_writes_nothing_through_a_logs_link(root, fake_crontab, tm
         done = subprocess.run(["env", "-i", "sh", "-c", command], cwd="/", capture_output=True, text=True, timeout=120)
         assert done.returncode != 0 and list(elsewhere.iterdir()) == [], kind
         assert git(root, "rev-parse", "HEAD") == head  # the job did not run
+
+
+def test_the_launchd_agent_writes_nothing_through_a_log_link_and_runs_the_job_otherwise(root, tmp_path):
+    """launchd opened the plist's StandardOutPath (logs/NAME.stdout.log in the store) and followed a link
+    there that a `git pull` brought, as cron's `>>` did. The agent now runs the cron line's shell
+    command: no redirection through a link, the job not run. (launchd's part, run on any system: the
+    plist's ProgramArguments in its WorkingDirectory with only its EnvironmentVariables.)"""
+    configure(root, '[jobs.state]\ncommand = "state update"\nhour = 9\n')
+    assert cli(root, "schedule", "render").exit_code == 0
+    path = root / "launchd" / "io.memctl.store.state.plist"
+    agent = plistlib.loads(path.read_bytes())
+    assert "StandardOutPath" not in agent and "StandardErrorPath" not in agent
+    assert jobs.rendered_job(path) == "state"  # (what render and uninstall recognise as theirs)
+
+    def launch():
+        return subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in agent["EnvironmentVariables"].items()),
+                               *agent["ProgramArguments"]], cwd=agent["WorkingDirectory"], capture_output=True,
+                              text=True, timeout=120)
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    head = git(root, "rev-parse", "HEAD")
+    for kind in ("stdout", "stderr"):
+        shutil.rmtree(root / "logs", ignore_errors=True)
+        (root / "logs").mkdir()
+        (root / "logs" / f"state.{kind}.log").symlink_to(elsewhere / "target.txt")
+        done = launch()
+        assert done.returncode != 0 and list(elsewhere.iterdir()) == [], kind
+        assert git(root, "rev-parse", "HEAD") == head  # the job did not run
+    shutil.rmtree(root / "logs")
+    (root / "logs").symlink_to(elsewhere)
+    assert launch().returncode != 0 and list(elsewhere.iterdir()) == []
+    (root / "logs").unlink()
+    done = launch()
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert git(root, "log", "-1", "--format=%s").startswith("state: update state/STATE.md (date:")
+    assert " state end exit=0 " in (root / "logs" / "state.log").read_text()
 
 
 def test_a_git_named_by_memctl_git_is_named_in_the_cron_line_too(root, fake_crontab, tmp_path, monkeypatch):
