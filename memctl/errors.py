@@ -179,7 +179,7 @@ def stops_noted(*numbers: int, replay: bool = True):
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
-    noted: list[int] = []
+    noted = _NOTED  # (one list for blocks inside blocks: runcmd's inside the judge's sees a stop the outer noted)
 
     def stop_if_asked() -> None:
         got = set(noted)
@@ -205,11 +205,30 @@ def stops_noted(*numbers: int, replay: bool = True):
                 previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
             yield stop_if_asked
         finally:
-            for number, handler in previous.items():
-                signal.signal(number, handler)
+            _put_back(previous)
             stop_if_asked()
 
     return held()
+
+
+_NOTED: list[int] = []  # the signals stops_noted's blocks noted in the main thread and have not raised yet
+
+
+def _put_back(handlers: dict) -> None:
+    """Put each handler back, all of them even when one, back a moment ago, raises for a signal that
+    came meanwhile (a Ctrl-C between two of them): that exception after the last."""
+    import signal  # noqa: PLC0415
+
+    raised: BaseException | None = None
+    for number, handler in handlers.items():
+        while True:
+            try:
+                signal.signal(number, handler)
+                break
+            except BaseException as exc:  # (setting a handler twice is harmless)  # noqa: BLE001
+                raised = raised or exc
+    if raised is not None:
+        raise raised
 
 
 def interrupted_line(exc: BaseException) -> tuple[str, int]:

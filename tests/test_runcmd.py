@@ -99,3 +99,43 @@ def test_the_handlers_before_are_back_after():
     with errors.stops_noted():
         assert signal.getsignal(signal.SIGTERM) is not before[signal.SIGTERM]
     assert {n: signal.getsignal(n) for n in before} == before
+
+
+def test_every_handler_goes_back_even_when_a_signal_lands_between_two(monkeypatch, ctrl_c_reaches_us):
+    """A Ctrl-C right after the first handler was put back raised inside the loop that puts them back:
+    the others stayed noting, and every later SIGTERM was swallowed (helper-90)."""
+    import signal as sig
+
+    real = sig.signal
+    seen: list[int] = []
+
+    def landing(number, handler):
+        done = real(number, handler)
+        seen.append(number)
+        if seen.count(number) == 2 and number == seen[0] and len(seen) > 2:  # the first one back: a Ctrl-C lands
+            raise KeyboardInterrupt
+        return done
+
+    numbers = (sig.SIGINT, sig.SIGTERM, sig.SIGHUP)
+    before = {n: sig.getsignal(n) for n in numbers}
+    monkeypatch.setattr(sig, "signal", landing)
+    with pytest.raises(KeyboardInterrupt):
+        with errors.stops_noted():
+            pass
+    monkeypatch.undo()
+    assert seen.count(seen[0]) >= 2 and len(seen) > 2  # (it landed)
+    assert {n: sig.getsignal(n) for n in numbers} == before
+
+
+def test_a_stop_noted_by_an_outer_block_is_raised_by_the_inner_one_s_check():
+    """runcmd's block inside the judge's: a stop that landed as the inner block put its handlers in place
+    went to the outer one's list, and was raised only after the command ended (up to judge_timeout)."""
+    asked_on = []
+    with pytest.raises(errors.Interrupted):
+        with errors.stops_noted():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)
+            with errors.stops_noted() as stop_if_asked:
+                stop_if_asked()
+                asked_on.append("the command")  # (the outer block would still raise it, later)
+    assert asked_on == []
