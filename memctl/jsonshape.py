@@ -463,9 +463,9 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("warnings", "list[string]", "What the jobs will lack (no git on their PATH)."),
     ),
     "trust": (
-        ("settings", "list[@trust_setting]", "Every executable setting of memctl.toml (docs/JOBS.md, \"Consent\")."),
+        ("settings", "list[@trust_setting]", "Every executable setting of memctl.toml, or those the KEYs name (docs/JOBS.md, \"Consent\")."),
         ("approved", "list[string]", "The keys this command approved (none with --list)."),
-        ("waiting_digest", "string|null", "With --list: a fingerprint of what waits (of the KEYs given, if any), "
+        ("waiting_digest", "string|null", "With --list: the SHA-256 of what waits (of the KEYs given, if any), "
                                           "for `memctl trust --expect DIGEST`; null when nothing waits, and without --list."),
     ),
     "trust_setting": (

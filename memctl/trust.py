@@ -444,35 +444,37 @@ def waiting(store: Store, keys: Iterable[str] | None = None) -> list[Setting]:
 
 
 def digest(found: Iterable[Setting]) -> str | None:
-    """A short fingerprint of what waits among `found` (keys and values; None when nothing does): what
-    `trust --list` shows, and `approve(expect=)` checks, so that a value a sync changed between the
-    review and the approval is not approved unseen."""
+    """The SHA-256 of what waits among `found` (keys and values; None when nothing does): what `trust
+    --list` shows, and `approve(expect=)` checks, so that a value a sync changed between the review and
+    the approval is not approved unseen. Whole: the remote writes both values, and a short one (48 bits)
+    let it find two with one digest in a minute (helper-90)."""
     import hashlib  # noqa: PLC0415
 
     waiting_now = sorted((s.key, s.value) for s in found if not s.approved)
-    return hashlib.sha256(_canonical(waiting_now).encode("utf-8")).hexdigest()[:DIGEST_LEN] if waiting_now else None
+    return hashlib.sha256(_canonical(waiting_now).encode("utf-8")).hexdigest() if waiting_now else None
 
 
-DIGEST_LEN = 12
+def _named(found: list[Setting], keys: list[str]) -> list[Setting]:
+    """The settings `keys` name; a key that is no executable setting of memctl.toml is bad input."""
+    unknown = [k for k in keys if k not in {s.key for s in found}]
+    if unknown:
+        raise BadInput(f"{unknown[0]!r} is not an executable setting of memctl.toml",
+                       hint="memctl trust --list names them", kind="not-a-setting")
+    return [s for s in found if s.key in keys]
 
 
 def approve(store: Store, keys: Iterable[str] | None = None, *, expect: str | None = None) -> list[Setting]:
     """Approve what waits (only `keys`, when given); return what was approved. A key that is no
     executable setting of memctl.toml is bad input. With `expect` (a digest `trust --list` showed),
     nothing is approved unless what waits is still exactly what it showed."""
+    if expect is not None and not expect.strip():
+        raise BadInput("expect is empty", hint="the digest `memctl trust --list` ends with", arg="expect")
     found = settings(store)
     if keys is not None:
-        keys = list(keys)
-        known = {s.key for s in found}
-        unknown = [k for k in keys if k not in known]
-        if unknown:
-            raise BadInput(f"{unknown[0]!r} is not an executable setting of memctl.toml",
-                           hint="settings(store) lists them", kind="not-a-setting")
-        found = [s for s in found if s.key in keys]
+        found = _named(found, list(keys))
     chosen = [s for s in found if not s.approved]
-    if expect is not None and digest(chosen) != expect.strip().lower():
-        now = digest(chosen)
-        raise Refused(f"what waits for approval is not what was reviewed (digest {expect}, now {now or 'nothing waits'}): "
+    if expect is not None and digest(chosen) != expect.strip().lower():  # (the digest now is not said: review first)
+        raise Refused(f"what waits for approval is not what was reviewed with digest {expect.strip()[:16]}...: "
                       "nothing was approved", hint="review it again: memctl trust --list", kind="changed")
     if chosen:
         kept = {**_approved(store), **{s.key: s.value for s in chosen if s.value != REMOVED}}
@@ -482,10 +484,12 @@ def approve(store: Store, keys: Iterable[str] | None = None, *, expect: str | No
 
 def review(store: Store, keys: Iterable[str] | None = None, *, approving: bool = True,
            expect: str | None = None) -> tuple[list[Setting], list[Setting]]:
-    """`memctl trust`: (every executable setting afterwards, those approved now); nothing is approved
-    unless `approving` (and, with `expect`, unless what waits is what the digest says: approve)."""
+    """`memctl trust`: (every executable setting afterwards, or those `keys` name; those approved now);
+    nothing is approved unless `approving` (and, with `expect`, unless what waits is what the digest
+    says: approve)."""
     approved = approve(store, keys, expect=expect) if approving else []
-    return settings(store), approved
+    found = settings(store)
+    return (found if keys is None else _named(found, list(keys))), approved
 
 
 def approve_written(store: Store, prefix: str = "") -> list[Setting]:

@@ -121,7 +121,7 @@ def test_trust_expect_approves_only_what_was_reviewed(victim, tmp_path):
     pull(store, "sync")
     listed = memctl(store, "trust", "--list", "--json")
     reviewed = json.loads(listed.stdout)["waiting_digest"]
-    assert len(reviewed) == 12
+    assert len(reviewed) == 64  # (the whole SHA-256: the remote writes both values, so a short one can be collided)
     text = memctl(store, "trust", "--list")
     assert f"1 of 3 settings wait for approval; `memctl trust --expect {reviewed}` approves exactly these" in text.stderr
     # meanwhile the other clone rewrites the job, and a sync brings it in
@@ -132,7 +132,8 @@ def test_trust_expect_approves_only_what_was_reviewed(victim, tmp_path):
     pull(store, "sync")
     refused = memctl(store, "trust", "--expect", reviewed)
     assert refused.returncode == 1
-    assert one_error(refused).startswith(f"memctl: error: what waits for approval is not what was reviewed (digest {reviewed}, now ")
+    assert one_error(refused).startswith(f"memctl: error: what waits for approval is not what was reviewed with digest {reviewed[:16]}...")
+    assert again_digest(store) not in refused.stderr  # (never the digest to paste: review first)
     assert "memctl trust --list" in refused.stderr
     assert memctl(store, "run-job", "--quiet", "evil").returncode == 1 and not marker.exists()  # nothing approved
     again = json.loads(memctl(store, "trust", "--list", "--json").stdout)["waiting_digest"]
@@ -140,6 +141,14 @@ def test_trust_expect_approves_only_what_was_reviewed(victim, tmp_path):
     assert memctl(store, "trust", "jobs.evil", "--expect", again).returncode == 0
     assert json.loads(memctl(store, "trust", "--list", "--json").stdout)["waiting_digest"] is None
     assert memctl(store, "trust", "--list", "--expect", again).returncode == 2  # (--list approves nothing)
+    assert memctl(store, "trust", "--expect", " ").returncode == 2
+    listed = json.loads(memctl(store, "trust", "--list", "jobs.evil", "--json").stdout)
+    assert [s["key"] for s in listed["settings"]] == ["jobs.evil"]  # the table and the digest: the KEYs named
+    assert memctl(store, "trust", "--list", "jobs.nothing").returncode == 2  # as `trust jobs.nothing` is
+
+
+def again_digest(store) -> str:
+    return json.loads(memctl(store, "trust", "--list", "--json").stdout)["waiting_digest"]
 
 
 def test_a_changed_job_waits_again_and_the_approval_is_kept_outside_git(victim, tmp_path):

@@ -203,17 +203,16 @@ def trust_(
         raise BadInput("--expect approves, --list approves nothing", hint="memctl trust --list, then memctl trust --expect DIGEST")
     store = store_from(ctx)
     found, approved = trust.review(store, keys or None, approving=not list_, expect=expect)
-    shown = [s for s in found if not keys or s.key in keys]
     if json:
         output.emit_json({"settings": [s.to_dict() for s in found], "approved": [s.key for s in approved],
-                          "waiting_digest": trust.digest(shown) if list_ else None})
+                          "waiting_digest": trust.digest(found) if list_ else None})
         return
     if list_:
         output.emit_table([{**s.to_dict(), "why": s.why or ""} for s in found], ["key", "state", "value", "why"])
-        waiting_now = sum(not s.approved for s in shown)
+        waiting_now = sum(not s.approved for s in found)
         keys_part = "".join(f" {shell_word(k)}" for k in keys or ())
-        output.info(f"{waiting_now} of {len(shown)} settings wait for approval"
-                    + (f"; `memctl trust --expect {trust.digest(shown)}{keys_part}` approves exactly these" if waiting_now else ""))
+        output.info(f"{waiting_now} of {len(found)} settings wait for approval"
+                    + (f"; `memctl trust --expect {trust.digest(found)}{keys_part}` approves exactly these" if waiting_now else ""))
         return
     for s in approved:
         output.emit_lines([f"{trust.describe(s)}: {s.value}", f"  before: {s.was or '(not set, or never approved here)'}",
