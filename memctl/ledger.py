@@ -706,35 +706,60 @@ def last_rows(ledger: Ledger, n: int) -> list[Row]:
     """The last `n` records, as list(iter_rows(ledger))[-n:] gives them, read from the end of the file:
     `--tail` on a year's ledger parsed every one of its lines first (3 s for 150,000 rows). Only the
     file's newlines are counted (for the line numbers), at C speed; a line over the limit above the
-    last `n` is not looked at (doctor names it)."""
+    last `n` is not looked at (doctor names it). Plain reads, no mmap: a file cut short meanwhile (an
+    append undone) would kill a mapped reader with SIGBUS; here it is read again, whole."""
     if not ledger.path.exists():
         return []
     with open(ledger.path, "rb") as handle:
-        first = handle.readline(ROW_LIMIT + 1)
         if ledger.header:
-            require_header(ledger, first)
-        size = os.fstat(handle.fileno()).st_size
-        if not size or n <= 0:
+            require_header(ledger, handle.readline(ROW_LIMIT + 1))
+        if n <= 0:
             return []
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            end = data.rfind(b"\n") + 1  # a last line without LF is no row (check_tail names it)
-            starts: list[int] = []  # where each of the last lines starts, the last one first
-            at = end
-            while len(starts) < n and at > 0:
-                at = data.rfind(b"\n", 0, at - 1) + 1
-                starts.append(at)
-            before = sum(data[i:min(i + (1 << 20), starts[-1])].count(b"\n") for i in range(0, starts[-1], 1 << 20)) if starts else 0
-            found = []
-            for number, (start, stop) in enumerate(zip(reversed(starts), [*reversed(starts[:-1]), end]), before + 1):
-                if number == 1 and ledger.header:
-                    continue
-                if stop - start > ROW_LIMIT:
-                    reason = f"a line of more than {shown(ROW_LIMIT)}, the limit for a ledger line (docs/FORMAT.md, Limits), so memctl does not read it"
-                    name = f"{_rel(ledger.path)}:{number}"
-                    raise TooBig(f"{name} is {reason}", hint="cut the line short, or move it out of the ledger", kind="too-big",
-                                 name=name, reason=reason)
-                found.append(Row(number, parse_record(data[start:stop - 1].decode("utf-8", "replace"), ledger.columns)))
-    return found
+        ends = _last_lines(handle.fileno(), n)
+    if ends is None:  # (cut short while read)
+        everything = list(iter_rows(ledger))
+        return everything[len(everything) - min(n, len(everything)):]
+    last, found = ends
+    rows = []
+    for number, raw in enumerate(found, last - len(found) + 1):
+        if number == 1 and ledger.header:
+            continue
+        if len(raw) + 1 > ROW_LIMIT:
+            reason = f"a line of more than {shown(ROW_LIMIT)}, the limit for a ledger line (docs/FORMAT.md, Limits), so memctl does not read it"
+            name = f"{_rel(ledger.path)}:{number}"
+            raise TooBig(f"{name} is {reason}", hint="cut the line short, or move it out of the ledger", kind="too-big",
+                         name=name, reason=reason)
+        rows.append(Row(number, parse_record(raw.decode("utf-8", "replace"), ledger.columns)))
+    return rows
+
+
+def _last_lines(fd: int, n: int) -> tuple[int, list[bytes]] | None:
+    """(the number of the last line that ends with LF, the last `n` such lines without their LF), read
+    backwards in growing blocks; None when the file got shorter while it was read."""
+    size = os.fstat(fd).st_size
+    chunks: list[bytes] = []
+    base, block, breaks = size, 1 << 16, 0
+    while base > 0 and breaks <= n:
+        start = max(0, base - block)
+        chunk = os.pread(fd, base - start, start)
+        if len(chunk) != base - start:
+            return None
+        chunks.append(chunk)
+        breaks += chunk.count(b"\n")
+        base, block = start, min(block * 2, 1 << 23)
+    data = b"".join(reversed(chunks))
+    data = data[: data.rfind(b"\n") + 1]  # a last line without LF is no row (check_tail names it)
+    found = data.split(b"\n")[:-1]
+    if base > 0:
+        found = found[1:]  # (the end of a line that starts before `base`)
+    before = 0
+    for at in range(0, base, 1 << 20):  # the lines above what was read
+        chunk = os.pread(fd, min(1 << 20, base - at), at)
+        if len(chunk) != min(1 << 20, base - at):
+            return None
+        before += chunk.count(b"\n")
+    last = before + data.count(b"\n")
+    return last, found[len(found) - min(n, len(found)):]
 
 
 def lines(handle, name: str) -> Iterator[tuple[int, bytes]]:

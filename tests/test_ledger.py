@@ -544,3 +544,19 @@ def test_the_last_rows_check_the_header_and_the_line_limit(root, monkeypatch):
     with pytest.raises(ledger.TooBig, match=r"ledgers/t.tsv:3 is a line of more than"):
         ledger.last_rows(found, 1)
     assert [r.lineno for r in ledger.last_rows(found, 0)] == []
+
+
+def test_the_last_rows_of_a_ledger_read_in_several_blocks_and_one_cut_short_meanwhile(root, monkeypatch):
+    """Past the first 64 KiB block (and the doubling ones after it) the line numbers and the line that
+    straddles a block's start come out as a full read gives them; a file cut short while it is read
+    (an append undone: with mmap that was SIGBUS, helper-90) is read again, whole."""
+    (root / "memctl.toml").write_text('[ledgers.t]\nfile = "t.tsv"\ncolumns = ["a", "b"]\nheader = true\n', encoding="utf-8")
+    (root / "ledgers").mkdir(exist_ok=True)
+    found = ledger.open_ledger(open_store(root), "t")
+    found.path.write_bytes(b"a\tb\n" + b"".join(f"{i}\t{'記録' * (i % 50)}\n".encode() for i in range(30_000)) + b"cut")
+    everything = list(ledger.iter_rows(found))
+    for n in (1, 7, 1_000, 12_345, 29_999, 30_000, 10**20):
+        assert ledger.last_rows(found, n) == everything[len(everything) - min(n, len(everything)):], n
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, size, at: real(fd, size, at)[: size // 2])
+    assert ledger.last_rows(found, 5) == everything[-5:]
