@@ -490,3 +490,13 @@ def test_a_cache_built_before_half_width_katakana_was_read_full_width_is_synced_
     vcache.sync(store, "s", rows, emb, key="k")
     assert emb.texts == ["ﾃﾞﾌﾟﾛｲは金曜日に行わない"]  # (the model reads it full-width: embed.model_input)
     assert vcache.current(store, "s", emb, "query", "k") is not None
+
+
+def test_the_stopped_line_says_terminated_for_sighup_as_for_sigterm():
+    """A SIGHUP held during the save (errors.stops_noted holds it since this session) ended with
+    "interrupted", which is Ctrl-C's word (helper-90)."""
+    import signal
+
+    assert paced.stopped_line(128 + signal.SIGHUP, 1, 2).startswith("terminated: 1 of 2 texts")
+    assert paced.stopped_line(errors.TERMINATED, 2, 2).startswith("terminated: 2 of 2 texts")
+    assert paced.stopped_line(errors.INTERRUPTED, 2, 2).startswith("interrupted: ")

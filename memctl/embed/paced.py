@@ -112,7 +112,7 @@ def _call_end(weights: list[int], start: int, pace: float) -> int:
 
 def stopped_line(code: int, done: int, total: int) -> str:
     """What the CLI prints when an embedding was stopped: how much is kept, what the next run does."""
-    what = "terminated" if code == errors.TERMINATED else "interrupted"
+    what = "interrupted" if code == errors.INTERRUPTED else "terminated"  # (Ctrl-C; SIGTERM, SIGHUP)
     rest = f"; the next run embeds the other {total - done:,}" if done < total else ""
     return f"{what}: {done:,} of {total:,} texts embedded and kept in the vector cache{rest}"
 
