@@ -459,7 +459,7 @@ def _named(found: list[Setting], keys: list[str]) -> list[Setting]:
     unknown = [k for k in keys if k not in {s.key for s in found}]
     if unknown:
         raise BadInput(f"{unknown[0]!r} is not an executable setting of memctl.toml",
-                       hint="memctl trust --list names them", kind="not-a-setting")
+                       hint="settings(store) lists them", kind="not-a-setting")
     return [s for s in found if s.key in keys]
 
 
@@ -468,14 +468,15 @@ def approve(store: Store, keys: Iterable[str] | None = None, *, expect: str | No
     executable setting of memctl.toml is bad input. With `expect` (a digest `trust --list` showed),
     nothing is approved unless what waits is still exactly what it showed."""
     if expect is not None and not expect.strip():
-        raise BadInput("expect is empty", hint="the digest `memctl trust --list` ends with", arg="expect")
+        raise BadInput("expect is empty", hint="the digest of what was reviewed: digest(settings(store))", arg="expect",
+                       kind="expect-empty")
     found = settings(store)
     if keys is not None:
         found = _named(found, list(keys))
     chosen = [s for s in found if not s.approved]
     if expect is not None and digest(chosen) != expect.strip().lower():  # (the digest now is not said: review first)
         raise Refused(f"what waits for approval is not what was reviewed with digest {expect.strip()[:16]}...: "
-                      "nothing was approved", hint="review it again: memctl trust --list", kind="changed")
+                      "nothing was approved", hint="review it again: settings(store), digest(...)", kind="trust-changed")
     if chosen:
         kept = {**_approved(store), **{s.key: s.value for s in chosen if s.value != REMOVED}}
         _save(store, _pruned(store, {k: v for k, v in kept.items() if k not in {s.key for s in chosen if s.value == REMOVED}}))
