@@ -725,10 +725,7 @@ def last_rows(ledger: Ledger, n: int) -> list[Row]:
         if number == 1 and ledger.header:
             continue
         if len(raw) + 1 > ROW_LIMIT:
-            reason = f"a line of more than {shown(ROW_LIMIT)}, the limit for a ledger line (docs/FORMAT.md, Limits), so memctl does not read it"
-            name = f"{_rel(ledger.path)}:{number}"
-            raise TooBig(f"{name} is {reason}", hint="cut the line short, or move it out of the ledger", kind="too-big",
-                         name=name, reason=reason)
+            raise _too_long(f"{_rel(ledger.path)}:{number}")
         rows.append(Row(number, parse_record(raw.decode("utf-8", "replace"), ledger.columns)))
     return rows
 
@@ -767,10 +764,15 @@ def lines(handle, name: str) -> Iterator[tuple[int, bytes]]:
     refused (fsutil.TooBig, naming `name`:line) after reading no more than the limit of it."""
     for lineno, raw in enumerate(iter(partial(handle.readline, ROW_LIMIT + 1), b""), 1):
         if len(raw) > ROW_LIMIT:
-            reason = f"a line of more than {shown(ROW_LIMIT)}, the limit for a ledger line (docs/FORMAT.md, Limits), so memctl does not read it"
-            raise TooBig(f"{name}:{lineno} is {reason}", hint="cut the line short, or move it out of the ledger", kind="too-big",
-                         name=f"{name}:{lineno}", reason=reason)
+            raise _too_long(f"{name}:{lineno}")
         yield lineno, raw
+
+
+def _too_long(where: str) -> TooBig:
+    """The refusal of the ledger line at `where` (FILE:LINE), over ROW_LIMIT."""
+    reason = f"a line of more than {shown(ROW_LIMIT)}, the limit for a ledger line (docs/FORMAT.md, Limits), so memctl does not read it"
+    return TooBig(f"{where} is {reason}", hint="cut the line short, or move it out of the ledger", kind="too-big",
+                  name=where, reason=reason)
 
 
 def read_rows(store: Store, name: str) -> Iterator[Row]:
