@@ -99,7 +99,7 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
         finally:
             cancel()  # before any handler below runs, so the alarm cannot fire inside one
         if text:
-            stdout.write(hook_output(host, event, within(text, MAX_CHARS)))
+            stdout.write(hook_output(host, event, within(for_agent(text), MAX_CHARS)))
             stdout.flush()
             printed = True
     except HookTimeout:
@@ -111,7 +111,7 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
     index = index_alone(found, why) if problem and event == "session-start" and found is not None and not printed else ""
     if index:
         try:
-            stdout.write(hook_output(host, event, within(index, MAX_CHARS)))
+            stdout.write(hook_output(host, event, within(for_agent(index), MAX_CHARS)))
             stdout.flush()
             printed = True
             problem += "; printed MEMORY.md alone"
@@ -140,6 +140,20 @@ def hook_output(host: str | None, event: str, text: str) -> str:
         return json.dumps({"additional_context": text}, ensure_ascii=False) + "\n"
     output = {"hookEventName": HOST_EVENTS[host][event], "additionalContext": text}
     return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False) + "\n"
+
+
+def for_agent(text: str) -> str:
+    r"""`text` as the agent's context may hold it, whatever a pushed fact, index or STATE.md says: each
+    control character but TAB and LF shown as `\x1b` (tsv.visible; a CR before LF is a line end), and
+    each `<` that could open or close a tag written `&lt;`. The host wraps what a hook prints in a tag of
+    its own (Claude Code: a system reminder), so a `</system-reminder>` in a file another clone pushed
+    would end that frame and let what follows pass for the host's or the user's words."""
+    import re
+
+    from ..tsv import visible
+
+    text = visible(text.replace("\r\n", "\n"), keep="\t\n")
+    return re.sub(r"<(?=\s*/?\s*[A-Za-z])", "&lt;", text)
 
 
 def within(text: str, limit: int) -> str:
