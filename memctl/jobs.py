@@ -741,16 +741,24 @@ def apply(store: Store, plan: Plan) -> None:
                 raise MemctlError(f"{step.describe()} failed: {detail}")
 
 
-def install(store: Store, plan: Plan) -> list[trust.Setting]:
+def install(store: Store, plan: Plan, expect: str | None = None) -> list[trust.Setting]:
     """Carry out an install plan. Installing is the local user's choice of the jobs: those that
-    waited for approval (memctl/trust.py) are approved, and returned."""
+    waited for approval (memctl/trust.py) are approved, and returned. With `expect` (the digest of
+    what a dry run said it would approve: `waiting_digest`), nothing is installed or approved once
+    what waits differs (a sync merged a new command since); checked again as it approves."""
+    trust.check_expected(waiting(store), expect, jobs=True)
     apply(store, plan)
-    return trust.approve_written(store, "jobs.")
+    return trust.approve_written(store, "jobs.", expect=expect, jobs=True)
 
 
 def waiting(store: Store) -> list[trust.Setting]:
     """The job settings (tables, scripts) an install would approve: those that wait now."""
-    return [s for s in trust.settings(store) if s.key.startswith("jobs.") and not s.approved]
+    return [s for s in trust.written(store, "jobs.") if not s.approved]
+
+
+def waiting_digest(store: Store) -> str | None:
+    """The digest of what an install would approve (trust.digest), for `install(expect=)`."""
+    return trust.digest(waiting(store))
 
 
 # ---------------------------------------------------------------- run-job

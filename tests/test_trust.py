@@ -582,6 +582,45 @@ def test_a_fresh_clone_waits_until_its_user_approves_or_installs_the_jobs(victim
     assert memctl(clone, "run-job", "--quiet", "state-update").returncode == 0
 
 
+def test_schedule_install_expect_installs_and_approves_only_the_jobs_its_dry_run_showed(victim, tmp_path, fake_crontab):
+    """`schedule install` approves every job that waits at that moment: a sync between its `--dry-run` and
+    the install (a cron sync job) had the install approve a command nobody saw. The dry run now ends with
+    the digest of what it would approve, and `--expect DIGEST` installs and approves nothing once that
+    changed (the crontab untouched, the job still refused)."""
+    store, attacker, _ = victim
+    marker = tmp_path / "MARKER"
+    push(attacker, EVIL.format(marker=tmp_path / "harmless"))
+    pull(store, "sync")
+    dry = memctl(store, "schedule", "install", "--scheduler", "cron", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    reviewed = plan["waiting_digest"]
+    assert len(reviewed) == 64 and plan["approved"] == [] and not fake_crontab.exists()
+    assert reviewed == json.loads(memctl(store, "trust", "--list", "jobs.evil", "--json").stdout)["waiting_digest"]
+    text = memctl(store, "schedule", "install", "--scheduler", "cron", "--dry-run")
+    assert f"memctl: `memctl schedule install --expect {reviewed}` installs and approves exactly these\n" in text.stderr
+    assert memctl(store, "schedule", "install", "--scheduler", "cron", "--dry-run", "--expect", reviewed).returncode == 0
+    (attacker / "memctl.toml").write_text((attacker / "memctl.toml").read_text(encoding="utf-8").replace(
+        str(tmp_path / "harmless"), str(marker)), encoding="utf-8")
+    git(attacker, *ID, "commit", "-qam", "tidy up again")
+    git(attacker, "push", "-q", "origin", "HEAD")
+    pull(store, "sync")
+    for extra in (["--dry-run"], []):
+        refused = memctl(store, "schedule", "install", "--scheduler", "cron", "--expect", reviewed, *extra)
+        assert refused.returncode == 1, refused.stderr
+        assert one_error(refused).startswith(f"memctl: error: what waits for approval is not what was reviewed with digest {reviewed[:16]}...")
+        assert "memctl schedule install --dry-run" in refused.stderr and again_digest(store) not in refused.stderr
+    assert not fake_crontab.exists()  # nothing installed
+    assert memctl(store, "run-job", "--quiet", "evil").returncode == 1 and not marker.exists()  # nothing approved
+    assert memctl(store, "schedule", "install", "--scheduler", "cron", "--expect", "").returncode == 2
+    again = json.loads(memctl(store, "schedule", "install", "--scheduler", "cron", "--dry-run", "--json").stdout)["waiting_digest"]
+    done = memctl(store, "schedule", "install", "--scheduler", "cron", "--expect", again, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["approved"] == ["jobs.evil"] and "run-job --quiet evil" in fake_crontab.read_text()
+    assert json.loads(memctl(store, "schedule", "install", "--scheduler", "cron", "--dry-run", "--json").stdout)[
+        "waiting_digest"] is None
+
+
 @pytest.fixture
 def fake_crontab(tmp_path, monkeypatch):
     """A `crontab` first on PATH that keeps the table in a file; the real one is never touched."""

@@ -70,8 +70,9 @@ HINTS = {
     "tracked-local-state": "run `memctl doctor --fix` (it untracks .memctl/ and removes what came in), then the command again",
     "untrusted": "review it with `memctl trust --list`, then approve it with `memctl trust`",
     "not-a-setting": "`memctl trust --list` shows them",
-    "expect-empty": "the digest `memctl trust --list` ends with",
+    "expect-empty": "the digest `memctl trust --list` (or `memctl schedule install --dry-run`) ends with",
     "trust-changed": "review it again: `memctl trust --list`",
+    "jobs-changed": "review it again: `memctl schedule install --dry-run`",
     "secret-in-file": "take it out of {file} (adopting commits the file as it is, and sync pushes it), or adopt it as it is "
                       "with --allow-secrets",
 }

@@ -81,11 +81,13 @@ def render(ctx: typer.Context, json: JsonOpt = False) -> None:
                 if total or done.removed else "no jobs declared in memctl.toml ([jobs.NAME])")
 
 
-def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool, removing: bool = False) -> None:
+def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool, removing: bool = False, approved: list | None = None,
+               digest: str | None = None) -> None:
     if json:
         output.emit_json({"scheduler": plan.scheduler, "changed": plan.changed, "dry_run": dry_run,
                           "steps": [s.describe() for s in plan.steps], "crontab": plan.crontab_after,
-                          "notes": list(plan.notes), "warnings": list(plan.warnings)})
+                          "notes": list(plan.notes), "warnings": list(plan.warnings),
+                          "approved": [s.key for s in approved or ()], "waiting_digest": digest})
     elif dry_run and plan.scheduler == "cron":
         output.emit_text(plan.crontab_after or "")
     elif dry_run:
@@ -102,18 +104,30 @@ def _show_plan(plan: jobs.Plan, dry_run: bool, json: bool, removing: bool = Fals
 
 
 @schedule_app.command("install")
-def install(ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto", json: JsonOpt = False) -> None:
-    """Load the jobs: launchctl bootstrap (macOS) or this store's block in your crontab (other lines kept)."""
+def install(
+    ctx: typer.Context, dry_run: DryRunOpt = False, scheduler: SchedulerOpt = "auto",
+    expect: Annotated[Optional[str], typer.Option("--expect", metavar="DIGEST", help=(
+        "Install only if the jobs it would approve are still what `--dry-run` showed with this digest."))] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Load the jobs: launchctl bootstrap (macOS) or this store's block in your crontab (other lines kept).
+    Installing approves the jobs that wait for approval (`memctl trust`); `--dry-run` says which."""
     store = store_from(ctx)
     with jobs.scheduler_lock() if not dry_run else contextlib.nullcontext():
         plan = jobs.plan_install(store, scheduler=scheduler, dry_run=dry_run, check_command=check_command)
-        approved = [] if dry_run else jobs.install(store, plan)
-    _show_plan(plan, dry_run, json)
+        if dry_run:
+            trust.check_expected(jobs.waiting(store), expect, jobs=True)
+        approved = [] if dry_run else jobs.install(store, plan, expect=expect)
+    would = jobs.waiting(store) if dry_run else []  # what the real install would approve, said before it does
+    digest = trust.digest(would)
+    _show_plan(plan, dry_run, json, approved=approved, digest=digest)
     for setting in approved:
         output.info(f"approved {trust.describe(setting)} on this machine (it waited: {setting.why})")
-    for setting in jobs.waiting(store) if dry_run else ():  # what the real install would approve, said before it does
+    for setting in would:
         output.info(f"would approve {trust.describe(setting)} on this machine (it waits: {setting.why}; "
                     f"`memctl trust --list` shows it)")
+    if digest:
+        output.info(f"`memctl schedule install --expect {digest}` installs and approves exactly these")
 
 
 @schedule_app.command("uninstall")
