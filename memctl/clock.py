@@ -6,6 +6,7 @@ import os
 from datetime import date, datetime, timedelta
 
 DATE_HINT = "an ISO-8601 date or time, e.g. 2026-12-01 or 2026-12-01T09:00"  # what every date a user types may be
+SKEW = 300  # seconds: another machine's clock may run this far ahead before a date it wrote is not believed
 
 
 def now() -> datetime:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -368,12 +369,14 @@ UNIT_KEYS = ("importance", "confidence")
 DATE_KEYS = ("created", "updated", "expires")
 
 
-def value_problems(fact: Fact) -> list[tuple[str, str]]:
+def value_problems(fact: Fact, now: datetime | None = None) -> list[tuple[str, str]]:
     """(key, message) for each metadata value that is not what docs/FORMAT.md says, and what is read instead.
 
     memctl reads such a value without failing (a hand edit must not hide a fact), so nothing but
     doctor would tell the user that `importance: high` is the type's default, `expires: next friday`
-    never expires, or `pinned: "yes"` is not a pin.
+    never expires, or `pinned: "yes"` is not a pin. With `now`: a `created` or `updated` more than
+    clock.SKEW ahead of it too (written under a clock that ran ahead: until then recall counts the
+    fact as just written, and nothing calls it stale).
     """
     problems = []
     for key in UNIT_KEYS:
@@ -393,10 +396,14 @@ def value_problems(fact: Fact) -> list[tuple[str, str]]:
         if value is None or value == "":
             continue
         try:
-            clock.parse_date(str(value))  # what every reader of these keys uses
+            when = clock.parse_date(str(value))  # what every reader of these keys uses
         except ValueError:
             effect = "the fact never expires" if key == "expires" else "it is ignored"
             problems.append((key, f"{key} {str(value)!r} is not an ISO-8601 date (YYYY-MM-DD, or with a time): {effect}"))
+            continue
+        if now is not None and key != "expires" and (when - now).total_seconds() > clock.SKEW:
+            problems.append((key, f"{key} {str(value)!r} is in the future (written under a clock that ran ahead?): "
+                                  "until then recall counts the fact as just written and nothing calls it stale"))
     pinned = fact.meta("pinned")
     if pinned is not None and not isinstance(pinned, bool):
         problems.append(("pinned", f"pinned {str(pinned)!r} is not true or false: read as not pinned"))

@@ -1275,6 +1275,7 @@ def check(store: Store) -> list[Problem]:
     """Every problem in the fact layer, with file:line where there is one."""
     result = scan(store, archived=True)
     problems = list(result.problems)
+    now = clock.now()
     live = [f for f in result.facts if not f.archived]
     names: dict[str, list[fact_mod.Fact]] = {}
     known = {f.stem for f in result.facts} | {f.name for f in result.facts}
@@ -1307,7 +1308,7 @@ def check(store: Store) -> list[Problem]:
                                     f"{' | '.join(store.config.fact_types)}); the fact is read as usual", "warning"))
         if not item.archived:
             problems += [Problem(rel, _key_line(item, key), f"bad-{key}", message, "warning")
-                         for key, message in fact_mod.value_problems(item)]
+                         for key, message in fact_mod.value_problems(item, now)]
         for old in item.supersedes:
             if old not in known:
                 problems.append(Problem(rel, 0, "dangling-supersedes", f"supersedes {old!r}, which does not exist"))

@@ -741,7 +741,7 @@ def _committed_at(store: Store, path: Path) -> datetime | None:
     return datetime.fromisoformat(entries[0].date) if entries else None
 
 
-SKEW = 300  # seconds: another machine's clock may run this far ahead before `updated:` is not believed
+SKEW = clock.SKEW  # seconds: another machine's clock may run this far ahead before `updated:` is not believed
 
 
 def unbelievable_updated(snapshot: Snapshot | None) -> str | None:

@@ -477,6 +477,27 @@ def test_doctor_names_a_description_longer_than_memctl_writes_at_its_line(base, 
     assert codes == ["long-description", "long-description"]
 
 
+def test_doctor_names_a_fact_dated_ahead_of_the_clock(base, tmp_path):
+    """A fact written under a clock that ran ahead (another machine's, pushed) counted as just written in
+    recall until that day and was never called stale, and doctor said nothing. More than five minutes
+    ahead (clock.SKEW) is now a warning at its line; less is another clock's drift, and `expires` is
+    meant to be ahead."""
+    root = _copy(base, tmp_path)
+    (root / "memory" / "ahead.md").write_text(
+        "---\nname: ahead\ndescription: written on a laptop whose clock ran ahead\ntype: project\n"
+        "created: 2026-12-01T09:04:59+09:00\nupdated: 2026-12-01T09:05:01+09:00\nexpires: 2099-01-01\n---\nbody\n",
+        encoding="utf-8")
+    assert _run(root, ["index"], None, {}).returncode == 0
+    pinned = {"MEMCTL_NOW": "2026-12-01T09:00:00+09:00"}
+    done = _run(root, ["doctor", "--json"], None, pinned)
+    found = [p for p in json.loads(done.stdout)["problems"] if p["path"] == "memory/ahead.md"]
+    assert [(p["line"], p["code"], p["severity"]) for p in found] == [(6, "bad-updated", "warning")]
+    assert found[0]["message"] == ("updated '2026-12-01T09:05:01+09:00' is in the future (written under a clock that "
+                                   "ran ahead?): until then recall counts the fact as just written and nothing calls it stale")
+    later = _run(root, ["doctor", "--json"], None, {"MEMCTL_NOW": "2026-12-01T09:00:02+09:00"})
+    assert [p for p in json.loads(later.stdout)["problems"] if p["path"] == "memory/ahead.md"] == []
+
+
 def test_doctor_says_what_memctl_reads_for_a_hand_written_value_it_cannot_read_as_the_format_says(base, tmp_path):
     """`importance: high`, `expires: next friday`, `pinned: "yes"` were read as the default, never, and (by some
     readers) pinned, and nothing said so. Each is now a warning at its line, saying what is read instead."""
