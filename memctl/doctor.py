@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import facts, installed, jobs, ledger_ops, state, trust
+from . import facts, facts_check, installed, jobs, ledger_ops, state, trust
 from .facts import Problem
 from .fsutil import INDEX_LIMIT, MAX_DEPTH, dead_temp, link_on_way, tree_files, walk_tree
 from .markers import conflict_lines
@@ -17,7 +17,7 @@ def run(store: Store) -> list[Problem]:
 
     take_in_now(store)  # Claude Code's own writes in its directory: committed as its own, not reported
     problems = link_problems(store)  # first: the other checks do not follow such links
-    problems += facts.check(store)
+    problems += facts_check.check(store)
     problems += ledger_ops.check_all(store)
     problems += marker_problems(store)
     problems += nul_problems(store)
@@ -204,7 +204,7 @@ def _text_files(store: Store) -> list[Path]:
 
 
 def _readable(store: Store, path: Path) -> bool:
-    """A file doctor reads whole: no link on the way to it, and within the index's limit (facts.check names a bigger index file)."""
+    """A file doctor reads whole: no link on the way to it, and within the index's limit (facts_check.check names a bigger index file)."""
     return link_on_way(store.root, path) is None and path.is_file() and path.stat().st_size <= INDEX_LIMIT
 
 

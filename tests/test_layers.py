@@ -24,7 +24,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     2: ("fact", "config", "fsutil", "gitstore", "importers", "secrets", "runcmd"),
     3: ("store", "index", "parsecache", "embed", "merge", "claude_memory", "trust"),
     4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes", "sources", "watch"),
-    5: ("state", "neardup", "judge", "sync_fast"),
+    5: ("state", "neardup", "judge", "sync_fast", "facts_check"),
     6: ("recall", "jobs", "sync", "lifecycle", "transcripts", "docindex", "config_check"),  # sync: a pushed job table is checked (jobs)
     7: ("context", "doctor", "maintain", "resident", "installed"),
     8: ("cli", "integrations", "api", "ui", "__main__"),  # integrations: other programs' formats, used only by cli/;
