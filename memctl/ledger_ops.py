@@ -481,7 +481,7 @@ def commit_appended(store: Store, name: str) -> Committed:
     Refused when the working file is not the committed version plus new lines:
     an edit of an old line must never ride along with "append".
     """
-    from . import access, gitstore  # noqa: PLC0415
+    from . import access  # noqa: PLC0415
 
     if will_commit(store) is None:  # GitError when git cannot commit
         raise Refused(f"cannot commit ledger {name!r}: commits are turned off", hint="[git] commit in memctl.toml, or MEMCTL_NO_COMMIT")

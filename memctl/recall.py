@@ -459,8 +459,6 @@ def _embedder(store: Store, corpus: Corpus, *, required: bool):
     A running `embed-server` for this store and configuration embeds the query (its model is
     loaded; the vectors are the same: same backend, model and fingerprint, so the same cache).
     """
-    import os
-
     from . import embed
 
     settings = embed.settings_for(store)
@@ -876,8 +874,6 @@ def served(store: Store, conn, queries: Sequence[str], options: dict[str, Any],
     server busy with a long request, a server without a model or without this request, one that
     stops answering or fails) is None: the caller answers in-process, and reports any error.
     """
-    import os
-
     if options.get("mode") == "keyword" or env_on("MEMCTL_NO_SERVER"):
         return None
     if not store.embed_socket.exists():  # no server: not even its module is imported (the prompt hook's budget)

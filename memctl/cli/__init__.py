@@ -10,8 +10,6 @@ from __future__ import annotations
 
 
 def main() -> None:
-    import sys
-
     standard_process()
     try:
         _main()

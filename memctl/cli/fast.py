@@ -18,7 +18,6 @@ Only light modules are imported before the work starts (no typer, click, rich).
 
 from __future__ import annotations
 
-import os
 import sys
 
 from ..values import env_on
