@@ -4,7 +4,7 @@ A job is `[jobs.<name>]`: what to run (a memctl command or a script in the
 store), when (minute / hour / weekday, or an interval) and, optionally, how old
 its last success may get. `render` turns the jobs into launchd plists and an
 equivalent crontab block; `install` loads them. What the scheduler actually
-runs is `memctl run-job NAME`, which takes a per-job lock and the store's
+runs is `memctl run-job NAME` (runjob.py), which takes a per-job lock and the store's
 turn (its jobs run one at a time), logs every line
 with a timestamp to `logs/<name>.log`, and on failure records an `error`
 episode, so that a failing job leaves a trace that `episode recall` and
@@ -24,19 +24,15 @@ import plistlib
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-import time
-from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import clock, errors, procs, trust
+from . import clock, errors, trust
 from .errors import BadInput, LockTimeout, MemctlError, NotFound, Refused
-from .fsutil import CONTROL_CHARS, atomic_write, file_lock, link_on_way, refuse_link, seconds_setting
+from .fsutil import CONTROL_CHARS, atomic_write, file_lock, link_on_way, refuse_link
 from .state import SKEW, format_duration, parse_duration
 from .store import Store
 
@@ -113,7 +109,7 @@ class Job:
         return max(gaps) * 60
 
 
-def _where(name: str) -> str:
+def job_table(name: str) -> str:
     return f"memctl.toml: [jobs.{name}]"
 
 
@@ -121,25 +117,25 @@ def _calendar_field(name: str, key: str, value: Any) -> tuple[int, ...]:
     low, high = CALENDAR_KEYS[key]
     values = value if isinstance(value, list) else [value]
     if not values:
-        raise BadInput(f"{_where(name)} {key} = [] is empty", hint=f"a whole number from {low} to {high}, or a list of them")
+        raise BadInput(f"{job_table(name)} {key} = [] is empty", hint=f"a whole number from {low} to {high}, or a list of them")
     for item in values:
         if isinstance(item, bool) or not isinstance(item, int):
-            raise BadInput(f"{_where(name)} {key} = {item!r} is not a whole number", hint=f"{low}-{high}")
+            raise BadInput(f"{job_table(name)} {key} = {item!r} is not a whole number", hint=f"{low}-{high}")
         if not low <= item <= high:
             extra = " (0 and 7 are Sunday)" if key == "weekday" else ""
-            raise BadInput(f"{_where(name)} {key} = {item} is out of range ({low}-{high}){extra}")
+            raise BadInput(f"{job_table(name)} {key} = {item} is out of range ({low}-{high}){extra}")
     if len(set(values)) != len(values):
-        raise BadInput(f"{_where(name)} {key} lists a value twice")
+        raise BadInput(f"{job_table(name)} {key} lists a value twice")
     return tuple(sorted(values))
 
 
 def _interval(name: str, value: Any) -> int:
-    seconds = parse_duration(value, f"{_where(name)} interval")
+    seconds = parse_duration(value, f"{job_table(name)} interval")
     minutes, rest = divmod(seconds, 60)
     # Only what cron can say too, so that launchd and cron run a job alike.
     if rest == 0 and ((minutes < 60 and 60 % minutes == 0) or (minutes % 60 == 0 and 24 % (minutes // 60) == 0)):
         return seconds
-    raise BadInput(f"{_where(name)} interval = {value!r} has no crontab equivalent",
+    raise BadInput(f"{job_table(name)} interval = {value!r} has no crontab equivalent",
                    hint="a divisor of 60 minutes (1m..30m, 1h) or of 24 hours (2h, 3h, 4h, 6h, 8h, 12h, 24h); else use minute/hour/weekday")
 
 
@@ -148,13 +144,13 @@ def _words(name: str, key: str, value: Any) -> tuple[str, ...]:
         try:
             words = shlex.split(value)
         except ValueError as exc:
-            raise BadInput(f"{_where(name)} {key}: {exc}") from None
+            raise BadInput(f"{job_table(name)} {key}: {exc}") from None
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
         words = list(value)
     else:
-        raise BadInput(f"{_where(name)} {key} must be a string or a list of strings")
+        raise BadInput(f"{job_table(name)} {key} must be a string or a list of strings")
     if any("\0" in w or "\n" in w for w in words):
-        raise BadInput(f"{_where(name)} {key} must not contain NUL or newlines")
+        raise BadInput(f"{job_table(name)} {key} must not contain NUL or newlines")
     return tuple(words)
 
 
@@ -162,7 +158,7 @@ def _found_exit(name: str, value: Any) -> tuple[int, ...]:
     codes = [value] if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(codes, list) or not all(isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 125
                                               for c in codes):
-        raise BadInput(f"{_where(name)} found_exit = {value!r} is not an exit code from 1 to 125 (or a list of them)",
+        raise BadInput(f"{job_table(name)} found_exit = {value!r} is not an exit code from 1 to 125 (or a list of them)",
                        hint="the codes a command exits with when it worked and found something: near-dup scan's is 1")
     return tuple(sorted(set(codes)))
 
@@ -172,12 +168,12 @@ def parse_job(name: str, table: Any) -> Job:
     if not JOB_NAME_RE.match(name):
         raise BadInput(f"memctl.toml: invalid job name {name!r}", hint="1-64 ASCII letters, digits, - or _")
     if not isinstance(table, dict):
-        raise BadInput(f"{_where(name)} must be a table")
+        raise BadInput(f"{job_table(name)} must be a table")
     unknown = sorted(set(table) - _JOB_KEYS)
     if unknown:
-        raise BadInput(f"{_where(name)} has an unknown key {unknown[0]!r}", hint="keys: " + ", ".join(sorted(_JOB_KEYS)))
+        raise BadInput(f"{job_table(name)} has an unknown key {unknown[0]!r}", hint="keys: " + ", ".join(sorted(_JOB_KEYS)))
     if ("command" in table) == ("script" in table):
-        raise BadInput(f"{_where(name)} needs exactly one of command (memctl arguments) or script (a file in the store)")
+        raise BadInput(f"{job_table(name)} needs exactly one of command (memctl arguments) or script (a file in the store)")
     command: tuple[str, ...] = ()
     script = None
     if "command" in table:
@@ -185,31 +181,31 @@ def parse_job(name: str, table: Any) -> Job:
         if command[:1] == ("memctl",):
             command = command[1:]
         if not command:
-            raise BadInput(f"{_where(name)} command is empty")
+            raise BadInput(f"{job_table(name)} command is empty")
         if "args" in table:
-            raise BadInput(f"{_where(name)} args go with script; put them in command")
+            raise BadInput(f"{job_table(name)} args go with script; put them in command")
     else:
         script = table["script"]
         if not isinstance(script, str) or not script.strip() or "\0" in script or "\n" in script:
-            raise BadInput(f"{_where(name)} script must be a path (relative to the store)")
+            raise BadInput(f"{job_table(name)} script must be a path (relative to the store)")
     args = _words(name, "args", table.get("args", []))
     calendar = {key: _calendar_field(name, key, table[key]) for key in CALENDAR_KEYS if key in table}
     if calendar and "interval" in table:
-        raise BadInput(f"{_where(name)} has both interval and minute/hour/weekday", hint="give one kind of schedule")
+        raise BadInput(f"{job_table(name)} has both interval and minute/hour/weekday", hint="give one kind of schedule")
     if not calendar and "interval" not in table:
-        raise BadInput(f"{_where(name)} has no schedule", hint="minute/hour/weekday (e.g. hour = 9), or interval = \"1h\"")
+        raise BadInput(f"{job_table(name)} has no schedule", hint="minute/hour/weekday (e.g. hour = 9), or interval = \"1h\"")
     interval = _interval(name, table["interval"]) if "interval" in table else None
     description = table.get("description", "")
     if not isinstance(description, str) or re.search(f"[{CONTROL_CHARS}]", description):
         # it is a comment in the crontab: a CR or a \x0b there ended the comment and started a line of its own
-        raise BadInput(f"{_where(name)} description must be one line of text, without control characters")
+        raise BadInput(f"{job_table(name)} description must be one line of text, without control characters")
     if calendar and "minute" not in calendar:
         calendar["minute"] = (0,)
     job = Job(name=name, description=description, command=command, script=script, args=args,
               minute=calendar.get("minute"), hour=calendar.get("hour"), weekday=calendar.get("weekday"), interval=interval,
               found_exit=_found_exit(name, table.get("found_exit", [])))
     if "max_age" in table:
-        max_age = parse_duration(table["max_age"], f"{_where(name)} max_age")
+        max_age = parse_duration(table["max_age"], f"{job_table(name)} max_age")
     else:
         gap = job.longest_gap()
         max_age = gap + min(gap, 3600)  # one missed hour of grace, at most one more run
@@ -265,14 +261,14 @@ def check_runnable(store: Store, jobs: list[Job], check_command: Callable[[tuple
         if job.script is not None:
             path = script_path(store, job)
             if not path.is_file():
-                raise BadInput(f"{_where(job.name)} script {job.script!r} does not exist ({path})",
+                raise BadInput(f"{job_table(job.name)} script {job.script!r} does not exist ({path})",
                                hint="create it, or run memctl itself: command = \"state update\"")
             if not os.access(path, os.X_OK):
-                raise BadInput(f"{_where(job.name)} script {job.script!r} is not executable", hint=f"chmod +x {path}")
+                raise BadInput(f"{job_table(job.name)} script {job.script!r} is not executable", hint=f"chmod +x {path}")
         elif check_command is not None:
             why = check_command(job.command)
             if why:
-                raise BadInput(f"{_where(job.name)} command {shlex.join(job.command)!r} is not a memctl command line: {why}",
+                raise BadInput(f"{job_table(job.name)} command {shlex.join(job.command)!r} is not a memctl command line: {why}",
                                hint="memctl's help lists the commands", kind="not-a-command")
 
 
@@ -745,10 +741,12 @@ def install(store: Store, plan: Plan, expect: str | None = None) -> list[trust.S
     """Carry out an install plan. Installing is the local user's choice of the jobs: those that
     waited for approval (memctl/trust.py) are approved, and returned. With `expect` (the digest of
     what a dry run said it would approve: `waiting_digest`), nothing is installed or approved once
-    what waits differs (a sync merged a new command since); checked again as it approves."""
+    what waits differs (a sync merged a new command since); checked again as it approves (a job's
+    script changed while the schedule was written: installed, nothing approved, so run-job still
+    refuses that job)."""
     trust.check_expected(waiting(store), expect, jobs=True)
     apply(store, plan)
-    return trust.approve_written(store, "jobs.", expect=expect, jobs=True)
+    return trust.approve_written(store, "jobs.", expect=expect, jobs=True, installed=True)
 
 
 def waiting(store: Store) -> list[trust.Setting]:
@@ -761,296 +759,13 @@ def waiting_digest(store: Store) -> str | None:
     return trust.digest(waiting(store))
 
 
-# ---------------------------------------------------------------- run-job
+# ---------------------------------------------------------------- a job's files in .memctl/jobs/
 
-@dataclass(frozen=True)
-class RunResult:
-    job: str
-    exit_code: int
-    started: str
-    seconds: float
-    log: Path
-    tail: tuple[str, ...]
-    episode: str | None = None  # id of the error episode recorded on failure
-    episode_error: str | None = None  # why it could not be recorded
-
-
-class _Log:
-    """Timestamped lines appended to logs/<name>.log, flushed one by one (a crash keeps what was said)."""
-
-    def __init__(self, path: Path, name: str):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.name, self.path = name, path
-        self.handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666), "ab")
-
-    def write(self, text: str) -> None:
-        with self._named():
-            for line in text.split("\n"):
-                self.handle.write(f"{clock.stamp()} {self.name} {line}\n".encode("utf-8", "replace"))
-            self.handle.flush()
-
-    @contextlib.contextmanager
-    def _named(self) -> Iterator[None]:
-        """An OSError of the log names it: on a full disk, the one line run-job leaves on stderr says which file."""
-        try:
-            yield
-        except OSError as exc:
-            if exc.filename is None:
-                exc.filename = str(self.path)
-            raise
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.fsync(self.handle.fileno())
-        with self._named():
-            self.handle.close()  # (flushes what a failed write left in the buffer: it fails again, on a full disk)
-
-
-def job_argv(store: Store, job: Job) -> list[str]:
-    if job.command:
-        # The same interpreter as this run-job: no PATH lookup can pick another memctl.
-        return [sys.executable, "-m", "memctl", "--root", str(store.root), *job.command]
-    return [str(script_path(store, job)), *job.args]
-
-
-def _child_env(store: Store, job: Job) -> dict[str, str]:
-    env = dict(os.environ)
-    extra = resolve_environment().path.split(":")
-    have = env.get("PATH", "").split(":") if env.get("PATH") else []
-    env["PATH"] = ":".join(dict.fromkeys([*have, *extra]))
-    env["MEMCTL_ROOT"] = str(store.root)
-    env["MEMCTL_JOB"] = job.name
-    if not _within_turn(_turn_path(store)):  # (within its starter's turn, its own jobs are too)
-        env[TURN_VARIABLE] = f"{_turn_path(store)}:{os.getpid()}"
-    return env
-
-
-def _holder(lock: Path) -> str:
-    try:
-        return lock.read_text().strip() or "?"
-    except OSError:
-        return "?"
-
-
-def log_not_run(root: Path, name: str, error: MemctlError) -> None:
-    """A job that cannot even be read (memctl.toml does not load, its table is wrong, it is gone): say so in
-    its logs/NAME.log, where `tail -f` and the next look at the job find it (cron's stderr file is otherwise
-    the only trace). Best effort."""
-    path = root / "logs" / f"{name}.log"
-    if not JOB_NAME_RE.match(name) or link_on_way(root, path) is not None or not path.is_file():
-        return  # only a job that has run here has a log to look in; bad input creates no file
-    with contextlib.suppress(OSError):
-        log = _Log(path, name)
-        try:
-            log.write(f"refused: {error.one_line()}; the job was not run")
-        finally:
-            log.close()
-
-
-def run_job(store: Store, name: str, *, echo: Callable[[str], None] | None = None,
-            note: Callable[[str], None] | None = None) -> RunResult:
-    """Run one job under its lock and the store's turn, log it, and record an `error` episode when it
-    fails. `echo` gets each line the job prints; `note`, what run-job waits for."""
-    try:
-        job = get_job(store, name)
-    except MemctlError as exc:
-        log_not_run(store.root, name, exc)
-        raise
-    lock = _lock_path(store, job.name)
-    refuse_link(store.root, log_path(store, job.name))  # logs/ is machine-local: a link there came from elsewhere
-    log = _Log(log_path(store, job.name), job.name)
-    try:
-        try:
-            _refuse_unapproved(store, job)
-            wait = seconds_setting("MEMCTL_JOB_WAIT", TURN_WAIT_SECONDS)
-        except (Refused, BadInput) as exc:
-            log.write(f"refused: {exc.one_line()}")
-            raise
-        held = contextlib.ExitStack()
-        try:
-            try:
-                held.enter_context(file_lock(lock, timeout=0))
-            except LockTimeout:
-                if not _holder(lock).endswith(ENDING):
-                    raise
-                held.enter_context(file_lock(lock, timeout=ENDING_WAIT))  # another job ends what its killed run left
-        except LockTimeout:
-            holder = _holder(lock)
-            doing, pid = ("waiting for its turn" if holder.endswith(WAITING) else "running"), holder.removesuffix(WAITING)
-            log.write(f"skip: already {doing} (pid {pid})")
-            raise JobRunning(f"job {job.name} is already {doing} (pid {pid}); this copy did not start it",
-                             hint="memctl schedule status") from None
-        with held:
-            _end_leftovers(_run_file(store, job), log)
-            with _store_turn(store, job, log, wait, note):
-                store, job = _approved_still(store, job.name, log)  # a sync may have merged while it waited
-                _end_others_leftovers(store, job, log)
-                return _run_locked(store, job, log, echo)
-    finally:
-        log.close()
-
-
-def _refuse_unapproved(store: Store, job: Job) -> None:
-    """What a commit not made here changed waits for `memctl trust` (memctl/trust.py); a script in the
-    store reached through a symbolic link is not run (what runs could not be checked)."""
-    trust.refuse_waiting(store, [f"jobs.{job.name}", f"jobs.{job.name}{trust.SCRIPT_SUFFIX}"], "the job was not run")
-    script = trust.scripts(store, store.config.raw).get(f"jobs.{job.name}{trust.SCRIPT_SUFFIX}")
-    if script is not None and script.link is not None:
-        raise Refused(f"{_where(job.name)} script {job.script!r} is reached through a symbolic link in the repository "
-                      f"({script.link}); the job was not run", kind="link",
-                      hint="name the script's real path in memctl.toml, or put the file itself in the store")
-
-
-def _approved_still(store: Store, name: str, log: "_Log") -> tuple[Store, Job]:
-    """The store and job as they are once the turn is taken, checked again: a sync job ahead of this one may
-    have merged a new memctl.toml or script while it waited."""
-    from .store import open_store  # noqa: PLC0415
-
-    try:
-        store = open_store(store.root)
-        job = get_job(store, name)
-        _refuse_unapproved(store, job)
-    except (Refused, BadInput, NotFound) as exc:
-        log.write(f"refused: {exc.one_line()}")
-        raise
-    return store, job
-
-
-TURN_WAIT_SECONDS = 3600.0  # how long a job waits for another job of its store (MEMCTL_JOB_WAIT)
-TURN_VARIABLE = "MEMCTL_JOB_TURN"  # in a job's environment: the turn lock it runs within
 WAITING = " waiting"  # after the pid in a job's lock while its run-job waits for the turn
 ENDING = " ending"  # after the pid in a job's lock while another job's run-job ends what its killed run left
-ENDING_WAIT = 10.0  # seconds a run-job waits for that (_end_leftovers: SIGTERM, 2 s, SIGKILL, 2 s)
 
 
-def _turn_path(store: Store) -> Path:
-    return Path(os.path.realpath(_jobs_dir(store) / ".turn.lock"))  # (no job is named with a dot)
-
-
-@contextlib.contextmanager
-def _store_turn(store: Store, job: Job, log: _Log, wait: float, note: Callable[[str], None] | None) -> Iterator[None]:
-    """The jobs of one store run one at a time. Cron starts every job due in a minute at once, and a
-    doctor beside a state update found STATE.md written and not yet committed. A job waits for the
-    one running (a `wait:` line in its log), up to `wait` seconds, then does not start (`skip:`, exit 4).
-    A run-job started by a job of this store, while that job holds the turn, runs within it."""
-    turn = _turn_path(store)
-    lock = _lock_path(store, job.name)
-    me = f"job {job.name} (pid {os.getpid()})"
-    with contextlib.ExitStack() as held:
-        try:
-            try:
-                held.enter_context(file_lock(turn, timeout=0, holder=me))
-            except LockTimeout:
-                if _within_turn(turn):
-                    yield  # the job that started this run-job holds the turn
-                    return
-                other = _holder(turn)
-                log.write(f"wait: {other} is running; this run starts after it")
-                if note:
-                    note(f"job {job.name} waits for {other} to end (at most {wait:g} s, MEMCTL_JOB_WAIT)")
-                lock.write_text(f"{os.getpid()}{WAITING}\n")
-                try:
-                    with errors.stops_raise(signal.SIGTERM, signal.SIGHUP):
-                        held.enter_context(file_lock(turn, timeout=wait, holder=me))
-                except LockTimeout:
-                    other = _holder(turn)
-                    log.write(f"skip: {other} still running after {wait:g} s")
-                    raise JobRunning(f"{other} of this store still runs after {wait:g} s; job {job.name} "
-                                     "was not started", hint="memctl schedule status") from None
-                except KeyboardInterrupt as exc:
-                    code = exc.exit_code if isinstance(exc, errors.Interrupted) else errors.INTERRUPTED
-                    log.write(f"stop: run-job got {signal.Signals(code - 128).name} while it waited for its turn; "
-                              "the job was not run")
-                    raise
-        except MemctlError as exc:  # the lock is not a regular file, say: every run is refused, said in its log
-            if not isinstance(exc, LockTimeout):
-                log.write(f"refused: {exc.one_line()}")
-            raise
-        lock.write_text(f"{os.getpid()}\n")
-        yield
-
-
-def _within_turn(turn: Path) -> bool:
-    """Whether this run-job was started by the job that holds `turn` now: MEMCTL_JOB_TURN names that
-    lock and its holder's pid (a process a job left running in the background, started again later,
-    finds another holder there)."""
-    path, _, pid = os.environ.get(TURN_VARIABLE, "").rpartition(":")
-    return path == str(turn) and pid.isdigit() and _holder(turn).endswith(f"(pid {pid})")
-
-
-def _end_others_leftovers(store: Store, job: Job, log: _Log) -> None:
-    """What the killed run-job of another job left running would run beside this one: ended first (the
-    next run of that job would only end it then). A job whose lock is held is alive, and ends its own."""
-    for run_file in sorted(_jobs_dir(store).glob("*.run")):
-        other = run_file.stem
-        if other == job.name or not JOB_NAME_RE.match(other):
-            continue
-        try:
-            with file_lock(_lock_path(store, other), timeout=0, holder=f"{os.getpid()}{ENDING}"):
-                _end_leftovers(run_file, log, f"job {other}'s last run-job")
-        except MemctlError:  # held (its run-job lives), or not a regular file (doctor names it)
-            continue
-
-
-def _run_locked(store: Store, job: Job, log: _Log, echo: Callable[[str], None] | None) -> RunResult:
-    argv = job_argv(store, job)
-    started = clock.stamp()
-    log.write(f"start pid={os.getpid()} cmd={shlex.join(argv)}")
-    began = time.monotonic()
-    tail: deque[str] = deque(maxlen=TAIL_LINES)
-    run_file = _run_file(store, job)
-    run_id = os.urandom(8).hex()
-    try:
-        atomic_write(run_file, run_id + "\n")  # gone at the run's end: found by the next run, this one was killed
-    except OSError:  # a full disk: the job runs all the same (what a killed run leaves is then not ended)
-        pass
-    try:
-        # A session of its own: a stop sent to run-job reaches the job's whole process tree through
-        # _forwarding_stops, and run-job (holding the job's lock) waits until the tree has ended.
-        child = subprocess.Popen(argv, cwd=store.root, env={**_child_env(store, job), RUN_VARIABLE: run_id},
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 start_new_session=True, preexec_fn=_dies_with_parent())
-    except OSError as exc:
-        # 126/127: what a shell says for "cannot execute" and "not found".
-        code = 127 if isinstance(exc, FileNotFoundError) else 126
-        message = f"cannot start {argv[0]}: {exc.strerror or exc}"
-        log.write(f"| {message}")
-        tail.append(message)
-    else:
-        assert child.stdout is not None
-        with _forwarding_stops(child, log):
-            for raw in child.stdout:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                log.write(f"| {line}")
-                tail.append(line)
-                if echo:
-                    echo(line)
-            code = child.wait()
-        if code < 0:
-            code = 128 - code  # killed by a signal, as a shell reports it
-    with contextlib.suppress(OSError):
-        run_file.unlink(missing_ok=True)
-    seconds = time.monotonic() - began
-    log.write(f"end exit={code} seconds={seconds:.2f}")
-    result = RunResult(job.name, code, started, seconds, log_path(store, job.name), tuple(tail))
-    if code == 0:
-        return result
-    try:
-        episode = _record_episode(store, job, result)
-    except (MemctlError, OSError) as exc:  # a full disk too: the job's own exit code is what run-job reports
-        why = exc.one_line() if isinstance(exc, MemctlError) else errors.from_os_error(exc).one_line()
-        with contextlib.suppress(OSError):
-            log.write(f"episode not recorded: {why}")
-        return RunResult(**{**result.__dict__, "episode_error": why})
-    log.write(f"episode {episode}")
-    return RunResult(**{**result.__dict__, "episode": episode})
-
-
-STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-RUN_VARIABLE = "MEMCTL_JOB_RUN"  # in the environment of every process of one run: what the next run may end
-
-
-def _jobs_dir(store: Store) -> Path:
+def jobs_folder(store: Store) -> Path:
     """`.memctl/jobs/`, the jobs' locks and run files; Refused when it (or `.memctl/`) is a symbolic link
     (git writes one over an ignored folder: a run would remove and write files where it leads)."""
     folder = store.cache_dir / "jobs"
@@ -1058,118 +773,16 @@ def _jobs_dir(store: Store) -> Path:
     return folder
 
 
-def _run_file(store: Store, job: Job) -> Path:
-    return _jobs_dir(store) / f"{job.name}.run"
-
-
-def _lock_path(store: Store, name: str) -> Path:
+def job_lock(store: Store, name: str) -> Path:
     """A job's lock: held while its run-job lives; its text, the holder's pid (WAITING, ENDING after it)."""
-    return _jobs_dir(store) / f"{name}.lock"
+    return jobs_folder(store) / f"{name}.lock"
 
 
-def _end_leftovers(run_file: Path, log: _Log, whose: str = "the last run's run-job") -> None:
-    """A run whose run-job was killed with SIGKILL left its `.run` file, and maybe processes: the job's
-    shell got SIGTERM (PR_SET_PDEATHSIG), but a command it was running lives on without the lock. The
-    next run ends them (SIGTERM, then SIGKILL) before it starts, and says so: only processes of that
-    run (its MEMCTL_JOB_RUN in their environment, read in /proc; elsewhere nothing is found)."""
+def lock_holder(lock: Path) -> str:
     try:
-        run_id = run_file.read_text(encoding="utf-8").strip()
+        return lock.read_text().strip() or "?"
     except OSError:
-        return
-    left = _processes_of(run_id) if run_id else []
-    pids = list(left)
-    for number in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, number)
-        deadline = time.monotonic() + 2
-        while pids and time.monotonic() < deadline:
-            pids = [pid for pid in pids if procs.alive(pid)]
-            time.sleep(0.02)
-        if not pids:
-            break
-    if left:
-        log.write(f"stop: {whose} was killed (SIGKILL) while its job ran; ended what it left running "
-                  f"(pid {', '.join(map(str, left))})" + (f"; still running: {', '.join(map(str, pids))}" if pids else ""))
-    with contextlib.suppress(OSError):
-        run_file.unlink(missing_ok=True)
-
-
-def _processes_of(run_id: str) -> list[int]:
-    """The processes whose environment holds MEMCTL_JOB_RUN=run_id (Linux's /proc; [] elsewhere)."""
-    wanted = f"{RUN_VARIABLE}={run_id}".encode()
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                if wanted in handle.read().split(b"\0"):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
-
-
-@contextlib.contextmanager
-def _forwarding_stops(child: subprocess.Popen, log: _Log) -> Iterator[None]:
-    """SIGTERM, SIGINT or SIGHUP to run-job (launchd stopping it, a Ctrl-C, a closed terminal) go on to the
-    job's process group; run-job goes on logging until the job has ended, so its lock is held as long as
-    the job runs, and the run ends with its `end` line and error episode. A second stop sends SIGKILL."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread
-        return
-    stops: list[int] = []
-
-    def forward(signum: int, _frame) -> None:  # no logging here: it may interrupt a log write
-        stops.append(signum)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.pid, signum if len(stops) == 1 else signal.SIGKILL)
-
-    previous = {stop: signal.signal(stop, forward) for stop in STOPS}
-    try:
-        yield
-    finally:
-        for stop, handler in previous.items():
-            signal.signal(stop, handler)
-        for number, stop in enumerate(stops):
-            log.write(f"stop: run-job got {signal.Signals(stop).name}; "
-                      + ("sent it to the job" if number == 0 else "killed the job (SIGKILL)"))
-
-
-def _dies_with_parent() -> Callable[[], None] | None:
-    """Linux: the job gets SIGTERM when run-job itself is killed (SIGKILL cannot be forwarded), so no job
-    outlives the lock that keeps a second copy from starting beside it. Elsewhere: None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes  # noqa: PLC0415
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG; resolved before fork: nothing to import after it
-
-
-def _record_episode(store: Store, job: Job, result: RunResult) -> str:
-    """An `error` episode for a run that failed; a `success` one for a run that found something (found_exit): not
-    `feedback`, which is a person's, weighs 0.9 and is never forgotten (docs/LIFECYCLE.md)."""
-    from . import episodes  # noqa: PLC0415
-
-    rel = store.rel(result.log)
-    outcome = f"exit {result.exit_code} after {result.seconds:.1f}s; last lines of {rel}:\n" + "\n".join(result.tail)
-    if len(outcome) > EPISODE_TAIL_CHARS:
-        outcome = "…" + outcome[-EPISODE_TAIL_CHARS:]
-    found = job.succeeded(result.exit_code)
-    episode = episodes.add(
-        store, f"job {job.name} " + (f"found something (exit {result.exit_code})" if found else f"failed with exit {result.exit_code}"),
-        "success" if found else "error", agent=f"job:{job.name}", outcome=outcome, tags=("job", job.name),
-    )
-    return episode.id
+        return "?"
 
 
 # ---------------------------------------------------------------- status
@@ -1245,7 +858,7 @@ def _reverse_lines(path: Path, block: int = 65536) -> Iterator[str]:
 def _is_running(store: Store, name: str) -> bool:
     # Probing takes the lock for an instant; a run-job starting in that instant
     # would log "skip" and exit 4, which status and doctor then show.
-    lock = _lock_path(store, name)
+    lock = job_lock(store, name)
     if not lock.exists():
         return False
     try:
@@ -1288,7 +901,7 @@ def status(store: Store, job: Job, *, tail: int = TAIL_LINES) -> Status:
             age = int((clock.now() - clock.parse_date(found["last_success"])).total_seconds())
     running = _is_running(store, job.name)
     return Status(job, store.rel(path), running=running, tail=tuple(reversed(lines)), age=age,
-                  waiting=running and _holder(_lock_path(store, job.name)).endswith(WAITING), **found)
+                  waiting=running and lock_holder(job_lock(store, job.name)).endswith(WAITING), **found)
 
 
 def statuses(store: Store, name: str | None = None, *, tail: int = TAIL_LINES) -> list[Status]:
@@ -1338,4 +951,3 @@ def _last_outcome(st: Status) -> str:
     if st.last_exit is None:  # its run has no `end` line
         return f"the run started at {st.last_run} did not end: run-job was killed"
     return f"last exit {st.last_exit} at {st.last_end}"
-

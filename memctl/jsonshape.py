@@ -462,7 +462,7 @@ SHAPES: dict[str, tuple[Field, ...]] = {
         ("notes", "list[string]", "What a dry run could not read (no crontab or launchctl here)."),
         ("warnings", "list[string]", "What the jobs will lack (no git on their PATH)."),
         ("approved", "list[string]", "The job settings (jobs.NAME, jobs.NAME:script) this install approved; none for a dry run or uninstall."),
-        ("waiting_digest", "string|null", "With install --dry-run: the SHA-256 of the job settings the install would approve, for `memctl schedule install --expect DIGEST`; null when none waits, and otherwise."),
+        ("waiting_digest", "string|null", "With install --dry-run: the SHA-256 of the job settings the install would approve, for `memctl schedule install --expect DIGEST`; null when nothing waits, and without --dry-run."),
     ),
     "trust": (
         ("settings", "list[@trust_setting]", "Every executable setting of memctl.toml, or those the KEYs name (docs/JOBS.md, \"Consent\")."),

@@ -463,25 +463,29 @@ def _named(found: list[Setting], keys: list[str]) -> list[Setting]:
     return [s for s in found if s.key in keys]
 
 
-def check_expected(chosen: Iterable[Setting], expect: str | None, *, jobs: bool = False) -> None:
+def check_expected(chosen: Iterable[Setting], expect: str | None, *, jobs: bool = False, installed: bool = False) -> None:
     """Refuse unless what waits among `chosen` is what the digest `expect` (None: no check) was taken
-    of. `jobs`: the digest came from a `schedule install` dry run (the refusal's kind says so, for the
-    CLI's hint), not from a review of the settings."""
+    of, or nothing waits (then nothing is approved: a second run of the same approval is no error).
+    `jobs`: the digest came from a `schedule install` dry run (the refusal's kind says so, for the CLI's
+    hint), not from a review of the settings; `installed`: the schedule is already in place."""
     if expect is None:
         return
     if not expect.strip():
         raise BadInput("expect is empty", hint="the digest of what was reviewed: digest(settings(store))", arg="expect",
                        kind="expect-empty")
-    if digest(chosen) == expect.strip().lower():
+    now = digest(chosen)
+    if now is None or now == expect.strip().lower():
         return
-    said = f"what waits for approval is not what was reviewed with digest {expect.strip()[:16]}...: nothing was approved"
+    done = ("the schedule is installed, nothing was approved" if installed else
+            "nothing was installed or approved" if jobs else "nothing was approved")
+    said = f"what waits for approval is not what was reviewed with digest {expect.strip()[:16]}...: {done}"
     if jobs:  # (the digest now is not said: review first)
         raise Refused(said, hint="review it again: jobs.waiting(store), jobs.waiting_digest(store)", kind="jobs-changed")
     raise Refused(said, hint="review it again: settings(store), digest(...)", kind="trust-changed")
 
 
 def approve(store: Store, keys: Iterable[str] | None = None, *, expect: str | None = None,
-            jobs: bool = False) -> list[Setting]:
+            jobs: bool = False, installed: bool = False) -> list[Setting]:
     """Approve what waits (only `keys`, when given); return what was approved. A key that is no
     executable setting of memctl.toml is bad input. With `expect` (a digest `trust --list` showed),
     nothing is approved unless what waits is still exactly what it showed (check_expected)."""
@@ -489,7 +493,7 @@ def approve(store: Store, keys: Iterable[str] | None = None, *, expect: str | No
     if keys is not None:
         found = _named(found, list(keys))
     chosen = [s for s in found if not s.approved]
-    check_expected(chosen, expect, jobs=jobs)
+    check_expected(chosen, expect, jobs=jobs, installed=installed)
     if chosen:
         kept = {**_approved(store), **{s.key: s.value for s in chosen if s.value != REMOVED}}
         _save(store, _pruned(store, {k: v for k, v in kept.items() if k not in {s.key for s in chosen if s.value == REMOVED}}))
@@ -512,10 +516,10 @@ def written(store: Store, prefix: str) -> list[Setting]:
 
 
 def approve_written(store: Store, prefix: str = "", *, expect: str | None = None,
-                    jobs: bool = False) -> list[Setting]:
+                    jobs: bool = False, installed: bool = False) -> list[Setting]:
     """What the local user has just chosen (`schedule install` of the jobs): approved as it is (with
     `expect`, only while what waits is what that digest was taken of)."""
-    return approve(store, [s.key for s in written(store, prefix)], expect=expect, jobs=jobs)
+    return approve(store, [s.key for s in written(store, prefix)], expect=expect, jobs=jobs, installed=installed)
 
 
 def describe(setting: Setting) -> str:

@@ -1,4 +1,4 @@
-"""memctl.jobs: job declarations, plists and crontab lines, run-job, status from the log, doctor."""
+"""memctl.jobs and memctl.runjob: job declarations, plists and crontab lines, run-job, status from the log, doctor."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from memctl import episodes, jobs, procs
+from memctl import episodes, jobs, procs, runjob
 from memctl.errors import BadInput, NotFound, Refused
 from memctl.fsutil import file_lock
 from memctl.store import init_store, open_store
@@ -234,7 +234,7 @@ def test_run_job_failure_logs_and_records_an_error_episode(root, monkeypatch):
     name = script(root, "fail.sh", "echo going\necho oops >&2\nexit 3\n")
     store = configure(root, f'[jobs.broken]\nscript = "{name}"\nhour = 9\n')
     seen = []
-    result = jobs.run_job(store, "broken", echo=seen.append)
+    result = runjob.run_job(store, "broken", echo=seen.append)
     assert (result.exit_code, result.tail, seen) == (3, ("going", "oops"), ["going", "oops"])
     [episode] = episodes.list_episodes(store, episode_type="error")
     assert result.episode == episode.id
@@ -253,7 +253,7 @@ def test_run_job_success_runs_memctl_in_the_store(root, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMCTL_NOW", NOW)
     monkeypatch.chdir(tmp_path)  # not the store: the job must find it anyway
     store = configure(root, '[jobs.state]\ncommand = "memctl state update --no-commit"\nhour = 9\n')
-    result = jobs.run_job(store, "state")
+    result = runjob.run_job(store, "state")
     assert (result.exit_code, result.episode, result.tail) == (0, None, ("state/STATE.md", "memctl: written, not committed"))
     assert (root / "state" / "STATE.md").read_text(encoding="utf-8").startswith(f"---\nupdated: {NOW}\n")
     assert episodes.list_episodes(store) == []
@@ -263,8 +263,8 @@ def test_run_job_script_that_cannot_start(root, monkeypatch):
     monkeypatch.setenv("MEMCTL_NOW", NOW)
     (root / "noexec.sh").write_text("#!/bin/sh\n", encoding="utf-8")
     store = configure(root, '[jobs.a]\nscript = "missing.sh"\nhour = 9\n[jobs.b]\nscript = "noexec.sh"\nhour = 9\n')
-    assert jobs.run_job(store, "a").exit_code == 127
-    assert jobs.run_job(store, "b").exit_code == 126
+    assert runjob.run_job(store, "a").exit_code == 127
+    assert runjob.run_job(store, "b").exit_code == 126
     assert f"{NOW} a | cannot start {root}/missing.sh: No such file or directory" in (root / "logs" / "a.log").read_text()
 
 
@@ -275,7 +275,7 @@ def test_second_copy_exits_at_once(root, monkeypatch):
     with file_lock(lock, timeout=0):
         lock.write_text("4242\n")
         with pytest.raises(jobs.JobRunning) as info:
-            jobs.run_job(store, "slow")
+            runjob.run_job(store, "slow")
     assert info.value.exit_code == 4
     assert info.value.message == "job slow is already running (pid 4242); this copy did not start it"
     assert (root / "logs" / "slow.log").read_text() == f"{NOW} slow skip: already running (pid 4242)\n"
@@ -354,7 +354,7 @@ def test_problems_never_run_and_never_succeeded(root, monkeypatch):
     monkeypatch.setenv("MEMCTL_NOW", NOW)
     name = script(root, "fail.sh", "exit 2\n")
     store = configure(root, f'[jobs.idle]\ncommand = "doctor"\nhour = 9\n[jobs.bad]\nscript = "{name}"\nhour = 9\n')
-    jobs.run_job(store, "bad")
+    runjob.run_job(store, "bad")
     found = {p.code: p for p in jobs.problems(store)}
     assert found["job-never-run"].severity == "warning"
     assert found["job-never-run"].message == "job idle has never run on this machine (memctl schedule install, or memctl run-job idle)"
@@ -736,7 +736,7 @@ def test_a_job_started_while_another_ends_its_leftovers_waits_for_that_and_runs(
         first = _run_pinned(root, "orphan")
         _wait_for(root / "child.pid")
         time.sleep(0.3)
-        left = jobs._processes_of((root / ".memctl" / "jobs" / "orphan.run").read_text().strip())
+        left = runjob._processes_of((root / ".memctl" / "jobs" / "orphan.run").read_text().strip())
         first.kill()
         first.communicate(timeout=60)
         (root / "again").write_text("")

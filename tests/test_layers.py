@@ -26,7 +26,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     4: ("facts", "ledger", "ledger_ops", "vcache", "rindex", "access", "episodes", "sources", "watch"),
     5: ("state", "neardup", "judge", "sync_fast", "facts_check"),
     6: ("recall", "jobs", "sync", "lifecycle", "transcripts", "docindex", "config_check"),  # sync: a pushed job table is checked (jobs)
-    7: ("context", "doctor", "maintain", "resident", "installed"),
+    7: ("context", "doctor", "maintain", "resident", "installed", "runjob"),
     8: ("cli", "integrations", "api", "ui", "__main__"),  # integrations: other programs' formats, used only by cli/;
     # api: the functions `import memctl` offers (docs/PYTHON.md), which cli/ and integrations/ call too;
     # ui: `memctl ui`'s read-only page (docs/UI.md), over the library and the hooks' text

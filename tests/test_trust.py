@@ -608,7 +608,8 @@ def test_schedule_install_expect_installs_and_approves_only_the_jobs_its_dry_run
     for extra in (["--dry-run"], []):
         refused = memctl(store, "schedule", "install", "--scheduler", "cron", "--expect", reviewed, *extra)
         assert refused.returncode == 1, refused.stderr
-        assert one_error(refused).startswith(f"memctl: error: what waits for approval is not what was reviewed with digest {reviewed[:16]}...")
+        assert one_error(refused).startswith(f"memctl: error: what waits for approval is not what was reviewed with digest "
+                                             f"{reviewed[:16]}...: nothing was installed or approved")
         assert "memctl schedule install --dry-run" in refused.stderr and again_digest(store) not in refused.stderr
     assert not fake_crontab.exists()  # nothing installed
     assert memctl(store, "run-job", "--quiet", "evil").returncode == 1 and not marker.exists()  # nothing approved
@@ -619,6 +620,8 @@ def test_schedule_install_expect_installs_and_approves_only_the_jobs_its_dry_run
     assert json.loads(done.stdout)["approved"] == ["jobs.evil"] and "run-job --quiet evil" in fake_crontab.read_text()
     assert json.loads(memctl(store, "schedule", "install", "--scheduler", "cron", "--dry-run", "--json").stdout)[
         "waiting_digest"] is None
+    again_run = memctl(store, "schedule", "install", "--scheduler", "cron", "--expect", again)  # nothing waits: no error
+    assert again_run.returncode == 0 and "approved [" not in again_run.stderr, again_run.stderr
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import jobs, output, trust
+from .. import jobs, output, runjob, trust
 from .root import app
 from .common import JsonOpt, NoCommitOpt, store_from
 from ..errors import FAILED, BadInput, MemctlError
@@ -175,9 +175,9 @@ def run_job(
         store = store_from(ctx)
     except MemctlError as exc:  # memctl.toml does not load: the job's log says why it did not run
         if (root := _root_if_any(ctx)) is not None:
-            jobs.log_not_run(root, name, exc)
+            runjob.log_not_run(root, name, exc)
         raise
-    result = jobs.run_job(store, name, echo=None if quiet else output.emit_text, note=None if quiet else output.info)
+    result = runjob.run_job(store, name, echo=None if quiet else output.emit_text, note=None if quiet else output.info)
     log = store.rel(result.log)
     if result.exit_code == 0:
         if not quiet:  # under launchd and cron stderr is a file that only what run-job could not log belongs in
