@@ -15,7 +15,7 @@ seconds, so two runs give the same bytes.
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from . import clock, recall as recall_mod, textnorm
 from . import errors
@@ -169,7 +169,8 @@ def _stale_parts(conn, stale_days: float, shown: set[str]) -> list[Part]:
 
 def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int = 5, mode: str | None = None,
           min_score: float | None = None, log: bool = True, include_index: bool = True,
-          max_chars: int | None = None, state_root: bool = False, documents: str = "all") -> Bundle:
+          max_chars: int | None = None, state_root: bool = False, documents: str = "all",
+          shown_as: Callable[[str], str] | None = None) -> Bundle:
     """The bundle within `budget` estimated tokens.
 
     Priority (what is dropped last comes first): pinned facts, STATE.md files,
@@ -182,7 +183,9 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
     longer hook output); `state_root` says under the title the store's
     absolute root, the folder every path in the bundle is relative to.
     `documents`: which declared sources answer --query too (docs/SOURCES.md): all, prompt (those
-    with `prompt = true`, for the per-prompt hook) or none.
+    with `prompt = true`, for the per-prompt hook) or none. `shown_as`: what each text becomes where
+    the bundle is printed (the hooks escape what another clone pushed), applied before the budget and
+    `max_chars` are counted, so that what is printed is what fits.
     """
     if budget < 50:
         raise BadInput(f"budget {budget} is too small", hint="give at least 50 tokens", arg="budget")
@@ -217,6 +220,9 @@ def build(store: Store, *, query: str | None = None, budget: int = 4000, k: int 
         folder = store.rel(store.index_path.parent)  # MEMORY.md's links are relative to its own folder
         links = f"; the index's links are relative to {folder}/" if include_index and folder not in ("", ".") else ""
         title += f"\nStore: {store.root} (every path below is relative to it{links})"
+    if shown_as is not None:
+        title = shown_as(title)
+        parts = [p._replace(text=shown_as(p.text), heading=None if p.heading is None else shown_as(p.heading)) for p in parts]
     used = textnorm.estimate_tokens(title) + 1
     chars = len(title) + 1  # the text's exact length: each line and its newline (see _render)
     char_limit = max_chars if max_chars is not None else float("inf")

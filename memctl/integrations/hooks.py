@@ -98,8 +98,9 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
                 text = prompt(open_found(found), asked, log=not checking)
         finally:
             cancel()  # before any handler below runs, so the alarm cannot fire inside one
+        text = within(for_agent(text), MAX_CHARS)  # (already so: each part was escaped before it was sized)
         if text:
-            stdout.write(hook_output(host, event, within(for_agent(text), MAX_CHARS)))
+            stdout.write(hook_output(host, event, text))
             stdout.flush()
             printed = True
     except HookTimeout:
@@ -109,9 +110,10 @@ def run(root: str | None, event: str, stdin: IO[bytes] | None = None, stdout: IO
     # The store was found but its bundle took too long (a ledger grown large since the last index) or failed
     # (a section of memctl.toml its reader refuses): the index, at least.
     index = index_alone(found, why) if problem and event == "session-start" and found is not None and not printed else ""
+    index = within(for_agent(index), MAX_CHARS)
     if index:
         try:
-            stdout.write(hook_output(host, event, within(for_agent(index), MAX_CHARS)))
+            stdout.write(hook_output(host, event, index))
             stdout.flush()
             printed = True
             problem += "; printed MEMORY.md alone"
@@ -144,16 +146,20 @@ def hook_output(host: str | None, event: str, text: str) -> str:
 
 def for_agent(text: str) -> str:
     r"""`text` as the agent's context may hold it, whatever a pushed fact, index or STATE.md says: each
-    control character but TAB and LF shown as `\x1b` (tsv.visible; a CR before LF is a line end), and
-    each `<` that could open or close a tag written `&lt;`. The host wraps what a hook prints in a tag of
-    its own (Claude Code: a system reminder), so a `</system-reminder>` in a file another clone pushed
-    would end that frame and let what follows pass for the host's or the user's words."""
-    import re
+    control character but TAB and LF shown as `\x1b` (tsv.visible; a CR before LF is a line end), each
+    invisible format character (U+200B, U+FEFF, a soft hyphen ...) as `\u200b`, and every `<` written
+    `&lt;`. The host wraps what a hook prints in a tag of its own (Claude Code: a system reminder), so a
+    `</system-reminder>` in a file another clone pushed would end that frame and let what follows pass
+    for the host's or the user's words; an invisible character after the `<` would still read as one.
+    Applying it twice changes nothing."""
+    import unicodedata
 
     from ..tsv import visible
 
     text = visible(text.replace("\r\n", "\n"), keep="\t\n")
-    return re.sub(r"<(?=\s*/?\s*[A-Za-z])", "&lt;", text)
+    if not text.isprintable():  # (TAB, LF, and the invisible ones visible() keeps)
+        text = "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in text)
+    return text.replace("<", "&lt;")
 
 
 def within(text: str, limit: int) -> str:
@@ -319,7 +325,7 @@ def session_start(store, log: bool = True) -> str:
         relist_claude_index(store, wait=LOCK_WAIT)
     # Claude Code already loads the MEMORY.md of its own memory directory: the bundle leaves it out there.
     bundle = context.build(store, budget=SESSION_BUDGET, log=log, include_index=store.layout != "claude",
-                           max_chars=MAX_CHARS, state_root=True)
+                           max_chars=MAX_CHARS, state_root=True, shown_as=for_agent)  # (sized as printed)
     if log:
         start_resident(store)
     return bundle.text if bundle.included else ""
@@ -403,11 +409,11 @@ def _prompt_line(store, hit) -> str:
     terminal of whoever runs the hook by hand."""
     item = hit.item
     if item.kind != "chunk":
-        return _one_line(f"- {item.key}: {item.description} ({store.root / item.path})")
+        return for_agent(_one_line(f"- {item.key}: {item.description} ({store.root / item.path})"))
     place = hit.to_dict()  # a chunk's file, heading path and source description, as --json gives them
     headings = " > ".join(place["heading"]) or os.path.basename(place["file"])
     about = f"; {place['source_description']}" if place["source_description"] else ""
-    return _one_line(f"- {headings}: {item.description} ({item.path}{about})")
+    return for_agent(_one_line(f"- {headings}: {item.description} ({item.path}{about})"))
 
 
 def _one_line(text: str) -> str:
