@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 DATE_HINT = "an ISO-8601 date or time, e.g. 2026-12-01 or 2026-12-01T09:00"  # what every date a user types may be
 SKEW = 300  # seconds: another machine's clock may run this far ahead before a date it wrote is not believed
@@ -68,9 +68,24 @@ def placeholder(when: datetime) -> bool:
 
 
 def parse_date(text: str) -> datetime:
-    """An ISO date or timestamp (full-width digits too: ２０２６－０３－１１); a bare date means local midnight."""
+    """An ISO date or timestamp (full-width digits too: ２０２６－０３－１１); a bare date means local midnight.
+    ValueError for one that is none, or that has no instant here (year 9999's last second with no offset,
+    west of UTC)."""
     value = datetime.fromisoformat(_ascii(text))
-    return value if value.tzinfo else value.astimezone()
+    try:
+        return value if value.tzinfo else value.astimezone()
+    except OverflowError:
+        raise ValueError(f"{text!r} is out of range") from None
+
+
+def earliest(text: str) -> datetime:
+    """The earliest instant a date written `text` may mean: a bare date (no time) begins first where the
+    day begins first, at UTC+14, whatever this machine's zone (another clone's `2026-12-08` is not in
+    the future here until that day has begun somewhere); ValueError as parse_date."""
+    value = parse_date(text)
+    if "T" in _ascii(text).upper() or ":" in text:
+        return value
+    return value.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=timezone(timedelta(hours=14)))
 
 
 def expired(value: object, at: datetime | None = None) -> bool:

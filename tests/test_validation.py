@@ -498,6 +498,28 @@ def test_doctor_names_a_fact_dated_ahead_of_the_clock(base, tmp_path):
     assert [p for p in json.loads(later.stdout)["problems"] if p["path"] == "memory/ahead.md"] == []
 
 
+def test_a_date_another_zone_has_begun_is_not_ahead_and_year_9999_stops_no_doctor(base, tmp_path):
+    """A teammate in Tokyo writes `created: 2026-12-02` at 09:00 there; read in Los Angeles (still the 1st,
+    16:00) that bare date was local midnight, 8 hours ahead, and doctor called it a wrong clock: a bare date
+    is ahead only once no zone has begun that day (UTC+14). A naive `9999-12-31T23:59:59` read west of UTC
+    has no instant: doctor ended in an OverflowError traceback, every day in the maintenance job (helper-91)."""
+    root = _copy(base, tmp_path)
+    (root / "memory" / "tokyo.md").write_text(
+        "---\nname: tokyo\ndescription: written in Tokyo\ntype: project\ncreated: 2026-12-02\n"
+        "updated: 9999-12-31T23:59:59\n---\nbody\n", encoding="utf-8")
+    (root / "memory" / "later.md").write_text(
+        "---\nname: later\ndescription: dated the day after\ntype: project\ncreated: 2026-12-03\n---\nbody\n",
+        encoding="utf-8")
+    assert _run(root, ["index"], None, {}).returncode == 0
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMCTL_")}, "TZ": "America/Los_Angeles",
+           "MEMCTL_NOW": "2026-12-01T16:00:00-08:00", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "memctl", "--root", str(root), "doctor", "--json"], capture_output=True,
+                          env=env, timeout=120, text=True)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    found = {(p["path"], p["code"]) for p in json.loads(done.stdout)["problems"] if p["path"] in ("memory/tokyo.md", "memory/later.md")}
+    assert found == {("memory/tokyo.md", "bad-updated"), ("memory/later.md", "bad-created")}  # 9999: unreadable; the 3rd: ahead
+
+
 def test_doctor_says_what_memctl_reads_for_a_hand_written_value_it_cannot_read_as_the_format_says(base, tmp_path):
     """`importance: high`, `expires: next friday`, `pinned: "yes"` were read as the default, never, and (by some
     readers) pinned, and nothing said so. Each is now a warning at its line, saying what is read instead."""
