@@ -83,7 +83,7 @@ def earliest(text: str) -> datetime:
     day begins first, at UTC+14, whatever this machine's zone (another clone's `2026-12-08` is not in
     the future here until that day has begun somewhere); ValueError as parse_date."""
     value = parse_date(text)
-    if "T" in _ascii(text).upper() or ":" in text:
+    if any(c in _ascii(text) for c in "Tt:"):  # a time is written: the instant it says
         return value
     return value.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=timezone(timedelta(hours=14)))
 

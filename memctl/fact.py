@@ -396,12 +396,12 @@ def value_problems(fact: Fact, now: datetime | None = None) -> list[tuple[str, s
         if value is None or value == "":
             continue
         try:
-            clock.parse_date(str(value))  # what every reader of these keys uses
+            when = clock.earliest(str(value))  # (parse_date's reading, which every reader of these keys uses)
         except ValueError:
             effect = "the fact never expires" if key == "expires" else "it is ignored"
             problems.append((key, f"{key} {str(value)!r} is not an ISO-8601 date (YYYY-MM-DD, or with a time): {effect}"))
             continue
-        if now is not None and key != "expires" and (clock.earliest(str(value)) - now).total_seconds() > clock.SKEW:
+        if now is not None and key != "expires" and (when - now).total_seconds() > clock.SKEW:
             problems.append((key, f"{key} {str(value)!r} is in the future (written under a clock that ran ahead?): "
                                   "until then recall counts the fact as just written and nothing calls it stale"))
     pinned = fact.meta("pinned")

@@ -754,10 +754,6 @@ def waiting(store: Store) -> list[trust.Setting]:
     return [s for s in trust.written(store, "jobs.") if not s.approved]
 
 
-def waiting_digest(store: Store) -> str | None:
-    """The digest of what an install would approve (trust.digest), for `install(expect=)`."""
-    return trust.digest(waiting(store))
-
 
 # ---------------------------------------------------------------- a job's files in .memctl/jobs/
 

@@ -480,7 +480,7 @@ def check_expected(chosen: Iterable[Setting], expect: str | None, *, jobs: bool 
             "nothing was installed or approved" if jobs else "nothing was approved")
     said = f"what waits for approval is not what was reviewed with digest {expect.strip()[:16]}...: {done}"
     if jobs:  # (the digest now is not said: review first)
-        raise Refused(said, hint="review it again: jobs.waiting(store), jobs.waiting_digest(store)", kind="jobs-changed")
+        raise Refused(said, hint="review it again: jobs.waiting(store), digest(...)", kind="jobs-changed")
     raise Refused(said, hint="review it again: settings(store), digest(...)", kind="trust-changed")
 
 

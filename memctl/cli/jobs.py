@@ -115,10 +115,9 @@ def install(
     store = store_from(ctx)
     with jobs.scheduler_lock() if not dry_run else contextlib.nullcontext():
         plan = jobs.plan_install(store, scheduler=scheduler, dry_run=dry_run, check_command=check_command)
-        if dry_run:
-            trust.check_expected(jobs.waiting(store), expect, jobs=True)
+        would = jobs.waiting(store) if dry_run else []  # what the real install would approve, said before it does
+        trust.check_expected(would, expect, jobs=True)  # (a real install checks in jobs.install, twice)
         approved = [] if dry_run else jobs.install(store, plan, expect=expect)
-    would = jobs.waiting(store) if dry_run else []  # what the real install would approve, said before it does
     digest = trust.digest(would)
     _show_plan(plan, dry_run, json, approved=approved, digest=digest)
     for setting in approved:
